@@ -1,0 +1,32 @@
+# planfold — every target builds its own virtual environment when it is missing.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: test lint typecheck unit demo bench fuzz mutation diagrams clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check kernel adapters tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict kernel adapters tests
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest
+
+## The one test command: lint, types, then every test.
+test: lint typecheck unit
+
+## The main job: a whole session on the embedded defaults.
+demo: $(STAMP)
+	$(BIN)/planfold demo --db demo.sqlite
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis demo.sqlite*

@@ -1,0 +1,1 @@
+"""planfold's imperative shell: codec, storage, model clients, runtime and CLI."""

@@ -1,0 +1,106 @@
+"""The kernel's typed refusals.
+
+Every decision in the kernel is total: it returns a value or raises one of
+these. Each error carries a stable kebab-case ``code`` that callers may route
+on, and its context as attributes. The message says whose fault it was: the
+caller's input, the stored log, or a concurrent writer.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = [
+    "KEBAB_CASE",
+    "ConflictError",
+    "KernelError",
+    "PayloadError",
+    "ReplayError",
+    "is_kebab_case",
+]
+
+#: The shape of every ``code`` and ``rule`` in planfold.
+KEBAB_CASE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+def is_kebab_case(text: str) -> bool:
+    """True when ``text`` is a stable kebab-case code such as ``seq-gap``."""
+    return KEBAB_CASE.fullmatch(text) is not None
+
+
+class KernelError(Exception):
+    """Root of every refusal the kernel makes.
+
+    ``code`` is stable and kebab-case; subclasses either fix it on the class or
+    take it per instance (when one class covers several refusals).
+    """
+
+    code: str = "kernel-error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            if not is_kebab_case(code):
+                raise ValueError(f"error code {code!r} is not kebab-case")
+            self.code = code
+        self.message = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep errors picklable across processes (the storage contention tests
+        # send them between workers): rebuild from the instance dict.
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[KernelError], args: tuple[Any, ...], state: dict[str, Any]) -> KernelError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
+
+
+class ReplayError(KernelError):
+    """A stored log is not a valid history: the log's fault, never repaired.
+
+    ``position`` is the ``seq`` of the first bad event, ``rule`` the kebab-case
+    name of the rule it breaks (``seq-gap``, ``stale-revision`` …) and
+    ``detail`` a sentence for a human.
+    """
+
+    code = "replay-error"
+
+    def __init__(self, position: int, rule: str, detail: str) -> None:
+        if not is_kebab_case(rule):
+            raise ValueError(f"replay rule {rule!r} is not kebab-case")
+        super().__init__(f"invalid log at seq {position} [{rule}]: {detail}")
+        self.position = position
+        self.rule = rule
+        self.detail = detail
+
+
+class PayloadError(KernelError):
+    """An event payload does not have the exact shape its kind requires.
+
+    Raised by the payload readers; folds turn it into a positioned
+    ``ReplayError`` with rule ``malformed-payload``.
+    """
+
+    code = "malformed-payload"
+
+
+class ConflictError(KernelError):
+    """A compare-and-set append lost the race: another writer got there first.
+
+    The caller's view is stale; it should reload and decide again.
+    """
+
+    code = "conflict"
+
+    def __init__(self, session_id: str, expected_seq: int, actual_seq: int) -> None:
+        super().__init__(
+            f"session {session_id!r}: expected last seq {expected_seq}, "
+            f"but the log is at {actual_seq} (a concurrent writer appended first)"
+        )
+        self.session_id = session_id
+        self.expected_seq = expected_seq
+        self.actual_seq = actual_seq

@@ -1,0 +1,26 @@
+"""Hypothesis profiles, chosen with HYPOTHESIS_PROFILE: ``default`` is fast for
+local runs, ``ci`` runs more examples, ``fuzz`` is for long runs."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("default", max_examples=60, deadline=None)
+settings.register_profile(
+    "ci",
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.register_profile(
+    "fuzz",
+    max_examples=20_000,
+    stateful_step_count=100,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    print_blob=True,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
