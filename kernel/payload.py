@@ -26,7 +26,7 @@ __all__ = [
     "read_str_list",
 ]
 
-JSON: TypeAlias = "None | bool | int | float | str | Sequence[JSON] | Mapping[str, JSON]"
+JSON: TypeAlias = "bool | int | float | str | Sequence[JSON] | Mapping[str, JSON] | None"
 JSONObject: TypeAlias = Mapping[str, JSON]
 
 

@@ -21,7 +21,9 @@ aborted step appends nothing; a failed append keeps the choice pending.
 
 A notice ``user/message`` accompanies an appended choice only when the last
 recorded request header described the other state: never before the first
-header, and never twice for the same change of context.
+header, and never twice for the same state between two headers (toggling
+back and forth between turns does not repeat it). An approved plan review's
+exit is silent: the tool result already told the model.
 """
 
 from __future__ import annotations
@@ -230,26 +232,43 @@ def notice_text(active: bool) -> str:
     return "Plan mode is now off: carry out the approved plan."
 
 
-def _last_header_state(events: Sequence[Event]) -> bool | None:
-    for event in reversed(events):
+def _notice_due(events: Sequence[Event], target: bool) -> bool:
+    """Whether appending ``target`` owes the model a notice.
+
+    Only when the last recorded request header described the other state
+    (so never before the first header), and only once per state between two
+    headers: toggling back and forth between turns does not repeat it.
+    """
+    noticed: set[bool] = set()
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
         if event.kind == REQUEST_HEADER:
             try:
-                return read_request_header(event.payload).plan_mode
+                header_state = read_request_header(event.payload).plan_mode
             except PayloadError as exc:
                 raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
-    return None
+            return header_state != target and target not in noticed
+        if event.kind == PLAN_MODE and _is_notice(events, index + 1):
+            noticed.add(apply_plan_mode_event(False, event))
+    return False
+
+
+def _is_notice(events: Sequence[Event], index: int) -> bool:
+    if index >= len(events):
+        return False
+    event = events[index]
+    return event.kind == USER_MESSAGE and event.payload.get("source") == NOTICE_SOURCE
 
 
 def choice_events(
     events: Sequence[Event], target: bool, at: int, *, silent: bool = False
 ) -> tuple[Event, ...]:
     """The events that record a choice of ``target`` after ``events``: the
-    ``plan/mode`` event and, when the last request header described the other
-    state and the choice is not silent, a notice ``user/message``."""
+    ``plan/mode`` event and, unless the choice is silent, a notice
+    ``user/message`` when one is due (see ``_notice_due``)."""
     seq = last_seq(events)
     out = [Event(seq + 1, PLAN_MODE, at, {"active": target})]
-    header_state = _last_header_state(events)
-    if not silent and header_state is not None and header_state != target:
+    if not silent and _notice_due(events, target):
         out.append(
             Event(seq + 2, USER_MESSAGE, at, {"text": notice_text(target), "source": NOTICE_SOURCE})
         )

@@ -16,7 +16,7 @@ equals the projection of the fold of the log.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from kernel.errors import PayloadError, ReplayError
@@ -51,7 +51,7 @@ class SessionState:
     or new session: build mode, no plan, no goal."""
 
     last: Event | None = None
-    turns: TurnState = TurnState()
+    turns: TurnState = field(default_factory=TurnState)
     plan_mode: bool = False
 
     @property
