@@ -1,0 +1,327 @@
+"""The strict goal fold: ``fold_goal`` and its incremental form.
+
+Theory of operation
+-------------------
+The goal is a pure fold of the session log. Two kinds matter:
+
+- ``goal/change`` (a snapshot or a clear tombstone, see ``kernel.goal``): it
+  must be exactly the change the transition table allows from the folded
+  state, at the next revision, with the counters and timestamps carried over;
+- ``user/message`` whose source is ``{type: "goal", goal_id, revision,
+  round}``: a round. It advances ``rounds_started`` only when it names the
+  current goal at its current revision, the goal is active, the round is
+  exactly ``rounds_started + 1`` and it is within ``max_rounds``.
+
+Every other kind passes through (``fold_goal`` still checks the envelope of
+every event). Anything else is a violation: the fold raises ``ReplayError`` at
+the first bad event with one of the rules in ``GOAL_REPLAY_RULES``. A corrupt
+record is never skipped or repaired.
+
+Checks run in a fixed order, so a bad event always reports the same rule:
+envelope (seq-gap, malformed ``at``, time-regressed, unknown-kind), payload
+shape (malformed-payload, unknown-version, unknown-operation), identity
+(goal-mismatch, id-reused), revision (stale-revision, revision-gap),
+transition (transition-not-allowed), then rounds-mismatch and
+timestamp-mismatch for a change; for a round, after identity and revision:
+round-not-positive, round-while-stopped, round-over-cap, round-gap.
+
+``GoalFold`` is the incremental form: it keeps the state of the valid prefix
+and, once it meets a bad event, sticks there and reports the same failure
+however often it is asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from kernel.errors import PayloadError, ReplayError
+from kernel.goal import (
+    TRANSITION_TABLE,
+    ClearChange,
+    GoalChange,
+    GoalRef,
+    GoalSnapshot,
+    SnapshotChange,
+    change_ref,
+    read_goal_change,
+)
+from kernel.log import GOAL_CHANGE, USER_MESSAGE, Event, check_envelope, read_message
+
+__all__ = [
+    "GOAL_REPLAY_RULES",
+    "GoalFailure",
+    "GoalFold",
+    "GoalState",
+    "advance_goal_fold",
+    "apply_goal_event",
+    "event_ref",
+    "fold_goal",
+]
+
+#: Every rule the goal fold can report, with what breaks it. The first four
+#: come from ``kernel.log.check_envelope``.
+GOAL_REPLAY_RULES: Mapping[str, str] = {
+    "seq-gap": "the seq is not the previous seq + 1 (starting at 1)",
+    "time-regressed": "the event's at is earlier than the previous event's",
+    "unknown-kind": "the event kind is not one the session log knows",
+    "malformed-payload": (
+        "a bad payload shape: a missing or extra key, a wrong type, a bad value "
+        "(also a negative or non-integer at)"
+    ),
+    "unknown-version": "a goal/change payload whose version is not 1",
+    "unknown-operation": "a goal/change payload whose operation is not a goal operation",
+    "goal-mismatch": (
+        "a change other than create, or a round, names a goal that is not the "
+        "current one (or there is no current goal)"
+    ),
+    "id-reused": "a create uses a goal id already used earlier in the log",
+    "stale-revision": (
+        "a change whose revision is not above the current one, or a round "
+        "attributed to an earlier revision"
+    ),
+    "revision-gap": (
+        "a change whose revision skips past current + 1 (a create not at "
+        "revision 1), or a round attributed to a later revision"
+    ),
+    "transition-not-allowed": (
+        "the transition table has no row for this operation from the current "
+        "phase, or the snapshot is not what the row produces (phase, objective "
+        "and cap outside edit, blocked reason, a resume with no rounds left)"
+    ),
+    "rounds-mismatch": "a change whose rounds_started differs from the folded count",
+    "timestamp-mismatch": (
+        "updated_at or cleared_at differs from the event's at, or created_at is "
+        "not the create's at"
+    ),
+    "round-not-positive": "a round numbered below 1",
+    "round-while-stopped": "a round while the goal is paused, blocked or complete",
+    "round-over-cap": "a round numbered above max_rounds",
+    "round-gap": "a round that is not exactly rounds_started + 1",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GoalState:
+    """What the log determines about goals: the current goal (``None`` before
+    the first create and after a clear), the ref of the latest change
+    (including a clear tombstone) and every goal id ever created."""
+
+    current: GoalSnapshot | None = None
+    last_ref: GoalRef | None = None
+    used_ids: frozenset[str] = frozenset()
+
+
+def _fail(event: Event, rule: str, detail: str) -> ReplayError:
+    return ReplayError(event.seq, rule, detail)
+
+
+def _check_target(event: Event, current: GoalSnapshot | None, ref: GoalRef) -> GoalSnapshot:
+    """Identity and compare-and-set for a change other than create."""
+    if current is None or ref.id != current.id:
+        have = "no current goal" if current is None else f"the current goal is {current.id!r}"
+        raise _fail(event, "goal-mismatch", f"the change names goal {ref.id!r}, but {have}")
+    if ref.revision <= current.revision:
+        raise _fail(
+            event,
+            "stale-revision",
+            f"revision {ref.revision} is not above the current revision {current.revision}",
+        )
+    if ref.revision > current.revision + 1:
+        raise _fail(
+            event,
+            "revision-gap",
+            f"revision {ref.revision} skips past the next revision {current.revision + 1}",
+        )
+    return current
+
+
+def _apply_create(state: GoalState, event: Event, goal: GoalSnapshot) -> GoalState:
+    if goal.id in state.used_ids:
+        raise _fail(event, "id-reused", f"goal id {goal.id!r} was already used in this log")
+    if goal.revision != 1:
+        raise _fail(event, "revision-gap", f"a create must be revision 1, not {goal.revision}")
+    source = None if state.current is None else state.current.phase
+    row = TRANSITION_TABLE.get(("create", source))
+    if row is None or goal.phase != row.target:
+        raise _fail(
+            event,
+            "transition-not-allowed",
+            f"create from {source or 'no goal'} to {goal.phase} is not allowed",
+        )
+    if goal.rounds_started != 0:
+        raise _fail(event, "rounds-mismatch", "a new goal starts with rounds_started 0")
+    if goal.created_at != event.at or goal.updated_at != event.at:
+        raise _fail(
+            event, "timestamp-mismatch", f"created_at and updated_at must equal the event's at {event.at}"
+        )
+    return GoalState(goal, goal.ref, state.used_ids | {goal.id})
+
+
+def _apply_snapshot(state: GoalState, event: Event, change: SnapshotChange) -> GoalState:
+    goal = change.goal
+    if change.operation == "create":
+        return _apply_create(state, event, goal)
+    current = _check_target(event, state.current, goal.ref)
+    row = TRANSITION_TABLE.get((change.operation, current.phase))
+    if row is None or goal.phase != row.target:
+        raise _fail(
+            event,
+            "transition-not-allowed",
+            f"{change.operation} from {current.phase} to {goal.phase} is not allowed",
+        )
+    if change.operation == "edit":
+        if goal.blocked_reason != current.blocked_reason:
+            raise _fail(event, "transition-not-allowed", "an edit cannot change the blocked reason")
+    elif goal.objective != current.objective or goal.max_rounds != current.max_rounds:
+        raise _fail(
+            event,
+            "transition-not-allowed",
+            f"only edit may change the objective or max_rounds, not {change.operation}",
+        )
+    if "rounds-remaining" in row.guards and current.rounds_started >= current.max_rounds:
+        raise _fail(
+            event,
+            "transition-not-allowed",
+            f"resume with no rounds left ({current.rounds_started}/{current.max_rounds})",
+        )
+    if goal.rounds_started != current.rounds_started:
+        raise _fail(
+            event,
+            "rounds-mismatch",
+            f"rounds_started {goal.rounds_started} differs from the folded {current.rounds_started}",
+        )
+    if goal.created_at != current.created_at or goal.updated_at != event.at:
+        raise _fail(
+            event,
+            "timestamp-mismatch",
+            f"created_at must stay {current.created_at} and updated_at must equal the event's at "
+            f"{event.at}",
+        )
+    return replace(state, current=goal, last_ref=goal.ref)
+
+
+def _apply_clear(state: GoalState, event: Event, change: ClearChange) -> GoalState:
+    _check_target(event, state.current, change.cleared)
+    if change.cleared_at != event.at:
+        raise _fail(event, "timestamp-mismatch", f"cleared_at must equal the event's at {event.at}")
+    return replace(state, current=None, last_ref=change.cleared)
+
+
+def _apply_change(state: GoalState, event: Event, change: GoalChange) -> GoalState:
+    if isinstance(change, ClearChange):
+        return _apply_clear(state, event, change)
+    return _apply_snapshot(state, event, change)
+
+
+def _apply_round(state: GoalState, event: Event) -> GoalState:
+    _, source = read_message(event.payload)
+    if source.kind != "goal" or source.goal_id is None or source.revision is None:
+        return state
+    round_ = source.round if source.round is not None else 0
+    current = state.current
+    if current is None or source.goal_id != current.id:
+        have = "no current goal" if current is None else f"the current goal is {current.id!r}"
+        raise _fail(event, "goal-mismatch", f"a round names goal {source.goal_id!r}, but {have}")
+    if source.revision < current.revision:
+        raise _fail(
+            event,
+            "stale-revision",
+            f"a round at revision {source.revision}, the goal is at {current.revision}",
+        )
+    if source.revision > current.revision:
+        raise _fail(
+            event,
+            "revision-gap",
+            f"a round at revision {source.revision}, the goal is only at {current.revision}",
+        )
+    if round_ < 1:
+        raise _fail(event, "round-not-positive", f"round {round_} is not positive")
+    if current.phase != "active":
+        raise _fail(event, "round-while-stopped", f"a round while the goal is {current.phase}")
+    if round_ > current.max_rounds:
+        raise _fail(event, "round-over-cap", f"round {round_} exceeds max_rounds {current.max_rounds}")
+    if round_ != current.rounds_started + 1:
+        raise _fail(
+            event, "round-gap", f"round {round_} does not follow round {current.rounds_started}"
+        )
+    return replace(state, current=replace(current, rounds_started=round_))
+
+
+def apply_goal_event(state: GoalState, event: Event) -> GoalState:
+    """Fold one event into the goal state (no envelope check; other kinds
+    pass through). Raises a positioned ``ReplayError`` for a bad event."""
+    try:
+        if event.kind == GOAL_CHANGE:
+            return _apply_change(state, event, read_goal_change(event.payload))
+        if event.kind == USER_MESSAGE:
+            return _apply_round(state, event)
+    except PayloadError as exc:
+        raise ReplayError(event.seq, exc.code, exc.message) from exc
+    return state
+
+
+# --------------------------------------------------------------------------
+# Whole and incremental folds
+
+
+@dataclass(frozen=True, slots=True)
+class GoalFailure:
+    """Where and why an incremental fold stopped."""
+
+    position: int
+    rule: str
+    detail: str
+
+    def error(self) -> ReplayError:
+        """A fresh ``ReplayError`` for this failure."""
+        return ReplayError(self.position, self.rule, self.detail)
+
+
+@dataclass(frozen=True, slots=True)
+class GoalFold:
+    """An incremental strict fold: the state after the valid prefix, the last
+    event of that prefix, and the failure it stopped at (if any)."""
+
+    state: GoalState = GoalState()
+    last: Event | None = None
+    failure: GoalFailure | None = None
+
+    def result(self) -> GoalState:
+        """The folded state; raises the stored ``ReplayError`` after a failure."""
+        if self.failure is not None:
+            raise self.failure.error()
+        return self.state
+
+
+def advance_goal_fold(fold: GoalFold, events: Iterable[Event]) -> GoalFold:
+    """Fold more events (envelope included). Once failed, the fold ignores any
+    further events and keeps its valid prefix and its failure."""
+    if fold.failure is not None:
+        return fold
+    state, last = fold.state, fold.last
+    for event in events:
+        try:
+            check_envelope(last, event)
+            state = apply_goal_event(state, event)
+        except ReplayError as exc:
+            return GoalFold(state, last, GoalFailure(exc.position, exc.rule, exc.detail))
+        last = event
+    return GoalFold(state, last, None)
+
+
+def fold_goal(events: Iterable[Event]) -> GoalState:
+    """The strict goal fold of a whole log, envelope checks included.
+
+    Raises ``ReplayError`` at the first bad event (rules: ``GOAL_REPLAY_RULES``).
+    """
+    return advance_goal_fold(GoalFold(), events).result()
+
+
+def event_ref(event: Event) -> GoalRef:
+    """The goal and revision a ``goal/change`` event records (a tombstone's
+    own revision for a clear). Raises ``ReplayError`` for a bad payload."""
+    try:
+        return change_ref(read_goal_change(event.payload))
+    except PayloadError as exc:
+        raise ReplayError(event.seq, exc.code, exc.message) from exc
