@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from kernel.errors import PayloadError, ReplayError
+from kernel.goal_fold import GoalState, apply_goal_event
 from kernel.log import (
     ASSISTANT_MESSAGE,
     REQUEST_HEADER,
@@ -53,6 +54,7 @@ class SessionState:
     last: Event | None = None
     turns: TurnState = field(default_factory=TurnState)
     plan_mode: bool = False
+    goal: GoalState = field(default_factory=GoalState)
 
     @property
     def last_seq(self) -> int:
@@ -94,6 +96,12 @@ def _messages(state: SessionState, event: Event) -> SessionState:
     return state
 
 
+def _goal(state: SessionState, event: Event) -> SessionState:
+    # goal/change and goal-attributed user/message, exactly as fold_goal does.
+    goal = apply_goal_event(state.goal, event)
+    return state if goal is state.goal else replace(state, goal=goal)
+
+
 Reducer = Callable[[SessionState, Event], SessionState]
 
 #: The machines, in the order each event visits them.
@@ -102,6 +110,7 @@ REDUCERS: tuple[Reducer, ...] = (
     _turns,
     _plan_mode,
     _messages,
+    _goal,
 )
 
 
