@@ -57,6 +57,7 @@ __all__ = [
     "UserMessage",
     "decode_arguments",
     "excerpt",
+    "json_kind",
 ]
 
 JSON: TypeAlias = "bool | int | float | str | Sequence[JSON] | Mapping[str, JSON] | None"
@@ -71,8 +72,6 @@ def excerpt(body: bytes | str, limit: int = EXCERPT_CHARS) -> str:
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     return text if len(text) <= limit else text[:limit] + "…"
 
-
-# --- errors -----------------------------------------------------------------
 
 
 class ModelError(KernelError):
@@ -175,8 +174,6 @@ class ModelRetriesExhaustedError(ModelError):
         self.last = last
 
 
-# --- tools and tool calls ---------------------------------------------------
-
 
 @dataclass(frozen=True, slots=True)
 class ToolDefinition:
@@ -209,20 +206,19 @@ def decode_arguments(raw: str) -> tuple[Mapping[str, JSON] | None, str | None]:
     except (ValueError, RecursionError) as err:
         return None, f"arguments are not valid JSON: {err}"
     if not isinstance(value, dict):
-        return None, f"arguments must be a JSON object, got {_json_kind(value)}"
+        return None, f"arguments must be a JSON object, got {json_kind(value)}"
     return value, None
 
 
-def _json_kind(value: object) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "null" if value is None else type(value).__name__
+def json_kind(value: object) -> str:
+    """How an error message names the JSON type of ``value`` ("an array" …)."""
+    if value is None:
+        return "null"
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    for cls, name in names.items():
+        if isinstance(value, cls):
+            return name
+    return "a number" if isinstance(value, int | float) else type(value).__name__
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,8 +260,6 @@ class ToolCall:
         """True when the arguments decoded to an object."""
         return self.arguments_error is None
 
-
-# --- messages ---------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,8 +313,6 @@ class ToolMessage:
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
 
-
-# --- request and response ---------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from adapters.model import (
     Usage,
     UserMessage,
     excerpt,
+    json_kind,
 )
 
 __all__ = ["build_request_body", "encode_message", "parse_chat_response", "plain_json"]
@@ -126,23 +127,13 @@ class _Reader:
 
     def obj(self, value: object, path: str) -> Mapping[str, object]:
         if not isinstance(value, dict):
-            raise self.bad(f"{path}: expected an object, got {_kind(value)}")
+            raise self.bad(f"{path}: expected an object, got {json_kind(value)}")
         return value
 
     def opt_str(self, value: object, path: str) -> str | None:
         if value is None or isinstance(value, str):
             return value
-        raise self.bad(f"{path}: expected a string or null, got {_kind(value)}")
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    for cls, name in names.items():
-        if isinstance(value, cls):
-            return name
-    return "a number" if isinstance(value, int | float) else type(value).__name__
+        raise self.bad(f"{path}: expected a string or null, got {json_kind(value)}")
 
 
 def parse_chat_response(body: bytes) -> ChatResponse:
@@ -160,10 +151,10 @@ def parse_chat_response(body: bytes) -> ChatResponse:
     if "choices" not in top and "error" in top:
         raise r.bad(f"the server reported an error instead of a completion: {top['error']!r}")
     choices = top.get("choices")
+    if choices is None:
+        raise r.bad("choices: missing")
     if not isinstance(choices, list):
-        raise r.bad(
-            "choices: missing" if choices is None else f"choices: expected an array, got {_kind(choices)}"
-        )
+        raise r.bad(f"choices: expected an array, got {json_kind(choices)}")
     if not choices:
         raise r.bad("choices: empty, the server returned no completion")
     choice = r.obj(choices[0], "choices[0]")
@@ -201,7 +192,7 @@ def _tool_calls(r: _Reader, message: Mapping[str, object]) -> tuple[ToolCall, ..
     if raw is None:
         return ()
     if not isinstance(raw, list):
-        raise r.bad(f"choices[0].message.tool_calls: expected an array, got {_kind(raw)}")
+        raise r.bad(f"choices[0].message.tool_calls: expected an array, got {json_kind(raw)}")
     calls: list[ToolCall] = []
     for i, item in enumerate(raw):
         path = f"choices[0].message.tool_calls[{i}]"
@@ -212,7 +203,7 @@ def _tool_calls(r: _Reader, message: Mapping[str, object]) -> tuple[ToolCall, ..
         function = r.obj(entry.get("function"), f"{path}.function")
         name = function.get("name")
         if not isinstance(name, str) or not name:
-            raise r.bad(f"{path}.function.name: expected a non-empty string, got {_kind(name)}")
+            raise r.bad(f"{path}.function.name: expected a non-empty string, got {json_kind(name)}")
         call_id = r.opt_str(entry.get("id"), f"{path}.id") or f"call-{i}"
         calls.append(ToolCall.parse(call_id, name, _raw_arguments(function.get("arguments"))))
     return tuple(calls)
