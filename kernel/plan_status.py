@@ -1,0 +1,420 @@
+"""The plan status machine and the session-level plan fold.
+
+Theory of operation
+-------------------
+A session has at most one current plan, a ``PlanArtifact``; its history is
+the ``plan/artifact`` events of the log and nothing else. Each event names an
+action; ``TRANSITIONS`` is the one table of what an action may do to which
+status (and in which mode), and which checks it must pass. The reducer only
+looks rows up and runs the named checks; ``STATUS_TABLE`` documents the six
+statuses. A diagram generator reads both tables.
+
+- ``draft``: recorded from ``exit_plan_mode`` in plan mode (a new plan id,
+  revision 1). It never executes by itself.
+- ``approved``: the user approved exactly (id, revision, content hash). Only
+  that version may start; any rewrite or realignment voids the approval.
+- ``implicit``: a minimal plan made by build bootstrap; it may start without
+  approval, because nothing stood in for a plan before it.
+- ``executing``: started from ``approved`` or ``implicit``. ``verify`` enters
+  the verify sub-phase (``PlanState.verifying``); ``verify-fail`` returns to
+  execution, ``complete`` (only from verify) ends it.
+- ``completed`` and ``superseded``: finished. A new plan (``draft`` or
+  ``bootstrap``) may follow; a live plan must be superseded first.
+
+Update rules. Discussion appends no ``plan/artifact`` event, so it changes
+nothing. A substantive change (anything in the spec but todo statuses: goal,
+steps and their structure, constraints, verify, todos, open questions, scope)
+is a ``rewrite``: revision + 1, a fresh summary, and the approval is void; a
+rewrite while executing aborts execution and demands realignment (the plan
+goes back to ``draft``). A rewrite that changes nothing substantive is refused.
+Todo progress (``todo``) is not content: it keeps the revision and hash and
+only refreshes the summary's todo references when the active set changes.
+
+Replay is strict: a bad event raises ``ReplayError`` at its seq with a rule:
+``malformed-payload``, ``transition-not-allowed``, ``wrong-mode``,
+``id-reused``, ``plan-mismatch``, ``stale-revision``, ``revision-gap``,
+``approval-mismatch``, ``hash-mismatch``, ``invalid-spec``,
+``invalid-summary``, ``rewrite-without-change``, ``unknown-todo`` or
+``todo-unchanged``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from kernel.errors import PayloadError, ReplayError
+from kernel.log import PLAN_ARTIFACT, REQUEST_HEADER, Event
+from kernel.plan_mode import apply_plan_mode_event
+from kernel.plan_payload import PlanAction, PlanActionName, read_plan_action
+from kernel.plan_spec import PlanSpec, SummarySource, SummaryView, spec_hash, validate_plan_spec
+from kernel.plan_views import build_summary_view, refresh_summary, summary_derives_from
+
+__all__ = [
+    "LIVE_STATUSES",
+    "PLAN_STATUSES",
+    "STATUS_TABLE",
+    "TRANSITIONS",
+    "PlanArtifact",
+    "PlanRef",
+    "PlanState",
+    "PlanStatus",
+    "StatusInfo",
+    "Transition",
+    "apply_plan_event",
+    "find_transition",
+    "fold_plans",
+]
+
+PlanStatus = Literal["draft", "approved", "implicit", "executing", "completed", "superseded"]
+PLAN_STATUSES: tuple[PlanStatus, ...] = (
+    "draft",
+    "approved",
+    "implicit",
+    "executing",
+    "completed",
+    "superseded",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusInfo:
+    """What a status means: ``live`` (the plan still guides the session),
+    ``may_start`` (execution may begin from it) and a sentence."""
+
+    live: bool
+    may_start: bool
+    doc: str
+
+
+STATUS_TABLE: Mapping[PlanStatus, StatusInfo] = {
+    "draft": StatusInfo(True, False, "recorded from exit_plan_mode; awaits approval"),
+    "approved": StatusInfo(True, True, "approved at an exact id, revision and content hash"),
+    "implicit": StatusInfo(True, True, "minimal plan made by build bootstrap"),
+    "executing": StatusInfo(True, False, "being carried out (verify is a sub-phase)"),
+    "completed": StatusInfo(False, False, "verified and finished"),
+    "superseded": StatusInfo(False, False, "replaced; no longer guides the session"),
+}
+LIVE_STATUSES: frozenset[PlanStatus] = frozenset(s for s, info in STATUS_TABLE.items() if info.live)
+
+Mode = Literal["plan", "build"]
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One row: ``action`` moves a plan from ``source`` (``None``: no plan
+    yet) to ``target``, only in ``mode`` (``None``: either mode), after
+    ``checks`` (names in ``CHECKS``) pass."""
+
+    action: PlanActionName
+    source: PlanStatus | None
+    target: PlanStatus
+    mode: Mode | None
+    checks: tuple[str, ...]
+
+
+_NEW = ("fresh-id", "first-revision", "valid-spec", "valid-summary")
+_REWRITE = ("plan-ref-next", "valid-spec", "valid-summary", "content-changed")
+_FINISHED: tuple[PlanStatus | None, ...] = (None, "completed", "superseded")
+_LIVE: tuple[PlanStatus, ...] = ("draft", "approved", "implicit", "executing")
+
+#: Every allowed transition. Anything not listed is ``transition-not-allowed``.
+TRANSITIONS: tuple[Transition, ...] = (
+    *(Transition("draft", s, "draft", "plan", _NEW) for s in _FINISHED),
+    *(Transition("bootstrap", s, "implicit", "build", _NEW) for s in _FINISHED),
+    Transition("rewrite", "draft", "draft", None, _REWRITE),
+    Transition("rewrite", "approved", "draft", None, _REWRITE),
+    Transition("rewrite", "implicit", "implicit", "build", _REWRITE),
+    Transition("rewrite", "implicit", "draft", "plan", _REWRITE),
+    Transition("rewrite", "executing", "draft", None, _REWRITE),
+    Transition("approve", "draft", "approved", None, ("approval-ref", "valid-spec")),
+    Transition("reject", "draft", "draft", None, ("plan-ref", "matching-hash")),
+    Transition("start", "approved", "executing", "build", ("approval-ref", "approved-version")),
+    Transition("start", "implicit", "executing", "build", ("approval-ref",)),
+    Transition("todo", "executing", "executing", None, ("plan-ref", "known-todo")),
+    Transition("verify", "executing", "executing", "build", ("plan-ref", "not-verifying")),
+    Transition("verify-fail", "executing", "executing", "build", ("plan-ref", "verifying")),
+    Transition("complete", "executing", "completed", "build", ("plan-ref", "verifying")),
+    *(Transition("realign", s, "draft", None, ("plan-ref",)) for s in _LIVE[1:]),
+    *(Transition("supersede", s, "superseded", None, ("plan-ref",)) for s in _LIVE),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRef:
+    """One exact version of a plan: what an approval is bound to."""
+
+    plan_id: str
+    revision: int
+    spec_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlanArtifact:
+    """The current plan. ``updated_at`` moves only when content changes
+    (draft, rewrite, todo progress), never on a status change."""
+
+    id: str
+    revision: int
+    status: PlanStatus
+    spec: PlanSpec
+    summary: SummaryView
+    created_at: int
+    updated_at: int
+
+    @property
+    def ref(self) -> PlanRef:
+        return PlanRef(self.id, self.revision, spec_hash(self.spec))
+
+
+@dataclass(frozen=True, slots=True)
+class PlanState:
+    """The plan fold. An empty log has no plan.
+
+    ``approval`` is the approved version (``None`` unless approved and not
+    voided since); ``realign`` says why the plan must be realigned before it
+    may run again; ``unseen`` is true while the current content has not yet
+    gone out in a build-mode request; ``feedback`` is the last rejection's.
+    """
+
+    current: PlanArtifact | None = None
+    approval: PlanRef | None = None
+    verifying: bool = False
+    realign: str | None = None
+    feedback: str | None = None
+    summary_source: SummarySource = "runtime"
+    summary_rejected: tuple[str, ...] = ()
+    unseen: bool = False
+    used_ids: frozenset[str] = frozenset()
+    verify_failures: int = 0
+
+    @property
+    def status(self) -> PlanStatus | None:
+        return None if self.current is None else self.current.status
+
+    @property
+    def live(self) -> bool:
+        return self.current is not None and STATUS_TABLE[self.current.status].live
+
+
+# --------------------------------------------------------------------------
+# Checks: each raises a positioned ReplayError naming its rule.
+
+_Ctx = tuple[PlanState, PlanAction, int]
+
+
+def _fail(seq: int, rule: str, detail: str) -> ReplayError:
+    return ReplayError(seq, rule, detail)
+
+
+def _revision(seq: int, have: int, want: int) -> None:
+    if have < want:
+        raise _fail(seq, "stale-revision", f"revision {have} is older than revision {want}")
+    if have > want:
+        raise _fail(seq, "revision-gap", f"revision {have} skips ahead of revision {want}")
+
+
+def _plan_ref(ctx: _Ctx, *, next_revision: bool = False, mismatch: str = "plan-mismatch") -> None:
+    state, act, seq = ctx
+    assert state.current is not None
+    if act.plan_id != state.current.id:
+        raise _fail(seq, mismatch, f"plan {act.plan_id!r} is not the current plan {state.current.id!r}")
+    _revision(seq, act.revision, state.current.revision + (1 if next_revision else 0))
+
+
+def _hash(ctx: _Ctx, rule: str) -> None:
+    state, act, seq = ctx
+    assert state.current is not None
+    actual = spec_hash(state.current.spec)
+    if act.spec_hash != actual:
+        raise _fail(seq, rule, f"content hash {act.spec_hash!r} is not the plan's {actual!r}")
+
+
+def _approval_ref(ctx: _Ctx) -> None:
+    _plan_ref(ctx, mismatch="approval-mismatch")
+    _hash(ctx, "approval-mismatch")
+
+
+def _approved_version(ctx: _Ctx) -> None:
+    state, _, seq = ctx
+    assert state.current is not None
+    if state.approval != state.current.ref:
+        raise _fail(seq, "approval-mismatch", "the approval does not cover this exact version")
+
+
+def _fresh_id(ctx: _Ctx) -> None:
+    state, act, seq = ctx
+    if act.plan_id in state.used_ids:
+        raise _fail(seq, "id-reused", f"plan id {act.plan_id!r} was used before")
+
+
+def _first_revision(ctx: _Ctx) -> None:
+    _revision(ctx[2], ctx[1].revision, 1)
+
+
+def _valid_spec(ctx: _Ctx) -> None:
+    state, act, seq = ctx
+    spec = act.spec if act.spec is not None else state.current.spec if state.current else None
+    assert spec is not None
+    problems = validate_plan_spec(spec)
+    if problems:
+        raise _fail(seq, "invalid-spec", "; ".join(f"{p.where}: {p.message}" for p in problems))
+
+
+def _valid_summary(ctx: _Ctx) -> None:
+    _, act, seq = ctx
+    assert act.spec is not None and act.summary is not None
+    if not summary_derives_from(act.summary, act.spec):
+        raise _fail(seq, "invalid-summary", "the summary does not derive from the spec")
+    if act.summary_source == "runtime" and act.summary != build_summary_view(act.spec):
+        raise _fail(seq, "invalid-summary", "a runtime summary must equal build_summary_view(spec)")
+    if act.summary_source == "model" and act.summary_rejected:
+        raise _fail(seq, "invalid-summary", "an adopted model summary has no rejection reasons")
+
+
+def _content_changed(ctx: _Ctx) -> None:
+    state, act, seq = ctx
+    assert state.current is not None and act.spec is not None
+    if spec_hash(act.spec) == spec_hash(state.current.spec):
+        raise _fail(seq, "rewrite-without-change", "a rewrite must change the plan's substance")
+
+
+def _known_todo(ctx: _Ctx) -> None:
+    state, act, seq = ctx
+    assert state.current is not None
+    todo = next((t for t in state.current.spec.todos if t.id == act.todo_id), None)
+    if todo is None:
+        raise _fail(seq, "unknown-todo", f"no todo {act.todo_id!r} in the current plan")
+    if todo.status == act.todo_status:
+        raise _fail(seq, "todo-unchanged", f"todo {act.todo_id!r} is already {todo.status}")
+
+
+def _verifying(want: bool) -> Callable[[_Ctx], None]:
+    def check(ctx: _Ctx) -> None:
+        if ctx[0].verifying != want:
+            where = "inside" if want else "outside"
+            raise _fail(ctx[2], "transition-not-allowed", f"only allowed {where} the verify phase")
+
+    return check
+
+
+#: The named checks a transition row may list.
+CHECKS: Mapping[str, Callable[[_Ctx], None]] = {
+    "fresh-id": _fresh_id,
+    "first-revision": _first_revision,
+    "valid-spec": _valid_spec,
+    "valid-summary": _valid_summary,
+    "plan-ref": _plan_ref,
+    "plan-ref-next": lambda ctx: _plan_ref(ctx, next_revision=True),
+    "matching-hash": lambda ctx: _hash(ctx, "hash-mismatch"),
+    "approval-ref": _approval_ref,
+    "approved-version": _approved_version,
+    "content-changed": _content_changed,
+    "known-todo": _known_todo,
+    "verifying": _verifying(True),
+    "not-verifying": _verifying(False),
+}
+
+
+# --------------------------------------------------------------------------
+# The reducer
+
+
+def find_transition(
+    status: PlanStatus | None, action: PlanActionName, mode: Mode, seq: int
+) -> Transition:
+    """The row for ``action`` from ``status`` in ``mode``; raise ``ReplayError``
+    (``transition-not-allowed`` or ``wrong-mode``) when there is none."""
+    rows = [t for t in TRANSITIONS if t.action == action and t.source == status]
+    if not rows:
+        raise _fail(seq, "transition-not-allowed", f"cannot {action} a plan that is {status or 'absent'}")
+    for row in rows:
+        if row.mode in (None, mode):
+            return row
+    raise _fail(seq, "wrong-mode", f"{action} from {status or 'no plan'} is not allowed in {mode} mode")
+
+
+def _effect(state: PlanState, act: PlanAction, row: Transition, at: int) -> PlanState:
+    cur = state.current
+    if act.action in ("draft", "bootstrap"):
+        assert act.spec is not None and act.summary is not None and act.summary_source is not None
+        artifact = PlanArtifact(act.plan_id, 1, row.target, act.spec, act.summary, at, at)
+        return PlanState(
+            current=artifact,
+            summary_source=act.summary_source,
+            summary_rejected=act.summary_rejected,
+            unseen=True,
+            used_ids=state.used_ids | {act.plan_id},
+        )
+    assert cur is not None
+    moved = replace(cur, status=row.target)
+    if act.action == "rewrite":
+        assert act.spec is not None and act.summary is not None and act.summary_source is not None
+        aborted = "the plan was rewritten during execution" if cur.status == "executing" else None
+        return replace(
+            state,
+            current=replace(moved, revision=act.revision, spec=act.spec, summary=act.summary, updated_at=at),
+            approval=None,
+            verifying=False,
+            realign=aborted or state.realign,
+            feedback=None,
+            summary_source=act.summary_source,
+            summary_rejected=act.summary_rejected,
+            unseen=True,
+        )
+    if act.action == "approve":
+        return replace(state, current=moved, approval=moved.ref, realign=None, feedback=None)
+    if act.action == "reject":
+        return replace(state, feedback=act.note)
+    if act.action == "todo":
+        todos = tuple(
+            replace(t, status=act.todo_status) if t.id == act.todo_id and act.todo_status else t
+            for t in cur.spec.todos
+        )
+        spec = replace(cur.spec, todos=todos)
+        summary = refresh_summary(cur.summary, spec)
+        return replace(state, current=replace(moved, spec=spec, summary=summary, updated_at=at))
+    if act.action == "verify":
+        return replace(state, verifying=True)
+    if act.action == "verify-fail":
+        return replace(state, verifying=False, verify_failures=state.verify_failures + 1)
+    if act.action == "realign":
+        reason = act.note or "realignment was requested"
+        return replace(state, current=moved, approval=None, verifying=False, realign=reason)
+    # start, complete, supersede: the status moves, nothing else of note.
+    approval = None if act.action == "supersede" else state.approval
+    return replace(state, current=moved, approval=approval, verifying=False)
+
+
+def apply_plan_event(state: PlanState, event: Event, plan_mode: bool) -> PlanState:
+    """Fold one event into the plan state; ``plan_mode`` is the plan-mode fold
+    just before ``event``. Other kinds pass through, except that a build-mode
+    request header marks the current content as seen.
+
+    Raises ``ReplayError`` at a bad ``plan/artifact`` event (rules above).
+    """
+    if event.kind == REQUEST_HEADER:
+        if state.unseen and not plan_mode:
+            return replace(state, unseen=False)
+        return state
+    if event.kind != PLAN_ARTIFACT:
+        return state
+    try:
+        act = read_plan_action(event.payload)
+    except PayloadError as exc:
+        raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
+    row = find_transition(state.status, act.action, "plan" if plan_mode else "build", event.seq)
+    for check in row.checks:
+        CHECKS[check]((state, act, event.seq))
+    return _effect(state, act, row, event.at)
+
+
+def fold_plans(events: Iterable[Event]) -> PlanState:
+    """The plan fold of ``events`` alone, tracking plan mode from ``plan/mode``
+    events (no envelope checks: ``fold_session`` does those)."""
+    state, mode = PlanState(), False
+    for event in events:
+        state = apply_plan_event(state, event, mode)
+        mode = apply_plan_mode_event(mode, event)
+    return state
