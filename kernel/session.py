@@ -33,6 +33,7 @@ from kernel.log import (
     read_request_header,
 )
 from kernel.plan_mode import apply_plan_mode_event
+from kernel.plan_status import PlanState, apply_plan_event
 
 __all__ = [
     "REDUCERS",
@@ -55,6 +56,7 @@ class SessionState:
     turns: TurnState = field(default_factory=TurnState)
     plan_mode: bool = False
     goal: GoalState = field(default_factory=GoalState)
+    plan: PlanState = field(default_factory=PlanState)
 
     @property
     def last_seq(self) -> int:
@@ -102,6 +104,14 @@ def _goal(state: SessionState, event: Event) -> SessionState:
     return state if goal is state.goal else replace(state, goal=goal)
 
 
+def _plan(state: SessionState, event: Event) -> SessionState:
+    # plan/artifact strictly (the table in kernel.plan_status), with the plan
+    # mode just before the event; a build-mode request header marks the plan
+    # content as seen.
+    plan = apply_plan_event(state.plan, event, state.plan_mode)
+    return state if plan is state.plan else replace(state, plan=plan)
+
+
 Reducer = Callable[[SessionState, Event], SessionState]
 
 #: The machines, in the order each event visits them.
@@ -111,6 +121,7 @@ REDUCERS: tuple[Reducer, ...] = (
     _plan_mode,
     _messages,
     _goal,
+    _plan,
 )
 
 
