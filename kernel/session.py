@@ -34,6 +34,7 @@ from kernel.log import (
 )
 from kernel.plan_mode import apply_plan_mode_event
 from kernel.plan_status import PlanState, apply_plan_event
+from kernel.tool_events import check_tool_event
 
 __all__ = [
     "REDUCERS",
@@ -112,6 +113,13 @@ def _plan(state: SessionState, event: Event) -> SessionState:
     return state if plan is state.plan else replace(state, plan=plan)
 
 
+def _tool_events(state: SessionState, event: Event) -> SessionState:
+    # tool/call, tool/result, tool/refused, tool/warning: exact payload shapes
+    # (kernel.tool_events), and only inside an open turn.
+    check_tool_event(event, turn_open=state.turns.open)
+    return state
+
+
 Reducer = Callable[[SessionState, Event], SessionState]
 
 #: The machines, in the order each event visits them.
@@ -122,6 +130,7 @@ REDUCERS: tuple[Reducer, ...] = (
     _messages,
     _goal,
     _plan,
+    _tool_events,
 )
 
 
