@@ -1,0 +1,305 @@
+"""The runtime loop: turns, steps, the pre-step flush and the model call.
+
+Theory of operation
+-------------------
+A turn starts with ``turn/start`` and its first ``user/message`` (a human's,
+or one attributed to a goal round), and ends with ``turn/end``. Inside it the
+runtime proposes steps 1, 2, 3 … Each proposed step goes through the
+*pre-step listener*, the one place where a pending plan-mode choice is
+appended:
+
+1. the downstream step listeners are asked first (``step_listeners``); any
+   ``rejected`` or ``aborted`` verdict stops the step and ends the turn;
+2. ``flush_pre_step`` decides what to append for the pending choice (nothing
+   unless the step was accepted inside an open turn; nothing when the choice
+   nets out). A failed append keeps the choice pending and the step goes on;
+3. the plan lifecycle gets its say (``PlanRunner.before_request``: in build
+   mode an approved plan starts executing, bound to its exact version);
+4. ``derive_request_header`` records the request header: turn, step, and the
+   plan state the fold gives at that point.
+
+Only then is the request derived (``assemble_request``) and sent. When the
+model call fails with a recoverable error, the same step is proposed again
+(same step number, a fresh header): a choice made in the meantime lands at
+that retry's pre-step, before its header. Replies are recorded as
+``assistant/message`` and ``tool/call`` events; every call is checked by the
+gate (``ToolRunner.check``) against the tools offered with that request; a
+refusal is recorded as ``tool/refused`` and returned to the model as a
+structured error, an advisory warning as ``tool/warning``; an allowed call
+runs its executor, or, for ``exit_plan_mode``, goes to the ``PlanRunner``. A step with no tool calls ends the
+turn, unless the plan lifecycle wants another step (execution done -> verify -> completed).
+
+Every append goes through ``SessionLog`` (strict fold first, then a
+compare-and-set append); the runtime keeps only process state of its own: the
+pending plan-mode choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from adapters.model import ChatResponse, ModelClient, ModelError, ToolCall
+from adapters.plan_runner import PlanRunner
+from adapters.prompt import PreparedRequest, PromptConfig, assemble_request
+from adapters.session_log import SessionLog
+from adapters.tool_runner import ToolRunner, kernel_call, result_event
+from kernel.gate import Allowed, Refused
+from kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Event
+from kernel.payload import JSONObject
+from kernel.plan_context import ViewRequest
+from kernel.plan_mode import (
+    ChoiceOutcome,
+    PendingChoice,
+    StepVerdict,
+    choice_events,
+    decide_choice,
+    derive_request_header,
+    flush_pre_step,
+)
+from kernel.plan_review import PlanCommand, ReviewOutcome, parse_plan_command
+from kernel.tool_events import verdict_events
+
+__all__ = [
+    "RECOVERABLE_MODEL_ERRORS",
+    "ProposedStep",
+    "Runtime",
+    "StepListener",
+    "TurnReport",
+]
+
+#: Model failures after which the same step is proposed again.
+RECOVERABLE_MODEL_ERRORS: frozenset[str] = frozenset(
+    {
+        "model-timeout",
+        "model-unreachable",
+        "model-rate-limited",
+        "model-http-error",
+        "model-retries-exhausted",
+        "model-bad-response",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedStep:
+    """A step the runtime is about to request: ``attempt`` is 0 for the first
+    proposal and counts same-step retries."""
+
+    turn: int
+    step: int
+    attempt: int
+
+
+StepListener = Callable[[ProposedStep], StepVerdict]
+
+
+@dataclass
+class TurnReport:
+    """What one turn did: its first and last seq, the steps it requested,
+    the same-step retries, the assistant's last text, how it ended
+    (``reply``, ``step-rejected``, ``model-error``, ``max-steps``), the
+    error that ended it early, and the flushes whose append failed."""
+
+    turn: int
+    first_seq: int
+    last_seq: int = 0
+    steps: int = 0
+    retries: int = 0
+    reply: str | None = None
+    error: str | None = None
+    ended_by: str = "reply"
+    flush_failures: int = 0
+    requests: list[PreparedRequest] = field(default_factory=list)
+
+
+@dataclass
+class Runtime:
+    """One session's runtime: the log, the model, the tools and the plan.
+
+    ``resumed`` is true when the runtime opened a session that already had
+    events: its first build-mode request then carries the full plan (the
+    first alignment after a resume).
+    """
+
+    log: SessionLog
+    model: ModelClient
+    tools: ToolRunner
+    plans: PlanRunner
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    max_steps: int = 16
+    step_retries: int = 2
+    pending: PendingChoice | None = None
+    step_listeners: list[StepListener] = field(default_factory=list)
+    resumed: bool = False
+    _view: ViewRequest = field(default_factory=ViewRequest)
+    _requests: int = 0
+
+    def __post_init__(self) -> None:
+        self.resumed = self.resumed or self.log.last_seq > 0
+
+    # -- plan mode: the user's choice and /plan ----------------------------
+
+    def choose_plan_mode(self, target: bool) -> ChoiceOutcome:
+        """The user chooses plan mode on or off (``set(agent, active)``):
+        appended now between turns, queued for the next pre-step in a turn."""
+        state = self.log.state
+        decision = decide_choice(state.plan_mode, self.pending, state.turns.open, target)
+        if decision.append_now:
+            self.log.append(choice_events(self.log.events, target, self.log.now()))
+        self.pending = decision.pending
+        return decision.outcome
+
+    def plan_command(self, command: PlanCommand) -> ChoiceOutcome:
+        """Apply a parsed ``/plan``: choose the mode (``/plan off`` also drops
+        a pending entry that no request has seen yet)."""
+        return self.choose_plan_mode(command.target)
+
+    def submit(self, text: str, view: ViewRequest | None = None) -> TurnReport | ChoiceOutcome:
+        """A human's input: ``/plan`` commands are applied (``/plan <message>``
+        then runs a turn with the message; with a live plan that turn is
+        about rewriting it, so it carries the full plan); anything else runs
+        a turn."""
+        command = parse_plan_command(text)
+        if command is None:
+            return self.run_turn(text, view=view)
+        outcome = self.plan_command(command)
+        if command.message is None:
+            return outcome
+        rewriting = self.log.state.plan.live
+        base = view or ViewRequest()
+        return self.run_turn(
+            command.message,
+            view=ViewRequest(
+                base.user_asked_full, base.summary_insufficient, base.rewriting or rewriting,
+                base.first_since_resume,
+            ),
+        )
+
+    # -- turns and steps ----------------------------------------------------
+
+    def run_turn(
+        self, text: str, source: JSONObject | None = None, view: ViewRequest | None = None
+    ) -> TurnReport:
+        """Run one whole turn opened by ``text`` from ``source`` (``None``: a
+        human). ``view`` says what the runtime knows about the plan view this
+        turn needs (the user asked for the full plan …). Model failures end
+        the turn cleanly; the report says how it ended."""
+        number = self.log.state.turns.turn + 1
+        at = self.log.now()
+        opened = self.log.append(
+            (
+                Event(self.log.last_seq + 1, TURN_START, at, {"turn": number}),
+                Event(self.log.last_seq + 2, USER_MESSAGE, at, {"text": text, "source": source}),
+            )
+        )
+        self._view = view or ViewRequest()
+        report = TurnReport(number, opened[0].seq)
+        try:
+            self._steps(report)
+        finally:
+            self.log.append((Event(self.log.last_seq + 1, TURN_END, self.log.now(), {"turn": number}),))
+            report.last_seq = self.log.last_seq
+        return report
+
+    def _steps(self, report: TurnReport) -> None:
+        step, attempt = 1, 0
+        while step <= self.max_steps:
+            proposed = ProposedStep(report.turn, step, attempt)
+            if not self._pre_step(proposed, report):
+                report.ended_by = "step-rejected"
+                return
+            prepared = self._prepare()
+            report.requests.append(prepared)
+            report.steps += 1
+            try:
+                response = self.model.complete(prepared.request)
+            except ModelError as exc:
+                if exc.code in RECOVERABLE_MODEL_ERRORS and attempt < self.step_retries:
+                    attempt += 1
+                    report.retries += 1
+                    continue
+                report.error = f"[{exc.code}] {exc.message}"
+                report.ended_by = "model-error"
+                return
+            attempt = 0
+            if not self._record_reply(response, prepared, report) and not self.plans.after_final_reply(
+                self.log.append
+            ):
+                return
+            step += 1
+        report.ended_by = "max-steps"
+
+    def _pre_step(self, proposed: ProposedStep, report: TurnReport) -> bool:
+        """The pre-step listener: downstream listeners first, then the flush,
+        then the plan lifecycle, then the request header. False when the
+        step was not accepted (nothing is appended then)."""
+        verdict: StepVerdict = "accepted"
+        for listener in self.step_listeners:
+            verdict = listener(proposed)
+            if verdict != "accepted":
+                break
+        flush = flush_pre_step(self.log.events, self.pending, verdict, self.log.now())
+        if flush.events:
+            try:
+                self.log.append(flush.events)
+                self.pending = flush.pending_after_success
+            except Exception:  # a failed append keeps the choice; the turn goes on
+                self.pending = flush.pending_after_failure
+                report.flush_failures += 1
+        else:
+            self.pending = flush.pending_after_success
+        if verdict != "accepted":
+            return False
+        self.plans.before_request(self.log.append)
+        self.log.append((derive_request_header(self.log.events, proposed.step, self.log.now()),))
+        return True
+
+    def _prepare(self) -> PreparedRequest:
+        view = self._view
+        if self.resumed and self._requests == 0:
+            view = ViewRequest(view.user_asked_full, view.summary_insufficient, view.rewriting, True)
+        prepared = assemble_request(
+            self.log.state,
+            events=self.log.events,
+            pending=self.pending,
+            tools=self.tools,
+            config=self.prompt,
+            view_request=view,
+        )
+        self._requests += 1
+        return prepared
+
+    def _record_reply(self, response: ChatResponse, prepared: PreparedRequest, report: TurnReport) -> bool:
+        """Record the reply and answer each tool call through the gate; True
+        when the reply made any call."""
+        report.reply = response.text
+        calls = response.tool_calls
+        verdicts = [self.tools.check(call, prepared.phase, prepared.offered) for call in calls]
+        at = self.log.now()
+        batch = [Event(self.log.last_seq + 1, ASSISTANT_MESSAGE, at, {"text": response.text or "", "source": None})]
+        notices: list[list[tuple[str, JSONObject]]] = []
+        for call, verdict in zip(calls, verdicts, strict=True):
+            (call_kind, call_payload), *rest = verdict_events(kernel_call(call), verdict)
+            batch.append(Event(self.log.last_seq + 1 + len(batch), call_kind, at, call_payload))
+            notices.append(list(rest))
+        self.log.append(batch)
+        for call, verdict, rest in zip(calls, verdicts, notices, strict=True):
+            if rest:
+                self.log.append(self.log.renumber([Event(0, k, 0, p) for k, p in rest], self.log.now()))
+            if isinstance(verdict, Refused):
+                continue
+            self._run(call, verdict)
+        return bool(calls)
+
+    def _run(self, call: ToolCall, verdict: Allowed) -> None:
+        if verdict.route == "runtime":
+            self.plans.exit_plan_mode(call, self.log.append, self._queue_exit)
+            return
+        ok, output = self.tools.execute(call)
+        seq, at = self.log.last_seq + 1, self.log.now()
+        self.log.append((result_event(seq, at, call.id, call.name, ok=ok, output=output),))
+
+    def _queue_exit(self, outcome: ReviewOutcome) -> None:
+        """An approved review queues its silent exit for the next pre-step."""
+        self.pending = outcome.pending

@@ -1,0 +1,139 @@
+"""One session's log as the runtime sees it: a strict fold kept in step with
+the store, and compare-and-set appends.
+
+Theory of operation
+-------------------
+``SessionLog.open`` loads a session from a store and folds it strictly; a bad
+stored log raises ``ReplayError`` and nothing runs on it. Afterwards the log
+keeps the events and the folded ``SessionState`` in memory and changes them
+only through ``append``.
+
+Every append is a compare-and-set: the events are numbered after the last
+event this process has seen, folded strictly first (so planfold never writes
+a log it would refuse to read back), and handed to the store with that seq as
+``expected_seq``. When another writer got there first the store raises
+``ConflictError`` and nothing of ours is written. ``append_decided`` is for
+decisions that must be made on fresh state (goal operations): it calls the
+decision with the current events, the next seq and the time, appends what it
+returns, and on a conflict reloads and decides again, a bounded number of
+times.
+
+``observers`` are told about every event after it is written (the demo
+prints them); an observer that raises propagates to the appender, so only
+trusted display code belongs there.
+
+Time is the caller's clock in integer milliseconds, clamped so that it never
+goes below the last event's ``at`` (the log's ``time-regressed`` rule).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from adapters.store import Store
+from kernel.errors import ConflictError
+from kernel.log import Event
+from kernel.session import SessionState, fold_more, fold_session
+
+__all__ = [
+    "Clock",
+    "SessionLog",
+    "system_clock",
+]
+
+Clock = Callable[[], int]
+
+
+def system_clock() -> int:
+    """Wall-clock time in integer milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+class SessionLog:
+    """A session's events and strict fold, appended through ``store``."""
+
+    def __init__(self, store: Store, session_id: str, clock: Clock = system_clock) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.clock = clock
+        self._events: tuple[Event, ...] = ()
+        self._state = SessionState()
+        self.observers: list[Callable[[Event], None]] = []
+        self.reload()
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        return self._events
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    @property
+    def last_seq(self) -> int:
+        return self._state.last_seq
+
+    def reload(self) -> None:
+        """Load and strictly fold the stored log (raises ``ReplayError``)."""
+        events = self.store.read(self.session_id)
+        self._state = fold_session(events)
+        self._events = events
+
+    def now(self) -> int:
+        """The caller's clock, never earlier than the last event."""
+        at = int(self.clock())
+        last = self._state.last
+        return at if last is None or at >= last.at else last.at
+
+    def renumber(self, drafts: Sequence[Event], at: int | None = None) -> tuple[Event, ...]:
+        """``drafts`` numbered to follow the log (and stamped ``at`` if given)."""
+        seq = self.last_seq
+        return tuple(
+            replace(event, seq=seq + i, at=event.at if at is None else at)
+            for i, event in enumerate(drafts, 1)
+        )
+
+    def append(self, events: Sequence[Event], idempotency_key: str | None = None) -> tuple[Event, ...]:
+        """Append events that already follow the log (seq and time).
+
+        Raises ``ReplayError`` (nothing written) when they would break the
+        strict fold, ``ConflictError`` when another writer appended first.
+        """
+        batch = tuple(events)
+        if not batch:
+            return ()
+        state = fold_more(self._state, batch)
+        self.store.append(self.session_id, self.last_seq, batch, idempotency_key)
+        self._events = self._events + batch
+        self._state = state
+        for event in batch:
+            for observer in tuple(self.observers):
+                observer(event)
+        return batch
+
+    def add(self, kind: str, payload: dict[str, object], at: int | None = None) -> Event:
+        """Append one event of ``kind`` now; returns it."""
+        stamp = self.now() if at is None else at
+        event = Event(self.last_seq + 1, kind, stamp, payload)  # type: ignore[arg-type]
+        return self.append((event,))[0]
+
+    def append_decided(
+        self,
+        decide: Callable[[SessionState, Sequence[Event], int, int], Sequence[Event]],
+        *,
+        attempts: int = 3,
+    ) -> tuple[Event, ...]:
+        """Append what ``decide(state, events, next_seq, at)`` returns, deciding
+        again on fresh state after a conflict (at most ``attempts`` times).
+        Whatever ``decide`` raises propagates and nothing is written."""
+        for attempt in range(1, attempts + 1):
+            decided = decide(self._state, self._events, self.last_seq + 1, self.now())
+            try:
+                return self.append(decided)
+            except ConflictError:
+                if attempt == attempts:
+                    raise
+                self.reload()
+        raise AssertionError("unreachable")

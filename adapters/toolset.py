@@ -1,0 +1,154 @@
+"""The default tools and the wiring of a whole runtime for one session.
+
+Theory of operation
+-------------------
+Every tool declares its own effect; the gate reads nothing else:
+
+- ``read_file`` and ``list_files`` declare ``read``;
+- ``write_file`` declares ``write`` (refused in plan mode and build bootstrap);
+- ``exit_plan_mode`` is runtime-owned: offered in every phase, routed to the
+  plan runner, never to an executor;
+- ``bootstrap_plan`` declares ``read`` (it touches no file): its executor
+  records a minimal implicit plan through the kernel's builder.
+
+``open_runtime`` wires a ``SessionLog`` on a store, the tools, the plan runner
+and the prompt into a ``Runtime``. Plan ids are derived from the seq they
+will be recorded at (``plan-<seq>``), so they stay fresh across restarts
+without any process counter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.model import ModelClient
+from adapters.plan_runner import PlanRunner
+from adapters.prompt import PromptConfig
+from adapters.review import ReviewPort
+from adapters.runtime import Runtime
+from adapters.session_log import Clock, SessionLog, system_clock
+from adapters.store import Store
+from adapters.tool_runner import ToolRunner
+from adapters.workspace import Workspace
+from kernel.gate import GatePolicy
+from kernel.payload import JSONObject
+from kernel.tools import ToolRegistry, ToolSpec
+
+__all__ = [
+    "BOOTSTRAP_PLAN",
+    "EXIT_PLAN_MODE",
+    "LIST_FILES",
+    "READ_FILE",
+    "WRITE_FILE",
+    "Session",
+    "default_registry",
+    "open_runtime",
+]
+
+_PATH: JSONObject = {"type": "string", "description": "workspace-relative path"}
+_LIST: JSONObject = {"type": "array", "items": {"type": "string"}}
+_PLAN_ARGS: JSONObject = {
+    "type": "object",
+    "properties": {
+        "plan_spec": {
+            "type": "object",
+            "properties": {
+                "goal": {"type": "string"},
+                "steps": _LIST,
+                "constraints": _LIST,
+                "verify": _LIST,
+                "todos": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"id": {"type": "string"}, "text": {"type": "string"}},
+                        "required": ["id", "text"],
+                    },
+                },
+                "open_questions": _LIST,
+            },
+            "required": ["goal", "steps", "verify", "todos"],
+        },
+        "summary_candidate": {
+            "type": "object",
+            "properties": {
+                "goal": {"type": "string"},
+                "key_steps": _LIST,
+                "constraints": _LIST,
+                "verify": _LIST,
+                "active_todo_ids": _LIST,
+            },
+        },
+    },
+    "required": ["plan_spec"],
+}
+
+READ_FILE = ToolSpec(
+    "read_file",
+    "Read one file of the workspace.",
+    {"type": "object", "properties": {"path": _PATH}, "required": ["path"]},
+    effect="read",
+    origin="builtin",
+)
+LIST_FILES = ToolSpec(
+    "list_files", "List the workspace's files.", {"type": "object", "properties": {}}, effect="read", origin="builtin"
+)
+WRITE_FILE = ToolSpec(
+    "write_file",
+    "Create or replace one file of the workspace.",
+    {
+        "type": "object",
+        "properties": {"path": _PATH, "content": {"type": "string"}},
+        "required": ["path", "content"],
+    },
+    effect="write",
+    origin="builtin",
+)
+EXIT_PLAN_MODE = ToolSpec(
+    "exit_plan_mode",
+    "Present your complete plan for human review and, once approved, leave plan mode.",
+    _PLAN_ARGS,
+    effect="read",
+    origin="builtin",
+)
+BOOTSTRAP_PLAN = ToolSpec(
+    "bootstrap_plan",
+    "In build mode without a plan: record a minimal plan before changing anything.",
+    _PLAN_ARGS,
+    effect="read",
+    origin="builtin",
+)
+
+
+def default_registry() -> ToolRegistry:
+    """Every default tool, registered once for the whole session."""
+    return ToolRegistry.of(READ_FILE, LIST_FILES, WRITE_FILE, EXIT_PLAN_MODE, BOOTSTRAP_PLAN)
+
+
+@dataclass
+class Session:
+    """A wired session: its log, runtime and workspace."""
+
+    log: SessionLog
+    runtime: Runtime
+    workspace: Workspace
+
+
+def open_runtime(
+    store: Store,
+    session_id: str,
+    model: ModelClient,
+    review: ReviewPort | None,
+    workspace: Workspace,
+    *,
+    clock: Clock = system_clock,
+    policy: GatePolicy | None = None,
+    prompt: PromptConfig | None = None,
+) -> Session:
+    """Open ``session_id`` on ``store`` (strict replay) and wire a runtime."""
+    log = SessionLog(store, session_id, clock)
+    plans = PlanRunner(log, review, lambda: f"plan-{log.last_seq + 1}")
+    executors = {**workspace.executors(), "bootstrap_plan": plans.bootstrap_executor()}
+    tools = ToolRunner(default_registry(), policy or GatePolicy(), executors)
+    runtime = Runtime(log, model, tools, plans, prompt or PromptConfig())
+    return Session(log, runtime, workspace)
