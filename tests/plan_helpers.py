@@ -1,0 +1,130 @@
+"""Strategies and small log builders shared by the plan tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+
+from kernel.log import (
+    ASSISTANT_MESSAGE,
+    PLAN_MODE,
+    REQUEST_HEADER,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+    Event,
+)
+from kernel.plan_spec import TODO_STATUSES, OpenQuestion, PlanScope, PlanSpec, Todo
+from kernel.session import SessionState, apply_session_event
+
+# Short readable words keep failures legible; blank-only text is never drawn
+# where a value must not be blank.
+words = st.text(alphabet="abcdefghij XYZ-_.é中", min_size=1, max_size=12).filter(
+    lambda s: s.strip() != ""
+)
+todo_ids = st.text(alphabet="abcdef0123", min_size=1, max_size=4)
+
+
+@st.composite
+def todos(draw: st.DrawFn, min_size: int = 1, max_size: int = 4) -> tuple[Todo, ...]:
+    ids = draw(st.lists(todo_ids, min_size=min_size, max_size=max_size, unique=True))
+    return tuple(Todo(i, draw(words), draw(st.sampled_from(TODO_STATUSES))) for i in ids)
+
+
+scopes = st.none() | st.builds(
+    PlanScope,
+    paths=st.lists(st.sampled_from(["src", "tests/", "docs/*.md", "README.md"]), max_size=3).map(tuple),
+    effects=st.lists(st.sampled_from(["read", "write", "shell"]), max_size=2).map(tuple),
+)
+
+
+@st.composite
+def valid_specs(draw: st.DrawFn) -> PlanSpec:
+    """A spec that passes ``validate_plan_spec``."""
+    return PlanSpec(
+        goal=draw(words),
+        steps=tuple(draw(st.lists(words, min_size=1, max_size=4))),
+        constraints=tuple(draw(st.lists(words, max_size=3))),
+        verify=tuple(draw(st.lists(words, min_size=1, max_size=3))),
+        todos=draw(todos()),
+        open_questions=tuple(OpenQuestion(q) for q in draw(st.lists(words, max_size=2))),
+        scope=draw(scopes),
+    )
+
+
+@st.composite
+def valid_candidates(draw: st.DrawFn, spec: PlanSpec) -> dict[str, Any]:
+    """A summary candidate that passes the structural check against ``spec``."""
+    ids = [t.id for t in spec.todos]
+    return {
+        "goal": draw(words),
+        "key_steps": draw(st.lists(words, min_size=1, max_size=3)),
+        "constraints": draw(st.lists(words, max_size=2)),
+        "verify": draw(st.lists(words, min_size=1, max_size=2)),
+        "active_todo_ids": draw(st.lists(st.sampled_from(ids), unique=True, max_size=len(ids))),
+    }
+
+
+def spec(
+    goal: str = "Add an export command",
+    steps: tuple[str, ...] = ("parse flags", "write the exporter"),
+    todos_: tuple[Todo, ...] = (Todo("t1", "flags"), Todo("t2", "exporter")),
+    **kw: Any,
+) -> PlanSpec:
+    """A small valid spec for example-based tests."""
+    return PlanSpec(
+        goal=goal,
+        steps=steps,
+        constraints=kw.pop("constraints", ("no new dependencies",)),
+        verify=kw.pop("verify", ("the export test passes",)),
+        todos=todos_,
+        **kw,
+    )
+
+
+GOOD_CANDIDATE: dict[str, Any] = {
+    "goal": "Export command",
+    "key_steps": ["flags", "exporter"],
+    "constraints": [],
+    "verify": ["export test"],
+    "active_todo_ids": ["t1"],
+}
+
+
+@dataclass
+class Session:
+    """A log under construction with its incrementally folded state."""
+
+    log: list[Event] = field(default_factory=list)
+    state: SessionState = field(default_factory=SessionState)
+    clock: int = 0
+    turn: int = 0
+
+    def add(self, event: Event) -> Event:
+        self.state = apply_session_event(self.state, event)
+        self.log.append(event)
+        return event
+
+    def raw(self, kind: str, payload: dict[str, Any]) -> Event:
+        self.clock += 1
+        return self.add(Event(self.state.last_seq + 1, kind, self.clock, payload))
+
+    def at(self) -> int:
+        self.clock += 1
+        return self.clock
+
+    def mode(self, active: bool) -> None:
+        self.raw(PLAN_MODE, {"active": active})
+
+    def discuss(self, text: str = "why this way?") -> None:
+        self.raw(USER_MESSAGE, {"text": text, "source": None})
+        self.raw(ASSISTANT_MESSAGE, {"text": "because", "source": None})
+
+    def request(self) -> None:
+        """One whole turn with one request in the current mode."""
+        self.turn += 1
+        self.raw(TURN_START, {"turn": self.turn})
+        self.raw(REQUEST_HEADER, {"turn": self.turn, "step": 1, "plan_mode": self.state.plan_mode})
+        self.raw(TURN_END, {"turn": self.turn})
