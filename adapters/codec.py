@@ -1,0 +1,271 @@
+"""The storage and wire codec: events, JSON Lines, the session projection and
+fold-state snapshots, all through msgspec.
+
+Theory of operation
+-------------------
+An event is stored as its envelope (``seq``, ``kind``, ``at``) plus a payload
+encoded as compact JSON. ``encode_payload`` accepts only real JSON (string
+keys, finite numbers, no bytes or sets), because anything else would not come
+back as it went in; ``canonical_event`` is the event exactly as a store will
+hand it back (objects as dicts, arrays as lists). Decoding stored bytes that
+are not a JSON object is the log's fault: a positioned ``ReplayError`` with
+rule ``malformed-payload``.
+
+A session travels as JSON Lines: one event object per line, in seq order.
+``decode_jsonl`` reports a line that is not an event record as a
+``CodecError`` carrying the line number; ``read_session_jsonl`` also folds
+the events strictly and reports the first bad one as a positioned
+``ReplayError`` whose detail names the line.
+
+``project(state)`` is the one function that derives the session row's
+human-readable columns from a fold state (agent mode, the current plan and its
+summary in the kernel's stored JSON forms, the goal view). ``SESSION_SNAPSHOT``
+encodes whole fold states exactly for fast incremental opens; its ``format``
+changes whenever the state's shape or the reducer list changes, which makes
+older snapshots stale rather than wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from adapters.snapshot import SnapshotCodec, SnapshotError
+from kernel.errors import KernelError, ReplayError
+from kernel.goal import GoalSnapshot
+from kernel.log import Event
+from kernel.payload import JSONObject
+from kernel.plan_json import spec_to_json, summary_to_json
+from kernel.plan_status import PlanArtifact
+from kernel.session import REDUCERS, SessionState, apply_session_event
+
+__all__ = [
+    "SESSION_SNAPSHOT",
+    "CodecError",
+    "Projection",
+    "SnapshotCodec",
+    "SnapshotError",
+    "canonical_event",
+    "check_json",
+    "decode_event",
+    "decode_jsonl",
+    "decode_payload",
+    "encode_event",
+    "encode_jsonl",
+    "encode_payload",
+    "goal_json",
+    "plan_json",
+    "project",
+    "read_session_jsonl",
+    "summary_json",
+]
+
+
+class CodecError(KernelError):
+    """Input is not something the codec can represent or read.
+
+    Codes: ``payload-not-json`` (the caller's payload has a value JSON cannot
+    carry exactly), ``malformed-record`` (a JSON Lines line is not an event
+    record; ``line`` is its 1-based number).
+    """
+
+    code = "codec-error"
+
+    def __init__(self, message: str, *, code: str, line: int | None = None) -> None:
+        super().__init__(message, code=code)
+        self.line = line
+
+
+# --------------------------------------------------------------------------
+# Payloads and events
+
+
+def check_json(value: object, where: str = "payload") -> None:
+    """Raise ``CodecError`` (``payload-not-json``) unless ``value`` is JSON:
+    None, bool, int, finite float, str, lists/tuples and string-keyed mappings."""
+    if value is None or isinstance(value, bool | int | str):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CodecError(f"{where} holds a non-finite number", code="payload-not-json")
+        return
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            check_json(item, f"{where}[{index}]")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CodecError(f"{where} has a non-string key {key!r}", code="payload-not-json")
+            check_json(item, f"{where}.{key}")
+        return
+    raise CodecError(f"{where} holds a {type(value).__name__}, which is not JSON", code="payload-not-json")
+
+
+def encode_payload(payload: JSONObject) -> bytes:
+    """Compact JSON bytes of a payload object; ``CodecError`` if it is not JSON."""
+    if not isinstance(payload, Mapping):
+        raise CodecError("a payload must be a JSON object", code="payload-not-json")
+    check_json(payload)
+    return msgspec.json.encode(payload)
+
+
+_PAYLOAD = msgspec.json.Decoder(dict[str, Any])
+
+
+def decode_payload(data: bytes | str, seq: int) -> dict[str, Any]:
+    """The payload stored for event ``seq``; a positioned ``ReplayError``
+    (``malformed-payload``) when the stored bytes are not a JSON object."""
+    if not isinstance(data, bytes | str):
+        raise ReplayError(seq, "malformed-payload", f"stored payload is a {type(data).__name__}, not JSON text")
+    try:
+        return _PAYLOAD.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ReplayError(seq, "malformed-payload", f"stored payload is not a JSON object: {exc}") from exc
+
+
+def canonical_event(event: Event) -> Event:
+    """``event`` exactly as a store returns it (``CodecError`` if its payload is not JSON)."""
+    if not isinstance(event, Event):
+        raise CodecError(f"expected an Event, got {type(event).__name__}", code="payload-not-json")
+    return Event(event.seq, event.kind, event.at, decode_payload(encode_payload(event.payload), event.seq))
+
+
+class _Record(msgspec.Struct, forbid_unknown_fields=True):
+    """One event on the wire (a JSON Lines line)."""
+
+    seq: int
+    kind: str
+    at: int
+    payload: dict[str, Any]
+
+
+_RECORD = msgspec.json.Decoder(_Record)
+
+
+def encode_event(event: Event) -> bytes:
+    """One event as a compact JSON object (no trailing newline)."""
+    check_json(event.payload)
+    return msgspec.json.encode(_Record(event.seq, event.kind, event.at, dict(event.payload)))
+
+
+def decode_event(data: bytes | str, *, line: int | None = None) -> Event:
+    """The event a JSON record holds; ``CodecError`` (``malformed-record``) otherwise."""
+    try:
+        record = _RECORD.decode(data)
+    except msgspec.DecodeError as exc:
+        where = "record" if line is None else f"line {line}"
+        raise CodecError(f"{where} is not an event record: {exc}", code="malformed-record", line=line) from exc
+    return Event(record.seq, record.kind, record.at, record.payload)
+
+
+# --------------------------------------------------------------------------
+# JSON Lines
+
+
+def encode_jsonl(events: Iterable[Event]) -> bytes:
+    """A session as JSON Lines: one event per line, each line ending in ``\\n``."""
+    return b"".join(encode_event(event) + b"\n" for event in events)
+
+
+def decode_jsonl(data: bytes | str) -> tuple[Event, ...]:
+    """The events of a JSON Lines text, in order. Every line, including a
+    blank one, must be an event record (a final newline is allowed)."""
+    raw = data.encode() if isinstance(data, str) else data
+    lines = raw.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return tuple(decode_event(text, line=number) for number, text in enumerate(lines, start=1))
+
+
+def read_session_jsonl(data: bytes | str) -> tuple[Event, ...]:
+    """Decode a JSON Lines session and fold it strictly. A bad record raises
+    ``CodecError`` with its line; a bad event raises the positioned
+    ``ReplayError`` with the line named in its detail."""
+    events = decode_jsonl(data)
+    state = SessionState()
+    for number, event in enumerate(events, start=1):
+        try:
+            state = apply_session_event(state, event)
+        except ReplayError as exc:
+            raise ReplayError(exc.position, exc.rule, f"{exc.detail} (line {number})") from exc
+    return events
+
+
+# --------------------------------------------------------------------------
+# The projection
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """The session row's view of a fold state.
+
+    ``current_plan_json`` is ``""`` when there is no plan;
+    ``current_plan_summary_json`` is ``""`` only in rows written before the
+    column existed (meaning: rebuild it on read); ``goal_json`` is ``""`` when
+    there is no current goal.
+    """
+
+    last_seq: int = 0
+    agent_mode: str = "build"
+    plan_mode: bool = False
+    current_plan_json: str = ""
+    current_plan_summary_json: str = ""
+    goal_json: str = ""
+
+
+def plan_json(artifact: PlanArtifact | None) -> str:
+    """The stored form of the current plan (spec and summary in the kernel's
+    own JSON forms), ``""`` for none."""
+    if artifact is None:
+        return ""
+    body = {
+        "id": artifact.id,
+        "revision": artifact.revision,
+        "status": artifact.status,
+        "spec": spec_to_json(artifact.spec),
+        "summary": summary_to_json(artifact.summary),
+        "created_at": artifact.created_at,
+        "updated_at": artifact.updated_at,
+    }
+    return msgspec.json.encode(body).decode()
+
+
+def summary_json(artifact: PlanArtifact | None) -> str:
+    """The current plan's summary view, ``""`` for no plan."""
+    return "" if artifact is None else msgspec.json.encode(summary_to_json(artifact.summary)).decode()
+
+
+def goal_json(goal: GoalSnapshot | None) -> str:
+    """The current goal as a JSON object, ``""`` for none."""
+    return "" if goal is None else msgspec.json.encode(goal).decode()
+
+
+def project(state: SessionState) -> Projection:
+    """The session row that ``state`` determines (the only place it is derived)."""
+    artifact = state.plan.current
+    return Projection(
+        last_seq=state.last_seq,
+        agent_mode=state.agent_mode,
+        plan_mode=state.plan_mode,
+        current_plan_json=plan_json(artifact),
+        current_plan_summary_json=summary_json(artifact),
+        goal_json=goal_json(state.goal.current),
+    )
+
+
+def _build_snapshot_codec() -> SnapshotCodec[SessionState] | None:
+    reducers = ",".join(f"{r.__module__}.{r.__qualname__}" for r in REDUCERS)
+    try:
+        return SnapshotCodec(SessionState, extra=reducers)
+    except SnapshotError:
+        return None
+
+
+#: Exact snapshots of session fold states, or ``None`` when some field of
+#: ``SessionState`` has no exact encoding (stores then always replay).
+SESSION_SNAPSHOT: SnapshotCodec[SessionState] | None = _build_snapshot_codec()

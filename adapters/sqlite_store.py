@@ -1,0 +1,414 @@
+"""The embedded store: the session log and its projection in one SQLite file.
+
+Theory of operation
+-------------------
+``events`` holds the log, keyed ``(session_id, seq)``; ``sessions`` holds one
+row per session: the legacy columns, the projection ``project(state)`` of the
+fold (``agent_mode``, ``current_plan_json``, ``current_plan_summary_json``,
+``plan_mode``, ``goal_json``), ``log_seq`` and a snapshot of the whole fold
+state (``fold_state`` with its ``fold_format``). ``append_keys`` remembers
+idempotency keys.
+
+An append is one ``BEGIN IMMEDIATE`` transaction: answer a known idempotency
+key, compare the log's last seq with ``expected_seq``, fold the new events
+strictly onto the snapshot (or onto a replay when the snapshot is stale),
+insert the events, write the row and the key, commit. Any exception rolls the
+transaction back; if even the rollback fails the connection is closed (SQLite
+then discards the transaction) and the next call opens a fresh one. Driver
+exceptions become ``StorageError``; the kernel's ``ConflictError`` and the
+store errors pass through unchanged.
+
+The file runs in WAL mode with ``synchronous=FULL`` by default, so an append
+that returned is durable; ``synchronous="normal"`` must be asked for. Writers
+wait up to ``busy_timeout_ms`` for the write lock. A connection is never used
+across a fork: a store that finds itself in a child process leaves the
+parent's connection alone (closing it could disturb the parent's locks) and
+opens its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeVar
+
+from adapters.codec import Projection, decode_payload, project
+from adapters.sqlite_schema import (
+    SCHEMA_VERSION,
+    Connection,
+    MigrationReport,
+    columns,
+    migrate,
+    read_version,
+    rollback_quietly,
+    translate,
+)
+from adapters.store import (
+    AppendResult,
+    AuditReport,
+    IdempotencyMismatchError,
+    InvalidRequestError,
+    PreparedAppend,
+    SchemaTooNewError,
+    StoreClosedError,
+    audit_state,
+    fold_new_events,
+    prepare_append,
+    resume_state,
+    snapshot_of,
+    with_summary,
+)
+from kernel.errors import ConflictError
+from kernel.log import Event
+from kernel.session import SessionState, fold_more, fold_session
+
+__all__ = ["SqliteStore", "Synchronous", "connect_sqlite"]
+
+T = TypeVar("T")
+Synchronous = Literal["full", "normal"]
+
+_PROJECTION_COLUMNS = (
+    "agent_mode",
+    "plan_mode",
+    "current_plan_json",
+    "current_plan_summary_json",
+    "goal_json",
+    "log_seq",
+    "fold_state",
+    "fold_format",
+)
+_TIME_COLUMNS = ("created_at_ms", "updated_at_ms")
+
+
+def connect_sqlite(path: str) -> Connection:
+    """The default connection factory: autocommit mode (the store issues its
+    own ``BEGIN``/``COMMIT``), usable from any thread under the store's lock."""
+    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _zero(declared: str) -> object:
+    """SQLite's affinity rules, reduced to a zero value per affinity."""
+    upper = declared.upper()
+    if "INT" in upper:
+        return 0
+    if any(word in upper for word in ("CHAR", "CLOB", "TEXT")):
+        return ""
+    if "BLOB" in upper or not upper:
+        return b""
+    return 0
+
+
+class SqliteStore:
+    """A ``Store`` in one SQLite file (see the module docstring).
+
+    Opening migrates the file; ``SchemaTooNewError``, ``SchemaMismatchError``
+    or ``StorageError`` come out of the constructor. ``connect`` replaces the
+    connection factory (tests use it to inject faults).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Synchronous = "full",
+        busy_timeout_ms: int = 15_000,
+        connect: Callable[[str], Connection] | None = None,
+    ) -> None:
+        if synchronous not in ("full", "normal"):
+            raise InvalidRequestError(f"synchronous must be 'full' or 'normal', got {synchronous!r}")
+        if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int) or busy_timeout_ms < 0:
+            raise InvalidRequestError("busy_timeout_ms must be a non-negative integer")
+        self.path = os.fspath(path)
+        self.synchronous: Synchronous = synchronous
+        self.busy_timeout_ms = busy_timeout_ms
+        self._connect = connect or connect_sqlite
+        self._lock = threading.RLock()
+        self._pid = os.getpid()
+        self._conn: Connection | None = None
+        self._orphans: list[Connection] = []  # connections inherited over a fork: never touched
+        self._closed = False
+        self._insert_sql = ""
+        self._update_sql = ""
+        self._fill: tuple[object, ...] = ()
+        self._timed = False
+        #: What opening the file did to its schema.
+        self.migration: MigrationReport | None = None
+        with self._locked():
+            self._connection()
+
+    # ----------------------------------------------------------------------
+    # Connections
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _locked(self) -> threading.RLock:
+        if os.getpid() != self._pid:
+            self._lock = threading.RLock()  # a lock copied over a fork may be held forever
+        return self._lock
+
+    def _connection(self) -> Connection:
+        if self._closed:
+            raise StoreClosedError()
+        pid = os.getpid()
+        if self._conn is not None and pid != self._pid:
+            self._orphans.append(self._conn)
+            self._conn = None
+        if self._conn is None:
+            self._conn = self._open()
+            self._pid = pid
+        return self._conn
+
+    def _open(self) -> Connection:
+        try:
+            conn = self._connect(self.path)
+        except sqlite3.Error as exc:
+            raise translate(exc, "open") from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            found = read_version(conn)
+            if found > SCHEMA_VERSION:
+                raise SchemaTooNewError(found, SCHEMA_VERSION)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+            self.migration = migrate(conn)
+            self._prepare_row_sql(conn)
+        except BaseException as exc:
+            self._drop(conn)
+            if isinstance(exc, sqlite3.Error):
+                raise translate(exc, "open") from exc
+            raise
+        return conn
+
+    def _prepare_row_sql(self, conn: Connection) -> None:
+        have = columns(conn, "sessions")
+        ours = {"id", *_PROJECTION_COLUMNS}
+        self._timed = all(name in have for name in _TIME_COLUMNS)
+        fill = {
+            name: _zero(decl)
+            for name, (decl, not_null, default, pk) in have.items()
+            if not_null and default is None and not pk and name not in ours and name not in _TIME_COLUMNS
+        }
+        names = ["id", *_PROJECTION_COLUMNS, *(_TIME_COLUMNS if self._timed else ()), *fill]
+        self._fill = tuple(fill.values())
+        self._insert_sql = (
+            f"INSERT INTO sessions ({', '.join(map(_quote, names))}) VALUES ({', '.join('?' * len(names))})"
+        )
+        sets = [*_PROJECTION_COLUMNS, *(("updated_at_ms",) if self._timed else ())]
+        self._update_sql = f"UPDATE sessions SET {', '.join(f'{_quote(n)} = ?' for n in sets)} WHERE id = ?"
+
+    def _drop(self, conn: Connection) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
+        if self._conn is conn:
+            self._conn = None
+
+    def _abort(self, conn: Connection) -> None:
+        if not rollback_quietly(conn):
+            self._drop(conn)
+
+    def _run(self, operation: str, begin: str, body: Callable[[Connection], T]) -> T:
+        with self._locked():
+            conn = self._connection()
+            committing = False
+            try:
+                conn.execute(begin)
+                result = body(conn)
+                committing = True
+                conn.execute("COMMIT")
+                return result
+            except sqlite3.Error as exc:
+                self._abort(conn)
+                raise translate(exc, operation, "unknown" if committing else "not-applied") from exc
+            except BaseException:
+                self._abort(conn)
+                raise
+
+    def close(self) -> None:
+        """Close the connection; later calls raise ``StoreClosedError``. Idempotent."""
+        with self._locked():
+            self._closed = True
+            if self._conn is not None and os.getpid() == self._pid:
+                self._drop(self._conn)
+            self._conn = None
+
+    # ----------------------------------------------------------------------
+    # Writes
+
+    def append(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        """Compare-and-set append in one ``BEGIN IMMEDIATE`` transaction (see
+        ``adapters.store`` for every outcome)."""
+        prepared = prepare_append(session_id, expected_seq, events, idempotency_key)
+        return self._run("append", "BEGIN IMMEDIATE", lambda conn: self._append(conn, prepared))
+
+    def _append(self, conn: Connection, p: PreparedAppend) -> AppendResult:
+        sid = p.session_id
+        if p.key is not None:
+            known = conn.execute(
+                "SELECT request_hash, first_seq, last_seq FROM append_keys WHERE session_id = ? AND key = ?",
+                (sid, p.key),
+            ).fetchone()
+            if known is not None:
+                if known[0] != p.request_hash:
+                    raise IdempotencyMismatchError(sid, p.key)
+                return AppendResult(sid, int(known[1]), int(known[2]), replayed=True)
+        actual = self._head(conn, sid)
+        if actual != p.expected_seq:
+            raise ConflictError(sid, p.expected_seq, actual)
+        row = conn.execute("SELECT fold_format, fold_state FROM sessions WHERE id = ?", (sid,)).fetchone()
+        state = None if row is None else resume_state(str(row[0]), str(row[1]), actual)
+        if state is None:
+            state = fold_session(self._events(conn, sid, 0))
+        new_state = fold_new_events(sid, state, p.events)
+        for event, text in zip(p.events, p.payloads, strict=True):
+            conn.execute(
+                "INSERT INTO events (session_id, seq, kind, at, payload) VALUES (?, ?, ?, ?, ?)",
+                (sid, event.seq, event.kind, event.at, text),
+            )
+        proj = project(new_state)
+        fold_format, fold_state = snapshot_of(new_state)
+        values = (
+            proj.agent_mode,
+            int(proj.plan_mode),
+            proj.current_plan_json,
+            proj.current_plan_summary_json,
+            proj.goal_json,
+            proj.last_seq,
+            fold_state,
+            fold_format,
+        )
+        at = p.events[-1].at
+        if row is None:
+            times = (p.events[0].at, at) if self._timed else ()
+            conn.execute(self._insert_sql, (sid, *values, *times, *self._fill))
+        else:
+            conn.execute(self._update_sql, (*values, *((at,) if self._timed else ()), sid))
+        first, last = p.events[0].seq, p.events[-1].seq
+        if p.key is not None:
+            conn.execute(
+                "INSERT INTO append_keys (session_id, key, request_hash, first_seq, last_seq) VALUES (?, ?, ?, ?, ?)",
+                (sid, p.key, p.request_hash, first, last),
+            )
+        return AppendResult(sid, first, last)
+
+    # ----------------------------------------------------------------------
+    # Reads
+
+    @staticmethod
+    def _head(conn: Connection, sid: str) -> int:
+        row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (sid,)).fetchone()
+        return int(row[0])
+
+    @staticmethod
+    def _events(conn: Connection, sid: str, after: int) -> tuple[Event, ...]:
+        rows = conn.execute(
+            "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
+            (sid, after),
+        ).fetchall()
+        return tuple(Event(seq, kind, at, decode_payload(payload, seq)) for seq, kind, at, payload in rows)
+
+    def _read(self, operation: str, session_id: str, body: Callable[[Connection, str], T]) -> T:
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise InvalidRequestError("a session id must be a non-empty string")
+        return self._run(operation, "BEGIN", lambda conn: body(conn, session_id))
+
+    def head(self, session_id: str) -> int:
+        """The last seq of the session's log (0 when empty or unknown)."""
+        return self._read("head", session_id, self._head)
+
+    def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
+        """The events with seq > ``after``, in order; a stored payload that is
+        not a JSON object raises the positioned ``ReplayError``."""
+        if isinstance(after, bool) or not isinstance(after, int):
+            raise InvalidRequestError("after must be an integer")
+        return self._read("read", session_id, lambda conn, sid: self._events(conn, sid, after))
+
+    def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
+        """The strict fold of the log (``ReplayError`` at the first bad event),
+        or (``incremental``) the stored snapshot plus the fold of what follows."""
+        return self._read("load", session_id, lambda conn, sid: self._load(conn, sid, incremental))
+
+    def _load(self, conn: Connection, sid: str, incremental: bool) -> SessionState:
+        if incremental:
+            row = conn.execute("SELECT fold_format, fold_state, log_seq FROM sessions WHERE id = ?", (sid,)).fetchone()
+            state = None if row is None else resume_state(str(row[0]), str(row[1]), int(row[2]))
+            if state is not None:
+                return fold_more(state, self._events(conn, sid, state.last_seq))
+        return fold_session(self._events(conn, sid, 0))
+
+    @staticmethod
+    def _row(conn: Connection, sid: str) -> tuple[Projection, str, str]:
+        row = conn.execute(
+            "SELECT log_seq, agent_mode, plan_mode, current_plan_json, current_plan_summary_json, goal_json,"
+            " fold_format, fold_state FROM sessions WHERE id = ?",
+            (sid,),
+        ).fetchone()
+        if row is None:
+            return Projection(), "", ""
+        proj = Projection(int(row[0]), str(row[1]), bool(row[2]), str(row[3]), str(row[4]), str(row[5]))
+        return proj, str(row[6]), str(row[7])
+
+    def projection(self, session_id: str) -> Projection:
+        """The stored session row (defaults for an unknown session); an empty
+        summary column is rebuilt from the fold."""
+        stored = self._read("projection", session_id, lambda conn, sid: self._row(conn, sid)[0])
+        if stored.current_plan_json and not stored.current_plan_summary_json:
+            return with_summary(stored, self.load(session_id, incremental=True))
+        return stored
+
+    def audit(self, session_id: str) -> AuditReport:
+        """Fold the log strictly (``ReplayError`` on a bad log) and report every
+        difference between it and the stored row and snapshot."""
+
+        def body(conn: Connection, sid: str) -> AuditReport:
+            state = fold_session(self._events(conn, sid, 0))
+            stored, fold_format, fold_state = self._row(conn, sid)
+            return audit_state(sid, state, stored, fold_format, fold_state)
+
+        return self._read("audit", session_id, body)
+
+    def session_ids(self) -> tuple[str, ...]:
+        """Every session row, legacy ones included, sorted by id."""
+        def body(conn: Connection) -> tuple[str, ...]:
+            return tuple(str(r[0]) for r in conn.execute("SELECT id FROM sessions ORDER BY id").fetchall())
+
+        return self._run("session_ids", "BEGIN", body)
+
+    def settings(self) -> dict[str, object]:
+        """The live connection's journal mode, synchronous level, busy timeout
+        and schema version (for diagnostics and tests)."""
+
+        def body(conn: Connection) -> dict[str, object]:
+            return {
+                "journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0],
+                "synchronous": conn.execute("PRAGMA synchronous").fetchone()[0],
+                "busy_timeout": conn.execute("PRAGMA busy_timeout").fetchone()[0],
+                "user_version": read_version(conn),
+            }
+
+        return self._run("settings", "BEGIN", body)
+
+    def integrity_check(self) -> tuple[str, ...]:
+        """``PRAGMA integrity_check``: ``("ok",)`` for a sound file."""
+        with self._locked():
+            conn = self._connection()
+            try:
+                return tuple(str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall())
+            except sqlite3.Error as exc:
+                raise translate(exc, "integrity_check") from exc
