@@ -239,7 +239,10 @@ def _reply(p: _Problems, value: object, path: str, step: int) -> ChatResponse:
     usage = None
     if "usage" in entry:
         counts = p.obj(entry["usage"], f"{path}.usage", _USAGE_KEYS)
-        ints = {k: p.number(v, f"{path}.usage.{k}", integer=True) for k, v in counts.items()}
+        ints = {
+            k: p.number(counts[k], f"{path}.usage.{k}", integer=True)
+            for k in sorted(_USAGE_KEYS & counts.keys())
+        }
         usage = Usage(**{k: None if v is None else int(v) for k, v in ints.items()})
     finish = "tool_calls" if calls else "stop"
     return ChatResponse(
