@@ -58,6 +58,7 @@ from kernel.plan_mode import (
     flush_pre_step,
 )
 from kernel.plan_review import PlanCommand, ReviewOutcome, parse_plan_command
+from kernel.session import SessionState
 from kernel.tool_events import verdict_events
 
 __all__ = [
@@ -134,6 +135,7 @@ class Runtime:
     resumed: bool = False
     _view: ViewRequest = field(default_factory=ViewRequest)
     _requests: int = 0
+    _view_state: SessionState | None = None
 
     def __post_init__(self) -> None:
         self.resumed = self.resumed or self.log.last_seq > 0
@@ -252,6 +254,9 @@ class Runtime:
         if verdict != "accepted":
             return False
         self.plans.before_request(self.log.append)
+        # The plan view is chosen from the fold just before the header: the
+        # header of the request that carries a new plan marks it as seen.
+        self._view_state = self.log.state
         self.log.append((derive_request_header(self.log.events, proposed.step, self.log.now()),))
         return True
 
@@ -260,7 +265,7 @@ class Runtime:
         if self.resumed and self._requests == 0:
             view = ViewRequest(view.user_asked_full, view.summary_insufficient, view.rewriting, True)
         prepared = assemble_request(
-            self.log.state,
+            self._view_state or self.log.state,
             events=self.log.events,
             pending=self.pending,
             tools=self.tools,
