@@ -96,25 +96,21 @@ def fold_checked(session: str, events: Sequence[Event], progress: Progress) -> C
     return Checked(session, len(events), state)
 
 
-def _logs(path: Path, session: str | None) -> list[tuple[str, tuple[Event, ...], SqliteStore | None]]:
-    if is_sqlite(path):
-        store = SqliteStore(path)
-        ids = [session] if session else list(store.session_ids())
-        return [(sid, store.read(sid), store) for sid in ids]
-    return [(session or path.stem, decode_jsonl(path.read_bytes()), None)]
-
-
 def _check(args: argparse.Namespace, audit: bool, err: TextIO) -> list[Checked]:
     progress = Progress(err, enabled=args.progress)
+    path = Path(args.file)
+    if not is_sqlite(path):
+        return [fold_checked(args.session or path.stem, decode_jsonl(path.read_bytes()), progress)]
     results = []
-    for sid, events, store in _logs(Path(args.file), args.session):
-        checked = fold_checked(sid, events, progress)
-        if audit and store is not None and checked.error is None:
-            report = store.audit(sid)
-            checked.mismatches, checked.snapshot = report.mismatches, report.snapshot
-        results.append(checked)
-        if store is not None:
-            store.close()
+    with SqliteStore(path) as store:
+        if args.session and args.session not in store.session_ids():
+            raise FileNotFoundError(f"no session {args.session!r} in {path}")
+        for sid in [args.session] if args.session else store.session_ids():
+            checked = fold_checked(sid, store.read(sid), progress)
+            if audit and checked.error is None:
+                report = store.audit(sid)
+                checked.mismatches, checked.snapshot = report.mismatches, report.snapshot
+            results.append(checked)
     return results
 
 
