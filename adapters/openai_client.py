@@ -13,19 +13,20 @@ Each attempt has one deadline, ``timeout_s`` seconds for connecting, sending,
 waiting for the headers and reading the whole body; a server that trickles a
 reply slowly is cut off like one that never answers.
 
-What happens to an attempt's outcome is one table, ``OUTCOMES``:
+What happens to an attempt's outcome is one table, ``OUTCOMES`` (its rows
+are the first column; ``outcome_of`` picks the row of an error):
 
-============================  =========================  ==========
-outcome                       error                      retried?
-============================  =========================  ==========
-2xx, a chat completion        (returns a ChatResponse)   --
-2xx, anything else            model-bad-response         never
-429                           model-rate-limited         yes
-408, 5xx                      model-http-error           yes
-other status                  model-http-error           never
-connection refused/dropped    model-unreachable          yes
-deadline passed               model-timeout              if policy says
-============================  =========================  ==========
+=============  ============================  ===================  ===========
+row            what the server did           error                retried?
+=============  ============================  ===================  ===========
+(success)      2xx with a chat completion    (a ChatResponse)     --
+bad-response   2xx with anything else        model-bad-response   never
+rate-limited   429                           model-rate-limited   yes
+server-busy    408 or 5xx                    model-http-error     yes
+refused        any other status              model-http-error     never
+unreachable    refused or dropped the link   model-unreachable    yes
+timeout        missed the deadline           model-timeout        by policy
+=============  ============================  ===================  ===========
 
 A retried outcome waits before the next attempt: exactly the server's
 ``Retry-After`` (or ``retry-after-ms``) when it sent one, else exponential
