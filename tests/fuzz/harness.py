@@ -1,0 +1,172 @@
+"""The contract every fuzz target is held to, and the corpus on disk.
+
+A target is a function of one input (bytes). For every input:
+
+- only typed errors come out: the entry point returns, or raises a
+  ``KernelError`` subclass; any other exception is a finding;
+- nothing is written from rejected input: a pure entry point leaves the
+  values it was given exactly as they were, and a store keeps its log and
+  projection unchanged after a rejected import or append;
+- no input takes more than ``TIME_LIMIT`` seconds, measured around the entry
+  point's call with ``time.perf_counter`` (a correctness bound on
+  pathological inputs, not a benchmark).
+
+``check`` enforces the first and last; each target enforces the second with
+``unchanged`` (or a store comparison) around its call.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from kernel.errors import KernelError
+
+__all__ = [
+    "CORPUS",
+    "TIME_LIMIT",
+    "Clock",
+    "FuzzFinding",
+    "NotJSON",
+    "Target",
+    "canonical",
+    "check",
+    "corpus_files",
+    "decode_json",
+    "decode_text",
+    "read_corpus_file",
+    "save_to_corpus",
+    "unchanged",
+]
+
+TIME_LIMIT = 1.0
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+class FuzzFinding(AssertionError):
+    """An input broke a target's contract."""
+
+
+class Clock:
+    """Times each entry-point call made for one input; ``elapsed`` is the
+    longest of them."""
+
+    def __init__(self) -> None:
+        self.elapsed = 0.0
+
+    @contextmanager
+    def timed(self) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.elapsed = max(self.elapsed, time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One fuzz target: ``run(data, clock)`` feeds ``data`` to an entry point
+    (timing only the entry point's calls with ``clock``), checks that nothing
+    was written, and lets a ``KernelError`` out on rejection. ``inputs``
+    generates hostile inputs."""
+
+    name: str
+    entry_point: str
+    run: Callable[[bytes, Clock], None]
+    inputs: st.SearchStrategy[bytes]
+
+
+def check(target: Target, data: bytes) -> None:
+    """Run ``target`` on ``data``; raise ``FuzzFinding`` if anything but a
+    ``KernelError`` comes out or the entry point takes over ``TIME_LIMIT``."""
+    clock = Clock()
+    try:
+        target.run(data, clock)
+    except (KernelError, NotJSON):
+        pass
+    except FuzzFinding:
+        raise
+    except Exception as exc:
+        raise FuzzFinding(
+            f"{target.entry_point} let an untyped {type(exc).__name__} out: {exc!s:.300}"
+        ) from exc
+    if clock.elapsed > TIME_LIMIT:
+        raise FuzzFinding(f"{target.entry_point} took {clock.elapsed:.2f}s on one input (limit {TIME_LIMIT}s)")
+
+
+def canonical(value: object) -> str:
+    """A text that changes whenever ``value`` (a JSON-shaped value, NaN and
+    all) is changed in place."""
+    return repr(value)
+
+
+@contextmanager
+def unchanged(*values: object) -> Iterator[None]:
+    """Fail with ``FuzzFinding`` if the block changes any of ``values`` in
+    place, whether it returns or raises."""
+    before = [canonical(value) for value in values]
+    try:
+        yield
+    finally:
+        if [canonical(value) for value in values] != before:
+            raise FuzzFinding("the entry point changed the input it was given")
+
+
+class NotJSON(Exception):
+    """The harness's own reader could not decode the bytes: the input never
+    reaches the entry point (it is not a finding)."""
+
+
+def decode_json(data: bytes) -> object:
+    """Decode ``data`` as leniently as any JSON reader would: ``NaN`` and
+    ``Infinity``, escaped lone surrogates and huge integers get through;
+    the last of duplicate keys wins. Raises ``NotJSON`` otherwise."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise NotJSON(str(exc)) from exc
+
+
+def decode_text(data: bytes) -> str:
+    """Bytes to text the way a terminal reader would keep them: invalid
+    UTF-8 survives as lone surrogates (``surrogateescape``)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def corpus_files(target: str) -> list[Path]:
+    """The corpus files kept for ``target``, in a stable order."""
+    folder = CORPUS / target
+    return sorted(path for path in folder.iterdir() if path.is_file()) if folder.is_dir() else []
+
+
+def read_corpus_file(path: Path) -> bytes:
+    """The input a corpus file holds (``.gz`` files are gzip-compressed)."""
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.suffix == ".gz" else data
+
+
+#: Inputs above this size are kept gzip-compressed.
+COMPRESS_ABOVE = 16 * 1024
+
+
+def save_to_corpus(target: str, data: bytes, prefix: str = "crash") -> Path:
+    """Keep ``data`` as a corpus file named after its content (compressed
+    when large); return its path."""
+    folder = CORPUS / target
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{prefix}-{hashlib.sha256(data).hexdigest()[:16]}"
+    if len(data) > COMPRESS_ABOVE:
+        path = folder / f"{name}.gz"
+        path.write_bytes(gzip.compress(data, mtime=0))
+    else:
+        path = folder / name
+        path.write_bytes(data)
+    return path

@@ -1,0 +1,65 @@
+"""One Hypothesis test per fuzz target: hostile inputs in, only typed errors
+out, nothing written from rejected input, no input over a second.
+
+The ``fuzz`` profile (and ``python -m tests.fuzz``) runs these for longer."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+
+from tests.fuzz.harness import check
+from tests.fuzz.targets import by_name
+
+# Size attacks (a million-character line, a 20 000-event log) are slow to
+# generate; the health check would otherwise flag them.
+fuzz_settings = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+REPLAY = by_name("replay")
+EXIT_PLAN_ARGS = by_name("exit_plan_args")
+PLAN_COMMAND = by_name("plan_command")
+GOAL_COMMAND = by_name("goal_command")
+PLAN_POLICY = by_name("plan_policy")
+SHELL_COMMAND = by_name("shell_command")
+SHELL_CALL = by_name("shell_call")
+
+
+@fuzz_settings
+@given(REPLAY.inputs)
+def test_fuzz_replay(data: bytes) -> None:
+    check(REPLAY, data)
+
+
+@fuzz_settings
+@given(EXIT_PLAN_ARGS.inputs)
+def test_fuzz_exit_plan_args(data: bytes) -> None:
+    check(EXIT_PLAN_ARGS, data)
+
+
+@fuzz_settings
+@given(PLAN_COMMAND.inputs)
+def test_fuzz_plan_command(data: bytes) -> None:
+    check(PLAN_COMMAND, data)
+
+
+@fuzz_settings
+@given(GOAL_COMMAND.inputs)
+def test_fuzz_goal_command(data: bytes) -> None:
+    check(GOAL_COMMAND, data)
+
+
+@fuzz_settings
+@given(PLAN_POLICY.inputs)
+def test_fuzz_plan_policy(data: bytes) -> None:
+    check(PLAN_POLICY, data)
+
+
+@fuzz_settings
+@given(SHELL_COMMAND.inputs)
+def test_fuzz_shell_command(data: bytes) -> None:
+    check(SHELL_COMMAND, data)
+
+
+@fuzz_settings
+@given(SHELL_CALL.inputs)
+def test_fuzz_shell_call(data: bytes) -> None:
+    check(SHELL_CALL, data)

@@ -1,0 +1,101 @@
+"""The fuzz harness itself: it must fail on exactly what breaks the
+contract, or a green fuzz run proves nothing."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import strategies as st
+
+from kernel.errors import KernelError, ReplayError
+from kernel.session import fold_session
+from tests.fuzz import harness
+from tests.fuzz.harness import (
+    TIME_LIMIT,
+    Clock,
+    FuzzFinding,
+    Target,
+    check,
+    decode_json,
+    read_corpus_file,
+    save_to_corpus,
+    unchanged,
+)
+from tests.fuzz.seeds import seed_logs
+from tests.fuzz.targets import _long_log, by_name
+
+
+def target(run: object) -> Target:
+    return Target("probe", "probe()", run, st.just(b""))  # type: ignore[arg-type]
+
+
+def test_a_typed_refusal_is_accepted() -> None:
+    def refuse(data: bytes, clock: Clock) -> None:
+        raise ReplayError(1, "seq-gap", "no")
+
+    check(target(refuse), b"x")
+
+
+@pytest.mark.parametrize("error", [ValueError("v"), TypeError("t"), RecursionError(), KeyError("k")])
+def test_an_untyped_error_is_a_finding(error: Exception) -> None:
+    def crash(data: bytes, clock: Clock) -> None:
+        raise error
+
+    with pytest.raises(FuzzFinding, match=type(error).__name__):
+        check(target(crash), b"x")
+
+
+def test_input_the_harness_cannot_decode_never_reaches_the_target() -> None:
+    def decode(data: bytes, clock: Clock) -> None:
+        decode_json(data)
+        raise AssertionError("unreachable")
+
+    check(target(decode), b"\xff{")
+    check(target(decode), b"[" * 100_000)
+
+
+def test_a_slow_entry_point_is_a_finding_but_slow_harness_work_is_not() -> None:
+    def slow(data: bytes, clock: Clock) -> None:
+        with clock.timed():
+            time.sleep(TIME_LIMIT + 0.05)
+
+    def slow_outside(data: bytes, clock: Clock) -> None:
+        time.sleep(TIME_LIMIT + 0.05)
+        with clock.timed():
+            pass
+
+    with pytest.raises(FuzzFinding, match="took"):
+        check(target(slow), b"x")
+    check(target(slow_outside), b"x")
+
+
+@pytest.mark.parametrize("raises", [False, True])
+def test_a_change_to_the_input_is_a_finding_whether_or_not_the_call_fails(raises: bool) -> None:
+    value: dict[str, object] = {"a": [1, float("nan")]}
+    with pytest.raises(FuzzFinding, match="changed the input"), unchanged(value):
+        value["a"].append(2)  # type: ignore[attr-defined]
+        if raises:
+            raise KernelError("refused")
+    with unchanged(value):
+        pass
+
+
+def test_corpus_files_round_trip_compressed_or_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(harness, "CORPUS", tmp_path)
+    small, large = b"\x00\xff small", b"x" * (harness.COMPRESS_ABOVE + 1)
+    paths = [save_to_corpus("t", small), save_to_corpus("t", large)]
+    assert [read_corpus_file(path) for path in paths] == [small, large]
+    assert paths[1].suffix == ".gz" and paths[1].stat().st_size < len(large) // 10
+    assert harness.corpus_files("t") == sorted(paths)
+    assert save_to_corpus("t", small) == paths[0]
+
+
+def test_every_seed_log_is_a_valid_history() -> None:
+    for log in seed_logs():
+        assert fold_session(log).last_seq == len(log)
+
+
+def test_a_long_log_folds_within_the_time_limit() -> None:
+    check(by_name("replay"), _long_log(5_000))
