@@ -262,10 +262,14 @@ class Runtime:
 
     def _prepare(self) -> PreparedRequest:
         view = self._view
-        if self.resumed and self._requests == 0:
-            view = ViewRequest(view.user_asked_full, view.summary_insufficient, view.rewriting, True)
+        state = self._view_state or self.log.state
+        # After a "keep planning" review the next plan-mode requests are about
+        # rewriting the plan: they carry it in full until it is rewritten.
+        rewriting = view.rewriting or (state.plan_mode and state.plan.feedback is not None)
+        first = self.resumed and self._requests == 0
+        view = ViewRequest(view.user_asked_full, view.summary_insufficient, rewriting, view.first_since_resume or first)
         prepared = assemble_request(
-            self._view_state or self.log.state,
+            state,
             events=self.log.events,
             pending=self.pending,
             tools=self.tools,

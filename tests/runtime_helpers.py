@@ -1,0 +1,123 @@
+"""Builders shared by the runtime tests: a whole runtime on an in-memory
+store with the scripted model, and small script and log helpers."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from adapters.memory_store import MemoryStore
+from adapters.model import ChatRequest, ChatResponse, ModelError, ToolCall
+from adapters.review import ScriptedReviewer, approve
+from adapters.script_format import Expectation, ScriptStep
+from adapters.scripted_client import ScriptedClient
+from adapters.toolset import Session, open_runtime
+from adapters.workspace import Workspace
+from kernel.gate import GatePolicy
+from kernel.log import Event
+from kernel.payload import JSON
+from kernel.plan_review import ReviewAnswer
+
+FILES: dict[str, str] = {"README.md": "# demo\n", "app.py": "print('hi')\n"}
+
+SPEC: dict[str, JSON] = {
+    "goal": "Say hello from hello.txt",
+    "steps": ["Write hello.txt"],
+    "constraints": ["Touch nothing else"],
+    "verify": ["hello.txt says hello"],
+    "todos": [{"id": "t1", "text": "write hello.txt"}],
+}
+SPEC_V2: dict[str, JSON] = {**SPEC, "steps": ["Write hello.txt", "Mention it in README.md"]}
+SUMMARY: dict[str, JSON] = {
+    "goal": "Say hello",
+    "key_steps": ["Write hello.txt"],
+    "constraints": [],
+    "verify": ["hello.txt says hello"],
+    "active_todo_ids": ["t1"],
+}
+
+FULL_MARK = "# Plan: "
+SUMMARY_MARK = "## Current plan (summary)"
+
+_ids = itertools.count(1)
+
+
+def call(name: str, arguments: Mapping[str, JSON], call_id: str | None = None) -> ChatResponse:
+    """A reply making one tool call."""
+    return ChatResponse(None, (ToolCall.of(call_id or f"c{next(_ids)}", name, arguments),), "tool_calls")
+
+
+def say(text: str) -> ChatResponse:
+    """A plain text reply (no tool calls)."""
+    return ChatResponse(text, (), "stop")
+
+
+def exit_plan(spec: Mapping[str, JSON] = SPEC, summary: Mapping[str, JSON] | None = SUMMARY) -> ChatResponse:
+    arguments: dict[str, JSON] = {"plan_spec": dict(spec)}
+    if summary is not None:
+        arguments["summary_candidate"] = dict(summary)
+    return call("exit_plan_mode", arguments)
+
+
+Reply = ChatResponse | ModelError
+
+
+@dataclass
+class HookedModel:
+    """The scripted model, with hooks run when request number ``n`` (1-based)
+    arrives, before it is answered: a test's way to act "during a step"."""
+
+    inner: ScriptedClient
+    hooks: dict[int, Callable[[], None]] = field(default_factory=dict)
+    seen: int = 0
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        self.seen += 1
+        hook = self.hooks.get(self.seen)
+        if hook is not None:
+            hook()
+        return self.inner.complete(request)
+
+
+def ticking() -> Callable[[], int]:
+    counter = itertools.count()
+    return lambda: 1_000 + 10 * next(counter)
+
+
+def make_session(
+    replies: Iterable[Reply],
+    *,
+    answers: Sequence[ReviewAnswer] = (),
+    store: MemoryStore | None = None,
+    session_id: str = "s1",
+    policy: GatePolicy | None = None,
+    files: Mapping[str, str] | None = None,
+    review: bool = True,
+) -> tuple[Session, HookedModel, ScriptedReviewer]:
+    """A runtime over a fresh (or given) memory store, answering with
+    ``replies`` in order; the reviewer gives ``answers`` (default: approve)."""
+    model = HookedModel(ScriptedClient(ScriptStep(r, Expectation()) for r in replies))
+    reviewer = ScriptedReviewer.of(list(answers) if answers else [approve()])
+    session = open_runtime(
+        store or MemoryStore(),
+        session_id,
+        model,
+        reviewer if review else None,
+        Workspace(dict(files or FILES)),
+        clock=ticking(),
+        policy=policy,
+    )
+    return session, model, reviewer
+
+
+def kinds(events: Sequence[Event]) -> list[str]:
+    return [e.kind for e in events]
+
+
+def plan_actions(events: Sequence[Event]) -> list[str]:
+    return [str(e.payload["action"]) for e in events if e.kind == "plan/artifact"]
+
+
+def system_text(request: ChatRequest) -> str:
+    return request.system_text
