@@ -1,0 +1,79 @@
+"""A small log builder for the goal unit tests: it runs the real operations
+against the fold of its own log and appends what they return."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kernel.goal import DISARMED, BlockedReason, GoalRef, GoalSnapshot
+from kernel.goal_continuation import round_message
+from kernel.goal_fold import GoalState, fold_goal
+from kernel.goal_ops import block, complete, create, pause
+from kernel.log import Event, last_seq
+
+REASON = BlockedReason("needs-input", "which database should it use?")
+
+
+class GoalLog:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.clock = 1000
+
+    @property
+    def state(self) -> GoalState:
+        return fold_goal(self.events)
+
+    @property
+    def goal(self) -> GoalSnapshot:
+        current = self.state.current
+        assert current is not None
+        return current
+
+    @property
+    def ref(self) -> GoalRef:
+        return self.goal.ref
+
+    @property
+    def seq(self) -> int:
+        return last_seq(self.events) + 1
+
+    def tick(self) -> int:
+        self.clock += 10
+        return self.clock
+
+    def run(self, decide: Callable[..., Event], *args: Any, **kwargs: Any) -> Event:
+        """Decide with ``decide(state, *args, seq=, at=, **kwargs)`` and append."""
+        event = decide(self.state, *args, seq=self.seq, at=self.tick(), **kwargs)
+        self.events.append(event)
+        return event
+
+    def append(self, kind: str, payload: dict[str, Any]) -> Event:
+        event = Event(self.seq, kind, self.tick(), payload)
+        self.events.append(event)
+        return event
+
+    def round(self) -> Event:
+        return self.run(round_message, "continue")
+
+
+def goal_in(phase: str | None, *, max_rounds: int = 3, rounds: int = 0) -> GoalLog:
+    """A log whose current goal ``g1`` is in ``phase`` (``None``: no goal)
+    after ``rounds`` rounds."""
+    log = GoalLog()
+    if phase is None:
+        return log
+    log.run(create, "g1", "ship the importer", max_rounds, actor="user")
+    for _ in range(rounds):
+        log.round()
+    if phase == "paused":
+        log.run(pause, log.ref, actor="user")
+    elif phase == "blocked":
+        log.run(block, log.ref, REASON, actor="model")
+    elif phase == "complete":
+        log.run(complete, log.ref, actor="model")
+    assert log.goal.phase == phase
+    return log
+
+
+__all__ = ["DISARMED", "REASON", "GoalLog", "goal_in"]
