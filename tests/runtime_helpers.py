@@ -69,7 +69,7 @@ class HookedModel:
     arrives, before it is answered: a test's way to act "during a step"."""
 
     inner: ScriptedClient
-    hooks: dict[int, Callable[[], None]] = field(default_factory=dict)
+    hooks: dict[int, Callable[[], object]] = field(default_factory=dict)
     seen: int = 0
 
     def complete(self, request: ChatRequest) -> ChatResponse:
