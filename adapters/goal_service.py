@@ -57,7 +57,7 @@ from kernel.goal_continuation import (
     round_message,
     should_continue,
 )
-from kernel.goal_fold import GoalState, fold_goal
+from kernel.goal_fold import GoalState
 from kernel.log import Event
 from kernel.payload import JSONObject
 from kernel.session import SessionState
@@ -191,7 +191,8 @@ class GoalService:
     # -- reading ----------------------------------------------------------
 
     def state(self) -> GoalState:
-        return fold_goal(self.log.events)
+        """The goal fold of the session log (kept by the session fold)."""
+        return self.log.state.goal
 
     def get(self, agent: AgentHandle) -> GoalView | None:
         """The current goal and activation, or ``None`` when there is none."""
@@ -228,8 +229,8 @@ class GoalService:
     def _apply(
         self, operation: GoalOperation, decide: Callable[[GoalState, int, int], Event]
     ) -> GoalChanged:
-        def decision(_: SessionState, events: Sequence[Event], seq: int, at: int) -> Sequence[Event]:
-            return (decide(fold_goal(events), seq, at),)
+        def decision(state: SessionState, _: Sequence[Event], seq: int, at: int) -> Sequence[Event]:
+            return (decide(state.goal, seq, at),)
 
         (event,) = self.log.append_decided(decision)
         change = read_goal_change(event.payload)
