@@ -164,7 +164,7 @@ def run_demo(
             if isinstance(client, ScriptedClient) and client.remaining:
                 result.problems.append(f"the scripted model has {client.remaining} unused step(s)")
                 result.audit_ok = False
-    _summary(out, result, session)
+    _summary(out, result, session, db)
     return result
 
 
@@ -182,7 +182,7 @@ def _audit(store: SqliteStore, session_id: str, out: _Out) -> DemoResult:
     return DemoResult(session_id, state.last_seq, report.ok, counts, list(report.mismatches))
 
 
-def _summary(out: _Out, result: DemoResult, session: Session) -> None:
+def _summary(out: _Out, result: DemoResult, session: Session, db: str) -> None:
     state = session.log.state
     facts = summarize(state)
     out.section("Summary")
@@ -194,6 +194,6 @@ def _summary(out: _Out, result: DemoResult, session: Session) -> None:
     out.line(f"   goal: {facts['goal']}")
     out.line(f"   mode now: {facts['agent_mode']}")
     verdict = "passes" if result.audit_ok else "FAILS"
-    out.line(f"   the log {verdict} the audit; check it again with: planfold audit <db> --session {result.session_id}")
+    out.line(f"   the log {verdict} the audit; check it again with: planfold audit {db} --session {result.session_id}")
     for problem in result.problems:
         out.line(f"   ! {problem}")
