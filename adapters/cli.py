@@ -41,6 +41,7 @@ from adapters.openai_client import OpenAIClient
 from adapters.progress import Progress
 from adapters.sqlite_store import SqliteStore
 from adapters.store import StoreError, import_session
+from adapters.vectors import add_conform_arguments, run_conform
 from kernel.errors import ConflictError, KernelError, ReplayError
 from kernel.log import Event
 from kernel.session import SessionState, apply_session_event
@@ -207,6 +208,7 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--session", required=True)
     for cmd in (demo, export, imp, *(sub.choices[n] for n in ("replay", "audit"))):
         cmd.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_conform_arguments(sub.add_parser("conform", help="check an implementation against conformance vectors"))
     return parser
 
 
@@ -218,6 +220,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     try:
         if args.command == "demo":
             return _cmd_demo(args, out)
+        if args.command == "conform":
+            return run_conform(args)
         if args.command in ("replay", "audit"):
             return _cmd_check(args, out, err, audit=args.command == "audit")
         if args.command == "export":

@@ -50,12 +50,14 @@ __all__ = [
     "Implementation",
     "Outcome",
     "VectorFormatError",
+    "add_conform_arguments",
     "answer",
     "conform",
     "conform_main",
     "expected_result",
     "planfold_answer",
     "read_log",
+    "run_conform",
     "summarize",
     "write_vectors",
 ]
@@ -250,29 +252,42 @@ def conform(directory: Path, implementation: Implementation = None, *, timeout: 
     return ConformReport(tuple(outcomes))
 
 
-def conform_main(argv: Sequence[str]) -> int:
-    """``planfold conform DIR [--command CMD]``: 0 when every vector passes,
-    1 when one fails, 2 when there is nothing to check."""
-    parser = argparse.ArgumentParser(prog="planfold conform", description="Check an implementation "
-                                     "against the conformance vectors in DIR.")
+def add_conform_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the arguments of ``planfold conform`` to ``parser``."""
+    parser.description = "Check an implementation against the conformance vectors in DIR."
     parser.add_argument("dir", help="a directory of <name>.jsonl logs and <name>.expected.json results")
-    parser.add_argument("--command", help="run CMD LOG per vector and read its JSON answer from stdout "
-                        "(default: planfold itself)")
+    parser.add_argument(
+        "--command",
+        dest="implementation",
+        metavar="CMD",
+        help="run CMD LOG per vector and read its JSON answer from stdout (default: planfold itself)",
+    )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per vector (default 30)")
-    args = parser.parse_args(list(argv))
+    return parser
+
+
+def run_conform(args: argparse.Namespace) -> int:
+    """Run ``planfold conform`` with parsed ``args``: 0 when every vector
+    passes, 1 when one fails, 2 when there is nothing to check."""
     directory = Path(args.dir)
-    command = shlex.split(args.command) if args.command else None
+    command = shlex.split(args.implementation) if args.implementation else None
     report = conform(directory, command, timeout=args.timeout)
     if not report.outcomes:
         print(f"no vectors in {directory}", file=sys.stderr)
         return 2
     for outcome in report.failures:
         print(f"FAIL {outcome.name}: {outcome.problem}")
-        print(f"  expected {_json(outcome.expected)}")  # type: ignore[arg-type]
+        print(f"  expected {json.dumps(outcome.expected)}")
         print(f"  got      {json.dumps(outcome.actual, default=repr)}")
     passed = len(report.outcomes) - len(report.failures)
     print(f"{passed}/{len(report.outcomes)} vectors passed")
     return 0 if report.ok else 1
+
+
+def conform_main(argv: Sequence[str]) -> int:
+    """``planfold conform DIR [--command CMD] [--timeout S]`` (see ``run_conform``)."""
+    parser = add_conform_arguments(argparse.ArgumentParser(prog="planfold conform"))
+    return run_conform(parser.parse_args(list(argv)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
