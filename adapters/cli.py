@@ -168,12 +168,13 @@ def _cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     model = None
     if args.base_url:
         key = os.environ.get(args.api_key_env) if args.api_key_env else None
         model = OpenAIClient(args.base_url, args.model, api_key=key)
-    result = run_demo(args.db, out, model=model)
+    # with --json the narrative goes to stderr so that stdout is one JSON document
+    result = run_demo(args.db, err if args.json else out, model=model)
     if args.json:
         out.write(json.dumps({"session": result.session_id, "events": result.last_seq, "ok": result.audit_ok}) + "\n")
     return 0 if result.audit_ok else 1
@@ -219,7 +220,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = _parser().parse_args(argv)
     try:
         if args.command == "demo":
-            return _cmd_demo(args, out)
+            return _cmd_demo(args, out, err)
         if args.command == "conform":
             return run_conform(args)
         if args.command in ("replay", "audit"):

@@ -4,6 +4,7 @@ passes the audit, and the log holds the expected events in order."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 from adapters.cli import main
@@ -87,3 +88,10 @@ def test_a_second_run_adds_a_new_session_and_the_cli_audits_both(tmp_path: Path)
     report = io.StringIO()
     assert main(["audit", str(db)], out=report) == 0
     assert "demo-1: ok" in report.getvalue() and "demo-2: ok" in report.getvalue()
+
+
+def test_demo_json_prints_one_json_document_on_stdout(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["demo", "--db", str(tmp_path / "d.sqlite"), "--json"], out=out, err=err) == 0
+    assert json.loads(out.getvalue()) == {"session": "demo-1", "events": 55, "ok": True}
+    assert "Summary" in err.getvalue()
