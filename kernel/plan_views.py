@@ -81,17 +81,18 @@ class SummaryAdoption:
 
 
 def _summary_from_candidate(candidate: Mapping[object, object]) -> SummaryView:
-    def items(key: str) -> tuple[str, ...]:
+    def items(key: str, *, strip: bool = True) -> tuple[str, ...]:
         value = candidate[key]
         assert isinstance(value, Sequence)
-        return tuple(str(item).strip() for item in value)
+        return tuple(str(item).strip() if strip else str(item) for item in value)
 
     return SummaryView(
         goal=str(candidate["goal"]).strip(),
         key_steps=items("key_steps"),
         constraints=items("constraints"),
         verify=items("verify"),
-        active_todo_ids=items("active_todo_ids"),
+        # Todo ids are references, kept exactly as the spec spells them.
+        active_todo_ids=items("active_todo_ids", strip=False),
     )
 
 
