@@ -206,9 +206,7 @@ def check_capsule(
     return tuple(diff)
 
 
-def capsule_matches(
-    capsule: StateCapsule, state: SessionState, goal: Mapping[str, JSON] | None = None
-) -> bool:
+def capsule_matches(capsule: StateCapsule, state: SessionState, goal: Mapping[str, JSON] | None = None) -> bool:
     """Whether ``capsule`` is exactly what the log gives."""
     return not check_capsule(capsule, state, goal)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 
 from kernel.phase import RuntimePhase
@@ -133,16 +134,18 @@ VIEW_RULES: tuple[ViewRule, ...] = (
     ViewRule("default", _BOTH, "ordinary request", "summary"),
 )
 
-_CONDITIONS: Mapping[str, Callable[[PlanState, ViewRequest], bool]] = {
-    "no-plan": lambda plan, _: not plan.live,
-    "user-asked": lambda _, req: req.user_asked_full,
-    "summary-insufficient": lambda _, req: req.summary_insufficient,
-    "rewriting": lambda _, req: req.rewriting,
-    "new-plan": lambda plan, _: plan.unseen and plan.current is not None and plan.current.revision == 1,
-    "rewritten": lambda plan, _: plan.unseen and plan.current is not None and plan.current.revision > 1,
-    "resumed": lambda _, req: req.first_since_resume,
-    "default": lambda _, __: True,
-}
+_CONDITIONS: Mapping[str, Callable[[PlanState, ViewRequest], bool]] = MappingProxyType(
+    {
+        "no-plan": lambda plan, _: not plan.live,
+        "user-asked": lambda _, req: req.user_asked_full,
+        "summary-insufficient": lambda _, req: req.summary_insufficient,
+        "rewriting": lambda _, req: req.rewriting,
+        "new-plan": lambda plan, _: plan.unseen and plan.current is not None and plan.current.revision == 1,
+        "rewritten": lambda plan, _: plan.unseen and plan.current is not None and plan.current.revision > 1,
+        "resumed": lambda _, req: req.first_since_resume,
+        "default": lambda _, __: True,
+    }
+)
 
 
 def choose_plan_view(state: SessionState, request: ViewRequest = ViewRequest()) -> ViewChoice:
@@ -178,9 +181,7 @@ def render_summary(artifact: PlanArtifact) -> str:
         "",
         "Active todos:",
     ]
-    active = [
-        f"- `{tid}` {texts[tid].text} ({texts[tid].status})" for tid in summary.active_todo_ids if tid in texts
-    ]
+    active = [f"- `{tid}` {texts[tid].text} ({texts[tid].status})" for tid in summary.active_todo_ids if tid in texts]
     lines += active or ["- (none)"]
     return "\n".join(lines) + "\n"
 

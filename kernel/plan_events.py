@@ -108,29 +108,19 @@ def _content(
     return _checked(state, act, at)
 
 
-def draft_event(
-    state: SessionState, plan_id: str, spec: PlanSpec, candidate: object | None, at: int
-) -> Event:
+def draft_event(state: SessionState, plan_id: str, spec: PlanSpec, candidate: object | None, at: int) -> Event:
     """A new plan in ``draft`` from ``exit_plan_mode`` (plan mode, no live
     plan, a fresh id). The candidate is adopted or replaced, never retried."""
-    return _content(
-        state, "draft", plan_id=plan_id, revision=1, spec=spec, candidate=candidate, at=at
-    )
+    return _content(state, "draft", plan_id=plan_id, revision=1, spec=spec, candidate=candidate, at=at)
 
 
-def bootstrap_event(
-    state: SessionState, plan_id: str, spec: PlanSpec, candidate: object | None, at: int
-) -> Event:
+def bootstrap_event(state: SessionState, plan_id: str, spec: PlanSpec, candidate: object | None, at: int) -> Event:
     """A minimal ``implicit`` plan made by build bootstrap (build mode, no
     live plan, a fresh id, no blocking question)."""
-    return _content(
-        state, "bootstrap", plan_id=plan_id, revision=1, spec=spec, candidate=candidate, at=at
-    )
+    return _content(state, "bootstrap", plan_id=plan_id, revision=1, spec=spec, candidate=candidate, at=at)
 
 
-def rewrite_event(
-    state: SessionState, spec: PlanSpec, candidate: object | None, at: int
-) -> Event:
+def rewrite_event(state: SessionState, spec: PlanSpec, candidate: object | None, at: int) -> Event:
     """A substantive rewrite of the current plan: revision + 1 and a fresh
     summary; voids any approval and aborts execution."""
     cur = _current(state, "rewrite")
@@ -219,9 +209,7 @@ def classify_change(old: PlanSpec, new: PlanSpec) -> ChangeKind:
     return "progress"
 
 
-def exit_plan_events(
-    state: SessionState, args: ExitPlanArgs, new_plan_id: str, at: int
-) -> tuple[Event, ...]:
+def exit_plan_events(state: SessionState, args: ExitPlanArgs, new_plan_id: str, at: int) -> tuple[Event, ...]:
     """Record a decoded ``exit_plan_mode`` call: a draft with ``new_plan_id``
     when no plan is live, a rewrite of the live plan when its substance
     changed, nothing otherwise. Raises ``PlanError`` as the builders do."""
@@ -233,9 +221,7 @@ def exit_plan_events(
     return (rewrite_event(state, args.spec, args.summary_candidate, at),)
 
 
-def update_plan_events(
-    state: SessionState, spec: PlanSpec, candidate: object | None, at: int
-) -> tuple[Event, ...]:
+def update_plan_events(state: SessionState, spec: PlanSpec, candidate: object | None, at: int) -> tuple[Event, ...]:
     """Record a proposed new version of the current plan: nothing when it is
     the same (ordinary discussion), one todo event per changed todo for
     progress, a rewrite for a substantive change. Raises ``PlanError``."""
@@ -252,4 +238,3 @@ def update_plan_events(
             state = apply_session_event(state, event)
             events.append(event)
     return tuple(events)
-

@@ -52,9 +52,7 @@ __all__ = [
     "summary_to_json",
 ]
 
-_SPEC_KEYS = frozenset(
-    {"goal", "steps", "constraints", "verify", "todos", "open_questions", "scope"}
-)
+_SPEC_KEYS = frozenset({"goal", "steps", "constraints", "verify", "todos", "open_questions", "scope"})
 _TODO_KEYS = frozenset({"id", "text", "status"})
 _QUESTION_KEYS = frozenset({"text", "blocking"})
 _SCOPE_KEYS = frozenset({"paths", "effects"})
@@ -74,9 +72,7 @@ def spec_to_json(spec: PlanSpec) -> dict[str, JSON]:
         "verify": list(spec.verify),
         "todos": [{"id": t.id, "text": t.text, "status": t.status} for t in spec.todos],
         "open_questions": [{"text": q.text, "blocking": q.blocking} for q in spec.open_questions],
-        "scope": None
-        if spec.scope is None
-        else {"paths": list(spec.scope.paths), "effects": list(spec.scope.effects)},
+        "scope": None if spec.scope is None else {"paths": list(spec.scope.paths), "effects": list(spec.scope.effects)},
     }
 
 
@@ -276,9 +272,7 @@ def decode_exit_plan_args(args: object) -> ExitPlanArgs:
     # duplicates of them ("steps must not be empty" after "steps is missing").
     shaped = {p.where.removeprefix(f"{where}.") for p in c.problems}
     semantic = [p for p in validate_plan_spec(spec) if p.where not in shaped]
-    problems = c.problems + [
-        SpecProblem(p.code, f"{where}.{p.where}", p.message) for p in semantic
-    ]
+    problems = c.problems + [SpecProblem(p.code, f"{where}.{p.where}", p.message) for p in semantic]
     if problems:
         raise PlanSpecError(problems)
     return ExitPlanArgs(spec, top.get("summary_candidate"))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal, cast
 
 from kernel.errors import PayloadError
@@ -81,15 +82,17 @@ _HASH_ACTIONS: frozenset[PlanActionName] = frozenset({"approve", "reject", "star
 _NOTE_ACTIONS: frozenset[PlanActionName] = frozenset({"reject", "verify-fail", "realign", "supersede"})
 
 _BASE = frozenset({"action", "plan_id", "revision"})
-_EXTRA: Mapping[PlanActionName, frozenset[str]] = {
-    action: frozenset(
-        ({"spec", "summary", "summary_source", "summary_rejected"} if action in CONTENT_ACTIONS else set())
-        | ({"spec_hash"} if action in _HASH_ACTIONS else set())
-        | ({"note"} if action in _NOTE_ACTIONS else set())
-        | ({"todo_id", "status"} if action == "todo" else set())
-    )
-    for action in PLAN_ACTIONS
-}
+_EXTRA: Mapping[PlanActionName, frozenset[str]] = MappingProxyType(
+    {
+        action: frozenset(
+            ({"spec", "summary", "summary_source", "summary_rejected"} if action in CONTENT_ACTIONS else set())
+            | ({"spec_hash"} if action in _HASH_ACTIONS else set())
+            | ({"note"} if action in _NOTE_ACTIONS else set())
+            | ({"todo_id", "status"} if action == "todo" else set())
+        )
+        for action in PLAN_ACTIONS
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

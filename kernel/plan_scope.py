@@ -100,7 +100,7 @@ def path_in_scope(path: str, patterns: Iterable[str]) -> bool:
     for pattern in patterns:
         stripped = pattern.rstrip("/")
         base = _normalise(stripped) if stripped else None
-        if base is not None and (base == "." or norm == base or norm.startswith(base + "/")):
+        if base is not None and (base in (".", norm) or norm.startswith(base + "/")):
             return True
         if fnmatchcase(norm, pattern):
             return True
@@ -110,21 +110,13 @@ def path_in_scope(path: str, patterns: Iterable[str]) -> bool:
 def _check(scope: PlanScope, effect: Effect) -> list[ScopeViolation]:
     out: list[ScopeViolation] = []
     if scope.effects and effect.kind not in scope.effects:
-        out.append(
-            ScopeViolation(
-                effect, "effect-outside-scope", f"effect {effect.kind!r} is not in the plan's scope"
-            )
-        )
+        out.append(ScopeViolation(effect, "effect-outside-scope", f"effect {effect.kind!r} is not in the plan's scope"))
     if scope.paths and effect.path is not None:
         if _normalise(effect.path) is None:
-            out.append(
-                ScopeViolation(effect, "path-escapes", f"path {effect.path!r} leaves the workspace")
-            )
+            out.append(ScopeViolation(effect, "path-escapes", f"path {effect.path!r} leaves the workspace"))
         elif not path_in_scope(effect.path, scope.paths):
             out.append(
-                ScopeViolation(
-                    effect, "path-outside-scope", f"path {effect.path!r} is outside the plan's scope"
-                )
+                ScopeViolation(effect, "path-outside-scope", f"path {effect.path!r} is outside the plan's scope")
             )
     return out
 

@@ -146,9 +146,7 @@ def _list_problems(name: str, items: Sequence[str], *, required: bool) -> list[S
     if required and not items:
         out.append(SpecProblem(f"no-{name.replace('_', '-')}", name, f"{name} must not be empty"))
     out.extend(
-        SpecProblem("blank-item", f"{name}[{i}]", "must not be blank")
-        for i, item in enumerate(items)
-        if _blank(item)
+        SpecProblem("blank-item", f"{name}[{i}]", "must not be blank") for i, item in enumerate(items) if _blank(item)
     )
     return out
 
@@ -169,16 +167,12 @@ def validate_plan_spec(spec: PlanSpec) -> tuple[SpecProblem, ...]:
         if _blank(todo.id):
             problems.append(SpecProblem("blank-todo-id", f"todos[{i}].id", "must not be blank"))
         elif todo.id in seen:
-            problems.append(
-                SpecProblem("duplicate-todo-id", f"todos[{i}].id", f"todo id {todo.id!r} repeats")
-            )
+            problems.append(SpecProblem("duplicate-todo-id", f"todos[{i}].id", f"todo id {todo.id!r} repeats"))
         seen.add(todo.id)
         if _blank(todo.text):
             problems.append(SpecProblem("blank-item", f"todos[{i}].text", "must not be blank"))
         if todo.status not in TODO_STATUSES:
-            problems.append(
-                SpecProblem("unknown-todo-status", f"todos[{i}].status", f"{todo.status!r}")
-            )
+            problems.append(SpecProblem("unknown-todo-status", f"todos[{i}].status", f"{todo.status!r}"))
     for i, question in enumerate(spec.open_questions):
         if _blank(question.text):
             problems.append(SpecProblem("blank-item", f"open_questions[{i}]", "must not be blank"))
@@ -224,9 +218,7 @@ def validate_summary_candidate(candidate: object, spec: PlanSpec) -> tuple[SpecP
     if not isinstance(candidate, Mapping):
         return (SpecProblem("not-an-object", "summary_candidate", "must be an object"),)
     problems = [
-        SpecProblem("missing-field", key, "required field is missing")
-        for key in SUMMARY_FIELDS
-        if key not in candidate
+        SpecProblem("missing-field", key, "required field is missing") for key in SUMMARY_FIELDS if key not in candidate
     ]
     problems.extend(
         SpecProblem("unexpected-field", str(key), "is not a summary field")
@@ -284,9 +276,7 @@ def spec_hash(spec: PlanSpec) -> str:
         "verify": list(spec.verify),
         "todos": [{"id": t.id, "text": t.text} for t in spec.todos],
         "open_questions": [{"text": q.text, "blocking": q.blocking} for q in spec.open_questions],
-        "scope": None
-        if spec.scope is None
-        else {"paths": list(spec.scope.paths), "effects": list(spec.scope.effects)},
+        "scope": None if spec.scope is None else {"paths": list(spec.scope.paths), "effects": list(spec.scope.effects)},
     }
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Literal
 
 from kernel.errors import PayloadError, ReplayError
@@ -88,14 +89,16 @@ class StatusInfo:
     doc: str
 
 
-STATUS_TABLE: Mapping[PlanStatus, StatusInfo] = {
-    "draft": StatusInfo(True, False, "recorded from exit_plan_mode; awaits approval"),
-    "approved": StatusInfo(True, True, "approved at an exact id, revision and content hash"),
-    "implicit": StatusInfo(True, True, "minimal plan made by build bootstrap"),
-    "executing": StatusInfo(True, False, "being carried out (verify is a sub-phase)"),
-    "completed": StatusInfo(False, False, "verified and finished"),
-    "superseded": StatusInfo(False, False, "replaced; no longer guides the session"),
-}
+STATUS_TABLE: Mapping[PlanStatus, StatusInfo] = MappingProxyType(
+    {
+        "draft": StatusInfo(True, False, "recorded from exit_plan_mode; awaits approval"),
+        "approved": StatusInfo(True, True, "approved at an exact id, revision and content hash"),
+        "implicit": StatusInfo(True, True, "minimal plan made by build bootstrap"),
+        "executing": StatusInfo(True, False, "being carried out (verify is a sub-phase)"),
+        "completed": StatusInfo(False, False, "verified and finished"),
+        "superseded": StatusInfo(False, False, "replaced; no longer guides the session"),
+    }
+)
 LIVE_STATUSES: frozenset[PlanStatus] = frozenset(s for s, info in STATUS_TABLE.items() if info.live)
 
 Mode = Literal["plan", "build"]
@@ -300,30 +303,30 @@ def _verifying(want: bool) -> Callable[[_Ctx], None]:
 
 
 #: The named checks a transition row may list.
-CHECKS: Mapping[str, Callable[[_Ctx], None]] = {
-    "fresh-id": _fresh_id,
-    "first-revision": _first_revision,
-    "valid-spec": _valid_spec,
-    "valid-summary": _valid_summary,
-    "plan-ref": _plan_ref,
-    "plan-ref-next": lambda ctx: _plan_ref(ctx, next_revision=True),
-    "matching-hash": lambda ctx: _hash(ctx, "hash-mismatch"),
-    "approval-ref": _approval_ref,
-    "approved-version": _approved_version,
-    "content-changed": _content_changed,
-    "known-todo": _known_todo,
-    "verifying": _verifying(True),
-    "not-verifying": _verifying(False),
-}
+CHECKS: Mapping[str, Callable[[_Ctx], None]] = MappingProxyType(
+    {
+        "fresh-id": _fresh_id,
+        "first-revision": _first_revision,
+        "valid-spec": _valid_spec,
+        "valid-summary": _valid_summary,
+        "plan-ref": _plan_ref,
+        "plan-ref-next": lambda ctx: _plan_ref(ctx, next_revision=True),
+        "matching-hash": lambda ctx: _hash(ctx, "hash-mismatch"),
+        "approval-ref": _approval_ref,
+        "approved-version": _approved_version,
+        "content-changed": _content_changed,
+        "known-todo": _known_todo,
+        "verifying": _verifying(True),
+        "not-verifying": _verifying(False),
+    }
+)
 
 
 # --------------------------------------------------------------------------
 # The reducer
 
 
-def find_transition(
-    status: PlanStatus | None, action: PlanActionName, mode: Mode, seq: int
-) -> Transition:
+def find_transition(status: PlanStatus | None, action: PlanActionName, mode: Mode, seq: int) -> Transition:
     """The row for ``action`` from ``status`` in ``mode``; raise ``ReplayError``
     (``transition-not-allowed`` or ``wrong-mode``) when there is none."""
     rows = [t for t in TRANSITIONS if t.action == action and t.source == status]
@@ -369,8 +372,7 @@ def _effect(state: PlanState, act: PlanAction, row: Transition, at: int) -> Plan
         return replace(state, feedback=act.note)
     if act.action == "todo":
         todos = tuple(
-            replace(t, status=act.todo_status) if t.id == act.todo_id and act.todo_status else t
-            for t in cur.spec.todos
+            replace(t, status=act.todo_status) if t.id == act.todo_id and act.todo_status else t for t in cur.spec.todos
         )
         spec = replace(cur.spec, todos=todos)
         summary = refresh_summary(cur.summary, spec)

@@ -142,9 +142,7 @@ def render_plan_content(spec: PlanSpec) -> str:
         out.append(f"- [{mark}] `{todo.id}` {todo.text.strip()} ({todo.status})")
     if spec.open_questions:
         out += ["", "## Open questions", ""]
-        out += [
-            f"- {'(blocking) ' if q.blocking else ''}{q.text.strip()}" for q in spec.open_questions
-        ]
+        out += [f"- {'(blocking) ' if q.blocking else ''}{q.text.strip()}" for q in spec.open_questions]
     if spec.scope is not None:
         out += ["", "## Scope", ""]
         out += [f"- path: `{path}`" for path in spec.scope.paths]

@@ -21,9 +21,7 @@ from kernel.session import SessionState, apply_session_event
 
 # Short readable words keep failures legible; blank-only text is never drawn
 # where a value must not be blank.
-words = st.text(alphabet="abcdefghij XYZ-_.é中", min_size=1, max_size=12).filter(
-    lambda s: s.strip() != ""
-)
+words = st.text(alphabet="abcdefghij XYZ-_.é中", min_size=1, max_size=12).filter(lambda s: s.strip() != "")
 todo_ids = st.text(alphabet="abcdef0123 ", min_size=1, max_size=4).filter(lambda s: s.strip() != "")
 
 

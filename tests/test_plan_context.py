@@ -127,12 +127,7 @@ def test_build_mode_view_follows_the_seed(request: ViewRequest, seen: bool) -> N
     s.mode(False)
     if seen:
         s.request()
-    want_full = (
-        request.user_asked_full
-        or request.summary_insufficient
-        or request.first_since_resume
-        or not seen
-    )
+    want_full = request.user_asked_full or request.summary_insufficient or request.first_since_resume or not seen
     choice = choose_plan_view(s.state, request)
     assert choice.view == ("full" if want_full else "summary")
     if not want_full:
@@ -167,9 +162,7 @@ POLICY = PlanPolicy("Deployment plan policy.")
     ("plan_mode", "pending", "policy"),
     list(itertools.product([False, True], [None, PendingChoice(False), PendingChoice(True)], [None, POLICY])),
 )
-def test_prompt_sections_are_ordered(
-    plan_mode: bool, pending: PendingChoice | None, policy: PlanPolicy | None
-) -> None:
+def test_prompt_sections_are_ordered(plan_mode: bool, pending: PendingChoice | None, policy: PlanPolicy | None) -> None:
     s = drafted()
     if not plan_mode:
         s.mode(False)

@@ -200,6 +200,7 @@ def test_hash_ignores_todo_progress_but_nothing_else(s: PlanSpec, data: st.DataO
     renamed = replace(s, todos=(replace(s.todos[0], text=s.todos[0].text + "+"), *s.todos[1:]))
     assert spec_hash(renamed) != spec_hash(s)
 
+
 # --------------------------------------------------------------------------
 # Strict stored form
 

@@ -93,9 +93,7 @@ def test_only_start_enters_execution_and_never_from_a_draft() -> None:
 
 
 def test_approval_is_only_given_by_approve() -> None:
-    assert {(r.action, r.source) for r in TRANSITIONS if r.target == "approved"} == {
-        ("approve", "draft")
-    }
+    assert {(r.action, r.source) for r in TRANSITIONS if r.target == "approved"} == {("approve", "draft")}
 
 
 # --------------------------------------------------------------------------
@@ -226,9 +224,7 @@ def test_summary_rules() -> None:
     expect_replay(s, content(summary=other), "invalid-summary")
     shorter = replace(build_summary_view(spec()), key_steps=("x",))
     expect_replay(s, content(summary=shorter), "invalid-summary")  # runtime must equal build
-    expect_replay(
-        s, content(summary=shorter, summary_source="model", summary_rejected=["x"]), "invalid-summary"
-    )
+    expect_replay(s, content(summary=shorter, summary_source="model", summary_rejected=["x"]), "invalid-summary")
     s.raw(PLAN_ARTIFACT, content(summary=shorter, summary_source="model"))
     assert s.state.plan.summary_source == "model"
 
