@@ -1,0 +1,5 @@
+"""``python -m benchmarks``: see ``benchmarks.bench``."""
+
+from benchmarks.bench import main
+
+raise SystemExit(main())

@@ -1,0 +1,186 @@
+"""``python -m benchmarks``: run every benchmark family, print a table, write JSON.
+
+Theory of operation
+-------------------
+Each family (``FAMILIES``) is a function ``(Scale, workdir) -> FamilyResult``
+from its own module. ``main`` picks the scale (``--scale``, else the
+``BENCH_SCALE`` environment variable, else 1.0 = full size), runs the chosen
+families in order in a scratch directory (``--workdir``/``BENCH_DIR`` keeps
+the files; by default a temporary directory is removed afterwards), prints
+every measurement and then the goal table, and writes everything as JSON
+(``--json``, default ``bench-results.json`` at the repository root).
+
+The exit status is 0 whether or not goals are met: speed goals are reported,
+not enforced. It is 2 for a bad command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from benchmarks.append_bench import run_durable_append, run_group_append
+from benchmarks.es_baseline import MISSING, load_eventsourcing
+from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale
+from benchmarks.kernel_bench import ROOT, run_folds, run_import
+from benchmarks.open_bench import run_open
+from benchmarks.replay_bench import run_replay
+
+__all__ = ["FAMILIES", "format_table", "main", "results_json", "run"]
+
+Family = Callable[[Scale, Path], FamilyResult]
+
+#: Every family, in the order a run measures them.
+FAMILIES: dict[str, Family] = {
+    "kernel-import": run_import,
+    "kernel-fold": run_folds,
+    "durable-append": run_durable_append,
+    "group-append": run_group_append,
+    "cold-replay": run_replay,
+    "open-session": run_open,
+}
+
+
+def _value(m: Measurement) -> str:
+    if m.unit == "events/s":
+        return f"{m.value:,.0f} events/s"
+    if m.unit == "s":
+        return f"{m.value:.3f} s"
+    return f"{m.value:.2f} {m.unit}"
+
+
+def _verdict(r: Ratio) -> str:
+    if r.value is None:
+        return "not measured"
+    return {True: "met", False: "MISSED", None: "info"}[r.met]
+
+
+def format_table(results: Sequence[FamilyResult]) -> str:
+    """Every measurement, then every ratio with its goal and verdict, as text."""
+    lines = ["", "Measurements (medians; absolute values vary from run to run)", ""]
+    width = max((len(m.subject) for r in results for m in r.measurements), default=10)
+    for result in results:
+        lines.append(f"[{result.family}]")
+        lines.extend(f"  {m.subject:<{width}}  {_value(m):>22}   n={len(m.samples)}" for m in result.measurements)
+        lines.extend(f"  note: {note}" for note in result.notes)
+    ratios = [r for result in results for r in result.ratios]
+    lines += ["", "Goals (ratios measured in this run)", ""]
+    width = max((len(r.name) for r in ratios), default=10)
+    lines.append(f"  {'':<{width}}  {'value':>8}  {'goal':>7}  result")
+    for r in ratios:
+        shown = "-" if r.value is None else (f"{r.value:.2f}" if r.name.endswith("(ms)") else f"{r.value:.2f}x")
+        lines.append(f"  {r.name:<{width}}  {shown:>8}  {r.goal:>7}  {_verdict(r)}")
+        if r.note:
+            lines.append(f"  {'':<{width}}  ({r.note})")
+    return "\n".join(lines) + "\n"
+
+
+def _git_commit() -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+def results_json(results: Sequence[FamilyResult], scale: Scale, seconds: float) -> dict[str, object]:
+    """The run as one JSON-ready object: environment, measurements and ratios."""
+    lib = load_eventsourcing()
+    return {
+        "meta": {
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "commit": _git_commit(),
+            "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version,
+            "platform": platform.platform(),
+            "cpu_count": os.cpu_count(),
+            "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+            "scale": scale.factor,
+            "eventsourcing": None if lib is None else lib.version,
+            "seconds": round(seconds, 1),
+        },
+        "families": [
+            {
+                "family": r.family,
+                "measurements": [m.to_json() for m in r.measurements],
+                "ratios": [x.to_json() for x in r.ratios],
+                "notes": list(r.notes),
+            }
+            for r in results
+        ],
+        "ratios": [x.to_json() for r in results for x in r.ratios],
+    }
+
+
+def run(scale: Scale, workdir: Path, families: Sequence[str], *, echo: bool = True) -> list[FamilyResult]:
+    """Run ``families`` (names from ``FAMILIES``) in ``workdir``, in order."""
+    results = []
+    for name in families:
+        if echo:
+            print(f"running {name} ...", file=sys.stderr, flush=True)
+        seconds_start = time.perf_counter()
+        family_dir = workdir / name
+        family_dir.mkdir(parents=True, exist_ok=True)
+        results.append(FAMILIES[name](scale, family_dir))
+        if echo:
+            print(f"  {name} took {time.perf_counter() - seconds_start:.1f} s", file=sys.stderr, flush=True)
+    return results
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=None,
+                        help="workload size factor (default: $BENCH_SCALE or 1.0, the full size)")
+    parser.add_argument("--only", default="", help=f"comma-separated families out of: {', '.join(FAMILIES)}")
+    parser.add_argument("--json", default=str(ROOT / "bench-results.json"), help="where to write the JSON results")
+    parser.add_argument("--workdir", default=os.environ.get("BENCH_DIR") or None,
+                        help="keep the scratch databases here (default: a temporary directory, removed)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmarks; 0 when they ran (goals met or not), 2 for bad arguments."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        factor = args.scale if args.scale is not None else float(os.environ.get("BENCH_SCALE", "1") or "1")
+        scale = Scale.of(factor)
+    except ValueError as exc:
+        parser.print_usage(sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    families = [name.strip() for name in args.only.split(",") if name.strip()] or list(FAMILIES)
+    unknown = [name for name in families if name not in FAMILIES]
+    if unknown:
+        print(f"error: unknown families {unknown}; choose from {list(FAMILIES)}", file=sys.stderr)
+        return 2
+    if load_eventsourcing() is None:
+        print(f"note: {MISSING}; its comparisons are reported as not measured", file=sys.stderr)
+    keep = args.workdir is not None
+    workdir = Path(args.workdir) if keep else Path(tempfile.mkdtemp(prefix="planfold-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    try:
+        results = run(scale, workdir, families)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    elapsed = time.perf_counter() - started
+    print(format_table(results), end="")
+    data = results_json(results, scale, elapsed)
+    Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print(f"\nscale {scale.factor:g}, {os.cpu_count()} cores, {elapsed:.0f} s; results written to {args.json}")
+    return 0

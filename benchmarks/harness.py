@@ -1,0 +1,246 @@
+"""What every benchmark family shares: the scale, timing, results and goals.
+
+Theory of operation
+-------------------
+Absolute times on a shared two-core machine are noise, so every claim the
+benchmark makes is a *ratio* between two things measured in the same run,
+interleaved where that is possible (system A, system B, system A, ...), each
+side summarised by its median. A family module exposes ``run(scale, workdir)``
+and returns a ``FamilyResult``: its ``Measurement`` rows (what was timed, in
+which unit, every sample) and its ``Ratio`` rows (a quotient of two
+measurements, with the goal it is held to and whether the goal was met).
+
+``Scale`` derives every workload size from one factor (``BENCH_SCALE``,
+default 1.0 = the sizes the goals are stated for); a tiny factor runs the same
+code paths in well under a second, which is what the smoke test does.
+
+A ratio whose baseline could not be measured (eventsourcing not installed) has
+``value`` ``None`` and ``met`` ``None``, and says why in its note. Nothing in
+here asserts a speed: goals are reported, never enforced.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+__all__ = [
+    "Direction",
+    "FamilyResult",
+    "Measurement",
+    "Ratio",
+    "Scale",
+    "batched",
+    "median",
+    "ratio",
+    "stopwatch",
+    "throughput",
+]
+
+T = TypeVar("T")
+Direction = Literal["at-least", "at-most"]
+
+#: Full-size workloads (BENCH_SCALE=1): the sizes the goals are stated for.
+_FULL = {
+    "append_events": 600,
+    "append_rounds": 6,
+    "group_events": 50_000,
+    "group_batch": 1_000,
+    "replay_events": 100_000,
+    "replay_repeats": 3,
+    "open_small": 1_000,
+    "open_large": 1_000_000,
+    "open_batch": 20_000,
+    "open_repeats": 25,
+    "fold_events": 100_000,
+    "fold_repeats": 3,
+    "import_runs": 15,
+}
+#: The smallest size each workload is cut to, so a tiny scale still runs every path.
+_FLOOR = {
+    "append_events": 6,
+    "append_rounds": 2,
+    "group_events": 40,
+    "group_batch": 10,
+    "replay_events": 60,
+    "replay_repeats": 1,
+    "open_small": 20,
+    "open_large": 60,
+    "open_batch": 25,
+    "open_repeats": 3,
+    "fold_events": 60,
+    "fold_repeats": 1,
+    "import_runs": 2,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """Every workload size of one run (see ``Scale.of``)."""
+
+    factor: float
+    append_events: int
+    append_rounds: int
+    group_events: int
+    group_batch: int
+    replay_events: int
+    replay_repeats: int
+    open_small: int
+    open_large: int
+    open_batch: int
+    open_repeats: int
+    fold_events: int
+    fold_repeats: int
+    import_runs: int
+
+    @classmethod
+    def of(cls, factor: float) -> Scale:
+        """Sizes for ``factor`` (1.0 = full size). Event counts scale linearly;
+        repeat counts shrink with the square root so a small run still has
+        several samples. ``ValueError`` for a factor that is not a positive
+        finite number."""
+        if not math.isfinite(factor) or factor <= 0:
+            raise ValueError(f"BENCH_SCALE must be a positive number, got {factor!r}")
+        sizes: dict[str, int] = {}
+        for name, full in _FULL.items():
+            shrink = math.sqrt(factor) if name.endswith(("_repeats", "_rounds", "_runs")) else factor
+            sizes[name] = max(_FLOOR[name], round(full * shrink))
+        if sizes["open_large"] <= sizes["open_small"]:
+            sizes["open_large"] = sizes["open_small"] * 3
+        return cls(factor=factor, **sizes)
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """One thing timed: ``value`` is the median of ``samples`` in ``unit``
+    (``events/s`` is higher-is-better, ``ms`` and ``s`` lower-is-better)."""
+
+    family: str
+    subject: str
+    unit: str
+    value: float
+    samples: tuple[float, ...]
+    detail: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "family": self.family,
+            "subject": self.subject,
+            "unit": self.unit,
+            "value": self.value,
+            "samples": list(self.samples),
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    """A quotient of two measurements of the same run, held to a goal.
+
+    ``value`` is ``None`` (and ``met`` ``None``) when one side is missing.
+    ``bound`` is ``None`` for an informational ratio with no goal.
+    """
+
+    family: str
+    name: str
+    value: float | None
+    direction: Direction
+    bound: float | None
+    how: str
+    note: str = ""
+
+    @property
+    def met(self) -> bool | None:
+        if self.value is None or self.bound is None:
+            return None
+        return self.value >= self.bound if self.direction == "at-least" else self.value <= self.bound
+
+    @property
+    def goal(self) -> str:
+        if self.bound is None:
+            return "-"
+        return f"{'>=' if self.direction == 'at-least' else '<='} {self.bound:g}"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "family": self.family,
+            "name": self.name,
+            "value": self.value,
+            "goal": self.goal,
+            "met": self.met,
+            "how": self.how,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyResult:
+    """What one family measured, the ratios it derived, and notes for people."""
+
+    family: str
+    measurements: tuple[Measurement, ...]
+    ratios: tuple[Ratio, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def measurement(self, subject: str) -> Measurement | None:
+        """The measurement of ``subject`` in this family, if it was taken."""
+        return next((m for m in self.measurements if m.subject == subject), None)
+
+
+# --------------------------------------------------------------------------
+# Timing
+
+
+def stopwatch(fn: Callable[[], T]) -> tuple[float, T]:
+    """Seconds ``fn`` took (wall clock, ``perf_counter``) and its result."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def median(samples: Sequence[float]) -> float:
+    """The median of a non-empty sample list (``ValueError`` when empty)."""
+    if not samples:
+        raise ValueError("no samples")
+    return float(statistics.median(samples))
+
+
+def throughput(count: int, seconds: float) -> float:
+    """Events per second; a zero duration counts as the clock's resolution."""
+    return count / max(seconds, 1e-9)
+
+
+def ratio(
+    family: str,
+    name: str,
+    numerator: Measurement | None,
+    denominator: Measurement | None,
+    *,
+    direction: Direction,
+    bound: float | None,
+    how: str,
+    missing: str = "",
+) -> Ratio:
+    """``numerator.value / denominator.value`` as a ``Ratio``; ``None`` (with
+    ``missing`` as the note) when either side was not measured."""
+    if numerator is None or denominator is None or denominator.value <= 0:
+        return Ratio(family, name, None, direction, bound, how, missing or "a side was not measured")
+    return Ratio(family, name, numerator.value / denominator.value, direction, bound, how)
+
+
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one may be shorter)."""
+    if size < 1:
+        raise ValueError("batch size must be positive")
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

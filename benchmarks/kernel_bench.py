@@ -1,0 +1,121 @@
+"""The kernel alone: fold throughput and the cost of ``import kernel``.
+
+Theory of operation
+-------------------
+Fold throughput folds logs already in memory (no storage, no decoding):
+``fold_plan_mode`` and ``fold_session`` over a coding-agent session, and
+``fold_goal`` over a goal-only log (``benchmarks.workloads``); each is
+repeated and its median events/s reported.
+
+Import cost runs fresh interpreters (the one running the benchmark) from the
+repository root, in turns: ``python -c "import kernel"`` and
+``python -c "pass"``; what ``import kernel`` adds is the difference of their
+median wall times. Each run of the first also passes ``-X importtime`` and the
+median of the interpreter's own cumulative figure for ``kernel`` is reported
+beside it. One untimed run of each comes first so that bytecode caches exist.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, median, stopwatch, throughput
+from benchmarks.workloads import goal_events, session_events
+from kernel.goal_fold import fold_goal
+from kernel.log import Event
+from kernel.plan_mode import fold_plan_mode
+from kernel.session import fold_session
+
+__all__ = ["ROOT", "import_cost", "run_folds", "run_import"]
+
+FOLD = "kernel-fold"
+IMPORT = "kernel-import"
+#: The repository root: ``kernel`` is importable from here.
+ROOT = Path(__file__).resolve().parent.parent
+_IMPORTTIME = re.compile(r"^import time:\s+\d+\s+\|\s+(\d+)\s+\|\s?(\S+)\s*$")
+
+
+def _fold_rate(fold: Callable[[Iterable[Event]], Any], events: list[Event], repeats: int) -> list[float]:
+    return [throughput(len(events), stopwatch(lambda: fold(events))[0]) for _ in range(repeats)]
+
+
+def run_folds(scale: Scale, workdir: Path) -> FamilyResult:
+    """Events/s of the plan-mode, goal and session folds over in-memory logs."""
+    del workdir  # nothing is written
+    session = list(session_events(scale.fold_events))
+    goals = list(goal_events(scale.fold_events))
+    rows = (
+        ("fold_plan_mode (session log)", fold_plan_mode, session),
+        ("fold_goal (goal log)", fold_goal, goals),
+        ("fold_session (session log)", fold_session, session),
+        ("fold_session (goal log)", fold_session, goals),
+    )
+    found = []
+    for name, fold, events in rows:
+        samples = _fold_rate(fold, events, scale.fold_repeats)
+        found.append(Measurement(FOLD, name, "events/s", median(samples), tuple(samples),
+                                 f"{len(events)} events in memory"))
+    return FamilyResult(FOLD, tuple(found), ())
+
+
+def _run(code: str, *flags: str) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, *flags, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return time.perf_counter() - start, done.stderr
+
+
+def _kernel_cumulative_us(stderr: str) -> int | None:
+    for line in stderr.splitlines():
+        found = _IMPORTTIME.match(line)
+        if found and found.group(2) == "kernel":
+            return int(found.group(1))
+    return None
+
+
+def import_cost(runs: int) -> tuple[list[float], list[float], list[float]]:
+    """Wall ms of ``import kernel`` runs, of ``pass`` runs, and the
+    ``-X importtime`` cumulative ms of ``kernel``, ``runs`` of each in turns."""
+    _run("import kernel")
+    _run("pass")
+    with_kernel: list[float] = []
+    bare: list[float] = []
+    reported: list[float] = []
+    for _ in range(runs):
+        seconds, _ = _run("import kernel")
+        with_kernel.append(seconds * 1000)
+        seconds, _ = _run("pass")
+        bare.append(seconds * 1000)
+        _, stderr = _run("import kernel", "-X", "importtime")
+        micros = _kernel_cumulative_us(stderr)
+        if micros is not None:
+            reported.append(micros / 1000)
+    return with_kernel, bare, reported
+
+
+def run_import(scale: Scale, workdir: Path) -> FamilyResult:
+    """What ``import kernel`` adds to a fresh interpreter's start, in ms."""
+    del workdir
+    with_kernel, bare, reported = import_cost(scale.import_runs)
+    added = median(with_kernel) - median(bare)
+    found = [
+        Measurement(IMPORT, "python -c 'import kernel'", "ms", median(with_kernel), tuple(with_kernel)),
+        Measurement(IMPORT, "python -c 'pass'", "ms", median(bare), tuple(bare)),
+        Measurement(IMPORT, "import kernel adds (wall, difference of medians)", "ms", added, ()),
+    ]
+    if reported:
+        found.append(
+            Measurement(IMPORT, "import kernel (-X importtime, cumulative)", "ms", median(reported), tuple(reported))
+        )
+    ratios: tuple[Ratio, ...] = (
+        Ratio(IMPORT, "import kernel adds (ms)", added, "at-most", 15.0,
+              "median wall ms of 'import kernel' minus median of 'pass', fresh interpreters"),
+    )
+    return FamilyResult(IMPORT, tuple(found), ratios)

@@ -1,0 +1,254 @@
+"""Smoke tests of the benchmarks: every family runs at a tiny scale and returns
+well-formed results; the workloads are valid logs; the baselines agree with
+the kernel. Nothing here times anything or asserts a speed."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks import append_bench, replay_bench
+from benchmarks.baselines import NaiveGoal, RawLog, naive_fold, naive_replay
+from benchmarks.bench import FAMILIES, format_table, main
+from benchmarks.es_baseline import MISSING, load_eventsourcing
+from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, ratio
+from benchmarks.workloads import goal_events, session_events
+from kernel.goal_fold import fold_goal
+from kernel.session import fold_session
+
+#: The smallest scale: every workload at its floor.
+TINY = replace(Scale.of(1e-6), import_runs=1, open_repeats=2)
+HAVE_ES = load_eventsourcing() is not None
+
+
+def budget(cap: int) -> int:
+    """At most ``cap`` examples, fewer when the active profile asks for fewer."""
+    profile = settings.default
+    return cap if profile is None else min(profile.max_examples, cap)
+
+
+def check_family(result: FamilyResult, family: str) -> None:
+    """Well-formed: the right family, finite measurements with samples, and
+    ratios that are finite or carry the reason they are missing."""
+    assert result.family == family
+    assert result.measurements
+    for m in result.measurements:
+        assert m.family == family
+        assert m.unit in ("events/s", "s", "ms")
+        assert math.isfinite(m.value)
+        assert all(math.isfinite(s) and s > 0 for s in m.samples)
+        if m.unit in {"events/s", "s"}:
+            assert m.value > 0
+    for r in result.ratios:
+        assert r.family == family
+        if r.value is None:
+            assert r.met is None and r.note
+        else:
+            assert math.isfinite(r.value)
+            assert (r.met is None) == (r.bound is None)
+    json.dumps([m.to_json() for m in result.measurements] + [r.to_json() for r in result.ratios])
+
+
+# --------------------------------------------------------------------------
+# Every family at a tiny scale
+
+
+def test_durable_append_smoke(tmp_path: Path) -> None:
+    result = append_bench.run_durable_append(TINY, tmp_path)
+    check_family(result, "durable-append")
+    subjects = {m.subject for m in result.measurements}
+    assert {"planfold", "raw-sqlite3", "planfold (synchronous=NORMAL)"} <= subjects
+    es_ratio = next(r for r in result.ratios if r.name.endswith("/ eventsourcing"))
+    assert ("eventsourcing" in subjects) == HAVE_ES
+    assert (es_ratio.value is not None) == HAVE_ES
+    assert next(r for r in result.ratios if r.name.endswith("/ raw sqlite3")).value is not None
+
+
+def test_durable_append_without_eventsourcing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(append_bench, "load_eventsourcing", lambda: None)
+    result = append_bench.run_durable_append(TINY, tmp_path)
+    check_family(result, "durable-append")
+    es_ratio = next(r for r in result.ratios if r.name.endswith("/ eventsourcing"))
+    assert es_ratio.value is None and es_ratio.met is None
+    assert es_ratio.note == MISSING
+    assert MISSING in result.notes
+
+
+def test_group_append_smoke(tmp_path: Path) -> None:
+    result = append_bench.run_group_append(TINY, tmp_path)
+    check_family(result, "group-append")
+    planfold = result.measurement("planfold")
+    assert planfold is not None and len(planfold.samples) == math.ceil(TINY.group_events / TINY.group_batch)
+
+
+def test_replay_smoke(tmp_path: Path) -> None:
+    result = replay_bench.run_replay(TINY, tmp_path)
+    check_family(result, "cold-replay")
+    assert (result.measurement("eventsourcing repository.get") is not None) == HAVE_ES
+    naive = next(r for r in result.ratios if r.name == "cold replay: naive fold / planfold load")
+    assert naive.value is not None and naive.bound == 1.5
+
+
+def test_replay_without_eventsourcing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replay_bench, "load_eventsourcing", lambda: None)
+    result = replay_bench.run_replay(TINY, tmp_path)
+    check_family(result, "cold-replay")
+    es_ratio = next(r for r in result.ratios if r.name.startswith("cold replay: eventsourcing"))
+    assert es_ratio.value is None and es_ratio.note == MISSING
+
+
+def test_open_smoke(tmp_path: Path) -> None:
+    result = FAMILIES["open-session"](TINY, tmp_path)
+    check_family(result, "open-session")
+    assert len(result.measurements) == 2
+    assert all(len(m.samples) == TINY.open_repeats for m in result.measurements)
+    assert result.ratios[0].direction == "at-most" and result.ratios[0].bound == 2.0
+
+
+def test_kernel_fold_smoke(tmp_path: Path) -> None:
+    result = FAMILIES["kernel-fold"](TINY, tmp_path)
+    check_family(result, "kernel-fold")
+    assert {m.subject for m in result.measurements} >= {"fold_plan_mode (session log)", "fold_goal (goal log)"}
+
+
+def test_kernel_import_smoke(tmp_path: Path) -> None:
+    result = FAMILIES["kernel-import"](TINY, tmp_path)
+    check_family(result, "kernel-import")
+    (goal,) = result.ratios
+    assert goal.bound == 15.0 and goal.direction == "at-most" and goal.value is not None
+    reported = [m for m in result.measurements if "importtime" in m.subject]
+    assert reported and reported[0].value > 0
+
+
+# --------------------------------------------------------------------------
+# The command line, the table and the JSON
+
+
+def test_main_writes_json_and_prints_the_goal_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "results.json"
+    code = main(["--scale", "1e-6", "--only", "kernel-fold,open-session", "--json", str(out),
+                 "--workdir", str(tmp_path / "work")])
+    assert code == 0
+    data: dict[str, Any] = json.loads(out.read_text())
+    assert data["meta"]["scale"] == 1e-6 and data["meta"]["cpu_count"] >= 1
+    assert [f["family"] for f in data["families"]] == ["kernel-fold", "open-session"]
+    (open_ratio,) = data["ratios"]
+    assert open_ratio["goal"] == "<= 2" and isinstance(open_ratio["met"], bool)
+    printed = capsys.readouterr().out
+    assert "Goals (ratios measured in this run)" in printed and open_ratio["name"] in printed
+    assert (tmp_path / "work" / "open-session" / "open-large.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--scale", "-1"], "positive"), (["--scale", "nan"], "positive"), (["--only", "nope"], "unknown families")],
+)
+def test_main_refuses_bad_arguments(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_table_marks_met_missed_info_and_unmeasured() -> None:
+    m = Measurement("f", "a", "events/s", 10.0, (10.0,))
+    rows = (
+        Ratio("f", "goal met", 2.0, "at-least", 1.5, "x"),
+        Ratio("f", "goal missed", 1.0, "at-least", 1.5, "x"),
+        Ratio("f", "no goal", 1.0, "at-least", None, "x"),
+        Ratio("f", "baseline missing", None, "at-least", 1.5, "x", note="why"),
+    )
+    text = format_table([FamilyResult("f", (m,), rows)])
+    verdicts = [line.split()[-1] for line in text.splitlines() if line.strip().startswith(("goal ", "no goal", "base"))]
+    assert verdicts == ["met", "MISSED", "info", "measured"]
+    assert "(why)" in text
+
+
+# --------------------------------------------------------------------------
+# Harness rules
+
+
+def test_scale_sizes() -> None:
+    full = Scale.of(1.0)
+    assert (full.replay_events, full.open_small, full.open_large) == (100_000, 1_000, 1_000_000)
+    assert Scale.of(2.0).replay_events == 200_000
+    tiny = Scale.of(1e-9)
+    assert tiny.open_large > tiny.open_small and tiny.replay_repeats >= 1
+    for bad in (0.0, -0.5, math.inf, math.nan):
+        with pytest.raises(ValueError, match="positive"):
+            Scale.of(bad)
+
+
+def test_ratio_direction_and_missing_side() -> None:
+    fast = Measurement("f", "a", "events/s", 300.0, (300.0,))
+    slow = Measurement("f", "b", "events/s", 100.0, (100.0,))
+    at_least = ratio("f", "r", fast, slow, direction="at-least", bound=2.0, how="h")
+    assert at_least.value == 3.0 and at_least.met is True and at_least.goal == ">= 2"
+    at_most = ratio("f", "r", fast, slow, direction="at-most", bound=2.0, how="h")
+    assert at_most.met is False and at_most.goal == "<= 2"
+    missing = ratio("f", "r", fast, None, direction="at-least", bound=2.0, how="h", missing="gone")
+    assert missing.value is None and missing.met is None and missing.note == "gone"
+
+
+def test_batched_keeps_order_and_rejects_zero() -> None:
+    assert list(batched(range(7), 3)) == [[0, 1, 2], [3, 4, 5], [6]]
+    with pytest.raises(ValueError, match="positive"):
+        list(batched(range(3), 0))
+
+
+# --------------------------------------------------------------------------
+# Workloads are valid logs and the baselines read them as planfold does
+
+
+@settings(max_examples=budget(15))
+@given(st.integers(1, 700))
+def test_session_workload_is_a_valid_log_of_exact_length(count: int) -> None:
+    events = list(session_events(count))
+    assert [e.seq for e in events] == list(range(1, count + 1))
+    assert fold_session(events).last_seq == count
+
+
+@settings(max_examples=budget(15))
+@given(st.integers(1, 500))
+def test_naive_fold_agrees_with_the_goal_fold(count: int) -> None:
+    events = list(goal_events(count))
+    assert fold_session(events).last_seq == count
+    goal = fold_goal(events).current
+    rows = [(e.seq, e.kind, e.at, json.dumps(e.payload)) for e in events]
+    naive = naive_fold(rows)
+    assert goal is not None
+    assert (naive.last_seq, naive.goal_id, naive.revision, naive.phase, naive.rounds_started) == (
+        count, goal.id, goal.revision, goal.phase, goal.rounds_started
+    )
+
+
+def test_raw_log_round_trip_and_rollback(tmp_path: Path) -> None:
+    events = list(goal_events(30))
+    raw = RawLog(tmp_path / "raw.db")
+    try:
+        assert raw.settings() == ("wal", 2)
+        raw.append("s", events[:10])
+        raw.append_many("s", events[10:])
+        with pytest.raises(Exception, match="UNIQUE"):
+            raw.append("s", events[-1:])
+        assert not raw.conn.in_transaction
+    finally:
+        raw.close()
+    assert naive_replay(tmp_path / "raw.db", "s").last_seq == 30
+
+
+def test_replay_check_refuses_disagreeing_readers() -> None:
+    events = list(goal_events(40))
+    session, goal = fold_session(events), fold_goal(events)
+    assert session.goal.current is not None
+    current = session.goal.current
+    naive = NaiveGoal(40, current.id, current.revision, current.phase, current.objective, current.max_rounds,
+                      current.rounds_started)
+    replay_bench.check_replays(session, goal, naive, None)
+    with pytest.raises(replay_bench.ReplayMismatchError, match="naive"):
+        replay_bench.check_replays(session, goal, replace(naive, rounds_started=naive.rounds_started + 1), None)
