@@ -71,7 +71,7 @@ def _ids(graph: Graph) -> dict[str, str]:
 def mermaid(graph: Graph) -> str:
     """A Mermaid ``stateDiagram-v2`` of ``graph``."""
     ids = _ids(graph)
-    lines = [f"%% {graph.title}. {_NOTICE}", "stateDiagram-v2", "    direction LR"]
+    lines = ["stateDiagram-v2", f"    %% {graph.title}. {_NOTICE}", "    direction LR"]
     lines += [f'    state "{state}" as {ids[state]}' for state in graph.states]
     if graph.initial is not None:
         lines.append(f"    [*] --> {ids[graph.initial]}")

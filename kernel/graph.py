@@ -392,6 +392,6 @@ def gate_graph(table: Mapping[tuple[RuntimePhase, ToolClass], PhaseRule] = VERDI
 
 
 def all_graphs() -> tuple[Graph, ...]:
-    """Every machine's graph, drawn from the tables as they are, by name."""
-    graphs = (plan_mode_graph(), plan_status_graph(), goal_graph(), runtime_phase_graph(), gate_graph())
-    return tuple(sorted(graphs, key=lambda graph: graph.name))
+    """Every machine's graph, drawn from the tables as they are: plan-mode
+    choices, plan status, runtime phases, tool-gate verdicts, goal phases."""
+    return (plan_mode_graph(), plan_status_graph(), runtime_phase_graph(), gate_graph(), goal_graph())
