@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from kernel.errors import KernelError, ReplayError
 from kernel.session import fold_session
+from tests.fuzz import __main__ as fuzz_main
 from tests.fuzz import harness
 from tests.fuzz.harness import (
     TIME_LIMIT,
@@ -23,6 +24,7 @@ from tests.fuzz.harness import (
     save_to_corpus,
     unchanged,
 )
+from tests.fuzz.minimize import minimize
 from tests.fuzz.seeds import seed_logs
 from tests.fuzz.targets import _long_log, by_name
 
@@ -99,3 +101,30 @@ def test_every_seed_log_is_a_valid_history() -> None:
 
 def test_a_long_log_folds_within_the_time_limit() -> None:
     check(by_name("replay"), _long_log(5_000))
+
+
+def needle_target() -> Target:
+    def run(data: bytes, clock: Clock) -> None:
+        if b"X" in data:
+            raise ValueError("found the needle")
+
+    return Target("needle", "needle()", run, st.binary(min_size=1, max_size=64).map(lambda b: b + b"X" + b))
+
+
+def test_minimize_keeps_the_failure_and_drops_the_rest() -> None:
+    data = b'{"a": 1}\n{"b": "..X.."}\n{"c": 3}'
+    assert minimize(needle_target(), data) == b"X"
+    assert minimize(needle_target(), b"no needle") == b"no needle"
+
+
+def test_the_fuzz_pass_keeps_a_failing_input_in_the_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(harness, "CORPUS", tmp_path)
+    monkeypatch.setattr(fuzz_main, "ROOT", tmp_path)
+    report = fuzz_main.fuzz_target(needle_target(), budget=5.0)
+    assert report.failure is not None and "ValueError" in report.failure
+    assert [read_corpus_file(path) for path in harness.corpus_files("needle")] == [b"X"]
+
+
+def test_the_fuzz_pass_reports_a_clean_target_as_ok() -> None:
+    report = fuzz_main.fuzz_target(by_name("plan_policy"), budget=0.5)
+    assert report.failure is None and report.examples > 0 and report.rounds >= 1

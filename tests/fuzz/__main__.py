@@ -1,0 +1,170 @@
+"""The time-boxed fuzz pass: ``python -m tests.fuzz --seconds N``.
+
+It splits ``N`` seconds between the fuzz targets (each one fuzzed in rounds
+of Hypothesis examples under the ``fuzz`` profile until its share is spent)
+and the Hypothesis state machines of the test suite (every test module that
+defines a ``RuleBasedStateMachine``, run by pytest under the ``fuzz`` profile
+in rounds sized to fit the remaining time).
+
+A target's failing input, shrunk by ``minimize`` (Hypothesis's shrinker has
+no time bound, so it is off here), is written to
+``tests/fuzz/corpus/<target>/crash-<hash>`` so that every later test run
+replays it; a failing state machine is reported with Hypothesis's
+reproduction blob. The exit status is 1 when anything failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, settings
+
+import tests.conftest  # noqa: F401  (registers the Hypothesis profiles)
+from tests.fuzz.harness import Target, check, save_to_corpus
+from tests.fuzz.minimize import minimize
+from tests.fuzz.targets import TARGETS
+
+TESTS = Path(__file__).resolve().parent.parent
+ROOT = TESTS.parent
+ROUND_EXAMPLES = 200
+
+
+@dataclass
+class Report:
+    name: str
+    seconds: float = 0.0
+    examples: int = 0
+    rounds: int = 0
+    failure: str | None = None
+    lines: list[str] = field(default_factory=list)
+
+
+def fuzz_target(target: Target, budget: float) -> Report:
+    """Fuzz ``target`` for ``budget`` seconds; keep a failing input in the corpus."""
+    report = Report(target.name)
+    start = time.monotonic()
+    last_failing: list[bytes] = []
+
+    @settings(
+        settings.get_profile("fuzz"),
+        max_examples=ROUND_EXAMPLES,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+    @given(target.inputs)
+    def one_round(data: bytes) -> None:
+        report.examples += 1
+        try:
+            check(target, data)
+        except BaseException:
+            last_failing[:] = [data]
+            raise
+
+    while time.monotonic() - start < budget:
+        report.rounds += 1
+        try:
+            one_round()
+        except Exception as exc:
+            report.failure = f"{type(exc).__name__}: {exc!s:.500}"
+            if last_failing:
+                data = minimize(target, last_failing[0])
+                path = save_to_corpus(target.name, data)
+                report.lines.append(f"kept as {path.relative_to(ROOT)} ({len(data)} bytes): {data[:160]!r}")
+            break
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def machine_modules() -> list[Path]:
+    """Test modules that define a Hypothesis state machine."""
+    return sorted(
+        path
+        for path in TESTS.rglob("test_*.py")
+        if "RuleBasedStateMachine" in path.read_text(encoding="utf-8") and "fuzz" not in path.parts
+    )
+
+
+def fuzz_machines(budget: float) -> Report:
+    """Run the state machines under the ``fuzz`` profile in rounds that fit ``budget``."""
+    report = Report("state machines")
+    modules = [str(path.relative_to(ROOT)) for path in machine_modules()]
+    if not modules:
+        report.failure = "no state machine modules found"
+        return report
+    start = time.monotonic()
+    examples = 25
+    env = {**os.environ, "HYPOTHESIS_PROFILE": "fuzz"}
+    while True:
+        remaining = budget - (time.monotonic() - start)
+        if remaining <= 0:
+            break
+        env["FUZZ_MAX_EXAMPLES"] = str(examples)
+        began = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-x", "-p", "tests.fuzz.budget", "-p", "no:cacheprovider", *modules],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        took = time.monotonic() - began
+        report.rounds += 1
+        report.examples += examples
+        if result.returncode != 0:
+            report.failure = f"pytest exited with {result.returncode}"
+            report.lines.extend((result.stdout + result.stderr).strip().splitlines()[-60:])
+            break
+        remaining = budget - (time.monotonic() - start)
+        # Size the next round to fill about 80 % of what is left.
+        per_example = took / examples
+        examples = min(20_000, int(remaining * 0.8 / per_example))
+        if examples < 10:
+            break
+    report.seconds = time.monotonic() - start
+    report.lines.insert(0, "modules: " + ", ".join(modules))
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="time budget of the whole pass")
+    parser.add_argument("--target", action="append", choices=[t.name for t in TARGETS], help="only these targets")
+    parser.add_argument("--no-machines", action="store_true", help="skip the state machines")
+    args = parser.parse_args(argv)
+
+    targets = [t for t in TARGETS if not args.target or t.name in args.target]
+    jobs = len(targets) + (0 if args.no_machines else 1)
+    share = args.seconds / max(jobs, 1)
+    reports = [fuzz_target(target, share) for target in targets]
+    if not args.no_machines:
+        reports.append(fuzz_machines(share))
+
+    failed = False
+    for report in reports:
+        status = "FAILED" if report.failure else "ok"
+        print(
+            f"{report.name:16} {status:6} {report.examples:7} examples "
+            f"in {report.rounds:3} rounds, {report.seconds:6.1f}s"
+        )
+        if report.failure:
+            failed = True
+            print(f"    {report.failure}")
+        for line in report.lines if report.failure else report.lines[:1]:
+            print(f"    {line}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""Kernel bugs the fuzz targets found, each pinned by a test of its own.
+
+A test for a bug that is reported but not fixed yet is a strict expected
+failure: the fix makes it pass, and strictness then asks for the marker to
+go."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernel.errors import ReplayError
+from kernel.log import Event, check_envelope
+from kernel.session import fold_session
+
+OPEN = pytest.mark.xfail(strict=True, raises=TypeError, reason="open: check_envelope hashes a non-string kind")
+
+
+@OPEN
+@pytest.mark.parametrize("kind", [["turn/start"], {"plan": "mode"}])
+def test_an_event_kind_that_is_not_a_string_is_an_unknown_kind(kind: object) -> None:
+    # A log line decoded without a schema (a conformance vector, a hand-edited
+    # export) can carry any JSON value as its kind; the envelope check must
+    # refuse it as unknown-kind instead of failing to hash it.
+    event = Event(1, kind, 0, {"turn": 1})  # type: ignore[arg-type]
+    with pytest.raises(ReplayError) as caught:
+        check_envelope(None, event)
+    assert (caught.value.position, caught.value.rule) == (1, "unknown-kind")
+    with pytest.raises(ReplayError, match="unknown-kind"):
+        fold_session([event])
