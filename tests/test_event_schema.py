@@ -31,7 +31,8 @@ from adapters.event_types import (
     decode_payload,
     event_schema,
 )
-from adapters.vector_cases import SPEC, cases
+from adapters.vector_cases import cases
+from adapters.vector_log import SPEC
 from kernel import goal_ops, log, plan_events
 from kernel.errors import PayloadError, ReplayError, is_kebab_case
 from kernel.goal import read_goal_change
