@@ -31,6 +31,21 @@ from kernel.plan_payload import PlanAction, PlanActionName, plan_action_payload
 from kernel.plan_spec import OpenQuestion, PlanScope, PlanSpec, Todo, spec_hash
 from kernel.plan_views import build_summary_view
 from kernel.session import SessionState, apply_session_event
+from tests.storage_workers import batch_after, event_at
+
+__all__ = [
+    "FULL_SCRIPT",
+    "LEGACY_SESSIONS",
+    "MOVES",
+    "LogBuilder",
+    "batch_after",
+    "build_legacy_db",
+    "build_log",
+    "dump_db",
+    "event_at",
+    "fewer",
+    "logs",
+]
 
 
 def fewer(divisor: int, floor: int = 10) -> int:
@@ -182,27 +197,6 @@ def build_log(moves: Sequence[str]) -> LogBuilder:
 def logs(max_moves: int = 25) -> st.SearchStrategy[LogBuilder]:
     """Valid logs built from random moves (moves the machines refuse are skipped)."""
     return st.lists(st.sampled_from(MOVES), max_size=max_moves).map(build_log)
-
-
-# --------------------------------------------------------------------------
-# Events that depend only on their seq
-
-
-def event_at(seq: int) -> Event:
-    """The event at ``seq`` in an endless valid log (turn, message, plan-mode
-    flip, turn end), so racing or dying writers can never disagree on content."""
-    n, phase = divmod(seq - 1, 4)
-    kind, payload = (
-        (TURN_START, {"turn": n + 1}),
-        (USER_MESSAGE, {"text": f"message {seq}", "source": None}),
-        (PLAN_MODE, {"active": n % 2 == 0}),
-        (TURN_END, {"turn": n + 1}),
-    )[phase]
-    return Event(seq, kind, seq * 10, payload)
-
-
-def batch_after(head: int, size: int) -> list[Event]:
-    return [event_at(head + i) for i in range(1, size + 1)]
 
 
 # --------------------------------------------------------------------------
