@@ -22,6 +22,7 @@ import pytest
 from adapters.sqlite_schema import SCHEMA_VERSION, Connection
 from adapters.sqlite_store import SqliteStore, connect_sqlite
 from adapters.store import AppendResult, StorageError, StoreBusyError
+from kernel.errors import ReplayError
 from kernel.log import Event
 from tests.storage_helpers import FULL_SCRIPT, LEGACY_SESSIONS, batch_after, build_legacy_db, build_log, dump_db
 
@@ -282,3 +283,107 @@ def test_a_migration_failing_at_any_statement_is_atomic_typed_and_recoverable(
             assert store.audit("legacy-1").ok
             assert store.integrity_check() == ("ok",)
         assert dump_db(path)["rows"]["messages"] == before["rows"]["messages"]
+
+
+# --------------------------------------------------------------------------
+# A tampered file: the log is the truth, strict replay and audit say where
+
+
+@pytest.fixture
+def tampered(tmp_path: Path) -> tuple[Path, SqliteStore]:
+    path = tmp_path / "tampered.db"
+    store = SqliteStore(path)
+    store.append("s", 0, LOG)
+    return path, store
+
+
+def tamper(path: Path, sql: str) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+
+
+def plan_mode_seq() -> int:
+    return next(e.seq for e in LOG if e.kind == "plan/mode")
+
+
+@pytest.mark.parametrize(
+    ("sql", "rule"),
+    [
+        ("UPDATE events SET payload = '{\"active\": 1}' WHERE seq = {seq}", "malformed-payload"),
+        ("UPDATE events SET payload = '{broken' WHERE seq = {seq}", "malformed-payload"),
+        ("UPDATE events SET payload = '[true]' WHERE seq = {seq}", "malformed-payload"),
+        ("UPDATE events SET kind = 'plan/odd' WHERE seq = {seq}", "unknown-kind"),
+        ("UPDATE events SET at = -5 WHERE seq = {seq}", "malformed-payload"),
+        ("DELETE FROM events WHERE seq = {seq}", "seq-gap"),
+    ],
+)
+def test_a_corrupt_log_fails_strict_replay_at_the_same_position_every_time(
+    tampered: tuple[Path, SqliteStore], sql: str, rule: str
+) -> None:
+    path, store = tampered
+    seq = plan_mode_seq()
+    tamper(path, sql.replace("{seq}", str(seq)))
+    for call in (store.load, store.audit, store.load):  # the same answer every time
+        with pytest.raises(ReplayError) as info:
+            call("s")
+        position = seq + 1 if rule == "seq-gap" else seq
+        assert (info.value.position, info.value.rule) == (position, rule)
+    store.close()
+
+
+def test_a_tampered_projection_is_reported_by_the_audit(tampered: tuple[Path, SqliteStore]) -> None:
+    path, store = tampered
+    tamper(path, "UPDATE sessions SET agent_mode = 'plan', goal_json = '' WHERE id = 's'")
+    report = store.audit("s")
+    assert not report.ok
+    assert [m.split(":")[0] for m in report.mismatches] == ["agent_mode", "goal_json"]
+    assert store.load("s") == build_log(FULL_SCRIPT).state  # the log is untouched
+    store.close()
+
+
+def test_a_snapshot_that_disagrees_with_the_log_is_reported(tampered: tuple[Path, SqliteStore]) -> None:
+    path, store = tampered
+    tamper(path, "UPDATE sessions SET fold_state = replace(fold_state, '\"plan_mode\":false', '\"plan_mode\":true')")
+    report = store.audit("s")
+    assert report.snapshot == "current"
+    assert report.mismatches == ("snapshot: decodes to a state other than the fold",)
+    store.close()
+
+
+def test_an_undecodable_snapshot_is_replayed_around_and_rewritten(tampered: tuple[Path, SqliteStore]) -> None:
+    path, store = tampered
+    tamper(path, "UPDATE sessions SET fold_state = '{\"not\": \"a state\"}'")
+    state = build_log(FULL_SCRIPT).state
+    assert store.load("s", incremental=True) == state
+    assert store.audit("s").mismatches[0].startswith("snapshot:")
+    store.append("s", len(LOG), [later(store, AppendCase("s", len(LOG), [], None))])
+    assert store.audit("s").ok and store.audit("s").snapshot == "current"
+    store.close()
+
+
+def test_a_stale_snapshot_format_is_never_trusted(tampered: tuple[Path, SqliteStore]) -> None:
+    path, store = tampered
+    tamper(path, "UPDATE sessions SET fold_format = 'v0-from-an-older-release'")
+    report = store.audit("s")
+    assert report.ok and report.snapshot == "stale"
+    assert store.load("s", incremental=True) == build_log(FULL_SCRIPT).state
+    store.append("s", len(LOG), [later(store, AppendCase("s", len(LOG), [], None))])
+    assert store.audit("s").snapshot == "current"
+    store.close()
+
+
+def test_appends_trust_a_current_snapshot_so_only_replay_and_audit_see_a_corrupt_log(
+    tampered: tuple[Path, SqliteStore],
+) -> None:
+    path, store = tampered
+    tamper(path, f"UPDATE events SET payload = '{{\"active\": 1}}' WHERE seq = {plan_mode_seq()}")
+    store.append("s", len(LOG), [later(store, AppendCase("s", len(LOG), [], None))])
+    with pytest.raises(ReplayError):
+        store.audit("s")
+    tamper(path, "UPDATE sessions SET fold_format = 'stale'")
+    with pytest.raises(ReplayError) as info:  # without a snapshot the append must replay, and refuses
+        store.append("s", len(LOG) + 1, [later(store, AppendCase("s", len(LOG) + 1, [], None))])
+    assert info.value.position == plan_mode_seq()
+    store.close()
