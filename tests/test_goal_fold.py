@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import event as record_event
+from hypothesis import given, settings
 
 from kernel.errors import ReplayError
 from kernel.goal import BlockedReason, GoalRef, GoalSnapshot, snapshot_payload
@@ -320,9 +321,9 @@ def _agree(events: list[Event]) -> str:
 @settings(max_examples=min(settings().max_examples, 50))
 @given(valid_logs(max_steps=12))
 def test_session_fold_agrees_with_fold_goal(log: list[Event]) -> None:
-    event(_agree(log))
+    record_event(_agree(log))
     for position in range(len(log)):
         for mutation in MUTATIONS.values():
             mutant = mutation(log, position)
             if mutant is not None:
-                event(f"mutant: {_agree(mutant)}")
+                record_event(f"mutant: {_agree(mutant)}")
