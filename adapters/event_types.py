@@ -26,7 +26,6 @@ import functools
 import json
 import operator
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -41,10 +40,9 @@ __all__ = [
     "PAYLOAD_TYPES",
     "WHITESPACE",
     "EventLine",
-    "decode_payload",
+    "decode_typed",
     "event_schema",
     "schema_text",
-    "write_schema",
 ]
 
 #: Every character ``str.isspace`` accepts (what ``str.strip()`` removes).
@@ -338,7 +336,7 @@ PAYLOAD_TYPES: Mapping[str, Any] = {
 }
 
 
-def decode_payload(kind: str, payload: bytes) -> object:
+def decode_typed(kind: str, payload: bytes) -> object:
     """Decode a JSON payload of ``kind`` into its type.
 
     Raises ``KeyError`` for a kind without a type and ``msgspec.ValidationError``
@@ -396,10 +394,4 @@ def event_schema() -> dict[str, Any]:
 def schema_text() -> str:
     """``event_schema()`` as stable, sorted, indented JSON text."""
     return json.dumps(event_schema(), indent=2, sort_keys=True, ensure_ascii=True) + "\n"
-
-
-def write_schema(path: Path) -> Path:
-    """Write ``schema_text()`` to ``path``."""
-    path.write_text(schema_text(), encoding="utf-8")
-    return path
 

@@ -28,7 +28,7 @@ from adapters.event_types import (
     TRIMMED,
     WHITESPACE,
     EventLine,
-    decode_payload,
+    decode_typed,
     event_schema,
 )
 from adapters.vector_cases import cases
@@ -81,7 +81,7 @@ def kernel_accepts(kind: str, payload: JSON) -> bool:
 
 def types_accept(kind: str, payload: JSON) -> bool:
     try:
-        decode_payload(kind, json.dumps(payload).encode())
+        decode_typed(kind, json.dumps(payload).encode())
     except msgspec.ValidationError:
         return False
     return True
