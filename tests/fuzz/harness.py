@@ -21,6 +21,7 @@ import gzip
 import hashlib
 import json
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,9 +33,11 @@ from kernel.errors import KernelError
 
 __all__ = [
     "CORPUS",
+    "KNOWN_BUGS",
     "TIME_LIMIT",
     "Clock",
     "FuzzFinding",
+    "KnownBug",
     "NotJSON",
     "Target",
     "canonical",
@@ -42,6 +45,8 @@ __all__ = [
     "corpus_files",
     "decode_json",
     "decode_text",
+    "expect",
+    "known_bug",
     "read_corpus_file",
     "save_to_corpus",
     "unchanged",
@@ -84,9 +89,46 @@ class Target:
     inputs: st.SearchStrategy[bytes]
 
 
-def check(target: Target, data: bytes) -> None:
+def expect(condition: bool, what: str) -> None:
+    """Raise ``FuzzFinding`` saying ``what`` went wrong unless ``condition``."""
+    if not condition:
+        raise FuzzFinding(what)
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """A reported, not yet fixed bug: ``error`` coming out of ``function``.
+
+    The fuzz tests and the fuzz pass look past it so that they keep finding
+    other bugs; its ``open-*`` corpus files and its regression test still
+    fail on it (as strict expected failures) until it is fixed, and then
+    this entry goes."""
+
+    name: str
+    error: type[Exception]
+    function: str
+
+
+KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug("check_envelope hashes a non-string kind", TypeError, "check_envelope"),
+    KnownBug("msgspec's RecursionError escapes the codec on deep nesting", RecursionError, "decode_event"),
+)
+
+
+def known_bug(exc: BaseException) -> KnownBug | None:
+    """The ``KNOWN_BUGS`` entry ``exc`` is an instance of, if any."""
+    functions = {frame.name for frame in traceback.extract_tb(exc.__traceback__)}
+    for bug in KNOWN_BUGS:
+        if isinstance(exc, bug.error) and bug.function in functions:
+            return bug
+    return None
+
+
+def check(target: Target, data: bytes, *, look_past_known: bool = True) -> None:
     """Run ``target`` on ``data``; raise ``FuzzFinding`` if anything but a
-    ``KernelError`` comes out or the entry point takes over ``TIME_LIMIT``."""
+    ``KernelError`` comes out (a ``KNOWN_BUGS`` error only when
+    ``look_past_known`` is false) or the entry point takes over
+    ``TIME_LIMIT``."""
     clock = Clock()
     try:
         target.run(data, clock)
@@ -95,6 +137,8 @@ def check(target: Target, data: bytes) -> None:
     except FuzzFinding:
         raise
     except Exception as exc:
+        if look_past_known and known_bug(exc) is not None:
+            return
         raise FuzzFinding(
             f"{target.entry_point} let an untyped {type(exc).__name__} out: {exc!s:.300}"
         ) from exc

@@ -27,7 +27,7 @@ from kernel.plan_views import adopt_summary, render_plan_content
 from kernel.session import SessionState, apply_session_event, fold_more, fold_session
 from kernel.shell import MAX_COMMAND_LENGTH, classify_command, classify_shell_call
 from kernel.tools import Classification, ToolSpec
-from tests.fuzz.harness import Clock, FuzzFinding, NotJSON, Target, decode_json, decode_text, unchanged
+from tests.fuzz.harness import Clock, FuzzFinding, NotJSON, Target, decode_json, decode_text, expect, unchanged
 from tests.fuzz.inputs import (
     byte_mutations,
     hostile_json,
@@ -38,13 +38,9 @@ from tests.fuzz.inputs import (
     text_inputs,
 )
 from tests.fuzz.seeds import EXIT_PLAN_ARGS, LOG_KEYS, PLAN_SPEC_KEYS, SEED_LOGS
+from tests.fuzz.store_targets import STORE_TARGETS
 
-__all__ = ["TARGETS", "by_name"]
-
-
-def _expect(condition: bool, what: str) -> None:
-    if not condition:
-        raise FuzzFinding(what)
+__all__ = ["KERNEL_TARGETS", "TARGETS", "by_name"]
 
 
 # --------------------------------------------------------------------------
@@ -81,18 +77,18 @@ def _run_replay(data: bytes, clock: Clock) -> None:
             try:
                 folded = apply_session_event(folded, event)
             except ReplayError as exc:
-                _expect(
+                expect(
                     failure is not None and (exc.position, exc.rule) == (failure.position, failure.rule),
                     f"event-by-event fold failed at {exc.position} [{exc.rule}], whole fold said {failure}",
                 )
                 stopped_at = index
                 break
-        _expect((failure is None) == (stopped_at == len(events)), "whole and event-by-event folds disagree")
+        expect((failure is None) == (stopped_at == len(events)), "whole and event-by-event folds disagree")
         if failure is not None:
             try:
                 fold_more(fold_session(events[:stopped_at]), events[stopped_at:])
             except ReplayError as again:
-                _expect(
+                expect(
                     (again.position, again.rule) == (failure.position, failure.rule),
                     f"resumed fold failed at {again.position} [{again.rule}], not {failure.position}",
                 )
@@ -102,9 +98,9 @@ def _run_replay(data: bytes, clock: Clock) -> None:
             try:
                 goal = fold_goal(events)
             except ReplayError:
-                _expect(state is None, "fold_goal rejected a log that fold_session accepted")
+                expect(state is None, "fold_goal rejected a log that fold_session accepted")
             else:
-                _expect(state is None or state.goal == goal, "fold_goal and fold_session disagree on the goal")
+                expect(state is None or state.goal == goal, "fold_goal and fold_session disagree on the goal")
     if failure is not None:
         raise failure
 
@@ -157,10 +153,10 @@ def _run_exit_plan(data: bytes, clock: Clock) -> None:
         adoption = adopt_summary(decoded.summary_candidate, decoded.spec)
         content = render_plan_content(decoded.spec)
         spec_hash(decoded.spec)
-    _expect(validate_plan_spec(decoded.spec) == (), "the decoder returned a spec that does not validate")
-    _expect(spec_from_json(spec_to_json(decoded.spec)) == decoded.spec, "the decoded spec does not round-trip")
-    _expect(content.startswith("# "), "the rendered plan does not start with a '# ' heading")
-    _expect(adoption.summary is not None, "no summary was adopted or built")
+    expect(validate_plan_spec(decoded.spec) == (), "the decoder returned a spec that does not validate")
+    expect(spec_from_json(spec_to_json(decoded.spec)) == decoded.spec, "the decoded spec does not round-trip")
+    expect(content.startswith("# "), "the rendered plan does not start with a '# ' heading")
+    expect(adoption.summary is not None, "no summary was adopted or built")
 
 
 # --------------------------------------------------------------------------
@@ -172,29 +168,29 @@ def _run_plan_command(data: bytes, clock: Clock) -> None:
     text, *attachments = decode_text(data).split("\x1e")
     with clock.timed():
         command = parse_plan_command(text, attachments)
-    _expect(command is None or isinstance(command, PlanCommand), "parse_plan_command returned a non-command")
+    expect(command is None or isinstance(command, PlanCommand), "parse_plan_command returned a non-command")
     if command is not None:
-        _expect(text.strip().startswith("/plan"), f"{text!r} parsed as /plan")
-        _expect(command.target or not command.attachments, "/plan off kept attachments")
+        expect(text.strip().startswith("/plan"), f"{text!r} parsed as /plan")
+        expect(command.target or not command.attachments, "/plan off kept attachments")
 
 
 def _run_goal_command(data: bytes, clock: Clock) -> None:
     text = decode_text(data)
     with clock.timed():
         command = parse_goal_command(text)
-    _expect(command is None or isinstance(command, GoalCommand), "parse_goal_command returned a non-command")
+    expect(command is None or isinstance(command, GoalCommand), "parse_goal_command returned a non-command")
     if command is not None:
-        _expect(text.split(maxsplit=1)[0] == "/goal", f"{text!r} parsed as /goal")
+        expect(text.split(maxsplit=1)[0] == "/goal", f"{text!r} parsed as /goal")
         objective = command.objective
         if command.verb in ("create", "edit"):
-            _expect(objective is not None and objective != "" and objective == objective.strip(), "bad objective")
+            expect(objective is not None and objective != "" and objective == objective.strip(), "bad objective")
 
 
 def _run_plan_policy(data: bytes, clock: Clock) -> None:
     config = decode_json(data)
     with unchanged(config), clock.timed():
         policy = load_plan_policy(config)
-    _expect(isinstance(config, Mapping) and policy.section == config.get("section"), "policy is not the config")
+    expect(isinstance(config, Mapping) and policy.section == config.get("section"), "policy is not the config")
 
 
 # --------------------------------------------------------------------------
@@ -205,12 +201,12 @@ SHELL_TOOL = ToolSpec("bash", "Run a command", {"type": "object"}, "write", "she
 
 
 def _expect_sound(line: object, verdict: Classification) -> None:
-    _expect(isinstance(verdict, Classification), "the classifier returned a non-classification")
+    expect(isinstance(verdict, Classification), "the classifier returned a non-classification")
     if verdict.read_only:
-        _expect(isinstance(line, str) and 0 < len(line) <= MAX_COMMAND_LENGTH, "admitted an empty or long line")
+        expect(isinstance(line, str) and 0 < len(line) <= MAX_COMMAND_LENGTH, "admitted an empty or long line")
         text = cast(str, line)
-        _expect(all(" " <= ch <= "~" or ch == "\t" for ch in text), f"admitted a non-printable line {text!r}")
-        _expect(text.strip() != "", "admitted a blank line")
+        expect(all(" " <= ch <= "~" or ch == "\t" for ch in text), f"admitted a non-printable line {text!r}")
+        expect(text.strip() != "", "admitted a blank line")
 
 
 def _run_shell_command(data: bytes, clock: Clock) -> None:
@@ -243,7 +239,7 @@ _SHELL_LINES = (
     "$(whoami)",
 )
 
-TARGETS: tuple[Target, ...] = (
+KERNEL_TARGETS: tuple[Target, ...] = (
     Target("replay", "fold_session", _run_replay, _replay_inputs()),
     Target(
         "exit_plan_args",
@@ -289,6 +285,10 @@ TARGETS: tuple[Target, ...] = (
         ),
     ),
 )
+
+
+#: Every fuzz target, kernel entry points first.
+TARGETS: tuple[Target, ...] = KERNEL_TARGETS + STORE_TARGETS
 
 
 def by_name(name: str) -> Target:

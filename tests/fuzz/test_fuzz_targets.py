@@ -63,3 +63,26 @@ def test_fuzz_shell_command(data: bytes) -> None:
 @given(SHELL_CALL.inputs)
 def test_fuzz_shell_call(data: bytes) -> None:
     check(SHELL_CALL, data)
+
+
+CODEC_EVENT = by_name("codec_event")
+JSONL_IMPORT = by_name("jsonl_import")
+STORE_APPEND = by_name("store_append")
+
+
+@fuzz_settings
+@given(CODEC_EVENT.inputs)
+def test_fuzz_codec_event(data: bytes) -> None:
+    check(CODEC_EVENT, data)
+
+
+@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
+@given(JSONL_IMPORT.inputs)
+def test_fuzz_jsonl_import(data: bytes) -> None:
+    check(JSONL_IMPORT, data)
+
+
+@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
+@given(STORE_APPEND.inputs)
+def test_fuzz_store_append(data: bytes) -> None:
+    check(STORE_APPEND, data)

@@ -128,3 +128,17 @@ def test_the_fuzz_pass_keeps_a_failing_input_in_the_corpus(tmp_path: Path, monke
 def test_the_fuzz_pass_reports_a_clean_target_as_ok() -> None:
     report = fuzz_main.fuzz_target(by_name("plan_policy"), budget=0.5)
     assert report.failure is None and report.examples > 0 and report.rounds >= 1
+
+
+def test_a_known_open_bug_is_looked_past_only_when_asked() -> None:
+    def check_envelope(data: bytes, clock: Clock) -> None:  # named like the known bug's function
+        raise TypeError("unhashable type: 'list'")
+
+    def elsewhere(data: bytes, clock: Clock) -> None:
+        raise TypeError("unhashable type: 'list'")
+
+    check(target(check_envelope), b"x")
+    with pytest.raises(FuzzFinding):
+        check(target(check_envelope), b"x", look_past_known=False)
+    with pytest.raises(FuzzFinding):
+        check(target(elsewhere), b"x")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from adapters.codec import CodecError, decode_event, decode_jsonl
 from kernel.errors import ReplayError
 from kernel.log import Event, check_envelope
 from kernel.session import fold_session
@@ -27,3 +28,16 @@ def test_an_event_kind_that_is_not_a_string_is_an_unknown_kind(kind: object) -> 
     assert (caught.value.position, caught.value.rule) == (1, "unknown-kind")
     with pytest.raises(ReplayError, match="unknown-kind"):
         fold_session([event])
+
+
+@pytest.mark.xfail(strict=True, raises=RecursionError, reason="open: the codec lets msgspec's RecursionError out")
+@pytest.mark.parametrize("depth", [2_000, 100_000])
+def test_a_deeply_nested_record_is_a_codec_error_at_any_depth(depth: int) -> None:
+    record = b'{"seq":1,"kind":"user/message","at":0,"payload":{"text":%s,"source":null}}' % (
+        b"[" * depth + b"]" * depth
+    )
+    with pytest.raises(CodecError) as caught:
+        decode_event(record)
+    assert caught.value.code == "malformed-record"
+    with pytest.raises(CodecError):
+        decode_jsonl(record)

@@ -1,0 +1,171 @@
+"""Fuzz targets at the storage boundary: the codec, JSON Lines import, and a
+store append of decoded events.
+
+"Nothing is written from rejected input" is checked against real stores, the
+in-memory reference and SQLite: after a rejected import or append the
+session's log and projection are exactly what they were, and no session
+appears; after an accepted one the store holds what the strict fold of the
+input says. Both stores must agree on every input.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import tempfile
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from adapters.codec import decode_event, decode_jsonl, decode_payload, encode_event, encode_jsonl
+from adapters.memory_store import MemoryStore
+from adapters.sqlite_store import SqliteStore
+from adapters.store import Store, import_session
+from kernel.errors import KernelError
+from kernel.session import fold_session
+from tests.fuzz.harness import Clock, Target, expect
+from tests.fuzz.inputs import (
+    byte_mutations,
+    deep_nesting,
+    huge_json_string,
+    json_inputs,
+    render,
+    structural_mutations,
+)
+from tests.fuzz.seeds import LOG_KEYS, SEED_LOGS
+
+__all__ = ["STORE_TARGETS"]
+
+_ids = itertools.count(1)
+
+
+@cache
+def _stores() -> tuple[Store, ...]:
+    """One reference store and one SQLite store for the whole run (every
+    input gets fresh session ids in them)."""
+    folder = Path(tempfile.mkdtemp(prefix="fuzz-store-"))
+    return (MemoryStore(), SqliteStore(folder / "fuzz.sqlite", synchronous="normal"))
+
+
+def _fresh_session() -> str:
+    return f"fuzz-{next(_ids)}"
+
+
+def _snapshot(store: Store, session_id: str) -> tuple[object, ...]:
+    return (store.head(session_id), store.read(session_id), store.projection(session_id))
+
+
+# --------------------------------------------------------------------------
+# codec: one record
+
+
+def _run_codec(data: bytes, clock: Clock) -> None:
+    with clock.timed():
+        event = decode_event(data)
+    again = decode_event(encode_event(event))
+    expect(again == event, f"a decoded record does not round-trip: {event!r} became {again!r}")
+    with clock.timed():
+        payload = decode_payload(json.dumps(event.payload).encode("utf-8"), event.seq)
+    expect(payload == event.payload, "a decoded payload does not round-trip")
+
+
+# --------------------------------------------------------------------------
+# JSON Lines import
+
+
+def _import_into(store: Store, data: bytes, clock: Clock) -> str | None:
+    """Import ``data`` into a fresh session; the error code on rejection."""
+    session_id = _fresh_session()
+    ids_before = store.session_ids()
+    try:
+        with clock.timed():
+            import_session(store, session_id, data)
+    except KernelError as exc:
+        expect(store.session_ids() == ids_before, f"a rejected import created a session ({exc.code})")
+        expect(_snapshot(store, session_id) == _snapshot(store, "never-used"), "a rejected import wrote")
+        return exc.code
+    events = decode_jsonl(data)
+    expect(store.read(session_id) == events, "the stored log is not the imported one")
+    expect(store.load(session_id) == fold_session(events), "the stored log folds differently")
+    expect(store.audit(session_id).ok, "the projection written by an import fails its audit")
+    expect(encode_jsonl(store.read(session_id)) == encode_jsonl(events), "export is not the import")
+    return None
+
+
+def _run_import(data: bytes, clock: Clock) -> None:
+    outcomes = [_import_into(store, data, clock) for store in _stores()]
+    expect(len(set(outcomes)) == 1, f"the stores disagree on an import: {outcomes}")
+
+
+# --------------------------------------------------------------------------
+# store append after a valid prefix
+
+#: The first events of the first seed log (a turn open in plan mode), kept
+#: in every append session before the fuzzed events are appended.
+PREFIX_LENGTH = 4
+_PREFIX = b"\n".join(json.dumps(record).encode("utf-8") for record in SEED_LOGS[0][:PREFIX_LENGTH])
+_SUFFIXES = [SEED_LOGS[0][PREFIX_LENGTH:]]
+
+
+def _append_into(store: Store, data: bytes, clock: Clock) -> str | None:
+    session_id = _fresh_session()
+    import_session(store, session_id, _PREFIX)
+    before = _snapshot(store, session_id)
+    prefix = store.read(session_id)
+    events = decode_jsonl(data)
+    try:
+        with clock.timed():
+            store.append(session_id, PREFIX_LENGTH, events)
+    except KernelError as exc:
+        expect(_snapshot(store, session_id) == before, f"a rejected append changed the session ({exc.code})")
+        return exc.code
+    expect(store.read(session_id) == prefix + events, "the stored log is not prefix + appended events")
+    expect(store.audit(session_id).ok, "the projection written by an append fails its audit")
+    return None
+
+
+def _run_append(data: bytes, clock: Clock) -> None:
+    try:
+        decode_jsonl(data)
+    except KernelError:
+        return  # the codec refuses it before any store sees it (the codec target covers that)
+    outcomes = [_append_into(store, data, clock) for store in _stores()]
+    expect(len(set(outcomes)) == 1, f"the stores disagree on an append: {outcomes}")
+
+
+@st.composite
+def _mutated_jsonl(draw: st.DrawFn, seeds: Sequence[object]) -> bytes:
+    value = draw(structural_mutations(seeds, LOG_KEYS))
+    if isinstance(value, list):
+        return b"\n".join(render(draw, item) for item in value)
+    return render(draw, value)
+
+
+def _in_payload(body: bytes, seq: int = 1) -> bytes:
+    """``body`` as a payload value of an otherwise valid record."""
+    return b'{"seq":%d,"kind":"user/message","at":5000,"payload":{"text":%s,"source":null}}' % (seq, body)
+
+
+def _jsonl_inputs(seeds: Sequence[Sequence[object]]) -> st.SearchStrategy[bytes]:
+    whole = [b"\n".join(json.dumps(record).encode("utf-8") for record in log) for log in seeds]
+    mutated = _mutated_jsonl(seeds)
+    last_line = st.builds(
+        lambda log, body: log + b"\n" + _in_payload(body, log.count(b"\n") + 2),
+        st.sampled_from(whole),
+        st.one_of(deep_nesting(), huge_json_string()),
+    )
+    return st.one_of(mutated, mutated, mutated, byte_mutations(whole), last_line, st.binary(max_size=128))
+
+
+STORE_TARGETS: tuple[Target, ...] = (
+    Target(
+        "codec_event",
+        "decode_event",
+        _run_codec,
+        json_inputs([rec for log in SEED_LOGS for rec in log], LOG_KEYS, wrap=_in_payload),
+    ),
+    Target("jsonl_import", "import_session", _run_import, _jsonl_inputs(SEED_LOGS)),
+    Target("store_append", "Store.append", _run_append, _jsonl_inputs(_SUFFIXES)),
+)
