@@ -17,10 +17,13 @@ from hypothesis import strategies as st
 
 from kernel.payload import JSON
 from kernel.shell import (
+    COMMAND_RUNNERS,
+    INTERPRETERS,
     MAX_PIPELINE,
     READ_ONLY_COMMANDS,
     SHELL_CLASSIFIER,
     SHELL_HINTS,
+    WRITE_COMMANDS,
     classify_command,
     classify_shell_call,
 )
@@ -144,6 +147,12 @@ def test_write_forms_are_refused_with_their_code(line: str, code: str) -> None:
 def test_quoted_operators_are_literal(line: str) -> None:
     assert classify_command(line).read_only
     assert _shlex_view(line) is not None
+
+
+def test_the_allow_list_shares_no_name_with_the_refused_families() -> None:
+    refused = set(WRITE_COMMANDS) | INTERPRETERS | COMMAND_RUNNERS
+    assert not READ_ONLY_COMMANDS & refused
+    assert {"git", "tee", "sed", "python", "python3", "bash", "sh", "env", "xargs"} <= refused
 
 
 def test_every_hint_code_is_reachable_from_the_tables() -> None:
