@@ -409,6 +409,15 @@ class GoalMachine(RuleBasedStateMachine):
             assert not self.armed
 
     @invariant()
+    def each_change_raises_the_revision_by_one(self) -> None:
+        last: dict[str, int] = {}
+        for event in self.log:
+            if event.kind == GOAL_CHANGE:
+                ref = event_ref(event)
+                assert ref.revision == last.get(ref.id, 0) + 1
+                last[ref.id] = ref.revision
+
+    @invariant()
     def revisions_count_accepted_changes(self) -> None:
         changes = sum(1 for event in self.log if event.kind == GOAL_CHANGE)
         assert changes == self.accepted
