@@ -1,4 +1,4 @@
-"""Goal operations: compare-and-set decisions, authority and activation.
+"""Goal operations: compare-and-set decisions and the authority rule.
 
 Theory of operation
 -------------------
@@ -23,7 +23,8 @@ Refusals, in the order they are checked:
    id already used in this session: ids are never reused, even after clear),
    ``invalid-transition`` (no row in ``TRANSITION_TABLE``, a resume with no
    rounds left, or of a goal that is already active and armed),
-   ``invalid-edit`` (an edit that changes nothing), ``invalid-objective``,
+   ``invalid-edit`` (an edit given neither an objective nor a cap),
+   ``invalid-objective``,
    ``invalid-max-rounds``, ``invalid-block-reason`` and ``invalid-id`` (an
    empty id given to create: the caller's bug).
 
