@@ -67,7 +67,7 @@ class LogBuilder:
 
     events: list[Event] = field(default_factory=list)
     state: SessionState = field(default_factory=SessionState)
-    clock: int = 0
+    clock: int = 1  # so that an event at 0 always goes back in time
     plans: int = 0
     goals: int = 0
 
