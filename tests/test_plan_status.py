@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from kernel.errors import ReplayError, is_kebab_case
 from kernel.log import PLAN_ARTIFACT, Event
+from kernel.plan_checks import CHECKS
 from kernel.plan_events import (
     PlanError,
     approve_event,
@@ -34,7 +35,6 @@ from kernel.plan_json import ExitPlanArgs, spec_to_json, summary_to_json
 from kernel.plan_payload import PLAN_ACTIONS, PlanAction, plan_action_payload, read_plan_action
 from kernel.plan_spec import OpenQuestion, PlanSpec, Todo, TodoStatus
 from kernel.plan_status import (
-    CHECKS,
     PLAN_STATUSES,
     STATUS_TABLE,
     TRANSITIONS,
