@@ -17,6 +17,7 @@ from kernel.plan_json import (
     summary_from_json,
     summary_to_json,
 )
+from kernel.plan_review import start_review
 from kernel.plan_spec import (
     TODO_STATUSES,
     OpenQuestion,
@@ -164,6 +165,11 @@ def test_full_view_starts_with_a_heading_and_shows_every_part(s: PlanSpec) -> No
         assert part.strip() in text
     for todo in s.todos:
         assert f"`{todo.id}`" in text
+
+
+@given(valid_specs())
+def test_full_view_is_accepted_by_the_exit_plan_mode_review(s: PlanSpec) -> None:
+    assert start_review(True, True, render_plan_content(s)).plan == render_plan_content(s)
 
 
 def test_summary_from_another_spec_does_not_derive_from_this_one() -> None:
