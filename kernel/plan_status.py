@@ -6,8 +6,9 @@ A session has at most one current plan, a ``PlanArtifact``; its history is
 the ``plan/artifact`` events of the log and nothing else. Each event names an
 action; ``TRANSITIONS`` is the one table of what an action may do to which
 status (and in which mode), and which checks it must pass. The reducer only
-looks rows up and runs the named checks; ``STATUS_TABLE`` documents the six
-statuses. A diagram generator reads both tables.
+looks rows up and runs the named checks (``kernel.plan_checks``);
+``STATUS_TABLE`` documents the six statuses. A diagram generator reads both
+tables.
 
 - ``draft``: recorded from ``exit_plan_mode`` in plan mode (a new plan id,
   revision 1). It never executes by itself.
