@@ -44,6 +44,7 @@ from kernel.plan_status import PlanArtifact
 from kernel.session import REDUCERS, SessionState, apply_session_event
 
 __all__ = [
+    "MAX_DEPTH",
     "SESSION_SNAPSHOT",
     "CodecError",
     "Projection",
@@ -84,26 +85,44 @@ class CodecError(KernelError):
 # Payloads and events
 
 
+#: How deeply a payload may nest arrays and objects. Far beyond any event
+#: planfold writes, and far below where a recursive reader could overflow.
+MAX_DEPTH = 128
+
+
+def _json_problem(value: object, where: str) -> str | None:
+    """The first reason ``value`` is not JSON within ``MAX_DEPTH``, or None.
+    Iterative, so no input can exhaust the interpreter's stack."""
+    stack: list[tuple[object, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if item is None or isinstance(item, bool | int | str):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{path} holds a non-finite number"
+            continue
+        if depth >= MAX_DEPTH:
+            return f"{path} nests arrays and objects deeper than {MAX_DEPTH} levels"
+        if isinstance(item, list | tuple):
+            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
+        elif isinstance(item, Mapping):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return f"{path} has a non-string key {key!r}"
+                stack.append((child, f"{path}.{key}", depth + 1))
+        else:
+            return f"{path} holds a {type(item).__name__}, which is not JSON"
+    return None
+
+
 def check_json(value: object, where: str = "payload") -> None:
     """Raise ``CodecError`` (``payload-not-json``) unless ``value`` is JSON:
-    None, bool, int, finite float, str, lists/tuples and string-keyed mappings."""
-    if value is None or isinstance(value, bool | int | str):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise CodecError(f"{where} holds a non-finite number", code="payload-not-json")
-        return
-    if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            check_json(item, f"{where}[{index}]")
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise CodecError(f"{where} has a non-string key {key!r}", code="payload-not-json")
-            check_json(item, f"{where}.{key}")
-        return
-    raise CodecError(f"{where} holds a {type(value).__name__}, which is not JSON", code="payload-not-json")
+    None, bool, int, finite float, str, lists/tuples and string-keyed
+    mappings, nested at most ``MAX_DEPTH`` deep."""
+    problem = _json_problem(value, where)
+    if problem is not None:
+        raise CodecError(problem, code="payload-not-json")
 
 
 def encode_payload(payload: JSONObject) -> bytes:
@@ -123,9 +142,13 @@ def decode_payload(data: bytes | str, seq: int) -> dict[str, Any]:
     if not isinstance(data, bytes | str):
         raise ReplayError(seq, "malformed-payload", f"stored payload is a {type(data).__name__}, not JSON text")
     try:
-        return _PAYLOAD.decode(data)
-    except msgspec.DecodeError as exc:
+        payload = _PAYLOAD.decode(data)
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise ReplayError(seq, "malformed-payload", f"stored payload is not a JSON object: {exc}") from exc
+    problem = _json_problem(payload, "stored payload")
+    if problem is not None:
+        raise ReplayError(seq, "malformed-payload", problem)
+    return payload
 
 
 def canonical_event(event: Event) -> Event:
@@ -155,11 +178,14 @@ def encode_event(event: Event) -> bytes:
 
 def decode_event(data: bytes | str, *, line: int | None = None) -> Event:
     """The event a JSON record holds; ``CodecError`` (``malformed-record``) otherwise."""
+    where = "record" if line is None else f"line {line}"
     try:
         record = _RECORD.decode(data)
-    except msgspec.DecodeError as exc:
-        where = "record" if line is None else f"line {line}"
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise CodecError(f"{where} is not an event record: {exc}", code="malformed-record", line=line) from exc
+    problem = _json_problem(record.payload, f"{where}: payload")
+    if problem is not None:
+        raise CodecError(problem, code="malformed-record", line=line)
     return Event(record.seq, record.kind, record.at, record.payload)
 
 

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.codec import (
+    MAX_DEPTH,
     SESSION_SNAPSHOT,
     CodecError,
     Projection,
@@ -118,6 +119,35 @@ def test_a_stored_payload_that_is_not_an_object_is_a_positioned_replay_error(sto
     with pytest.raises(ReplayError) as info:
         decode_payload(stored, 7)
     assert (info.value.position, info.value.rule) == (7, "malformed-payload")
+
+
+def nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+def test_payloads_nest_up_to_the_depth_limit_and_no_further() -> None:
+    fits = {"v": nested(MAX_DEPTH - 1)}
+    assert same_json(decode_event(encode_event(Event(1, "tool/call", 0, fits))).payload, fits)
+    with pytest.raises(CodecError) as info:
+        encode_payload({"v": nested(MAX_DEPTH)})
+    assert info.value.code == "payload-not-json" and "deeper" in info.value.message
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 5_000, 200_000])
+def test_a_record_nested_too_deeply_is_a_typed_error_however_deep(depth: int) -> None:
+    body = b"[" * depth + b"]" * depth
+    record = b'{"seq":1,"kind":"tool/call","at":0,"payload":{"v":%s}}' % body
+    with pytest.raises(CodecError) as info:
+        decode_event(record, line=4)
+    assert (info.value.code, info.value.line) == ("malformed-record", 4)
+    with pytest.raises(CodecError):
+        read_session_jsonl(record)
+    with pytest.raises(ReplayError) as replay:
+        decode_payload(b'{"v":%s}' % body, 9)
+    assert (replay.value.position, replay.value.rule) == (9, "malformed-payload")
 
 
 # --------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from adapters.codec import CodecError, Projection, canonical_event, project
+from adapters.codec import MAX_DEPTH, CodecError, Projection, canonical_event, project
 from adapters.memory_store import MemoryStore
 from adapters.sqlite_store import SqliteStore
 from adapters.store import (
@@ -252,6 +252,13 @@ def test_events_that_do_not_continue_the_log_are_rejected_and_nothing_is_written
     assert snapshot_of_session(kit.reopen(), "s") == before
 
 
+def too_deep() -> list[Any]:
+    value: list[Any] = []
+    for _ in range(MAX_DEPTH + 1):
+        value = [value]
+    return value
+
+
 BAD_REQUESTS: list[tuple[type[KernelError], Callable[[Store], object]]] = [
     (InvalidRequestError, lambda s: s.append("", 0, batch_after(0, 1))),
     (InvalidRequestError, lambda s: s.append("  ", 0, batch_after(0, 1))),
@@ -264,6 +271,7 @@ BAD_REQUESTS: list[tuple[type[KernelError], Callable[[Store], object]]] = [
     (InvalidRequestError, lambda s: s.append("s", 0, batch_after(0, 1), 5)),  # type: ignore[arg-type]
     (CodecError, lambda s: s.append("s", 0, [Event(1, "user/message", 1, {"text": b"x", "source": None})])),
     (CodecError, lambda s: s.append("s", 0, ["not an event"])),  # type: ignore[list-item]
+    (CodecError, lambda s: s.append("s", 0, [Event(1, "tool/call", 1, {"v": too_deep()})])),
     (InvalidRequestError, lambda s: s.head("")),
     (InvalidRequestError, lambda s: s.load("")),
     (InvalidRequestError, lambda s: s.audit("")),
