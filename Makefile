@@ -28,5 +28,9 @@ test: lint typecheck unit
 demo: $(STAMP)
 	$(BIN)/planfold demo --db demo.sqlite
 
+## Regenerate specs/: state diagrams, the event schema, conformance vectors, README diagrams.
+diagrams: $(STAMP)
+	$(BIN)/python -m adapters.diagrams specs
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis demo.sqlite*
