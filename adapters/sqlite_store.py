@@ -24,6 +24,13 @@ wait up to ``busy_timeout_ms`` for the write lock. A connection is never used
 across a fork: a store that finds itself in a child process leaves the
 parent's connection alone (closing it could disturb the parent's locks) and
 opens its own.
+
+Each store remembers, per session, the last snapshot text it wrote or decoded
+together with its state, so the next append to a session it just wrote does
+not decode its own snapshot again. The memo is only used when the row holds
+exactly that text (snapshots round-trip exactly, so equal text means an equal
+state); any other text, written by another process or left stale, is decoded
+as usual.
 """
 
 from __future__ import annotations
@@ -81,6 +88,8 @@ _PROJECTION_COLUMNS = (
     "fold_format",
 )
 _TIME_COLUMNS = ("created_at_ms", "updated_at_ms")
+#: Sessions whose last snapshot a store keeps decoded (least recently used dropped).
+_MEMO_SIZE = 64
 
 
 def connect_sqlite(path: str) -> Connection:
@@ -138,6 +147,7 @@ class SqliteStore:
         self._update_sql = ""
         self._fill: tuple[object, ...] = ()
         self._timed = False
+        self._memo: dict[str, tuple[str, str, SessionState]] = {}
         #: What opening the file did to its schema.
         self.migration: MigrationReport | None = None
         with self._locked():
@@ -272,7 +282,7 @@ class SqliteStore:
         if actual != p.expected_seq:
             raise ConflictError(sid, p.expected_seq, actual)
         row = conn.execute("SELECT fold_format, fold_state FROM sessions WHERE id = ?", (sid,)).fetchone()
-        state = None if row is None else resume_state(str(row[0]), str(row[1]), actual)
+        state = None if row is None else self._resume(sid, str(row[0]), str(row[1]), actual)
         if state is None:
             state = fold_session(self._events(conn, sid, 0))
         new_state = fold_new_events(sid, state, p.events)
@@ -283,6 +293,7 @@ class SqliteStore:
             )
         proj = project(new_state)
         fold_format, fold_state = snapshot_of(new_state)
+        self._remember(sid, fold_format, fold_state, new_state)
         values = (
             proj.agent_mode,
             int(proj.plan_mode),
@@ -306,6 +317,27 @@ class SqliteStore:
                 (sid, p.key, p.request_hash, first, last),
             )
         return AppendResult(sid, first, last)
+
+    def _resume(self, sid: str, fold_format: str, fold_state: str, last_seq: int) -> SessionState | None:
+        """``resume_state``, answered from the memo when the stored text is the
+        one it holds (see the module docstring)."""
+        known = self._memo.get(sid)
+        if known is not None and known[0] == fold_format and known[1] == fold_state and known[2].last_seq == last_seq:
+            return known[2]
+        state = resume_state(fold_format, fold_state, last_seq)
+        if state is not None:
+            self._remember(sid, fold_format, fold_state, state)
+        return state
+
+    def _remember(self, sid: str, fold_format: str, fold_state: str, state: SessionState) -> None:
+        # Pairing a text with the state it encodes is true whether or not the
+        # transaction that writes it commits, so the memo needs no rollback.
+        self._memo.pop(sid, None)
+        if not fold_format:
+            return
+        self._memo[sid] = (fold_format, fold_state, state)
+        if len(self._memo) > _MEMO_SIZE:
+            del self._memo[next(iter(self._memo))]
 
     # ----------------------------------------------------------------------
     # Reads
@@ -347,7 +379,7 @@ class SqliteStore:
     def _load(self, conn: Connection, sid: str, incremental: bool) -> SessionState:
         if incremental:
             row = conn.execute("SELECT fold_format, fold_state, log_seq FROM sessions WHERE id = ?", (sid,)).fetchone()
-            state = None if row is None else resume_state(str(row[0]), str(row[1]), int(row[2]))
+            state = None if row is None else self._resume(sid, str(row[0]), str(row[1]), int(row[2]))
             if state is not None:
                 return fold_more(state, self._events(conn, sid, state.last_seq))
         return fold_session(self._events(conn, sid, 0))

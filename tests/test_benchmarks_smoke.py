@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adapters.sqlite_store import SqliteStore
+from adapters.store import StorageError
 from benchmarks import append_bench, replay_bench
 from benchmarks.baselines import NaiveGoal, RawLog, naive_fold, naive_replay
 from benchmarks.bench import FAMILIES, format_table, main
@@ -252,3 +255,58 @@ def test_replay_check_refuses_disagreeing_readers() -> None:
     replay_bench.check_replays(session, goal, naive, None)
     with pytest.raises(replay_bench.ReplayMismatchError, match="naive"):
         replay_bench.check_replays(session, goal, replace(naive, rounds_started=naive.rounds_started + 1), None)
+
+
+# --------------------------------------------------------------------------
+# The store's snapshot memo (an optimisation the durable-append benchmark
+# measures) never answers for a snapshot the file does not hold
+
+
+class FailingCommit:
+    """A connection whose next COMMIT fails once when ``armed``."""
+
+    def __init__(self, path: str) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.armed = False
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.in_transaction
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if sql == "COMMIT" and self.armed:
+            self.armed = False
+            raise sqlite3.OperationalError("disk I/O error (injected)")
+        return self.conn.execute(sql, parameters)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def test_store_memo_follows_the_file_across_writers_and_failed_commits(tmp_path: Path) -> None:
+    path = tmp_path / "memo.db"
+    opened: list[FailingCommit] = []
+
+    def connect(p: str) -> FailingCommit:
+        opened.append(FailingCommit(p))
+        return opened[-1]
+
+    events = list(session_events(40))
+    first, second = SqliteStore(path, connect=connect), SqliteStore(path)
+    try:
+        for index, event in enumerate(events[:30]):
+            (first if index % 3 else second).append("s", event.seq - 1, [event])
+        opened[-1].armed = True
+        with pytest.raises(StorageError):
+            first.append("s", 30, events[30:31])
+        assert first.head("s") == 30
+        for store in (first, second):
+            assert store.load("s", incremental=True) == fold_session(events[:30])
+        first.append("s", 30, events[30:35])
+        second.append("s", 35, events[35:])
+        for store in (first, second):
+            assert store.load("s", incremental=True) == fold_session(events)
+            assert store.audit("s").ok
+    finally:
+        first.close()
+        second.close()
