@@ -52,6 +52,7 @@ MACHINES: Mapping[str, str] = {
     "plan_status": "plan",
     "plan_payload": "plan",
     "plan_json": "plan",
+    "plan_checks": "plan",
     "tool_events": "tools",
 }
 #: Modules that raise payload or replay errors outside any fold of the log.
