@@ -90,9 +90,44 @@ class CodecError(KernelError):
 MAX_DEPTH = 128
 
 
+def _plain_json(value: object) -> bool:
+    """True when ``value`` is a dict or list made only of JSON's own types
+    (dict with str keys, list, str, int, bool, None, finite float) nested
+    within ``MAX_DEPTH``: the common case (every decoded payload), checked
+    without building paths. False only means "look closer": tuples, other
+    mappings and int subclasses are JSON too."""
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return False
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            return False
+        if type(item) is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            children: Iterable[Any] = item.values()
+        else:
+            children = item
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                stack.append((child, depth + 1))
+            elif kind is float:
+                if not math.isfinite(child):
+                    return False
+            elif not (kind is str or kind is int or kind is bool or child is None):
+                return False
+    return True
+
+
 def _json_problem(value: object, where: str) -> str | None:
     """The first reason ``value`` is not JSON within ``MAX_DEPTH``, or None.
     Iterative, so no input can exhaust the interpreter's stack."""
+    if _plain_json(value):
+        return None
     stack: list[tuple[object, str, int]] = [(value, where, 0)]
     while stack:
         item, path, depth = stack.pop()

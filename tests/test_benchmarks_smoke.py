@@ -7,14 +7,17 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from adapters.codec import MAX_DEPTH, _json_problem, _plain_json
 from adapters.sqlite_store import SqliteStore
 from adapters.store import StorageError
 from benchmarks import append_bench, replay_bench
@@ -310,3 +313,58 @@ def test_store_memo_follows_the_file_across_writers_and_failed_commits(tmp_path:
     finally:
         first.close()
         second.close()
+
+
+# --------------------------------------------------------------------------
+# The codec's fast JSON check (another optimisation the replay benchmark
+# measures) agrees with a plain reference on every kind of value
+
+
+def reference_json(value: object, depth: int = 0) -> bool:
+    """JSON within the codec's nesting limit, checked the obvious recursive way."""
+    if value is None or isinstance(value, bool | int | str):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if depth >= MAX_DEPTH:
+        return False
+    if isinstance(value, list | tuple):
+        return all(reference_json(item, depth + 1) for item in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and reference_json(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def nest(value: object, depth: int) -> object:
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+non_finite = st.sampled_from([math.inf, -math.inf, math.nan])
+scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats() | non_finite | st.text(max_size=3) | st.binary(max_size=2)
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.tuples(inner)
+    | st.dictionaries(st.text(max_size=2) | st.integers(0, 3), inner, max_size=3)
+    | st.builds(MappingProxyType, st.dictionaries(st.text(max_size=2), inner, max_size=2)),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=budget(200))
+@given(values, st.sampled_from([0, 1, MAX_DEPTH - 2, MAX_DEPTH - 1, MAX_DEPTH]))
+@example([math.inf], 0)
+@example({"a": {"b": math.nan}}, 3)
+@example({1: "x"}, 0)
+@example([], MAX_DEPTH - 1)
+@example([], MAX_DEPTH)
+def test_codec_json_check_agrees_with_reference(value: object, depth: int) -> None:
+    deep = nest(value, depth)
+    expected = reference_json(deep)
+    assert (_json_problem(deep, "payload") is None) == expected
+    if _plain_json(deep):
+        assert expected
