@@ -12,7 +12,9 @@ repository root, in turns: ``python -c "import kernel"`` and
 ``python -c "pass"``; what ``import kernel`` adds is the difference of their
 median wall times. Each run of the first also passes ``-X importtime`` and the
 median of the interpreter's own cumulative figure for ``kernel`` is reported
-beside it. One untimed run of each comes first so that bytecode caches exist.
+beside it, split into the kernel modules' own bodies (defining classes and
+tables) and the standard-library modules they pull in that ``pass`` does
+not. One untimed run of each comes first so that bytecode caches exist.
 """
 
 from __future__ import annotations
@@ -32,13 +34,13 @@ from kernel.log import Event
 from kernel.plan_mode import fold_plan_mode
 from kernel.session import fold_session
 
-__all__ = ["ROOT", "import_cost", "run_folds", "run_import"]
+__all__ = ["ROOT", "import_cost", "importtime_split", "run_folds", "run_import"]
 
 FOLD = "kernel-fold"
 IMPORT = "kernel-import"
 #: The repository root: ``kernel`` is importable from here.
 ROOT = Path(__file__).resolve().parent.parent
-_IMPORTTIME = re.compile(r"^import time:\s+\d+\s+\|\s+(\d+)\s+\|\s?(\S+)\s*$")
+_IMPORTTIME = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|( *)(\S+)\s*$")
 
 
 def _fold_rate(fold: Callable[[Iterable[Event]], Any], events: list[Event], repeats: int) -> list[float]:
@@ -72,31 +74,49 @@ def _run(code: str, *flags: str) -> tuple[float, str]:
     return time.perf_counter() - start, done.stderr
 
 
-def _kernel_cumulative_us(stderr: str) -> int | None:
+def importtime_split(stderr: str) -> tuple[float, float, float] | None:
+    """From ``-X importtime`` output: the cumulative ms of ``kernel`` and how
+    it splits into the kernel's own modules (their bodies: class and table
+    creation) and the other modules they pull in, or None if absent."""
+    rows = []
     for line in stderr.splitlines():
         found = _IMPORTTIME.match(line)
-        if found and found.group(2) == "kernel":
-            return int(found.group(1))
-    return None
+        if found:
+            rows.append((int(found.group(1)), int(found.group(2)), len(found.group(3)), found.group(4)))
+    top = next((i for i in range(len(rows) - 1, -1, -1) if rows[i][3] == "kernel"), None)
+    if top is None:
+        return None
+    own = float(rows[top][0])
+    other = 0.0
+    index = top - 1
+    while index >= 0 and rows[index][2] > rows[top][2]:  # the subtree is printed just before its root
+        self_us, _, _, name = rows[index]
+        if name == "kernel" or name.startswith("kernel."):
+            own += self_us
+        else:
+            other += self_us
+        index -= 1
+    return rows[top][1] / 1000, own / 1000, other / 1000
 
 
-def import_cost(runs: int) -> tuple[list[float], list[float], list[float]]:
+def import_cost(runs: int) -> tuple[list[float], list[float], list[tuple[float, float, float]]]:
     """Wall ms of ``import kernel`` runs, of ``pass`` runs, and the
-    ``-X importtime`` cumulative ms of ``kernel``, ``runs`` of each in turns."""
+    ``-X importtime`` split of ``kernel`` (``importtime_split``), ``runs`` of
+    each in turns."""
     _run("import kernel")
     _run("pass")
     with_kernel: list[float] = []
     bare: list[float] = []
-    reported: list[float] = []
+    reported: list[tuple[float, float, float]] = []
     for _ in range(runs):
         seconds, _ = _run("import kernel")
         with_kernel.append(seconds * 1000)
         seconds, _ = _run("pass")
         bare.append(seconds * 1000)
         _, stderr = _run("import kernel", "-X", "importtime")
-        micros = _kernel_cumulative_us(stderr)
-        if micros is not None:
-            reported.append(micros / 1000)
+        split = importtime_split(stderr)
+        if split is not None:
+            reported.append(split)
     return with_kernel, bare, reported
 
 
@@ -110,10 +130,15 @@ def run_import(scale: Scale, workdir: Path) -> FamilyResult:
         Measurement(IMPORT, "python -c 'pass'", "ms", median(bare), tuple(bare)),
         Measurement(IMPORT, "import kernel adds (wall, difference of medians)", "ms", added, ()),
     ]
-    if reported:
-        found.append(
-            Measurement(IMPORT, "import kernel (-X importtime, cumulative)", "ms", median(reported), tuple(reported))
-        )
+    labels = (
+        "import kernel (-X importtime, cumulative)",
+        "  of which kernel modules' own bodies",
+        "  of which other modules they import",
+    )
+    for column, label in enumerate(labels):
+        values = [split[column] for split in reported]
+        if values:
+            found.append(Measurement(IMPORT, label, "ms", median(values), tuple(values)))
     ratios: tuple[Ratio, ...] = (
         Ratio(IMPORT, "import kernel adds (ms)", added, "at-most", 15.0,
               "median wall ms of 'import kernel' minus median of 'pass', fresh interpreters"),

@@ -25,6 +25,7 @@ from benchmarks.baselines import NaiveGoal, RawLog, naive_fold, naive_replay
 from benchmarks.bench import FAMILIES, format_table, main
 from benchmarks.es_baseline import MISSING, load_eventsourcing
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, ratio
+from benchmarks.kernel_bench import importtime_split
 from benchmarks.workloads import goal_events, session_events
 from kernel.goal_fold import fold_goal
 from kernel.session import fold_session
@@ -129,8 +130,22 @@ def test_kernel_import_smoke(tmp_path: Path) -> None:
     check_family(result, "kernel-import")
     (goal,) = result.ratios
     assert goal.bound == 15.0 and goal.direction == "at-most" and goal.value is not None
-    reported = [m for m in result.measurements if "importtime" in m.subject]
-    assert reported and reported[0].value > 0
+    reported = [m for m in result.measurements if "importtime" in m.subject or "of which" in m.subject]
+    assert len(reported) == 3 and reported[0].value > 0
+
+
+def test_importtime_split_takes_only_the_kernel_subtree() -> None:
+    stderr = "\n".join([
+        "import time: self [us] | cumulative | imported package",
+        "import time:       500 |        500 | site",
+        "import time:       100 |        100 |       re",
+        "import time:      2000 |       2100 |     kernel.errors",
+        "import time:       300 |        300 |     dataclasses",
+        "import time:      1000 |       3400 |   kernel.log",
+        "import time:       700 |       4100 | kernel",
+    ])
+    assert importtime_split(stderr) == (4.1, 3.7, 0.4)
+    assert importtime_split("import time:  5 |  5 | site") is None
 
 
 # --------------------------------------------------------------------------
