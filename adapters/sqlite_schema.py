@@ -60,6 +60,7 @@ __all__ = [
     "MigrationReport",
     "Step",
     "columns",
+    "is_busy",
     "migrate",
     "read_version",
     "rollback_quietly",
@@ -84,11 +85,17 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
+def is_busy(exc: sqlite3.Error) -> bool:
+    """True when ``exc`` says another connection holds a lock we need."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith("SQLITE_BUSY") or "database is locked" in str(exc)
+
+
 def translate(exc: sqlite3.Error, operation: str, outcome: Outcome = "not-applied") -> StorageError:
     """The typed error for a driver exception raised during ``operation``."""
     name = getattr(exc, "sqlite_errorname", "") or type(exc).__name__
     detail = f"{name}: {exc}"
-    if name.startswith("SQLITE_BUSY") or "database is locked" in str(exc):
+    if is_busy(exc):
         return StoreBusyError(operation, detail, outcome=outcome, code="store-busy")
     return StorageError(operation, detail, outcome=outcome)
 

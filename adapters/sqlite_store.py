@@ -20,10 +20,8 @@ store errors pass through unchanged.
 
 The file runs in WAL mode with ``synchronous=FULL`` by default, so an append
 that returned is durable; ``synchronous="normal"`` must be asked for. Writers
-wait up to ``busy_timeout_ms`` for the write lock. A connection is never used
-across a fork: a store that finds itself in a child process leaves the
-parent's connection alone (closing it could disturb the parent's locks) and
-opens its own.
+wait up to ``busy_timeout_ms`` for the write lock. The connection, its
+transactions and its fork safety belong to ``adapters.sqlite_conn``.
 
 Each store remembers, per session, the last snapshot text it wrote or decoded
 together with its state, so the next append to a session it just wrote does
@@ -35,23 +33,22 @@ as usual.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
-import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
 
 from adapters.codec import Projection, decode_payload, project
+from adapters.sqlite_conn import ConnectionKeeper, connect_sqlite
 from adapters.sqlite_schema import (
     SCHEMA_VERSION,
     Connection,
     MigrationReport,
     columns,
+    is_busy,
     migrate,
     read_version,
-    rollback_quietly,
-    translate,
 )
 from adapters.store import (
     AppendResult,
@@ -60,7 +57,6 @@ from adapters.store import (
     InvalidRequestError,
     PreparedAppend,
     SchemaTooNewError,
-    StoreClosedError,
     audit_state,
     fold_new_events,
     prepare_append,
@@ -90,12 +86,6 @@ _PROJECTION_COLUMNS = (
 _TIME_COLUMNS = ("created_at_ms", "updated_at_ms")
 #: Sessions whose last snapshot a store keeps decoded (least recently used dropped).
 _MEMO_SIZE = 64
-
-
-def connect_sqlite(path: str) -> Connection:
-    """The default connection factory: autocommit mode (the store issues its
-    own ``BEGIN``/``COMMIT``), usable from any thread under the store's lock."""
-    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
 
 def _quote(name: str) -> str:
@@ -137,12 +127,6 @@ class SqliteStore:
         self.path = os.fspath(path)
         self.synchronous: Synchronous = synchronous
         self.busy_timeout_ms = busy_timeout_ms
-        self._connect = connect or connect_sqlite
-        self._lock = threading.RLock()
-        self._pid = os.getpid()
-        self._conn: Connection | None = None
-        self._orphans: list[Connection] = []  # connections inherited over a fork: never touched
-        self._closed = False
         self._insert_sql = ""
         self._update_sql = ""
         self._fill: tuple[object, ...] = ()
@@ -150,8 +134,9 @@ class SqliteStore:
         self._memo: dict[str, tuple[str, str, SessionState]] = {}
         #: What opening the file did to its schema.
         self.migration: MigrationReport | None = None
-        with self._locked():
-            self._connection()
+        #: The connection of this process, and its transactions.
+        self.connections = ConnectionKeeper(self.path, connect or connect_sqlite, self._setup)
+        self.connections.open()
 
     # ----------------------------------------------------------------------
     # Connections
@@ -162,43 +147,33 @@ class SqliteStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _locked(self) -> threading.RLock:
-        if os.getpid() != self._pid:
-            self._lock = threading.RLock()  # a lock copied over a fork may be held forever
-        return self._lock
+    def _setup(self, conn: Connection) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        found = read_version(conn)
+        if found > SCHEMA_VERSION:
+            raise SchemaTooNewError(found, SCHEMA_VERSION)
+        self._enable_wal(conn)
+        conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+        self.migration = migrate(conn)
+        self._prepare_row_sql(conn)
 
-    def _connection(self) -> Connection:
-        if self._closed:
-            raise StoreClosedError()
-        pid = os.getpid()
-        if self._conn is not None and pid != self._pid:
-            self._orphans.append(self._conn)
-            self._conn = None
-        if self._conn is None:
-            self._conn = self._open()
-            self._pid = pid
-        return self._conn
-
-    def _open(self) -> Connection:
-        try:
-            conn = self._connect(self.path)
-        except sqlite3.Error as exc:
-            raise translate(exc, "open") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            found = read_version(conn)
-            if found > SCHEMA_VERSION:
-                raise SchemaTooNewError(found, SCHEMA_VERSION)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
-            self.migration = migrate(conn)
-            self._prepare_row_sql(conn)
-        except BaseException as exc:
-            self._drop(conn)
-            if isinstance(exc, sqlite3.Error):
-                raise translate(exc, "open") from exc
-            raise
-        return conn
+    def _enable_wal(self, conn: Connection) -> None:
+        # Switching a file to WAL needs an exclusive lock, and SQLite answers
+        # SQLITE_BUSY at once (without its busy handler) while other openers
+        # hold the file, so wait here, within the same busy timeout.
+        if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+            return
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        pause = 0.001
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
     def _prepare_row_sql(self, conn: Connection) -> None:
         have = columns(conn, "sessions")
@@ -217,40 +192,12 @@ class SqliteStore:
         sets = [*_PROJECTION_COLUMNS, *(("updated_at_ms",) if self._timed else ())]
         self._update_sql = f"UPDATE sessions SET {', '.join(f'{_quote(n)} = ?' for n in sets)} WHERE id = ?"
 
-    def _drop(self, conn: Connection) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            conn.close()
-        if self._conn is conn:
-            self._conn = None
-
-    def _abort(self, conn: Connection) -> None:
-        if not rollback_quietly(conn):
-            self._drop(conn)
-
     def _run(self, operation: str, begin: str, body: Callable[[Connection], T]) -> T:
-        with self._locked():
-            conn = self._connection()
-            committing = False
-            try:
-                conn.execute(begin)
-                result = body(conn)
-                committing = True
-                conn.execute("COMMIT")
-                return result
-            except sqlite3.Error as exc:
-                self._abort(conn)
-                raise translate(exc, operation, "unknown" if committing else "not-applied") from exc
-            except BaseException:
-                self._abort(conn)
-                raise
+        return self.connections.run(operation, begin, body)
 
     def close(self) -> None:
         """Close the connection; later calls raise ``StoreClosedError``. Idempotent."""
-        with self._locked():
-            self._closed = True
-            if self._conn is not None and os.getpid() == self._pid:
-                self._drop(self._conn)
-            self._conn = None
+        self.connections.close()
 
     # ----------------------------------------------------------------------
     # Writes
@@ -438,9 +385,6 @@ class SqliteStore:
 
     def integrity_check(self) -> tuple[str, ...]:
         """``PRAGMA integrity_check``: ``("ok",)`` for a sound file."""
-        with self._locked():
-            conn = self._connection()
-            try:
-                return tuple(str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall())
-            except sqlite3.Error as exc:
-                raise translate(exc, "integrity_check") from exc
+        return self.connections.direct(
+            "integrity_check", lambda conn: tuple(str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall())
+        )

@@ -108,13 +108,13 @@ def test_eight_processes_race_compare_and_set_appends_onto_four_sessions(tmp_pat
 
 def forked_child(store: SqliteStore, out: Any) -> None:
     try:
-        parent_conn = store._conn
+        inherited_owner = store.connections.owner_pid
         head = store.head("s")
         store.append("s", head, batch_after(head, 2))
         # The inherited connection was set aside untouched, and a new one opened.
-        out.put(("ok", parent_conn is not None and store._orphans == [parent_conn], store._conn is not parent_conn))
+        out.put(("ok", inherited_owner != os.getpid(), store.connections.inherited, store.connections.owner_pid))
     except Exception as exc:
-        out.put(("error", repr(exc), False))
+        out.put(("error", repr(exc), 0, 0))
 
 
 def test_a_store_used_in_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
@@ -130,14 +130,14 @@ def test_a_store_used_in_a_forked_child_opens_its_own_connection(tmp_path: Path)
             proc.join(timeout=30)
             if proc.is_alive():
                 proc.kill()
-        assert result == ("ok", True, True)
+        assert result == ("ok", True, 1, proc.pid)
         assert proc.exitcode == 0
         assert store.head("s") == 3  # the parent's connection still works and sees the child's commit
         store.append("s", 3, batch_after(3, 1))
         assert store.audit("s").ok
         assert store.integrity_check() == ("ok",)
-        assert store._orphans == []
-        assert os.getpid() == store._pid
+        assert store.connections.inherited == 0
+        assert store.connections.owner_pid == os.getpid()
 
 
 def test_a_writer_that_cannot_get_the_lock_gets_store_busy(tmp_path: Path) -> None:
