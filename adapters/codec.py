@@ -70,7 +70,8 @@ class CodecError(KernelError):
     """Input is not something the codec can represent or read.
 
     Codes: ``payload-not-json`` (the caller's payload has a value JSON cannot
-    carry exactly), ``malformed-record`` (a JSON Lines line is not an event
+    carry exactly), ``event-not-storable`` (see ``canonical_event``),
+    ``malformed-record`` (a JSON Lines line is not an event
     record; ``line`` is its 1-based number).
     """
 
@@ -165,7 +166,10 @@ def encode_payload(payload: JSONObject) -> bytes:
     if not isinstance(payload, Mapping):
         raise CodecError("a payload must be a JSON object", code="payload-not-json")
     check_json(payload)
-    return msgspec.json.encode(payload)
+    try:
+        return msgspec.json.encode(payload)
+    except UnicodeEncodeError as exc:
+        raise CodecError(f"payload text is not valid Unicode: {exc}", code="payload-not-json") from exc
 
 
 _PAYLOAD = msgspec.json.Decoder(dict[str, Any])
@@ -186,11 +190,34 @@ def decode_payload(data: bytes | str, seq: int) -> dict[str, Any]:
     return payload
 
 
-def canonical_event(event: Event) -> Event:
-    """``event`` exactly as a store returns it (``CodecError`` if its payload is not JSON)."""
+_INT64 = range(-(2**63), 2**63)
+
+
+def _check_envelope_storable(event: object) -> Event:
     if not isinstance(event, Event):
-        raise CodecError(f"expected an Event, got {type(event).__name__}", code="payload-not-json")
-    return Event(event.seq, event.kind, event.at, decode_payload(encode_payload(event.payload), event.seq))
+        raise CodecError(f"expected an Event, got {type(event).__name__}", code="event-not-storable")
+    for name in ("seq", "at"):
+        value = getattr(event, name)
+        if isinstance(value, int) and value not in _INT64:
+            raise CodecError(f"event {name} {value} does not fit in 64 bits", code="event-not-storable")
+    if not isinstance(event.kind, str):
+        raise CodecError(f"event kind must be a string, got {type(event.kind).__name__}", code="event-not-storable")
+    try:
+        event.kind.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CodecError("event kind is not valid Unicode text", code="event-not-storable") from exc
+    return event
+
+
+def canonical_event(event: Event) -> Event:
+    """``event`` exactly as a store returns it. ``CodecError``: ``payload-not-json``
+    for a payload JSON cannot carry, ``event-not-storable`` for a value that is
+    not an event, a kind that is not text, or a seq or time beyond 64 bits."""
+    event = _check_envelope_storable(event)
+    # Bytes just encoded from checked JSON decode to checked JSON (finite
+    # floats keep their value, the nesting stays the same), so the decoded
+    # payload is not walked a second time.
+    return Event(event.seq, event.kind, event.at, _PAYLOAD.decode(encode_payload(event.payload)))
 
 
 class _Record(msgspec.Struct, forbid_unknown_fields=True):
@@ -207,8 +234,13 @@ _RECORD = msgspec.json.Decoder(_Record)
 
 def encode_event(event: Event) -> bytes:
     """One event as a compact JSON object (no trailing newline)."""
+    _check_envelope_storable(event)
     check_json(event.payload)
-    return msgspec.json.encode(_Record(event.seq, event.kind, event.at, dict(event.payload)))
+    try:
+        return msgspec.json.encode(_Record(event.seq, event.kind, event.at, dict(event.payload)))
+    except (UnicodeEncodeError, TypeError, OverflowError) as exc:
+        detail = f"event {event.seq!r} cannot be written as a record: {exc}"
+        raise CodecError(detail, code="event-not-storable") from exc
 
 
 def decode_event(data: bytes | str, *, line: int | None = None) -> Event:
@@ -221,7 +253,11 @@ def decode_event(data: bytes | str, *, line: int | None = None) -> Event:
     problem = _json_problem(record.payload, f"{where}: payload")
     if problem is not None:
         raise CodecError(problem, code="malformed-record", line=line)
-    return Event(record.seq, record.kind, record.at, record.payload)
+    event = Event(record.seq, record.kind, record.at, record.payload)
+    try:
+        return _check_envelope_storable(event)
+    except CodecError as exc:
+        raise CodecError(f"{where}: {exc.message}", code="malformed-record", line=line) from exc
 
 
 # --------------------------------------------------------------------------

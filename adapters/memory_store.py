@@ -22,9 +22,10 @@ from adapters.store import (
     AppendResult,
     AuditReport,
     IdempotencyMismatchError,
-    InvalidRequestError,
     StoreClosedError,
     audit_state,
+    check_after,
+    check_session_id,
     fold_new_events,
     prepare_append,
     resume_state,
@@ -69,9 +70,7 @@ class MemoryStore:
     def _session(self, session_id: str) -> _Session | None:
         if self._closed:
             raise StoreClosedError()
-        if not isinstance(session_id, str) or not session_id.strip():
-            raise InvalidRequestError("a session id must be a non-empty string")
-        return self._sessions.get(session_id)
+        return self._sessions.get(check_session_id(session_id))
 
     def append(
         self,
@@ -121,9 +120,10 @@ class MemoryStore:
 
     def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
         """The events with seq > ``after``, in order, as fresh values."""
+        start = check_after(after)
         with self._lock:
             session = self._session(session_id)
-            rows = [] if session is None else session.events[max(after, 0) :]
+            rows = [] if session is None else session.events[start:]
         return _decode(rows)
 
     def load(self, session_id: str, *, incremental: bool = False) -> SessionState:

@@ -58,6 +58,8 @@ from adapters.store import (
     PreparedAppend,
     SchemaTooNewError,
     audit_state,
+    check_after,
+    check_session_id,
     fold_new_events,
     prepare_append,
     resume_state,
@@ -303,8 +305,7 @@ class SqliteStore:
         return tuple(Event(seq, kind, at, decode_payload(payload, seq)) for seq, kind, at, payload in rows)
 
     def _read(self, operation: str, session_id: str, body: Callable[[Connection, str], T]) -> T:
-        if not isinstance(session_id, str) or not session_id.strip():
-            raise InvalidRequestError("a session id must be a non-empty string")
+        check_session_id(session_id)
         return self._run(operation, "BEGIN", lambda conn: body(conn, session_id))
 
     def head(self, session_id: str) -> int:
@@ -314,9 +315,8 @@ class SqliteStore:
     def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
         """The events with seq > ``after``, in order; a stored payload that is
         not a JSON object raises the positioned ``ReplayError``."""
-        if isinstance(after, bool) or not isinstance(after, int):
-            raise InvalidRequestError("after must be an integer")
-        return self._read("read", session_id, lambda conn, sid: self._events(conn, sid, after))
+        start = check_after(after)
+        return self._read("read", session_id, lambda conn, sid: self._events(conn, sid, start))
 
     def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
         """The strict fold of the log (``ReplayError`` at the first bad event),

@@ -55,6 +55,7 @@ from kernel.log import Event
 from kernel.session import SessionState, fold_more
 
 __all__ = [
+    "MAX_SEQ",
     "AppendRejectedError",
     "AppendResult",
     "AuditReport",
@@ -70,6 +71,8 @@ __all__ = [
     "StoreClosedError",
     "StoreError",
     "audit_state",
+    "check_after",
+    "check_session_id",
     "export_session",
     "fold_new_events",
     "import_session",
@@ -255,21 +258,41 @@ class PreparedAppend:
     request_hash: str
 
 
-def _check_session_id(session_id: object) -> str:
-    if not isinstance(session_id, str) or not session_id.strip():
-        raise InvalidRequestError("a session id must be a non-empty string")
-    return session_id
+#: The largest seq or position a store keeps (SQLite's signed 64-bit integer).
+MAX_SEQ = 2**63 - 1
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequestError(f"{what} must be a non-empty string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequestError(f"{what} is not valid Unicode text (it holds a lone surrogate)") from exc
+    return value
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if it is non-empty, storable text; ``InvalidRequestError`` otherwise."""
+    return _text(session_id, "a session id")
+
+
+def check_after(after: object) -> int:
+    """A ``read`` position: an integer, clamped to ``0..MAX_SEQ``."""
+    if isinstance(after, bool) or not isinstance(after, int):
+        raise InvalidRequestError(f"after must be an integer, got {after!r}")
+    return min(max(after, 0), MAX_SEQ)
 
 
 def prepare_append(
     session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None
 ) -> PreparedAppend:
     """Validate an append request; ``InvalidRequestError`` or ``CodecError`` otherwise."""
-    _check_session_id(session_id)
-    if isinstance(expected_seq, bool) or not isinstance(expected_seq, int) or expected_seq < 0:
-        raise InvalidRequestError(f"expected_seq must be an integer >= 0, got {expected_seq!r}")
-    if idempotency_key is not None and (not isinstance(idempotency_key, str) or not idempotency_key):
-        raise InvalidRequestError("an idempotency key must be a non-empty string or None")
+    check_session_id(session_id)
+    if isinstance(expected_seq, bool) or not isinstance(expected_seq, int) or not 0 <= expected_seq <= MAX_SEQ:
+        raise InvalidRequestError(f"expected_seq must be an integer in 0..{MAX_SEQ}, got {expected_seq!r}")
+    if idempotency_key is not None:
+        _text(idempotency_key, "an idempotency key")
     if isinstance(events, str | bytes) or not isinstance(events, Sequence) or not events:
         raise InvalidRequestError("an append needs a non-empty sequence of events")
     canonical = tuple(canonical_event(e) for e in events)

@@ -68,7 +68,7 @@ def same_json(a: Any, b: Any) -> bool:
 # Payloads and events
 
 
-@given(payloads, st.integers(min_value=1), st.text(max_size=12), st.integers(min_value=0))
+@given(payloads, st.integers(min_value=1, max_value=2**63 - 1), st.text(max_size=12), st.integers(0, 2**63 - 1))
 def test_an_event_round_trips_exactly_through_its_record(
     payload: dict[str, Any], seq: int, kind: str, at: int
 ) -> None:
@@ -112,6 +112,34 @@ def test_a_payload_must_be_an_object_and_an_event_must_be_an_event() -> None:
     with pytest.raises(CodecError, match="Event"):
         canonical_event({"seq": 1})  # type: ignore[arg-type]
     check_json({"fine": [1, 2.5, None, True, "x", {"k": []}]})  # does not raise
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        Event(2**63, "turn/start", 0, {"turn": 1}),
+        Event(1, "turn/start", -(2**63) - 1, {"turn": 1}),
+        Event(1, 7, 0, {}),  # type: ignore[arg-type]
+        Event(1, "turn/\udfff", 0, {}),
+    ],
+)
+def test_an_event_a_store_cannot_keep_is_refused_with_a_typed_error(event: Event) -> None:
+    with pytest.raises(CodecError) as info:
+        canonical_event(event)
+    assert info.value.code == "event-not-storable"
+    with pytest.raises(CodecError):
+        encode_event(event)
+    if isinstance(event.kind, str) and event.kind.isascii():
+        record = b'{"seq":%d,"kind":"%s","at":%d,"payload":{}}' % (event.seq, event.kind.encode(), event.at)
+        with pytest.raises(CodecError) as decoded:
+            decode_event(record, line=3)
+        assert (decoded.value.code, decoded.value.line) == ("malformed-record", 3)
+
+
+def test_text_that_is_not_unicode_is_not_json() -> None:
+    with pytest.raises(CodecError) as info:
+        encode_payload({"text": "\ud800"})
+    assert info.value.code == "payload-not-json"
 
 
 @pytest.mark.parametrize("stored", [b"[1, 2]", b"{not json", b'"text"', b"", 42, None])

@@ -272,6 +272,15 @@ BAD_REQUESTS: list[tuple[type[KernelError], Callable[[Store], object]]] = [
     (CodecError, lambda s: s.append("s", 0, [Event(1, "user/message", 1, {"text": b"x", "source": None})])),
     (CodecError, lambda s: s.append("s", 0, ["not an event"])),  # type: ignore[list-item]
     (CodecError, lambda s: s.append("s", 0, [Event(1, "tool/call", 1, {"v": too_deep()})])),
+    (InvalidRequestError, lambda s: s.append("\ud800", 0, batch_after(0, 1))),
+    (InvalidRequestError, lambda s: s.append("s", 0, batch_after(0, 1), "\udc00")),
+    (InvalidRequestError, lambda s: s.append("s", 2**63, batch_after(0, 1))),
+    (CodecError, lambda s: s.append("s", 0, [Event(1, "turn/start", 2**63, {"turn": 1})])),
+    (CodecError, lambda s: s.append("s", 0, [Event(1, "user/message", 1, {"text": "\ud800", "source": None})])),
+    (CodecError, lambda s: s.append("s", 0, [Event(1, ["turn/start"], 1, {"turn": 1})])),  # type: ignore[arg-type]
+    (CodecError, lambda s: s.append("s", 0, [Event(1, "turn/\ud800", 1, {"turn": 1})])),
+    (InvalidRequestError, lambda s: s.read("s", "0")),  # type: ignore[arg-type]
+    (InvalidRequestError, lambda s: s.head("\ud800")),
     (InvalidRequestError, lambda s: s.head("")),
     (InvalidRequestError, lambda s: s.load("")),
     (InvalidRequestError, lambda s: s.audit("")),
@@ -290,6 +299,13 @@ def test_a_bad_request_gets_a_typed_error_and_changes_nothing(
     assert is_kebab_case(info.value.code)
     assert snapshot_of_session(kit.store, "s") == before
     assert kit.store.session_ids() == ("s",)
+
+
+def test_read_positions_beyond_the_log_are_just_empty(kit: Kit) -> None:
+    kit.store.append("s", 0, batch_after(0, 3))
+    assert kit.store.read("s", 2) == (batch_after(0, 3)[2],)
+    assert kit.store.read("s", 2**70) == ()
+    assert kit.store.read("s", -5) == tuple(batch_after(0, 3))
 
 
 def test_a_closed_store_refuses_everything_with_store_closed(kit: Kit) -> None:
