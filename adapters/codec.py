@@ -272,11 +272,20 @@ def encode_jsonl(events: Iterable[Event]) -> bytes:
 def decode_jsonl(data: bytes | str) -> tuple[Event, ...]:
     """The events of a JSON Lines text, in order. Every line, including a
     blank one, must be an event record (a final newline is allowed)."""
-    raw = data.encode() if isinstance(data, str) else data
-    lines = raw.split(b"\n")
+    lines = _utf8(data).split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     return tuple(decode_event(text, line=number) for number, text in enumerate(lines, start=1))
+
+
+def _utf8(data: bytes | str) -> bytes:
+    if not isinstance(data, str):
+        return data
+    try:
+        return data.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = data.count("\n", 0, exc.start) + 1
+        raise CodecError(f"line {line} is not valid Unicode text", code="malformed-record", line=line) from exc
 
 
 def read_session_jsonl(data: bytes | str) -> tuple[Event, ...]:

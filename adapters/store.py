@@ -397,6 +397,5 @@ def import_session(
     events = read_session_jsonl(data)
     if not events:
         return None
-    raw = data.encode() if isinstance(data, str) else data
-    key = idempotency_key or "import:" + hashlib.sha256(raw).hexdigest()
+    key = idempotency_key or "import:" + hashlib.sha256(encode_jsonl(events)).hexdigest()
     return store.append(session_id, 0, events, key)

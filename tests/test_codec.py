@@ -245,6 +245,13 @@ def test_a_bad_event_in_json_lines_is_a_positioned_replay_error_naming_its_line(
     assert f"(line {line})" in info.value.detail
 
 
+def test_text_with_a_lone_surrogate_is_a_codec_error_on_its_line() -> None:
+    text = GOOD[0].decode() + "\n" + '{"seq":2,"kind":"plan/mode","at":2,"payload":{"active":true}}\ud800\n'
+    with pytest.raises(CodecError) as info:
+        read_session_jsonl(text)
+    assert (info.value.code, info.value.line) == ("malformed-record", 2)
+
+
 def test_empty_json_lines_is_an_empty_session() -> None:
     assert decode_jsonl(b"") == ()
     assert read_session_jsonl("") == ()
