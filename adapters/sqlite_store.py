@@ -94,6 +94,12 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _as_int(value: object) -> int:
+    """A stored integer; -1 stands for anything else (only a hand-edited file
+    holds anything else, and -1 never matches a fold, so audits report it)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
 def _zero(declared: str) -> object:
     """SQLite's affinity rules, reduced to a zero value per affinity."""
     upper = declared.upper()
@@ -226,7 +232,7 @@ class SqliteStore:
             if known is not None:
                 if known[0] != p.request_hash:
                     raise IdempotencyMismatchError(sid, p.key)
-                return AppendResult(sid, int(known[1]), int(known[2]), replayed=True)
+                return AppendResult(sid, _as_int(known[1]), _as_int(known[2]), replayed=True)
         actual = self._head(conn, sid)
         if actual != p.expected_seq:
             raise ConflictError(sid, p.expected_seq, actual)
@@ -294,7 +300,7 @@ class SqliteStore:
     @staticmethod
     def _head(conn: Connection, sid: str) -> int:
         row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (sid,)).fetchone()
-        return int(row[0])
+        return _as_int(row[0])
 
     @staticmethod
     def _events(conn: Connection, sid: str, after: int) -> tuple[Event, ...]:
@@ -326,7 +332,7 @@ class SqliteStore:
     def _load(self, conn: Connection, sid: str, incremental: bool) -> SessionState:
         if incremental:
             row = conn.execute("SELECT fold_format, fold_state, log_seq FROM sessions WHERE id = ?", (sid,)).fetchone()
-            state = None if row is None else self._resume(sid, str(row[0]), str(row[1]), int(row[2]))
+            state = None if row is None else self._resume(sid, str(row[0]), str(row[1]), _as_int(row[2]))
             if state is not None:
                 return fold_more(state, self._events(conn, sid, state.last_seq))
         return fold_session(self._events(conn, sid, 0))
@@ -340,7 +346,7 @@ class SqliteStore:
         ).fetchone()
         if row is None:
             return Projection(), "", ""
-        proj = Projection(int(row[0]), str(row[1]), bool(row[2]), str(row[3]), str(row[4]), str(row[5]))
+        proj = Projection(_as_int(row[0]), str(row[1]), row[2] == 1, str(row[3]), str(row[4]), str(row[5]))
         return proj, str(row[6]), str(row[7])
 
     def projection(self, session_id: str) -> Projection:

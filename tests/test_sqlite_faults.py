@@ -343,6 +343,19 @@ def test_a_tampered_projection_is_reported_by_the_audit(tampered: tuple[Path, Sq
     store.close()
 
 
+def test_projection_columns_of_the_wrong_type_are_reported_not_raised(tampered: tuple[Path, SqliteStore]) -> None:
+    path, store = tampered
+    tamper(path, "UPDATE sessions SET log_seq = 'many', plan_mode = 'yes' WHERE id = 's'")
+    report = store.audit("s")
+    assert [m.split(":")[0] for m in report.mismatches] == ["last_seq"]
+    assert store.projection("s").last_seq == -1
+    assert store.load("s", incremental=True) == build_log(FULL_SCRIPT).state  # replays around it
+    store.append("k", 0, batch_after(0, 1), "key")
+    tamper(path, "UPDATE append_keys SET first_seq = 'one'")
+    assert store.append("k", 0, batch_after(0, 1), "key") == AppendResult("k", -1, 1, replayed=True)
+    store.close()
+
+
 def test_a_snapshot_that_disagrees_with_the_log_is_reported(tampered: tuple[Path, SqliteStore]) -> None:
     path, store = tampered
     tamper(path, "UPDATE sessions SET fold_state = replace(fold_state, '\"plan_mode\":false', '\"plan_mode\":true')")
