@@ -3,9 +3,10 @@
 Theory of operation
 -------------------
 Fold throughput folds logs already in memory (no storage, no decoding):
-``fold_plan_mode`` and ``fold_session`` over a coding-agent session, and
-``fold_goal`` over a goal-only log (``benchmarks.workloads``); each is
-repeated and its median events/s reported.
+``fold_plan_mode`` and ``fold_session`` over a coding-agent session,
+``fold_plan_mode`` over a log of nothing but ``plan/mode`` events (every
+event read), and ``fold_goal`` over a goal-only log (``benchmarks.workloads``);
+each is repeated and its median events/s reported.
 
 Import cost runs fresh interpreters (the one running the benchmark) from the
 repository root, in turns: ``python -c "import kernel"`` and
@@ -28,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, median, stopwatch, throughput
-from benchmarks.workloads import goal_events, session_events
+from benchmarks.workloads import START_AT, goal_events, session_events
 from kernel.goal_fold import fold_goal
-from kernel.log import Event
+from kernel.log import PLAN_MODE, Event
 from kernel.plan_mode import fold_plan_mode
 from kernel.session import fold_session
 
@@ -52,8 +53,12 @@ def run_folds(scale: Scale, workdir: Path) -> FamilyResult:
     del workdir  # nothing is written
     session = list(session_events(scale.fold_events))
     goals = list(goal_events(scale.fold_events))
+    toggles = [
+        Event(seq, PLAN_MODE, START_AT + seq, {"active": seq % 3 != 0}) for seq in range(1, scale.fold_events + 1)
+    ]
     rows = (
         ("fold_plan_mode (session log)", fold_plan_mode, session),
+        ("fold_plan_mode (plan/mode events only)", fold_plan_mode, toggles),
         ("fold_goal (goal log)", fold_goal, goals),
         ("fold_session (session log)", fold_session, session),
         ("fold_session (goal log)", fold_session, goals),
