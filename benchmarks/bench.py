@@ -72,7 +72,10 @@ def format_table(results: Sequence[FamilyResult]) -> str:
     width = max((len(m.subject) for r in results for m in r.measurements), default=10)
     for result in results:
         lines.append(f"[{result.family}]")
-        lines.extend(f"  {m.subject:<{width}}  {_value(m):>22}   n={len(m.samples)}" for m in result.measurements)
+        lines.extend(
+            f"  {m.subject:<{width}}  {_value(m):>22}   {f'n={len(m.samples)}' if m.samples else 'derived'}"
+            for m in result.measurements
+        )
         lines.extend(f"  note: {note}" for note in result.notes)
     ratios = [r for result in results for r in result.ratios]
     lines += ["", "Goals (ratios measured in this run)", ""]

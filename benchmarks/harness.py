@@ -46,8 +46,8 @@ Direction = Literal["at-least", "at-most"]
 
 #: Full-size workloads (BENCH_SCALE=1): the sizes the goals are stated for.
 _FULL = {
-    "append_events": 600,
-    "append_rounds": 6,
+    "append_events": 1_500,
+    "append_rounds": 10,
     "group_events": 50_000,
     "group_batch": 1_000,
     "replay_events": 100_000,
