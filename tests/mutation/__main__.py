@@ -1,0 +1,91 @@
+"""``python -m tests.mutation``: run mutmut on ``kernel/`` and print the score.
+
+    python -m tests.mutation run [--jobs N] [--module kernel/log.py ...] [--fresh]
+    python -m tests.mutation score [--survivors] [--fail-under PERCENT]
+
+``run`` runs mutmut (configured under ``[tool.mutmut]`` in pyproject.toml;
+results are cached in ``mutants/`` and a mutant is re-run when its function
+changes; ``--module`` re-runs every mutant of those files, ``--fresh``
+starts from nothing) and then prints the score as ``score`` does. The score
+is killed / all non-equivalent mutants; ``tests/mutation/equivalent.toml``
+lists the equivalent ones, each with the reason it cannot change behaviour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tests.mutation.score import Score, load_equivalents, load_mutants, score
+
+ROOT = Path(__file__).resolve().parents[2]
+EQUIVALENTS = Path(__file__).resolve().parent / "equivalent.toml"
+COLUMNS = ("killed", "survived", "no tests", "timeout", "suspicious", "not checked", "equivalent")
+
+
+def report(result: Score, *, survivors: bool) -> str:
+    """The per-file table, the stale equivalents, and the score line."""
+    lines = [f"{'file':32}{'mutants':>8}" + "".join(f"{c:>12}" for c in COLUMNS) + f"{'score':>9}"]
+    for file, counts in sorted(result.by_file.items()):
+        total = sum(counts.values())
+        denominator = total - counts["equivalent"]
+        percent = 100.0 * counts["killed"] / denominator if denominator else 100.0
+        lines.append(
+            f"{file:32}{total:8}" + "".join(f"{counts[c]:12}" for c in COLUMNS) + f"{percent:8.1f}%"
+        )
+    if survivors and result.not_killed:
+        lines.append("\nNot killed (kill with a test, or list in equivalent.toml with the reason):")
+        lines.extend(mutant.show() for mutant in result.not_killed)
+    if result.stale:
+        lines.append("\nStale entries in equivalent.toml (they match no surviving mutant):")
+        lines.extend(f"  {entry.file}::{entry.function}: {entry.line!r} -> {entry.mutant!r}" for entry in result.stale)
+    lines.append(
+        f"\nmutation score of kernel/: {result.killed} killed / {result.non_equivalent} non-equivalent mutants"
+        f" = {result.percent:.1f} % ({result.total} mutants, {len(result.equivalent)} equivalent)"
+    )
+    return "\n".join(lines)
+
+
+def run_mutmut(root: Path, jobs: int, modules: Sequence[str], fresh: bool) -> int:
+    if fresh:
+        shutil.rmtree(root / "mutants", ignore_errors=True)
+    patterns = [module.removesuffix(".py").replace("/", ".") + ".*" for module in modules]
+    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *patterns]
+    return subprocess.run(command, cwd=root, check=False).returncode
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.mutation", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run mutmut, then print the score")
+    run.add_argument("--jobs", type=int, default=2, help="mutants tested in parallel")
+    run.add_argument("--module", action="append", default=[], help="re-run every mutant of this file")
+    run.add_argument("--fresh", action="store_true", help="discard cached results first")
+    for sub in (run, commands.add_parser("score", help="print the score of the last run")):
+        sub.add_argument("--survivors", action="store_true", help="list every mutant not killed")
+        sub.add_argument("--fail-under", type=float, default=None, help="exit 1 below this percentage")
+        sub.add_argument("--root", type=Path, default=ROOT, help="the checkout to run in (default: this one)")
+    args = parser.parse_args(argv)
+
+    if args.command == "run":
+        code = run_mutmut(args.root, args.jobs, args.module, args.fresh)
+        if code != 0:
+            print(f"mutmut exited with {code}", file=sys.stderr)
+            return code
+    result = score(load_mutants(args.root), load_equivalents(EQUIVALENTS))
+    if not result.total:
+        print("no mutation results: run `python -m tests.mutation run` first", file=sys.stderr)
+        return 1
+    print(report(result, survivors=args.survivors))
+    if args.fail_under is not None and result.percent < args.fail_under:
+        print(f"mutation score {result.percent:.1f} % is under {args.fail_under} %", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""The mutation score is computed from mutmut's files as documented:
+mutants are described by place and change, equivalents match by that
+description, and the score is killed / non-equivalent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.mutation import __main__ as cli
+from tests.mutation.score import (
+    Equivalent,
+    Mutant,
+    load_equivalents,
+    load_mutants,
+    score,
+    status_of,
+)
+
+MUTATED_FILE = '''\
+def x_read_int__mutmut_orig(payload, key, *, minimum=None):
+    value = payload[key]
+    if minimum is not None and value < minimum:
+        raise ValueError("too small")
+    return value
+
+
+def x_read_int__mutmut_1(payload, key, *, minimum=None):
+    value = payload[key]
+    if minimum is not None and value <= minimum:
+        raise ValueError("too small")
+    return value
+
+
+def x_read_int__mutmut_2(payload, key, *, minimum=None):
+    value = payload[key]
+    if minimum is not None and value < minimum:
+        raise ValueError("XXtoo smallXX")
+    return value
+
+
+class Box:
+    def xǁBoxǁput__mutmut_orig(self, item, where="top"):
+        return (where, item)
+
+    def xǁBoxǁput__mutmut_1(self, item, where="XXtopXX"):
+        return (where, item)
+'''
+
+CODES = {
+    "kernel.sample.x_read_int__mutmut_1": 1,
+    "kernel.sample.x_read_int__mutmut_2": 0,
+    "kernel.sample.xǁBoxǁput__mutmut_1": 33,
+}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "mutants" / "kernel"
+    folder.mkdir(parents=True)
+    (folder / "sample.py").write_text(MUTATED_FILE, encoding="utf-8")
+    (folder / "sample.py.meta").write_text(json.dumps({"exit_code_by_key": CODES}), encoding="utf-8")
+    return tmp_path
+
+
+def test_mutants_are_described_by_file_function_and_change(root: Path) -> None:
+    mutants = {mutant.name: mutant for mutant in load_mutants(root)}
+    first = mutants["kernel.sample.x_read_int__mutmut_1"]
+    assert (first.status, first.file, first.function) == ("killed", "kernel/sample.py", "read_int")
+    assert (first.original, first.mutated) == (
+        "if minimum is not None and value < minimum:",
+        "if minimum is not None and value <= minimum:",
+    )
+    second = mutants["kernel.sample.x_read_int__mutmut_2"]
+    assert (second.status, second.mutated) == ("survived", 'raise ValueError("XXtoo smallXX")')
+    method = mutants["kernel.sample.xǁBoxǁput__mutmut_1"]
+    assert (method.status, method.function) == ("no tests", "Box.put")
+    assert method.original.endswith('where="top"):') and method.mutated.endswith('where="XXtopXX"):')
+
+
+def test_equivalents_match_by_description_and_leave_the_denominator(root: Path) -> None:
+    mutants = load_mutants(root)
+    listed = Equivalent(
+        "kernel/sample.py",
+        "read_int",
+        'raise  ValueError("too small")',  # whitespace does not matter
+        'raise ValueError("XXtoo smallXX")',
+        "the message is never shown to anyone in this sample",
+    )
+    stale = Equivalent("kernel/sample.py", "read_int", "gone", "gone too", "a line that no longer exists here")
+    result = score(mutants, [listed, stale])
+    assert (result.total, result.killed, result.non_equivalent) == (3, 1, 2)
+    assert [m.name for m in result.equivalent] == ["kernel.sample.x_read_int__mutmut_2"]
+    assert [m.status for m in result.not_killed] == ["no tests"]
+    assert result.stale == (stale,)
+    assert result.percent == 50.0
+    assert result.by_file["kernel/sample.py"] == {"killed": 1, "equivalent": 1, "no tests": 1}
+
+
+def test_a_killed_mutant_is_never_counted_as_equivalent(root: Path) -> None:
+    mutants = load_mutants(root)
+    killed = next(m for m in mutants if m.killed)
+    entry = Equivalent(killed.file, killed.function, killed.original, killed.mutated, "listed by mistake, it is killed")
+    result = score(mutants, [entry])
+    assert result.killed == 1 and not result.equivalent and result.stale == (entry,)
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        (0, "survived"),
+        (1, "killed"),
+        (3, "killed"),
+        (33, "no tests"),
+        (36, "timeout"),
+        (None, "not checked"),
+        (99, "suspicious"),
+    ],
+)
+def test_exit_codes_mean_what_mutmut_means(code: int | None, status: str) -> None:
+    assert status_of(code) == status
+
+
+def test_an_equivalent_without_a_reason_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "equivalent.toml"
+    path.write_text('[[equivalent]]\nfile = "f"\nfunction = "g"\nline = "a"\nmutant = "b"\nreason = "no"\n')
+    with pytest.raises(ValueError, match="needs a real reason"):
+        load_equivalents(path)
+
+
+def test_the_committed_equivalents_load_and_each_names_a_kernel_file() -> None:
+    for entry in load_equivalents(cli.EQUIVALENTS):
+        assert entry.file.startswith("kernel/") and (cli.ROOT / entry.file).is_file(), entry
+
+
+def test_score_command_prints_the_score_and_enforces_the_floor(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["score", "--root", str(root), "--survivors"]) == 0
+    out = capsys.readouterr().out
+    assert "mutation score of kernel/: 1 killed / 3 non-equivalent mutants = 33.3 %" in out
+    assert "kernel.sample.xǁBoxǁput__mutmut_1" in out
+    assert cli.main(["score", "--root", str(root), "--fail-under", "90"]) == 1
+
+
+def test_score_without_results_is_an_error(tmp_path: Path) -> None:
+    assert cli.main(["score", "--root", str(tmp_path)]) == 1
+
+
+def test_show_names_the_mutant_and_its_change() -> None:
+    mutant = Mutant("kernel.a.x_f__mutmut_1", "survived", "kernel/a.py", "f", "x < 1", "x <= 1")
+    assert mutant.show().splitlines() == ["kernel/a.py::f [survived] kernel.a.x_f__mutmut_1", "  - x < 1", "  + x <= 1"]
