@@ -37,7 +37,7 @@ from typing import TextIO
 from adapters.codec import CodecError, decode_jsonl, encode_jsonl
 from adapters.demo import run_demo
 from adapters.describe import summarize
-from adapters.openai_client import OpenAIClient
+from adapters.openai_client import OpenAIClient, RetryPolicy
 from adapters.progress import Progress
 from adapters.sqlite_store import SqliteStore
 from adapters.store import StoreError, import_session
@@ -172,9 +172,15 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     model = None
     if args.base_url:
         key = os.environ.get(args.api_key_env) if args.api_key_env else None
-        model = OpenAIClient(args.base_url, args.model, api_key=key)
+        retry = RetryPolicy(max_retries=args.retries)
+        model = OpenAIClient(args.base_url, args.model, api_key=key, timeout_s=args.timeout, retry=retry)
     # with --json the narrative goes to stderr so that stdout is one JSON document
     result = run_demo(args.db, err if args.json else out, model=model)
+    if result.model_error is not None:
+        where = f"server at {args.base_url} " if args.base_url else ""
+        _fail(args, out, err, {"code": "model-unusable", "detail": result.model_error},
+              f"planfold demo: the model {where}could not be used: {result.model_error}")
+        return 2
     if args.json:
         out.write(json.dumps({"session": result.session_id, "events": result.last_seq, "ok": result.audit_ok}) + "\n")
     return 0 if result.audit_ok else 1
@@ -190,6 +196,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--base-url", help="an OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
     demo.add_argument("--model", default="default", help="the model name to ask the server for")
     demo.add_argument("--api-key-env", help="the environment variable holding the API key")
+    demo.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each model answer")
+    demo.add_argument("--retries", type=int, default=3, help="retries of a failed model request (backoff)")
     checks = (
         ("replay", "fold logs strictly and say where they stand"),
         ("audit", "replay and compare the stored projection"),

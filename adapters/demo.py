@@ -12,7 +12,10 @@ auditable.
 It prints numbered sections with one line per appended event (its seq, kind
 and meaning), then an honest summary of what the log says. The demo returns
 the session id and whether the final audit passed; the CLI exits non-zero
-when it did not.
+when it did not. When the model cannot be used (a real server that is down,
+refuses or answers garbage, after the client's retries and the runtime's
+same-step retries) the first turn ends with a model error: the demo stops
+there, audits what it wrote, and says why (``model_error``).
 """
 
 from __future__ import annotations
@@ -40,13 +43,15 @@ __all__ = ["DemoResult", "next_session_id", "run_demo"]
 
 @dataclass
 class DemoResult:
-    """What the demo did: its session, the events by kind, and the audit."""
+    """What the demo did: its session, the events by kind, the audit, and
+    ``model_error`` when the model could not be used (the demo stopped)."""
 
     session_id: str
     last_seq: int
     audit_ok: bool
     counts: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    model_error: str | None = None
 
 
 def next_session_id(store: SqliteStore) -> str:
@@ -114,10 +119,19 @@ def run_demo(
     out.section(f"Turn 1 in plan mode: {TASK!r}")
     out.line("   read tools allowed; write_file is not offered, and a forged call is refused;")
     out.line("   exit_plan_mode records a draft, a human approves it, the exit lands silently")
-    out.line("   at the next pre-step, then the approved version executes, is verified, completes")
+    out.line("   at the next pre-step, then the approved version executes; update_todo records")
+    out.line("   the todo as done; the model stops with no todo open, so the runtime enters")
+    out.line("   verify, and report_verification (passed) completes the plan")
     report = runtime.submit(TASK)
     assert isinstance(report, TurnReport)
     _turn(out, report)
+    if report.ended_by == "model-error":
+        out.line("   the model could not be used, so the demo stops here")
+        out.section("Audit: strict replay of the log, and the stored projection against the fold")
+        result = _audit(store, session_id, out)
+        store.close()
+        result.model_error = report.error
+        return result
     for plan in session.runtime.plans.shown:
         out.line("   the plan the reviewer saw:")
         for text in plan.splitlines()[:6]:
@@ -127,9 +141,16 @@ def run_demo(
 
     goals = GoalService(session.log, "agent-1", lambda: f"goal-{session.log.last_seq + 1}")
     out.section("A goal with a budget of 2 rounds, driven until the budget blocks it")
+    out.line("   round 1 is in build mode with no plan (read-only): the model reads, records a")
+    out.line("   minimal plan with bootstrap_plan (runtime-owned; it starts at the next step),")
+    out.line("   writes README.md inside the plan's scope, fails its first verification (back")
+    out.line("   to execution, recorded as verify-fail), fixes the file, and passes")
     goals.create(goals.agent, "Keep README.md and greet.py consistent", max_rounds=2)
     drive = goals.drive(goals.agent, runtime, text=lambda n: f"Continue the goal (round {n}).")
     out.line(f"   -> rounds run: {list(drive.rounds)}; stopped: {drive.stopped}; armed: {goals.activation.armed}")
+
+    both = all(name in workspace.files["README.md"] for name in ("greet(", "farewell("))
+    out.line(f"   README.md names greet() and farewell(): {both}")
 
     out.section("The human raises the cap to 3 and resumes (armed again)")
     goals.edit(goals.agent, max_rounds=3)

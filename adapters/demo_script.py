@@ -8,8 +8,11 @@ carried (the tools offered, the prompt sections). If the runtime ever sent a
 request that did not match (a write tool offered in plan mode, the plan
 policy missing), the script fails loudly instead of the demo passing quietly.
 
-Part one is the planning and execution turn and the first goal rounds; part
-two is what the model says after the simulated restart.
+Part one is the planning and execution turn (todo progress and a passed
+verification) and the first goal rounds: in round one build mode has no plan,
+so the model records one with ``bootstrap_plan``, executes it, fails its first
+verification (back to execution), fixes the file and passes. Part two is what
+the model says after the simulated restart.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ __all__ = [
     "DEMO_FILES",
     "DEMO_PLAN_SPEC",
     "DEMO_SUMMARY",
+    "DOCS_PLAN_SPEC",
     "TASK",
     "after_restart_model",
     "demo_reviewer",
@@ -54,6 +58,17 @@ DEMO_SUMMARY: dict[str, JSON] = {
 
 _NEW_CONTENT = DEMO_FILES["greet.py"] + '\n\ndef farewell(name):\n    return f"Goodbye, {name}!"\n'
 
+#: The plan the goal's first round records itself (build mode, no plan).
+DOCS_PLAN_SPEC: dict[str, JSON] = {
+    "goal": "Make README.md describe both greet() and farewell().",
+    "steps": ["Rewrite the description line of README.md"],
+    "verify": ["README.md names greet() and farewell()"],
+    "todos": [{"id": "d1", "text": "update README.md"}],
+    "scope": {"paths": ["README.md"], "effects": ["write"]},
+}
+_README_HALF = "# greet\n\nA tiny module: farewell(name) says goodbye.\n"
+_README_BOTH = "# greet\n\nA tiny module: greet(name) says hello, farewell(name) says goodbye.\n"
+
 
 def _call(call_id: str, name: str, arguments: dict[str, JSON]) -> ChatResponse:
     return ChatResponse(None, (ToolCall.of(call_id, name, arguments),), "tool_calls")
@@ -65,13 +80,30 @@ def _say(text: str) -> ChatResponse:
 
 _PLANNING = Expectation(
     tools_include=frozenset({"read_file", "exit_plan_mode"}),
-    tools_exclude=frozenset({"write_file"}),
+    tools_exclude=frozenset({"write_file", "bootstrap_plan", "update_todo"}),
     system_contains=("[plan:policy]", "[overlay:plan]"),
 )
 _EXECUTING = Expectation(
-    tools_include=frozenset({"write_file"}), system_contains=("[overlay:build]",), system_excludes=("[plan:policy]",)
+    tools_include=frozenset({"write_file", "update_todo"}),
+    tools_exclude=frozenset({"exit_plan_mode", "bootstrap_plan", "report_verification"}),
+    system_contains=("[overlay:build]",),
+    system_excludes=("[plan:policy]",),
 )
-_READ_ONLY = Expectation(tools_exclude=frozenset({"write_file"}), system_excludes=("[plan:policy]",))
+_FIRST_BUILD = Expectation(
+    tools_include=frozenset({"write_file", "update_todo"}),
+    system_contains=("[overlay:build]", "# Plan:"),
+    system_excludes=("[plan:policy]",),
+)
+_VERIFYING = Expectation(
+    tools_include=frozenset({"report_verification", "update_todo"}),
+    system_contains=("Current plan (summary)",),
+)
+#: Build mode with no executable plan: read-only, bootstrap_plan on offer.
+_BOOTSTRAP = Expectation(
+    tools_include=frozenset({"read_file", "bootstrap_plan"}),
+    tools_exclude=frozenset({"write_file", "update_todo", "report_verification"}),
+    system_excludes=("[plan:policy]",),
+)
 
 
 def first_model() -> ScriptedClient:
@@ -91,30 +123,60 @@ def first_model() -> ScriptedClient:
             ),
             ScriptStep(
                 _call("c4", "write_file", {"path": "greet.py", "content": _NEW_CONTENT}),
-                Expectation(
-                    tools_include=frozenset({"write_file"}),
-                    system_contains=("[overlay:build]", "# Plan:"),
-                    system_excludes=("[plan:policy]",),
-                ),
+                _FIRST_BUILD,
                 "execute the approved plan (full plan: first build request)",
             ),
-            ScriptStep(_say("farewell() is written."), _EXECUTING, "execution done"),
+            ScriptStep(_call("c5", "update_todo", {"todo_id": "t1", "status": "done"}), _EXECUTING, "todo done"),
+            ScriptStep(_say("farewell() is written."), _EXECUTING, "execution done: no todo open"),
             ScriptStep(
-                _say("Verified: greet.py defines greet and farewell."),
-                Expectation(system_contains=("Current plan (summary)",)),
+                _call(
+                    "c6",
+                    "report_verification",
+                    {"passed": True, "notes": "greet.py defines greet and farewell"},
+                ),
+                _VERIFYING,
                 "verify",
             ),
-            # goal rounds (build mode, no live plan: read-only)
-            ScriptStep(_call("g1", "list_files", {}), _READ_ONLY, "goal round 1"),
-            ScriptStep(_say("Round 1: README and greet.py are consistent."), _READ_ONLY, "goal round 1 reply"),
-            ScriptStep(_say("Round 2: nothing left to tidy."), _READ_ONLY, "goal round 2"),
+            ScriptStep(_say("The plan is complete."), _BOOTSTRAP, "after completion"),
+            # goal round 1: build mode without a plan: read, bootstrap, execute, verify
+            ScriptStep(_call("g1", "read_file", {"path": "README.md"}), _BOOTSTRAP, "goal round 1: research"),
+            ScriptStep(
+                _call("g2", "bootstrap_plan", {"plan_spec": DOCS_PLAN_SPEC}),
+                _BOOTSTRAP,
+                "goal round 1: record a minimal plan",
+            ),
+            ScriptStep(
+                _call("g3", "write_file", {"path": "README.md", "content": _README_HALF}),
+                _FIRST_BUILD,
+                "goal round 1: execute the implicit plan",
+            ),
+            ScriptStep(_call("g4", "update_todo", {"todo_id": "d1", "status": "done"}), _EXECUTING, "todo done"),
+            ScriptStep(_say("README.md now mentions farewell()."), _EXECUTING, "execution done"),
+            ScriptStep(
+                _call("g5", "report_verification", {"passed": False, "notes": "README.md no longer names greet()"}),
+                _VERIFYING,
+                "verification fails",
+            ),
+            ScriptStep(
+                _call("g6", "write_file", {"path": "README.md", "content": _README_BOTH}),
+                _EXECUTING,
+                "back to execution: fix it",
+            ),
+            ScriptStep(_say("README.md names both functions again."), _EXECUTING, "execution done again"),
+            ScriptStep(
+                _call("g7", "report_verification", {"passed": True, "notes": "README.md names greet and farewell"}),
+                _VERIFYING,
+                "verification passes",
+            ),
+            ScriptStep(_say("Round 1: README.md and greet.py are consistent."), _BOOTSTRAP, "goal round 1 reply"),
+            ScriptStep(_say("Round 2: nothing left to tidy."), _BOOTSTRAP, "goal round 2"),
         ]
     )
 
 
 def after_restart_model() -> ScriptedClient:
     """The one goal round run after the human resumes the goal."""
-    return ScriptedClient([ScriptStep(_say("Round 3: checked again, all tidy."), _READ_ONLY, "goal round 3")])
+    return ScriptedClient([ScriptStep(_say("Round 3: checked again, all tidy."), _BOOTSTRAP, "goal round 3")])
 
 
 def demo_reviewer() -> ScriptedReviewer:

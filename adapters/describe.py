@@ -55,6 +55,8 @@ def _plan(payload: Mapping[str, object]) -> str:
     text = f"{action}: {payload.get('plan_id')} rev {payload.get('revision')}"
     if action in ("draft", "bootstrap", "rewrite"):
         text += f", summary from the {payload.get('summary_source')}"
+    if action == "todo":
+        text += f", {payload.get('todo_id')} -> {payload.get('status')}"
     if isinstance(payload.get("spec_hash"), str):
         text += f", hash {str(payload['spec_hash'])[:12]}"
     if payload.get("note"):

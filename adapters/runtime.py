@@ -21,13 +21,29 @@ appended:
 Only then is the request derived (``assemble_request``) and sent. When the
 model call fails with a recoverable error, the same step is proposed again
 (same step number, a fresh header): a choice made in the meantime lands at
-that retry's pre-step, before its header. Replies are recorded as
-``assistant/message`` and ``tool/call`` events; every call is checked by the
-gate (``ToolRunner.check``) against the tools offered with that request; a
-refusal is recorded as ``tool/refused`` and returned to the model as a
-structured error, an advisory warning as ``tool/warning``; an allowed call
-runs its executor, or, for ``exit_plan_mode``, goes to the ``PlanRunner``. A step with no tool calls ends the
-turn, unless the plan lifecycle wants another step (execution done -> verify -> completed).
+that retry's pre-step, before its header, and the retry carries the same plan
+view (a plan is "seen" only once a build-mode request was answered).
+
+Replies are recorded as ``assistant/message`` and ``tool/call`` events; every
+call is checked by the gate (``ToolRunner.check``) against the tools offered
+with that request; a refusal is recorded as ``tool/refused`` and returned to
+the model as a structured error, an advisory warning as ``tool/warning``.
+Allowed calls are answered in order:
+
+- a runtime-owned tool goes to the ``PlanRunner`` (``exit_plan_mode``,
+  ``bootstrap_plan``, ``update_todo``, ``report_verification``);
+- when such a call moved the runtime phase, every later call of the same
+  reply is checked by the gate again, at the phase it would now run in
+  (after ``report_verification`` completes a plan, a write is refused);
+- before an executor runs, a plan that became executable starts, and the
+  call's effects are checked against the executing plan's scope: an effect
+  outside it records ``realign`` (the plan goes back to draft, writes stop
+  until it is realigned) and the call does not run;
+- the executor runs with the log sealed, so it cannot append anything.
+
+A step with no tool calls ends the turn, unless it ends the execution (no
+todo open): then ``verify`` is recorded and one more step asks the model to
+report the verification (``report_verification``).
 
 Every append goes through ``SessionLog`` (strict fold first, then a
 compare-and-set append); the runtime keeps only process state of its own: the
@@ -42,12 +58,12 @@ from dataclasses import dataclass, field
 from adapters.model import ChatResponse, ModelClient, ModelError, ToolCall
 from adapters.plan_runner import PlanRunner
 from adapters.prompt import PreparedRequest, PromptConfig, assemble_request
-from adapters.session_log import SessionLog
-from adapters.tool_runner import ToolRunner, kernel_call, result_event
-from kernel.gate import Allowed, Refused
+from adapters.session_log import LogSealedError, SessionLog
+from adapters.tool_runner import ToolRunner, error_output, kernel_call, result_event
+from kernel.gate import Allowed, Refused, Verdict
 from kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Event
 from kernel.payload import JSONObject
-from kernel.plan_context import ViewRequest
+from kernel.plan_context import ViewRequest, runtime_phase
 from kernel.plan_mode import (
     ChoiceOutcome,
     PendingChoice,
@@ -58,6 +74,7 @@ from kernel.plan_mode import (
     flush_pre_step,
 )
 from kernel.plan_review import PlanCommand, ReviewOutcome, parse_plan_command
+from kernel.plan_tools import execution_effects, scope_decision
 from kernel.session import SessionState
 from kernel.tool_events import verdict_events
 
@@ -144,7 +161,10 @@ class Runtime:
 
     def choose_plan_mode(self, target: bool) -> ChoiceOutcome:
         """The user chooses plan mode on or off (``set(agent, active)``):
-        appended now between turns, queued for the next pre-step in a turn."""
+        appended now between turns, queued for the next pre-step in a turn.
+        Raises ``LogSealedError`` while a tool runs: a tool cannot choose."""
+        if self.log.sealed_by is not None:
+            raise LogSealedError(self.log.sealed_by)
         state = self.log.state
         decision = decide_choice(state.plan_mode, self.pending, state.turns.open, target)
         if decision.append_now:
@@ -294,20 +314,55 @@ class Runtime:
             notices.append(list(rest))
         self.log.append(batch)
         for call, verdict, rest in zip(calls, verdicts, notices, strict=True):
-            if rest:
-                self.log.append(self.log.renumber([Event(0, k, 0, p) for k, p in rest], self.log.now()))
-            if isinstance(verdict, Refused):
-                continue
-            self._run(call, verdict)
+            self._notices(rest)
+            if isinstance(verdict, Allowed):
+                self._answer(call, verdict, prepared)
         return bool(calls)
 
-    def _run(self, call: ToolCall, verdict: Allowed) -> None:
-        if verdict.route == "runtime":
-            self.plans.exit_plan_mode(call, self.log.append, self._queue_exit)
+    def _notices(self, notices: list[tuple[str, JSONObject]]) -> None:
+        if notices:
+            self.log.append(self.log.renumber([Event(0, k, 0, p) for k, p in notices], self.log.now()))
+
+    def _answer(self, call: ToolCall, verdict: Verdict, prepared: PreparedRequest) -> None:
+        phase = runtime_phase(self.log.state)
+        if phase != prepared.phase:
+            # An earlier call of this reply moved the phase: ask the gate
+            # again, at the phase this call would now run in.
+            verdict = self.tools.check(call, phase, prepared.offered)
+            self._notices(list(verdict_events(kernel_call(call), verdict)[1:]))
+        if isinstance(verdict, Refused):
             return
-        ok, output = self.tools.execute(call)
+        if verdict.route == "runtime":
+            self.plans.handle(call, self.log.append, self._queue_exit)
+            return
+        self.plans.before_request(self.log.append)  # a plan made executable in this reply
+        if self._outside_scope(call):
+            return
+        with self.log.sealed(f"tool {call.name}"):
+            ok, output = self.tools.execute(call)
         seq, at = self.log.last_seq + 1, self.log.now()
         self.log.append((result_event(seq, at, call.id, call.name, ok=ok, output=output),))
+
+    def _outside_scope(self, call: ToolCall) -> bool:
+        """Check the call's effects against the executing plan's scope; when
+        any is outside, record the realignment and answer without running."""
+        spec = self.tools.registry.get(call.name)
+        if spec is None:
+            return False
+        effects = execution_effects(spec, call.arguments or {})
+        verdict, realign = scope_decision(self.log.state, effects, self.log.now())
+        if realign is None:
+            return False
+        self.log.append((realign,))
+        output = error_output(
+            "outside-plan-scope",
+            f"nothing ran: {verdict.reason}; execution stops until the plan is realigned",
+            violations=[{"code": v.code, "message": v.message} for v in verdict.violations],
+            hint="Tell the user what you need; the plan must be presented and approved again.",
+        )
+        seq, at = self.log.last_seq + 1, self.log.now()
+        self.log.append((result_event(seq, at, call.id, call.name, ok=False, output=output),))
+        return True
 
     def _queue_exit(self, outcome: ReviewOutcome) -> None:
         """An approved review queues its silent exit for the next pre-step."""

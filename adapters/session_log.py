@@ -22,6 +22,10 @@ times.
 prints them); an observer that raises propagates to the appender, so only
 trusted display code belongs there.
 
+While a tool executor runs, the runtime holds the log ``sealed``: any append
+then raises ``LogSealedError`` and writes nothing, so no tool call can change
+the session, its plan or its mode; only the runtime does, through the kernel.
+
 Time is the caller's clock in integer milliseconds, clamped so that it never
 goes below the last event's ``at`` (the log's ``time-regressed`` rule).
 """
@@ -29,16 +33,18 @@ goes below the last event's ``at`` (the log's ``time-regressed`` rule).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 from adapters.store import Store
-from kernel.errors import ConflictError
+from kernel.errors import ConflictError, KernelError
 from kernel.log import Event
 from kernel.session import SessionState, fold_more, fold_session
 
 __all__ = [
     "Clock",
+    "LogSealedError",
     "SessionLog",
     "system_clock",
 ]
@@ -51,6 +57,21 @@ def system_clock() -> int:
     return time.time_ns() // 1_000_000
 
 
+class LogSealedError(KernelError):
+    """An append was tried while the log was sealed for a running tool: a
+    tool (the deployment's code) tried to change the session. Nothing is
+    written."""
+
+    code = "log-sealed"
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(
+            f"the session log is sealed while {holder} runs: a tool cannot change the session, "
+            "its plan or its mode; only the runtime does"
+        )
+        self.holder = holder
+
+
 class SessionLog:
     """A session's events and strict fold, appended through ``store``."""
 
@@ -61,6 +82,7 @@ class SessionLog:
         self._events: tuple[Event, ...] = ()
         self._state = SessionState()
         self.observers: list[Callable[[Event], None]] = []
+        self._sealed_by: str | None = None
         self.reload()
 
     @property
@@ -74,6 +96,20 @@ class SessionLog:
     @property
     def last_seq(self) -> int:
         return self._state.last_seq
+
+    @property
+    def sealed_by(self) -> str | None:
+        """What holds the log sealed right now, or ``None``."""
+        return self._sealed_by
+
+    @contextmanager
+    def sealed(self, holder: str) -> Iterator[None]:
+        """Refuse every append (``LogSealedError``) while ``holder`` runs."""
+        previous, self._sealed_by = self._sealed_by, holder
+        try:
+            yield
+        finally:
+            self._sealed_by = previous
 
     def reload(self) -> None:
         """Load and strictly fold the stored log (raises ``ReplayError``)."""
@@ -99,8 +135,11 @@ class SessionLog:
         """Append events that already follow the log (seq and time).
 
         Raises ``ReplayError`` (nothing written) when they would break the
-        strict fold, ``ConflictError`` when another writer appended first.
+        strict fold, ``ConflictError`` when another writer appended first,
+        ``LogSealedError`` while a tool runs.
         """
+        if self._sealed_by is not None:
+            raise LogSealedError(self._sealed_by)
         batch = tuple(events)
         if not batch:
             return ()

@@ -13,9 +13,13 @@ The runtime never calls an executor directly. For every call in a reply:
    always, then ``tool/refused`` or, in advisory mode, ``tool/warning``;
 4. a refused call runs nothing: the model gets a structured error (code,
    reason, hint, phase) as the call's tool message; an allowed call routed to
-   the ``runtime`` (``exit_plan_mode``) goes to the plan runner; any other
+   the ``runtime`` (a runtime-owned tool) goes to the plan runner; any other
    allowed call runs its executor, and ``tool/result`` records the output or
    the executor's typed failure.
+
+A deployment cannot install an executor under a runtime-owned tool's name
+(``ToolSpecError`` ``runtime-owned-name`` when the runner is built): those
+calls are the runtime's, and the gate never routes them to an executor.
 
 ``tool_message_text`` is the text the model sees for a recorded answer, so
 the conversation rebuilt from the log is what the model was told.
@@ -35,8 +39,8 @@ from kernel.log import TOOL_REFUSED, TOOL_RESULT, Event
 from kernel.payload import JSON, JSONObject
 from kernel.phase import RuntimePhase
 from kernel.tool_events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload
+from kernel.tools import RUNTIME_OWNED_TOOLS, ToolRegistry, ToolSpec, ToolSpecError, thaw_json
 from kernel.tools import ToolCall as KernelCall
-from kernel.tools import ToolRegistry, ToolSpec, thaw_json
 
 __all__ = [
     "ToolRunner",
@@ -97,6 +101,16 @@ class ToolRunner:
     registry: ToolRegistry
     policy: GatePolicy = field(default_factory=GatePolicy)
     executors: Mapping[str, Executor] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        owned = {name.casefold() for name in RUNTIME_OWNED_TOOLS}
+        for name in self.executors:
+            if name.casefold() in owned:
+                raise ToolSpecError(
+                    f"{name} is runtime-owned: the runtime handles it through the kernel, no executor may",
+                    code="runtime-owned-name",
+                    tool=name,
+                )
 
     def offered(self, phase: RuntimePhase) -> tuple[ToolSpec, ...]:
         """The specs shown to the model in ``phase`` (the gate's catalog)."""

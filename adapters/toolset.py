@@ -6,19 +6,22 @@ Every tool declares its own effect; the gate reads nothing else:
 
 - ``read_file`` and ``list_files`` declare ``read``;
 - ``write_file`` declares ``write`` (refused in plan mode and build bootstrap);
-- ``exit_plan_mode`` is runtime-owned: offered in every phase, routed to the
-  plan runner, never to an executor;
-- ``bootstrap_plan`` declares ``read`` (it touches no file): its executor
-  records a minimal implicit plan through the kernel's builder.
+- the runtime-owned tools (``kernel.tools.RUNTIME_TOOLS``) are routed to the
+  plan runner, never to an executor, each only in its phases:
+  ``exit_plan_mode`` (plan), ``bootstrap_plan`` (build_bootstrap),
+  ``update_todo`` (build_execute, verify), ``report_verification`` (verify).
+  What they declare does not matter to the gate; they declare ``unknown``.
 
 ``open_runtime`` wires a ``SessionLog`` on a store, the tools, the plan runner
-and the prompt into a ``Runtime``. Plan ids are derived from the seq they
-will be recorded at (``plan-<seq>``), so they stay fresh across restarts
-without any process counter.
+and the prompt into a ``Runtime``; a deployment may add its own tools and
+executors (an executor under a runtime-owned name is refused). Plan ids are
+derived from the seq they will be recorded at (``plan-<seq>``), so they stay
+fresh across restarts without any process counter.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from adapters.model import ModelClient
@@ -29,7 +32,7 @@ from adapters.runtime import Runtime
 from adapters.session_log import Clock, SessionLog, system_clock
 from adapters.store import Store
 from adapters.tool_runner import ToolRunner
-from adapters.workspace import Workspace
+from adapters.workspace import Executor, Workspace
 from kernel.gate import GatePolicy
 from kernel.payload import JSONObject
 from kernel.tools import ToolRegistry, ToolSpec
@@ -39,6 +42,8 @@ __all__ = [
     "EXIT_PLAN_MODE",
     "LIST_FILES",
     "READ_FILE",
+    "REPORT_VERIFICATION",
+    "UPDATE_TODO",
     "WRITE_FILE",
     "Session",
     "default_registry",
@@ -66,6 +71,11 @@ _PLAN_ARGS: JSONObject = {
                     },
                 },
                 "open_questions": _LIST,
+                "scope": {
+                    "type": "object",
+                    "description": "where execution may act: workspace paths and effect kinds (write, shell)",
+                    "properties": {"paths": _LIST, "effects": _LIST},
+                },
             },
             "required": ["goal", "steps", "verify", "todos"],
         },
@@ -108,21 +118,52 @@ EXIT_PLAN_MODE = ToolSpec(
     "exit_plan_mode",
     "Present your complete plan for human review and, once approved, leave plan mode.",
     _PLAN_ARGS,
-    effect="read",
+    effect="unknown",
     origin="builtin",
 )
 BOOTSTRAP_PLAN = ToolSpec(
     "bootstrap_plan",
-    "In build mode without a plan: record a minimal plan before changing anything.",
+    "In build mode without a plan: record a minimal plan before changing anything. It starts executing at once.",
     _PLAN_ARGS,
-    effect="read",
+    effect="unknown",
+    origin="builtin",
+)
+UPDATE_TODO = ToolSpec(
+    "update_todo",
+    "Report the progress of one todo of the plan you are executing.",
+    {
+        "type": "object",
+        "properties": {
+            "todo_id": {"type": "string", "description": "a todo id of the current plan"},
+            "status": {"type": "string", "enum": ["pending", "in_progress", "done", "dropped"]},
+        },
+        "required": ["todo_id", "status"],
+    },
+    effect="unknown",
+    origin="builtin",
+)
+REPORT_VERIFICATION = ToolSpec(
+    "report_verification",
+    "After execution: report whether the plan's verify list holds. A failure sends the plan back to execution.",
+    {
+        "type": "object",
+        "properties": {
+            "passed": {"type": "boolean"},
+            "notes": {"type": "string", "description": "what you checked; required when it failed"},
+        },
+        "required": ["passed"],
+    },
+    effect="unknown",
     origin="builtin",
 )
 
 
-def default_registry() -> ToolRegistry:
-    """Every default tool, registered once for the whole session."""
-    return ToolRegistry.of(READ_FILE, LIST_FILES, WRITE_FILE, EXIT_PLAN_MODE, BOOTSTRAP_PLAN)
+def default_registry(extra: Sequence[ToolSpec] = ()) -> ToolRegistry:
+    """Every default tool (then ``extra``), registered once for the whole
+    session. Raises ``ToolSpecError`` for a clash."""
+    return ToolRegistry.of(
+        READ_FILE, LIST_FILES, WRITE_FILE, EXIT_PLAN_MODE, BOOTSTRAP_PLAN, UPDATE_TODO, REPORT_VERIFICATION, *extra
+    )
 
 
 @dataclass
@@ -144,11 +185,17 @@ def open_runtime(
     clock: Clock = system_clock,
     policy: GatePolicy | None = None,
     prompt: PromptConfig | None = None,
+    tools: Sequence[ToolSpec] = (),
+    executors: Mapping[str, Executor] | None = None,
 ) -> Session:
-    """Open ``session_id`` on ``store`` (strict replay) and wire a runtime."""
+    """Open ``session_id`` on ``store`` (strict replay) and wire a runtime,
+    with the deployment's own ``tools`` and ``executors`` added to the
+    defaults. Raises ``ToolSpecError`` for a tool or executor that may not
+    be installed (a clash, a runtime-owned name)."""
+    runner = ToolRunner(
+        default_registry(tools), policy or GatePolicy(), {**workspace.executors(), **(executors or {})}
+    )
     log = SessionLog(store, session_id, clock)
     plans = PlanRunner(log, review, lambda: f"plan-{log.last_seq + 1}")
-    executors = {**workspace.executors(), "bootstrap_plan": plans.bootstrap_executor()}
-    tools = ToolRunner(default_registry(), policy or GatePolicy(), executors)
-    runtime = Runtime(log, model, tools, plans, prompt or PromptConfig())
+    runtime = Runtime(log, model, runner, plans, prompt or PromptConfig())
     return Session(log, runtime, workspace)

@@ -10,9 +10,9 @@ tool the filtered catalog hides is refused whatever call names it.
 
 The tool's class comes from what it declares (``tool_class``):
 
-- ``runtime-owned``: a built-in tool in ``RUNTIME_OWNED_TOOLS``, such as
-  ``exit_plan_mode``. It is offered in every phase and routed to the
-  runtime, which handles it through the kernel; no executor runs it.
+- each runtime-owned tool (``kernel.tools.RUNTIME_TOOLS``) is its own class:
+  offered and routed to the runtime (never an executor) in the phases its
+  row names, refused in every mode elsewhere (``runtime-tool-wrong-phase``).
 - ``plan-state``: a tool declaring it changes the plan or mode. Only the
   runtime changes those, so it is refused in every phase and every mode.
 - ``write``: declared write, or a memory-write or task-state category.
@@ -48,8 +48,10 @@ from kernel.payload import JSONObject
 from kernel.phase import RUNTIME_PHASES, RuntimePhase
 from kernel.tools import (
     RUNTIME_OWNED_TOOLS,
+    RUNTIME_TOOLS,
     CallClassifier,
     Classification,
+    RuntimeToolName,
     ToolCall,
     ToolRegistry,
     ToolSpec,
@@ -79,7 +81,7 @@ __all__ = [
 
 CatalogMode = Literal["filtered", "stable"]
 Enforcement = Literal["hard", "advisory"]
-ToolClass = Literal["runtime-owned", "plan-state", "write", "read", "unverified"]
+ToolClass = Literal[RuntimeToolName, "plan-state", "write", "read", "unverified"]
 RuleKind = Literal["runtime", "never", "deny", "classify", "deployment"]
 
 TOOL_CLASSES: tuple[ToolClass, ...] = get_args(ToolClass)
@@ -101,31 +103,27 @@ class PhaseRule:
 
 
 _PLAN_HINT = "Plan mode is read-only: research with read tools, then call exit_plan_mode."
-_BOOT_HINT = "Build has no plan yet and is read-only: read, then write a minimal plan first."
+_BOOT_HINT = "Build has no executable plan and is read-only: read, then record one with bootstrap_plan."
 _READ_ONLY_HINT = MappingProxyType({"plan": _PLAN_HINT, "build_bootstrap": _BOOT_HINT})
 _STATE_HINT = "The plan and the mode change only through the runtime (exit_plan_mode, /plan)."
 _FROM_LIST = "Call only tools from the list you were given, spelled exactly."
+_WRONG_PHASE = "runtime-tool-wrong-phase"
 
 
-def _read_only_rows(phase: RuntimePhase) -> dict[tuple[RuntimePhase, ToolClass], PhaseRule]:
-    hint = _READ_ONLY_HINT[phase]
-    return {
-        (phase, "runtime-owned"): PhaseRule("runtime"),
-        (phase, "plan-state"): PhaseRule("never", "plan-state-is-runtime-owned", _STATE_HINT),
-        (phase, "write"): PhaseRule("deny", "write-in-read-only-phase", hint),
-        (phase, "read"): PhaseRule("deployment"),
-        (phase, "unverified"): PhaseRule("classify", "unverified-in-read-only-phase", hint),
+def _rows(phase: RuntimePhase) -> dict[tuple[RuntimePhase, ToolClass], PhaseRule]:
+    rows: dict[tuple[RuntimePhase, ToolClass], PhaseRule] = {
+        (phase, name): PhaseRule("runtime") if phase in tool.phases else PhaseRule("never", _WRONG_PHASE, tool.hint)
+        for name, tool in RUNTIME_TOOLS.items()
     }
-
-
-def _execution_rows(phase: RuntimePhase) -> dict[tuple[RuntimePhase, ToolClass], PhaseRule]:
-    return {
-        (phase, "runtime-owned"): PhaseRule("runtime"),
-        (phase, "plan-state"): PhaseRule("never", "plan-state-is-runtime-owned", _STATE_HINT),
-        (phase, "write"): PhaseRule("deployment"),
-        (phase, "read"): PhaseRule("deployment"),
-        (phase, "unverified"): PhaseRule("deployment"),
-    }
+    rows[(phase, "plan-state")] = PhaseRule("never", "plan-state-is-runtime-owned", _STATE_HINT)
+    rows[(phase, "read")] = PhaseRule("deployment")
+    hint = _READ_ONLY_HINT.get(phase)
+    if hint is None:  # an execution phase: the deployment decides
+        rows[(phase, "write")] = rows[(phase, "unverified")] = PhaseRule("deployment")
+    else:
+        rows[(phase, "write")] = PhaseRule("deny", "write-in-read-only-phase", hint)
+        rows[(phase, "unverified")] = PhaseRule("classify", "unverified-in-read-only-phase", hint)
+    return rows
 
 
 #: (phase, tool class) -> rule, for every pair. ``runtime``: route to the
@@ -134,10 +132,10 @@ def _execution_rows(phase: RuntimePhase) -> dict[tuple[RuntimePhase, ToolClass],
 #: read-only; ``deployment``: runs unless the deployment's rules refuse it.
 VERDICT_TABLE: Mapping[tuple[RuntimePhase, ToolClass], PhaseRule] = MappingProxyType(
     {
-        **_read_only_rows("plan"),
-        **_read_only_rows("build_bootstrap"),
-        **_execution_rows("build_execute"),
-        **_execution_rows("verify"),
+        **_rows("plan"),
+        **_rows("build_bootstrap"),
+        **_rows("build_execute"),
+        **_rows("verify"),
     }
 )
 
@@ -234,7 +232,7 @@ Verdict = Allowed | Refused
 def tool_class(tool: ToolSpec) -> ToolClass:
     """The class the gate gives ``tool``, from its declarations only."""
     if tool.origin == "builtin" and tool.name in RUNTIME_OWNED_TOOLS:
-        return "runtime-owned"
+        return cast(RuntimeToolName, tool.name)
     if tool.category == "plan-state":
         return "plan-state"
     if tool.effect == "write" or tool.category is not None:
@@ -320,6 +318,8 @@ def decide(
         return Allowed(tool.name, phase, "runtime", "runtime-owned")
     if row.rule == "never":
         reason = f"{tool.name} would change the plan or mode, which only the runtime does"
+        if row.code == _WRONG_PHASE:
+            reason = f"{tool.name} is handled by the runtime, but not in {phase}"
         return Refused(row.code, reason, tool.name, phase, row.hint)
     denied = _deployment_refusal(phase, policy, tool.name)
     if denied is not None:

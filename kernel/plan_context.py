@@ -17,9 +17,10 @@ matches and whose condition holds wins. Without a live plan nothing is
 injected. In both modes the full view goes in when the user asked for it or
 the runtime judged the summary insufficient; in plan mode also while the plan
 is being rewritten; in build mode also for a new plan or a rewritten one that
-no build-mode request has carried yet (derived from the log: the fold's
-``unseen`` flag, cleared by the next build-mode request header) and for the
-first alignment after a resume. Otherwise the summary goes in.
+no build-mode request has carried to the model yet (derived from the log:
+the fold's ``unseen`` flag, cleared by the first build-mode reply, so a
+request that failed and is retried carries it again) and for the first
+alignment after a resume. Otherwise the summary goes in.
 
 ``compose_prompt`` orders the prompt: the shared base, the plan or build
 overlay, the ``plan:policy`` section (rendered exactly when
@@ -211,9 +212,12 @@ DEFAULT_PLAN_OVERLAY = (
 )
 DEFAULT_BUILD_OVERLAY = (
     "You are in build mode. Work from the current plan. If there is no plan yet, "
-    "first produce a minimal plan using read-only tools. Work from the plan summary "
-    "and look at the full plan only when you need it. Small deviations are allowed "
-    "when you say why. Keep the todo progress up to date and finish with verification."
+    "research with read-only tools and record a minimal plan with bootstrap_plan "
+    "before changing anything. Work from the plan summary and look at the full plan "
+    "only when you need it. Small deviations are allowed when you say why. Report "
+    "each todo's progress with update_todo; once every todo is done or dropped and "
+    "you stop, verification starts: check the plan's verify list and report the "
+    "result with report_verification."
 )
 
 

@@ -47,7 +47,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from kernel.errors import PayloadError, ReplayError
-from kernel.log import PLAN_ARTIFACT, REQUEST_HEADER, Event
+from kernel.log import ASSISTANT_MESSAGE, PLAN_ARTIFACT, Event
 from kernel.plan_checks import CHECKS
 from kernel.plan_mode import apply_plan_mode_event
 from kernel.plan_payload import PlanAction, PlanActionName, read_plan_action
@@ -179,8 +179,11 @@ class PlanState:
 
     ``approval`` is the approved version (``None`` unless approved and not
     voided since); ``realign`` says why the plan must be realigned before it
-    may run again; ``unseen`` is true while the current content has not yet
-    gone out in a build-mode request; ``feedback`` is the last rejection's.
+    may run again; ``unseen`` is true until a build-mode request has carried
+    the current content and been answered (the next build-mode
+    ``assistant/message``: a request whose model call failed reached no one,
+    so its retry carries the content again); ``feedback`` is the last
+    rejection's.
     """
 
     current: PlanArtifact | None = None
@@ -277,11 +280,11 @@ def _effect(state: PlanState, act: PlanAction, row: Transition, at: int) -> Plan
 def apply_plan_event(state: PlanState, event: Event, plan_mode: bool) -> PlanState:
     """Fold one event into the plan state; ``plan_mode`` is the plan-mode fold
     just before ``event``. Other kinds pass through, except that a build-mode
-    request header marks the current content as seen.
+    ``assistant/message`` (an answered request) marks the content as seen.
 
     Raises ``ReplayError`` at a bad ``plan/artifact`` event (rules above).
     """
-    if event.kind == REQUEST_HEADER:
+    if event.kind == ASSISTANT_MESSAGE:
         if state.unseen and not plan_mode:
             return replace(state, unseen=False)
         return state

@@ -20,6 +20,13 @@ the whole session: it never unregisters, it never splits into per-mode
 registries. Two names that differ only by case are refused, so a call that
 gets the case wrong can never land on a different tool.
 
+Some tools are the runtime's own (``RUNTIME_TOOLS``): calling one asks the
+runtime to change the plan or the mode through the kernel (present a plan,
+record a bootstrap plan, report todo progress, report a verification). No
+executor runs them, only a built-in tool may carry their names, and each is
+offered in the phases its row names (the gate's verdict table is built from
+this table).
+
 Calls the model makes are ``ToolCall`` values holding whatever the model sent
 (the gate checks them). A ``CallClassifier`` is supplied by a deployment: for
 the tools it ``covers``, it may mark one particular call read-only.
@@ -36,12 +43,16 @@ from typing import Literal, get_args
 
 from kernel.errors import KernelError, is_kebab_case
 from kernel.payload import JSON, JSONObject
+from kernel.phase import RuntimePhase
 
 __all__ = [
     "RUNTIME_OWNED_TOOLS",
+    "RUNTIME_TOOLS",
     "TOOL_NAME",
     "CallClassifier",
     "Classification",
+    "RuntimeTool",
+    "RuntimeToolName",
     "ToolCall",
     "ToolCategory",
     "ToolEffect",
@@ -66,9 +77,39 @@ _CATEGORIES: frozenset[str] = frozenset(get_args(ToolCategory))
 #: so that no Unicode look-alike of a tool name can be registered.
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
-#: Tools the runtime handles itself, through the kernel (never an executor);
-#: only a built-in tool may carry one of these names.
-RUNTIME_OWNED_TOOLS: frozenset[str] = frozenset({"exit_plan_mode"})
+RuntimeToolName = Literal["exit_plan_mode", "bootstrap_plan", "update_todo", "report_verification"]
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeTool:
+    """Where a runtime-owned tool is offered (``phases``), and the hint a
+    call made in any other phase is refused with."""
+
+    phases: frozenset[RuntimePhase]
+    hint: str
+
+
+#: The tools the runtime handles itself, through the kernel (never an
+#: executor), and the phases each one makes sense in.
+RUNTIME_TOOLS: Mapping[RuntimeToolName, RuntimeTool] = MappingProxyType(
+    {
+        "exit_plan_mode": RuntimeTool(
+            frozenset({"plan"}), "exit_plan_mode presents a plan in plan mode; /plan turns plan mode on."
+        ),
+        "bootstrap_plan": RuntimeTool(
+            frozenset({"build_bootstrap"}), "bootstrap_plan records a first plan only in build mode without one."
+        ),
+        "update_todo": RuntimeTool(
+            frozenset({"build_execute", "verify"}), "update_todo reports progress only while a plan executes."
+        ),
+        "report_verification": RuntimeTool(
+            frozenset({"verify"}), "report_verification answers only in the verify phase, after execution ends."
+        ),
+    }
+)
+
+#: Their names; only a built-in tool may carry one.
+RUNTIME_OWNED_TOOLS: frozenset[str] = frozenset(RUNTIME_TOOLS)
 
 #: Deeper JSON than this is refused rather than walked.
 _MAX_DEPTH = 64

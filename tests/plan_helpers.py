@@ -120,9 +120,12 @@ class Session:
         self.raw(USER_MESSAGE, {"text": text, "source": None})
         self.raw(ASSISTANT_MESSAGE, {"text": "because", "source": None})
 
-    def request(self) -> None:
-        """One whole turn with one request in the current mode."""
+    def request(self, answered: bool = True) -> None:
+        """One whole turn with one request in the current mode, answered by
+        the model (or, with ``answered=False``, whose model call failed)."""
         self.turn += 1
         self.raw(TURN_START, {"turn": self.turn})
         self.raw(REQUEST_HEADER, {"turn": self.turn, "step": 1, "plan_mode": self.state.plan_mode})
+        if answered:
+            self.raw(ASSISTANT_MESSAGE, {"text": "on it", "source": None})
         self.raw(TURN_END, {"turn": self.turn})

@@ -13,11 +13,12 @@ from adapters.review import ScriptedReviewer, approve
 from adapters.script_format import Expectation, ScriptStep
 from adapters.scripted_client import ScriptedClient
 from adapters.toolset import Session, open_runtime
-from adapters.workspace import Workspace
+from adapters.workspace import Executor, Workspace
 from kernel.gate import GatePolicy
 from kernel.log import Event
 from kernel.payload import JSON
 from kernel.plan_review import ReviewAnswer
+from kernel.tools import ToolSpec
 
 FILES: dict[str, str] = {"README.md": "# demo\n", "app.py": "print('hi')\n"}
 
@@ -60,6 +61,24 @@ def exit_plan(spec: Mapping[str, JSON] = SPEC, summary: Mapping[str, JSON] | Non
     return call("exit_plan_mode", arguments)
 
 
+def batch(*replies: ChatResponse) -> ChatResponse:
+    """One reply making the tool calls of ``replies``, in order."""
+    return ChatResponse(None, tuple(c for r in replies for c in r.tool_calls), "tool_calls")
+
+
+def todo(todo_id: str = "t1", status: str = "done") -> ChatResponse:
+    """A reply reporting one todo's progress (``update_todo``)."""
+    return call("update_todo", {"todo_id": todo_id, "status": status})
+
+
+def verified(passed: bool = True, notes: str | None = None) -> ChatResponse:
+    """A reply reporting the verification (``report_verification``)."""
+    arguments: dict[str, JSON] = {"passed": passed}
+    if notes is not None:
+        arguments["notes"] = notes
+    return call("report_verification", arguments)
+
+
 Reply = ChatResponse | ModelError
 
 
@@ -94,9 +113,12 @@ def make_session(
     policy: GatePolicy | None = None,
     files: Mapping[str, str] | None = None,
     review: bool = True,
+    tools: Sequence[ToolSpec] = (),
+    executors: Mapping[str, Executor] | None = None,
 ) -> tuple[Session, HookedModel, ScriptedReviewer]:
     """A runtime over a fresh (or given) memory store, answering with
-    ``replies`` in order; the reviewer gives ``answers`` (default: approve)."""
+    ``replies`` in order; the reviewer gives ``answers`` (default: approve).
+    ``tools`` and ``executors`` are the deployment's own, added to the defaults."""
     model = HookedModel(ScriptedClient(ScriptStep(r, Expectation()) for r in replies))
     reviewer = ScriptedReviewer.of(list(answers) if answers else [approve()])
     session = open_runtime(
@@ -107,6 +129,8 @@ def make_session(
         Workspace(dict(files or FILES)),
         clock=ticking(),
         policy=policy,
+        tools=tools,
+        executors=executors,
     )
     return session, model, reviewer
 

@@ -55,15 +55,34 @@ def test_the_demo_runs_and_its_log_passes_the_audit(tmp_path: Path) -> None:
         ("plan/mode", False),
         ("plan/artifact", "start"),
         ("tool/result", "write_file"),
+        ("tool/call", "update_todo"),
+        ("plan/artifact", "todo"),
         ("plan/artifact", "verify"),
+        ("tool/call", "report_verification"),
         ("plan/artifact", "complete"),
         ("goal/change", "create"),
+        # round 1: build mode without a plan records one, executes, verifies twice
+        ("tool/call", "bootstrap_plan"),
+        ("plan/artifact", "bootstrap"),
+        ("tool/result", "bootstrap_plan"),
+        ("plan/artifact", "start"),
+        ("tool/result", "write_file"),
+        ("plan/artifact", "todo"),
+        ("plan/artifact", "verify"),
+        ("plan/artifact", "verify-fail"),
+        ("tool/result", "write_file"),
+        ("plan/artifact", "verify"),
+        ("plan/artifact", "complete"),
         ("goal/change", "block"),
         ("goal/change", "edit"),
         ("goal/change", "resume"),
         ("goal/change", "resume"),
         ("goal/change", "block"),
     ]
+    first_plan = ["draft", "approve", "start", "todo", "verify", "complete"]
+    goal_plan = ["bootstrap", "start", "todo", "verify", "verify-fail", "verify", "complete"]
+    assert [m[1] for m in marks if m[0] == "plan/artifact"] == first_plan + goal_plan
+    assert [m for m in marks if m[0] == "tool/refused"] == [("tool/refused", "write_file")]
     assert _subsequence(expected, marks), marks
     # the silent exit: nothing between the approval's tool result and the exit
     # but the next pre-step: plan/mode, start, then that step's header
@@ -74,6 +93,7 @@ def test_the_demo_runs_and_its_log_passes_the_audit(tmp_path: Path) -> None:
         "plan/artifact",
         "request/header",
     ]
+    assert "README.md names greet() and farewell(): True" in text
     assert "activation after the restart: DISARMED" in text
     assert "stopped: disarmed" in text
     assert "the log passes the audit" in text
@@ -93,5 +113,5 @@ def test_a_second_run_adds_a_new_session_and_the_cli_audits_both(tmp_path: Path)
 def test_demo_json_prints_one_json_document_on_stdout(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert main(["demo", "--db", str(tmp_path / "d.sqlite"), "--json"], out=out, err=err) == 0
-    assert json.loads(out.getvalue()) == {"session": "demo-1", "events": 55, "ok": True}
+    assert json.loads(out.getvalue()) == {"session": "demo-1", "events": 99, "ok": True}
     assert "Summary" in err.getvalue()

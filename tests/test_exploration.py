@@ -63,7 +63,7 @@ from kernel.plan_payload import PLAN_ACTIONS
 from kernel.plan_spec import PlanSpec, Todo
 from kernel.plan_status import TRANSITIONS as PLAN_TRANSITIONS
 from kernel.session import SessionState, apply_session_event
-from kernel.tools import CallClassifier, Classification, ToolCall, ToolSpec
+from kernel.tools import RUNTIME_TOOLS, CallClassifier, Classification, ToolCall, ToolSpec
 
 # --------------------------------------------------------------------------
 # A bounded breadth-first search
@@ -267,7 +267,7 @@ def sessions() -> list[tuple[SessionState, str, SessionState]]:
 # Tool-gate verdicts
 
 TOOLS = (
-    ToolSpec("exit_plan_mode", "", {}, "unknown", "builtin"),
+    *(ToolSpec(name, "", {}, "unknown", "builtin") for name in RUNTIME_TOOLS),
     ToolSpec("read_file", "", {}, "read", "builtin"),
     ToolSpec("write_file", "", {}, "write", "builtin"),
     ToolSpec("remember", "", {}, "unknown", "builtin", category="memory-write"),

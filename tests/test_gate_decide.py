@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import FrozenInstanceError
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
@@ -28,7 +28,16 @@ from kernel.gate import (
     tool_class,
 )
 from kernel.phase import READ_ONLY_PHASES, RUNTIME_PHASES, RuntimePhase
-from kernel.tools import CallClassifier, Classification, ToolCall, ToolRegistry, ToolSpec, ToolSpecError
+from kernel.tools import (
+    RUNTIME_TOOLS,
+    CallClassifier,
+    Classification,
+    RuntimeToolName,
+    ToolCall,
+    ToolRegistry,
+    ToolSpec,
+    ToolSpecError,
+)
 from tests.gate_helpers import (
     BROKEN,
     EXIT,
@@ -45,6 +54,7 @@ from tests.gate_helpers import (
 )
 
 HARD = GatePolicy()
+RUNTIME_PHASES_OF: dict[str, frozenset[RuntimePhase]] = {name: tool.phases for name, tool in RUNTIME_TOOLS.items()}
 
 
 def call(tool: str, arguments: Any = None, call_id: str = "call-1") -> ToolCall:
@@ -63,11 +73,12 @@ def test_seed000_plan_list_available_specs_returns_only_read_only_tools() -> Non
     listed = list_available_specs(REGISTRY, "plan", HARD)
     assert names(listed) == [t.name for t in READ_TOOLS] + ["exit_plan_mode"]
     assert all(t.effect == "read" and t.origin == "builtin" for t in listed if t is not EXIT)
-    # build_bootstrap is read-only too; execution phases list everything but
-    # the tool that would change the plan state.
-    assert list_available_specs(REGISTRY, "build_bootstrap", HARD) == listed
+    # build_bootstrap is read-only too (exit_plan_mode belongs to plan mode);
+    # execution phases list everything but the tools that would change the
+    # plan state and exit_plan_mode.
+    assert list_available_specs(REGISTRY, "build_bootstrap", HARD) == READ_TOOLS
     executing = list_available_specs(REGISTRY, "build_execute", HARD)
-    assert executing == tuple(t for t in REGISTRY if t.name != "set_plan")
+    assert executing == tuple(t for t in REGISTRY if t.name not in ("set_plan", "exit_plan_mode"))
 
 
 @pytest.mark.parametrize("phase", sorted(READ_ONLY_PHASES))
@@ -114,13 +125,14 @@ def test_read_only_phases_let_nothing_but_reads_through_unconditionally() -> Non
             assert row.code and row.hint
         if klass == "plan-state":
             assert row.rule == "never"
-        if klass == "runtime-owned":
-            assert row.rule == "runtime"
+        owned = RUNTIME_PHASES_OF.get(klass)
+        if owned is not None:
+            assert row.rule == ("runtime" if phase in owned else "never")
 
 
 def test_tool_class_follows_declarations_only() -> None:
     assert {tool_class(t) for t in READ_TOOLS} == {"read"}
-    assert tool_class(EXIT) == "runtime-owned"
+    assert tool_class(EXIT) == "exit_plan_mode"
     classes = {t.name: tool_class(t) for t in WRITE_TOOLS}
     assert classes["set_plan"] == "plan-state"
     assert classes["memory_delete"] == classes["todo_update"] == "write"
@@ -133,16 +145,31 @@ def test_tool_class_follows_declarations_only() -> None:
 # Runtime-owned tools and plan state
 
 
+RUNTIME_REGISTRY = ToolRegistry.of(*(spec(name, "unknown", "builtin") for name in RUNTIME_TOOLS))
+
+
+@pytest.mark.parametrize("enforcement", ["hard", "advisory"])
 @pytest.mark.parametrize("catalog", ["filtered", "stable"])
 @pytest.mark.parametrize("phase", PHASES)
-def test_exit_plan_mode_is_offered_in_every_phase_and_routed_to_the_runtime(
-    catalog: CatalogMode, phase: RuntimePhase
+def test_runtime_owned_tools_are_offered_only_in_their_phases_and_routed_to_the_runtime(
+    catalog: CatalogMode, enforcement: Enforcement, phase: RuntimePhase
 ) -> None:
-    deny_all = GatePolicy(catalog=catalog, rules=(DeploymentRule("deny", "*"),))
-    assert EXIT in list_available_specs(REGISTRY, phase, deny_all)
-    verdict = check_call(REGISTRY, phase, deny_all, call("exit_plan_mode", {"plan": "# P"}))
-    assert verdict == Allowed("exit_plan_mode", phase, "runtime", "runtime-owned")
-    assert {"exit_plan_mode"} == RUNTIME_OWNED_TOOLS
+    deny_all = GatePolicy(catalog=catalog, enforcement=enforcement, rules=(DeploymentRule("deny", "*"),))
+    listed = names(list_available_specs(RUNTIME_REGISTRY, phase, deny_all))
+    for name, owned in RUNTIME_TOOLS.items():
+        verdict = check_call(RUNTIME_REGISTRY, phase, deny_all, call(name, {"x": 1}))
+        if phase in owned.phases:
+            assert name in listed
+            assert verdict == Allowed(name, phase, "runtime", "runtime-owned")
+        else:
+            assert (name in listed) == (catalog == "stable")
+            assert isinstance(verdict, Refused) and verdict.code == "runtime-tool-wrong-phase"
+            assert verdict.hint == owned.hint and phase in verdict.reason
+    assert set(RUNTIME_TOOLS) == RUNTIME_OWNED_TOOLS == set(get_args(RuntimeToolName))
+    # bootstrap_plan is the build-bootstrap phase's own tool, nowhere else.
+    assert RUNTIME_TOOLS["bootstrap_plan"].phases == {"build_bootstrap"}
+    assert RUNTIME_TOOLS["exit_plan_mode"].phases == {"plan"}
+    assert RUNTIME_TOOLS["report_verification"].phases == {"verify"}
 
 
 @pytest.mark.parametrize("enforcement", ["hard", "advisory"])
@@ -190,7 +217,8 @@ def test_allow_rules_never_widen_a_read_only_phase(phase: RuntimePhase) -> None:
     )
     for tool in WRITE_TOOLS:
         assert isinstance(check_call(REGISTRY, phase, widening, call(tool.name)), Refused)
-    assert list_available_specs(REGISTRY, phase, widening) == (*READ_TOOLS, EXIT)
+    expected = (*READ_TOOLS, EXIT) if phase == "plan" else READ_TOOLS
+    assert list_available_specs(REGISTRY, phase, widening) == expected
 
 
 def test_deny_rules_narrow_any_phase_and_win_over_allow() -> None:
@@ -213,10 +241,7 @@ def test_default_deny_runs_only_listed_tools_in_execution_phases() -> None:
     assert isinstance(check_call(REGISTRY, "build_execute", policy, call("read_file")), Allowed)
     verdict = check_call(REGISTRY, "build_execute", policy, call("write_file"))
     assert isinstance(verdict, Refused) and verdict.code == "not-allowed-by-deployment"
-    assert names(list_available_specs(REGISTRY, "build_execute", policy)) == [
-        "read_file",
-        "exit_plan_mode",
-    ]
+    assert names(list_available_specs(REGISTRY, "build_execute", policy)) == ["read_file"]
 
 
 def test_rule_patterns_are_case_sensitive() -> None:

@@ -75,7 +75,7 @@ class Model:
 
     def offers(self, tool: ToolSpec) -> bool:
         if tool.name == "exit_plan_mode":
-            return True
+            return self.phase == "plan"
         if tool.category == "plan-state" or self.deployment_refuses(tool.name):
             return False
         if self.phase in ("build_execute", "verify"):
@@ -92,7 +92,7 @@ class Model:
         if tool is None or not isinstance(arguments, dict):
             return "refuse"
         if tool.name == "exit_plan_mode":
-            return "runtime"
+            return "runtime" if self.phase == "plan" else "refuse"
         if tool.category == "plan-state" or self.deployment_refuses(name):
             return "refuse"
         if self.phase in ("build_execute", "verify"):
@@ -230,10 +230,10 @@ class GateMachine(RuleBasedStateMachine):
             assert [t.name for t in listed] == [t.name for t in self.registry if self.model.offers(t)]
 
     @invariant()
-    def exit_plan_mode_is_always_offered(self) -> None:
-        if "exit_plan_mode" in self.model.tools:
+    def exit_plan_mode_is_offered_exactly_in_plan_mode(self) -> None:
+        if "exit_plan_mode" in self.model.tools and self.model.catalog == "filtered":
             listed = list_available_specs(self.registry, self.model.phase, self.policy())
-            assert "exit_plan_mode" in [t.name for t in listed]
+            assert ("exit_plan_mode" in [t.name for t in listed]) == (self.model.phase == "plan")
 
 
 TestGateMachine = GateMachine.TestCase

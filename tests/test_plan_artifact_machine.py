@@ -272,6 +272,8 @@ class PlanArtifactMachine(RuleBasedStateMachine):
     def discussion(self) -> None:
         assert self.m.plan is not None
         self.s.discuss()
+        if not self.m.plan_mode:  # the model's answer: the plan has been seen
+            self.m.unseen = False
         assert update_plan_events(self.s.state, self.m.plan.spec, None, self.s.at()) == ()
 
     @precondition(lambda self: self.m.plan is not None and self.m.plan.status == "draft")

@@ -23,6 +23,8 @@ from tests.runtime_helpers import (
     make_session,
     plan_actions,
     say,
+    todo,
+    verified,
 )
 
 
@@ -43,13 +45,18 @@ def _approved_and_executing() -> tuple[Session, HookedModel]:
         [
             exit_plan(),
             call("write_file", {"path": "hello.txt", "content": "hello"}),
+            todo("t1", "done"),
             say("written"),
+            verified(True, "hello.txt says hello"),
             say("ok"),
             say("Nothing else."),
         ]
     )
     session.runtime.submit("/plan")
-    _turn(session, "Plan a greeting")
+    report = _turn(session, "Plan a greeting")
+    # plan mode (no plan yet), the new plan's first build request in full,
+    # then the summary only, and nothing once the plan has completed
+    assert _views(report) == ["none", "full", "summary", "summary", "summary", "none"]
     return session, model
 
 
@@ -90,9 +97,9 @@ def test_seed000_line15_ordinary_execution_injects_only_the_summary() -> None:
     session, model = _approved_and_executing()
     requests = model.inner.requests
     # request 2 is the first build-mode request of the new plan (full, once);
-    # every later execution request carries the summary only.
+    # every later execution and verify request carries the summary only.
     assert FULL_MARK in requests[1].system_text
-    for request in requests[2:]:
+    for request in requests[2:5]:
         assert SUMMARY_MARK in request.system_text
         assert FULL_MARK not in request.system_text
     later = _turn(session, "Anything else to do?")
@@ -140,16 +147,17 @@ def test_seed000_line16_the_full_text_is_injected_again_under_the_specific_condi
 
 def test_seed000_line16_a_rewritten_plan_is_injected_in_full_at_its_first_build_request() -> None:
     session, model, _ = make_session(
-        [exit_plan(), say("Ready."), exit_plan(SPEC_V2), say("Done."), say("Verified.")],
+        [exit_plan(), say("Ready."), exit_plan(SPEC_V2), todo(), say("Done."), verified(), say("Finished.")],
         answers=[keep_planning("hold on"), approve()],
     )
     session.runtime.submit("/plan")
     _turn(session, "Plan a greeting")
     report = _turn(session, "Add the README step and present it again")
-    assert plan_actions(session.log.events)[-5:] == ["rewrite", "approve", "start", "verify", "complete"]
-    assert [p.view.reason for p in report.requests] == ["rewriting", "rewritten", "default"]
-    assert FULL_MARK in model.inner.requests[-2].system_text
-    assert FULL_MARK not in model.inner.requests[-1].system_text
+    assert plan_actions(session.log.events)[-6:] == ["rewrite", "approve", "start", "todo", "verify", "complete"]
+    reasons = [p.view.reason for p in report.requests]
+    assert reasons == ["rewriting", "rewritten", "default", "default", "no-plan"]
+    assert FULL_MARK in model.inner.requests[-4].system_text
+    assert FULL_MARK not in model.inner.requests[-3].system_text
 
 
 def test_seed000_line18_a_draft_plan_cannot_enter_normal_execution() -> None:
@@ -189,8 +197,10 @@ def test_seed000_line19_a_rewrite_during_execution_aborts_it_and_requires_realig
             call("write_file", {"path": "hello.txt", "content": "more"}),  # turn 3: refused
             say("Blocked until the plan is realigned."),
             exit_plan(SPEC_V2),  # turn 4: the same version goes back to review
+            todo(),
             say("Back to work."),
-            say("Verified."),
+            verified(),
+            say("Finished."),
         ],
         answers=[approve(), keep_planning("first make it right"), approve()],
     )
@@ -221,7 +231,7 @@ def test_seed000_line19_a_rewrite_during_execution_aborts_it_and_requires_realig
     session.runtime.submit("/plan")
     _turn(session, "Present it again")
     actions = plan_actions(session.log.events)
-    assert actions[-4:] == ["approve", "start", "verify", "complete"]
+    assert actions[-5:] == ["approve", "start", "todo", "verify", "complete"]
     start = [e for e in session.log.events if e.kind == "plan/artifact" and e.payload["action"] == "start"][-1]
     assert start.payload["revision"] == 2
     assert session.log.state.plan.realign is None
@@ -229,18 +239,30 @@ def test_seed000_line19_a_rewrite_during_execution_aborts_it_and_requires_realig
 
 
 def test_seed000_line20_after_execution_it_enters_verify_and_is_marked_completed() -> None:
-    session, _, _ = make_session(
-        [exit_plan(), call("write_file", {"path": "hello.txt", "content": "hello"}), say("written"), say("ok")]
+    session, model, _ = make_session(
+        [
+            exit_plan(),
+            call("write_file", {"path": "hello.txt", "content": "hello"}),
+            todo("t1", "done"),
+            say("written"),  # no todo open: execution ends here
+            verified(True, "hello.txt says hello"),
+            say("ok"),
+        ]
     )
     session.runtime.submit("/plan")
     report = _turn(session, "Plan a greeting")
     events = session.log.events
-    assert plan_actions(events) == ["draft", "approve", "start", "verify", "complete"]
+    assert plan_actions(events) == ["draft", "approve", "start", "todo", "verify", "complete"]
     artifacts = {str(e.payload["action"]): e.seq for e in events if e.kind == "plan/artifact"}
     between = [e for e in events if artifacts["verify"] < e.seq < artifacts["complete"]]
-    # exactly one more request was made, in the verify phase, before completion
-    assert kinds(between) == ["request/header", "assistant/message"]
-    assert [p.phase for p in report.requests] == ["plan", "build_execute", "build_execute", "verify"]
+    # exactly one more request was made, in the verify phase, and the model
+    # reported the verification through the runtime-owned tool
+    assert kinds(between) == ["request/header", "assistant/message", "tool/call"]
+    assert between[-1].payload["tool"] == "report_verification"
+    assert "report_verification" in model.inner.requests[4].tool_names
+    assert "report_verification" not in model.inner.requests[3].tool_names
+    phases = [p.phase for p in report.requests]
+    assert phases == ["plan", "build_execute", "build_execute", "build_execute", "verify", "build_bootstrap"]
     assert session.log.state.plan.status == "completed"
     assert runtime_phase(session.log.state) == "build_bootstrap"  # nothing live any more
     assert fold_session(events) == session.log.state

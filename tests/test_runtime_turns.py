@@ -6,17 +6,19 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import pytest
+
 from adapters.memory_store import MemoryStore
 from adapters.model import ModelTimeoutError
 from adapters.runtime import TurnReport
 from adapters.store import AppendResult, StorageError
-from kernel.gate import GatePolicy
+from kernel.gate import CatalogMode, GatePolicy
 from kernel.log import Event
 from kernel.payload import JSON
 from kernel.plan_mode import NOTICE_SOURCE
 from kernel.plan_review import ChannelLost
 from kernel.session import fold_session
-from tests.runtime_helpers import SPEC, call, exit_plan, kinds, make_session, plan_actions, say
+from tests.runtime_helpers import SPEC, call, exit_plan, kinds, make_session, plan_actions, say, todo, verified
 
 
 def _headers(events: Sequence[Event]) -> list[tuple[object, object, object]]:
@@ -176,30 +178,44 @@ def test_a_review_channel_lost_mid_review_keeps_the_draft_and_plan_mode() -> Non
     assert session.log.state.plan_mode and session.runtime.pending is None
 
 
-def test_exit_plan_mode_outside_plan_mode_fails() -> None:
-    session, _, reviewer = make_session([exit_plan(), say("ok")])
+@pytest.mark.parametrize(("catalog", "code"), [("filtered", "not-offered"), ("stable", "runtime-tool-wrong-phase")])
+def test_exit_plan_mode_outside_plan_mode_is_refused_by_the_gate(catalog: CatalogMode, code: str) -> None:
+    session, model, reviewer = make_session([exit_plan(), say("ok")], policy=GatePolicy(catalog=catalog))
     session.runtime.submit("Plan")
-    result = next(e for e in session.log.events if e.kind == "tool/result")
-    assert json.loads(str(result.payload["output"]))["error"]["code"] == "not-in-plan-mode"
+    assert ("exit_plan_mode" in model.inner.requests[0].tool_names) == (catalog == "stable")
+    refused = [e.payload for e in session.log.events if e.kind == "tool/refused"]
+    assert [(r["tool"], r["code"], r["phase"]) for r in refused] == [("exit_plan_mode", code, "build_bootstrap")]
+    assert "tool/result" not in kinds(session.log.events)
     assert reviewer.shown == [] and plan_actions(session.log.events) == []
 
 
 def test_build_bootstrap_records_an_implicit_plan_that_then_executes() -> None:
     arguments = {"plan_spec": dict(SPEC)}
-    session, _, _ = make_session(
+    session, model, _ = make_session(
         [
             call("write_file", {"path": "hello.txt", "content": "early"}),
             call("bootstrap_plan", arguments),
             call("write_file", {"path": "hello.txt", "content": "hello"}),
+            todo("t1", "done"),
             say("done"),
-            say("verified"),
+            verified(True, "hello.txt says hello"),
+            say("finished"),
         ]
     )
     session.runtime.submit("Write hello.txt")
-    assert plan_actions(session.log.events) == ["bootstrap", "start", "verify", "complete"]
-    refused = [e.payload["code"] for e in session.log.events if e.kind == "tool/refused"]
-    assert len(refused) == 1  # the write before the plan existed
+    events = session.log.events
+    assert plan_actions(events) == ["bootstrap", "start", "todo", "verify", "complete"]
+    refused = [e.payload["code"] for e in events if e.kind == "tool/refused"]
+    assert refused == ["not-offered"]  # the write before the plan existed: not even offered
     assert session.workspace.files["hello.txt"] == "hello"
+    # bootstrap_plan is offered while build mode has no executable plan (again
+    # once it completed), never while it executes or verifies
+    offers = ["bootstrap_plan" in r.tool_names for r in model.inner.requests]
+    assert offers == [True, True, False, False, False, False, True]
+    # the runtime answered it: the plan event sits between its call and its result
+    at = next(i for i, e in enumerate(events) if e.kind == "tool/call" and e.payload["tool"] == "bootstrap_plan")
+    assert kinds(events[at : at + 3]) == ["tool/call", "plan/artifact", "tool/result"]
+    assert json.loads(str(events[at + 2].payload["output"]))["status"] == "implicit"
 
 
 def test_plan_off_cancels_a_pending_entry_no_request_has_seen() -> None:
