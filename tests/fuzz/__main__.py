@@ -109,7 +109,7 @@ def fuzz_machines(budget: float) -> Report:
         remaining = budget - (time.monotonic() - start)
         if remaining <= 0:
             break
-        env["FUZZ_MAX_EXAMPLES"] = str(examples)
+        env["HYPOTHESIS_MAX_EXAMPLES"] = str(examples)
         began = time.monotonic()
         result = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-x", "-p", "tests.fuzz.budget", "-p", "no:cacheprovider", *modules],

@@ -14,6 +14,7 @@ lists the equivalent ones, each with the reason it cannot change behaviour.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -50,12 +51,15 @@ def report(result: Score, *, survivors: bool) -> str:
     return "\n".join(lines)
 
 
-def run_mutmut(root: Path, jobs: int, modules: Sequence[str], fresh: bool) -> int:
+def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, examples: int) -> int:
     if fresh:
         shutil.rmtree(root / "mutants", ignore_errors=True)
     patterns = [module.removesuffix(".py").replace("/", ".") + ".*" for module in modules]
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *patterns]
-    return subprocess.run(command, cwd=root, check=False).returncode
+    # Every Hypothesis test is capped (through the tests.fuzz.budget plugin
+    # that [tool.mutmut] loads) so that thousands of test runs stay affordable.
+    env = {**os.environ, "HYPOTHESIS_PROFILE": "default", "HYPOTHESIS_MAX_EXAMPLES": str(examples)}
+    return subprocess.run(command, cwd=root, env=env, check=False).returncode
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -65,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--jobs", type=int, default=2, help="mutants tested in parallel")
     run.add_argument("--module", action="append", default=[], help="re-run every mutant of this file")
     run.add_argument("--fresh", action="store_true", help="discard cached results first")
+    run.add_argument("--examples", type=int, default=20, help="cap on each Hypothesis test's examples")
     for sub in (run, commands.add_parser("score", help="print the score of the last run")):
         sub.add_argument("--survivors", action="store_true", help="list every mutant not killed")
         sub.add_argument("--fail-under", type=float, default=None, help="exit 1 below this percentage")
@@ -72,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "run":
-        code = run_mutmut(args.root, args.jobs, args.module, args.fresh)
+        code = run_mutmut(args.root, args.jobs, args.module, fresh=args.fresh, examples=args.examples)
         if code != 0:
             print(f"mutmut exited with {code}", file=sys.stderr)
             return code
