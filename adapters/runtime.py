@@ -274,8 +274,9 @@ class Runtime:
         if verdict != "accepted":
             return False
         self.plans.before_request(self.log.append)
-        # The plan view is chosen from the fold just before the header: the
-        # header of the request that carries a new plan marks it as seen.
+        # The plan view is chosen from the fold the header describes. A new
+        # plan counts as seen only once a build-mode reply is recorded, so a
+        # retry of this step carries the same view.
         self._view_state = self.log.state
         self.log.append((derive_request_header(self.log.events, proposed.step, self.log.now()),))
         return True
