@@ -78,6 +78,7 @@ from kernel.goal_ops import create as create_goal
 from kernel.goal_ops import edit as edit_goal
 from kernel.goal_ops import pause as pause_goal
 from kernel.goal_ops import resume as resume_goal
+from kernel.graph import Edge, Graph, GraphDiff, GraphError, all_graphs, compare
 from kernel.log import (
     HUMAN,
     KNOWN_KINDS,
@@ -90,6 +91,7 @@ from kernel.log import (
     last_seq,
     next_event,
 )
+from kernel.phase import READ_ONLY_PHASES, RUNTIME_PHASES, RuntimePhase
 from kernel.plan_capsule import (
     StateCapsule,
     build_capsule,
@@ -209,6 +211,16 @@ from kernel.plan_status import (
 from kernel.plan_status import TRANSITIONS as PLAN_TRANSITIONS
 from kernel.plan_status import StatusInfo as PlanStatusInfo
 from kernel.plan_status import Transition as PlanTransition
+from kernel.plan_tools import (
+    TodoUpdate,
+    ToolArgumentsError,
+    VerificationReport,
+    decode_todo_update,
+    decode_verification,
+    execution_end_event,
+    scope_decision,
+    verification_event,
+)
 from kernel.plan_views import (
     SummaryAdoption,
     adopt_summary,
@@ -217,7 +229,7 @@ from kernel.plan_views import (
     render_plan_content,
     summary_derives_from,
 )
-from kernel.session import SessionState, apply_session_event, fold_more, fold_session
+from kernel.session import AgentMode, SessionState, apply_session_event, fold_more, fold_session
 from kernel.shell import SHELL_CLASSIFIER, classify_command, classify_shell_call
 from kernel.tool_events import (
     ToolNotice,
@@ -261,7 +273,9 @@ __all__ = [
     "PLAN_ACTIONS",
     "PLAN_STATUSES",
     "PLAN_TRANSITIONS",
+    "READ_ONLY_PHASES",
     "RUNTIME_OWNED_TOOLS",
+    "RUNTIME_PHASES",
     "SHELL_CLASSIFIER",
     "STATUS_TABLE",
     "TODO_STATUSES",
@@ -271,6 +285,7 @@ __all__ = [
     "VERDICT_TABLE",
     "VIEW_RULES",
     "Activation",
+    "AgentMode",
     "Allowed",
     "BlockedReason",
     "CallClassifier",
@@ -284,6 +299,7 @@ __all__ = [
     "Custom",
     "DeploymentRule",
     "Dismissed",
+    "Edge",
     "Enforcement",
     "Event",
     "ExitPlanArgs",
@@ -302,6 +318,9 @@ __all__ = [
     "GoalRef",
     "GoalSnapshot",
     "GoalState",
+    "Graph",
+    "GraphDiff",
+    "GraphError",
     "KernelError",
     "MessageSource",
     "OpenQuestion",
@@ -332,6 +351,7 @@ __all__ = [
     "RequestHeader",
     "ReviewOutcome",
     "ReviewRequest",
+    "RuntimePhase",
     "ScopeEffect",
     "ScopeVerdict",
     "ScopeViolation",
@@ -343,6 +363,8 @@ __all__ = [
     "SummaryView",
     "Todo",
     "TodoStatus",
+    "TodoUpdate",
+    "ToolArgumentsError",
     "ToolCall",
     "ToolClass",
     "ToolNotice",
@@ -353,6 +375,7 @@ __all__ = [
     "Transition",
     "TurnState",
     "Verdict",
+    "VerificationReport",
     "ViewChoice",
     "ViewRequest",
     "ViewRule",
@@ -360,6 +383,7 @@ __all__ = [
     "active_todo_ids",
     "adopt_summary",
     "advance_goal_fold",
+    "all_graphs",
     "apply_goal_event",
     "apply_plan_event",
     "apply_session_event",
@@ -382,6 +406,7 @@ __all__ = [
     "classify_command",
     "classify_shell_call",
     "clear_goal",
+    "compare",
     "complete_event",
     "complete_goal",
     "compose_prompt",
@@ -390,9 +415,12 @@ __all__ = [
     "decide_review",
     "decide_tool",
     "decode_exit_plan_args",
+    "decode_todo_update",
+    "decode_verification",
     "derive_request_header",
     "draft_event",
     "edit_goal",
+    "execution_end_event",
     "exit_plan_events",
     "flush_pre_step",
     "fold_goal",
@@ -431,6 +459,7 @@ __all__ = [
     "rewrite_event",
     "round_message",
     "runtime_phase",
+    "scope_decision",
     "scope_realign_event",
     "session_started",
     "should_continue",
@@ -452,6 +481,7 @@ __all__ = [
     "validate_plan_spec",
     "validate_summary_candidate",
     "verdict_events",
+    "verification_event",
     "verify_event",
     "verify_fail_event",
 ]

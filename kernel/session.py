@@ -107,8 +107,8 @@ def _goal(state: SessionState, event: Event) -> SessionState:
 
 def _plan(state: SessionState, event: Event) -> SessionState:
     # plan/artifact strictly (the table in kernel.plan_status), with the plan
-    # mode just before the event; a build-mode request header marks the plan
-    # content as seen.
+    # mode just before the event; an answered build-mode request (its
+    # assistant/message) marks the plan content as seen.
     plan = apply_plan_event(state.plan, event, state.plan_mode)
     return state if plan is state.plan else replace(state, plan=plan)
 
