@@ -33,7 +33,7 @@ however often it is asked.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kernel.errors import PayloadError, ReplayError
 from kernel.goal import (
@@ -46,7 +46,7 @@ from kernel.goal import (
     change_ref,
     read_goal_change,
 )
-from kernel.log import GOAL_CHANGE, USER_MESSAGE, Event, check_envelope, read_message
+from kernel.log import GOAL_CHANGE, USER_MESSAGE, Event, check_envelope, read_message_round
 
 __all__ = [
     "GOAL_REPLAY_RULES",
@@ -55,8 +55,11 @@ __all__ = [
     "GoalState",
     "advance_goal_fold",
     "apply_goal_event",
+    "apply_goal_round",
+    "check_goal_round",
     "event_ref",
     "fold_goal",
+    "with_rounds",
 ]
 
 #: Every rule the goal fold can report, with what breaks it. The first four
@@ -198,14 +201,14 @@ def _apply_snapshot(state: GoalState, event: Event, change: SnapshotChange) -> G
             f"created_at must stay {current.created_at} and updated_at must equal the event's at "
             f"{event.at}",
         )
-    return replace(state, current=goal, last_ref=goal.ref)
+    return GoalState(goal, goal.ref, state.used_ids)
 
 
 def _apply_clear(state: GoalState, event: Event, change: ClearChange) -> GoalState:
     _check_target(event, state.current, change.cleared)
     if change.cleared_at != event.at:
         raise _fail(event, "timestamp-mismatch", f"cleared_at must equal the event's at {event.at}")
-    return replace(state, current=None, last_ref=change.cleared)
+    return GoalState(None, change.cleared, state.used_ids)
 
 
 def _apply_change(state: GoalState, event: Event, change: GoalChange) -> GoalState:
@@ -214,26 +217,29 @@ def _apply_change(state: GoalState, event: Event, change: GoalChange) -> GoalSta
     return _apply_snapshot(state, event, change)
 
 
-def _apply_round(state: GoalState, event: Event) -> GoalState:
-    _, source = read_message(event.payload)
-    if source.kind != "goal" or source.goal_id is None or source.revision is None:
-        return state
-    round_ = source.round if source.round is not None else 0
-    current = state.current
-    if current is None or source.goal_id != current.id:
+def check_goal_round(
+    current: GoalSnapshot | None, rounds_started: int, event: Event, attributed: tuple[str, int, int]
+) -> None:
+    """Check a goal-attributed ``user/message`` (already read: ``attributed``
+    is the goal id, revision and round it names, see
+    ``kernel.log.read_message_round``) against the current goal, whose rounds
+    so far are ``rounds_started``. Raises a positioned ``ReplayError`` for a
+    round the goal does not allow."""
+    goal_id, revision, round_ = attributed
+    if current is None or goal_id != current.id:
         have = "no current goal" if current is None else f"the current goal is {current.id!r}"
-        raise _fail(event, "goal-mismatch", f"a round names goal {source.goal_id!r}, but {have}")
-    if source.revision < current.revision:
+        raise _fail(event, "goal-mismatch", f"a round names goal {goal_id!r}, but {have}")
+    if revision < current.revision:
         raise _fail(
             event,
             "stale-revision",
-            f"a round at revision {source.revision}, the goal is at {current.revision}",
+            f"a round at revision {revision}, the goal is at {current.revision}",
         )
-    if source.revision > current.revision:
+    if revision > current.revision:
         raise _fail(
             event,
             "revision-gap",
-            f"a round at revision {source.revision}, the goal is only at {current.revision}",
+            f"a round at revision {revision}, the goal is only at {current.revision}",
         )
     if round_ < 1:
         raise _fail(event, "round-not-positive", f"round {round_} is not positive")
@@ -241,11 +247,36 @@ def _apply_round(state: GoalState, event: Event) -> GoalState:
         raise _fail(event, "round-while-stopped", f"a round while the goal is {current.phase}")
     if round_ > current.max_rounds:
         raise _fail(event, "round-over-cap", f"round {round_} exceeds max_rounds {current.max_rounds}")
-    if round_ != current.rounds_started + 1:
-        raise _fail(
-            event, "round-gap", f"round {round_} does not follow round {current.rounds_started}"
-        )
-    return replace(state, current=replace(current, rounds_started=round_))
+    if round_ != rounds_started + 1:
+        raise _fail(event, "round-gap", f"round {round_} does not follow round {rounds_started}")
+
+
+def apply_goal_round(state: GoalState, event: Event, attributed: tuple[str, int, int]) -> GoalState:
+    """The goal state after an allowed round (see ``check_goal_round``)."""
+    current = state.current
+    check_goal_round(current, 0 if current is None else current.rounds_started, event, attributed)
+    return with_rounds(state, attributed[2])
+
+
+def with_rounds(state: GoalState, rounds_started: int) -> GoalState:
+    """``state`` whose current goal has started ``rounds_started`` rounds
+    (``state`` itself when there is no goal or the count is already that)."""
+    goal = state.current
+    if goal is None or goal.rounds_started == rounds_started:
+        return state
+    # The constructors, not dataclasses.replace: rounds are most of a goal log.
+    snapshot = GoalSnapshot(
+        goal.id,
+        goal.objective,
+        goal.phase,
+        goal.blocked_reason,
+        goal.max_rounds,
+        goal.revision,
+        rounds_started,
+        goal.created_at,
+        goal.updated_at,
+    )
+    return GoalState(snapshot, state.last_ref, state.used_ids)
 
 
 def apply_goal_event(state: GoalState, event: Event) -> GoalState:
@@ -255,7 +286,8 @@ def apply_goal_event(state: GoalState, event: Event) -> GoalState:
         if event.kind == GOAL_CHANGE:
             return _apply_change(state, event, read_goal_change(event.payload))
         if event.kind == USER_MESSAGE:
-            return _apply_round(state, event)
+            attributed = read_message_round(event.payload)
+            return state if attributed is None else apply_goal_round(state, event, attributed)
     except PayloadError as exc:
         raise ReplayError(event.seq, exc.code, exc.message) from exc
     return state

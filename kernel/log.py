@@ -43,12 +43,14 @@ __all__ = [
     "MessageSource",
     "RequestHeader",
     "TurnState",
+    "apply_request_header",
     "apply_turn_event",
     "check_envelope",
     "fold_turns",
     "last_seq",
     "next_event",
     "read_message",
+    "read_message_round",
     "read_request_header",
 ]
 
@@ -194,21 +196,27 @@ def apply_turn_event(state: TurnState, event: Event) -> TurnState:
                 raise ReplayError(event.seq, "transition-not-allowed", f"turn {turn} is not open")
             return TurnState(turn=state.turn, open=False, step=state.step, last_header=state.last_header)
         if event.kind == REQUEST_HEADER:
-            header = read_request_header(event.payload)
-            if not state.open or header.turn != state.turn:
-                raise ReplayError(
-                    event.seq, "transition-not-allowed", f"request header for turn {header.turn} outside an open turn"
-                )
-            if header.step not in (state.step, state.step + 1) or header.step < 1:
-                raise ReplayError(
-                    event.seq,
-                    "transition-not-allowed",
-                    f"request step {header.step} does not follow step {state.step}",
-                )
-            return TurnState(turn=state.turn, open=True, step=header.step, last_header=header)
+            return apply_request_header(state, read_request_header(event.payload), event.seq)
     except PayloadError as exc:
         raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
     return state
+
+
+def apply_request_header(state: TurnState, header: RequestHeader, seq: int) -> TurnState:
+    """The turn state after a ``request/header`` (already read) at ``seq``.
+
+    Raises ``ReplayError`` (``transition-not-allowed``) for a header outside
+    its open turn or with a step that goes backwards or skips.
+    """
+    if not state.open or header.turn != state.turn:
+        raise ReplayError(
+            seq, "transition-not-allowed", f"request header for turn {header.turn} outside an open turn"
+        )
+    if header.step not in (state.step, state.step + 1) or header.step < 1:
+        raise ReplayError(
+            seq, "transition-not-allowed", f"request step {header.step} does not follow step {state.step}"
+        )
+    return TurnState(turn=state.turn, open=True, step=header.step, last_header=header)
 
 
 def fold_turns(events: Iterable[Event]) -> TurnState:
@@ -275,3 +283,26 @@ def read_message(payload: JSONObject) -> tuple[str, MessageSource]:
             round=read_int(src, "round"),
         )
     raise PayloadError(f"unknown message source type {kind!r}")
+
+
+def read_message_round(payload: JSONObject) -> tuple[str, int, int] | None:
+    """Check a message payload exactly as ``read_message`` does (the same
+    ``PayloadError`` for the same bad shape) and return its goal attribution
+    ``(goal_id, revision, round)``, or ``None`` for a human or plugin message.
+
+    Folds call this for every message, so the common shapes (plain dicts of
+    exact types) are checked here directly; anything else is left to
+    ``read_message``, which stays the one definition of the shape.
+    """
+    if type(payload) is dict and payload.keys() == _MESSAGE_KEYS and type(payload["text"]) is str:
+        source = payload["source"]
+        if source is None:
+            return None
+        if type(source) is dict and source.get("type") == "goal" and source.keys() == _GOAL_SOURCE_KEYS:
+            goal_id, revision, round_ = source["goal_id"], source["revision"], source["round"]
+            if type(goal_id) is str and goal_id and type(revision) is int and type(round_) is int:
+                return goal_id, revision, round_
+    _, found = read_message(payload)
+    if found.kind != "goal" or found.goal_id is None or found.revision is None:
+        return None
+    return found.goal_id, found.revision, found.round if found.round is not None else 0

@@ -3,11 +3,28 @@
 Theory of operation
 -------------------
 ``apply_session_event`` checks the envelope (gapless seq, time never going
-backwards, a known kind), then hands the event to each machine's reducer in
-``REDUCERS`` order. Each reducer is pure and raises a positioned
+backwards, a known kind), then runs the machines that read the event's kind.
+Each machine is a reducer in ``REDUCERS``, a pure ``(SessionState, Event) ->
+SessionState`` that passes the kinds it does not read through unchanged, and
+``REDUCERS`` is the order an event visits them. A reducer raises a positioned
 ``ReplayError`` for a bad event; the fold stops at the first one and reports
 the same position however often it is asked. ``fold_session`` folds a whole
 log; ``fold_more`` continues from a stored state (an incremental open).
+
+``ROUTES`` is the dispatch table: for every known kind, the reducers that read
+it (in ``REDUCERS`` order) and a *step* that does exactly what those reducers
+do one after the other, in one pass: it reads the payload once (a user
+message is both checked and counted as a goal round from one reading) and
+changes only the parts of the state that the kind can change. The reducers
+are the definition; the steps are what the fold runs, and a test holds every
+step to the composition of its reducers, errors included.
+
+A step works on the parts of a state (turns, plan mode, goal, the current
+goal's round count, plan) rather than on a ``SessionState``, so that a batch
+builds one ``SessionState`` at its end instead of several per event. The
+round count is kept apart from the goal snapshot because rounds are most of a
+goal's events and change nothing else: the snapshot is rebuilt with the count
+(``with_rounds``) only when a goal change needs it and at the end.
 
 The session row kept by a store is ``project(state)``; an audit proves it
 equals the projection of the fold of the log.
@@ -15,21 +32,34 @@ equals the projection of the fold of the log.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Literal
 
 from kernel.errors import PayloadError, ReplayError
-from kernel.goal_fold import GoalState, apply_goal_event
+from kernel.goal_fold import GoalState, apply_goal_event, check_goal_round, with_rounds
 from kernel.log import (
     ASSISTANT_MESSAGE,
+    GOAL_CHANGE,
+    KNOWN_KINDS,
+    PLAN_ARTIFACT,
+    PLAN_MODE,
     REQUEST_HEADER,
+    TOOL_CALL,
+    TOOL_REFUSED,
+    TOOL_RESULT,
+    TOOL_WARNING,
+    TURN_END,
+    TURN_START,
     USER_MESSAGE,
     Event,
     TurnState,
+    apply_request_header,
     apply_turn_event,
     check_envelope,
     read_message,
+    read_message_round,
     read_request_header,
 )
 from kernel.plan_mode import apply_plan_mode_event
@@ -38,7 +68,9 @@ from kernel.tool_events import check_tool_event
 
 __all__ = [
     "REDUCERS",
+    "ROUTES",
     "AgentMode",
+    "Route",
     "SessionState",
     "apply_session_event",
     "fold_more",
@@ -68,6 +100,10 @@ class SessionState:
         return "plan" if self.plan_mode else "build"
 
 
+# --------------------------------------------------------------------------
+# The machines (the definition)
+
+
 def _turns(state: SessionState, event: Event) -> SessionState:
     turns = apply_turn_event(state.turns, event)
     return state if turns is state.turns else replace(state, turns=turns)
@@ -78,18 +114,21 @@ def _plan_mode(state: SessionState, event: Event) -> SessionState:
     return state if active == state.plan_mode else replace(state, plan_mode=active)
 
 
+def _header_mismatch(seq: int, header_mode: bool, folded: bool) -> ReplayError:
+    return ReplayError(
+        seq,
+        "header-mismatch",
+        f"request header says plan_mode={header_mode}, but the log before it says {folded}",
+    )
+
+
 def _header_matches_fold(state: SessionState, event: Event) -> SessionState:
     # Invariant of the turn-boundary flush: a request header records the plan
     # state the fold gives just before it. A log that says otherwise was torn.
     if event.kind == REQUEST_HEADER:
         header = read_request_header(event.payload)
         if header.plan_mode != state.plan_mode:
-            raise ReplayError(
-                event.seq,
-                "header-mismatch",
-                f"request header says plan_mode={header.plan_mode}, "
-                f"but the log before it says {state.plan_mode}",
-            )
+            raise _header_mismatch(event.seq, header.plan_mode, state.plan_mode)
     return state
 
 
@@ -134,22 +173,140 @@ REDUCERS: tuple[Reducer, ...] = (
 )
 
 
+# --------------------------------------------------------------------------
+# The steps (what the fold runs)
+
+#: A state taken apart: turns, plan mode, goal, the current goal's round
+#: count (which may be ahead of the goal snapshot's), plan.
+Parts = tuple[TurnState, bool, GoalState, int, PlanState]
+Step = Callable[[Parts, Event], Parts]
+
+
+def _turn_step(parts: Parts, event: Event) -> Parts:
+    turns, mode, goal, rounds, plan = parts
+    return apply_turn_event(turns, event), mode, goal, rounds, plan
+
+
+def _header_step(parts: Parts, event: Event) -> Parts:
+    turns, mode, goal, rounds, plan = parts
+    header = read_request_header(event.payload)
+    if header.plan_mode != mode:
+        raise _header_mismatch(event.seq, header.plan_mode, mode)
+    return apply_request_header(turns, header, event.seq), mode, goal, rounds, plan
+
+
+def _plan_mode_step(parts: Parts, event: Event) -> Parts:
+    turns, mode, goal, rounds, plan = parts
+    return turns, apply_plan_mode_event(mode, event), goal, rounds, plan
+
+
+def _user_message_step(parts: Parts, event: Event) -> Parts:
+    attributed = read_message_round(event.payload)
+    if attributed is None:
+        return parts
+    turns, mode, goal, rounds, plan = parts
+    check_goal_round(goal.current, rounds, event, attributed)
+    return turns, mode, goal, attributed[2], plan
+
+
+def _assistant_message_step(parts: Parts, event: Event) -> Parts:
+    read_message_round(event.payload)
+    turns, mode, goal, rounds, plan = parts
+    return turns, mode, goal, rounds, apply_plan_event(plan, event, mode)
+
+
+def _goal_change_step(parts: Parts, event: Event) -> Parts:
+    turns, mode, goal, rounds, plan = parts
+    goal = apply_goal_event(with_rounds(goal, rounds), event)
+    return turns, mode, goal, _rounds_of(goal), plan
+
+
+def _plan_step(parts: Parts, event: Event) -> Parts:
+    turns, mode, goal, rounds, plan = parts
+    return turns, mode, goal, rounds, apply_plan_event(plan, event, mode)
+
+
+def _tool_step(parts: Parts, event: Event) -> Parts:
+    check_tool_event(event, turn_open=parts[0].open)
+    return parts
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """How one kind is folded: ``reducers`` (from ``REDUCERS``, in order) are
+    the machines that read it; ``step`` does what they do, in one pass."""
+
+    reducers: tuple[Reducer, ...]
+    step: Step
+
+
+#: Every known kind -> its route. Reducers not listed pass the kind through.
+ROUTES: Mapping[str, Route] = MappingProxyType(
+    {
+        TURN_START: Route((_turns,), _turn_step),
+        TURN_END: Route((_turns,), _turn_step),
+        REQUEST_HEADER: Route((_header_matches_fold, _turns), _header_step),
+        PLAN_MODE: Route((_plan_mode,), _plan_mode_step),
+        USER_MESSAGE: Route((_messages, _goal), _user_message_step),
+        ASSISTANT_MESSAGE: Route((_messages, _plan), _assistant_message_step),
+        GOAL_CHANGE: Route((_goal,), _goal_change_step),
+        PLAN_ARTIFACT: Route((_plan,), _plan_step),
+        TOOL_CALL: Route((_tool_events,), _tool_step),
+        TOOL_RESULT: Route((_tool_events,), _tool_step),
+        TOOL_REFUSED: Route((_tool_events,), _tool_step),
+        TOOL_WARNING: Route((_tool_events,), _tool_step),
+    }
+)
+_STEPS: Mapping[str, Step] = {kind: route.step for kind, route in ROUTES.items()}
+assert set(ROUTES) == KNOWN_KINDS, "every known kind needs a route"
+
+
+def _rounds_of(goal: GoalState) -> int:
+    return 0 if goal.current is None else goal.current.rounds_started
+
+
+def _parts(state: SessionState) -> Parts:
+    return state.turns, state.plan_mode, state.goal, _rounds_of(state.goal), state.plan
+
+
+def _state(last: Event | None, parts: Parts) -> SessionState:
+    turns, mode, goal, rounds, plan = parts
+    return SessionState(last, turns, mode, with_rounds(goal, rounds), plan)
+
+
+# --------------------------------------------------------------------------
+# The folds
+
+
 def apply_session_event(state: SessionState, event: Event) -> SessionState:
     """Fold one event strictly; raise ``ReplayError`` at a bad one."""
     check_envelope(state.last, event)
     try:
-        for reducer in REDUCERS:
-            state = reducer(state, event)
+        parts = _STEPS[event.kind](_parts(state), event)
     except PayloadError as exc:
         raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
-    return replace(state, last=event)
+    return _state(event, parts)
 
 
 def fold_more(state: SessionState, events: Iterable[Event]) -> SessionState:
-    """Continue a strict fold from ``state`` (for example a stored projection)."""
+    """Continue a strict fold from ``state`` (for example a stored projection);
+    raise ``ReplayError`` at the first bad event."""
+    last = state.last
+    # The envelope rules for the common case (exact ints, in order, a known
+    # kind); anything else goes to check_envelope, which decides and words it.
+    expected, not_before = (1, 0) if last is None else (last.seq + 1, last.at)
+    parts = _parts(state)
+    steps = _STEPS
     for event in events:
-        state = apply_session_event(state, event)
-    return state
+        seq, at, kind = event.seq, event.at, event.kind
+        if not (type(seq) is int and seq == expected and type(at) is int and at >= not_before and kind in steps):
+            check_envelope(last, event)
+        try:
+            parts = steps[kind](parts, event)
+        except PayloadError as exc:
+            raise ReplayError(seq, "malformed-payload", exc.message) from exc
+        last, expected, not_before = event, seq + 1, at
+    return _state(last, parts)
 
 
 def fold_session(events: Iterable[Event]) -> SessionState:
