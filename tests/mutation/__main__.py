@@ -1,12 +1,15 @@
 """``python -m tests.mutation``: run mutmut on ``kernel/`` and print the score.
 
     python -m tests.mutation run [--jobs N] [--module kernel/log.py ...] [--fresh]
+    python -m tests.mutation recheck [--jobs N]
     python -m tests.mutation score [--survivors] [--fail-under PERCENT]
 
 ``run`` runs mutmut (configured under ``[tool.mutmut]`` in pyproject.toml;
 results are cached in ``mutants/`` and a mutant is re-run when its function
 changes; ``--module`` re-runs every mutant of those files, ``--fresh``
-starts from nothing) and then prints the score as ``score`` does. The score
+starts from nothing), re-tests the surviving mutants of functions that run
+at import time in fresh interpreters (see ``import_time``; ``recheck`` does
+only that), and then prints the score as ``score`` does. The score
 is killed / all non-equivalent mutants; ``tests/mutation/equivalent.toml``
 lists the equivalent ones, each with the reason it cannot change behaviour.
 """
@@ -19,9 +22,11 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from tests.mutation.score import Score, load_equivalents, load_mutants, score
+from tests.mutation.import_time import load_rechecked, recheck
+from tests.mutation.score import Mutant, Score, load_equivalents, load_mutants, score
 
 ROOT = Path(__file__).resolve().parents[2]
 EQUIVALENTS = Path(__file__).resolve().parent / "equivalent.toml"
@@ -62,15 +67,23 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, ex
     return subprocess.run(command, cwd=root, env=env, check=False).returncode
 
 
+def with_rechecks(root: Path, mutants: list[Mutant]) -> list[Mutant]:
+    """``mutants`` with the statuses found by re-testing import-time functions."""
+    rechecked = load_rechecked(root, mutants)
+    return [replace(m, status=rechecked[m.name]) if m.name in rechecked else m for m in mutants]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.mutation", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run mutmut, then print the score")
-    run.add_argument("--jobs", type=int, default=2, help="mutants tested in parallel")
+    again = commands.add_parser("recheck", help="re-test mutants of import-time functions, then print the score")
     run.add_argument("--module", action="append", default=[], help="re-run every mutant of this file")
     run.add_argument("--fresh", action="store_true", help="discard cached results first")
-    run.add_argument("--examples", type=int, default=20, help="cap on each Hypothesis test's examples")
-    for sub in (run, commands.add_parser("score", help="print the score of the last run")):
+    for sub in (run, again):
+        sub.add_argument("--jobs", type=int, default=2, help="mutants tested in parallel")
+        sub.add_argument("--examples", type=int, default=20, help="cap on each Hypothesis test's examples")
+    for sub in (run, again, commands.add_parser("score", help="print the score of the last run")):
         sub.add_argument("--survivors", action="store_true", help="list every mutant not killed")
         sub.add_argument("--fail-under", type=float, default=None, help="exit 1 below this percentage")
         sub.add_argument("--root", type=Path, default=ROOT, help="the checkout to run in (default: this one)")
@@ -81,7 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code != 0:
             print(f"mutmut exited with {code}", file=sys.stderr)
             return code
-    result = score(load_mutants(args.root), load_equivalents(EQUIVALENTS))
+    if args.command in ("run", "recheck"):
+        recheck(args.root, load_mutants(args.root), jobs=args.jobs, examples=args.examples)
+    result = score(with_rechecks(args.root, load_mutants(args.root)), load_equivalents(EQUIVALENTS))
     if not result.total:
         print("no mutation results: run `python -m tests.mutation run` first", file=sys.stderr)
         return 1

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.mutation import __main__ as cli
+from tests.mutation.import_time import import_time_functions, mangled
 from tests.mutation.score import (
     Equivalent,
     Mutant,
@@ -150,3 +151,25 @@ def test_score_without_results_is_an_error(tmp_path: Path) -> None:
 def test_show_names_the_mutant_and_its_change() -> None:
     mutant = Mutant("kernel.a.x_f__mutmut_1", "survived", "kernel/a.py", "f", "x < 1", "x <= 1")
     assert mutant.show().splitlines() == ["kernel/a.py::f [survived] kernel.a.x_f__mutmut_1", "  - x < 1", "  + x <= 1"]
+
+
+@pytest.mark.parametrize(
+    ("qualname", "expected"),
+    [
+        ("_rows", "kernel.gate.x__rows"),
+        ("_verifying.<locals>.check", "kernel.gate.x__verifying"),
+        ("CallClassifier.__post_init__", "kernel.gate.xǁCallClassifierǁ__post_init__"),
+        ("<module>", None),
+        ("<dictcomp>", None),
+    ],
+)
+def test_import_time_code_maps_to_the_function_mutmut_mutates(qualname: str, expected: str | None) -> None:
+    assert mangled("kernel.gate", qualname) == expected
+
+
+def test_the_functions_a_fresh_kernel_import_runs_are_found() -> None:
+    # Importing every kernel module runs at least the class bodies and the
+    # module-level table builders; each comes out under its mutmut name.
+    found = import_time_functions(cli.ROOT)
+    assert found
+    assert all(name.startswith("kernel.") and (".x_" in name or ".xǁ" in name) for name in found)

@@ -1,0 +1,148 @@
+"""Re-test the mutants of functions that run while ``kernel`` is imported.
+
+mutmut forks its test workers from a process that has already imported the
+kernel, so a function the kernel calls at import time (a builder of a
+module-level table, a factory of checks) has already run, unmutated, before
+any mutant is switched on: its mutants survive whatever the tests do. This
+module finds those functions (by profiling a fresh ``import kernel``), and
+re-tests each of their mutants that mutmut did not kill in a fresh
+interpreter with the mutant switched on from the start, running the whole
+mutation test selection (``[tool.mutmut]`` in pyproject.toml) with ``-x``.
+
+Results are kept in ``mutants/import-time.json``, keyed by mutant name and
+valid only while the mutant still makes the same change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from tests.mutation.score import SEPARATOR, Mutant, status_of
+
+__all__ = ["import_time_functions", "load_rechecked", "mangled", "recheck"]
+
+_PROFILE = """
+import importlib, json, pkgutil, sys
+calls = set()
+def profile(frame, event, arg):
+    if event == "call" and frame.f_code.co_filename.startswith(sys.argv[1]):
+        calls.add((frame.f_code.co_filename, frame.f_code.co_qualname))
+sys.setprofile(profile)
+import kernel
+for info in pkgutil.iter_modules(kernel.__path__):
+    importlib.import_module("kernel." + info.name)
+sys.setprofile(None)
+print(json.dumps(sorted(calls)))
+"""
+
+
+def mangled(module: str, qualname: str) -> str | None:
+    """mutmut's name for the function whose code ``qualname`` runs in
+    ``module`` (the outermost function for nested code), or ``None`` for
+    module-level code, lambdas and comprehensions outside any function."""
+    outer = qualname.split(".<locals>", 1)[0]
+    if outer.startswith("<") or outer.endswith(">"):
+        return None
+    if "." in outer:
+        cls, method = outer.rsplit(".", 1)
+        return f"{module}.x{SEPARATOR}{cls.split('.')[-1]}{SEPARATOR}{method}"
+    return f"{module}.x_{outer}"
+
+
+def import_time_functions(root: Path) -> set[str]:
+    """The mangled names of the kernel functions a fresh import runs."""
+    kernel = str(root.resolve() / "kernel") + os.sep
+    out = subprocess.run(
+        [sys.executable, "-c", _PROFILE, kernel], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    found: set[str] = set()
+    for filename, qualname in json.loads(out):
+        module = "kernel." + Path(filename).stem if Path(filename).stem != "__init__" else "kernel"
+        name = mangled(module, qualname)
+        if name is not None:
+            found.add(name)
+    return found
+
+
+def _selection(root: Path) -> list[str]:
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mutmut"]
+    return [*config.get("pytest_add_cli_args", []), *config.get("pytest_add_cli_args_test_selection", [])]
+
+
+def _run(root: Path, mutant: str, examples: int, timeout: float) -> tuple[int | None, float]:
+    env = {
+        **os.environ,
+        "MUTANT_UNDER_TEST": mutant,
+        "HYPOTHESIS_PROFILE": "default",
+        "HYPOTHESIS_MAX_EXAMPLES": str(examples),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    command = [sys.executable, "-m", "pytest", "--rootdir=.", "-x", "-q", "--tb=no", *_selection(root)]
+    start = time.monotonic()
+    try:
+        exit_code = subprocess.run(
+            command, cwd=root / "mutants", env=env, capture_output=True, check=False, timeout=timeout
+        ).returncode
+    except subprocess.TimeoutExpired:
+        return 36, time.monotonic() - start  # mutmut's code for a timeout
+    # Translated to mutmut's codes: a failing test, or a module the mutant
+    # keeps from importing (a collection error), kills it.
+    code = {0: 0, 5: 5}.get(exit_code, 1)
+    return code, time.monotonic() - start
+
+
+def _cache_path(root: Path) -> Path:
+    return root / "mutants" / "import-time.json"
+
+
+def load_rechecked(root: Path, mutants: Iterable[Mutant]) -> dict[str, str]:
+    """The statuses a recheck found, for the mutants that still make the
+    change they made when rechecked."""
+    path = _cache_path(root)
+    if not path.exists():
+        return {}
+    cache = json.loads(path.read_text(encoding="utf-8"))
+    out: dict[str, str] = {}
+    for mutant in mutants:
+        entry = cache.get(mutant.name)
+        if entry is not None and entry["change"] == [mutant.original, mutant.mutated]:
+            out[mutant.name] = status_of(entry["code"])
+    return out
+
+
+def recheck(root: Path, mutants: Sequence[Mutant], *, jobs: int, examples: int) -> dict[str, str]:
+    """Re-test every mutant of an import-time function that is not killed
+    and not rechecked yet; return the new statuses."""
+    functions = import_time_functions(root)
+    done = load_rechecked(root, mutants)
+    todo = [
+        m
+        for m in mutants
+        if not m.killed and m.name not in done and m.name.rsplit("__mutmut_", 1)[0] in functions
+    ]
+    if not todo:
+        return {}
+    clean, took = _run(root, "", examples, timeout=3600)
+    if clean != 0:
+        raise RuntimeError(f"the mutation test selection fails without any mutant (pytest exit {clean})")
+    timeout = 3 * took + 30
+    print(f"re-testing {len(todo)} mutants of import-time functions in fresh interpreters ({took:.0f}s per clean run)")
+    path = _cache_path(root)
+    cache = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    found: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = pool.map(lambda m: _run(root, m.name, examples, timeout), todo)
+        for mutant, (code, _) in zip(todo, results, strict=True):
+            cache[mutant.name] = {"code": code, "change": [mutant.original, mutant.mutated]}
+            found[mutant.name] = status_of(code)
+            path.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
+            print(f"  {found[mutant.name]:10} {mutant.name}")
+    return found
