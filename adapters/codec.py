@@ -184,10 +184,29 @@ def decode_payload(data: bytes | str, seq: int) -> dict[str, Any]:
         payload = _PAYLOAD.decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:
         raise ReplayError(seq, "malformed-payload", f"stored payload is not a JSON object: {exc}") from exc
+    if _shallow(data):
+        return payload
     problem = _json_problem(payload, "stored payload")
     if problem is not None:
         raise ReplayError(seq, "malformed-payload", problem)
     return payload
+
+
+def _shallow(data: bytes | str) -> bool:
+    """True when JSON text that msgspec decoded cannot nest past ``MAX_DEPTH``.
+
+    Decoded JSON has string keys and no number msgspec could not represent
+    (it refuses out-of-range numbers), so nesting is the one thing left for
+    ``_json_problem`` to find, and a value holds no more nested containers
+    than its text has opening brackets (brackets inside strings only make the
+    count larger). Most payloads pass this count and skip the walk; most are
+    too short to hold that many brackets at all.
+    """
+    if len(data) <= MAX_DEPTH:
+        return True
+    if isinstance(data, str):
+        return data.count("{") + data.count("[") <= MAX_DEPTH
+    return data.count(b"{") + data.count(b"[") <= MAX_DEPTH
 
 
 _INT64 = range(-(2**63), 2**63)

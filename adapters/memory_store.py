@@ -14,7 +14,7 @@ same errors, and is the reference the contract suite compares against.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from adapters.codec import Projection, decode_payload, project
@@ -110,7 +110,7 @@ class MemoryStore:
         if session is None:
             return SessionState()
         resumed = resume_state(session.snapshot_format, session.snapshot, len(session.events))
-        return fold_session(_decode(session.events)) if resumed is None else resumed
+        return fold_session(_stream(session.events)) if resumed is None else resumed
 
     def head(self, session_id: str) -> int:
         """The last seq of the session's log (0 when empty or unknown)."""
@@ -140,8 +140,8 @@ class MemoryStore:
                 else None
             )
         if resumed is not None:
-            return fold_more(resumed, _decode(rows[resumed.last_seq :]))
-        return fold_session(_decode(rows))
+            return fold_more(resumed, _stream(rows[resumed.last_seq :]))
+        return fold_session(_stream(rows))
 
     def projection(self, session_id: str) -> Projection:
         """The stored session row (defaults for an unknown session)."""
@@ -165,5 +165,11 @@ class MemoryStore:
             return tuple(sorted(self._sessions))
 
 
+def _stream(rows: Sequence[tuple[int, str, int, str]]) -> Iterator[Event]:
+    """The events of ``rows``, decoded one at a time for a fold to consume."""
+    for seq, kind, at, text in rows:
+        yield Event(seq, kind, at, decode_payload(text, seq))
+
+
 def _decode(rows: Sequence[tuple[int, str, int, str]]) -> tuple[Event, ...]:
-    return tuple(Event(seq, kind, at, decode_payload(text, seq)) for seq, kind, at, text in rows)
+    return tuple(_stream(rows))

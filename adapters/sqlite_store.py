@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, TypeVar
 
 from adapters.codec import Projection, decode_payload, project
@@ -86,6 +86,7 @@ _PROJECTION_COLUMNS = (
     "fold_format",
 )
 _TIME_COLUMNS = ("created_at_ms", "updated_at_ms")
+_SELECT_EVENTS = "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
 #: Sessions whose last snapshot a store keeps decoded (least recently used dropped).
 _MEMO_SIZE = 64
 
@@ -239,7 +240,7 @@ class SqliteStore:
         row = conn.execute("SELECT fold_format, fold_state FROM sessions WHERE id = ?", (sid,)).fetchone()
         state = None if row is None else self._resume(sid, str(row[0]), str(row[1]), actual)
         if state is None:
-            state = fold_session(self._events(conn, sid, 0))
+            state = fold_session(self._stream(conn, sid, 0))
         new_state = fold_new_events(sid, state, p.events)
         for event, text in zip(p.events, p.payloads, strict=True):
             conn.execute(
@@ -303,12 +304,16 @@ class SqliteStore:
         return _as_int(row[0])
 
     @staticmethod
-    def _events(conn: Connection, sid: str, after: int) -> tuple[Event, ...]:
-        rows = conn.execute(
-            "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
-            (sid, after),
-        ).fetchall()
-        return tuple(Event(seq, kind, at, decode_payload(payload, seq)) for seq, kind, at, payload in rows)
+    def _stream(conn: Connection, sid: str, after: int) -> Iterator[Event]:
+        """The events with seq > ``after``, decoded one row at a time: a fold
+        that consumes them keeps only its state, never the whole log (a log
+        held in memory also makes the garbage collector walk all of it)."""
+        for seq, kind, at, payload in conn.execute(_SELECT_EVENTS, (sid, after)):
+            yield Event(seq, kind, at, decode_payload(payload, seq))
+
+    @classmethod
+    def _events(cls, conn: Connection, sid: str, after: int) -> tuple[Event, ...]:
+        return tuple(cls._stream(conn, sid, after))
 
     def _read(self, operation: str, session_id: str, body: Callable[[Connection, str], T]) -> T:
         check_session_id(session_id)
@@ -334,8 +339,8 @@ class SqliteStore:
             row = conn.execute("SELECT fold_format, fold_state, log_seq FROM sessions WHERE id = ?", (sid,)).fetchone()
             state = None if row is None else self._resume(sid, str(row[0]), str(row[1]), _as_int(row[2]))
             if state is not None:
-                return fold_more(state, self._events(conn, sid, state.last_seq))
-        return fold_session(self._events(conn, sid, 0))
+                return fold_more(state, self._stream(conn, sid, state.last_seq))
+        return fold_session(self._stream(conn, sid, 0))
 
     @staticmethod
     def _row(conn: Connection, sid: str) -> tuple[Projection, str, str]:
@@ -362,7 +367,7 @@ class SqliteStore:
         difference between it and the stored row and snapshot."""
 
         def body(conn: Connection, sid: str) -> AuditReport:
-            state = fold_session(self._events(conn, sid, 0))
+            state = fold_session(self._stream(conn, sid, 0))
             stored, fold_format, fold_state = self._row(conn, sid)
             return audit_state(sid, state, stored, fold_format, fold_state)
 

@@ -37,6 +37,9 @@ from dataclasses import dataclass
 
 from kernel.errors import PayloadError, ReplayError
 from kernel.goal import (
+    GOAL_CHANGE_VERSION,
+    OPERATIONS,
+    PHASES,
     TRANSITION_TABLE,
     ClearChange,
     GoalChange,
@@ -47,6 +50,7 @@ from kernel.goal import (
     read_goal_change,
 )
 from kernel.log import GOAL_CHANGE, USER_MESSAGE, Event, check_envelope, read_message_round
+from kernel.payload import JSON, JSONObject
 
 __all__ = [
     "GOAL_REPLAY_RULES",
@@ -54,6 +58,7 @@ __all__ = [
     "GoalFold",
     "GoalState",
     "advance_goal_fold",
+    "apply_goal_change",
     "apply_goal_event",
     "apply_goal_round",
     "check_goal_round",
@@ -161,11 +166,12 @@ def _apply_create(state: GoalState, event: Event, goal: GoalSnapshot) -> GoalSta
     return GoalState(goal, goal.ref, state.used_ids | {goal.id})
 
 
-def _apply_snapshot(state: GoalState, event: Event, change: SnapshotChange) -> GoalState:
+def _apply_snapshot(state: GoalState, event: Event, change: SnapshotChange, rounds: int) -> GoalState:
     goal = change.goal
     if change.operation == "create":
         return _apply_create(state, event, goal)
-    current = _check_target(event, state.current, goal.ref)
+    ref = goal.ref
+    current = _check_target(event, state.current, ref)
     row = TRANSITION_TABLE.get((change.operation, current.phase))
     if row is None or goal.phase != row.target:
         raise _fail(
@@ -182,17 +188,17 @@ def _apply_snapshot(state: GoalState, event: Event, change: SnapshotChange) -> G
             "transition-not-allowed",
             f"only edit may change the objective or max_rounds, not {change.operation}",
         )
-    if "rounds-remaining" in row.guards and current.rounds_started >= current.max_rounds:
+    if "rounds-remaining" in row.guards and rounds >= current.max_rounds:
         raise _fail(
             event,
             "transition-not-allowed",
-            f"resume with no rounds left ({current.rounds_started}/{current.max_rounds})",
+            f"resume with no rounds left ({rounds}/{current.max_rounds})",
         )
-    if goal.rounds_started != current.rounds_started:
+    if goal.rounds_started != rounds:
         raise _fail(
             event,
             "rounds-mismatch",
-            f"rounds_started {goal.rounds_started} differs from the folded {current.rounds_started}",
+            f"rounds_started {goal.rounds_started} differs from the folded {rounds}",
         )
     if goal.created_at != current.created_at or goal.updated_at != event.at:
         raise _fail(
@@ -201,7 +207,7 @@ def _apply_snapshot(state: GoalState, event: Event, change: SnapshotChange) -> G
             f"created_at must stay {current.created_at} and updated_at must equal the event's at "
             f"{event.at}",
         )
-    return GoalState(goal, goal.ref, state.used_ids)
+    return GoalState(goal, ref, state.used_ids)
 
 
 def _apply_clear(state: GoalState, event: Event, change: ClearChange) -> GoalState:
@@ -211,10 +217,19 @@ def _apply_clear(state: GoalState, event: Event, change: ClearChange) -> GoalSta
     return GoalState(None, change.cleared, state.used_ids)
 
 
-def _apply_change(state: GoalState, event: Event, change: GoalChange) -> GoalState:
+def apply_goal_change(state: GoalState, event: Event, rounds: int) -> GoalState:
+    """Fold a ``goal/change`` event into the goal state, whose current goal
+    has started ``rounds`` rounds (a fold that counts rounds apart from the
+    snapshot passes its count; see ``with_rounds``). The result holds the
+    change's own snapshot, so it is never behind. Raises a positioned
+    ``ReplayError`` for a bad change."""
+    try:
+        change = _read_change(event.payload)
+    except PayloadError as exc:
+        raise ReplayError(event.seq, exc.code, exc.message) from exc
     if isinstance(change, ClearChange):
         return _apply_clear(state, event, change)
-    return _apply_snapshot(state, event, change)
+    return _apply_snapshot(state, event, change, rounds)
 
 
 def check_goal_round(
@@ -279,12 +294,70 @@ def with_rounds(state: GoalState, rounds_started: int) -> GoalState:
     return GoalState(snapshot, state.last_ref, state.used_ids)
 
 
+_SNAPSHOT_KEYS = frozenset({"version", "operation", "goal", "rounds_started", "created_at", "updated_at"})
+_GOAL_KEYS = frozenset({"id", "revision", "objective", "phase", "max_rounds", "blocked_reason"})
+_SNAPSHOT_OPERATIONS = frozenset(OPERATIONS) - {"clear"}
+_UNBLOCKED_PHASES = frozenset(PHASES) - {"blocked"}
+
+
+def _read_change(payload: JSONObject) -> GoalChange:
+    """``read_goal_change``, with the most common payload (a snapshot of a
+    goal that is not blocked, as a plain dict of exact types) read here
+    directly. Anything else, valid or not, is read by ``read_goal_change``,
+    which stays the one definition of the payload and of its errors."""
+    if type(payload) is dict and payload.keys() == _SNAPSHOT_KEYS:
+        goal, operation, version = payload["goal"], payload["operation"], payload["version"]
+        if (
+            type(goal) is dict
+            and goal.keys() == _GOAL_KEYS
+            and type(version) is int
+            and version == GOAL_CHANGE_VERSION
+            and type(operation) is str
+            and operation in _SNAPSHOT_OPERATIONS
+        ):
+            snapshot = _plain_snapshot(goal, payload)
+            if snapshot is not None:
+                return SnapshotChange(operation, snapshot)
+    return read_goal_change(payload)
+
+
+def _plain_snapshot(goal: dict[str, JSON], payload: dict[str, JSON]) -> GoalSnapshot | None:
+    ident, objective, phase = goal["id"], goal["objective"], goal["phase"]
+    max_rounds, revision = goal["max_rounds"], goal["revision"]
+    rounds, created_at, updated_at = payload["rounds_started"], payload["created_at"], payload["updated_at"]
+    if (
+        type(ident) is str
+        and ident
+        and type(objective) is str
+        and objective
+        and objective == objective.strip()
+        and type(phase) is str
+        and phase in _UNBLOCKED_PHASES
+        and goal["blocked_reason"] is None
+        and type(max_rounds) is int
+        and max_rounds >= 1
+        and type(revision) is int
+        and revision >= 1
+        and type(rounds) is int
+        and rounds >= 0
+        and type(created_at) is int
+        and created_at >= 0
+        and type(updated_at) is int
+        and updated_at >= 0
+    ):
+        return GoalSnapshot(
+            ident, objective, phase, None, max_rounds, revision, rounds, created_at, updated_at
+        )
+    return None
+
+
 def apply_goal_event(state: GoalState, event: Event) -> GoalState:
     """Fold one event into the goal state (no envelope check; other kinds
     pass through). Raises a positioned ``ReplayError`` for a bad event."""
     try:
         if event.kind == GOAL_CHANGE:
-            return _apply_change(state, event, read_goal_change(event.payload))
+            current = state.current
+            return apply_goal_change(state, event, 0 if current is None else current.rounds_started)
         if event.kind == USER_MESSAGE:
             attributed = read_message_round(event.payload)
             return state if attributed is None else apply_goal_round(state, event, attributed)

@@ -38,7 +38,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from kernel.errors import PayloadError, ReplayError
-from kernel.goal_fold import GoalState, apply_goal_event, check_goal_round, with_rounds
+from kernel.goal_fold import GoalState, apply_goal_change, apply_goal_event, check_goal_round, with_rounds
 from kernel.log import (
     ASSISTANT_MESSAGE,
     GOAL_CHANGE,
@@ -217,7 +217,7 @@ def _assistant_message_step(parts: Parts, event: Event) -> Parts:
 
 def _goal_change_step(parts: Parts, event: Event) -> Parts:
     turns, mode, goal, rounds, plan = parts
-    goal = apply_goal_event(with_rounds(goal, rounds), event)
+    goal = apply_goal_change(goal, event, rounds)
     return turns, mode, goal, _rounds_of(goal), plan
 
 

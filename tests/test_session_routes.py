@@ -21,6 +21,8 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from kernel.errors import KernelError, PayloadError, ReplayError
+from kernel.goal import BlockedReason, GoalSnapshot, read_goal_change, snapshot_payload
+from kernel.goal_fold import _read_change
 from kernel.log import (
     ASSISTANT_MESSAGE,
     GOAL_CHANGE,
@@ -117,7 +119,16 @@ _TEMPLATES: dict[str, list[dict[str, Any]]] = {
         {"text": "note", "source": {"type": "plugin", "plugin": "lint"}},
     ],
     ASSISTANT_MESSAGE: [{"text": "ok", "source": None}],
-    GOAL_CHANGE: [{"version": 1, "operation": "clear", "cleared": {"id": "g1", "revision": 2}, "cleared_at": 5}],
+    GOAL_CHANGE: [
+        {"version": 1, "operation": "clear", "cleared": {"id": "g1", "revision": 2}, "cleared_at": 5},
+        dict(snapshot_payload("create", GoalSnapshot("g9", "ship it", "active", None, 4, 1, 0, 0, 0))),
+        dict(snapshot_payload("pause", GoalSnapshot("g9", "ship it", "paused", None, 4, 2, 0, 0, 0))),
+        dict(
+            snapshot_payload(
+                "block", GoalSnapshot("g9", "ship it", "blocked", BlockedReason("needs-input", "why"), 4, 2, 0, 0, 0)
+            )
+        ),
+    ],
     PLAN_ARTIFACT: [{"action": "verify", "plan_id": "p1", "revision": 1}],
     TOOL_CALL: [{"call_id": "c1", "tool": "read_file", "arguments": {"path": "a.py"}}],
     TOOL_RESULT: [{"call_id": "c1", "tool": "read_file", "ok": True, "output": "x"}],
@@ -278,6 +289,11 @@ def _templates_for(state: SessionState) -> list[tuple[str, dict[str, Any]]]:
     if goal is not None:
         source = {"type": "goal", "goal_id": goal.id, "revision": goal.revision, "round": goal.rounds_started + 1}
         out.append((USER_MESSAGE, {"text": "go", "source": source}))
+        at = state.last.at if state.last else 0
+        paused = replace(goal, phase="paused", revision=goal.revision + 1, updated_at=at)
+        out.append((GOAL_CHANGE, dict(snapshot_payload("pause", paused))))
+        edited = replace(goal, objective="ship it twice", revision=goal.revision + 1, updated_at=at)
+        out.append((GOAL_CHANGE, dict(snapshot_payload("edit", edited))))
     return out
 
 
@@ -302,6 +318,26 @@ def test_every_near_miss_of_every_field_is_judged_like_the_reducers() -> None:
                     checked += 1
                     accepted += want[0] == "state"
     assert checked > 1000 and accepted > 50, (checked, accepted)
+
+
+def test_the_goal_fold_reads_every_near_miss_of_a_goal_change_like_read_goal_change() -> None:
+    # The goal fold reads the common snapshot shape itself (kernel.goal_fold
+    # ._read_change) and leaves the rest to kernel.goal.read_goal_change.
+    checked = 0
+    for state in _contexts():
+        for kind, template in _templates_for(state):
+            if kind != GOAL_CHANGE:
+                continue
+            for path in _paths(template):
+                for miss in _near_misses(_get(template, path)):
+                    payload = copy.deepcopy(template)
+                    if path:
+                        _get(payload, path[:-1])[path[-1]] = miss
+                    else:
+                        payload = miss
+                    assert outcome(_read_change, payload) == outcome(read_goal_change, payload), (path, miss)
+                    checked += 1
+    assert checked > 300, checked
 
 
 def _get(value: Any, path: tuple[Any, ...]) -> Any:
