@@ -32,5 +32,11 @@ demo: $(STAMP)
 diagrams: $(STAMP)
 	$(BIN)/python -m adapters.diagrams specs
 
+## Benchmarks, not part of `make test`: ratios against raw sqlite3 and eventsourcing
+## measured in the same run. BENCH_SCALE=0.1 for a quick run.
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m benchmarks
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis demo.sqlite*
