@@ -1,13 +1,13 @@
 """``python -m tests.mutation``: run mutmut on ``kernel/`` and print the score.
 
-    python -m tests.mutation run [--jobs N] [--module kernel/log.py ...] [--fresh]
+    python -m tests.mutation run [--jobs N] [--module kernel/log.py ...] [--retry] [--fresh]
     python -m tests.mutation recheck [--jobs N]
     python -m tests.mutation score [--survivors] [--fail-under PERCENT]
 
 ``run`` runs mutmut (configured under ``[tool.mutmut]`` in pyproject.toml;
 results are cached in ``mutants/`` and a mutant is re-run when its function
-changes; ``--module`` re-runs every mutant of those files, ``--fresh``
-starts from nothing), re-tests the surviving mutants of functions that run
+changes; ``--module`` re-runs every mutant of those files, ``--retry`` only
+the ones not killed yet, ``--fresh`` starts from nothing), re-tests the surviving mutants of functions that run
 at import time in fresh interpreters (see ``import_time``; ``recheck`` does
 only that), and then prints the score as ``score`` does. The score
 is killed / all non-equivalent mutants; ``tests/mutation/equivalent.toml``
@@ -56,10 +56,19 @@ def report(result: Score, *, survivors: bool) -> str:
     return "\n".join(lines)
 
 
-def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, examples: int) -> int:
+def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, retry: bool, examples: int) -> int:
     if fresh:
         shutil.rmtree(root / "mutants", ignore_errors=True)
     patterns = [module.removesuffix(".py").replace("/", ".") + ".*" for module in modules]
+    if retry:
+        # Only the mutants not killed yet (of the given modules, or of all).
+        patterns = [
+            m.name
+            for m in load_mutants(root)
+            if not m.killed and (not modules or any(m.file == module for module in modules))
+        ]
+        if not patterns:
+            return 0
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *patterns]
     # Every Hypothesis test is capped (through the tests.fuzz.budget plugin
     # that [tool.mutmut] loads) so that thousands of test runs stay affordable.
@@ -80,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     again = commands.add_parser("recheck", help="re-test mutants of import-time functions, then print the score")
     run.add_argument("--module", action="append", default=[], help="re-run every mutant of this file")
     run.add_argument("--fresh", action="store_true", help="discard cached results first")
+    run.add_argument("--retry", action="store_true", help="re-run only the mutants not killed yet")
     for sub in (run, again):
         sub.add_argument("--jobs", type=int, default=2, help="mutants tested in parallel")
         sub.add_argument("--examples", type=int, default=20, help="cap on each Hypothesis test's examples")
@@ -90,7 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "run":
-        code = run_mutmut(args.root, args.jobs, args.module, fresh=args.fresh, examples=args.examples)
+        code = run_mutmut(
+            args.root, args.jobs, args.module, fresh=args.fresh, retry=args.retry, examples=args.examples
+        )
         if code != 0:
             print(f"mutmut exited with {code}", file=sys.stderr)
             return code
