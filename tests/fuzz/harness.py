@@ -22,9 +22,9 @@ import hashlib
 import json
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 
 from hypothesis import strategies as st
@@ -49,6 +49,7 @@ __all__ = [
     "known_bug",
     "read_corpus_file",
     "save_to_corpus",
+    "stable_repr",
     "unchanged",
 ]
 
@@ -80,12 +81,13 @@ class Clock:
 class Target:
     """One fuzz target: ``run(data, clock)`` feeds ``data`` to an entry point
     (timing only the entry point's calls with ``clock``), checks that nothing
-    was written, and lets a ``KernelError`` out on rejection. ``inputs``
-    generates hostile inputs."""
+    was written, and returns what the entry point returned (``stable_repr``
+    text), or lets a ``KernelError`` out on rejection. ``inputs`` generates
+    hostile inputs."""
 
     name: str
     entry_point: str
-    run: Callable[[bytes, Clock], None]
+    run: Callable[[bytes, Clock], str]
     inputs: st.SearchStrategy[bytes]
 
 
@@ -111,7 +113,6 @@ class KnownBug:
 
 KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug("check_envelope hashes a non-string kind", TypeError, "check_envelope"),
-    KnownBug("msgspec's RecursionError escapes the codec on deep nesting", RecursionError, "decode_event"),
 )
 
 
@@ -124,26 +125,49 @@ def known_bug(exc: BaseException) -> KnownBug | None:
     return None
 
 
-def check(target: Target, data: bytes, *, look_past_known: bool = True) -> None:
-    """Run ``target`` on ``data``; raise ``FuzzFinding`` if anything but a
-    ``KernelError`` comes out (a ``KNOWN_BUGS`` error only when
-    ``look_past_known`` is false) or the entry point takes over
-    ``TIME_LIMIT``."""
+def check(target: Target, data: bytes, *, look_past_known: bool = True) -> str:
+    """Run ``target`` on ``data`` and return its outcome (``outcome_of``);
+    raise ``FuzzFinding`` if anything but a ``KernelError`` comes out (a
+    ``KNOWN_BUGS`` error only when ``look_past_known`` is false) or the entry
+    point takes over ``TIME_LIMIT``."""
     clock = Clock()
     try:
-        target.run(data, clock)
-    except (KernelError, NotJSON):
-        pass
+        outcome = "returned " + target.run(data, clock)
+    except NotJSON:
+        outcome = "not JSON: the harness's reader refused it"
+    except KernelError as exc:
+        outcome = "refused " + stable_repr(exc)
     except FuzzFinding:
         raise
     except Exception as exc:
-        if look_past_known and known_bug(exc) is not None:
-            return
-        raise FuzzFinding(
-            f"{target.entry_point} let an untyped {type(exc).__name__} out: {exc!s:.300}"
-        ) from exc
+        bug = known_bug(exc) if look_past_known else None
+        if bug is None:
+            raise FuzzFinding(
+                f"{target.entry_point} let an untyped {type(exc).__name__} out: {exc!s:.300}"
+            ) from exc
+        outcome = f"known bug: {bug.name}"
     if clock.elapsed > TIME_LIMIT:
         raise FuzzFinding(f"{target.entry_point} took {clock.elapsed:.2f}s on one input (limit {TIME_LIMIT}s)")
+    return outcome
+
+
+def stable_repr(value: object) -> str:
+    """A ``repr`` that is the same in every process: sets are sorted (their
+    order follows string hashing, which changes per process), dataclasses
+    and ``KernelError``s show every field and attribute."""
+    if isinstance(value, KernelError):
+        attrs = {k: v for k, v in sorted(vars(value).items()) if k != "message"}
+        return f"{type(value).__name__}({value.message!r}, code={value.code!r}, {stable_repr(attrs)})"
+    if is_dataclass(value) and not isinstance(value, type):
+        inner = ", ".join(f"{f.name}={stable_repr(getattr(value, f.name))}" for f in fields(value))
+        return f"{type(value).__name__}({inner})"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{stable_repr(k)}: {stable_repr(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(stable_repr(item) for item in value) + "]"
+    if isinstance(value, set | frozenset):
+        return "{" + ", ".join(sorted(stable_repr(item) for item in value)) + "}"
+    return repr(value)
 
 
 def canonical(value: object) -> str:

@@ -2,20 +2,18 @@
 store append of decoded events.
 
 "Nothing is written from rejected input" is checked against real stores, the
-in-memory reference and SQLite: after a rejected import or append the
-session's log and projection are exactly what they were, and no session
-appears; after an accepted one the store holds what the strict fold of the
-input says. Both stores must agree on every input.
+in-memory reference and SQLite (on an in-memory database), fresh for every
+input: after a rejected import or append the session's log and projection
+are exactly what they were, and no session appears; after an accepted one
+the store holds what the strict fold of the input says. Both stores must
+agree on every input.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import tempfile
+import sqlite3
 from collections.abc import Sequence
-from functools import cache
-from pathlib import Path
 
 from hypothesis import strategies as st
 
@@ -25,7 +23,7 @@ from adapters.sqlite_store import SqliteStore
 from adapters.store import Store, import_session
 from kernel.errors import KernelError
 from kernel.session import fold_session
-from tests.fuzz.harness import Clock, Target, expect
+from tests.fuzz.harness import Clock, Target, expect, stable_repr
 from tests.fuzz.inputs import (
     byte_mutations,
     deep_nesting,
@@ -38,19 +36,17 @@ from tests.fuzz.seeds import LOG_KEYS, SEED_LOGS
 
 __all__ = ["STORE_TARGETS"]
 
-_ids = itertools.count(1)
+SESSION = "fuzzed"
 
 
-@cache
+def _memory_sqlite(path: str) -> sqlite3.Connection:
+    return sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+
+
 def _stores() -> tuple[Store, ...]:
-    """One reference store and one SQLite store for the whole run (every
-    input gets fresh session ids in them)."""
-    folder = Path(tempfile.mkdtemp(prefix="fuzz-store-"))
-    return (MemoryStore(), SqliteStore(folder / "fuzz.sqlite", synchronous="normal"))
-
-
-def _fresh_session() -> str:
-    return f"fuzz-{next(_ids)}"
+    """A fresh in-memory reference store and a fresh SQLite store (on an
+    in-memory database) for one input."""
+    return (MemoryStore(), SqliteStore("fuzz", connect=_memory_sqlite))
 
 
 def _snapshot(store: Store, session_id: str) -> tuple[object, ...]:
@@ -61,7 +57,7 @@ def _snapshot(store: Store, session_id: str) -> tuple[object, ...]:
 # codec: one record
 
 
-def _run_codec(data: bytes, clock: Clock) -> None:
+def _run_codec(data: bytes, clock: Clock) -> str:
     with clock.timed():
         event = decode_event(data)
     again = decode_event(encode_event(event))
@@ -69,15 +65,17 @@ def _run_codec(data: bytes, clock: Clock) -> None:
     with clock.timed():
         payload = decode_payload(json.dumps(event.payload).encode("utf-8"), event.seq)
     expect(payload == event.payload, "a decoded payload does not round-trip")
+    return stable_repr(event)
 
 
 # --------------------------------------------------------------------------
 # JSON Lines import
 
 
-def _import_into(store: Store, data: bytes, clock: Clock) -> str | None:
-    """Import ``data`` into a fresh session; the error code on rejection."""
-    session_id = _fresh_session()
+def _import_into(store: Store, data: bytes, clock: Clock) -> str:
+    """Import ``data`` into a fresh session; the outcome (the error, or the
+    state the store loads)."""
+    session_id = SESSION
     ids_before = store.session_ids()
     try:
         with clock.timed():
@@ -85,18 +83,24 @@ def _import_into(store: Store, data: bytes, clock: Clock) -> str | None:
     except KernelError as exc:
         expect(store.session_ids() == ids_before, f"a rejected import created a session ({exc.code})")
         expect(_snapshot(store, session_id) == _snapshot(store, "never-used"), "a rejected import wrote")
-        return exc.code
+        return "refused " + stable_repr(exc)
     events = decode_jsonl(data)
     expect(store.read(session_id) == events, "the stored log is not the imported one")
     expect(store.load(session_id) == fold_session(events), "the stored log folds differently")
     expect(store.audit(session_id).ok, "the projection written by an import fails its audit")
     expect(encode_jsonl(store.read(session_id)) == encode_jsonl(events), "export is not the import")
-    return None
+    return stable_repr(store.load(session_id))
 
 
-def _run_import(data: bytes, clock: Clock) -> None:
-    outcomes = [_import_into(store, data, clock) for store in _stores()]
+def _run_import(data: bytes, clock: Clock) -> str:
+    stores = _stores()
+    try:
+        outcomes = [_import_into(store, data, clock) for store in stores]
+    finally:
+        for store in stores:
+            store.close()
     expect(len(set(outcomes)) == 1, f"the stores disagree on an import: {outcomes}")
+    return outcomes[0]
 
 
 # --------------------------------------------------------------------------
@@ -109,8 +113,8 @@ _PREFIX = b"\n".join(json.dumps(record).encode("utf-8") for record in SEED_LOGS[
 _SUFFIXES = [SEED_LOGS[0][PREFIX_LENGTH:]]
 
 
-def _append_into(store: Store, data: bytes, clock: Clock) -> str | None:
-    session_id = _fresh_session()
+def _append_into(store: Store, data: bytes, clock: Clock) -> str:
+    session_id = SESSION
     import_session(store, session_id, _PREFIX)
     before = _snapshot(store, session_id)
     prefix = store.read(session_id)
@@ -120,19 +124,25 @@ def _append_into(store: Store, data: bytes, clock: Clock) -> str | None:
             store.append(session_id, PREFIX_LENGTH, events)
     except KernelError as exc:
         expect(_snapshot(store, session_id) == before, f"a rejected append changed the session ({exc.code})")
-        return exc.code
+        return "refused " + stable_repr(exc)
     expect(store.read(session_id) == prefix + events, "the stored log is not prefix + appended events")
     expect(store.audit(session_id).ok, "the projection written by an append fails its audit")
-    return None
+    return stable_repr(store.load(session_id))
 
 
-def _run_append(data: bytes, clock: Clock) -> None:
+def _run_append(data: bytes, clock: Clock) -> str:
     try:
         decode_jsonl(data)
-    except KernelError:
-        return  # the codec refuses it before any store sees it (the codec target covers that)
-    outcomes = [_append_into(store, data, clock) for store in _stores()]
+    except KernelError as exc:  # the codec refuses it before any store sees it
+        return "not records: " + stable_repr(exc)
+    stores = _stores()
+    try:
+        outcomes = [_append_into(store, data, clock) for store in stores]
+    finally:
+        for store in stores:
+            store.close()
     expect(len(set(outcomes)) == 1, f"the stores disagree on an append: {outcomes}")
+    return outcomes[0]
 
 
 @st.composite

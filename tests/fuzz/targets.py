@@ -27,7 +27,17 @@ from kernel.plan_views import adopt_summary, render_plan_content
 from kernel.session import SessionState, apply_session_event, fold_more, fold_session
 from kernel.shell import MAX_COMMAND_LENGTH, classify_command, classify_shell_call
 from kernel.tools import Classification, ToolSpec
-from tests.fuzz.harness import Clock, FuzzFinding, NotJSON, Target, decode_json, decode_text, expect, unchanged
+from tests.fuzz.harness import (
+    Clock,
+    FuzzFinding,
+    NotJSON,
+    Target,
+    decode_json,
+    decode_text,
+    expect,
+    stable_repr,
+    unchanged,
+)
 from tests.fuzz.inputs import (
     byte_mutations,
     hostile_json,
@@ -62,7 +72,7 @@ def decode_log(data: bytes) -> list[Event]:
     return events
 
 
-def _run_replay(data: bytes, clock: Clock) -> None:
+def _run_replay(data: bytes, clock: Clock) -> str:
     events = decode_log(data)
     with unchanged(events):
         with clock.timed():
@@ -103,6 +113,7 @@ def _run_replay(data: bytes, clock: Clock) -> None:
                 expect(state is None or state.goal == goal, "fold_goal and fold_session disagree on the goal")
     if failure is not None:
         raise failure
+    return stable_repr(state)
 
 
 @st.composite
@@ -146,24 +157,25 @@ def _replay_inputs() -> st.SearchStrategy[bytes]:
 # the model-output decoder: exit_plan_mode(plan_spec, summary_candidate)
 
 
-def _run_exit_plan(data: bytes, clock: Clock) -> None:
+def _run_exit_plan(data: bytes, clock: Clock) -> str:
     args = decode_json(data)
     with unchanged(args), clock.timed():
         decoded = decode_exit_plan_args(args)
         adoption = adopt_summary(decoded.summary_candidate, decoded.spec)
         content = render_plan_content(decoded.spec)
-        spec_hash(decoded.spec)
+        digest = spec_hash(decoded.spec)
     expect(validate_plan_spec(decoded.spec) == (), "the decoder returned a spec that does not validate")
     expect(spec_from_json(spec_to_json(decoded.spec)) == decoded.spec, "the decoded spec does not round-trip")
     expect(content.startswith("# "), "the rendered plan does not start with a '# ' heading")
     expect(adoption.summary is not None, "no summary was adopted or built")
+    return stable_repr((decoded, adoption, content, digest))
 
 
 # --------------------------------------------------------------------------
 # /plan, /goal and the plan:policy config
 
 
-def _run_plan_command(data: bytes, clock: Clock) -> None:
+def _run_plan_command(data: bytes, clock: Clock) -> str:
     # Attachments follow the text, separated by ASCII record separators.
     text, *attachments = decode_text(data).split("\x1e")
     with clock.timed():
@@ -172,9 +184,10 @@ def _run_plan_command(data: bytes, clock: Clock) -> None:
     if command is not None:
         expect(text.strip().startswith("/plan"), f"{text!r} parsed as /plan")
         expect(command.target or not command.attachments, "/plan off kept attachments")
+    return stable_repr(command)
 
 
-def _run_goal_command(data: bytes, clock: Clock) -> None:
+def _run_goal_command(data: bytes, clock: Clock) -> str:
     text = decode_text(data)
     with clock.timed():
         command = parse_goal_command(text)
@@ -184,13 +197,15 @@ def _run_goal_command(data: bytes, clock: Clock) -> None:
         objective = command.objective
         if command.verb in ("create", "edit"):
             expect(objective is not None and objective != "" and objective == objective.strip(), "bad objective")
+    return stable_repr(command)
 
 
-def _run_plan_policy(data: bytes, clock: Clock) -> None:
+def _run_plan_policy(data: bytes, clock: Clock) -> str:
     config = decode_json(data)
     with unchanged(config), clock.timed():
         policy = load_plan_policy(config)
     expect(isinstance(config, Mapping) and policy.section == config.get("section"), "policy is not the config")
+    return stable_repr(policy)
 
 
 # --------------------------------------------------------------------------
@@ -200,28 +215,29 @@ def _run_plan_policy(data: bytes, clock: Clock) -> None:
 SHELL_TOOL = ToolSpec("bash", "Run a command", {"type": "object"}, "write", "shell")
 
 
-def _expect_sound(line: object, verdict: Classification) -> None:
+def _expect_sound(line: object, verdict: Classification) -> str:
     expect(isinstance(verdict, Classification), "the classifier returned a non-classification")
     if verdict.read_only:
         expect(isinstance(line, str) and 0 < len(line) <= MAX_COMMAND_LENGTH, "admitted an empty or long line")
         text = cast(str, line)
         expect(all(" " <= ch <= "~" or ch == "\t" for ch in text), f"admitted a non-printable line {text!r}")
         expect(text.strip() != "", "admitted a blank line")
+    return stable_repr(verdict)
 
 
-def _run_shell_command(data: bytes, clock: Clock) -> None:
+def _run_shell_command(data: bytes, clock: Clock) -> str:
     line = decode_text(data)
     with clock.timed():
         verdict = classify_command(line)
-    _expect_sound(line, verdict)
+    return _expect_sound(line, verdict)
 
 
-def _run_shell_call(data: bytes, clock: Clock) -> None:
+def _run_shell_call(data: bytes, clock: Clock) -> str:
     arguments = decode_json(data)
     with unchanged(arguments), clock.timed():
         verdict = classify_shell_call(SHELL_TOOL, cast(Any, arguments))
     command = arguments.get("command") if isinstance(arguments, dict) else None
-    _expect_sound(command, verdict)
+    return _expect_sound(command, verdict)
 
 
 # --------------------------------------------------------------------------

@@ -59,14 +59,16 @@ def test_input_the_harness_cannot_decode_never_reaches_the_target() -> None:
 
 
 def test_a_slow_entry_point_is_a_finding_but_slow_harness_work_is_not() -> None:
-    def slow(data: bytes, clock: Clock) -> None:
+    def slow(data: bytes, clock: Clock) -> str:
         with clock.timed():
             time.sleep(TIME_LIMIT + 0.05)
+        return ""
 
-    def slow_outside(data: bytes, clock: Clock) -> None:
+    def slow_outside(data: bytes, clock: Clock) -> str:
         time.sleep(TIME_LIMIT + 0.05)
         with clock.timed():
             pass
+        return ""
 
     with pytest.raises(FuzzFinding, match="took"):
         check(target(slow), b"x")
@@ -104,9 +106,10 @@ def test_a_long_log_folds_within_the_time_limit() -> None:
 
 
 def needle_target() -> Target:
-    def run(data: bytes, clock: Clock) -> None:
+    def run(data: bytes, clock: Clock) -> str:
         if b"X" in data:
             raise ValueError("found the needle")
+        return "no needle"
 
     return Target("needle", "needle()", run, st.binary(min_size=1, max_size=64).map(lambda b: b + b"X" + b))
 
