@@ -34,7 +34,7 @@ from typing import Any
 
 import msgspec
 
-from adapters.snapshot import SnapshotCodec, SnapshotError
+from adapters.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
 from kernel.errors import KernelError, ReplayError
 from kernel.goal import GoalSnapshot
 from kernel.log import Event
@@ -50,6 +50,7 @@ __all__ = [
     "Projection",
     "SnapshotCodec",
     "SnapshotError",
+    "SnapshotParts",
     "canonical_event",
     "check_json",
     "decode_event",
@@ -62,6 +63,7 @@ __all__ = [
     "plan_json",
     "project",
     "read_session_jsonl",
+    "stored_event",
     "summary_json",
 ]
 
@@ -232,11 +234,20 @@ def canonical_event(event: Event) -> Event:
     """``event`` exactly as a store returns it. ``CodecError``: ``payload-not-json``
     for a payload JSON cannot carry, ``event-not-storable`` for a value that is
     not an event, a kind that is not text, or a seq or time beyond 64 bits."""
+    return stored_event(event)[0]
+
+
+def stored_event(event: Event) -> tuple[Event, str]:
+    """``canonical_event(event)`` and the payload text a store keeps for it
+    (the compact JSON that decodes to the canonical payload); the same
+    ``CodecError``s."""
     event = _check_envelope_storable(event)
+    data = encode_payload(event.payload)
     # Bytes just encoded from checked JSON decode to checked JSON (finite
     # floats keep their value, the nesting stays the same), so the decoded
-    # payload is not walked a second time.
-    return Event(event.seq, event.kind, event.at, _PAYLOAD.decode(encode_payload(event.payload)))
+    # payload is not walked a second time; and they are what encoding the
+    # decoded payload again would give, so they are stored as they are.
+    return Event(event.seq, event.kind, event.at, _PAYLOAD.decode(data)), data.decode()
 
 
 class _Record(msgspec.Struct, forbid_unknown_fields=True):

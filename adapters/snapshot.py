@@ -54,7 +54,7 @@ from adapters.snapshot_convert import (
     malformed,
 )
 
-__all__ = ["SnapshotCodec", "SnapshotError"]
+__all__ = ["SnapshotCodec", "SnapshotError", "SnapshotParts"]
 
 T = TypeVar("T")
 
@@ -71,6 +71,35 @@ def _is_json_container(tp: Any) -> bool:
     if origin in (list, Sequence) and args in ((Any,), ()):
         return True
     return origin in (dict, Mapping) and len(args) == 2 and args[0] is str and args[1] is Any
+
+
+#: Encoded parts of a snapshot: (converter id, value id) -> (value, its JSON).
+SnapshotParts = dict[tuple[int, int], tuple[Any, msgspec.Raw]]
+
+_SCALARS = (bool, int, float, str)
+
+
+def _immutable(conv: Conv, seen: set[int]) -> bool:
+    """Whether every value ``conv`` accepts is immutable all the way down
+    (frozen dataclasses, tuples, frozensets, scalars), so that a value's
+    encoding can be remembered by its identity. Dicts, lists and JSON
+    payloads can change in place, so they never are."""
+    if id(conv) in seen:
+        return True  # a recursive type: decided by its other members
+    seen.add(id(conv))
+    if isinstance(conv, ScalarConv | LiteralConv | EnumConv):
+        return True
+    if isinstance(conv, SeqConv):
+        return conv.make is not list and _immutable(conv.item, seen)
+    if isinstance(conv, FixedTupleConv):
+        return all(_immutable(c, seen) for c in conv.items)
+    if isinstance(conv, UnionConv):
+        return all(_immutable(c, seen) for c in conv.members)
+    if isinstance(conv, DataclassConv):
+        params = getattr(conv.cls, "__dataclass_params__", None)
+        frozen = bool(getattr(params, "frozen", False))
+        return frozen and all(_immutable(c, seen) for _, c in conv.fields)
+    return False
 
 
 class _Compiler:
@@ -153,6 +182,7 @@ class SnapshotCodec(Generic[T]):
             f"{conv.name}{{" + ",".join(f"{n}:{c.desc}" for n, c in conv.fields) + "}"
             for conv in sorted(compiler.dataclasses.values(), key=lambda c: c.name)
         )
+        self._frozen: dict[int, bool] = {}
         digest = hashlib.sha256(f"{shape}|{extra}".encode()).hexdigest()[:20]
         #: Identifies the encoding; a snapshot with another format is stale.
         self.format = f"v{SNAPSHOT_VERSION}-{digest}"
@@ -163,6 +193,44 @@ class SnapshotCodec(Generic[T]):
             return msgspec.json.encode(self._conv.enc(value))
         except (TypeError, OverflowError, ValueError) as exc:
             raise SnapshotError(f"cannot encode a snapshot: {exc}", code="snapshot-unsupported") from exc
+
+    def encode_reusing(self, value: T, previous: SnapshotParts | None) -> tuple[bytes, SnapshotParts]:
+        """``encode(value)`` (the same bytes, the same errors), reusing the
+        encoded form of every immutable part of ``value`` that is the very
+        object a previous call encoded (``previous``, what that call
+        returned). Fold states share most of their parts with the state before
+        them, so only what an event changed is encoded again. The parts
+        returned keep the objects they describe alive, so an object's identity
+        cannot be reused by another while they are kept."""
+        old = previous or {}
+        new: SnapshotParts = {}
+        try:
+            return msgspec.json.encode(self._enc(self._conv, value, old, new)), new
+        except (TypeError, OverflowError, ValueError) as exc:
+            raise SnapshotError(f"cannot encode a snapshot: {exc}", code="snapshot-unsupported") from exc
+
+    def _enc(self, conv: Conv, value: Any, old: SnapshotParts, new: SnapshotParts) -> Any:
+        if not isinstance(conv, DataclassConv):
+            return conv.enc(value)
+        if type(value) is not conv.cls:
+            return conv.enc(value)  # raises the converter's own error
+        return {name: self._part(field, getattr(value, name), old, new) for name, field in conv.fields}
+
+    def _part(self, conv: Conv, value: Any, old: SnapshotParts, new: SnapshotParts) -> Any:
+        if value is None or type(value) in _SCALARS or not self._immutable(conv):
+            return self._enc(conv, value, old, new)
+        key = (id(conv), id(value))
+        hit = old.get(key)
+        if hit is None or hit[0] is not value:
+            hit = (value, msgspec.Raw(msgspec.json.encode(self._enc(conv, value, old, new))))
+        new[key] = hit
+        return hit[1]
+
+    def _immutable(self, conv: Conv) -> bool:
+        known = self._frozen.get(id(conv))
+        if known is None:
+            known = self._frozen[id(conv)] = _immutable(conv, set())
+        return known
 
     def decode(self, data: bytes | str) -> T:
         """The value ``data`` encodes; ``SnapshotError`` (``snapshot-malformed``) otherwise."""

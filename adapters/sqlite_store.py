@@ -9,10 +9,12 @@ fold (``agent_mode``, ``current_plan_json``, ``current_plan_summary_json``,
 state (``fold_state`` with its ``fold_format``). ``append_keys`` remembers
 idempotency keys.
 
-An append is one ``BEGIN IMMEDIATE`` transaction: answer a known idempotency
-key, compare the log's last seq with ``expected_seq``, fold the new events
-strictly onto the snapshot (or onto a replay when the snapshot is stale),
-insert the events, write the row and the key, commit. Any exception rolls the
+An append is one ``BEGIN IMMEDIATE`` transaction: one statement reads what
+the append needs (the log's last seq, the session row's snapshot, what the
+idempotency key already answered); answer a known key, compare the last seq
+with ``expected_seq``, fold the new events strictly onto the snapshot (or onto
+a replay when the snapshot is stale), insert the events, write the row and the
+key, commit. Any exception rolls the
 transaction back; if even the rollback fails the connection is closed (SQLite
 then discards the transaction) and the next call opens a fresh one. Driver
 exceptions become ``StorageError``; the kernel's ``ConflictError`` and the
@@ -28,7 +30,8 @@ together with its state, so the next append to a session it just wrote does
 not decode its own snapshot again. The memo is only used when the row holds
 exactly that text (snapshots round-trip exactly, so equal text means an equal
 state); any other text, written by another process or left stale, is decoded
-as usual.
+as usual. The memo also keeps the encoded parts of its state, so the next
+snapshot encodes only what the new events changed (``snapshot_reusing``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, TypeVar
 
-from adapters.codec import Projection, decode_payload, project
+from adapters.codec import Projection, SnapshotParts, decode_payload, project
 from adapters.sqlite_conn import ConnectionKeeper, connect_sqlite
 from adapters.sqlite_schema import (
     SCHEMA_VERSION,
@@ -63,7 +66,7 @@ from adapters.store import (
     fold_new_events,
     prepare_append,
     resume_state,
-    snapshot_of,
+    snapshot_reusing,
     with_summary,
 )
 from kernel.errors import ConflictError
@@ -87,6 +90,16 @@ _PROJECTION_COLUMNS = (
 )
 _TIME_COLUMNS = ("created_at_ms", "updated_at_ms")
 _SELECT_EVENTS = "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
+#: What an append reads, in one statement: the log's head, whether the
+#: session row exists and its snapshot, and what the idempotency key (NULL
+#: when there is none) already answered.
+_APPEND_READ = (
+    "SELECT COALESCE((SELECT MAX(seq) FROM events WHERE session_id = ?1), 0),"
+    " s.id IS NOT NULL, s.fold_format, s.fold_state,"
+    " k.request_hash, k.first_seq, k.last_seq, k.key IS NOT NULL"
+    " FROM (SELECT 1) LEFT JOIN sessions AS s ON s.id = ?1"
+    " LEFT JOIN append_keys AS k ON k.session_id = ?1 AND k.key = ?2"
+)
 #: Sessions whose last snapshot a store keeps decoded (least recently used dropped).
 _MEMO_SIZE = 64
 
@@ -140,7 +153,7 @@ class SqliteStore:
         self._update_sql = ""
         self._fill: tuple[object, ...] = ()
         self._timed = False
-        self._memo: dict[str, tuple[str, str, SessionState]] = {}
+        self._memo: dict[str, tuple[str, str, SessionState, SnapshotParts | None]] = {}
         #: What opening the file did to its schema.
         self.migration: MigrationReport | None = None
         #: The connection of this process, and its transactions.
@@ -225,20 +238,17 @@ class SqliteStore:
 
     def _append(self, conn: Connection, p: PreparedAppend) -> AppendResult:
         sid = p.session_id
-        if p.key is not None:
-            known = conn.execute(
-                "SELECT request_hash, first_seq, last_seq FROM append_keys WHERE session_id = ? AND key = ?",
-                (sid, p.key),
-            ).fetchone()
-            if known is not None:
-                if known[0] != p.request_hash:
-                    raise IdempotencyMismatchError(sid, p.key)
-                return AppendResult(sid, _as_int(known[1]), _as_int(known[2]), replayed=True)
-        actual = self._head(conn, sid)
+        head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known = conn.execute(
+            _APPEND_READ, (sid, p.key)
+        ).fetchone()
+        if p.key is not None and known:
+            if known_hash != p.request_hash:
+                raise IdempotencyMismatchError(sid, p.key)
+            return AppendResult(sid, _as_int(known_first), _as_int(known_last), replayed=True)
+        actual = _as_int(head)
         if actual != p.expected_seq:
             raise ConflictError(sid, p.expected_seq, actual)
-        row = conn.execute("SELECT fold_format, fold_state FROM sessions WHERE id = ?", (sid,)).fetchone()
-        state = None if row is None else self._resume(sid, str(row[0]), str(row[1]), actual)
+        state = self._resume(sid, str(fold_format), str(fold_state), actual) if has_row else None
         if state is None:
             state = fold_session(self._stream(conn, sid, 0))
         new_state = fold_new_events(sid, state, p.events)
@@ -248,8 +258,9 @@ class SqliteStore:
                 (sid, event.seq, event.kind, event.at, text),
             )
         proj = project(new_state)
-        fold_format, fold_state = snapshot_of(new_state)
-        self._remember(sid, fold_format, fold_state, new_state)
+        known = self._memo.get(sid)
+        fold_format, fold_state, parts = snapshot_reusing(new_state, None if known is None else known[3])
+        self._remember(sid, fold_format, fold_state, new_state, parts)
         values = (
             proj.agent_mode,
             int(proj.plan_mode),
@@ -261,7 +272,7 @@ class SqliteStore:
             fold_format,
         )
         at = p.events[-1].at
-        if row is None:
+        if not has_row:
             times = (p.events[0].at, at) if self._timed else ()
             conn.execute(self._insert_sql, (sid, *values, *times, *self._fill))
         else:
@@ -282,16 +293,20 @@ class SqliteStore:
             return known[2]
         state = resume_state(fold_format, fold_state, last_seq)
         if state is not None:
-            self._remember(sid, fold_format, fold_state, state)
+            self._remember(sid, fold_format, fold_state, state, None)
         return state
 
-    def _remember(self, sid: str, fold_format: str, fold_state: str, state: SessionState) -> None:
+    def _remember(
+        self, sid: str, fold_format: str, fold_state: str, state: SessionState, parts: SnapshotParts | None
+    ) -> None:
         # Pairing a text with the state it encodes is true whether or not the
         # transaction that writes it commits, so the memo needs no rollback.
+        # The encoded parts describe objects of that state only, so they are
+        # right for any later state that shares them.
         self._memo.pop(sid, None)
         if not fold_format:
             return
-        self._memo[sid] = (fold_format, fold_state, state)
+        self._memo[sid] = (fold_format, fold_state, state, parts)
         if len(self._memo) > _MEMO_SIZE:
             del self._memo[next(iter(self._memo))]
 

@@ -45,10 +45,11 @@ from adapters.codec import (
     SESSION_SNAPSHOT,
     Projection,
     SnapshotError,
-    canonical_event,
+    SnapshotParts,
     encode_jsonl,
     project,
     read_session_jsonl,
+    stored_event,
 )
 from kernel.errors import KernelError, ReplayError
 from kernel.log import Event
@@ -79,6 +80,7 @@ __all__ = [
     "prepare_append",
     "resume_state",
     "snapshot_of",
+    "snapshot_reusing",
     "with_summary",
 ]
 
@@ -247,8 +249,9 @@ class Store(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class PreparedAppend:
-    """A validated append request: canonical events, their stored payloads and
-    the hash that identifies the request for idempotency."""
+    """A validated append request: canonical events, their stored payloads and,
+    when it has an idempotency key, the hash that identifies the request
+    (``""`` without a key: nothing would ever compare it)."""
 
     session_id: str
     expected_seq: int
@@ -295,12 +298,20 @@ def prepare_append(
         _text(idempotency_key, "an idempotency key")
     if isinstance(events, str | bytes) or not isinstance(events, Sequence) or not events:
         raise InvalidRequestError("an append needs a non-empty sequence of events")
-    canonical = tuple(canonical_event(e) for e in events)
-    payloads = tuple(msgspec.json.encode(e.payload).decode() for e in canonical)
+    stored = [stored_event(e) for e in events]
+    canonical = tuple(event for event, _ in stored)
+    payloads = tuple(text for _, text in stored)
+    request_hash = "" if idempotency_key is None else _request_hash(expected_seq, canonical)
+    return PreparedAppend(session_id, expected_seq, canonical, payloads, idempotency_key, request_hash)
+
+
+def _request_hash(expected_seq: int, events: Sequence[Event]) -> str:
+    """What identifies an append request for its idempotency key: the expected
+    seq and every event, payload keys sorted (so key order does not matter)."""
     digest = hashlib.sha256(str(expected_seq).encode())
-    for event in canonical:
+    for event in events:
         digest.update(b"\n" + msgspec.json.encode([event.seq, event.kind, event.at, event.payload], order="sorted"))
-    return PreparedAppend(session_id, expected_seq, canonical, payloads, idempotency_key, digest.hexdigest())
+    return digest.hexdigest()
 
 
 def fold_new_events(session_id: str, state: SessionState, events: Sequence[Event]) -> SessionState:
@@ -369,13 +380,23 @@ def resume_state(snapshot_format: str, snapshot: str, last_seq: int) -> SessionS
 def snapshot_of(state: SessionState) -> tuple[str, str]:
     """``(format, text)`` of the snapshot to store for ``state``; ``("", "")``
     when states cannot be snapshotted (loads then replay the log)."""
+    fold_format, text, _ = snapshot_reusing(state, None)
+    return fold_format, text
+
+
+def snapshot_reusing(state: SessionState, previous: SnapshotParts | None) -> tuple[str, str, SnapshotParts | None]:
+    """``snapshot_of(state)`` and its encoded parts, encoding again only the
+    parts of ``state`` that are not the very objects ``previous`` (the parts
+    of an earlier snapshot) describes; ``None`` parts when there is no
+    snapshot."""
     codec = SESSION_SNAPSHOT
     if codec is None:
-        return "", ""
+        return "", "", None
     try:
-        return codec.format, codec.encode(state).decode()
+        data, parts = codec.encode_reusing(state, previous)
     except SnapshotError:
-        return "", ""
+        return "", "", None
+    return codec.format, data.decode(), parts
 
 
 def export_session(store: Store, session_id: str) -> bytes:

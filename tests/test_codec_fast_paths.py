@@ -2,20 +2,36 @@
 
 ``decode_payload`` skips the walk of a decoded payload when its text has too
 few opening brackets to nest past ``MAX_DEPTH``; these tests hold it to the
-plain definition (decode, then always walk) on texts around the limit.
+plain definition (decode, then always walk) on texts around the limit. An
+append encodes each payload once: the text it stores must be what encoding
+the canonical payload again gives. A snapshot that reuses the encoded parts
+of the state before it must be the bytes a fresh encoding gives.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given, note
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from adapters.codec import MAX_DEPTH, _json_problem, decode_payload
+from adapters.codec import (
+    MAX_DEPTH,
+    SESSION_SNAPSHOT,
+    SnapshotError,
+    _json_problem,
+    canonical_event,
+    decode_payload,
+    stored_event,
+)
+from adapters.store import prepare_append
 from kernel.errors import ReplayError
+from kernel.log import Event
+from kernel.session import SessionState, apply_session_event
+from tests.storage_helpers import FULL_SCRIPT, LogBuilder, build_log, logs
 
 
 def reference_decode(data: bytes | str, seq: int) -> tuple[str, Any]:
@@ -98,3 +114,85 @@ def test_any_nesting_and_any_length_is_judged_as_by_the_walk(
 def test_short_payloads_of_every_kind_are_judged_as_by_the_walk(data: str) -> None:
     assert fast_decode(data, 2) == reference_decode(data, 2)
     assert fast_decode(data.encode(), 2) == reference_decode(data.encode(), 2)
+
+
+# --------------------------------------------------------------------------
+# One encoding per payload
+
+_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.text(max_size=6),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(st.dictionaries(st.text(max_size=5), _VALUES, max_size=4), st.integers(1, 2**62), st.integers(0, 2**62))
+def test_the_stored_text_is_the_canonical_payload_encoded_again(payload: dict[str, Any], seq: int, at: int) -> None:
+    event, text = stored_event(Event(seq, "tool/call", at, payload))
+    assert event == canonical_event(Event(seq, "tool/call", at, payload))
+    assert text == msgspec.json.encode(event.payload).decode()
+    assert decode_payload(text, seq) == event.payload
+
+
+def test_only_a_keyed_append_carries_a_request_hash() -> None:
+    event = Event(1, "plan/mode", 0, {"active": True})
+    assert prepare_append("s", 0, [event], None).request_hash == ""
+    keyed = prepare_append("s", 0, [event], "k").request_hash
+    assert len(keyed) == 64
+    assert prepare_append("s", 0, [Event(1, "plan/mode", 0, {"active": False})], "k").request_hash != keyed
+
+
+# --------------------------------------------------------------------------
+# Snapshots that reuse the encoded parts of the state before
+
+
+@given(logs(30))
+@settings(max_examples=min(settings().max_examples, 40))
+def test_a_snapshot_reusing_parts_is_the_same_bytes_as_a_fresh_one(builder: LogBuilder) -> None:
+    codec = SESSION_SNAPSHOT
+    assert codec is not None
+    state, parts = SessionState(), None
+    for event in builder.events:
+        state = apply_session_event(state, event)
+        data, parts = codec.encode_reusing(state, parts)
+        assert data == codec.encode(state)
+    again, _ = codec.encode_reusing(state, parts)
+    assert again == codec.encode(state) and codec.decode(again) == state
+
+
+def test_parts_are_reused_by_identity_only_and_never_for_payloads() -> None:
+    codec = SESSION_SNAPSHOT
+    assert codec is not None
+    state = build_log(FULL_SCRIPT).state
+    assert state.last is not None
+    _, parts = codec.encode_reusing(state, None)
+    cached = {type(value).__name__ for value, _ in parts.values()}
+    assert "GoalState" in cached and "PlanState" in cached and "TurnState" in cached
+    assert "Event" not in cached and "dict" not in cached
+    # A payload changed in place is encoded as it is now, never as it was.
+    payload = dict(state.last.payload)
+    changed = replace(state, last=replace(state.last, payload=payload))
+    first, parts = codec.encode_reusing(changed, parts)
+    payload["extra"] = 1
+    second, _ = codec.encode_reusing(changed, parts)
+    assert first != second and second == codec.encode(changed)
+    # An equal but distinct part is encoded again, to the same bytes.
+    rebuilt = replace(state, goal=replace(state.goal))
+    assert codec.encode_reusing(rebuilt, parts)[0] == codec.encode(rebuilt)
+
+
+def test_a_state_that_breaks_its_annotations_is_refused_reusing_or_not() -> None:
+    codec = SESSION_SNAPSHOT
+    assert codec is not None
+    state = build_log(FULL_SCRIPT).state
+    _, parts = codec.encode_reusing(state, None)
+    wrong = replace(state, plan_mode=1)  # type: ignore[arg-type]
+    with pytest.raises(SnapshotError):
+        codec.encode(wrong)
+    with pytest.raises(SnapshotError):
+        codec.encode_reusing(wrong, parts)
