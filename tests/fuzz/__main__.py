@@ -7,6 +7,9 @@ module that defines a ``RuleBasedStateMachine``, run by pytest under the
 ``fuzz`` profile in rounds sized to fit ``MACHINE_SHARE`` of the budget). A
 round that has started is finished, so the pass may overrun by one round.
 
+``--record`` instead records the outcome of every corpus input in
+``outcomes.json`` (after an intended change of a result or a message).
+
 A target's failing input, shrunk by ``minimize`` (Hypothesis's shrinker has
 no time bound, so it is off here), is written to
 ``tests/fuzz/corpus/<target>/crash-<hash>`` so that every later test run
@@ -28,7 +31,16 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, settings
 
 import tests.conftest  # noqa: F401  (registers the Hypothesis profiles)
-from tests.fuzz.harness import Target, check, save_to_corpus
+from tests.fuzz.harness import (
+    OUTCOMES,
+    Target,
+    check,
+    corpus_files,
+    outcome_digest,
+    read_corpus_file,
+    record_outcomes,
+    save_to_corpus,
+)
 from tests.fuzz.minimize import minimize
 from tests.fuzz.targets import TARGETS
 
@@ -141,12 +153,28 @@ def fuzz_machines(budget: float) -> Report:
     return report
 
 
+def record() -> int:
+    """Record the outcome of every corpus input (``open-*`` ones excepted)."""
+    digests: dict[str, str] = {}
+    for target in TARGETS:
+        for path in corpus_files(target.name):
+            if not path.name.startswith("open-"):
+                outcome = check(target, read_corpus_file(path), look_past_known=False)
+                digests[f"{target.name}/{path.name}"] = outcome_digest(outcome)
+    record_outcomes(digests)
+    print(f"recorded {len(digests)} outcomes in {OUTCOMES.relative_to(ROOT)}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="time budget of the whole pass")
     parser.add_argument("--target", action="append", choices=[t.name for t in TARGETS], help="only these targets")
     parser.add_argument("--no-machines", action="store_true", help="skip the state machines")
+    parser.add_argument("--record", action="store_true", help="only record the corpus outcomes, then exit")
     args = parser.parse_args(argv)
+    if args.record:
+        return record()
 
     targets = [t for t in TARGETS if not args.target or t.name in args.target]
     machines = 0.0 if args.no_machines else args.seconds * (MACHINE_SHARE if targets else 1.0)

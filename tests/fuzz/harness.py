@@ -34,6 +34,7 @@ from kernel.errors import KernelError
 __all__ = [
     "CORPUS",
     "KNOWN_BUGS",
+    "OUTCOMES",
     "TIME_LIMIT",
     "Clock",
     "FuzzFinding",
@@ -47,7 +48,10 @@ __all__ = [
     "decode_text",
     "expect",
     "known_bug",
+    "load_outcomes",
+    "outcome_digest",
     "read_corpus_file",
+    "record_outcomes",
     "save_to_corpus",
     "stable_repr",
     "unchanged",
@@ -55,6 +59,8 @@ __all__ = [
 
 TIME_LIMIT = 1.0
 CORPUS = Path(__file__).resolve().parent / "corpus"
+#: The recorded outcome of every corpus input (see ``outcome_digest``).
+OUTCOMES = Path(__file__).resolve().parent / "outcomes.json"
 
 
 class FuzzFinding(AssertionError):
@@ -149,6 +155,24 @@ def check(target: Target, data: bytes, *, look_past_known: bool = True) -> str:
     if clock.elapsed > TIME_LIMIT:
         raise FuzzFinding(f"{target.entry_point} took {clock.elapsed:.2f}s on one input (limit {TIME_LIMIT}s)")
     return outcome
+
+
+def outcome_digest(outcome: str) -> str:
+    """What ``OUTCOMES`` keeps of an outcome: a short SHA-256."""
+    return hashlib.sha256(outcome.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def load_outcomes() -> dict[str, str]:
+    """The recorded outcome digests, by ``<target>/<file name>``."""
+    if not OUTCOMES.exists():
+        return {}
+    recorded: dict[str, str] = json.loads(OUTCOMES.read_text(encoding="utf-8"))
+    return recorded
+
+
+def record_outcomes(digests: Mapping[str, str]) -> None:
+    """Write ``OUTCOMES`` (sorted, one entry a line, so diffs stay small)."""
+    OUTCOMES.write_text(json.dumps(dict(sorted(digests.items())), indent=0) + "\n", encoding="utf-8")
 
 
 def stable_repr(value: object) -> str:
