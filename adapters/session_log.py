@@ -3,10 +3,16 @@ the store, and compare-and-set appends.
 
 Theory of operation
 -------------------
-``SessionLog.open`` loads a session from a store and folds it strictly; a bad
-stored log raises ``ReplayError`` and nothing runs on it. Afterwards the log
-keeps the events and the folded ``SessionState`` in memory and changes them
-only through ``append``.
+Opening a ``SessionLog`` loads the session through the store's incremental
+open: the stored snapshot of the fold (written by the store only after a
+strict fold, and checked against the log by ``audit``) plus a strict fold of
+any events after it, so opening does not grow with the log; a bad event after
+the snapshot raises ``ReplayError`` and nothing runs on it. The events
+themselves are read from the store the first time someone asks for them (up
+to the state's last seq; the log is append-only, so they are the events the
+state was folded from). Afterwards the log keeps the folded ``SessionState``
+(and the events, once read) in memory and changes them only through
+``append``.
 
 Every append is a compare-and-set: the events are numbered after the last
 event this process has seen, folded strictly first (so planfold never writes
@@ -40,7 +46,7 @@ from dataclasses import replace
 from adapters.store import Store
 from kernel.errors import ConflictError, KernelError
 from kernel.log import Event
-from kernel.session import SessionState, fold_more, fold_session
+from kernel.session import SessionState, fold_more
 
 __all__ = [
     "Clock",
@@ -79,7 +85,7 @@ class SessionLog:
         self.store = store
         self.session_id = session_id
         self.clock = clock
-        self._events: tuple[Event, ...] = ()
+        self._events: tuple[Event, ...] | None = ()
         self._state = SessionState()
         self.observers: list[Callable[[Event], None]] = []
         self._sealed_by: str | None = None
@@ -87,6 +93,10 @@ class SessionLog:
 
     @property
     def events(self) -> tuple[Event, ...]:
+        """Every event of the session up to ``last_seq`` (read from the store
+        on first use after opening)."""
+        if self._events is None:
+            self._events = self.store.read(self.session_id)[: self.last_seq]
         return self._events
 
     @property
@@ -112,10 +122,10 @@ class SessionLog:
             self._sealed_by = previous
 
     def reload(self) -> None:
-        """Load and strictly fold the stored log (raises ``ReplayError``)."""
-        events = self.store.read(self.session_id)
-        self._state = fold_session(events)
-        self._events = events
+        """Open the stored session through the store's incremental load (its
+        snapshot and a strict fold of what follows; raises ``ReplayError``)."""
+        self._state = self.store.load(self.session_id, incremental=True)
+        self._events = None
 
     def now(self) -> int:
         """The caller's clock, never earlier than the last event."""
@@ -145,7 +155,8 @@ class SessionLog:
             return ()
         state = fold_more(self._state, batch)
         self.store.append(self.session_id, self.last_seq, batch, idempotency_key)
-        self._events = self._events + batch
+        if self._events is not None:
+            self._events = self._events + batch
         self._state = state
         for event in batch:
             for observer in tuple(self.observers):
@@ -168,7 +179,7 @@ class SessionLog:
         again on fresh state after a conflict (at most ``attempts`` times).
         Whatever ``decide`` raises propagates and nothing is written."""
         for attempt in range(1, attempts + 1):
-            decided = decide(self._state, self._events, self.last_seq + 1, self.now())
+            decided = decide(self._state, self.events, self.last_seq + 1, self.now())
             try:
                 return self.append(decided)
             except ConflictError:
