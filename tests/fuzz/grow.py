@@ -57,7 +57,7 @@ class BranchMeter:
         self.cov.erase()
         self.cov.start()
         try:
-            check(target, data)
+            check(target, data, look_past_known=False)
         except FuzzFinding:
             return None
         finally:

@@ -115,18 +115,24 @@ class KnownBug:
     name: str
     error: type[Exception]
     function: str
+    file: str
 
 
 KNOWN_BUGS: tuple[KnownBug, ...] = (
-    KnownBug("check_envelope hashes a non-string kind", TypeError, "check_envelope"),
+    KnownBug("check_envelope hashes a non-string kind", TypeError, "check_envelope", "kernel/log.py"),
+    KnownBug("ToolSpec hashes an unhashable effect, origin or category", TypeError, "__post_init__", "kernel/tools.py"),
 )
 
 
 def known_bug(exc: BaseException) -> KnownBug | None:
-    """The ``KNOWN_BUGS`` entry ``exc`` is an instance of, if any."""
-    functions = {frame.name for frame in traceback.extract_tb(exc.__traceback__)}
+    """The ``KNOWN_BUGS`` entry ``exc`` is an instance of, if any (the
+    innermost frame must be the bug's function in the bug's file)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return None
+    innermost = frames[-1]
     for bug in KNOWN_BUGS:
-        if isinstance(exc, bug.error) and bug.function in functions:
+        if isinstance(exc, bug.error) and innermost.name == bug.function and innermost.filename.endswith(bug.file):
             return bug
     return None
 

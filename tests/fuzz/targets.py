@@ -49,6 +49,7 @@ from tests.fuzz.inputs import (
 )
 from tests.fuzz.seeds import EXIT_PLAN_ARGS, LOG_KEYS, PLAN_SPEC_KEYS, SEED_LOGS
 from tests.fuzz.store_targets import STORE_TARGETS
+from tests.fuzz.tool_targets import TOOL_TARGETS
 
 __all__ = ["KERNEL_TARGETS", "TARGETS", "by_name"]
 
@@ -304,7 +305,7 @@ KERNEL_TARGETS: tuple[Target, ...] = (
 
 
 #: Every fuzz target, kernel entry points first.
-TARGETS: tuple[Target, ...] = KERNEL_TARGETS + STORE_TARGETS
+TARGETS: tuple[Target, ...] = KERNEL_TARGETS + TOOL_TARGETS + STORE_TARGETS
 
 
 def by_name(name: str) -> Target:

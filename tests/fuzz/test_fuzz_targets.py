@@ -86,3 +86,33 @@ def test_fuzz_jsonl_import(data: bytes) -> None:
 @given(STORE_APPEND.inputs)
 def test_fuzz_store_append(data: bytes) -> None:
     check(STORE_APPEND, data)
+
+
+GATE_CALL = by_name("gate_call")
+PLAN_TOOL_ARGS = by_name("plan_tool_args")
+TOOL_SPEC = by_name("tool_spec")
+CAPSULE = by_name("capsule")
+
+
+@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
+@given(GATE_CALL.inputs)
+def test_fuzz_gate_call(data: bytes) -> None:
+    check(GATE_CALL, data)
+
+
+@fuzz_settings
+@given(PLAN_TOOL_ARGS.inputs)
+def test_fuzz_plan_tool_args(data: bytes) -> None:
+    check(PLAN_TOOL_ARGS, data)
+
+
+@fuzz_settings
+@given(TOOL_SPEC.inputs)
+def test_fuzz_tool_spec(data: bytes) -> None:
+    check(TOOL_SPEC, data)
+
+
+@fuzz_settings
+@given(CAPSULE.inputs)
+def test_fuzz_capsule(data: bytes) -> None:
+    check(CAPSULE, data)

@@ -6,12 +6,15 @@ go."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from adapters.codec import CodecError, decode_event, decode_jsonl
 from kernel.errors import ReplayError
 from kernel.log import Event, check_envelope
 from kernel.session import fold_session
+from kernel.tools import ToolSpec, ToolSpecError
 
 OPEN = pytest.mark.xfail(strict=True, raises=TypeError, reason="open: check_envelope hashes a non-string kind")
 
@@ -42,3 +45,21 @@ def test_a_deeply_nested_record_is_a_codec_error_at_any_depth(depth: int) -> Non
     assert caught.value.code == "malformed-record"
     with pytest.raises(CodecError):
         decode_jsonl(record)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason="open: ToolSpec hashes an unhashable effect/origin/category")
+@pytest.mark.parametrize("field", ["effect", "origin", "category"])
+def test_a_tool_declaration_with_a_list_for_a_name_field_is_a_tool_spec_error(field: str) -> None:
+    # Found by the tool_spec target: a declaration read from JSON (an MCP
+    # server's tool list, a deployment file) can hold any JSON value here.
+    declaration: dict[str, Any] = {
+        "name": "fetch",
+        "description": "Fetch a page",
+        "parameters": {},
+        "effect": "unknown",
+        "origin": "mcp",
+        field: ["read"],
+    }
+    with pytest.raises(ToolSpecError) as caught:
+        ToolSpec(**declaration)
+    assert caught.value.code == "invalid-tool-field"
