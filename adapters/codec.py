@@ -28,7 +28,7 @@ older snapshots stale rather than wrong.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,7 @@ from kernel.log import Event
 from kernel.payload import JSONObject
 from kernel.plan_json import spec_to_json, summary_to_json
 from kernel.plan_status import PlanArtifact
-from kernel.session import REDUCERS, SessionState, apply_session_event
+from kernel.session import REDUCERS, Row, SessionState, apply_session_event
 
 __all__ = [
     "MAX_DEPTH",
@@ -56,6 +56,7 @@ __all__ = [
     "decode_event",
     "decode_jsonl",
     "decode_payload",
+    "decode_rows",
     "encode_event",
     "encode_jsonl",
     "encode_payload",
@@ -194,6 +195,27 @@ def decode_payload(data: bytes | str, seq: int) -> dict[str, Any]:
     return payload
 
 
+#: Text at most this long cannot nest past MAX_DEPTH (see _shallow).
+_SHORT = 2 * MAX_DEPTH
+
+
+def decode_rows(rows: Iterable[tuple[Any, Any, Any, Any]]) -> Iterator[Row]:
+    """Stored ``(seq, kind, at, payload text)`` rows with their payloads
+    decoded (``decode_payload``, the same errors), one at a time, for
+    ``kernel.session.fold_rows``; the envelope is left to the fold."""
+    decode = _PAYLOAD.decode
+    for seq, kind, at, data in rows:
+        # decode_payload's common case inline: text too short to nest deeply
+        # (see _shallow) that decodes to an object; the rest goes the long way.
+        if type(data) is str and len(data) <= _SHORT:
+            try:
+                yield seq, kind, at, decode(data)
+                continue
+            except msgspec.DecodeError:
+                pass
+        yield seq, kind, at, decode_payload(data, seq)
+
+
 def _shallow(data: bytes | str) -> bool:
     """True when JSON text that msgspec decoded cannot nest past ``MAX_DEPTH``.
 
@@ -202,9 +224,10 @@ def _shallow(data: bytes | str) -> bool:
     ``_json_problem`` to find, and a value holds no more nested containers
     than its text has opening brackets (brackets inside strings only make the
     count larger). Most payloads pass this count and skip the walk; most are
-    too short to hold that many brackets at all.
+    too short to nest that deep at all: nesting past ``MAX_DEPTH`` takes more
+    than ``MAX_DEPTH`` containers, each opened and closed.
     """
-    if len(data) <= MAX_DEPTH:
+    if len(data) <= _SHORT:
         return True
     if isinstance(data, str):
         return data.count("{") + data.count("[") <= MAX_DEPTH

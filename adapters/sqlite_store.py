@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, TypeVar
 
-from adapters.codec import Projection, SnapshotParts, decode_payload, project
+from adapters.codec import Projection, SnapshotParts, decode_payload, decode_rows, project
 from adapters.sqlite_conn import ConnectionKeeper, connect_sqlite
 from adapters.sqlite_schema import (
     SCHEMA_VERSION,
@@ -72,7 +72,7 @@ from adapters.store import (
 )
 from kernel.errors import ConflictError
 from kernel.log import Event
-from kernel.session import SessionState, fold_more, fold_session
+from kernel.session import Row, SessionState, fold_rows
 
 __all__ = ["SqliteStore", "Synchronous", "connect_sqlite"]
 
@@ -260,7 +260,7 @@ class SqliteStore:
             raise ConflictError(sid, p.expected_seq, actual)
         state = self._resume(sid, str(fold_format), str(fold_state), actual) if has_row else None
         if state is None:
-            state = fold_session(self._stream(conn, sid, 0))
+            state = fold_rows(SessionState(), self._rows(conn, sid, 0))
         new_state = fold_new_events(sid, state, p.events)
         self._insert_events(conn, sid, p)
         proj = project(new_state)
@@ -343,6 +343,12 @@ class SqliteStore:
         for seq, kind, at, payload in conn.execute(_SELECT_EVENTS, (sid, after)):
             yield Event(seq, kind, at, decode_payload(payload, seq))
 
+    @staticmethod
+    def _rows(conn: Connection, sid: str, after: int) -> Iterator[Row]:
+        """The rows with seq > ``after``, decoded one at a time for
+        ``fold_rows``, which makes an ``Event`` only where it needs one."""
+        return decode_rows(conn.execute(_SELECT_EVENTS, (sid, after)))
+
     @classmethod
     def _events(cls, conn: Connection, sid: str, after: int) -> tuple[Event, ...]:
         return tuple(cls._stream(conn, sid, after))
@@ -371,8 +377,8 @@ class SqliteStore:
             row = conn.execute("SELECT fold_format, fold_state, log_seq FROM sessions WHERE id = ?", (sid,)).fetchone()
             state = None if row is None else self._resume(sid, str(row[0]), str(row[1]), _as_int(row[2]))
             if state is not None:
-                return fold_more(state, self._stream(conn, sid, state.last_seq))
-        return fold_session(self._stream(conn, sid, 0))
+                return fold_rows(state, self._rows(conn, sid, state.last_seq))
+        return fold_rows(SessionState(), self._rows(conn, sid, 0))
 
     @staticmethod
     def _row(conn: Connection, sid: str) -> tuple[Projection, str, str]:
@@ -399,7 +405,7 @@ class SqliteStore:
         difference between it and the stored row and snapshot."""
 
         def body(conn: Connection, sid: str) -> AuditReport:
-            state = fold_session(self._stream(conn, sid, 0))
+            state = fold_rows(SessionState(), self._rows(conn, sid, 0))
             stored, fold_format, fold_state = self._row(conn, sid)
             return audit_state(sid, state, stored, fold_format, fold_state)
 

@@ -120,120 +120,116 @@ class GoalState:
     used_ids: frozenset[str] = frozenset()
 
 
-def _fail(event: Event, rule: str, detail: str) -> ReplayError:
-    return ReplayError(event.seq, rule, detail)
-
-
-def _check_target(event: Event, current: GoalSnapshot | None, ref: GoalRef) -> GoalSnapshot:
+def _check_target(seq: int, current: GoalSnapshot | None, ref: GoalRef) -> GoalSnapshot:
     """Identity and compare-and-set for a change other than create."""
     if current is None or ref.id != current.id:
         have = "no current goal" if current is None else f"the current goal is {current.id!r}"
-        raise _fail(event, "goal-mismatch", f"the change names goal {ref.id!r}, but {have}")
+        raise ReplayError(seq, "goal-mismatch", f"the change names goal {ref.id!r}, but {have}")
     if ref.revision <= current.revision:
-        raise _fail(
-            event,
+        raise ReplayError(
+            seq,
             "stale-revision",
             f"revision {ref.revision} is not above the current revision {current.revision}",
         )
     if ref.revision > current.revision + 1:
-        raise _fail(
-            event,
+        raise ReplayError(
+            seq,
             "revision-gap",
             f"revision {ref.revision} skips past the next revision {current.revision + 1}",
         )
     return current
 
 
-def _apply_create(state: GoalState, event: Event, goal: GoalSnapshot) -> GoalState:
+def _apply_create(state: GoalState, seq: int, at: int, goal: GoalSnapshot) -> GoalState:
     if goal.id in state.used_ids:
-        raise _fail(event, "id-reused", f"goal id {goal.id!r} was already used in this log")
+        raise ReplayError(seq, "id-reused", f"goal id {goal.id!r} was already used in this log")
     if goal.revision != 1:
-        raise _fail(event, "revision-gap", f"a create must be revision 1, not {goal.revision}")
+        raise ReplayError(seq, "revision-gap", f"a create must be revision 1, not {goal.revision}")
     source = None if state.current is None else state.current.phase
     row = TRANSITION_TABLE.get(("create", source))
     if row is None or goal.phase != row.target:
-        raise _fail(
-            event,
+        raise ReplayError(
+            seq,
             "transition-not-allowed",
             f"create from {source or 'no goal'} to {goal.phase} is not allowed",
         )
     if goal.rounds_started != 0:
-        raise _fail(event, "rounds-mismatch", "a new goal starts with rounds_started 0")
-    if goal.created_at != event.at or goal.updated_at != event.at:
-        raise _fail(
-            event, "timestamp-mismatch", f"created_at and updated_at must equal the event's at {event.at}"
+        raise ReplayError(seq, "rounds-mismatch", "a new goal starts with rounds_started 0")
+    if goal.created_at != at or goal.updated_at != at:
+        raise ReplayError(
+            seq, "timestamp-mismatch", f"created_at and updated_at must equal the event's at {at}"
         )
     return GoalState(goal, goal.ref, state.used_ids | {goal.id})
 
 
-def _apply_snapshot(state: GoalState, event: Event, change: SnapshotChange, rounds: int) -> GoalState:
+def _apply_snapshot(state: GoalState, seq: int, at: int, change: SnapshotChange, rounds: int) -> GoalState:
     goal = change.goal
     if change.operation == "create":
-        return _apply_create(state, event, goal)
+        return _apply_create(state, seq, at, goal)
     ref = goal.ref
-    current = _check_target(event, state.current, ref)
+    current = _check_target(seq, state.current, ref)
     row = TRANSITION_TABLE.get((change.operation, current.phase))
     if row is None or goal.phase != row.target:
-        raise _fail(
-            event,
+        raise ReplayError(
+            seq,
             "transition-not-allowed",
             f"{change.operation} from {current.phase} to {goal.phase} is not allowed",
         )
     if change.operation == "edit":
         if goal.blocked_reason != current.blocked_reason:
-            raise _fail(event, "transition-not-allowed", "an edit cannot change the blocked reason")
+            raise ReplayError(seq, "transition-not-allowed", "an edit cannot change the blocked reason")
     elif goal.objective != current.objective or goal.max_rounds != current.max_rounds:
-        raise _fail(
-            event,
+        raise ReplayError(
+            seq,
             "transition-not-allowed",
             f"only edit may change the objective or max_rounds, not {change.operation}",
         )
     if "rounds-remaining" in row.guards and rounds >= current.max_rounds:
-        raise _fail(
-            event,
+        raise ReplayError(
+            seq,
             "transition-not-allowed",
             f"resume with no rounds left ({rounds}/{current.max_rounds})",
         )
     if goal.rounds_started != rounds:
-        raise _fail(
-            event,
+        raise ReplayError(
+            seq,
             "rounds-mismatch",
             f"rounds_started {goal.rounds_started} differs from the folded {rounds}",
         )
-    if goal.created_at != current.created_at or goal.updated_at != event.at:
-        raise _fail(
-            event,
+    if goal.created_at != current.created_at or goal.updated_at != at:
+        raise ReplayError(
+            seq,
             "timestamp-mismatch",
             f"created_at must stay {current.created_at} and updated_at must equal the event's at "
-            f"{event.at}",
+            f"{at}",
         )
     return GoalState(goal, ref, state.used_ids)
 
 
-def _apply_clear(state: GoalState, event: Event, change: ClearChange) -> GoalState:
-    _check_target(event, state.current, change.cleared)
-    if change.cleared_at != event.at:
-        raise _fail(event, "timestamp-mismatch", f"cleared_at must equal the event's at {event.at}")
+def _apply_clear(state: GoalState, seq: int, at: int, change: ClearChange) -> GoalState:
+    _check_target(seq, state.current, change.cleared)
+    if change.cleared_at != at:
+        raise ReplayError(seq, "timestamp-mismatch", f"cleared_at must equal the event's at {at}")
     return GoalState(None, change.cleared, state.used_ids)
 
 
-def apply_goal_change(state: GoalState, event: Event, rounds: int) -> GoalState:
-    """Fold a ``goal/change`` event into the goal state, whose current goal
-    has started ``rounds`` rounds (a fold that counts rounds apart from the
-    snapshot passes its count; see ``with_rounds``). The result holds the
-    change's own snapshot, so it is never behind. Raises a positioned
-    ``ReplayError`` for a bad change."""
+def apply_goal_change(state: GoalState, seq: int, at: int, payload: JSONObject, rounds: int) -> GoalState:
+    """Fold a ``goal/change`` event (its seq, time and payload) into the goal
+    state, whose current goal has started ``rounds`` rounds (a fold that
+    counts rounds apart from the snapshot passes its count; see
+    ``with_rounds``). The result holds the change's own snapshot, so it is
+    never behind. Raises a positioned ``ReplayError`` for a bad change."""
     try:
-        change = _read_change(event.payload)
+        change = _read_change(payload)
     except PayloadError as exc:
-        raise ReplayError(event.seq, exc.code, exc.message) from exc
+        raise ReplayError(seq, exc.code, exc.message) from exc
     if isinstance(change, ClearChange):
-        return _apply_clear(state, event, change)
-    return _apply_snapshot(state, event, change, rounds)
+        return _apply_clear(state, seq, at, change)
+    return _apply_snapshot(state, seq, at, change, rounds)
 
 
 def check_goal_round(
-    current: GoalSnapshot | None, rounds_started: int, event: Event, attributed: tuple[str, int, int]
+    current: GoalSnapshot | None, rounds_started: int, seq: int, attributed: tuple[str, int, int]
 ) -> None:
     """Check a goal-attributed ``user/message`` (already read: ``attributed``
     is the goal id, revision and round it names, see
@@ -243,33 +239,33 @@ def check_goal_round(
     goal_id, revision, round_ = attributed
     if current is None or goal_id != current.id:
         have = "no current goal" if current is None else f"the current goal is {current.id!r}"
-        raise _fail(event, "goal-mismatch", f"a round names goal {goal_id!r}, but {have}")
+        raise ReplayError(seq, "goal-mismatch", f"a round names goal {goal_id!r}, but {have}")
     if revision < current.revision:
-        raise _fail(
-            event,
+        raise ReplayError(
+            seq,
             "stale-revision",
             f"a round at revision {revision}, the goal is at {current.revision}",
         )
     if revision > current.revision:
-        raise _fail(
-            event,
+        raise ReplayError(
+            seq,
             "revision-gap",
             f"a round at revision {revision}, the goal is only at {current.revision}",
         )
     if round_ < 1:
-        raise _fail(event, "round-not-positive", f"round {round_} is not positive")
+        raise ReplayError(seq, "round-not-positive", f"round {round_} is not positive")
     if current.phase != "active":
-        raise _fail(event, "round-while-stopped", f"a round while the goal is {current.phase}")
+        raise ReplayError(seq, "round-while-stopped", f"a round while the goal is {current.phase}")
     if round_ > current.max_rounds:
-        raise _fail(event, "round-over-cap", f"round {round_} exceeds max_rounds {current.max_rounds}")
+        raise ReplayError(seq, "round-over-cap", f"round {round_} exceeds max_rounds {current.max_rounds}")
     if round_ != rounds_started + 1:
-        raise _fail(event, "round-gap", f"round {round_} does not follow round {rounds_started}")
+        raise ReplayError(seq, "round-gap", f"round {round_} does not follow round {rounds_started}")
 
 
 def apply_goal_round(state: GoalState, event: Event, attributed: tuple[str, int, int]) -> GoalState:
     """The goal state after an allowed round (see ``check_goal_round``)."""
     current = state.current
-    check_goal_round(current, 0 if current is None else current.rounds_started, event, attributed)
+    check_goal_round(current, 0 if current is None else current.rounds_started, event.seq, attributed)
     return with_rounds(state, attributed[2])
 
 
@@ -357,7 +353,9 @@ def apply_goal_event(state: GoalState, event: Event) -> GoalState:
     try:
         if event.kind == GOAL_CHANGE:
             current = state.current
-            return apply_goal_change(state, event, 0 if current is None else current.rounds_started)
+            return apply_goal_change(
+                state, event.seq, event.at, event.payload, 0 if current is None else current.rounds_started
+            )
         if event.kind == USER_MESSAGE:
             attributed = read_message_round(event.payload)
             return state if attributed is None else apply_goal_round(state, event, attributed)

@@ -62,6 +62,7 @@ from kernel.log import (
     read_message_round,
     read_request_header,
 )
+from kernel.payload import JSONObject
 from kernel.plan_mode import apply_plan_mode_event
 from kernel.plan_status import PlanState, apply_plan_event
 from kernel.tool_events import check_tool_event
@@ -71,9 +72,11 @@ __all__ = [
     "ROUTES",
     "AgentMode",
     "Route",
+    "Row",
     "SessionState",
     "apply_session_event",
     "fold_more",
+    "fold_rows",
     "fold_session",
 ]
 
@@ -201,11 +204,16 @@ def _plan_mode_step(parts: Parts, event: Event) -> Parts:
 
 
 def _user_message_step(parts: Parts, event: Event) -> Parts:
-    attributed = read_message_round(event.payload)
+    return _user_message_row(parts, event.seq, event.at, event.payload)
+
+
+def _user_message_row(parts: Parts, seq: int, at: int, payload: JSONObject) -> Parts:
+    # The user/message step needs no Event: see fold_rows.
+    attributed = read_message_round(payload)
     if attributed is None:
         return parts
     turns, mode, goal, rounds, plan = parts
-    check_goal_round(goal.current, rounds, event, attributed)
+    check_goal_round(goal.current, rounds, seq, attributed)
     return turns, mode, goal, attributed[2], plan
 
 
@@ -216,8 +224,12 @@ def _assistant_message_step(parts: Parts, event: Event) -> Parts:
 
 
 def _goal_change_step(parts: Parts, event: Event) -> Parts:
+    return _goal_change_row(parts, event.seq, event.at, event.payload)
+
+
+def _goal_change_row(parts: Parts, seq: int, at: int, payload: JSONObject) -> Parts:
     turns, mode, goal, rounds, plan = parts
-    goal = apply_goal_change(goal, event, rounds)
+    goal = apply_goal_change(goal, seq, at, payload, rounds)
     return turns, mode, goal, _rounds_of(goal), plan
 
 
@@ -258,6 +270,12 @@ ROUTES: Mapping[str, Route] = MappingProxyType(
     }
 )
 _STEPS: Mapping[str, Step] = {kind: route.step for kind, route in ROUTES.items()}
+#: Steps that work on a row's seq and payload alone (``fold_rows`` makes no
+#: Event for them); each is what its kind's step does with the event's.
+_ROW_STEPS: Mapping[str, Callable[[Parts, int, int, JSONObject], Parts]] = {
+    USER_MESSAGE: _user_message_row,
+    GOAL_CHANGE: _goal_change_row,
+}
 assert set(ROUTES) == KNOWN_KINDS, "every known kind needs a route"
 
 
@@ -307,6 +325,36 @@ def fold_more(state: SessionState, events: Iterable[Event]) -> SessionState:
             raise ReplayError(seq, "malformed-payload", exc.message) from exc
         last, expected, not_before = event, seq + 1, at
     return _state(last, parts)
+
+
+#: A stored event as a store reads it: ``(seq, kind, at, payload)``.
+Row = tuple[int, str, int, JSONObject]
+
+
+def fold_rows(state: SessionState, rows: Iterable[Row]) -> SessionState:
+    """``fold_more`` over rows rather than events: the same rules, the same
+    errors, the same state. Making an ``Event`` of each row costs about as much
+    as folding a goal round, so only rows whose step needs an event get one
+    (and the last row, which the state keeps)."""
+    last = state.last
+    expected, not_before = (1, 0) if last is None else (last.seq + 1, last.at)
+    parts = _parts(state)
+    steps, row_steps = _STEPS, _ROW_STEPS
+    previous: Row | None = None
+    for row in rows:
+        seq, kind, at, payload = row
+        if not (type(seq) is int and seq == expected and type(at) is int and at >= not_before and kind in steps):
+            check_envelope(last if previous is None else Event(*previous), Event(seq, kind, at, payload))
+        try:
+            row_step = row_steps.get(kind)
+            if row_step is None:
+                parts = steps[kind](parts, Event(seq, kind, at, payload))
+            else:
+                parts = row_step(parts, seq, at, payload)
+        except PayloadError as exc:
+            raise ReplayError(seq, "malformed-payload", exc.message) from exc
+        previous, expected, not_before = row, seq + 1, at
+    return _state(last if previous is None else Event(*previous), parts)
 
 
 def fold_session(events: Iterable[Event]) -> SessionState:

@@ -25,6 +25,7 @@ from adapters.codec import (
     _json_problem,
     canonical_event,
     decode_payload,
+    decode_rows,
     stored_event,
 )
 from adapters.store import prepare_append
@@ -49,12 +50,25 @@ def reference_decode(data: bytes | str, seq: int) -> tuple[str, Any]:
 
 
 def fast_decode(data: bytes | str, seq: int) -> tuple[str, Any]:
+    """decode_payload's answer, which decode_rows must give for the same row."""
     try:
-        return ("ok", decode_payload(data, seq))
+        answer: tuple[str, Any] = ("ok", decode_payload(data, seq))
     except ReplayError as exc:
-        if exc.detail.startswith("stored payload is not a JSON object"):
-            return ("error", (exc.position, exc.rule))
-        return ("error", (exc.position, exc.rule, exc.detail))
+        answer = _error(exc)
+    try:
+        ((row_seq, kind, at, payload),) = list(decode_rows([(seq, "tool/call", 5, data)]))
+        in_rows: tuple[str, Any] = ("ok", payload)
+        assert (row_seq, kind, at) == (seq, "tool/call", 5)
+    except ReplayError as exc:
+        in_rows = _error(exc)
+    assert in_rows == answer
+    return answer
+
+
+def _error(exc: ReplayError) -> tuple[str, Any]:
+    if exc.detail.startswith("stored payload is not a JSON object"):
+        return ("error", (exc.position, exc.rule))
+    return ("error", (exc.position, exc.rule, exc.detail))
 
 
 def nested_text(depth: int, *, in_strings: int = 0, padding: int = 0) -> str:

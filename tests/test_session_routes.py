@@ -42,7 +42,16 @@ from kernel.log import (
     read_message,
     read_message_round,
 )
-from kernel.session import REDUCERS, ROUTES, SessionState, apply_session_event, fold_more, fold_session
+from kernel.session import (
+    REDUCERS,
+    ROUTES,
+    Row,
+    SessionState,
+    apply_session_event,
+    fold_more,
+    fold_rows,
+    fold_session,
+)
 from tests.goal_logs import MUTATIONS, valid_logs
 from tests.storage_helpers import FULL_SCRIPT, build_log, logs
 
@@ -344,6 +353,45 @@ def _get(value: Any, path: tuple[Any, ...]) -> Any:
     for step in path:
         value = value[step]
     return value
+
+
+def rows_of(events: Sequence[Event]) -> list[Row]:
+    return [(e.seq, e.kind, e.at, e.payload) for e in events]
+
+
+@given(hostile_case())
+@settings(max_examples=min(settings().max_examples, 300))
+def test_fold_rows_agrees_with_fold_more_on_hostile_events(case: tuple[list[Event], Event]) -> None:
+    events, event = case
+    cut = len(events) // 2
+    start = fold_session(events[:cut])
+    rest = [*events[cut:], event]
+    assert outcome(fold_rows, start, rows_of(rest)) == outcome(fold_more, start, rest)
+    whole = [*events, event]
+    assert outcome(fold_rows, SessionState(), rows_of(whole)) == outcome(fold_session, whole)
+
+
+@given(valid_logs(), st.sampled_from(sorted(MUTATIONS)), st.integers(0, 40), st.integers(0, 40))
+@settings(max_examples=min(settings().max_examples, 300))
+def test_fold_rows_agrees_with_fold_more_on_mutated_goal_logs(
+    log: list[Event], name: str, where: int, cut: int
+) -> None:
+    mutant = MUTATIONS[name](log, where % len(log)) if log else None
+    events = log if mutant is None else mutant
+    cut = min(cut, len(events))
+    note(f"mutation {name}, cut at {cut}")
+    assert outcome(fold_rows, SessionState(), rows_of(events)) == outcome(fold_session, events)
+    start = outcome(fold_session, events[:cut])
+    if start[0] == "state":
+        assert outcome(fold_rows, start[1], rows_of(events[cut:])) == outcome(fold_more, start[1], events[cut:])
+
+
+def test_fold_rows_keeps_the_last_row_as_the_last_event() -> None:
+    builder = build_log(FULL_SCRIPT)
+    events = builder.events
+    state = fold_rows(SessionState(), rows_of(events))
+    assert state == fold_session(events) and state.last == events[-1]
+    assert fold_rows(state, []) == state
 
 
 def test_a_batch_that_ends_in_a_run_of_rounds_builds_the_goal_with_its_count() -> None:
