@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
+from adapters import codec
 from adapters.codec import (
     MAX_DEPTH,
     SESSION_SNAPSHOT,
@@ -210,3 +211,18 @@ def test_a_state_that_breaks_its_annotations_is_refused_reusing_or_not() -> None
         codec.encode(wrong)
     with pytest.raises(SnapshotError):
         codec.encode_reusing(wrong, parts)
+
+
+def _refuse(*args: object) -> object:
+    raise AssertionError("the long way round was taken")
+
+
+def test_short_and_shallow_payloads_skip_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    short = '{"a":[1,{"b":null}]}'
+    long_but_shallow = '{"text":"' + "x" * 3 * MAX_DEPTH + '","n":[1]}'
+    monkeypatch.setattr(codec, "_json_problem", _refuse)
+    assert decode_payload(short, 1) == {"a": [1, {"b": None}]}
+    assert decode_payload(long_but_shallow, 1)["n"] == [1]
+    monkeypatch.setattr(codec, "decode_payload", _refuse)
+    rows = list(decode_rows([(1, "k", 0, short), (2, "k", 0, short)]))
+    assert [row[3] for row in rows] == [{"a": [1, {"b": None}]}] * 2

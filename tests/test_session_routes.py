@@ -20,6 +20,8 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
+from kernel import goal_fold
+from kernel import log as kernel_log
 from kernel.errors import KernelError, PayloadError, ReplayError
 from kernel.goal import BlockedReason, GoalSnapshot, read_goal_change, snapshot_payload
 from kernel.goal_fold import _read_change
@@ -436,3 +438,33 @@ def test_the_message_reader_and_its_fast_form_agree_on_a_plugin_source() -> None
     payload: dict[str, Any] = {"text": "note", "source": {"type": "plugin", "plugin": "lint"}}
     assert read_message_round(payload) is None
     assert read_message(payload)[1].plugin == "lint"
+
+
+# --------------------------------------------------------------------------
+# The fast readers read the common shapes themselves (a stricter fast check
+# would give the same answers, only slower: these tests pin the speed-up)
+
+
+def _refuse(*args: object) -> object:
+    raise AssertionError("the long way round was taken")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [None, {"type": "goal", "goal_id": "g1", "revision": 3, "round": 2}],
+)
+def test_plain_messages_are_read_without_read_message(monkeypatch: pytest.MonkeyPatch, source: Any) -> None:
+    monkeypatch.setattr(kernel_log, "read_message", _refuse)
+    expected = None if source is None else ("g1", 3, 2)
+    assert read_message_round({"text": "go", "source": source}) == expected
+
+
+@pytest.mark.parametrize("phase", ["active", "paused", "complete"])
+@pytest.mark.parametrize("operation", ["create", "edit", "pause", "resume", "complete"])
+def test_plain_snapshots_are_read_without_read_goal_change(
+    monkeypatch: pytest.MonkeyPatch, phase: Any, operation: Any
+) -> None:
+    payload = dict(snapshot_payload(operation, GoalSnapshot("g9", "ship it", phase, None, 1, 1, 0, 0, 0)))
+    expected = read_goal_change(payload)
+    monkeypatch.setattr(goal_fold, "read_goal_change", _refuse)
+    assert _read_change(payload) == expected
