@@ -3,6 +3,7 @@
     python -m tests.mutation run [--jobs N] [--module kernel/log.py ...] [--retry] [--fresh]
     python -m tests.mutation recheck [--jobs N]
     python -m tests.mutation score [--survivors] [--fail-under PERCENT]
+    python -m tests.mutation equivalent NAME... --reason WHY
 
 ``run`` runs mutmut (configured under ``[tool.mutmut]`` in pyproject.toml;
 results are cached in ``mutants/`` and a mutant is re-run when its function
@@ -17,6 +18,8 @@ lists the equivalent ones, each with the reason it cannot change behaviour.
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import json
 import os
 import shutil
 import subprocess
@@ -76,6 +79,27 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, re
     return subprocess.run(command, cwd=root, env=env, check=False).returncode
 
 
+def add_equivalents(root: Path, patterns: Sequence[str], reason: str) -> int:
+    """Append an ``equivalent.toml`` entry, with ``reason``, for every
+    surviving mutant whose name matches one of ``patterns``."""
+    chosen = [
+        m for m in load_mutants(root) if not m.killed and any(fnmatch.fnmatchcase(m.name, p) for p in patterns)
+    ]
+    with EQUIVALENTS.open("a", encoding="utf-8") as out:
+        for m in chosen:
+            out.write(
+                "\n[[equivalent]]\n"
+                f"file = {_toml(m.file)}\nfunction = {_toml(m.function)}\n"
+                f"line = {_toml(m.original)}\nmutant = {_toml(m.mutated)}\nreason = {_toml(reason)}\n"
+            )
+    print(f"listed {len(chosen)} mutants as equivalent")
+    return 0 if chosen else 1
+
+
+def _toml(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
 def with_rechecks(root: Path, mutants: list[Mutant]) -> list[Mutant]:
     """``mutants`` with the statuses found by re-testing import-time functions."""
     rechecked = load_rechecked(root, mutants)
@@ -93,12 +117,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sub in (run, again):
         sub.add_argument("--jobs", type=int, default=2, help="mutants tested in parallel")
         sub.add_argument("--examples", type=int, default=20, help="cap on each Hypothesis test's examples")
+    same = commands.add_parser("equivalent", help="list surviving mutants as equivalent, with a reason")
+    same.add_argument("names", nargs="+", help="mutant names (shell-style patterns allowed)")
+    same.add_argument("--reason", required=True, help="why none of them can change behaviour")
+    same.add_argument("--root", type=Path, default=ROOT, help="the checkout whose results to read")
     for sub in (run, again, commands.add_parser("score", help="print the score of the last run")):
         sub.add_argument("--survivors", action="store_true", help="list every mutant not killed")
         sub.add_argument("--fail-under", type=float, default=None, help="exit 1 below this percentage")
         sub.add_argument("--root", type=Path, default=ROOT, help="the checkout to run in (default: this one)")
     args = parser.parse_args(argv)
 
+    if args.command == "equivalent":
+        return add_equivalents(args.root, args.names, args.reason)
     if args.command == "run":
         code = run_mutmut(
             args.root, args.jobs, args.module, fresh=args.fresh, retry=args.retry, examples=args.examples

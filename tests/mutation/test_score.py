@@ -173,3 +173,19 @@ def test_the_functions_a_fresh_kernel_import_runs_are_found() -> None:
     found = import_time_functions(cli.ROOT)
     assert found
     assert all(name.startswith("kernel.") and (".x_" in name or ".xǁ" in name) for name in found)
+
+
+def test_equivalents_listed_from_the_command_line_load_and_match(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listed = tmp_path / "equivalent.toml"
+    listed.write_text("# header\n", encoding="utf-8")
+    monkeypatch.setattr(cli, "EQUIVALENTS", listed)
+    reason = 'the message "quoted" is never shown in this sample'
+    assert cli.main(["equivalent", "kernel.sample.x_read_int__mutmut_*", "--root", str(root), "--reason", reason]) == 0
+    entries = load_equivalents(listed)
+    assert [(e.function, e.mutant, e.reason) for e in entries] == [
+        ("read_int", 'raise ValueError("XXtoo smallXX")', reason)
+    ]
+    assert len(score(load_mutants(root), entries).equivalent) == 1
+    assert cli.main(["equivalent", "kernel.nothing.*", "--root", str(root), "--reason", reason]) == 1
