@@ -1,0 +1,73 @@
+"""Tests that pin what mutation testing found unpinned in the error types
+and the log helpers: errors survive pickling (stores send them between
+processes) with every attribute, their messages and validation, and
+``next_event`` stamps the next seq."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from kernel.errors import ConflictError, KernelError, PayloadError, ReplayError, is_kebab_case
+from kernel.log import Event, next_event
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ReplayError(7, "seq-gap", "expected seq 7, found 9"),
+        ConflictError("s1", 3, 5),
+        PayloadError("'turn' must be an integer"),
+        KernelError("custom refusal", code="custom-code"),
+    ],
+)
+def test_an_error_survives_pickling_with_every_attribute(error: KernelError) -> None:
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert (copy.args, copy.code, copy.message) == (error.args, error.code, error.message)
+    assert vars(copy) == vars(error)
+    assert str(copy) == str(error)
+
+
+def test_a_conflict_says_both_seqs_and_keeps_them() -> None:
+    err = ConflictError("s1", 3, 5)
+    assert (err.session_id, err.expected_seq, err.actual_seq, err.code) == ("s1", 3, 5, "conflict")
+    assert str(err) == "session 's1': expected last seq 3, but the log is at 5 (a concurrent writer appended first)"
+
+
+def test_a_replay_error_says_where_and_why() -> None:
+    err = ReplayError(4, "time-regressed", "at went back")
+    assert (err.position, err.rule, err.detail, err.code) == (4, "time-regressed", "at went back", "replay-error")
+    assert str(err) == err.message == "invalid log at seq 4 [time-regressed]: at went back"
+
+
+def test_an_error_code_or_rule_that_is_not_kebab_case_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match=r"^error code 'Bad_Code' is not kebab-case$"):
+        KernelError("x", code="Bad_Code")
+    with pytest.raises(ValueError, match=r"^replay rule 'SeqGap' is not kebab-case$"):
+        ReplayError(1, "SeqGap", "x")
+    assert KernelError("plain").code == "kernel-error"
+    assert KernelError("coded", code="my-code").code == "my-code"
+
+
+@pytest.mark.parametrize(
+    ("text", "kebab"),
+    [
+        ("seq-gap", True),
+        ("a", True),
+        ("a1-b2", True),
+        ("Seq-gap", False),
+        ("seq--gap", False),
+        ("-a", False),
+        ("", False),
+    ],
+)
+def test_kebab_case(text: str, kebab: bool) -> None:
+    assert is_kebab_case(text) is kebab
+
+
+def test_next_event_follows_the_last_seq_with_the_given_fields() -> None:
+    assert next_event([], "turn/start", 5, {"turn": 1}) == Event(1, "turn/start", 5, {"turn": 1})
+    log = [Event(1, "turn/start", 5, {"turn": 1}), Event(2, "turn/end", 6, {"turn": 1})]
+    assert next_event(log, "turn/start", 9, {"turn": 2}) == Event(3, "turn/start", 9, {"turn": 2})
