@@ -17,31 +17,25 @@ A session travels as JSON Lines: one event object per line, in seq order.
 the events strictly and reports the first bad one as a positioned
 ``ReplayError`` whose detail names the line.
 
-``project(state)`` is the one function that derives the session row's
-human-readable columns from a fold state (agent mode, the current plan and its
-summary in the kernel's stored JSON forms, the goal view). ``SESSION_SNAPSHOT``
-encodes whole fold states exactly for fast incremental opens; its ``format``
-changes whenever the state's shape or the reducer list changes, which makes
-older snapshots stale rather than wrong.
+The session projection (``project``) and the fold-state snapshots
+(``SESSION_SNAPSHOT``) live in ``adapters.projection``; they are re-exported
+here, where stores and tools have always found them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
+from adapters.projection import SESSION_SNAPSHOT, Projection, goal_json, plan_json, project, summary_json
 from adapters.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
 from kernel.errors import KernelError, ReplayError
-from kernel.goal import GoalSnapshot
 from kernel.log import Event
 from kernel.payload import JSONObject
-from kernel.plan_json import spec_to_json, summary_to_json
-from kernel.plan_status import PlanArtifact
-from kernel.session import REDUCERS, Row, SessionState, apply_session_event
+from kernel.session import Row, SessionState, apply_session_event
 
 __all__ = [
     "MAX_DEPTH",
@@ -353,78 +347,3 @@ def read_session_jsonl(data: bytes | str) -> tuple[Event, ...]:
         except ReplayError as exc:
             raise ReplayError(exc.position, exc.rule, f"{exc.detail} (line {number})") from exc
     return events
-
-
-# --------------------------------------------------------------------------
-# The projection
-
-
-@dataclass(frozen=True, slots=True)
-class Projection:
-    """The session row's view of a fold state.
-
-    ``current_plan_json`` is ``""`` when there is no plan;
-    ``current_plan_summary_json`` is ``""`` only in rows written before the
-    column existed (meaning: rebuild it on read); ``goal_json`` is ``""`` when
-    there is no current goal.
-    """
-
-    last_seq: int = 0
-    agent_mode: str = "build"
-    plan_mode: bool = False
-    current_plan_json: str = ""
-    current_plan_summary_json: str = ""
-    goal_json: str = ""
-
-
-def plan_json(artifact: PlanArtifact | None) -> str:
-    """The stored form of the current plan (spec and summary in the kernel's
-    own JSON forms), ``""`` for none."""
-    if artifact is None:
-        return ""
-    body = {
-        "id": artifact.id,
-        "revision": artifact.revision,
-        "status": artifact.status,
-        "spec": spec_to_json(artifact.spec),
-        "summary": summary_to_json(artifact.summary),
-        "created_at": artifact.created_at,
-        "updated_at": artifact.updated_at,
-    }
-    return msgspec.json.encode(body).decode()
-
-
-def summary_json(artifact: PlanArtifact | None) -> str:
-    """The current plan's summary view, ``""`` for no plan."""
-    return "" if artifact is None else msgspec.json.encode(summary_to_json(artifact.summary)).decode()
-
-
-def goal_json(goal: GoalSnapshot | None) -> str:
-    """The current goal as a JSON object, ``""`` for none."""
-    return "" if goal is None else msgspec.json.encode(goal).decode()
-
-
-def project(state: SessionState) -> Projection:
-    """The session row that ``state`` determines (the only place it is derived)."""
-    artifact = state.plan.current
-    return Projection(
-        last_seq=state.last_seq,
-        agent_mode=state.agent_mode,
-        plan_mode=state.plan_mode,
-        current_plan_json=plan_json(artifact),
-        current_plan_summary_json=summary_json(artifact),
-        goal_json=goal_json(state.goal.current),
-    )
-
-
-def _build_snapshot_codec() -> SnapshotCodec[SessionState] | None:
-    reducers = ",".join(f"{r.__module__}.{r.__qualname__}" for r in REDUCERS)
-    try:
-        return SnapshotCodec(SessionState, extra=reducers)
-    except SnapshotError:
-        return None
-
-
-#: Exact snapshots of session fold states, or ``None`` when some field of
-#: ``SessionState`` has no exact encoding (stores then always replay).
-SESSION_SNAPSHOT: SnapshotCodec[SessionState] | None = _build_snapshot_codec()

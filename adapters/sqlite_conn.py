@@ -1,4 +1,4 @@
-"""One SQLite connection per process, and transactions on it.
+"""One SQLite connection per process, its WAL mode, and transactions on it.
 
 Theory of operation
 -------------------
@@ -23,13 +23,14 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from adapters.sqlite_schema import Connection, rollback_quietly, translate
+from adapters.sqlite_schema import Connection, is_busy, rollback_quietly, translate
 from adapters.store import StoreClosedError
 
-__all__ = ["ConnectionKeeper", "connect_sqlite"]
+__all__ = ["ConnectionKeeper", "connect_sqlite", "enable_wal"]
 
 T = TypeVar("T")
 
@@ -38,6 +39,25 @@ def connect_sqlite(path: str) -> Connection:
     """The default connection factory: autocommit mode (the keeper issues its
     own ``BEGIN``/``COMMIT``), usable from any thread under the keeper's lock."""
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+
+def enable_wal(conn: Connection, busy_timeout_ms: int) -> None:
+    """Put the file in WAL mode. Switching needs an exclusive lock, and SQLite
+    answers SQLITE_BUSY at once (without its busy handler) while other
+    openers hold the file, so this waits, within the same busy timeout."""
+    if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 class ConnectionKeeper:

@@ -14,16 +14,19 @@ the append needs (the log's last seq, the session row's snapshot, what the
 idempotency key already answered); answer a known key, compare the last seq
 with ``expected_seq``, fold the new events strictly onto the snapshot (or onto
 a replay when the snapshot is stale), insert the events, write the row and the
-key, commit. Any exception rolls the
-transaction back; if even the rollback fails the connection is closed (SQLite
-then discards the transaction) and the next call opens a fresh one. Driver
-exceptions become ``StorageError``; the kernel's ``ConflictError`` and the
-store errors pass through unchanged.
+key, commit. Any exception rolls the transaction back; if even the rollback
+fails the connection is closed (SQLite then discards the transaction) and the
+next call opens a fresh one. Driver exceptions become ``StorageError``; the
+kernel's ``ConflictError`` and the store errors pass through unchanged.
+
+Loads read the rows in seq order and fold them as they are decoded
+(``kernel.session.fold_rows``), so a load never holds the whole log.
 
 The file runs in WAL mode with ``synchronous=FULL`` by default, so an append
 that returned is durable; ``synchronous="normal"`` must be asked for. Writers
 wait up to ``busy_timeout_ms`` for the write lock. The connection, its
-transactions and its fork safety belong to ``adapters.sqlite_conn``.
+transactions and its fork safety belong to ``adapters.sqlite_conn``, the SQL
+text to ``adapters.sqlite_sql``.
 
 Each store remembers, per session, the last snapshot text it wrote or decoded
 together with its state, so the next append to a session it just wrote does
@@ -36,24 +39,21 @@ snapshot encodes only what the new events changed (``snapshot_reusing``).
 
 from __future__ import annotations
 
-import functools
 import os
-import sqlite3
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, TypeVar
 
 from adapters.codec import Projection, SnapshotParts, decode_payload, decode_rows, project
-from adapters.sqlite_conn import ConnectionKeeper, connect_sqlite
+from adapters.sqlite_conn import ConnectionKeeper, connect_sqlite, enable_wal
 from adapters.sqlite_schema import (
     SCHEMA_VERSION,
     Connection,
     MigrationReport,
     columns,
-    is_busy,
     migrate,
     read_version,
 )
+from adapters.sqlite_sql import APPEND_READ, INSERT_ROWS, SELECT_EVENTS, RowSql, insert_events_sql, row_sql
 from adapters.store import (
     AppendResult,
     AuditReport,
@@ -79,61 +79,14 @@ __all__ = ["SqliteStore", "Synchronous", "connect_sqlite"]
 T = TypeVar("T")
 Synchronous = Literal["full", "normal"]
 
-_PROJECTION_COLUMNS = (
-    "agent_mode",
-    "plan_mode",
-    "current_plan_json",
-    "current_plan_summary_json",
-    "goal_json",
-    "log_seq",
-    "fold_state",
-    "fold_format",
-)
-_TIME_COLUMNS = ("created_at_ms", "updated_at_ms")
-_SELECT_EVENTS = "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
-#: Events per multi-row INSERT (5 parameters each, far below SQLite's limit).
-_INSERT_ROWS = 200
-
-
-@functools.lru_cache(maxsize=8)
-def _insert_sql(rows: int) -> str:
-    return "INSERT INTO events (session_id, seq, kind, at, payload) VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * rows)
-
-
-#: What an append reads, in one statement: the log's head, whether the
-#: session row exists and its snapshot, and what the idempotency key (NULL
-#: when there is none) already answered.
-_APPEND_READ = (
-    "SELECT COALESCE((SELECT MAX(seq) FROM events WHERE session_id = ?1), 0),"
-    " s.id IS NOT NULL, s.fold_format, s.fold_state,"
-    " k.request_hash, k.first_seq, k.last_seq, k.key IS NOT NULL"
-    " FROM (SELECT 1) LEFT JOIN sessions AS s ON s.id = ?1"
-    " LEFT JOIN append_keys AS k ON k.session_id = ?1 AND k.key = ?2"
-)
 #: Sessions whose last snapshot a store keeps decoded (least recently used dropped).
 _MEMO_SIZE = 64
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _as_int(value: object) -> int:
     """A stored integer; -1 stands for anything else (only a hand-edited file
     holds anything else, and -1 never matches a fold, so audits report it)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else -1
-
-
-def _zero(declared: str) -> object:
-    """SQLite's affinity rules, reduced to a zero value per affinity."""
-    upper = declared.upper()
-    if "INT" in upper:
-        return 0
-    if any(word in upper for word in ("CHAR", "CLOB", "TEXT")):
-        return ""
-    if "BLOB" in upper or not upper:
-        return b""
-    return 0
 
 
 class SqliteStore:
@@ -159,10 +112,7 @@ class SqliteStore:
         self.path = os.fspath(path)
         self.synchronous: Synchronous = synchronous
         self.busy_timeout_ms = busy_timeout_ms
-        self._insert_sql = ""
-        self._update_sql = ""
-        self._fill: tuple[object, ...] = ()
-        self._timed = False
+        self._row_sql = RowSql("", "", (), False)
         self._memo: dict[str, tuple[str, str, SessionState, SnapshotParts | None]] = {}
         #: What opening the file did to its schema.
         self.migration: MigrationReport | None = None
@@ -184,45 +134,10 @@ class SqliteStore:
         found = read_version(conn)
         if found > SCHEMA_VERSION:
             raise SchemaTooNewError(found, SCHEMA_VERSION)
-        self._enable_wal(conn)
+        enable_wal(conn, self.busy_timeout_ms)
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         self.migration = migrate(conn)
-        self._prepare_row_sql(conn)
-
-    def _enable_wal(self, conn: Connection) -> None:
-        # Switching a file to WAL needs an exclusive lock, and SQLite answers
-        # SQLITE_BUSY at once (without its busy handler) while other openers
-        # hold the file, so wait here, within the same busy timeout.
-        if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
-            return
-        deadline = time.monotonic() + self.busy_timeout_ms / 1000
-        pause = 0.001
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                return
-            except sqlite3.OperationalError as exc:
-                if not is_busy(exc) or time.monotonic() >= deadline:
-                    raise
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
-
-    def _prepare_row_sql(self, conn: Connection) -> None:
-        have = columns(conn, "sessions")
-        ours = {"id", *_PROJECTION_COLUMNS}
-        self._timed = all(name in have for name in _TIME_COLUMNS)
-        fill = {
-            name: _zero(decl)
-            for name, (decl, not_null, default, pk) in have.items()
-            if not_null and default is None and not pk and name not in ours and name not in _TIME_COLUMNS
-        }
-        names = ["id", *_PROJECTION_COLUMNS, *(_TIME_COLUMNS if self._timed else ()), *fill]
-        self._fill = tuple(fill.values())
-        self._insert_sql = (
-            f"INSERT INTO sessions ({', '.join(map(_quote, names))}) VALUES ({', '.join('?' * len(names))})"
-        )
-        sets = [*_PROJECTION_COLUMNS, *(("updated_at_ms",) if self._timed else ())]
-        self._update_sql = f"UPDATE sessions SET {', '.join(f'{_quote(n)} = ?' for n in sets)} WHERE id = ?"
+        self._row_sql = row_sql(columns(conn, "sessions"))
 
     def _run(self, operation: str, begin: str, body: Callable[[Connection], T]) -> T:
         return self.connections.run(operation, begin, body)
@@ -249,7 +164,7 @@ class SqliteStore:
     def _append(self, conn: Connection, p: PreparedAppend) -> AppendResult:
         sid = p.session_id
         head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known = conn.execute(
-            _APPEND_READ, (sid, p.key)
+            APPEND_READ, (sid, p.key)
         ).fetchone()
         if p.key is not None and known:
             if known_hash != p.request_hash:
@@ -277,12 +192,12 @@ class SqliteStore:
             fold_state,
             fold_format,
         )
-        at = p.events[-1].at
+        at, sql = p.events[-1].at, self._row_sql
         if not has_row:
-            times = (p.events[0].at, at) if self._timed else ()
-            conn.execute(self._insert_sql, (sid, *values, *times, *self._fill))
+            times = (p.events[0].at, at) if sql.timed else ()
+            conn.execute(sql.insert, (sid, *values, *times, *sql.fill))
         else:
-            conn.execute(self._update_sql, (*values, *((at,) if self._timed else ()), sid))
+            conn.execute(sql.update, (*values, *((at,) if sql.timed else ()), sid))
         first, last = p.events[0].seq, p.events[-1].seq
         if p.key is not None:
             conn.execute(
@@ -293,14 +208,14 @@ class SqliteStore:
 
     @staticmethod
     def _insert_events(conn: Connection, sid: str, p: PreparedAppend) -> None:
-        """Insert the events with one multi-row ``INSERT`` per ``_INSERT_ROWS``
+        """Insert the events with one multi-row ``INSERT`` per ``INSERT_ROWS``
         events: the connection port offers only ``execute`` (tests wrap it to
         inject faults), and a multi-row ``INSERT`` does what ``executemany``
         would, in fewer trips into SQLite."""
         rows = [(sid, e.seq, e.kind, e.at, text) for e, text in zip(p.events, p.payloads, strict=True)]
-        for start in range(0, len(rows), _INSERT_ROWS):
-            chunk = rows[start : start + _INSERT_ROWS]
-            conn.execute(_insert_sql(len(chunk)), [value for row in chunk for value in row])
+        for start in range(0, len(rows), INSERT_ROWS):
+            chunk = rows[start : start + INSERT_ROWS]
+            conn.execute(insert_events_sql(len(chunk)), [value for row in chunk for value in row])
 
     def _resume(self, sid: str, fold_format: str, fold_state: str, last_seq: int) -> SessionState | None:
         """``resume_state``, answered from the memo when the stored text is the
@@ -340,14 +255,14 @@ class SqliteStore:
         """The events with seq > ``after``, decoded one row at a time: a fold
         that consumes them keeps only its state, never the whole log (a log
         held in memory also makes the garbage collector walk all of it)."""
-        for seq, kind, at, payload in conn.execute(_SELECT_EVENTS, (sid, after)):
+        for seq, kind, at, payload in conn.execute(SELECT_EVENTS, (sid, after)):
             yield Event(seq, kind, at, decode_payload(payload, seq))
 
     @staticmethod
     def _rows(conn: Connection, sid: str, after: int) -> Iterator[Row]:
         """The rows with seq > ``after``, decoded one at a time for
         ``fold_rows``, which makes an ``Event`` only where it needs one."""
-        return decode_rows(conn.execute(_SELECT_EVENTS, (sid, after)))
+        return decode_rows(conn.execute(SELECT_EVENTS, (sid, after)))
 
     @classmethod
     def _events(cls, conn: Connection, sid: str, after: int) -> tuple[Event, ...]:

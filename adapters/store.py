@@ -41,16 +41,17 @@ from typing import Literal, Protocol
 
 import msgspec
 
-from adapters.codec import (
+from adapters.codec import encode_jsonl, read_session_jsonl, stored_event
+from adapters.projection import (
     SESSION_SNAPSHOT,
     Projection,
-    SnapshotError,
-    SnapshotParts,
-    encode_jsonl,
     project,
-    read_session_jsonl,
-    stored_event,
+    resume_state,
+    snapshot_of,
+    snapshot_reusing,
+    with_summary,
 )
+from adapters.snapshot import SnapshotError
 from kernel.errors import KernelError, ReplayError
 from kernel.log import Event
 from kernel.session import SessionState, fold_more
@@ -322,21 +323,6 @@ def fold_new_events(session_id: str, state: SessionState, events: Sequence[Event
         raise AppendRejectedError(session_id, exc) from exc
 
 
-def with_summary(stored: Projection, state: SessionState) -> Projection:
-    """``stored`` with an empty summary column rebuilt from ``state`` ("" means
-    the row predates the column and the summary is rebuilt on read)."""
-    if stored.current_plan_summary_json:
-        return stored
-    rebuilt = project(state).current_plan_summary_json
-    return stored if not rebuilt else _replace_summary(stored, rebuilt)
-
-
-def _replace_summary(stored: Projection, summary: str) -> Projection:
-    values = {f.name: getattr(stored, f.name) for f in fields(stored)}
-    values["current_plan_summary_json"] = summary
-    return Projection(**values)
-
-
 def audit_state(
     session_id: str, state: SessionState, stored: Projection, snapshot_format: str, snapshot: str
 ) -> AuditReport:
@@ -362,41 +348,6 @@ def audit_state(
             except SnapshotError as exc:
                 mismatches.append(f"snapshot: {exc.message}")
     return AuditReport(session_id, state.last_seq, tuple(mismatches), status)
-
-
-def resume_state(snapshot_format: str, snapshot: str, last_seq: int) -> SessionState | None:
-    """The stored snapshot as a state, or ``None`` when it is absent, stale,
-    undecodable or not at ``last_seq`` (the caller then replays the log)."""
-    codec = SESSION_SNAPSHOT
-    if codec is None or not snapshot or snapshot_format != codec.format:
-        return None
-    try:
-        state = codec.decode(snapshot)
-    except SnapshotError:
-        return None
-    return state if state.last_seq == last_seq else None
-
-
-def snapshot_of(state: SessionState) -> tuple[str, str]:
-    """``(format, text)`` of the snapshot to store for ``state``; ``("", "")``
-    when states cannot be snapshotted (loads then replay the log)."""
-    fold_format, text, _ = snapshot_reusing(state, None)
-    return fold_format, text
-
-
-def snapshot_reusing(state: SessionState, previous: SnapshotParts | None) -> tuple[str, str, SnapshotParts | None]:
-    """``snapshot_of(state)`` and its encoded parts, encoding again only the
-    parts of ``state`` that are not the very objects ``previous`` (the parts
-    of an earlier snapshot) describes; ``None`` parts when there is no
-    snapshot."""
-    codec = SESSION_SNAPSHOT
-    if codec is None:
-        return "", "", None
-    try:
-        data, parts = codec.encode_reusing(state, previous)
-    except SnapshotError:
-        return "", "", None
-    return codec.format, data.decode(), parts
 
 
 def export_session(store: Store, session_id: str) -> bytes:

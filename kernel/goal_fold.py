@@ -156,9 +156,7 @@ def _apply_create(state: GoalState, seq: int, at: int, goal: GoalSnapshot) -> Go
     if goal.rounds_started != 0:
         raise ReplayError(seq, "rounds-mismatch", "a new goal starts with rounds_started 0")
     if goal.created_at != at or goal.updated_at != at:
-        raise ReplayError(
-            seq, "timestamp-mismatch", f"created_at and updated_at must equal the event's at {at}"
-        )
+        raise ReplayError(seq, "timestamp-mismatch", f"created_at and updated_at must equal the event's at {at}")
     return GoalState(goal, goal.ref, state.used_ids | {goal.id})
 
 
@@ -185,11 +183,7 @@ def _apply_snapshot(state: GoalState, seq: int, at: int, change: SnapshotChange,
             f"only edit may change the objective or max_rounds, not {change.operation}",
         )
     if "rounds-remaining" in row.guards and rounds >= current.max_rounds:
-        raise ReplayError(
-            seq,
-            "transition-not-allowed",
-            f"resume with no rounds left ({rounds}/{current.max_rounds})",
-        )
+        raise ReplayError(seq, "transition-not-allowed", f"resume with no rounds left ({rounds}/{current.max_rounds})")
     if goal.rounds_started != rounds:
         raise ReplayError(
             seq,
@@ -241,11 +235,7 @@ def check_goal_round(
         have = "no current goal" if current is None else f"the current goal is {current.id!r}"
         raise ReplayError(seq, "goal-mismatch", f"a round names goal {goal_id!r}, but {have}")
     if revision < current.revision:
-        raise ReplayError(
-            seq,
-            "stale-revision",
-            f"a round at revision {revision}, the goal is at {current.revision}",
-        )
+        raise ReplayError(seq, "stale-revision", f"a round at revision {revision}, the goal is at {current.revision}")
     if revision > current.revision:
         raise ReplayError(
             seq,
@@ -303,14 +293,8 @@ def _read_change(payload: JSONObject) -> GoalChange:
     which stays the one definition of the payload and of its errors."""
     if type(payload) is dict and payload.keys() == _SNAPSHOT_KEYS:
         goal, operation, version = payload["goal"], payload["operation"], payload["version"]
-        if (
-            type(goal) is dict
-            and goal.keys() == _GOAL_KEYS
-            and type(version) is int
-            and version == GOAL_CHANGE_VERSION
-            and type(operation) is str
-            and operation in _SNAPSHOT_OPERATIONS
-        ):
+        plain = type(goal) is dict and goal.keys() == _GOAL_KEYS and type(version) is int and type(operation) is str
+        if plain and version == GOAL_CHANGE_VERSION and operation in _SNAPSHOT_OPERATIONS:
             snapshot = _plain_snapshot(goal, payload)
             if snapshot is not None:
                 return SnapshotChange(operation, snapshot)
@@ -321,30 +305,17 @@ def _plain_snapshot(goal: dict[str, JSON], payload: dict[str, JSON]) -> GoalSnap
     ident, objective, phase = goal["id"], goal["objective"], goal["phase"]
     max_rounds, revision = goal["max_rounds"], goal["revision"]
     rounds, created_at, updated_at = payload["rounds_started"], payload["created_at"], payload["updated_at"]
-    if (
-        type(ident) is str
-        and ident
-        and type(objective) is str
-        and objective
-        and objective == objective.strip()
-        and type(phase) is str
-        and phase in _UNBLOCKED_PHASES
-        and goal["blocked_reason"] is None
-        and type(max_rounds) is int
-        and max_rounds >= 1
-        and type(revision) is int
-        and revision >= 1
-        and type(rounds) is int
-        and rounds >= 0
-        and type(created_at) is int
-        and created_at >= 0
-        and type(updated_at) is int
-        and updated_at >= 0
-    ):
-        return GoalSnapshot(
-            ident, objective, phase, None, max_rounds, revision, rounds, created_at, updated_at
-        )
-    return None
+    if not (type(ident) is str and ident and type(objective) is str and objective and objective == objective.strip()):
+        return None
+    if not (type(phase) is str and phase in _UNBLOCKED_PHASES and goal["blocked_reason"] is None):
+        return None
+    if not (type(max_rounds) is int and max_rounds >= 1 and type(revision) is int and revision >= 1):
+        return None
+    if not (type(rounds) is int and rounds >= 0 and type(created_at) is int and created_at >= 0):
+        return None
+    if not (type(updated_at) is int and updated_at >= 0):
+        return None
+    return GoalSnapshot(ident, objective, phase, None, max_rounds, revision, rounds, created_at, updated_at)
 
 
 def apply_goal_event(state: GoalState, event: Event) -> GoalState:
@@ -352,10 +323,8 @@ def apply_goal_event(state: GoalState, event: Event) -> GoalState:
     pass through). Raises a positioned ``ReplayError`` for a bad event."""
     try:
         if event.kind == GOAL_CHANGE:
-            current = state.current
-            return apply_goal_change(
-                state, event.seq, event.at, event.payload, 0 if current is None else current.rounds_started
-            )
+            rounds = 0 if state.current is None else state.current.rounds_started
+            return apply_goal_change(state, event.seq, event.at, event.payload, rounds)
         if event.kind == USER_MESSAGE:
             attributed = read_message_round(event.payload)
             return state if attributed is None else apply_goal_round(state, event, attributed)

@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
-from adapters import sqlite_store
 from adapters.codec import canonical_event
 from adapters.sqlite_conn import connect_sqlite
 from adapters.sqlite_schema import Connection
+from adapters.sqlite_sql import INSERT_ROWS
 from adapters.sqlite_store import SqliteStore
 from adapters.store import StorageError
 from benchmarks.workloads import goal_events, session_events
 from kernel.errors import ReplayError
 from kernel.session import fold_session
 
-ROWS = sqlite_store._INSERT_ROWS
+ROWS = INSERT_ROWS
 
 
 class FailingInsert:
