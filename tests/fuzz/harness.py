@@ -120,6 +120,7 @@ class KnownBug:
 
 KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug("check_envelope hashes a non-string kind", TypeError, "check_envelope", "kernel/log.py"),
+    KnownBug("the session fold hashes a non-string kind", TypeError, "fold_more", "kernel/session.py"),
     KnownBug("ToolSpec hashes an unhashable effect, origin or category", TypeError, "__post_init__", "kernel/tools.py"),
 )
 

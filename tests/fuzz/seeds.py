@@ -7,10 +7,10 @@ test checks that every seed log folds cleanly.
 
 from __future__ import annotations
 
-from kernel.goal import DISARMED
-from kernel.goal_continuation import round_message
+from kernel.goal import DISARMED, GoalRef
+from kernel.goal_continuation import budget_block, round_message
 from kernel.goal_fold import fold_goal
-from kernel.goal_ops import create, pause, resume
+from kernel.goal_ops import clear, complete, create, edit, pause, resume
 from kernel.log import (
     ASSISTANT_MESSAGE,
     PLAN_ARTIFACT,
@@ -22,9 +22,21 @@ from kernel.log import (
     Event,
 )
 from kernel.payload import JSON
+from kernel.plan_events import (
+    approve_event,
+    exit_plan_events,
+    realign_event,
+    reject_event,
+    start_event,
+    update_plan_events,
+)
+from kernel.plan_json import decode_exit_plan_args
+from kernel.plan_mode import choice_events
 from kernel.plan_payload import PlanAction, plan_action_payload
 from kernel.plan_spec import PlanSpec, Todo, spec_hash
+from kernel.plan_status import PlanRef
 from kernel.plan_views import build_summary_view
+from kernel.session import SessionState, fold_session
 
 __all__ = [
     "EXIT_PLAN_ARGS",
@@ -190,9 +202,64 @@ def _goal_session() -> list[Event]:
     return log.events
 
 
+def _lifecycle_session() -> list[Event]:
+    """A plan rejected, rewritten, approved, started and realigned, and a
+    goal that spends its budget, is blocked, edited, resumed, completed and
+    cleared, all written by the kernel's own event producers."""
+    log = _Log()
+
+    def add(*events: Event) -> None:
+        log.events.extend(events)
+
+    def state() -> SessionState:
+        return fold_session(log.events)
+
+    def plan_ref() -> PlanRef:
+        current = state().plan.current
+        assert current is not None
+        return current.ref
+
+    def goal_ref() -> GoalRef:
+        current = state().goal.current
+        assert current is not None
+        return current.ref
+
+    log.turn_start()
+    add(*choice_events(log.events, True, log.next_seq()[1]))
+    log.add(REQUEST_HEADER, {"turn": 1, "step": 1, "plan_mode": True})
+    args = decode_exit_plan_args(EXIT_PLAN_ARGS[0])
+    add(*exit_plan_events(state(), args, "p1", log.next_seq()[1]))
+    add(reject_event(state(), plan_ref(), "say which rows", log.next_seq()[1]))
+    changed = PlanSpec(args.spec.goal, (*args.spec.steps, "Compare whole rows"), (), args.spec.verify, args.spec.todos)
+    add(*update_plan_events(state(), changed, None, log.next_seq()[1]))
+    add(approve_event(state(), plan_ref(), log.next_seq()[1]))
+    add(*choice_events(log.events, False, log.next_seq()[1]))
+    log.add(REQUEST_HEADER, {"turn": 1, "step": 2, "plan_mode": False})
+    add(start_event(state(), plan_ref(), log.next_seq()[1]))
+    add(realign_event(state(), "an edit left the scope", log.next_seq()[1]))
+    seq, at = log.next_seq()
+    add(create(state().goal, "g1", "Ship the importer", 1, actor="user", seq=seq, at=at))
+    seq, at = log.next_seq()
+    add(round_message(state().goal, "continue", seq=seq, at=at))
+    seq, at = log.next_seq()
+    blocked = budget_block(state().goal, seq=seq, at=at)
+    assert blocked is not None
+    add(blocked)
+    seq, at = log.next_seq()
+    add(edit(state().goal, goal_ref(), max_rounds=3, actor="user", seq=seq, at=at))
+    seq, at = log.next_seq()
+    add(resume(state().goal, goal_ref(), DISARMED, actor="user", seq=seq, at=at))
+    seq, at = log.next_seq()
+    add(complete(state().goal, goal_ref(), actor="model", seq=seq, at=at))
+    seq, at = log.next_seq()
+    add(clear(state().goal, goal_ref(), actor="user", seq=seq, at=at))
+    log.turn_end()
+    return log.events
+
+
 def seed_logs() -> tuple[list[Event], ...]:
     """Fresh copies of the valid seed logs."""
-    return (_plan_session(), _bootstrap_session(), _goal_session())
+    return (_plan_session(), _bootstrap_session(), _goal_session(), _lifecycle_session())
 
 
 def event_record(event: Event) -> dict[str, JSON]:

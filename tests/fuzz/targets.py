@@ -50,6 +50,7 @@ from tests.fuzz.inputs import (
 from tests.fuzz.seeds import EXIT_PLAN_ARGS, LOG_KEYS, PLAN_SPEC_KEYS, SEED_LOGS
 from tests.fuzz.store_targets import STORE_TARGETS
 from tests.fuzz.tool_targets import TOOL_TARGETS
+from tests.fuzz.views import derived_views
 
 __all__ = ["KERNEL_TARGETS", "TARGETS", "by_name"]
 
@@ -112,9 +113,11 @@ def _run_replay(data: bytes, clock: Clock) -> str:
                 expect(state is None, "fold_goal rejected a log that fold_session accepted")
             else:
                 expect(state is None or state.goal == goal, "fold_goal and fold_session disagree on the goal")
-    if failure is not None:
-        raise failure
-    return stable_repr(state)
+    # What the kernel derives from the state the fold reached, and the
+    # events it would write next (see tests.fuzz.views).
+    with clock.timed():
+        views = derived_views(events[:stopped_at], folded)
+    return f"{stable_repr(failure or state)}\n{views}"
 
 
 @st.composite

@@ -1,0 +1,204 @@
+"""Everything the kernel derives from a session, and every event it would
+write next, for one folded log.
+
+The replay target calls ``derived_views`` on the state its fold reached (the
+whole log, or the prefix before the first bad event), so each replay corpus
+input also pins the runtime phase, the plan view and prompt, the capsule,
+the plan tools' answers, the plan-mode choices and flush, and every goal
+operation's event or refusal, by every actor. Two properties are checked on
+the way: an event the kernel writes for a state is accepted by the strict
+fold of that state, and a capsule of the state matches the state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from kernel.errors import KernelError, ReplayError
+from kernel.goal import DISARMED, Activation, BlockedReason, GoalRef
+from kernel.goal_continuation import ContinueFacts, budget_block, round_message, should_continue
+from kernel.goal_ops import block, clear, complete, create, edit, pause, resume
+from kernel.log import Event
+from kernel.plan_capsule import build_capsule, capsule_matches, render_capsule
+from kernel.plan_context import (
+    PromptParts,
+    ViewRequest,
+    choose_plan_view,
+    compose_prompt,
+    plan_to_start,
+    render_plan_view,
+    runtime_phase,
+)
+from kernel.plan_events import (
+    approve_event,
+    complete_event,
+    exit_plan_events,
+    realign_event,
+    reject_event,
+    start_event,
+    supersede_event,
+    todo_event,
+    update_plan_events,
+    verify_event,
+    verify_fail_event,
+)
+from kernel.plan_json import decode_exit_plan_args
+from kernel.plan_mode import (
+    PendingChoice,
+    StepVerdict,
+    choice_events,
+    decide_choice,
+    derive_request_header,
+    flush_pre_step,
+)
+from kernel.plan_review import PlanPolicy
+from kernel.plan_scope import Effect
+from kernel.plan_tools import (
+    VerificationReport,
+    execution_end_event,
+    open_todo_ids,
+    scope_decision,
+    verification_event,
+)
+from kernel.session import SessionState, apply_session_event
+from tests.fuzz.harness import FuzzFinding, expect, stable_repr
+from tests.fuzz.seeds import EXIT_PLAN_ARGS
+
+__all__ = ["derived_views"]
+
+_REQUESTS = (
+    ViewRequest(),
+    ViewRequest(user_asked_full=True),
+    ViewRequest(summary_insufficient=True),
+    ViewRequest(rewriting=True),
+    ViewRequest(first_since_resume=True),
+)
+_PARTS = PromptParts("You are a careful engineer.")
+_POLICY = PlanPolicy("Plan before you write.")
+_ARGS = tuple(decode_exit_plan_args(args) for args in EXIT_PLAN_ARGS)
+_EFFECTS = (Effect("write", "src/importer.py"), Effect("write", "../outside"), Effect("network"))
+_ACTORS = ("user", "model", "system")
+
+
+class _Views:
+    def __init__(self, events: Sequence[Event], state: SessionState) -> None:
+        self.events, self.state = events, state
+        self.seq, self.at = state.last_seq + 1, (state.last.at if state.last is not None else 0) + 1
+        self.lines: list[str] = []
+
+    def add(self, name: str, value: object) -> None:
+        self.lines.append(f"{name}: {stable_repr(value)}")
+
+    def attempt(self, name: str, make: Callable[[], object]) -> object | None:
+        """Record what ``make`` returns or the refusal it raises; fold any
+        event it writes onto the state, which must accept it."""
+        try:
+            value = make()
+        except KernelError as exc:
+            self.add(name, exc)
+            return None
+        self.add(name, value)
+        written = value if isinstance(value, tuple) else (value,)
+        events = [item for item in written if isinstance(item, Event)]
+        if events:
+            state = self.state
+            try:
+                for event in events:
+                    state = apply_session_event(state, event)
+            except ReplayError as exc:
+                raise FuzzFinding(f"{name} wrote an event the fold refuses: {exc}") from exc
+        return value
+
+
+def _context(v: _Views) -> None:
+    state = v.state
+    v.add("phase", runtime_phase(state))
+    v.add("plan to start", plan_to_start(state))
+    for request in _REQUESTS:
+        choice = choose_plan_view(state, request)
+        v.add("view", (choice, render_plan_view(state, choice)))
+        v.add("prompt", compose_prompt(_PARTS, state, choice, _POLICY, None))
+    v.add("prompt pending", compose_prompt(_PARTS, state, choose_plan_view(state), _POLICY, PendingChoice(True)))
+    capsule = build_capsule(state)
+    expect(capsule_matches(capsule, state), "a capsule built from a state does not match it")
+    v.add("capsule", (capsule, render_capsule(capsule)))
+
+
+def _plan(v: _Views) -> None:
+    state, seq, at = v.state, v.seq, v.at
+    v.add("open todos", open_todo_ids(state))
+    v.attempt("execution end", lambda: execution_end_event(state, at))
+    for passed, notes in ((True, ""), (False, "a test failed")):
+        v.attempt("verification", partial(verification_event, state, VerificationReport(passed, notes), at))
+    v.attempt("scope", lambda: scope_decision(state, _EFFECTS, at))
+    current = state.plan.current
+    ref = current.ref if current is not None else None
+    if ref is not None:
+        v.attempt("approve", lambda: approve_event(state, ref, at))
+        v.attempt("reject", lambda: reject_event(state, ref, "not yet", at))
+        v.attempt("start", lambda: start_event(state, ref, at))
+        todos = current.spec.todos if current is not None else ()
+        for todo in todos[:2]:
+            v.attempt("todo", partial(todo_event, state, todo.id, "done", at))
+        v.attempt("todo unknown", lambda: todo_event(state, "missing", "done", at))
+    for name, make in (
+        ("verify", lambda: verify_event(state, at)),
+        ("verify fail", lambda: verify_fail_event(state, "it broke", at)),
+        ("complete", lambda: complete_event(state, at)),
+        ("realign", lambda: realign_event(state, "the goal moved", at)),
+        ("supersede", lambda: supersede_event(state, at, "replaced")),
+    ):
+        v.attempt(name, make)
+    for args in _ARGS:
+        v.attempt("exit plan", partial(exit_plan_events, state, args, f"plan-{seq}", at))
+        v.attempt("update plan", partial(update_plan_events, state, args.spec, args.summary_candidate, at))
+
+
+def _plan_mode(v: _Views) -> None:
+    events, state, at = v.events, v.state, v.at
+    for pending in (None, PendingChoice(True), PendingChoice(False, silent=True)):
+        for target in (False, True):
+            v.add("choice", decide_choice(state.plan_mode, pending, state.turns.open, target))
+        verdicts: tuple[StepVerdict, ...] = ("accepted", "rejected")
+        for verdict in verdicts:
+            flush = flush_pre_step(events, pending, verdict, at)
+            v.attempt("flush", lambda f=flush: f.events)  # type: ignore[misc]
+    for target in (False, True):
+        v.attempt("choose", partial(choice_events, events, target, at))
+    v.attempt("header", lambda: derive_request_header(events, max(state.turns.step, 1), at))
+
+
+def _goals(v: _Views) -> None:
+    state, seq, at = v.state.goal, v.seq, v.at
+    goal = state.current
+    refs = [goal.ref, GoalRef(goal.id, goal.revision + 1)] if goal is not None else [GoalRef("none", 1)]
+    reason = BlockedReason("needs-input", " Which API? ")
+    for actor in _ACTORS:
+        stamp: dict[str, Any] = {"actor": actor, "seq": seq, "at": at}
+        v.attempt("create", partial(create, state, f"g{seq}", " New goal ", 3, **stamp))
+        for ref in refs:
+            v.attempt("pause", partial(pause, state, ref, **stamp))
+            v.attempt("complete", partial(complete, state, ref, **stamp))
+            v.attempt("clear", partial(clear, state, ref, **stamp))
+            for activation in (DISARMED, Activation(True)):
+                v.attempt("resume", partial(resume, state, ref, activation, **stamp))
+            v.attempt("block", partial(block, state, ref, reason, **stamp))
+            v.attempt("edit", partial(edit, state, ref, objective=" Edited ", max_rounds=5, **stamp))
+    v.attempt("round", lambda: round_message(state, "continue", seq=seq, at=at))
+    v.attempt("budget block", lambda: budget_block(state, seq=seq, at=at))
+    for armed in (False, True):
+        for plan_mode in (False, True):
+            for turn_open in (False, True):
+                facts = ContinueFacts(plan_mode=plan_mode, turn_open=turn_open)
+                v.add("continue", should_continue(goal, Activation(armed), facts))
+
+
+def derived_views(events: Sequence[Event], state: SessionState) -> str:
+    """Every derived view and next event for ``state`` (the fold of
+    ``events``), as one stable text."""
+    views = _Views(events, state)
+    for part in (_context, _plan, _plan_mode, _goals):
+        part(views)
+    return "\n".join(views.lines)
