@@ -60,7 +60,6 @@ __all__ = [
     "advance_goal_fold",
     "apply_goal_change",
     "apply_goal_event",
-    "apply_goal_round",
     "check_goal_round",
     "event_ref",
     "fold_goal",
@@ -127,15 +126,11 @@ def _check_target(seq: int, current: GoalSnapshot | None, ref: GoalRef) -> GoalS
         raise ReplayError(seq, "goal-mismatch", f"the change names goal {ref.id!r}, but {have}")
     if ref.revision <= current.revision:
         raise ReplayError(
-            seq,
-            "stale-revision",
-            f"revision {ref.revision} is not above the current revision {current.revision}",
+            seq, "stale-revision", f"revision {ref.revision} is not above the current revision {current.revision}"
         )
     if ref.revision > current.revision + 1:
         raise ReplayError(
-            seq,
-            "revision-gap",
-            f"revision {ref.revision} skips past the next revision {current.revision + 1}",
+            seq, "revision-gap", f"revision {ref.revision} skips past the next revision {current.revision + 1}"
         )
     return current
 
@@ -149,9 +144,7 @@ def _apply_create(state: GoalState, seq: int, at: int, goal: GoalSnapshot) -> Go
     row = TRANSITION_TABLE.get(("create", source))
     if row is None or goal.phase != row.target:
         raise ReplayError(
-            seq,
-            "transition-not-allowed",
-            f"create from {source or 'no goal'} to {goal.phase} is not allowed",
+            seq, "transition-not-allowed", f"create from {source or 'no goal'} to {goal.phase} is not allowed"
         )
     if goal.rounds_started != 0:
         raise ReplayError(seq, "rounds-mismatch", "a new goal starts with rounds_started 0")
@@ -169,26 +162,20 @@ def _apply_snapshot(state: GoalState, seq: int, at: int, change: SnapshotChange,
     row = TRANSITION_TABLE.get((change.operation, current.phase))
     if row is None or goal.phase != row.target:
         raise ReplayError(
-            seq,
-            "transition-not-allowed",
-            f"{change.operation} from {current.phase} to {goal.phase} is not allowed",
+            seq, "transition-not-allowed", f"{change.operation} from {current.phase} to {goal.phase} is not allowed"
         )
     if change.operation == "edit":
         if goal.blocked_reason != current.blocked_reason:
             raise ReplayError(seq, "transition-not-allowed", "an edit cannot change the blocked reason")
     elif goal.objective != current.objective or goal.max_rounds != current.max_rounds:
         raise ReplayError(
-            seq,
-            "transition-not-allowed",
-            f"only edit may change the objective or max_rounds, not {change.operation}",
+            seq, "transition-not-allowed", f"only edit may change the objective or max_rounds, not {change.operation}"
         )
     if "rounds-remaining" in row.guards and rounds >= current.max_rounds:
         raise ReplayError(seq, "transition-not-allowed", f"resume with no rounds left ({rounds}/{current.max_rounds})")
     if goal.rounds_started != rounds:
         raise ReplayError(
-            seq,
-            "rounds-mismatch",
-            f"rounds_started {goal.rounds_started} differs from the folded {rounds}",
+            seq, "rounds-mismatch", f"rounds_started {goal.rounds_started} differs from the folded {rounds}"
         )
     if goal.created_at != current.created_at or goal.updated_at != at:
         raise ReplayError(
@@ -238,9 +225,7 @@ def check_goal_round(
         raise ReplayError(seq, "stale-revision", f"a round at revision {revision}, the goal is at {current.revision}")
     if revision > current.revision:
         raise ReplayError(
-            seq,
-            "revision-gap",
-            f"a round at revision {revision}, the goal is only at {current.revision}",
+            seq, "revision-gap", f"a round at revision {revision}, the goal is only at {current.revision}"
         )
     if round_ < 1:
         raise ReplayError(seq, "round-not-positive", f"round {round_} is not positive")
@@ -250,13 +235,6 @@ def check_goal_round(
         raise ReplayError(seq, "round-over-cap", f"round {round_} exceeds max_rounds {current.max_rounds}")
     if round_ != rounds_started + 1:
         raise ReplayError(seq, "round-gap", f"round {round_} does not follow round {rounds_started}")
-
-
-def apply_goal_round(state: GoalState, event: Event, attributed: tuple[str, int, int]) -> GoalState:
-    """The goal state after an allowed round (see ``check_goal_round``)."""
-    current = state.current
-    check_goal_round(current, 0 if current is None else current.rounds_started, event.seq, attributed)
-    return with_rounds(state, attributed[2])
 
 
 def with_rounds(state: GoalState, rounds_started: int) -> GoalState:
@@ -321,16 +299,25 @@ def _plain_snapshot(goal: dict[str, JSON], payload: dict[str, JSON]) -> GoalSnap
 def apply_goal_event(state: GoalState, event: Event) -> GoalState:
     """Fold one event into the goal state (no envelope check; other kinds
     pass through). Raises a positioned ``ReplayError`` for a bad event."""
+    rounds = 0 if state.current is None else state.current.rounds_started
+    return with_rounds(*_counted(state, rounds, event))
+
+
+def _counted(state: GoalState, rounds: int, event: Event) -> tuple[GoalState, int]:
+    """``apply_goal_event`` with the current goal's rounds counted apart from
+    its snapshot (``rounds``, which may be ahead of it; see ``with_rounds``)."""
     try:
         if event.kind == GOAL_CHANGE:
-            rounds = 0 if state.current is None else state.current.rounds_started
-            return apply_goal_change(state, event.seq, event.at, event.payload, rounds)
+            state = apply_goal_change(state, event.seq, event.at, event.payload, rounds)
+            return state, 0 if state.current is None else state.current.rounds_started
         if event.kind == USER_MESSAGE:
             attributed = read_message_round(event.payload)
-            return state if attributed is None else apply_goal_round(state, event, attributed)
+            if attributed is not None:
+                check_goal_round(state.current, rounds, event.seq, attributed)
+                return state, attributed[2]
     except PayloadError as exc:
         raise ReplayError(event.seq, exc.code, exc.message) from exc
-    return state
+    return state, rounds
 
 
 # --------------------------------------------------------------------------
@@ -372,14 +359,15 @@ def advance_goal_fold(fold: GoalFold, events: Iterable[Event]) -> GoalFold:
     if fold.failure is not None:
         return fold
     state, last = fold.state, fold.last
+    rounds = 0 if state.current is None else state.current.rounds_started
     for event in events:
         try:
             check_envelope(last, event)
-            state = apply_goal_event(state, event)
+            state, rounds = _counted(state, rounds, event)
         except ReplayError as exc:
-            return GoalFold(state, last, GoalFailure(exc.position, exc.rule, exc.detail))
+            return GoalFold(with_rounds(state, rounds), last, GoalFailure(exc.position, exc.rule, exc.detail))
         last = event
-    return GoalFold(state, last, None)
+    return GoalFold(with_rounds(state, rounds), last, None)
 
 
 def fold_goal(events: Iterable[Event]) -> GoalState:
