@@ -96,18 +96,15 @@ def _norm(text: str) -> str:
     return "\n".join(" ".join(line.split()) for line in text.strip().splitlines())
 
 
-def _split_name(name: str) -> tuple[str, str, str]:
-    """``kernel.log.x_check_envelope__mutmut_3`` -> (``kernel/log.py``,
-    ``check_envelope``, ``x_check_envelope``); methods come out as
-    ``Class.method``."""
-    module, _, mangled = name.rpartition(".")
+def _split_name(name: str) -> tuple[str, str]:
+    """``kernel.log.x_check_envelope__mutmut_3`` -> (``check_envelope``,
+    ``x_check_envelope``); methods come out as ``Class.method``."""
+    mangled = name.rpartition(".")[2]
     base = mangled.rsplit("__mutmut_", 1)[0]
     if base.startswith("x" + SEPARATOR):
         _, cls, method = base.split(SEPARATOR)
-        function = f"{cls}.{method}"
-    else:
-        function = base.removeprefix("x_")
-    return module.replace(".", "/") + ".py", function, base
+        return f"{cls}.{method}", base
+    return base.removeprefix("x_"), base
 
 
 def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
@@ -145,10 +142,11 @@ def load_mutants(root: Path) -> list[Mutant]:
         if not codes:
             continue
         source = meta.with_suffix("")
+        file = source.relative_to(root / "mutants").as_posix()
         lines = source.read_text(encoding="utf-8").splitlines()
         defs = _functions(ast.parse("\n".join(lines)))
         for name, code in sorted(codes.items()):
-            file, function, base = _split_name(name)
+            function, base = _split_name(name)
             original, mutated = describe(lines, defs, base, name)
             out.append(Mutant(name, status_of(code), file, function, original, mutated))
     return out
