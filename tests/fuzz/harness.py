@@ -122,13 +122,19 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug("check_envelope hashes a non-string kind", TypeError, "check_envelope", "kernel/log.py"),
     KnownBug("the session fold hashes a non-string kind", TypeError, "fold_more", "kernel/session.py"),
     KnownBug("ToolSpec hashes an unhashable effect, origin or category", TypeError, "__post_init__", "kernel/tools.py"),
+    KnownBug("a capsule goal with NaN or Infinity is a ValueError", ValueError, "_canonical", "kernel/plan_capsule.py"),
 )
 
 
 def known_bug(exc: BaseException) -> KnownBug | None:
-    """The ``KNOWN_BUGS`` entry ``exc`` is an instance of, if any (the
-    innermost frame must be the bug's function in the bug's file)."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    """The ``KNOWN_BUGS`` entry ``exc`` is an instance of, if any: the
+    innermost frame in the project's own code must be the bug's function in
+    the bug's file."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if "/kernel/" in frame.filename or "/adapters/" in frame.filename
+    ]
     if not frames:
         return None
     innermost = frames[-1]

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from adapters.codec import CodecError, decode_event, decode_jsonl
-from kernel.errors import ReplayError
+from kernel.errors import PayloadError, ReplayError
 from kernel.log import Event, check_envelope
-from kernel.session import fold_session
+from kernel.plan_capsule import build_capsule, capsule_from_json, capsule_to_json
+from kernel.session import SessionState, fold_session
 from kernel.tools import ToolSpec, ToolSpecError
 
 OPEN = pytest.mark.xfail(strict=True, raises=TypeError, reason="open: check_envelope hashes a non-string kind")
@@ -63,3 +64,14 @@ def test_a_tool_declaration_with_a_list_for_a_name_field_is_a_tool_spec_error(fi
     with pytest.raises(ToolSpecError) as caught:
         ToolSpec(**declaration)
     assert caught.value.code == "invalid-tool-field"
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="open: capsule_from_json lets json's ValueError out")
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_capsule_whose_goal_holds_a_non_finite_number_is_a_payload_error(value: float) -> None:
+    # Found by the capsule target: a stored capsule read with a lenient JSON
+    # reader can carry NaN or Infinity inside its goal object.
+    payload = capsule_to_json(build_capsule(SessionState()))
+    payload["goal"] = {"id": "g1", "value": value}
+    with pytest.raises(PayloadError):
+        capsule_from_json(payload)

@@ -9,6 +9,7 @@ corpus pins every verdict, reason and hint.
 
 from __future__ import annotations
 
+import json
 from typing import Any, cast
 
 from kernel.errors import KernelError
@@ -118,6 +119,12 @@ def _capsule_seeds() -> list[dict[str, JSON]]:
 
 
 _PATH_ARGS: dict[str, JSON] = {"path": "src/a.py"}
+def _in_goal(body: bytes) -> bytes:
+    """``body`` as a value inside the goal of an otherwise valid capsule."""
+    capsule = json.dumps({**_capsule_seeds()[0], "goal": {"id": "g1", "value": "BODY"}}).encode("utf-8")
+    return capsule.replace(b'"BODY"', body)
+
+
 _CALL_SEEDS: list[dict[str, JSON]] = [{"tool": spec.name, "arguments": _PATH_ARGS} for spec in REGISTRY]
 _CALL_SEEDS += [
     {"tool": "bash", "arguments": {"command": "ls -la"}},
@@ -156,5 +163,10 @@ TOOL_TARGETS: tuple[Target, ...] = (
     Target("gate_call", "check_call", _run_gate, json_inputs(_CALL_SEEDS, _TOOL_KEYS)),
     Target("plan_tool_args", "decode_todo_update", _run_plan_tool_args, json_inputs(_ARG_SEEDS, _ARG_KEYS)),
     Target("tool_spec", "ToolSpec", _run_tool_spec, json_inputs(_SPEC_SEEDS, _SPEC_KEYS)),
-    Target("capsule", "capsule_from_json", _run_capsule, json_inputs(_capsule_seeds(), ("mode", "phase", "hash"))),
+    Target(
+        "capsule",
+        "capsule_from_json",
+        _run_capsule,
+        json_inputs(_capsule_seeds(), ("mode", "phase", "hash", "goal"), wrap=_in_goal),
+    ),
 )
