@@ -13,15 +13,17 @@ import json
 from typing import Any, cast
 
 from kernel.errors import KernelError
-from kernel.gate import GatePolicy, check_call, list_available_specs
+from kernel.gate import GatePolicy, Verdict, check_call, list_available_specs
+from kernel.log import Event
 from kernel.payload import JSON
 from kernel.phase import RuntimePhase
 from kernel.plan_capsule import build_capsule, capsule_from_json, capsule_to_json, render_capsule
 from kernel.plan_tools import decode_todo_update, decode_verification
 from kernel.session import fold_session
 from kernel.shell import SHELL_CLASSIFIER
+from kernel.tool_events import check_tool_event, verdict_events
 from kernel.tools import ToolCall, ToolRegistry, ToolSpec
-from tests.fuzz.harness import Clock, NotJSON, Target, decode_json, expect, stable_repr, unchanged
+from tests.fuzz.harness import Clock, FuzzFinding, NotJSON, Target, decode_json, expect, stable_repr, unchanged
 from tests.fuzz.inputs import json_inputs
 from tests.fuzz.seeds import seed_logs
 
@@ -66,8 +68,25 @@ def _run_gate(data: bytes, clock: Clock) -> str:
             for phase in PHASES:
                 offered = {spec.name for spec in list_available_specs(REGISTRY, phase, policy)}
                 verdicts.append(check_call(REGISTRY, phase, policy, call))
-                verdicts.append(check_call(REGISTRY, phase, policy, call, offered))
+                verdict = check_call(REGISTRY, phase, policy, call, offered)
+                verdicts.append(verdict)
+                verdicts.append(_recorded(call, verdict))
     return stable_repr(verdicts)
+
+
+def _recorded(call: ToolCall, verdict: Verdict) -> object:
+    """The events the gate's verdict is recorded with; each must be one the
+    strict fold reads back."""
+    try:
+        pairs = verdict_events(call, verdict)
+    except KernelError as exc:
+        return exc
+    for kind, payload in pairs:
+        try:
+            check_tool_event(Event(1, kind, 0, payload), turn_open=True)
+        except KernelError as exc:
+            raise FuzzFinding(f"the fold refuses the {kind} event the gate's verdict is recorded with: {exc}") from exc
+    return pairs
 
 
 def _run_plan_tool_args(data: bytes, clock: Clock) -> str:
