@@ -11,20 +11,22 @@ verdict only ever covers printable ASCII.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 from hypothesis import strategies as st
 
-from kernel.errors import ReplayError
+from kernel.errors import PayloadError, ReplayError
 from kernel.goal_command import GoalCommand, parse_goal_command
 from kernel.goal_fold import fold_goal
-from kernel.log import Event
+from kernel.log import Event, check_envelope
 from kernel.plan_json import decode_exit_plan_args, spec_from_json, spec_to_json
 from kernel.plan_review import PlanCommand, load_plan_policy, parse_plan_command
 from kernel.plan_spec import spec_hash, validate_plan_spec
+from kernel.plan_status import fold_plans
 from kernel.plan_views import adopt_summary, render_plan_content
-from kernel.session import SessionState, apply_session_event, fold_more, fold_session
+from kernel.session import REDUCERS, SessionState, apply_session_event, fold_more, fold_rows, fold_session
 from kernel.shell import MAX_COMMAND_LENGTH, classify_command, classify_shell_call
 from kernel.tools import Classification, ToolSpec
 from tests.fuzz.harness import (
@@ -108,16 +110,46 @@ def _run_replay(data: bytes, clock: Clock) -> str:
                 raise FuzzFinding("a resumed fold accepted a log the whole fold rejected")
         with clock.timed():
             try:
-                goal = fold_goal(events)
-            except ReplayError:
+                goal: object = fold_goal(events)
+            except ReplayError as exc:
                 expect(state is None, "fold_goal rejected a log that fold_session accepted")
+                goal = exc
             else:
                 expect(state is None or state.goal == goal, "fold_goal and fold_session disagree on the goal")
+        # The reducers are the definition, the steps what the fold runs; the
+        # row fold is what stores run. All three must agree, errors included.
+        whole = _outcome(lambda: fold_session(events))
+        expect(_outcome(lambda: reference_fold(events)) == whole, "the steps and the reducers disagree")
+        rows = [(e.seq, e.kind, e.at, e.payload) for e in events]
+        expect(_outcome(lambda: fold_rows(SessionState(), rows)) == whole, "fold_rows and fold_session disagree")
+        plans = _outcome(lambda: fold_plans(events))
     # What the kernel derives from the state the fold reached, and the
     # events it would write next (see tests.fuzz.views).
     with clock.timed():
         views = derived_views(events[:stopped_at], folded)
-    return f"{stable_repr(failure or state)}\n{views}"
+    return f"{stable_repr(failure or state)}\ngoal fold: {stable_repr(goal)}\nplan fold: {plans}\n{views}"
+
+
+def reference_fold(events: Sequence[Event]) -> SessionState:
+    """The session fold as ``REDUCERS`` define it: the envelope, then every
+    reducer in order."""
+    state = SessionState()
+    for event in events:
+        check_envelope(state.last, event)
+        try:
+            for reducer in REDUCERS:
+                state = reducer(state, event)
+        except PayloadError as exc:
+            raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
+        state = replace(state, last=event)
+    return state
+
+
+def _outcome(fold: Callable[[], object]) -> str:
+    try:
+        return stable_repr(fold())
+    except ReplayError as exc:
+        return stable_repr(exc)
 
 
 @st.composite

@@ -19,8 +19,9 @@ from typing import Any
 from kernel.errors import KernelError, ReplayError
 from kernel.goal import DISARMED, Activation, BlockedReason, GoalRef
 from kernel.goal_continuation import ContinueFacts, budget_block, round_message, should_continue
+from kernel.goal_fold import event_ref
 from kernel.goal_ops import block, clear, complete, create, edit, pause, resume
-from kernel.log import Event
+from kernel.log import GOAL_CHANGE, Event
 from kernel.plan_capsule import build_capsule, capsule_matches, render_capsule
 from kernel.plan_context import (
     PromptParts,
@@ -186,6 +187,9 @@ def _goals(v: _Views) -> None:
                 v.attempt("resume", partial(resume, state, ref, activation, **stamp))
             v.attempt("block", partial(block, state, ref, reason, **stamp))
             v.attempt("edit", partial(edit, state, ref, objective=" Edited ", max_rounds=5, **stamp))
+    for event in v.events:
+        if event.kind == GOAL_CHANGE:
+            v.attempt("goal ref", partial(event_ref, event))
     v.attempt("round", lambda: round_message(state, "continue", seq=seq, at=at))
     v.attempt("budget block", lambda: budget_block(state, seq=seq, at=at))
     for armed in (False, True):
