@@ -25,6 +25,10 @@ builds one ``SessionState`` at its end instead of several per event. The
 round count is kept apart from the goal snapshot because rounds are most of a
 goal's events and change nothing else: the snapshot is rebuilt with the count
 (``with_rounds``) only when a goal change needs it and at the end.
+``fold_rows`` is ``fold_more`` over ``(seq, kind, at, payload)`` rows as a
+store reads them; the kinds whose step needs only the seq, time and payload
+(user messages, goal changes) get no ``Event``, and the last row becomes the
+state's ``last``.
 
 The session row kept by a store is ``project(state)``; an audit proves it
 equals the projection of the fold of the log.
