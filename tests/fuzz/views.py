@@ -187,6 +187,14 @@ def _goals(v: _Views) -> None:
                 v.attempt("resume", partial(resume, state, ref, activation, **stamp))
             v.attempt("block", partial(block, state, ref, reason, **stamp))
             v.attempt("edit", partial(edit, state, ref, objective=" Edited ", max_rounds=5, **stamp))
+            for bad_reason in (BlockedReason("Not Kebab", "x"), BlockedReason("round-limit", "spent")):
+                v.attempt("block refused", partial(block, state, ref, bad_reason, **stamp))
+            for change in ({}, {"objective": "  "}, {"max_rounds": 0}, {"max_rounds": True}, {"objective": "x"}):
+                v.attempt("edit refused", partial(edit, state, ref, **change, **stamp))
+        for goal_id, objective, rounds in (("", "x", 3), (f"g{seq}", "  ", 3), (f"g{seq}", "x", 0), ("g1", "x", None)):
+            v.attempt("create refused", partial(create, state, goal_id, objective, rounds, **stamp))
+    unknown: Any = "robot"
+    v.attempt("unknown actor", partial(pause, state, refs[0], actor=unknown, seq=seq, at=at))
     for event in v.events:
         if event.kind == GOAL_CHANGE:
             v.attempt("goal ref", partial(event_ref, event))
