@@ -32,6 +32,17 @@ demo: $(STAMP)
 diagrams: $(STAMP)
 	$(BIN)/python -m adapters.diagrams specs
 
+## Fuzz the entry points and run the state machines under the fuzz profile for
+## FUZZ_SECONDS; new failing inputs are written to tests/fuzz/corpus/.
+FUZZ_SECONDS ?= 600
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m tests.fuzz --seconds $(FUZZ_SECONDS)
+
+## Mutation testing of kernel/ with mutmut; prints killed / non-equivalent mutants.
+mutation: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mutation]'
+	$(BIN)/python -m tests.mutation run
+
 ## Benchmarks, not part of `make test`: ratios against raw sqlite3 and eventsourcing
 ## measured in the same run. BENCH_SCALE=0.1 for a quick run.
 bench: $(STAMP)
