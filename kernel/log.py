@@ -126,7 +126,7 @@ def check_envelope(prev: Event | None, event: Event) -> None:
         raise ReplayError(
             event.seq, "time-regressed", f"at={event.at} is earlier than the previous event's at={prev.at}"
         )
-    if event.kind not in KNOWN_KINDS:
+    if not isinstance(event.kind, str) or event.kind not in KNOWN_KINDS:
         raise ReplayError(event.seq, "unknown-kind", f"unknown event kind {event.kind!r}")
 
 

@@ -85,6 +85,15 @@ def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
+def _canonical_goal(goal: Mapping[str, JSON]) -> str:
+    """The goal's canonical JSON; ``PayloadError`` when it holds a value JSON
+    cannot carry (NaN, Infinity, a non-JSON object)."""
+    try:
+        return _canonical(goal)
+    except (TypeError, ValueError) as exc:
+        raise PayloadError(f"capsule 'goal' is not plain JSON: {exc}") from exc
+
+
 def _body(capsule_fields: Mapping[str, JSON]) -> dict[str, JSON]:
     return {key: capsule_fields[key] for key in CAPSULE_FIELDS}
 
@@ -184,7 +193,7 @@ def capsule_from_json(payload: object) -> StateCapsule:
         spec_hash=cast("str | None", _optional(body, "spec_hash", str)),
         realign=cast("str | None", _optional(body, "realign", str)),
         summary=None if body["summary"] is None else summary_from_json(body["summary"]),
-        goal_json=None if goal is None else _canonical(goal),
+        goal_json=None if goal is None else _canonical_goal(goal),
         hash=read_str(body, "hash"),
     )
     if _with_hash(capsule).hash != capsule.hash:

@@ -321,7 +321,10 @@ def fold_more(state: SessionState, events: Iterable[Event]) -> SessionState:
     steps = _STEPS
     for event in events:
         seq, at, kind = event.seq, event.at, event.kind
-        if not (type(seq) is int and seq == expected and type(at) is int and at >= not_before and kind in steps):
+        if not (
+            type(seq) is int and seq == expected and type(at) is int and at >= not_before
+            and type(kind) is str and kind in steps
+        ):
             check_envelope(last, event)
         try:
             parts = steps[kind](parts, event)
@@ -347,7 +350,10 @@ def fold_rows(state: SessionState, rows: Iterable[Row]) -> SessionState:
     previous: Row | None = None
     for row in rows:
         seq, kind, at, payload = row
-        if not (type(seq) is int and seq == expected and type(at) is int and at >= not_before and kind in steps):
+        if not (
+            type(seq) is int and seq == expected and type(at) is int and at >= not_before
+            and type(kind) is str and kind in steps
+        ):
             check_envelope(last if previous is None else Event(*previous), Event(seq, kind, at, payload))
         try:
             row_step = row_steps.get(kind)

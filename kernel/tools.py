@@ -193,11 +193,11 @@ class ToolSpec:
             raise bad("description must be a string")
         if not isinstance(self.parameters, Mapping) or not is_json(self.parameters):
             raise bad("parameters must be a JSON-schema object")
-        if self.effect not in _EFFECTS:
+        if not isinstance(self.effect, str) or self.effect not in _EFFECTS:
             raise bad(f"effect must be one of {sorted(_EFFECTS)}, got {self.effect!r}")
-        if self.origin not in _ORIGINS:
+        if not isinstance(self.origin, str) or self.origin not in _ORIGINS:
             raise bad(f"origin must be one of {sorted(_ORIGINS)}, got {self.origin!r}")
-        if self.category is not None and self.category not in _CATEGORIES:
+        if self.category is not None and (not isinstance(self.category, str) or self.category not in _CATEGORIES):
             raise bad(f"category must be one of {sorted(_CATEGORIES)} or None")
         if self.read_only_hint is not None and not isinstance(self.read_only_hint, bool):
             raise bad("read_only_hint must be a boolean or None")
