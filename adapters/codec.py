@@ -25,7 +25,7 @@ here, where stores and tools have always found them.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -158,13 +158,28 @@ def check_json(value: object, where: str = "payload") -> None:
         raise CodecError(problem, code="payload-not-json")
 
 
+def _plain(value: object) -> object:
+    """msgspec's hook for the read-only containers the kernel hands out
+    (``MappingProxyType`` and other ``Mapping``/``Sequence`` values)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray):
+        return list(value)
+    raise NotImplementedError(f"{type(value).__name__} is not JSON")
+
+
+#: Encodes any JSON-shaped value, whatever Mapping or Sequence it is built from.
+JSON_ENCODER = msgspec.json.Encoder(enc_hook=_plain)
+SORTED_JSON_ENCODER = msgspec.json.Encoder(enc_hook=_plain, order="sorted")
+
+
 def encode_payload(payload: JSONObject) -> bytes:
     """Compact JSON bytes of a payload object; ``CodecError`` if it is not JSON."""
     if not isinstance(payload, Mapping):
         raise CodecError("a payload must be a JSON object", code="payload-not-json")
     check_json(payload)
     try:
-        return msgspec.json.encode(payload)
+        return JSON_ENCODER.encode(payload)
     except UnicodeEncodeError as exc:
         raise CodecError(f"payload text is not valid Unicode: {exc}", code="payload-not-json") from exc
 
@@ -284,7 +299,7 @@ def encode_event(event: Event) -> bytes:
     _check_envelope_storable(event)
     check_json(event.payload)
     try:
-        return msgspec.json.encode(_Record(event.seq, event.kind, event.at, dict(event.payload)))
+        return JSON_ENCODER.encode(_Record(event.seq, event.kind, event.at, dict(event.payload)))
     except (UnicodeEncodeError, TypeError, OverflowError) as exc:
         detail = f"event {event.seq!r} cannot be written as a record: {exc}"
         raise CodecError(detail, code="event-not-storable") from exc

@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Literal
 
 import msgspec
@@ -32,6 +33,7 @@ from adapters.codec import (
 from adapters.snapshot import SnapshotCodec, SnapshotError
 from kernel.errors import ReplayError, is_kebab_case
 from kernel.log import Event
+from kernel.payload import JSONObject
 from kernel.plan_json import spec_from_json, summary_from_json
 from kernel.session import SessionState, fold_session
 from tests.storage_helpers import FULL_SCRIPT, LogBuilder, build_log, fewer, logs
@@ -452,3 +454,10 @@ def test_plan_mode_projects_to_agent_mode_plan() -> None:
     builder.mode()
     assert project(builder.state).agent_mode == "plan"
     assert project(builder.state).plan_mode is True
+
+
+def test_read_only_containers_from_the_kernel_encode_like_plain_ones() -> None:
+    inner: JSONObject = MappingProxyType({"b": (1, 2)})
+    empty: JSONObject = MappingProxyType({})
+    frozen: JSONObject = MappingProxyType({"a": inner, "c": [empty]})
+    assert encode_payload(frozen) == encode_payload({"a": {"b": [1, 2]}, "c": [{}]})
