@@ -217,12 +217,20 @@ def _get(value: object, path: tuple[object, ...]) -> object:
     return value
 
 
+def _nearest_float(number: int) -> float:
+    """The int as a float; past the float range, the infinity of its sign (float() would raise)."""
+    try:
+        return float(number)
+    except OverflowError:
+        return -math.inf if number < 0 else math.inf
+
+
 def _tweak(draw: Draw, node: object, keys: Sequence[str]) -> object:
     """A nearby wrong value: off by one, the wrong type, or empty."""
     if isinstance(node, bool):
         return draw(st.sampled_from([not node, int(node), str(node).lower()]))
     if isinstance(node, int):
-        return draw(st.sampled_from([node + 1, node - 1, -node, str(node), float(node), [node]]))
+        return draw(st.sampled_from([node + 1, node - 1, -node, str(node), _nearest_float(node), [node]]))
     if isinstance(node, str):
         return draw(st.sampled_from([node + node, node.upper(), " " + node, node[:-1], [node], {node: node}]))
     if isinstance(node, list):

@@ -3,17 +3,19 @@ contract, or a green fuzz run proves nothing."""
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel.errors import KernelError, ReplayError
 from kernel.session import fold_session
 from tests.fuzz import __main__ as fuzz_main
-from tests.fuzz import harness
+from tests.fuzz import harness, inputs
 from tests.fuzz.harness import (
     TIME_LIMIT,
     Clock,
@@ -153,3 +155,24 @@ def test_a_known_open_bug_is_looked_past_only_when_asked(monkeypatch: pytest.Mon
         check(target(unhashable_kind), b"x", look_past_known=False)
     with pytest.raises(FuzzFinding):
         check(target(elsewhere), b"x")
+
+
+SPECIAL_INTS = [s for s in inputs.SPECIAL_SCALARS if isinstance(s, int) and not isinstance(s, bool)]
+
+
+@pytest.mark.parametrize("scalar", SPECIAL_INTS, ids=[f"{len(str(s))}-digits" for s in SPECIAL_INTS])
+def test_tweaking_any_hostile_int_draws_a_value(scalar: int) -> None:
+    # float() of an int past the float range raises OverflowError; the tweak
+    # must stand in the infinity of its sign instead of failing the generator.
+    seen: list[object] = []
+
+    @given(st.data())
+    @settings(max_examples=60, database=None)
+    def tweak(data: st.DataObject) -> None:
+        seen.append(inputs._tweak(data.draw, scalar, ["section"]))
+
+    tweak()
+    floats = [value for value in seen if isinstance(value, float)]
+    assert floats, "the float tweak was never drawn"
+    assert all(value == float(scalar) for value in floats if abs(scalar) < 2**1023)
+    assert all(math.isinf(value) and (value < 0) == (scalar < 0) for value in floats if abs(scalar) >= 2**1024)
