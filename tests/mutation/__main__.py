@@ -11,8 +11,9 @@ changes; ``--module`` re-runs every mutant of those files, ``--retry`` only
 the ones not killed yet, ``--fresh`` starts from nothing), re-tests the surviving mutants of functions that run
 at import time in fresh interpreters (see ``import_time``; ``recheck`` does
 only that), and then prints the score as ``score`` does. The score
-is killed / all non-equivalent mutants; ``tests/mutation/equivalent.toml``
-lists the equivalent ones, each with the reason it cannot change behaviour.
+is killed / all non-equivalent mutants; ``tests/mutation/equivalent/*.toml``
+(one file per kernel module) list the equivalent ones, each with the reason
+it cannot change behaviour.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from tests.mutation.import_time import load_rechecked, recheck
 from tests.mutation.score import Mutant, Score, load_equivalents, load_mutants, score
 
 ROOT = Path(__file__).resolve().parents[2]
-EQUIVALENTS = Path(__file__).resolve().parent / "equivalent.toml"
+EQUIVALENTS = Path(__file__).resolve().parent / "equivalent"
 COLUMNS = ("killed", "survived", "no tests", "timeout", "suspicious", "not checked", "equivalent")
 
 
@@ -47,10 +48,10 @@ def report(result: Score, *, survivors: bool) -> str:
             f"{file:32}{total:8}" + "".join(f"{counts[c]:12}" for c in COLUMNS) + f"{percent:8.1f}%"
         )
     if survivors and result.not_killed:
-        lines.append("\nNot killed (kill with a test, or list in equivalent.toml with the reason):")
+        lines.append("\nNot killed (kill with a test, or list in equivalent/*.toml with the reason):")
         lines.extend(mutant.show() for mutant in result.not_killed)
     if result.stale:
-        lines.append("\nStale entries in equivalent.toml (they match no surviving mutant):")
+        lines.append("\nStale entries in equivalent/*.toml (they match no surviving mutant):")
         lines.extend(f"  {entry.file}::{entry.function}: {entry.line!r} -> {entry.mutant!r}" for entry in result.stale)
     lines.append(
         f"\nmutation score of kernel/: {result.killed} killed / {result.non_equivalent} non-equivalent mutants"
@@ -80,13 +81,22 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, re
 
 
 def add_equivalents(root: Path, patterns: Sequence[str], reason: str) -> int:
-    """Append an ``equivalent.toml`` entry, with ``reason``, for every
-    surviving mutant whose name matches one of ``patterns``."""
+    """Append an entry, with ``reason``, for every surviving mutant whose
+    name matches one of ``patterns``, to ``equivalent/<module>.toml`` of the
+    mutant's kernel module."""
     chosen = [
         m for m in load_mutants(root) if not m.killed and any(fnmatch.fnmatchcase(m.name, p) for p in patterns)
     ]
-    with EQUIVALENTS.open("a", encoding="utf-8") as out:
-        for m in chosen:
+    EQUIVALENTS.mkdir(exist_ok=True)
+    for m in chosen:
+        listing = EQUIVALENTS / f"{Path(m.file).stem}.toml"
+        if not listing.exists():
+            listing.write_text(
+                f"# Mutants of {m.file} that cannot change behaviour, each with the reason.\n"
+                "# The format and the matching rules: tests/mutation/equivalent/README.md.\n",
+                encoding="utf-8",
+            )
+        with listing.open("a", encoding="utf-8") as out:
             out.write(
                 "\n[[equivalent]]\n"
                 f"file = {_toml(m.file)}\nfunction = {_toml(m.function)}\n"

@@ -6,7 +6,7 @@ exit code of the test run against each mutant) next to ``mutants/<file>``
 is described here by where it is and what it changes: the file, the function,
 the original line(s) and the mutated line(s). That description survives
 re-numbering (mutmut numbers mutants per function, so an edit shifts the
-numbers), and it is how ``equivalent.toml`` lists the mutants that cannot
+numbers), and it is how ``equivalent/*.toml`` lists the mutants that cannot
 change behaviour, each with the reason.
 
 The score is killed / (all - equivalent). Killed means the tests failed (or
@@ -167,9 +167,15 @@ class Equivalent:
 
 
 def load_equivalents(path: Path) -> list[Equivalent]:
-    """The entries of ``equivalent.toml``; each must give a reason."""
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
-    entries = [Equivalent(**entry) for entry in data.get("equivalent", [])]
+    """The entries of one TOML file, or of every ``*.toml`` in a directory
+    (in name order); each must give a reason. Raises ``ValueError`` for an
+    entry without one."""
+    files = sorted(path.glob("*.toml")) if path.is_dir() else [path]
+    entries = [
+        Equivalent(**entry)
+        for file in files
+        for entry in tomllib.loads(file.read_text(encoding="utf-8")).get("equivalent", [])
+    ]
     for entry in entries:
         if len(entry.reason.split()) < 4:
             raise ValueError(f"equivalent mutant in {entry.file}::{entry.function} needs a real reason")

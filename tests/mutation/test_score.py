@@ -132,8 +132,24 @@ def test_an_equivalent_without_a_reason_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_committed_equivalents_load_and_each_names_a_kernel_file() -> None:
-    for entry in load_equivalents(cli.EQUIVALENTS):
+    entries = load_equivalents(cli.EQUIVALENTS)
+    assert entries
+    for entry in entries:
         assert entry.file.startswith("kernel/") and (cli.ROOT / entry.file).is_file(), entry
+
+
+def test_each_equivalents_file_lists_only_its_own_module() -> None:
+    for listing in sorted(cli.EQUIVALENTS.glob("*.toml")):
+        files = {entry.file for entry in load_equivalents(listing)}
+        assert files <= {f"kernel/{listing.stem}.py"}, listing.name
+
+
+def test_equivalents_load_from_every_file_of_a_directory_in_name_order(tmp_path: Path) -> None:
+    entry = '[[equivalent]]\nfile = "kernel/{0}.py"\nfunction = "f"\nline = "a"\nmutant = "b"\nreason = "{1}"\n'
+    (tmp_path / "b.toml").write_text(entry.format("b", "both branches return the same value"))
+    (tmp_path / "a.toml").write_text(entry.format("a", "the value is overwritten before use"))
+    (tmp_path / "notes.md").write_text("not a listing")
+    assert [e.file for e in load_equivalents(tmp_path)] == ["kernel/a.py", "kernel/b.py"]
 
 
 def test_score_command_prints_the_score_and_enforces_the_floor(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,11 +194,11 @@ def test_the_functions_a_fresh_kernel_import_runs_are_found() -> None:
 def test_equivalents_listed_from_the_command_line_load_and_match(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    listed = tmp_path / "equivalent.toml"
-    listed.write_text("# header\n", encoding="utf-8")
+    listed = tmp_path / "equivalent"
     monkeypatch.setattr(cli, "EQUIVALENTS", listed)
     reason = 'the message "quoted" is never shown in this sample'
     assert cli.main(["equivalent", "kernel.sample.x_read_int__mutmut_*", "--root", str(root), "--reason", reason]) == 0
+    assert [path.name for path in listed.iterdir()] == ["sample.toml"]
     entries = load_equivalents(listed)
     assert [(e.function, e.mutant, e.reason) for e in entries] == [
         ("read_int", 'raise ValueError("XXtoo smallXX")', reason)
