@@ -316,7 +316,8 @@ def fold_more(state: SessionState, events: Iterable[Event]) -> SessionState:
     last = state.last
     # The envelope rules for the common case (exact ints, in order, a known
     # kind); anything else goes to check_envelope, which decides and words it.
-    expected, not_before = (1, 0) if last is None else (last.seq + 1, last.at)
+    # Times are never negative, even after a stored state whose last one is.
+    expected, not_before = (1, 0) if last is None else (last.seq + 1, max(last.at, 0))
     parts = _parts(state)
     steps = _STEPS
     for event in events:
@@ -344,7 +345,7 @@ def fold_rows(state: SessionState, rows: Iterable[Row]) -> SessionState:
     as folding a goal round, so only rows whose step needs an event get one
     (and the last row, which the state keeps)."""
     last = state.last
-    expected, not_before = (1, 0) if last is None else (last.seq + 1, last.at)
+    expected, not_before = (1, 0) if last is None else (last.seq + 1, max(last.at, 0))
     parts = _parts(state)
     steps, row_steps = _STEPS, _ROW_STEPS
     previous: Row | None = None

@@ -50,7 +50,7 @@ from kernel.plan_mode import NOTICE_SOURCE, Flush, PendingChoice, choice_events,
 from kernel.plan_spec import OpenQuestion, PlanSpec, Todo
 from kernel.plan_status import PlanArtifact, PlanRef
 from kernel.plan_views import build_summary_view, render_plan_content
-from kernel.session import SessionState, fold_more, fold_rows, fold_session
+from kernel.session import SessionState, apply_session_event, fold_more, fold_rows, fold_session
 from tests.plan_helpers import GOOD_CANDIDATE, Session, spec
 
 # --------------------------------------------------------------------------
@@ -216,6 +216,22 @@ def test_a_fresh_fold_refuses_a_seq_that_is_not_the_next_integer(
 def test_a_fold_refuses_an_unknown_kind(fold: Callable[[SessionState, list[Event]], SessionState]) -> None:
     err = _replay_error(lambda: fold(_started(), [Event(3, "turn/pause", 6, END)]))
     assert (err.position, err.rule, err.detail) == (3, "unknown-kind", "unknown event kind 'turn/pause'")
+
+
+@pytest.mark.parametrize("fold", FOLDS)
+def test_a_continued_fold_refuses_a_negative_time_even_after_a_stored_negative_one(
+    fold: Callable[[SessionState, list[Event]], SessionState],
+) -> None:
+    # A stored state is input too: continuing from one whose last time is
+    # negative must not let a negative time through, as apply_session_event
+    # does not.
+    stored = SessionState(last=Event(1, TURN_START, -5, {"turn": 1}), turns=TurnState(turn=1, open=True))
+    event = Event(2, USER_MESSAGE, -3, USER)
+    expected = _replay_error(lambda: apply_session_event(stored, event))
+    err = _replay_error(lambda: fold(stored, [event]))
+    assert (err.position, err.rule, err.detail) == (expected.position, expected.rule, expected.detail)
+    assert (err.rule, err.detail) == ("malformed-payload", "'at' must be a non-negative integer, got -3")
+    assert fold(stored, [Event(2, USER_MESSAGE, 0, USER)]).last == Event(2, USER_MESSAGE, 0, USER)
 
 
 # --------------------------------------------------------------------------
