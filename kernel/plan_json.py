@@ -206,10 +206,10 @@ _MODEL_SPEC_REQUIRED = frozenset({"goal", "steps", "verify", "todos"})
 _MODEL_SPEC_OPTIONAL = frozenset({"constraints", "open_questions", "scope"})
 
 
-def _decode_todo(c: _Collector, item: JSON, where: str) -> Todo | None:
-    body = c.keys(item, where, frozenset({"id", "text"}), frozenset({"status"}))
-    if body is None:
-        return None
+def _decode_todo(c: _Collector, item: JSON, where: str) -> Todo:
+    # An item that is not an object decodes as an empty one (after its shape
+    # problem), so that the items after it keep the index the model sent.
+    body = c.keys(item, where, frozenset({"id", "text"}), frozenset({"status"})) or {}
     status = body.get("status", "pending")
     if status not in TODO_STATUSES:
         c.add("unknown-todo-status", f"{where}.status", f"must be one of {list(TODO_STATUSES)}")
@@ -217,12 +217,10 @@ def _decode_todo(c: _Collector, item: JSON, where: str) -> Todo | None:
     return Todo(c.text(body, "id", where), c.text(body, "text", where), cast(TodoStatus, status))
 
 
-def _decode_question(c: _Collector, item: JSON, where: str) -> OpenQuestion | None:
+def _decode_question(c: _Collector, item: JSON, where: str) -> OpenQuestion:
     if isinstance(item, str):
         return OpenQuestion(item)
-    body = c.keys(item, where, frozenset({"text"}), frozenset({"blocking"}))
-    if body is None:
-        return None
+    body = c.keys(item, where, frozenset({"text"}), frozenset({"blocking"})) or {}
     blocking = body.get("blocking", False)
     if not isinstance(blocking, bool):
         c.add("wrong-type", f"{where}.blocking", "must be a boolean")
@@ -244,15 +242,10 @@ def decode_exit_plan_args(args: object) -> ExitPlanArgs:
     body = c.keys(top["plan_spec"], where, _MODEL_SPEC_REQUIRED, _MODEL_SPEC_OPTIONAL)
     if body is None:
         raise PlanSpecError(c.problems)
-    todos = [
-        todo
-        for i, item in enumerate(c.items(body, "todos", where))
-        if (todo := _decode_todo(c, item, f"{where}.todos[{i}]")) is not None
-    ]
+    todos = [_decode_todo(c, item, f"{where}.todos[{i}]") for i, item in enumerate(c.items(body, "todos", where))]
     questions = [
-        question
+        _decode_question(c, item, f"{where}.open_questions[{i}]")
         for i, item in enumerate(c.items(body, "open_questions", where))
-        if (question := _decode_question(c, item, f"{where}.open_questions[{i}]")) is not None
     ]
     scope: PlanScope | None = None
     if body.get("scope") is not None:
@@ -268,10 +261,13 @@ def decode_exit_plan_args(args: object) -> ExitPlanArgs:
         open_questions=tuple(questions),
         scope=scope,
     )
-    # Shape problems already name the missing fields; skip the semantic
-    # duplicates of them ("steps must not be empty" after "steps is missing").
+    # Shape problems already name the missing fields and the items that are
+    # not objects; skip the semantic duplicates of them ("steps must not be
+    # empty" after "steps is missing", the blank id of a todo that is a number).
     shaped = {p.where.removeprefix(f"{where}.") for p in c.problems}
-    semantic = [p for p in validate_plan_spec(spec) if p.where not in shaped]
+    semantic = [
+        p for p in validate_plan_spec(spec) if p.where not in shaped and p.where.partition(".")[0] not in shaped
+    ]
     problems = c.problems + [SpecProblem(p.code, f"{where}.{p.where}", p.message) for p in semantic]
     if problems:
         raise PlanSpecError(problems)

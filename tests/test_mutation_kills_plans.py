@@ -279,6 +279,41 @@ def test_a_decoded_todo_with_an_unknown_status_is_reported_once_at_its_own_index
     )
 
 
+def decoder_problems(todos: list[Any], questions: list[Any] | None = None) -> tuple[SpecProblem, ...]:
+    plan: dict[str, Any] = {"goal": "g", "steps": ["s"], "verify": ["v"], "todos": todos}
+    if questions is not None:
+        plan["open_questions"] = questions
+    with pytest.raises(PlanSpecError) as info:
+        decode_exit_plan_args({"plan_spec": plan})
+    return info.value.problems
+
+
+def test_problems_of_the_items_after_one_that_is_not_an_object_keep_their_index() -> None:
+    assert decoder_problems([5, {"id": "t1", "text": " "}], [7, {"text": "db?", "blocking": True}]) == (
+        SpecProblem("wrong-type", "plan_spec.todos[0]", "must be an object"),
+        SpecProblem("wrong-type", "plan_spec.open_questions[0]", "must be an object"),
+        SpecProblem("blank-item", "plan_spec.todos[1].text", "must not be blank"),
+        SpecProblem(
+            "blocking-question", "plan_spec.open_questions[1]", "blocking question must be answered first: 'db?'"
+        ),
+    )
+
+
+def test_a_repeated_todo_id_is_reported_where_it_repeats_past_an_item_that_is_not_an_object() -> None:
+    assert decoder_problems([{"id": "a", "text": "x"}, [], {"id": "a", "text": "y"}]) == (
+        SpecProblem("wrong-type", "plan_spec.todos[1]", "must be an object"),
+        SpecProblem("duplicate-todo-id", "plan_spec.todos[2].id", "todo id 'a' repeats"),
+    )
+
+
+def test_items_that_are_not_objects_are_reported_once_each_and_nothing_is_made_up_for_them() -> None:
+    assert decoder_problems([5, None], [1.5]) == (
+        SpecProblem("wrong-type", "plan_spec.todos[0]", "must be an object"),
+        SpecProblem("wrong-type", "plan_spec.todos[1]", "must be an object"),
+        SpecProblem("wrong-type", "plan_spec.open_questions[0]", "must be an object"),
+    )
+
+
 # --------------------------------------------------------------------------
 # The plan/artifact payloads
 
