@@ -122,6 +122,8 @@ REFUSED = [
     ("rg -z foo", "shell-unsafe-option"),
     ("rg -iz foo", "shell-unsafe-option"),
     ("rg --hostname-bin=x foo", "shell-unsafe-option"),
+    ("rg --search-zip foo", "shell-unsafe-option"),
+    ("rg --search-zip=yes foo", "shell-unsafe-option"),
     ("find *", "shell-unsafe-glob"),
     ("rg foo src/*", "shell-unsafe-glob"),
 ]
