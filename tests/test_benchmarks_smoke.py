@@ -132,6 +132,11 @@ def test_kernel_import_smoke(tmp_path: Path) -> None:
     assert goal.bound == 15.0 and goal.direction == "at-most" and goal.value is not None
     reported = [m for m in result.measurements if "importtime" in m.subject or "of which" in m.subject]
     assert len(reported) == 3 and reported[0].value > 0
+    by_subject = {m.subject: m for m in result.measurements}
+    every = by_subject["import kernel + every public name resolved"]
+    assert len(every.samples) == TINY.import_runs and every.value > 0
+    added = by_subject["every public name resolved adds (wall, difference of medians)"].value
+    assert added == every.value - by_subject["python -c 'pass'"].value
 
 
 def test_importtime_split_takes_only_the_kernel_subtree() -> None:
