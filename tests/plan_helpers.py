@@ -16,7 +16,9 @@ from kernel.log import (
     USER_MESSAGE,
     Event,
 )
+from kernel.plan_json import spec_to_json, summary_to_json
 from kernel.plan_spec import TODO_STATUSES, OpenQuestion, PlanScope, PlanSpec, Todo
+from kernel.plan_views import build_summary_view
 from kernel.session import SessionState, apply_session_event
 
 # Short readable words keep failures legible; blank-only text is never drawn
@@ -80,6 +82,24 @@ def spec(
         todos=todos_,
         **kw,
     )
+
+
+def plan_content(
+    plan_id: str = "p1", revision: int = 1, the_spec: PlanSpec | None = None, **kw: Any
+) -> dict[str, Any]:
+    """A ``plan/artifact`` payload (a draft of ``spec()`` by default); any
+    other payload field can be given or overridden by keyword."""
+    the_spec = the_spec or spec()
+    return {
+        "action": kw.pop("action", "draft"),
+        "plan_id": plan_id,
+        "revision": revision,
+        "spec": spec_to_json(the_spec),
+        "summary": summary_to_json(kw.pop("summary", build_summary_view(the_spec))),
+        "summary_source": kw.pop("summary_source", "runtime"),
+        "summary_rejected": kw.pop("summary_rejected", []),
+        **kw,
+    }
 
 
 GOOD_CANDIDATE: dict[str, Any] = {

@@ -14,11 +14,10 @@ import pytest
 from kernel.errors import PayloadError, ReplayError
 from kernel.log import PLAN_ARTIFACT, Event
 from kernel.plan_events import approve_event, draft_event, supersede_event, verify_event
-from kernel.plan_json import decode_exit_plan_args, spec_from_json, spec_to_json, summary_to_json
+from kernel.plan_json import decode_exit_plan_args, spec_from_json, spec_to_json
 from kernel.plan_payload import PlanAction, plan_action_payload, read_plan_action
 from kernel.plan_spec import (
     PlanScope,
-    PlanSpec,
     PlanSpecError,
     SpecProblem,
     Todo,
@@ -30,6 +29,7 @@ from kernel.plan_spec import (
 from kernel.plan_status import PlanRef, apply_plan_event
 from kernel.plan_views import build_summary_view
 from tests.plan_helpers import GOOD_CANDIDATE, Session, spec
+from tests.plan_helpers import plan_content as content
 
 # --------------------------------------------------------------------------
 # validate_plan_spec: every problem names its place and says what is wrong
@@ -123,20 +123,6 @@ def test_a_missing_summary_field_does_not_stop_the_checks_of_the_later_fields() 
 
 # --------------------------------------------------------------------------
 # The plan replay checks: rule, position and detail
-
-
-def content(plan_id: str = "p1", revision: int = 1, the_spec: PlanSpec | None = None, **kw: Any) -> dict[str, Any]:
-    the_spec = the_spec or spec()
-    return {
-        "action": kw.pop("action", "draft"),
-        "plan_id": plan_id,
-        "revision": revision,
-        "spec": spec_to_json(the_spec),
-        "summary": summary_to_json(kw.pop("summary", build_summary_view(the_spec))),
-        "summary_source": kw.pop("summary_source", "runtime"),
-        "summary_rejected": kw.pop("summary_rejected", []),
-        **kw,
-    }
 
 
 def drafted() -> Session:

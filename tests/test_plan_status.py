@@ -31,7 +31,7 @@ from kernel.plan_events import (
     verify_event,
     verify_fail_event,
 )
-from kernel.plan_json import ExitPlanArgs, spec_to_json, summary_to_json
+from kernel.plan_json import ExitPlanArgs
 from kernel.plan_payload import PLAN_ACTIONS, PlanAction, plan_action_payload, read_plan_action
 from kernel.plan_spec import OpenQuestion, PlanSpec, Todo, TodoStatus
 from kernel.plan_status import (
@@ -45,6 +45,7 @@ from kernel.plan_status import (
 from kernel.plan_views import build_summary_view
 from kernel.session import apply_session_event, fold_session
 from tests.plan_helpers import GOOD_CANDIDATE, Session, spec, valid_specs
+from tests.plan_helpers import plan_content as content
 
 # --------------------------------------------------------------------------
 # The tables
@@ -161,20 +162,6 @@ def expect_replay(s: Session, payload: Any, rule: str) -> None:
         fold_session([*s.log, event])
     assert (again.value.position, again.value.rule) == (event.seq, rule)
     assert s.state == before
-
-
-def content(plan_id: str = "p1", revision: int = 1, the_spec: PlanSpec | None = None, **kw: Any) -> Any:
-    the_spec = the_spec or spec()
-    return {
-        "action": kw.pop("action", "draft"),
-        "plan_id": plan_id,
-        "revision": revision,
-        "spec": spec_to_json(the_spec),
-        "summary": summary_to_json(kw.pop("summary", build_summary_view(the_spec))),
-        "summary_source": kw.pop("summary_source", "runtime"),
-        "summary_rejected": kw.pop("summary_rejected", []),
-        **kw,
-    }
 
 
 @pytest.mark.parametrize(
