@@ -16,8 +16,10 @@ from kernel.log import (
     USER_MESSAGE,
     Event,
 )
+from kernel.plan_events import approve_event, draft_event, start_event
 from kernel.plan_json import spec_to_json, summary_to_json
 from kernel.plan_spec import TODO_STATUSES, OpenQuestion, PlanScope, PlanSpec, Todo
+from kernel.plan_status import PlanRef
 from kernel.plan_views import build_summary_view
 from kernel.session import SessionState, apply_session_event
 
@@ -149,3 +151,26 @@ class Session:
         if answered:
             self.raw(ASSISTANT_MESSAGE, {"text": "on it", "source": None})
         self.raw(TURN_END, {"turn": self.turn})
+
+
+def current_ref(s: Session) -> PlanRef:
+    """The reference of the session's current plan (there must be one)."""
+    assert s.state.plan.current is not None
+    return s.state.plan.current.ref
+
+
+def drafted() -> Session:
+    """A session in plan mode with plan ``p1`` drafted from ``spec()``."""
+    s = Session()
+    s.mode(True)
+    s.add(draft_event(s.state, "p1", spec(), GOOD_CANDIDATE, s.at()))
+    return s
+
+
+def executing() -> Session:
+    """``drafted()``, approved, back in build mode and started."""
+    s = drafted()
+    s.add(approve_event(s.state, current_ref(s), s.at()))
+    s.mode(False)
+    s.add(start_event(s.state, current_ref(s), s.at()))
+    return s

@@ -13,7 +13,7 @@ import pytest
 
 from kernel.errors import PayloadError, ReplayError
 from kernel.log import PLAN_ARTIFACT, Event
-from kernel.plan_events import approve_event, draft_event, supersede_event, verify_event
+from kernel.plan_events import approve_event, supersede_event, verify_event
 from kernel.plan_json import decode_exit_plan_args, spec_from_json, spec_to_json
 from kernel.plan_payload import PlanAction, plan_action_payload, read_plan_action
 from kernel.plan_spec import (
@@ -28,7 +28,7 @@ from kernel.plan_spec import (
 )
 from kernel.plan_status import PlanRef, apply_plan_event
 from kernel.plan_views import build_summary_view
-from tests.plan_helpers import GOOD_CANDIDATE, Session, spec
+from tests.plan_helpers import GOOD_CANDIDATE, Session, drafted, executing, spec
 from tests.plan_helpers import plan_content as content
 
 # --------------------------------------------------------------------------
@@ -123,26 +123,6 @@ def test_a_missing_summary_field_does_not_stop_the_checks_of_the_later_fields() 
 
 # --------------------------------------------------------------------------
 # The plan replay checks: rule, position and detail
-
-
-def drafted() -> Session:
-    s = Session()
-    s.mode(True)
-    s.add(draft_event(s.state, "p1", spec(), GOOD_CANDIDATE, s.at()))
-    return s
-
-
-def executing() -> Session:
-    s = drafted()
-    assert s.state.plan.current is not None
-    s.add(approve_event(s.state, s.state.plan.current.ref, s.at()))
-    s.mode(False)
-    assert s.state.plan.current is not None
-    s.raw(
-        PLAN_ARTIFACT,
-        {"action": "start", "plan_id": "p1", "revision": 1, "spec_hash": s.state.plan.current.ref.spec_hash},
-    )
-    return s
 
 
 def refusal(s: Session, payload: dict[str, Any]) -> tuple[int, str, str]:

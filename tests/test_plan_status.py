@@ -44,7 +44,7 @@ from kernel.plan_status import (
 )
 from kernel.plan_views import build_summary_view
 from kernel.session import apply_session_event, fold_session
-from tests.plan_helpers import GOOD_CANDIDATE, Session, spec, valid_specs
+from tests.plan_helpers import GOOD_CANDIDATE, Session, current_ref, drafted, executing, spec, valid_specs
 from tests.plan_helpers import plan_content as content
 
 # --------------------------------------------------------------------------
@@ -129,26 +129,6 @@ def test_writing_an_incomplete_action_is_a_programming_error(act: PlanAction) ->
 
 # --------------------------------------------------------------------------
 # Strict replay
-
-
-def drafted() -> Session:
-    s = Session()
-    s.mode(True)
-    s.add(draft_event(s.state, "p1", spec(), GOOD_CANDIDATE, s.at()))
-    return s
-
-
-def executing() -> Session:
-    s = drafted()
-    s.add(approve_event(s.state, current_ref(s), s.at()))
-    s.mode(False)
-    s.add(start_event(s.state, current_ref(s), s.at()))
-    return s
-
-
-def current_ref(s: Session) -> PlanRef:
-    assert s.state.plan.current is not None
-    return s.state.plan.current.ref
 
 
 def expect_replay(s: Session, payload: Any, rule: str) -> None:
