@@ -212,5 +212,15 @@ def get_path(value: Any, path: tuple[Any, ...]) -> Any:
     return value
 
 
+def with_miss(template: Any, path: tuple[Any, ...], miss: Any) -> Any:
+    """A deep copy of ``template`` with the value at ``path`` replaced by
+    ``miss`` (the whole of it for the empty path)."""
+    if not path:
+        return miss
+    payload = copy.deepcopy(template)
+    get_path(payload, path[:-1])[path[-1]] = miss
+    return payload
+
+
 def rows_of(events: Sequence[Event]) -> list[Row]:
     return [(e.seq, e.kind, e.at, e.payload) for e in events]

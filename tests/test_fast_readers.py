@@ -11,7 +11,6 @@ would answer the same, only slower).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -23,7 +22,16 @@ from kernel.goal import GoalSnapshot, read_goal_change, snapshot_payload
 from kernel.goal_fold import _read_change
 from kernel.log import GOAL_CHANGE, Event, read_message, read_message_round
 from kernel.session import apply_session_event, fold_more, fold_rows
-from tests.session_cases import contexts, get_path, near_misses, outcome, paths, reference_apply, templates_for
+from tests.session_cases import (
+    contexts,
+    get_path,
+    near_misses,
+    outcome,
+    paths,
+    reference_apply,
+    templates_for,
+    with_miss,
+)
 
 
 def test_the_fast_message_reader_answers_like_read_message() -> None:
@@ -51,11 +59,7 @@ def test_every_near_miss_of_every_field_is_judged_like_the_reducers() -> None:
         for kind, template in templates_for(state):
             for path in paths(template):
                 for miss in near_misses(get_path(template, path)):
-                    payload = copy.deepcopy(template)
-                    if path:
-                        get_path(payload, path[:-1])[path[-1]] = miss
-                    else:
-                        payload = miss
+                    payload = with_miss(template, path, miss)
                     event = Event(seq, kind, at, payload)
                     want = outcome(reference_apply, state, event)
                     assert outcome(apply_session_event, state, event) == want, (kind, path, miss)
@@ -76,11 +80,7 @@ def test_the_goal_fold_reads_every_near_miss_of_a_goal_change_like_read_goal_cha
                 continue
             for path in paths(template):
                 for miss in near_misses(get_path(template, path)):
-                    payload = copy.deepcopy(template)
-                    if path:
-                        get_path(payload, path[:-1])[path[-1]] = miss
-                    else:
-                        payload = miss
+                    payload = with_miss(template, path, miss)
                     assert outcome(_read_change, payload) == outcome(read_goal_change, payload), (path, miss)
                     checked += 1
     assert checked > 300, checked

@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, cast
 
 from hypothesis import strategies as st
 
-from kernel.errors import PayloadError, ReplayError
+from kernel.errors import ReplayError
 from kernel.goal_command import GoalCommand, parse_goal_command
 from kernel.goal_fold import fold_goal
-from kernel.log import Event, check_envelope
+from kernel.log import Event
 from kernel.plan_json import decode_exit_plan_args, spec_from_json, spec_to_json
 from kernel.plan_review import PlanCommand, load_plan_policy, parse_plan_command
 from kernel.plan_spec import spec_hash, validate_plan_spec
 from kernel.plan_status import fold_plans
 from kernel.plan_views import adopt_summary, render_plan_content
-from kernel.session import REDUCERS, SessionState, apply_session_event, fold_more, fold_rows, fold_session
+from kernel.session import SessionState, apply_session_event, fold_more, fold_rows, fold_session
 from kernel.shell import MAX_COMMAND_LENGTH, classify_command, classify_shell_call
 from kernel.tools import Classification, ToolSpec
 from tests.fuzz.harness import (
@@ -53,6 +52,7 @@ from tests.fuzz.seeds import EXIT_PLAN_ARGS, LOG_KEYS, PLAN_SPEC_KEYS, SEED_LOGS
 from tests.fuzz.store_targets import STORE_TARGETS
 from tests.fuzz.tool_targets import TOOL_TARGETS
 from tests.fuzz.views import derived_views
+from tests.session_cases import reference_apply
 
 __all__ = ["KERNEL_TARGETS", "TARGETS", "by_name"]
 
@@ -135,13 +135,7 @@ def reference_fold(events: Sequence[Event]) -> SessionState:
     reducer in order."""
     state = SessionState()
     for event in events:
-        check_envelope(state.last, event)
-        try:
-            for reducer in REDUCERS:
-                state = reducer(state, event)
-        except PayloadError as exc:
-            raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
-        state = replace(state, last=event)
+        state = reference_apply(state, event)
     return state
 
 
