@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hypothesis import strategies as st
 
@@ -92,15 +92,20 @@ def _import_into(store: Store, data: bytes, clock: Clock) -> str:
     return stable_repr(store.load(session_id))
 
 
-def _run_import(data: bytes, clock: Clock) -> str:
+def _on_every_store(run: Callable[[Store, bytes, Clock], str], data: bytes, clock: Clock, what: str) -> str:
+    """``run`` against a fresh store of each kind; they must agree."""
     stores = _stores()
     try:
-        outcomes = [_import_into(store, data, clock) for store in stores]
+        outcomes = [run(store, data, clock) for store in stores]
     finally:
         for store in stores:
             store.close()
-    expect(len(set(outcomes)) == 1, f"the stores disagree on an import: {outcomes}")
+    expect(len(set(outcomes)) == 1, f"the stores disagree on {what}: {outcomes}")
     return outcomes[0]
+
+
+def _run_import(data: bytes, clock: Clock) -> str:
+    return _on_every_store(_import_into, data, clock, "an import")
 
 
 # --------------------------------------------------------------------------
@@ -135,14 +140,7 @@ def _run_append(data: bytes, clock: Clock) -> str:
         decode_jsonl(data)
     except KernelError as exc:  # the codec refuses it before any store sees it
         return "not records: " + stable_repr(exc)
-    stores = _stores()
-    try:
-        outcomes = [_append_into(store, data, clock) for store in stores]
-    finally:
-        for store in stores:
-            store.close()
-    expect(len(set(outcomes)) == 1, f"the stores disagree on an append: {outcomes}")
-    return outcomes[0]
+    return _on_every_store(_append_into, data, clock, "an append")
 
 
 @st.composite
