@@ -310,14 +310,20 @@ def apply_session_event(state: SessionState, event: Event) -> SessionState:
     return _state(event, parts)
 
 
+def _next_after(last: Event | None) -> tuple[int, int]:
+    """The seq the next event must have and the earliest time it may have,
+    for the folds' fast envelope check. Times are never negative, even after
+    a stored state whose last one is."""
+    return (1, 0) if last is None else (last.seq + 1, max(last.at, 0))
+
+
 def fold_more(state: SessionState, events: Iterable[Event]) -> SessionState:
     """Continue a strict fold from ``state`` (for example a stored projection);
     raise ``ReplayError`` at the first bad event."""
     last = state.last
     # The envelope rules for the common case (exact ints, in order, a known
     # kind); anything else goes to check_envelope, which decides and words it.
-    # Times are never negative, even after a stored state whose last one is.
-    expected, not_before = (1, 0) if last is None else (last.seq + 1, max(last.at, 0))
+    expected, not_before = _next_after(last)
     parts = _parts(state)
     steps = _STEPS
     for event in events:
@@ -345,7 +351,7 @@ def fold_rows(state: SessionState, rows: Iterable[Row]) -> SessionState:
     as folding a goal round, so only rows whose step needs an event get one
     (and the last row, which the state keeps)."""
     last = state.last
-    expected, not_before = (1, 0) if last is None else (last.seq + 1, max(last.at, 0))
+    expected, not_before = _next_after(last)
     parts = _parts(state)
     steps, row_steps = _STEPS, _ROW_STEPS
     previous: Row | None = None
