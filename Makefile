@@ -16,7 +16,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check kernel adapters tests
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict kernel adapters tests
+	$(BIN)/mypy --strict -p planfold -p tests -p benchmarks
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest
@@ -30,7 +30,7 @@ demo: $(STAMP)
 
 ## Regenerate specs/: state diagrams, the event schema, conformance vectors, README diagrams.
 diagrams: $(STAMP)
-	$(BIN)/python -m adapters.diagrams specs
+	$(BIN)/python -m planfold.adapters.specgen.diagrams specs
 
 ## Fuzz the entry points and run the state machines under the fuzz profile for
 ## FUZZ_SECONDS; new failing inputs are written to tests/fuzz/corpus/.

@@ -1,1 +1,10 @@
-"""planfold's imperative shell: codec, storage, model clients, runtime and CLI."""
+"""planfold's adapters: the imperative shell around the kernel.
+
+- ``codec``: msgspec encoding of events and snapshots, JSON Lines;
+- ``store``: the session log on memory, SQLite (the embedded default) and the
+  ``SessionLog`` that decides on fresh state and appends;
+- ``llm``: the model port, an OpenAI-compatible client and a scripted one;
+- ``runtime``: turns, pre-steps, tools, review and the goal service;
+- ``cli``: the ``planfold`` command;
+- ``specgen``: the generators of ``specs/`` (diagrams, schema, vectors).
+"""

@@ -30,12 +30,12 @@ from typing import Any
 
 import msgspec
 
-from adapters.projection import SESSION_SNAPSHOT, Projection, goal_json, plan_json, project, summary_json
-from adapters.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
-from kernel.errors import KernelError, ReplayError
-from kernel.log import Event
-from kernel.payload import JSONObject
-from kernel.session import Row, SessionState, apply_session_event
+from planfold.adapters.store.projection import SESSION_SNAPSHOT, Projection, goal_json, plan_json, project, summary_json
+from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
+from planfold.kernel.errors import KernelError, ReplayError
+from planfold.kernel.log import Event
+from planfold.kernel.payload import JSONObject
+from planfold.kernel.session import Row, SessionState, apply_session_event
 
 __all__ = [
     "MAX_DEPTH",

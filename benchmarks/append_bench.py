@@ -26,12 +26,12 @@ import functools
 from collections.abc import Callable
 from pathlib import Path
 
-from adapters.sqlite_store import SqliteStore
 from benchmarks.baselines import RawLog
 from benchmarks.es_baseline import MISSING, EsLog, load_eventsourcing
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, median, ratio, stopwatch, throughput
 from benchmarks.workloads import goal_events, session_events
-from kernel.log import Event
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.kernel.log import Event
 
 __all__ = ["SESSION", "run_durable_append", "run_group_append"]
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
+from planfold.kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
 
 __all__ = ["NaiveGoal", "RawLog", "naive_fold", "naive_replay"]
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
+from planfold.kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
 
 __all__ = ["MISSING", "EsLog", "EventSourcing", "load_eventsourcing"]
 

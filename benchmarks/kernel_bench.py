@@ -36,10 +36,10 @@ from typing import Any
 
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, median, stopwatch, throughput
 from benchmarks.workloads import START_AT, goal_events, session_events
-from kernel.goal_fold import fold_goal
-from kernel.log import PLAN_MODE, Event
-from kernel.plan_mode import fold_plan_mode
-from kernel.session import fold_session
+from planfold.kernel.goal.fold import fold_goal
+from planfold.kernel.log import PLAN_MODE, Event
+from planfold.kernel.plan.mode import fold_plan_mode
+from planfold.kernel.session import fold_session
 
 __all__ = ["ROOT", "import_cost", "importtime_split", "run_folds", "run_import"]
 

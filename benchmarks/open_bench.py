@@ -24,11 +24,11 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from adapters.codec import Projection
-from adapters.sqlite_store import SqliteStore
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, median, ratio, stopwatch, throughput
 from benchmarks.workloads import session_events
-from kernel.session import SessionState
+from planfold.adapters.codec import Projection
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.kernel.session import SessionState
 
 __all__ = ["OpenMismatchError", "build_session", "open_session", "run_open"]
 

@@ -30,13 +30,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from adapters.sqlite_store import SqliteStore
 from benchmarks.baselines import NaiveGoal, RawLog, naive_replay
 from benchmarks.es_baseline import MISSING, EsLog, EventSourcing, load_eventsourcing
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, median, ratio, stopwatch
 from benchmarks.workloads import goal_events
-from kernel.goal_fold import GoalState, fold_goal
-from kernel.session import SessionState
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.kernel.goal.fold import GoalState, fold_goal
+from planfold.kernel.session import SessionState
 
 __all__ = ["ReplayMismatchError", "check_replays", "run_replay"]
 

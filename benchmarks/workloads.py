@@ -30,11 +30,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kernel.goal import DISARMED
-from kernel.goal_continuation import round_message
-from kernel.goal_fold import GoalState, apply_goal_event
-from kernel.goal_ops import complete, create, edit, pause, resume
-from kernel.log import (
+from planfold.kernel.goal.continuation import round_message
+from planfold.kernel.goal.fold import GoalState, apply_goal_event
+from planfold.kernel.goal.ops import complete, create, edit, pause, resume
+from planfold.kernel.goal.values import DISARMED
+from planfold.kernel.log import (
     ASSISTANT_MESSAGE,
     PLAN_MODE,
     REQUEST_HEADER,
@@ -45,7 +45,7 @@ from kernel.log import (
     USER_MESSAGE,
     Event,
 )
-from kernel.payload import JSONObject
+from planfold.kernel.payload import JSONObject
 
 __all__ = [
     "GOAL_CAP",

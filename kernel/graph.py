@@ -26,17 +26,17 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from kernel import plan_status
-from kernel.errors import KernelError
-from kernel.gate import VERDICT_TABLE, PhaseRule, RuleKind, ToolClass
-from kernel.goal import TRANSITIONS as GOAL_TRANSITIONS
-from kernel.goal import Transition as GoalTransition
-from kernel.phase import RUNTIME_PHASES, RuntimePhase
-from kernel.plan_context import runtime_phase
-from kernel.plan_mode import CHOICE_TABLE, ChoiceRow, PendingRelation
-from kernel.plan_spec import PlanSpec, SummaryView, Todo
-from kernel.plan_status import PlanArtifact, PlanState, PlanStatus
-from kernel.session import SessionState
+from .errors import KernelError
+from .goal.values import TRANSITIONS as GOAL_TRANSITIONS
+from .goal.values import Transition as GoalTransition
+from .phase import RUNTIME_PHASES, RuntimePhase
+from .plan import status as plan_status
+from .plan.artifact import PLAN_STATUSES, PlanArtifact, PlanState, PlanStatus
+from .plan.context import runtime_phase
+from .plan.mode import CHOICE_TABLE, ChoiceRow, PendingRelation
+from .plan.spec import PlanSpec, SummaryView, Todo
+from .session import SessionState
+from .tools.gate import VERDICT_TABLE, PhaseRule, RuleKind, ToolClass
 
 __all__ = [
     "GOAL_NONE",
@@ -235,7 +235,12 @@ def plan_mode_graph(table: Mapping[tuple[PendingRelation, bool, bool], ChoiceRow
                         )
                     )
     return make_graph(
-        "plan_mode", "Plan-mode choices", plan_mode_state(False, None), edges, source="kernel.plan_mode.CHOICE_TABLE"
+        "plan_mode",
+        "Plan-mode choices",
+        plan_mode_state(False, None),
+        edges,
+        source="planfold.kernel.plan.mode.CHOICE_TABLE",
+
     )
 
 
@@ -264,11 +269,11 @@ def goal_graph(transitions: Iterable[GoalTransition] = GOAL_TRANSITIONS) -> Grap
                 f"{guards}/ {row.activation}",
             )
         )
-    return make_graph("goal", "Goal phases", GOAL_NONE, edges, source="kernel.goal.TRANSITIONS")
+    return make_graph("goal", "Goal phases", GOAL_NONE, edges, source="planfold.kernel.goal.values.TRANSITIONS")
 
 
 # --------------------------------------------------------------------------
-# Plan status (kernel.plan_status.TRANSITIONS)
+# Plan status (plan.status.TRANSITIONS)
 
 #: The plan diagram's name for "no plan yet".
 PLAN_NONE = "no plan"
@@ -300,8 +305,8 @@ def plan_status_graph(transitions: Iterable[plan_status.Transition] = plan_statu
         "Plan status",
         PLAN_NONE,
         edges,
-        plan_status.PLAN_STATUSES,
-        source="kernel.plan_status.TRANSITIONS",
+        PLAN_STATUSES,
+        source="planfold.kernel.plan.status.TRANSITIONS",
     )
 
 
@@ -348,7 +353,7 @@ def runtime_phase_graph(
     cells = [
         (mode, status, verifying)
         for mode in (False, True)
-        for status in (None, *plan_status.PLAN_STATUSES)
+        for status in (None, *PLAN_STATUSES)
         for verifying in ((False, True) if status == "executing" else (False,))
     ]
     edges: list[Edge] = []
@@ -364,7 +369,7 @@ def runtime_phase_graph(
             after = phase_of(mode, row.target, _verifying_after(row, verifying))
             edges.append(Edge(before, after, row.action))
     changes = [edge for edge in edges if edge.source != edge.target]
-    source = "kernel.plan_status.TRANSITIONS and kernel.plan_context.runtime_phase"
+    source = "planfold.kernel.plan.status.TRANSITIONS and planfold.kernel.plan.context.runtime_phase"
     initial = phase_of(False, None, False)
     return make_graph("runtime_phase", "Runtime phases", initial, changes, RUNTIME_PHASES, source=source)
 
@@ -387,7 +392,7 @@ def gate_graph(table: Mapping[tuple[RuntimePhase, ToolClass], PhaseRule] = VERDI
     rule it applies, labelled with the tool class. A decision table, not a
     machine: it has no initial state and no transitions between phases."""
     edges = [Edge(phase, RULE_TEXT[row.rule], tool_class) for (phase, tool_class), row in table.items()]
-    source = "kernel.gate.VERDICT_TABLE"
+    source = "planfold.kernel.tools.gate.VERDICT_TABLE"
     return make_graph("gate", "Tool-gate verdicts by phase", None, edges, RUNTIME_PHASES, source=source)
 
 

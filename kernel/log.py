@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kernel.errors import PayloadError, ReplayError
-from kernel.payload import JSONObject, check_keys, read_bool, read_int
+from .errors import PayloadError, ReplayError
+from .payload import JSONObject, check_keys, read_bool, read_int
 
 __all__ = [
     "ASSISTANT_MESSAGE",

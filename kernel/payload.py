@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
-from kernel.errors import PayloadError
+from .errors import PayloadError
 
 __all__ = [
     "JSON",

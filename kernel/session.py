@@ -41,9 +41,9 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal
 
-from kernel.errors import PayloadError, ReplayError
-from kernel.goal_fold import GoalState, apply_goal_change, apply_goal_event, check_goal_round, with_rounds
-from kernel.log import (
+from .errors import PayloadError, ReplayError
+from .goal.fold import GoalState, apply_goal_change, apply_goal_event, check_goal_round, with_rounds
+from .log import (
     ASSISTANT_MESSAGE,
     GOAL_CHANGE,
     KNOWN_KINDS,
@@ -66,10 +66,11 @@ from kernel.log import (
     read_message_round,
     read_request_header,
 )
-from kernel.payload import JSONObject
-from kernel.plan_mode import apply_plan_mode_event
-from kernel.plan_status import PlanState, apply_plan_event
-from kernel.tool_events import check_tool_event
+from .payload import JSONObject
+from .plan.artifact import PlanState
+from .plan.mode import apply_plan_mode_event
+from .plan.status import apply_plan_event
+from .tools.events import check_tool_event
 
 __all__ = [
     "REDUCERS",

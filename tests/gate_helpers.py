@@ -13,10 +13,10 @@ from collections.abc import Mapping
 
 from hypothesis import strategies as st
 
-from kernel.payload import JSON, JSONObject
-from kernel.phase import RUNTIME_PHASES, RuntimePhase
-from kernel.shell import SHELL_CLASSIFIER
-from kernel.tools import CallClassifier, Classification, ToolRegistry, ToolSpec
+from planfold.kernel.payload import JSON, JSONObject
+from planfold.kernel.phase import RUNTIME_PHASES, RuntimePhase
+from planfold.kernel.tools.shell import SHELL_CLASSIFIER
+from planfold.kernel.tools.spec import CallClassifier, Classification, ToolRegistry, ToolSpec
 
 OBJECT = {"type": "object", "properties": {}}
 

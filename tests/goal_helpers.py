@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernel.goal import DISARMED, BlockedReason, GoalRef, GoalSnapshot
-from kernel.goal_continuation import round_message
-from kernel.goal_fold import GoalState, fold_goal
-from kernel.goal_ops import block, complete, create, pause
-from kernel.log import Event, last_seq
+from planfold.kernel.goal.continuation import round_message
+from planfold.kernel.goal.fold import GoalState, fold_goal
+from planfold.kernel.goal.ops import block, complete, create, pause
+from planfold.kernel.goal.values import DISARMED, BlockedReason, GoalRef, GoalSnapshot
+from planfold.kernel.log import Event, last_seq
 
 REASON = BlockedReason("needs-input", "which database should it use?")
 

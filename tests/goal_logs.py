@@ -10,11 +10,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from kernel.goal import DISARMED, BlockedReason, GoalRef
-from kernel.goal_continuation import budget_block, round_message
-from kernel.goal_fold import GoalState, apply_goal_event
-from kernel.goal_ops import GoalError, block, clear, complete, create, edit, pause, resume
-from kernel.log import (
+from planfold.kernel.goal.continuation import budget_block, round_message
+from planfold.kernel.goal.fold import GoalState, apply_goal_event
+from planfold.kernel.goal.ops import GoalError, block, clear, complete, create, edit, pause, resume
+from planfold.kernel.goal.values import DISARMED, BlockedReason, GoalRef
+from planfold.kernel.log import (
     ASSISTANT_MESSAGE,
     GOAL_CHANGE,
     PLAN_MODE,
@@ -22,7 +22,7 @@ from kernel.log import (
     USER_MESSAGE,
     Event,
 )
-from kernel.payload import JSONObject
+from planfold.kernel.payload import JSONObject
 from tests.goal_model import check_log
 
 #: Actions worth trying in each phase (None: no current goal). A few refused

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernel.goal import BlockedReason, GoalRef, GoalSnapshot
-from kernel.goal_fold import GoalState
-from kernel.log import KNOWN_KINDS, Event
+from planfold.kernel.goal.fold import GoalState
+from planfold.kernel.goal.values import BlockedReason, GoalRef, GoalSnapshot
+from planfold.kernel.log import KNOWN_KINDS, Event
 
 KEBAB = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 OPS = ("create", "edit", "pause", "resume", "complete", "block", "clear")

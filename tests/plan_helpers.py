@@ -7,7 +7,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from kernel.log import (
+from planfold.kernel.log import (
     ASSISTANT_MESSAGE,
     PLAN_MODE,
     REQUEST_HEADER,
@@ -16,12 +16,12 @@ from kernel.log import (
     USER_MESSAGE,
     Event,
 )
-from kernel.plan_events import approve_event, draft_event, start_event
-from kernel.plan_json import spec_to_json, summary_to_json
-from kernel.plan_spec import TODO_STATUSES, OpenQuestion, PlanScope, PlanSpec, Todo
-from kernel.plan_status import PlanRef
-from kernel.plan_views import build_summary_view
-from kernel.session import SessionState, apply_session_event
+from planfold.kernel.plan.artifact import PlanRef
+from planfold.kernel.plan.events import approve_event, draft_event, start_event
+from planfold.kernel.plan.spec import TODO_STATUSES, OpenQuestion, PlanScope, PlanSpec, Todo
+from planfold.kernel.plan.spec_json import spec_to_json, summary_to_json
+from planfold.kernel.plan.views import build_summary_view
+from planfold.kernel.session import SessionState, apply_session_event
 
 # Short readable words keep failures legible; blank-only text is never drawn
 # where a value must not be blank.

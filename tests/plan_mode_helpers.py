@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kernel.log import PLAN_MODE, REQUEST_HEADER, TURN_END, TURN_START, Event, last_seq
+from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, TURN_END, TURN_START, Event, last_seq
 
 
 def append(log: Sequence[Event], kind: str, payload: dict[str, object], at: int = 0) -> list[Event]:

@@ -7,18 +7,18 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from adapters.memory_store import MemoryStore
-from adapters.model import ChatRequest, ChatResponse, ModelError, ToolCall
-from adapters.review import ScriptedReviewer, approve
-from adapters.script_format import Expectation, ScriptStep
-from adapters.scripted_client import ScriptedClient
-from adapters.toolset import Session, open_runtime
-from adapters.workspace import Executor, Workspace
-from kernel.gate import GatePolicy
-from kernel.log import Event
-from kernel.payload import JSON
-from kernel.plan_review import ReviewAnswer
-from kernel.tools import ToolSpec
+from planfold.adapters.llm.model import ChatRequest, ChatResponse, ModelError, ToolCall
+from planfold.adapters.llm.script_format import Expectation, ScriptStep
+from planfold.adapters.llm.scripted import ScriptedClient
+from planfold.adapters.runtime.review import ScriptedReviewer, approve
+from planfold.adapters.runtime.toolset import Session, open_runtime
+from planfold.adapters.runtime.workspace import Executor, Workspace
+from planfold.adapters.store.memory import MemoryStore
+from planfold.kernel.log import Event
+from planfold.kernel.payload import JSON
+from planfold.kernel.plan.review import ReviewAnswer
+from planfold.kernel.tools.gate import GatePolicy
+from planfold.kernel.tools.spec import ToolSpec
 
 FILES: dict[str, str] = {"README.md": "# demo\n", "app.py": "print('hi')\n"}
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from kernel.errors import KernelError, PayloadError, ReplayError
-from kernel.goal import BlockedReason, GoalSnapshot, snapshot_payload
-from kernel.log import (
+from planfold.kernel.errors import KernelError, PayloadError, ReplayError
+from planfold.kernel.goal.values import BlockedReason, GoalSnapshot, snapshot_payload
+from planfold.kernel.log import (
     ASSISTANT_MESSAGE,
     GOAL_CHANGE,
     KNOWN_KINDS,
@@ -31,7 +31,7 @@ from kernel.log import (
     Event,
     check_envelope,
 )
-from kernel.session import REDUCERS, Row, SessionState
+from planfold.kernel.session import REDUCERS, Row, SessionState
 from tests.storage_helpers import FULL_SCRIPT, build_log, logs
 
 Outcome = tuple[str, object]

@@ -14,10 +14,10 @@ from typing import Any, cast
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from kernel import goal_ops
-from kernel.errors import KernelError
-from kernel.goal import ARMED, BlockedReason
-from kernel.log import (
+from planfold.kernel.errors import KernelError
+from planfold.kernel.goal import ops as goal_ops
+from planfold.kernel.goal.values import ARMED, BlockedReason
+from planfold.kernel.log import (
     ASSISTANT_MESSAGE,
     PLAN_ARTIFACT,
     PLAN_MODE,
@@ -27,10 +27,10 @@ from kernel.log import (
     USER_MESSAGE,
     Event,
 )
-from kernel.plan_payload import PlanAction, PlanActionName, plan_action_payload
-from kernel.plan_spec import OpenQuestion, PlanScope, PlanSpec, Todo, spec_hash
-from kernel.plan_views import build_summary_view
-from kernel.session import SessionState, apply_session_event
+from planfold.kernel.plan.payload import PlanAction, PlanActionName, plan_action_payload
+from planfold.kernel.plan.spec import OpenQuestion, PlanScope, PlanSpec, Todo, spec_hash
+from planfold.kernel.plan.views import build_summary_view
+from planfold.kernel.session import SessionState, apply_session_event
 from tests.storage_workers import batch_after, event_at
 
 __all__ = [

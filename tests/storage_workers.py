@@ -17,9 +17,9 @@ from multiprocessing.context import ForkServerContext
 from multiprocessing.synchronize import Event as MpEvent
 from typing import Any
 
-from adapters.sqlite_store import SqliteStore
-from kernel.errors import ConflictError
-from kernel.log import PLAN_MODE, TURN_END, TURN_START, USER_MESSAGE, Event
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.kernel.errors import ConflictError
+from planfold.kernel.log import PLAN_MODE, TURN_END, TURN_START, USER_MESSAGE, Event
 
 __all__ = ["batch_after", "contender", "crash_writer", "event_at", "opener", "stress_context"]
 

@@ -17,9 +17,6 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from adapters.codec import MAX_DEPTH, _json_problem, _plain_json
-from adapters.sqlite_store import SqliteStore
-from adapters.store import StorageError
 from benchmarks import append_bench, replay_bench
 from benchmarks.baselines import NaiveGoal, RawLog, naive_fold, naive_replay
 from benchmarks.bench import FAMILIES, format_table, main
@@ -27,8 +24,11 @@ from benchmarks.es_baseline import MISSING, load_eventsourcing
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, ratio
 from benchmarks.kernel_bench import importtime_split
 from benchmarks.workloads import goal_events, session_events
-from kernel.goal_fold import fold_goal
-from kernel.session import fold_session
+from planfold.adapters.codec import MAX_DEPTH, _json_problem, _plain_json
+from planfold.adapters.store.base import StorageError
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.kernel.goal.fold import fold_goal
+from planfold.kernel.session import fold_session
 
 #: The smallest scale: every workload at its floor.
 TINY = replace(Scale.of(1e-6), import_runs=1, open_repeats=2)

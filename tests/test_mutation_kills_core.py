@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-import kernel
-from kernel.errors import PayloadError, ReplayError
-from kernel.graph import Edge, GraphError, make_graph
-from kernel.log import (
+from planfold import kernel
+from planfold.kernel.errors import PayloadError, ReplayError
+from planfold.kernel.graph import Edge, GraphError, make_graph
+from planfold.kernel.log import (
     PLAN_ARTIFACT,
     PLAN_MODE,
     REQUEST_HEADER,
@@ -34,8 +34,9 @@ from kernel.log import (
     read_message_round,
     read_request_header,
 )
-from kernel.plan_context import render_summary
-from kernel.plan_events import (
+from planfold.kernel.plan.artifact import PlanArtifact, PlanRef
+from planfold.kernel.plan.context import render_summary
+from planfold.kernel.plan.events import (
     PlanError,
     approve_event,
     draft_event,
@@ -46,11 +47,10 @@ from kernel.plan_events import (
     todo_event,
     verify_event,
 )
-from kernel.plan_mode import NOTICE_SOURCE, Flush, PendingChoice, choice_events, flush_pre_step, notice_text
-from kernel.plan_spec import OpenQuestion, PlanSpec, Todo
-from kernel.plan_status import PlanArtifact, PlanRef
-from kernel.plan_views import build_summary_view, render_plan_content
-from kernel.session import SessionState, apply_session_event, fold_more, fold_rows, fold_session
+from planfold.kernel.plan.mode import NOTICE_SOURCE, Flush, PendingChoice, choice_events, flush_pre_step, notice_text
+from planfold.kernel.plan.spec import OpenQuestion, PlanSpec, Todo
+from planfold.kernel.plan.views import build_summary_view, render_plan_content
+from planfold.kernel.session import SessionState, apply_session_event, fold_more, fold_rows, fold_session
 from tests.plan_helpers import GOOD_CANDIDATE, Session, spec
 
 # --------------------------------------------------------------------------

@@ -9,8 +9,8 @@ import pickle
 
 import pytest
 
-from kernel.errors import ConflictError, KernelError, PayloadError, ReplayError, is_kebab_case
-from kernel.log import Event, next_event
+from planfold.kernel.errors import ConflictError, KernelError, PayloadError, ReplayError, is_kebab_case
+from planfold.kernel.log import Event, next_event
 
 
 @pytest.mark.parametrize(

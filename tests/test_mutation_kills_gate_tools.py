@@ -10,8 +10,18 @@ import sys
 
 import pytest
 
-from kernel.errors import PayloadError, ReplayError
-from kernel.gate import (
+from planfold.kernel.errors import PayloadError, ReplayError
+from planfold.kernel.log import TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, TOOL_WARNING, Event
+from planfold.kernel.payload import JSON, JSONObject
+from planfold.kernel.phase import RUNTIME_PHASES
+from planfold.kernel.tools.events import (
+    check_tool_event,
+    read_tool_call,
+    read_tool_notice,
+    read_tool_result,
+    tool_call_payload,
+)
+from planfold.kernel.tools.gate import (
     Allowed,
     DeploymentRule,
     GateError,
@@ -21,17 +31,15 @@ from kernel.gate import (
     decide,
     list_available_specs,
 )
-from kernel.log import TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, TOOL_WARNING, Event
-from kernel.payload import JSON, JSONObject
-from kernel.phase import RUNTIME_PHASES
-from kernel.tool_events import (
-    check_tool_event,
-    read_tool_call,
-    read_tool_notice,
-    read_tool_result,
-    tool_call_payload,
+from planfold.kernel.tools.spec import (
+    CallClassifier,
+    Classification,
+    ToolCall,
+    ToolRegistry,
+    ToolSpec,
+    ToolSpecError,
+    is_json,
 )
-from kernel.tools import CallClassifier, Classification, ToolCall, ToolRegistry, ToolSpec, ToolSpecError, is_json
 
 MYSTERY = ToolSpec("mystery", "Does something", {}, "unknown", "builtin")
 WRITER = ToolSpec("writer", "Writes a file", {}, "write", "builtin")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.goal import GoalRef
-from kernel.goal_command import GoalCommandError, parse_goal_command
-from kernel.goal_continuation import budget_block, round_message
-from kernel.goal_fold import GoalState, fold_goal
-from kernel.goal_ops import GoalError, create, pause
-from kernel.log import Event
+from planfold.kernel.goal.command import GoalCommandError, parse_goal_command
+from planfold.kernel.goal.continuation import budget_block, round_message
+from planfold.kernel.goal.fold import GoalState, fold_goal
+from planfold.kernel.goal.ops import GoalError, create, pause
+from planfold.kernel.goal.values import GoalRef
+from planfold.kernel.log import Event
 
 
 def created(max_rounds: int = 2) -> list[Event]:

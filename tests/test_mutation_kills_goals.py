@@ -10,8 +10,10 @@ from dataclasses import replace
 
 import pytest
 
-from kernel.errors import PayloadError, ReplayError
-from kernel.goal import (
+from planfold.kernel.errors import PayloadError, ReplayError
+from planfold.kernel.goal.fold import GoalState, event_ref, fold_goal, with_rounds
+from planfold.kernel.goal.ops import GoalError, complete
+from planfold.kernel.goal.values import (
     BlockedReason,
     GoalOperation,
     GoalRef,
@@ -20,10 +22,8 @@ from kernel.goal import (
     read_goal_change,
     snapshot_payload,
 )
-from kernel.goal_fold import GoalState, event_ref, fold_goal, with_rounds
-from kernel.goal_ops import GoalError, complete
-from kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
-from kernel.payload import JSON, JSONObject, check_keys, read_optional_str, read_str
+from planfold.kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
+from planfold.kernel.payload import JSON, JSONObject, check_keys, read_optional_str, read_str
 
 REASON = BlockedReason("needs-input", "which database should it use?")
 #: Goal g1 as created at seq 1, at 10, with a cap of two rounds.

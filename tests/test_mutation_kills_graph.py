@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.gate import PhaseRule
-from kernel.graph import (
+from planfold.kernel.graph import (
     PLAN_NONE,
     Edge,
     GraphDiff,
@@ -21,9 +20,11 @@ from kernel.graph import (
     reachable,
     runtime_phase_graph,
 )
-from kernel.phase import RUNTIME_PHASES
-from kernel.plan_mode import CHOICE_TABLE, PendingRelation
-from kernel.plan_status import PLAN_STATUSES, Transition
+from planfold.kernel.phase import RUNTIME_PHASES
+from planfold.kernel.plan.artifact import PLAN_STATUSES
+from planfold.kernel.plan.mode import CHOICE_TABLE, PendingRelation
+from planfold.kernel.plan.status import Transition
+from planfold.kernel.tools.gate import PhaseRule
 
 
 def test_a_graph_made_without_a_source_has_none() -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.errors import PayloadError
-from kernel.plan_capsule import (
+from planfold.kernel.errors import PayloadError
+from planfold.kernel.plan.capsule import (
     StateCapsule,
     build_capsule,
     capsule_from_json,
@@ -16,11 +16,11 @@ from kernel.plan_capsule import (
     capsule_to_json,
     render_capsule,
 )
-from kernel.plan_scope import Effect
-from kernel.plan_spec import SummaryView
-from kernel.plan_tools import execution_effects, open_todo_ids
-from kernel.session import SessionState, fold_session
-from kernel.tools import ToolSpec
+from planfold.kernel.plan.scope import Effect
+from planfold.kernel.plan.spec import SummaryView
+from planfold.kernel.plan.tools import execution_effects, open_todo_ids
+from planfold.kernel.session import SessionState, fold_session
+from planfold.kernel.tools.spec import ToolSpec
 from tests.fuzz.seeds import seed_logs
 
 REALIGNED = fold_session(seed_logs()[3])  # ends with a plan sent back for realignment

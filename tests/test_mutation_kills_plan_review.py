@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.plan_mode import PendingChoice
-from kernel.plan_review import (
+from planfold.kernel.plan.mode import PendingChoice
+from planfold.kernel.plan.review import (
     ChannelLost,
     Custom,
     Dismissed,

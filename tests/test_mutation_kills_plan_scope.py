@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.plan_scope import path_in_scope
+from planfold.kernel.plan.scope import path_in_scope
 
 
 @pytest.mark.parametrize(

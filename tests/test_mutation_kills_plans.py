@@ -11,12 +11,12 @@ from typing import Any, cast
 
 import pytest
 
-from kernel.errors import PayloadError, ReplayError
-from kernel.log import PLAN_ARTIFACT, Event
-from kernel.plan_events import approve_event, supersede_event, verify_event
-from kernel.plan_json import decode_exit_plan_args, spec_from_json, spec_to_json
-from kernel.plan_payload import PlanAction, plan_action_payload, read_plan_action
-from kernel.plan_spec import (
+from planfold.kernel.errors import PayloadError, ReplayError
+from planfold.kernel.log import PLAN_ARTIFACT, Event
+from planfold.kernel.plan.artifact import PlanRef
+from planfold.kernel.plan.events import approve_event, supersede_event, verify_event
+from planfold.kernel.plan.payload import PlanAction, plan_action_payload, read_plan_action
+from planfold.kernel.plan.spec import (
     PlanScope,
     PlanSpecError,
     SpecProblem,
@@ -26,8 +26,9 @@ from kernel.plan_spec import (
     validate_plan_spec,
     validate_summary_candidate,
 )
-from kernel.plan_status import PlanRef, apply_plan_event
-from kernel.plan_views import build_summary_view
+from planfold.kernel.plan.spec_json import decode_exit_plan_args, spec_from_json, spec_to_json
+from planfold.kernel.plan.status import apply_plan_event
+from planfold.kernel.plan.views import build_summary_view
 from tests.plan_helpers import GOOD_CANDIDATE, Session, drafted, executing, spec
 from tests.plan_helpers import plan_content as content
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.shell import SHELL_HINTS, classify_command, classify_shell_call
-from kernel.tools import ToolSpec
+from planfold.kernel.tools.shell import SHELL_HINTS, classify_command, classify_shell_call
+from planfold.kernel.tools.spec import ToolSpec
 
 READ_ONLY = "every command is a read-only command"
 NOT_PLAIN = "{!r} is not a plain command name (glob, assignment or path)"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.gate import Allowed, GatePolicy, Refused, decide
-from kernel.tools import CallClassifier, Classification, ToolCall, ToolSpec, ToolSpecError
+from planfold.kernel.tools.gate import Allowed, GatePolicy, Refused, decide
+from planfold.kernel.tools.spec import CallClassifier, Classification, ToolCall, ToolSpec, ToolSpecError
 
 MYSTERY = ToolSpec("mystery", "Does something", {}, "unknown", "builtin")
 CALL = ToolCall("c1", "mystery", {"x": 1})

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from kernel.errors import KernelError
+from planfold.kernel.errors import KernelError
 
 __all__ = [
     "CORPUS",

@@ -7,11 +7,11 @@ test checks that every seed log folds cleanly.
 
 from __future__ import annotations
 
-from kernel.goal import DISARMED, GoalRef
-from kernel.goal_continuation import budget_block, round_message
-from kernel.goal_fold import fold_goal
-from kernel.goal_ops import clear, complete, create, edit, pause, resume
-from kernel.log import (
+from planfold.kernel.goal.continuation import budget_block, round_message
+from planfold.kernel.goal.fold import fold_goal
+from planfold.kernel.goal.ops import clear, complete, create, edit, pause, resume
+from planfold.kernel.goal.values import DISARMED, GoalRef
+from planfold.kernel.log import (
     ASSISTANT_MESSAGE,
     PLAN_ARTIFACT,
     PLAN_MODE,
@@ -21,8 +21,9 @@ from kernel.log import (
     USER_MESSAGE,
     Event,
 )
-from kernel.payload import JSON
-from kernel.plan_events import (
+from planfold.kernel.payload import JSON
+from planfold.kernel.plan.artifact import PlanRef
+from planfold.kernel.plan.events import (
     approve_event,
     exit_plan_events,
     realign_event,
@@ -30,13 +31,12 @@ from kernel.plan_events import (
     start_event,
     update_plan_events,
 )
-from kernel.plan_json import decode_exit_plan_args
-from kernel.plan_mode import choice_events
-from kernel.plan_payload import PlanAction, plan_action_payload
-from kernel.plan_spec import PlanSpec, Todo, spec_hash
-from kernel.plan_status import PlanRef
-from kernel.plan_views import build_summary_view
-from kernel.session import SessionState, fold_session
+from planfold.kernel.plan.mode import choice_events
+from planfold.kernel.plan.payload import PlanAction, plan_action_payload
+from planfold.kernel.plan.spec import PlanSpec, Todo, spec_hash
+from planfold.kernel.plan.spec_json import decode_exit_plan_args
+from planfold.kernel.plan.views import build_summary_view
+from planfold.kernel.session import SessionState, fold_session
 
 __all__ = [
     "EXIT_PLAN_ARGS",

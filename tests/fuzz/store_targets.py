@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 
 from hypothesis import strategies as st
 
-from adapters.codec import decode_event, decode_jsonl, decode_payload, encode_event, encode_jsonl
-from adapters.memory_store import MemoryStore
-from adapters.sqlite_store import SqliteStore
-from adapters.store import Store, import_session
-from kernel.errors import KernelError
-from kernel.session import fold_session
+from planfold.adapters.codec import decode_event, decode_jsonl, decode_payload, encode_event, encode_jsonl
+from planfold.adapters.store.base import Store, import_session
+from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.kernel.errors import KernelError
+from planfold.kernel.session import fold_session
 from tests.fuzz.harness import Clock, Target, expect, stable_repr
 from tests.fuzz.inputs import (
     byte_mutations,

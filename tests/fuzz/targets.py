@@ -16,18 +16,18 @@ from typing import Any, cast
 
 from hypothesis import strategies as st
 
-from kernel.errors import ReplayError
-from kernel.goal_command import GoalCommand, parse_goal_command
-from kernel.goal_fold import fold_goal
-from kernel.log import Event
-from kernel.plan_json import decode_exit_plan_args, spec_from_json, spec_to_json
-from kernel.plan_review import PlanCommand, load_plan_policy, parse_plan_command
-from kernel.plan_spec import spec_hash, validate_plan_spec
-from kernel.plan_status import fold_plans
-from kernel.plan_views import adopt_summary, render_plan_content
-from kernel.session import SessionState, apply_session_event, fold_more, fold_rows, fold_session
-from kernel.shell import MAX_COMMAND_LENGTH, classify_command, classify_shell_call
-from kernel.tools import Classification, ToolSpec
+from planfold.kernel.errors import ReplayError
+from planfold.kernel.goal.command import GoalCommand, parse_goal_command
+from planfold.kernel.goal.fold import fold_goal
+from planfold.kernel.log import Event
+from planfold.kernel.plan.review import PlanCommand, load_plan_policy, parse_plan_command
+from planfold.kernel.plan.spec import spec_hash, validate_plan_spec
+from planfold.kernel.plan.spec_json import decode_exit_plan_args, spec_from_json, spec_to_json
+from planfold.kernel.plan.status import fold_plans
+from planfold.kernel.plan.views import adopt_summary, render_plan_content
+from planfold.kernel.session import SessionState, apply_session_event, fold_more, fold_rows, fold_session
+from planfold.kernel.tools.shell import MAX_COMMAND_LENGTH, classify_command, classify_shell_call
+from planfold.kernel.tools.spec import Classification, ToolSpec
 from tests.fuzz.harness import (
     Clock,
     FuzzFinding,

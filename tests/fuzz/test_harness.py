@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.errors import KernelError, ReplayError
-from kernel.session import fold_session
+from planfold.kernel.errors import KernelError, ReplayError
+from planfold.kernel.session import fold_session
 from tests.fuzz import __main__ as fuzz_main
 from tests.fuzz import harness, inputs
 from tests.fuzz.harness import (

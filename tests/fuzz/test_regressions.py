@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from adapters.codec import CodecError, decode_event, decode_jsonl
-from kernel.errors import PayloadError, ReplayError
-from kernel.log import Event, check_envelope
-from kernel.plan_capsule import build_capsule, capsule_from_json, capsule_to_json
-from kernel.session import SessionState, fold_session
-from kernel.tools import ToolSpec, ToolSpecError
+from planfold.adapters.codec import CodecError, decode_event, decode_jsonl
+from planfold.kernel.errors import PayloadError, ReplayError
+from planfold.kernel.log import Event, check_envelope
+from planfold.kernel.plan.capsule import build_capsule, capsule_from_json, capsule_to_json
+from planfold.kernel.session import SessionState, fold_session
+from planfold.kernel.tools.spec import ToolSpec, ToolSpecError
 
 
 @pytest.mark.parametrize("kind", [["turn/start"], {"plan": "mode"}])

@@ -12,17 +12,17 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from kernel.errors import KernelError
-from kernel.gate import GatePolicy, Verdict, check_call, list_available_specs
-from kernel.log import Event
-from kernel.payload import JSON
-from kernel.phase import RuntimePhase
-from kernel.plan_capsule import build_capsule, capsule_from_json, capsule_to_json, render_capsule
-from kernel.plan_tools import decode_todo_update, decode_verification
-from kernel.session import fold_session
-from kernel.shell import SHELL_CLASSIFIER
-from kernel.tool_events import check_tool_event, verdict_events
-from kernel.tools import ToolCall, ToolRegistry, ToolSpec
+from planfold.kernel.errors import KernelError
+from planfold.kernel.log import Event
+from planfold.kernel.payload import JSON
+from planfold.kernel.phase import RuntimePhase
+from planfold.kernel.plan.capsule import build_capsule, capsule_from_json, capsule_to_json, render_capsule
+from planfold.kernel.plan.tools import decode_todo_update, decode_verification
+from planfold.kernel.session import fold_session
+from planfold.kernel.tools.events import check_tool_event, verdict_events
+from planfold.kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
+from planfold.kernel.tools.shell import SHELL_CLASSIFIER
+from planfold.kernel.tools.spec import ToolCall, ToolRegistry, ToolSpec
 from tests.fuzz.harness import Clock, FuzzFinding, NotJSON, Target, decode_json, expect, stable_repr, unchanged
 from tests.fuzz.inputs import json_inputs
 from tests.fuzz.seeds import seed_logs

@@ -16,14 +16,14 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from kernel.errors import KernelError, ReplayError
-from kernel.goal import DISARMED, Activation, BlockedReason, GoalRef
-from kernel.goal_continuation import ContinueFacts, budget_block, round_message, should_continue
-from kernel.goal_fold import event_ref
-from kernel.goal_ops import block, clear, complete, create, edit, pause, resume
-from kernel.log import GOAL_CHANGE, Event
-from kernel.plan_capsule import build_capsule, capsule_matches, render_capsule
-from kernel.plan_context import (
+from planfold.kernel.errors import KernelError, ReplayError
+from planfold.kernel.goal.continuation import ContinueFacts, budget_block, round_message, should_continue
+from planfold.kernel.goal.fold import event_ref
+from planfold.kernel.goal.ops import block, clear, complete, create, edit, pause, resume
+from planfold.kernel.goal.values import DISARMED, Activation, BlockedReason, GoalRef
+from planfold.kernel.log import GOAL_CHANGE, Event
+from planfold.kernel.plan.capsule import build_capsule, capsule_matches, render_capsule
+from planfold.kernel.plan.context import (
     PromptParts,
     ViewRequest,
     choose_plan_view,
@@ -32,7 +32,7 @@ from kernel.plan_context import (
     render_plan_view,
     runtime_phase,
 )
-from kernel.plan_events import (
+from planfold.kernel.plan.events import (
     approve_event,
     complete_event,
     exit_plan_events,
@@ -45,8 +45,7 @@ from kernel.plan_events import (
     verify_event,
     verify_fail_event,
 )
-from kernel.plan_json import decode_exit_plan_args
-from kernel.plan_mode import (
+from planfold.kernel.plan.mode import (
     PendingChoice,
     StepVerdict,
     choice_events,
@@ -54,16 +53,17 @@ from kernel.plan_mode import (
     derive_request_header,
     flush_pre_step,
 )
-from kernel.plan_review import PlanPolicy
-from kernel.plan_scope import Effect
-from kernel.plan_tools import (
+from planfold.kernel.plan.review import PlanPolicy
+from planfold.kernel.plan.scope import Effect
+from planfold.kernel.plan.spec_json import decode_exit_plan_args
+from planfold.kernel.plan.tools import (
     VerificationReport,
     execution_end_event,
     open_todo_ids,
     scope_decision,
     verification_event,
 )
-from kernel.session import SessionState, apply_session_event
+from planfold.kernel.session import SessionState, apply_session_event
 from tests.fuzz.harness import FuzzFinding, expect, stable_repr
 from tests.fuzz.seeds import EXIT_PLAN_ARGS
 

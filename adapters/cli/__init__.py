@@ -1,0 +1,1 @@
+"""The ``planfold`` command: demo, replay, audit, export, import, conform."""

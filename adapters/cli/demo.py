@@ -1,0 +1,220 @@
+"""``planfold demo``: one whole session on the embedded defaults.
+
+Theory of operation
+-------------------
+The demo runs a session against a SQLite file and, by default, the scripted
+model of ``adapters.demo_script`` (``--base-url``/``--model`` point it at a
+real OpenAI-compatible server instead; a real model's path is its own, so only
+the scripted run is checked step by step). Each run starts a NEW session in the
+file (``demo-1``, ``demo-2`` …), so earlier runs stay in the file and stay
+auditable.
+
+It prints numbered sections with one line per appended event (its seq, kind
+and meaning), then an honest summary of what the log says. The demo returns
+the session id and whether the final audit passed; the CLI exits non-zero
+when it did not. When the model cannot be used (a real server that is down,
+refuses or answers garbage, after the client's retries and the runtime's
+same-step retries) the first turn ends with a model error: the demo stops
+there, audits what it wrote, and says why (``model_error``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from planfold.adapters.cli.demo_script import DEMO_FILES, TASK, after_restart_model, demo_reviewer, first_model
+from planfold.adapters.cli.describe import describe, summarize
+from planfold.adapters.llm.model import ModelClient
+from planfold.adapters.llm.scripted import ScriptedClient
+from planfold.adapters.runtime.goal_service import GoalService
+from planfold.adapters.runtime.loop import TurnReport
+from planfold.adapters.runtime.review import ReviewPort
+from planfold.adapters.runtime.toolset import Session, open_runtime
+from planfold.adapters.runtime.workspace import Workspace
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.kernel.log import Event
+from planfold.kernel.session import fold_session
+
+__all__ = ["DemoResult", "next_session_id", "run_demo"]
+
+
+@dataclass
+class DemoResult:
+    """What the demo did: its session, the events by kind, the audit, and
+    ``model_error`` when the model could not be used (the demo stopped)."""
+
+    session_id: str
+    last_seq: int
+    audit_ok: bool
+    counts: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    model_error: str | None = None
+
+
+def next_session_id(store: SqliteStore) -> str:
+    """``demo-N`` for the first N not used in the file yet."""
+    used = set(store.session_ids())
+    return next(f"demo-{n}" for n in itertools.count(1) if f"demo-{n}" not in used)
+
+
+class _Out:
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.section_no = 0
+
+    def section(self, title: str) -> None:
+        self.section_no += 1
+        self.line(f"\n{self.section_no}. {title}")
+
+    def line(self, text: str = "") -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def event(self, event: Event) -> None:
+        self.line(f"   seq {event.seq:>3}  {event.kind:<17} {describe(event)}")
+
+
+def _ticks(start: int = 1_700_000_000_000) -> Callable[[], int]:
+    counter = itertools.count()
+    return lambda: start + 1000 * next(counter)
+
+
+def _turn(out: _Out, report: TurnReport) -> None:
+    extra = f", {report.retries} retr{'y' if report.retries == 1 else 'ies'}" if report.retries else ""
+    out.line(f"   -> turn {report.turn}: {report.steps} request(s){extra}, ended by {report.ended_by}")
+    if report.error:
+        out.line(f"   -> error: {report.error}")
+
+
+def run_demo(
+    db: str,
+    stream: TextIO,
+    *,
+    model: ModelClient | None = None,
+    review: ReviewPort | None = None,
+    clock: Callable[[], int] | None = None,
+) -> DemoResult:
+    """Run the demo session in ``db`` and print what happens to ``stream``."""
+    out = _Out(stream)
+    scripted = model is None
+    tick = clock or _ticks()
+    workspace = Workspace(dict(DEMO_FILES))
+    store = SqliteStore(db)
+    session_id = next_session_id(store)
+    out.line(f"planfold demo: a whole session in {db}, session {session_id!r}")
+    out.line("(each run starts a new session; earlier ones stay in the file)")
+    out.line(f"model: {'the scripted demo model (offline)' if scripted else 'a real OpenAI-compatible server'}")
+
+    first = model or first_model()
+    session = open_runtime(store, session_id, first, review or demo_reviewer(), workspace, clock=tick)
+    session.log.observers.append(out.event)
+    runtime = session.runtime
+
+    out.section("/plan: the user turns plan mode on between turns (appended at once)")
+    out.line(f"   /plan -> {runtime.submit('/plan')}")
+
+    out.section(f"Turn 1 in plan mode: {TASK!r}")
+    out.line("   read tools allowed; write_file is not offered, and a forged call is refused;")
+    out.line("   exit_plan_mode records a draft, a human approves it, the exit lands silently")
+    out.line("   at the next pre-step, then the approved version executes; update_todo records")
+    out.line("   the todo as done; the model stops with no todo open, so the runtime enters")
+    out.line("   verify, and report_verification (passed) completes the plan")
+    report = runtime.submit(TASK)
+    assert isinstance(report, TurnReport)
+    _turn(out, report)
+    if report.ended_by == "model-error":
+        out.line("   the model could not be used, so the demo stops here")
+        out.section("Audit: strict replay of the log, and the stored projection against the fold")
+        result = _audit(store, session_id, out)
+        store.close()
+        result.model_error = report.error
+        return result
+    for plan in session.runtime.plans.shown:
+        out.line("   the plan the reviewer saw:")
+        for text in plan.splitlines()[:6]:
+            out.line(f"   | {text}")
+    written = "farewell" in workspace.files["greet.py"]
+    out.line(f"   workspace writes: {workspace.writes}; greet.py now has farewell(): {written}")
+
+    goals = GoalService(session.log, "agent-1", lambda: f"goal-{session.log.last_seq + 1}")
+    out.section("A goal with a budget of 2 rounds, driven until the budget blocks it")
+    out.line("   round 1 is in build mode with no plan (read-only): the model reads, records a")
+    out.line("   minimal plan with bootstrap_plan (runtime-owned; it starts at the next step),")
+    out.line("   writes README.md inside the plan's scope, fails its first verification (back")
+    out.line("   to execution, recorded as verify-fail), fixes the file, and passes")
+    goals.create(goals.agent, "Keep README.md and greet.py consistent", max_rounds=2)
+    drive = goals.drive(goals.agent, runtime, text=lambda n: f"Continue the goal (round {n}).")
+    out.line(f"   -> rounds run: {list(drive.rounds)}; stopped: {drive.stopped}; armed: {goals.activation.armed}")
+
+    both = all(name in workspace.files["README.md"] for name in ("greet(", "farewell("))
+    out.line(f"   README.md names greet() and farewell(): {both}")
+
+    out.section("The human raises the cap to 3 and resumes (armed again)")
+    goals.edit(goals.agent, max_rounds=3)
+    goals.resume(goals.agent)
+    out.line(f"   -> armed: {goals.activation.armed}")
+
+    out.section("Simulated restart: the store is closed and reopened, process state is new")
+    store.close()
+    store = SqliteStore(db)
+    second = model or after_restart_model()
+    session = open_runtime(store, session_id, second, review or demo_reviewer(), workspace, clock=tick)
+    session.log.observers.append(out.event)
+    goals = GoalService(session.log, "agent-1", lambda: f"goal-{session.log.last_seq + 1}")
+    view = goals.get(goals.agent)
+    if view is not None:
+        g = view.goal
+        out.line(f"   goal {g.id}: {g.phase}, revision {g.revision}, rounds {g.rounds_started}/{g.max_rounds}")
+    out.line(f"   activation after the restart: {'armed' if goals.activation.armed else 'DISARMED'}")
+    drive = goals.drive(goals.agent, session.runtime)
+    out.line(f"   the round driver does nothing on its own: stopped: {drive.stopped}")
+
+    out.section("The human resumes; the driver runs the last round and the budget blocks the goal")
+    goals.resume(goals.agent)
+    drive = goals.drive(goals.agent, session.runtime)
+    out.line(f"   -> rounds run: {list(drive.rounds)}; stopped: {drive.stopped}; armed: {goals.activation.armed}")
+
+    out.section("Audit: strict replay of the log, and the stored projection against the fold")
+    result = _audit(store, session_id, out)
+    store.close()
+    if scripted:
+        for client in (first, second):
+            if isinstance(client, ScriptedClient) and client.remaining:
+                result.problems.append(f"the scripted model has {client.remaining} unused step(s)")
+                result.audit_ok = False
+    _summary(out, result, session, db)
+    return result
+
+
+def _audit(store: SqliteStore, session_id: str, out: _Out) -> DemoResult:
+    events = store.read(session_id)
+    state = fold_session(events)  # raises ReplayError at the first bad event
+    report = store.audit(session_id)
+    counts: dict[str, int] = {}
+    for event in events:
+        counts[event.kind] = counts.get(event.kind, 0) + 1
+    out.line(f"   strict replay: {len(events)} events, ok (last seq {state.last_seq})")
+    out.line(f"   projection vs fold: {'ok' if report.ok else 'MISMATCH'} (snapshot {report.snapshot})")
+    for mismatch in report.mismatches:
+        out.line(f"   ! {mismatch}")
+    return DemoResult(session_id, state.last_seq, report.ok, counts, list(report.mismatches))
+
+
+def _summary(out: _Out, result: DemoResult, session: Session, db: str) -> None:
+    state = session.log.state
+    facts = summarize(state)
+    out.section("Summary")
+    c = result.counts
+    out.line(f"   {result.last_seq} events in {facts['turns']} turns; {c.get('request/header', 0)} model requests")
+    calls, refused, results = (c.get(k, 0) for k in ("tool/call", "tool/refused", "tool/result"))
+    out.line(f"   tools: {calls} calls, {refused} refused, {results} results")
+    out.line(f"   plan: {facts['plan']}")
+    out.line(f"   goal: {facts['goal']}")
+    out.line(f"   mode now: {facts['agent_mode']}")
+    verdict = "passes" if result.audit_ok else "FAILS"
+    out.line(f"   the log {verdict} the audit; check it again with: planfold audit {db} --session {result.session_id}")
+    for problem in result.problems:
+        out.line(f"   ! {problem}")

@@ -1,0 +1,398 @@
+"""The model port: what the runtime asks a language model, and what it gets back.
+
+Theory of operation
+-------------------
+The runtime talks to a model through one method, ``ModelClient.complete``,
+which takes a ``ChatRequest`` (the conversation so far and the tools on offer)
+and returns a ``ChatResponse`` (assistant text, tool calls, why generation
+stopped, token usage when the server reports it). Everything here is a frozen
+value; a client may keep connection or script state, the values never change.
+
+Messages come in four roles, one class each, so that an impossible message (a
+system message with tool calls, a tool result without the id of the call it
+answers) cannot be built. A tool call keeps the model's arguments twice: the
+raw JSON text exactly as the model produced it (this is what goes back to the
+server on the next request) and the decoded object. A model that writes broken
+JSON is an ordinary event in a turn, not a crash: the call then carries
+``arguments=None`` and ``arguments_error`` says what was wrong, so the runtime
+can tell the model and carry on.
+
+Failures are typed. Every error a client raises is a ``ModelError`` (a
+``KernelError``) with a stable kebab-case ``code``: ``model-timeout``,
+``model-unreachable``, ``model-http-error``, ``model-rate-limited``,
+``model-bad-response``, ``model-retries-exhausted`` and, for a request the
+caller built wrongly, ``model-bad-request``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
+
+from planfold.kernel.errors import KernelError
+
+__all__ = [
+    "JSON",
+    "AssistantMessage",
+    "ChatRequest",
+    "ChatResponse",
+    "Message",
+    "ModelBadRequestError",
+    "ModelBadResponseError",
+    "ModelClient",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelRateLimitedError",
+    "ModelRetriesExhaustedError",
+    "ModelTimeoutError",
+    "ModelUnreachableError",
+    "Role",
+    "SystemMessage",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolMessage",
+    "Usage",
+    "UserMessage",
+    "decode_arguments",
+    "excerpt",
+    "json_kind",
+]
+
+JSON: TypeAlias = "bool | int | float | str | Sequence[JSON] | Mapping[str, JSON] | None"
+Role = Literal["system", "user", "assistant", "tool"]
+
+#: How much of a response body an error keeps for a human to read.
+EXCERPT_CHARS = 500
+
+
+def excerpt(body: bytes | str, limit: int = EXCERPT_CHARS) -> str:
+    """The first ``limit`` characters of ``body`` as text, marked when cut."""
+    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+
+class ModelError(KernelError):
+    """Root of every failure a model client reports."""
+
+    code = "model-error"
+
+
+class ModelBadRequestError(ModelError):
+    """The caller built a request or message the port cannot express."""
+
+    code = "model-bad-request"
+
+
+class ModelTimeoutError(ModelError):
+    """The server did not answer within ``timeout_s`` seconds."""
+
+    code = "model-timeout"
+
+    def __init__(self, timeout_s: float, detail: str = "") -> None:
+        tail = f": {detail}" if detail else ""
+        super().__init__(f"the model server did not answer within {timeout_s:g}s{tail}")
+        self.timeout_s = timeout_s
+
+
+class ModelUnreachableError(ModelError):
+    """No HTTP exchange happened: refused, reset or dropped connection."""
+
+    code = "model-unreachable"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"could not reach the model server: {detail}")
+        self.detail = detail
+
+
+class ModelHTTPError(ModelError):
+    """The server answered with a non-success HTTP status.
+
+    ``body_excerpt`` is the start of its body; ``retry_after`` the wait in
+    seconds it asked for (``Retry-After``), when it asked.
+    """
+
+    code = "model-http-error"
+
+    def __init__(
+        self,
+        status: int,
+        body_excerpt: str,
+        *,
+        retry_after: float | None = None,
+        message: str | None = None,
+    ) -> None:
+        super().__init__(message or f"the model server answered HTTP {status}: {body_excerpt}")
+        self.status = status
+        self.body_excerpt = body_excerpt
+        self.retry_after = retry_after
+
+
+class ModelRateLimitedError(ModelHTTPError):
+    """HTTP 429. ``retry_after`` is the server's requested wait in seconds, if any."""
+
+    code = "model-rate-limited"
+
+    def __init__(self, body_excerpt: str, retry_after: float | None) -> None:
+        wait = "" if retry_after is None else f" (retry after {retry_after:g}s)"
+        super().__init__(
+            429,
+            body_excerpt,
+            retry_after=retry_after,
+            message=f"the model server is rate limiting requests{wait}: {body_excerpt}",
+        )
+
+
+class ModelBadResponseError(ModelError):
+    """A success status whose body is not a chat completion: the server's fault.
+
+    ``problem`` says what was wrong (with the path into the body, e.g.
+    ``choices[0].message.content``); ``body_excerpt`` shows the start of it.
+    """
+
+    code = "model-bad-response"
+
+    def __init__(self, problem: str, body_excerpt: str = "") -> None:
+        shown = f" (body: {body_excerpt})" if body_excerpt else ""
+        super().__init__(f"the model server sent a bad response: {problem}{shown}")
+        self.problem = problem
+        self.body_excerpt = body_excerpt
+
+
+class ModelRetriesExhaustedError(ModelError):
+    """Every allowed attempt failed with a retryable error; ``last`` is the final one."""
+
+    code = "model-retries-exhausted"
+
+    def __init__(self, attempts: int, last: ModelError) -> None:
+        super().__init__(
+            f"gave up after {attempts} attempt(s); last failure [{last.code}]: {last.message}"
+        )
+        self.attempts = attempts
+        self.last = last
+
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """A tool offered to the model: ``parameters`` is a JSON Schema object.
+
+    Raises ``ModelBadRequestError`` for an empty name or a non-object schema.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, JSON]
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ModelBadRequestError("a tool definition needs a non-empty name")
+        if not isinstance(self.parameters, Mapping):
+            raise ModelBadRequestError(f"tool {self.name!r}: parameters must be a JSON Schema object")
+
+
+def decode_arguments(raw: str) -> tuple[Mapping[str, JSON] | None, str | None]:
+    """Decode a tool call's raw arguments: ``(object, None)`` or ``(None, problem)``.
+
+    Never raises. Blank text counts as ``{}`` (some servers send ``""`` for a
+    call without parameters); anything else must be a JSON object.
+    """
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        return None, f"arguments are not valid JSON: {err}"
+    if not isinstance(value, dict):
+        return None, f"arguments must be a JSON object, got {json_kind(value)}"
+    return value, None
+
+
+def json_kind(value: object) -> str:
+    """How an error message names the JSON type of ``value`` ("an array" …)."""
+    if value is None:
+        return "null"
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    for cls, name in names.items():
+        if isinstance(value, cls):
+            return name
+    return "a number" if isinstance(value, int | float) else type(value).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model asked for.
+
+    ``arguments_json`` is the raw text; exactly one of ``arguments`` (the
+    decoded object) and ``arguments_error`` (why it could not be decoded) is
+    set. Build one with ``ToolCall.parse`` (from raw text) or ``ToolCall.of``
+    (from an object); the constructor raises ``ModelBadRequestError`` when the
+    two halves disagree.
+    """
+
+    id: str
+    name: str
+    arguments_json: str
+    arguments: Mapping[str, JSON] | None
+    arguments_error: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.arguments is None) == (self.arguments_error is None):
+            raise ModelBadRequestError(
+                f"tool call {self.id!r}: exactly one of arguments and arguments_error must be set"
+            )
+
+    @classmethod
+    def parse(cls, id: str, name: str, arguments_json: str) -> ToolCall:
+        """A call from the model's raw argument text; bad JSON is kept, not raised."""
+        decoded, problem = decode_arguments(arguments_json)
+        return cls(id, name, arguments_json, decoded, problem)
+
+    @classmethod
+    def of(cls, id: str, name: str, arguments: Mapping[str, JSON]) -> ToolCall:
+        """A call from an already decoded object (scripts, tests)."""
+        return cls(id, name, json.dumps(arguments, ensure_ascii=False), arguments, None)
+
+    @property
+    def ok(self) -> bool:
+        """True when the arguments decoded to an object."""
+        return self.arguments_error is None
+
+
+
+@dataclass(frozen=True, slots=True)
+class SystemMessage:
+    """Instructions from the deployment."""
+
+    content: str
+    role: ClassVar[Role] = "system"
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """What the user (or a plugin or goal speaking for them) said."""
+
+    content: str
+    role: ClassVar[Role] = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """A previous model reply: text, tool calls, or both (never neither).
+
+    Raises ``ModelBadRequestError`` when it has neither text nor tool calls.
+    """
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    role: ClassVar[Role] = "assistant"
+
+    def __post_init__(self) -> None:
+        if self.content is None and not self.tool_calls:
+            raise ModelBadRequestError("an assistant message needs text or tool calls")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMessage:
+    """The result of one tool call, answering ``tool_call_id``.
+
+    Raises ``ModelBadRequestError`` for an empty ``tool_call_id``.
+    """
+
+    tool_call_id: str
+    content: str
+    name: str | None = None
+    role: ClassVar[Role] = "tool"
+
+    def __post_init__(self) -> None:
+        if not self.tool_call_id:
+            raise ModelBadRequestError("a tool message needs the id of the call it answers")
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One model request: the conversation and the tools on offer.
+
+    Raises ``ModelBadRequestError`` for no messages or two tools with one name.
+    """
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDefinition, ...] = ()
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.messages:
+            raise ModelBadRequestError("a chat request needs at least one message")
+        names = [tool.name for tool in self.tools]
+        if len(set(names)) != len(names):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            raise ModelBadRequestError(f"tool name(s) offered twice: {dupes}")
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The names of the offered tools, in offer order."""
+        return tuple(tool.name for tool in self.tools)
+
+    @property
+    def system_text(self) -> str:
+        """Every system message's text, joined by blank lines."""
+        return "\n\n".join(m.content for m in self.messages if isinstance(m, SystemMessage))
+
+    @property
+    def last_user_text(self) -> str | None:
+        """The text of the latest user message, or None when there is none."""
+        for message in reversed(self.messages):
+            if isinstance(message, UserMessage):
+                return message.content
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts as the server reported them; a count it left out is None."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """The model's reply.
+
+    ``finish_reason`` is the server's word (``stop``, ``tool_calls``,
+    ``length`` …) or None when it gave none; ``reasoning`` is separate
+    reasoning text some servers return (``reasoning_content``).
+    """
+
+    text: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    reasoning: str | None = None
+
+    def as_message(self) -> AssistantMessage:
+        """The reply as a message to append to the conversation.
+
+        A reply with neither text nor tool calls becomes an empty text message.
+        """
+        if self.text is None and not self.tool_calls:
+            return AssistantMessage("")
+        return AssistantMessage(self.text, self.tool_calls)
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """Anything that can answer a chat request."""
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer ``request``; raises a ``ModelError`` subclass on failure."""
+        ...

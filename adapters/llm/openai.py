@@ -1,0 +1,335 @@
+"""A model client for any server that speaks OpenAI's chat-completions API.
+
+Theory of operation
+-------------------
+``OpenAIClient.complete`` sends one ``POST {base_url}/chat/completions``
+(standard library ``http.client``, a fresh connection per attempt) and reads
+the reply through ``adapters.openai_wire``. ``base_url`` is the API root the
+server documents, e.g. ``http://127.0.0.1:8000/v1`` for vLLM,
+``http://127.0.0.1:8080/v1`` for llama.cpp, ``http://127.0.0.1:11434/v1`` for
+Ollama, ``https://api.openai.com/v1`` for OpenAI.
+
+Each attempt has one deadline, ``timeout_s`` seconds for connecting, sending,
+waiting for the headers and reading the whole body; a server that trickles a
+reply slowly is cut off like one that never answers.
+
+What happens to an attempt's outcome is one table, ``OUTCOMES`` (its rows
+are the first column; ``outcome_of`` picks the row of an error):
+
+=============  ============================  ===================  ===========
+row            what the server did           error                retried?
+=============  ============================  ===================  ===========
+(success)      2xx with a chat completion    (a ChatResponse)     --
+bad-response   2xx with anything else        model-bad-response   never
+rate-limited   429                           model-rate-limited   yes
+server-busy    408 or 5xx                    model-http-error     yes
+refused        any other status              model-http-error     never
+unreachable    refused or dropped the link   model-unreachable    yes
+timeout        missed the deadline           model-timeout        by policy
+=============  ============================  ===================  ===========
+
+A retried outcome waits before the next attempt: exactly the server's
+``Retry-After`` (or ``retry-after-ms``) when it sent one, else exponential
+backoff with jitter (``RetryPolicy.backoff``). A ``Retry-After`` longer than
+``RetryPolicy.max_retry_after`` is honoured by not retrying: the error is
+raised at once. When the last allowed attempt fails with a retryable outcome
+the client raises ``ModelRetriesExhaustedError`` carrying that failure as
+``last``. A bad response is never retried: a server that does not speak the
+protocol will not start speaking it on the second try.
+
+``sleep``, ``random`` and the clocks are injectable so that tests neither
+wait nor depend on chance.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import random as _random
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+from planfold.adapters.llm.model import (
+    ChatRequest,
+    ChatResponse,
+    ModelBadRequestError,
+    ModelBadResponseError,
+    ModelError,
+    ModelHTTPError,
+    ModelRateLimitedError,
+    ModelRetriesExhaustedError,
+    ModelTimeoutError,
+    ModelUnreachableError,
+    excerpt,
+)
+from planfold.adapters.llm.openai_wire import build_request_body, parse_chat_response
+
+__all__ = [
+    "OUTCOMES",
+    "OpenAIClient",
+    "RetryPolicy",
+    "is_retryable",
+    "outcome_of",
+    "parse_retry_after",
+]
+
+#: The outcome table from the module docstring: outcome -> retried? (None:
+#: ``RetryPolicy.retry_timeouts`` decides). ``outcome_of`` names the row.
+OUTCOMES: Mapping[str, bool | None] = {
+    "bad-response": False,
+    "rate-limited": True,
+    "server-busy": True,  # 408 and every 5xx
+    "refused": False,  # any other non-2xx status
+    "unreachable": True,
+    "timeout": None,
+}
+
+#: The default cap on one response body.
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how long to wait between attempts.
+
+    ``max_retries`` counts attempts after the first. The n-th retry (n = 1, 2,
+    …) waits ``min(max_delay, initial_delay * multiplier ** (n - 1))`` less a
+    random fraction of up to ``jitter`` of it. Raises ``ModelBadRequestError``
+    for a negative count or delay, or a jitter outside [0, 1].
+    """
+
+    max_retries: int = 3
+    initial_delay: float = 0.5
+    multiplier: float = 2.0
+    max_delay: float = 8.0
+    jitter: float = 0.25
+    max_retry_after: float = 60.0
+    retry_timeouts: bool = True
+
+    def __post_init__(self) -> None:
+        numbers = (self.max_retries, self.initial_delay, self.max_delay, self.max_retry_after)
+        if min(numbers) < 0 or self.multiplier < 1:
+            raise ModelBadRequestError(f"retry policy out of range: {self!r}")
+        if not 0 <= self.jitter <= 1:
+            raise ModelBadRequestError(f"retry jitter must be in [0, 1], got {self.jitter}")
+
+    def backoff(self, retry: int, rand: float) -> float:
+        """The wait before retry number ``retry`` (1-based), given ``rand`` in [0, 1)."""
+        base = min(self.max_delay, self.initial_delay * self.multiplier ** (retry - 1))
+        return base * (1 - self.jitter * rand)
+
+
+def outcome_of(err: ModelError) -> str:
+    """The ``OUTCOMES`` row a failed attempt falls in."""
+    if isinstance(err, ModelTimeoutError):
+        return "timeout"
+    if isinstance(err, ModelUnreachableError):
+        return "unreachable"
+    if isinstance(err, ModelRateLimitedError):
+        return "rate-limited"
+    if isinstance(err, ModelHTTPError):
+        busy = err.status == 408 or 500 <= err.status <= 599
+        return "server-busy" if busy else "refused"
+    return "bad-response"
+
+
+def is_retryable(err: ModelError, policy: RetryPolicy) -> bool:
+    """Whether ``err`` is worth another attempt under ``policy`` (see ``OUTCOMES``)."""
+    retried = OUTCOMES[outcome_of(err)]
+    return policy.retry_timeouts if retried is None else retried
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an
+    HTTP date, against wall-clock ``now``); None when absent or unreadable.
+    ``headers`` keys are lower-case."""
+    millis = _non_negative(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _non_negative(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def _non_negative(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class OpenAIClient:
+    """A ``ModelClient`` for an OpenAI-compatible chat-completions server.
+
+    The constructor raises ``ModelBadRequestError`` for a ``base_url`` that is
+    not an http(s) URL with a host, or a non-positive ``timeout_s``.
+    ``on_retry(attempt, error, delay)`` is called before each wait.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        retry: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        tool_call_content: str | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        sleep: Callable[[float], None] = time.sleep,
+        random: Callable[[], float] = _random.random,
+        wall_clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        on_retry: Callable[[int, ModelError, float], None] | None = None,
+    ) -> None:
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ModelBadRequestError(f"base_url must be an http(s) URL with a host: {base_url!r}")
+        if not timeout_s > 0:
+            raise ModelBadRequestError(f"timeout_s must be positive, got {timeout_s}")
+        self.base_url = base_url
+        self.model = model
+        self.timeout_s = timeout_s
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.tool_call_content = tool_call_content
+        self.max_response_bytes = max_response_bytes
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port
+        path = parts.path.rstrip("/") + "/chat/completions"
+        self._target = f"{path}?{parts.query}" if parts.query else path
+        self._headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "planfold",
+            **(headers or {}),
+        }
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._sleep = sleep
+        self._random = random
+        self._wall_clock = wall_clock
+        self._monotonic = monotonic
+        self._on_retry = on_retry
+
+    @property
+    def url(self) -> str:
+        """The full chat-completions URL this client posts to."""
+        scheme = "https" if self._https else "http"
+        port = f":{self._port}" if self._port is not None else ""
+        return f"{scheme}://{self._host}{port}{self._target}"
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        """Send ``request`` and return the model's reply.
+
+        Raises ``ModelBadResponseError`` (not retried), ``ModelHTTPError`` for a
+        status that is not retried, ``ModelRateLimitedError`` or
+        ``ModelHTTPError`` when ``Retry-After`` asks for a longer wait than the
+        policy allows, ``ModelTimeoutError`` when timeouts are not retried, and
+        ``ModelRetriesExhaustedError`` when every attempt failed retryably.
+        """
+        body = build_request_body(self.model, request, tool_call_content=self.tool_call_content)
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self._interpret(self._post(payload))
+            except ModelError as err:
+                if not is_retryable(err, self.retry):
+                    raise
+                if attempt > self.retry.max_retries:
+                    raise ModelRetriesExhaustedError(attempt, err) from err
+                delay = self._delay(err, attempt)
+                if self._on_retry is not None:
+                    self._on_retry(attempt, err, delay)
+                self._sleep(delay)
+
+    def _delay(self, err: ModelError, attempt: int) -> float:
+        """The wait before retry ``attempt``; re-raises ``err`` when the server
+        asked for longer than ``max_retry_after``."""
+        asked = err.retry_after if isinstance(err, ModelHTTPError) else None
+        if asked is None:
+            return self.retry.backoff(attempt, self._random())
+        if asked > self.retry.max_retry_after:
+            raise err
+        return asked
+
+    def _interpret(self, reply: _Reply) -> ChatResponse:
+        if 200 <= reply.status <= 299:
+            return parse_chat_response(reply.body)
+        shown = excerpt(reply.body)
+        retry_after = parse_retry_after(reply.headers, self._wall_clock())
+        if reply.status == 429:
+            raise ModelRateLimitedError(shown, retry_after)
+        raise ModelHTTPError(reply.status, shown, retry_after=retry_after)
+
+    def _post(self, payload: bytes) -> _Reply:
+        """One HTTP exchange within the deadline; raises ``ModelTimeoutError``,
+        ``ModelUnreachableError`` or (for an oversized body) ``ModelBadResponseError``."""
+        deadline = self._monotonic() + self.timeout_s
+        conn: http.client.HTTPConnection
+        if self._https:
+            conn = http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout_s)
+        else:
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
+        try:
+            conn.request("POST", self._target, body=payload, headers=self._headers)
+            sock = conn.sock  # kept: the connection drops it when the reply will close
+            if sock is not None:
+                sock.settimeout(self._remaining(deadline))
+            response = conn.getresponse()
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                if sock is not None:
+                    sock.settimeout(self._remaining(deadline))
+                chunk = response.read1(65536)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > self.max_response_bytes:
+                    raise ModelBadResponseError(
+                        f"response body exceeds {self.max_response_bytes} bytes",
+                        excerpt(b"".join(chunks)),
+                    )
+                chunks.append(chunk)
+            headers = {k.lower(): v for k, v in response.getheaders()}
+            return _Reply(response.status, headers, b"".join(chunks))
+        except TimeoutError as err:
+            raise ModelTimeoutError(self.timeout_s, f"POST {self.url}") from err
+        except (OSError, http.client.HTTPException) as err:
+            raise ModelUnreachableError(f"POST {self.url}: {type(err).__name__}: {err}") from err
+        finally:
+            conn.close()
+
+    def _remaining(self, deadline: float) -> float:
+        left = deadline - self._monotonic()
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        return left

@@ -1,0 +1,370 @@
+"""The runtime loop: turns, steps, the pre-step flush and the model call.
+
+Theory of operation
+-------------------
+A turn starts with ``turn/start`` and its first ``user/message`` (a human's,
+or one attributed to a goal round), and ends with ``turn/end``. Inside it the
+runtime proposes steps 1, 2, 3 … Each proposed step goes through the
+*pre-step listener*, the one place where a pending plan-mode choice is
+appended:
+
+1. the downstream step listeners are asked first (``step_listeners``); any
+   ``rejected`` or ``aborted`` verdict stops the step and ends the turn;
+2. ``flush_pre_step`` decides what to append for the pending choice (nothing
+   unless the step was accepted inside an open turn; nothing when the choice
+   nets out). A failed append keeps the choice pending and the step goes on;
+3. the plan lifecycle gets its say (``PlanRunner.before_request``: in build
+   mode an approved plan starts executing, bound to its exact version);
+4. ``derive_request_header`` records the request header: turn, step, and the
+   plan state the fold gives at that point.
+
+Only then is the request derived (``assemble_request``) and sent. When the
+model call fails with a recoverable error, the same step is proposed again
+(same step number, a fresh header): a choice made in the meantime lands at
+that retry's pre-step, before its header, and the retry carries the same plan
+view (a plan is "seen" only once a build-mode request was answered).
+
+Replies are recorded as ``assistant/message`` and ``tool/call`` events; every
+call is checked by the gate (``ToolRunner.check``) against the tools offered
+with that request; a refusal is recorded as ``tool/refused`` and returned to
+the model as a structured error, an advisory warning as ``tool/warning``.
+Allowed calls are answered in order:
+
+- a runtime-owned tool goes to the ``PlanRunner`` (``exit_plan_mode``,
+  ``bootstrap_plan``, ``update_todo``, ``report_verification``);
+- when such a call moved the runtime phase, every later call of the same
+  reply is checked by the gate again, at the phase it would now run in
+  (after ``report_verification`` completes a plan, a write is refused);
+- before an executor runs, a plan that became executable starts, and the
+  call's effects are checked against the executing plan's scope: an effect
+  outside it records ``realign`` (the plan goes back to draft, writes stop
+  until it is realigned) and the call does not run;
+- the executor runs with the log sealed, so it cannot append anything.
+
+A step with no tool calls ends the turn, unless it ends the execution (no
+todo open): then ``verify`` is recorded and one more step asks the model to
+report the verification (``report_verification``).
+
+Every append goes through ``SessionLog`` (strict fold first, then a
+compare-and-set append); the runtime keeps only process state of its own: the
+pending plan-mode choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from planfold.adapters.llm.model import ChatResponse, ModelClient, ModelError, ToolCall
+from planfold.adapters.runtime.plan_runner import PlanRunner
+from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
+from planfold.adapters.runtime.tool_runner import ToolRunner, error_output, kernel_call, result_event
+from planfold.adapters.store.session_log import LogSealedError, SessionLog
+from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Event
+from planfold.kernel.payload import JSONObject
+from planfold.kernel.plan.context import ViewRequest, runtime_phase
+from planfold.kernel.plan.mode import (
+    ChoiceOutcome,
+    PendingChoice,
+    StepVerdict,
+    choice_events,
+    decide_choice,
+    derive_request_header,
+    flush_pre_step,
+)
+from planfold.kernel.plan.review import PlanCommand, ReviewOutcome, parse_plan_command
+from planfold.kernel.plan.tools import execution_effects, scope_decision
+from planfold.kernel.session import SessionState
+from planfold.kernel.tools.events import verdict_events
+from planfold.kernel.tools.gate import Allowed, Refused, Verdict
+
+__all__ = [
+    "RECOVERABLE_MODEL_ERRORS",
+    "ProposedStep",
+    "Runtime",
+    "StepListener",
+    "TurnReport",
+]
+
+#: Model failures after which the same step is proposed again.
+RECOVERABLE_MODEL_ERRORS: frozenset[str] = frozenset(
+    {
+        "model-timeout",
+        "model-unreachable",
+        "model-rate-limited",
+        "model-http-error",
+        "model-retries-exhausted",
+        "model-bad-response",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedStep:
+    """A step the runtime is about to request: ``attempt`` is 0 for the first
+    proposal and counts same-step retries."""
+
+    turn: int
+    step: int
+    attempt: int
+
+
+StepListener = Callable[[ProposedStep], StepVerdict]
+
+
+@dataclass
+class TurnReport:
+    """What one turn did: its first and last seq, the steps it requested,
+    the same-step retries, the assistant's last text, how it ended
+    (``reply``, ``step-rejected``, ``model-error``, ``max-steps``), the
+    error that ended it early, and the flushes whose append failed."""
+
+    turn: int
+    first_seq: int
+    last_seq: int = 0
+    steps: int = 0
+    retries: int = 0
+    reply: str | None = None
+    error: str | None = None
+    ended_by: str = "reply"
+    flush_failures: int = 0
+    requests: list[PreparedRequest] = field(default_factory=list)
+
+
+@dataclass
+class Runtime:
+    """One session's runtime: the log, the model, the tools and the plan.
+
+    ``resumed`` is true when the runtime opened a session that already had
+    events: its first build-mode request then carries the full plan (the
+    first alignment after a resume).
+    """
+
+    log: SessionLog
+    model: ModelClient
+    tools: ToolRunner
+    plans: PlanRunner
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    max_steps: int = 16
+    step_retries: int = 2
+    pending: PendingChoice | None = None
+    step_listeners: list[StepListener] = field(default_factory=list)
+    resumed: bool = False
+    _view: ViewRequest = field(default_factory=ViewRequest)
+    _requests: int = 0
+    _view_state: SessionState | None = None
+
+    def __post_init__(self) -> None:
+        self.resumed = self.resumed or self.log.last_seq > 0
+
+    # -- plan mode: the user's choice and /plan ----------------------------
+
+    def choose_plan_mode(self, target: bool) -> ChoiceOutcome:
+        """The user chooses plan mode on or off (``set(agent, active)``):
+        appended now between turns, queued for the next pre-step in a turn.
+        Raises ``LogSealedError`` while a tool runs: a tool cannot choose."""
+        if self.log.sealed_by is not None:
+            raise LogSealedError(self.log.sealed_by)
+        state = self.log.state
+        decision = decide_choice(state.plan_mode, self.pending, state.turns.open, target)
+        if decision.append_now:
+            self.log.append(choice_events(self.log.events, target, self.log.now()))
+        self.pending = decision.pending
+        return decision.outcome
+
+    def plan_command(self, command: PlanCommand) -> ChoiceOutcome:
+        """Apply a parsed ``/plan``: choose the mode (``/plan off`` also drops
+        a pending entry that no request has seen yet)."""
+        return self.choose_plan_mode(command.target)
+
+    def submit(self, text: str, view: ViewRequest | None = None) -> TurnReport | ChoiceOutcome:
+        """A human's input: ``/plan`` commands are applied (``/plan <message>``
+        then runs a turn with the message; with a live plan that turn is
+        about rewriting it, so it carries the full plan); anything else runs
+        a turn."""
+        command = parse_plan_command(text)
+        if command is None:
+            return self.run_turn(text, view=view)
+        outcome = self.plan_command(command)
+        if command.message is None:
+            return outcome
+        rewriting = self.log.state.plan.live
+        base = view or ViewRequest()
+        return self.run_turn(
+            command.message,
+            view=ViewRequest(
+                base.user_asked_full, base.summary_insufficient, base.rewriting or rewriting,
+                base.first_since_resume,
+            ),
+        )
+
+    # -- turns and steps ----------------------------------------------------
+
+    def run_turn(
+        self, text: str, source: JSONObject | None = None, view: ViewRequest | None = None
+    ) -> TurnReport:
+        """Run one whole turn opened by ``text`` from ``source`` (``None``: a
+        human). ``view`` says what the runtime knows about the plan view this
+        turn needs (the user asked for the full plan …). Model failures end
+        the turn cleanly; the report says how it ended."""
+        number = self.log.state.turns.turn + 1
+        at = self.log.now()
+        opened = self.log.append(
+            (
+                Event(self.log.last_seq + 1, TURN_START, at, {"turn": number}),
+                Event(self.log.last_seq + 2, USER_MESSAGE, at, {"text": text, "source": source}),
+            )
+        )
+        self._view = view or ViewRequest()
+        report = TurnReport(number, opened[0].seq)
+        try:
+            self._steps(report)
+        finally:
+            self.log.append((Event(self.log.last_seq + 1, TURN_END, self.log.now(), {"turn": number}),))
+            report.last_seq = self.log.last_seq
+        return report
+
+    def _steps(self, report: TurnReport) -> None:
+        step, attempt = 1, 0
+        while step <= self.max_steps:
+            proposed = ProposedStep(report.turn, step, attempt)
+            if not self._pre_step(proposed, report):
+                report.ended_by = "step-rejected"
+                return
+            prepared = self._prepare()
+            report.requests.append(prepared)
+            report.steps += 1
+            try:
+                response = self.model.complete(prepared.request)
+            except ModelError as exc:
+                if exc.code in RECOVERABLE_MODEL_ERRORS and attempt < self.step_retries:
+                    attempt += 1
+                    report.retries += 1
+                    continue
+                report.error = f"[{exc.code}] {exc.message}"
+                report.ended_by = "model-error"
+                return
+            attempt = 0
+            if not self._record_reply(response, prepared, report) and not self.plans.after_final_reply(
+                self.log.append
+            ):
+                return
+            step += 1
+        report.ended_by = "max-steps"
+
+    def _pre_step(self, proposed: ProposedStep, report: TurnReport) -> bool:
+        """The pre-step listener: downstream listeners first, then the flush,
+        then the plan lifecycle, then the request header. False when the
+        step was not accepted (nothing is appended then)."""
+        verdict: StepVerdict = "accepted"
+        for listener in self.step_listeners:
+            verdict = listener(proposed)
+            if verdict != "accepted":
+                break
+        flush = flush_pre_step(self.log.events, self.pending, verdict, self.log.now())
+        if flush.events:
+            try:
+                self.log.append(flush.events)
+                self.pending = flush.pending_after_success
+            except Exception:  # a failed append keeps the choice; the turn goes on
+                self.pending = flush.pending_after_failure
+                report.flush_failures += 1
+        else:
+            self.pending = flush.pending_after_success
+        if verdict != "accepted":
+            return False
+        self.plans.before_request(self.log.append)
+        # The plan view is chosen from the fold the header describes. A new
+        # plan counts as seen only once a build-mode reply is recorded, so a
+        # retry of this step carries the same view.
+        self._view_state = self.log.state
+        self.log.append((derive_request_header(self.log.events, proposed.step, self.log.now()),))
+        return True
+
+    def _prepare(self) -> PreparedRequest:
+        view = self._view
+        state = self._view_state or self.log.state
+        # After a "keep planning" review the next plan-mode requests are about
+        # rewriting the plan: they carry it in full until it is rewritten.
+        rewriting = view.rewriting or (state.plan_mode and state.plan.feedback is not None)
+        first = self.resumed and self._requests == 0
+        view = ViewRequest(view.user_asked_full, view.summary_insufficient, rewriting, view.first_since_resume or first)
+        prepared = assemble_request(
+            state,
+            events=self.log.events,
+            pending=self.pending,
+            tools=self.tools,
+            config=self.prompt,
+            view_request=view,
+        )
+        self._requests += 1
+        return prepared
+
+    def _record_reply(self, response: ChatResponse, prepared: PreparedRequest, report: TurnReport) -> bool:
+        """Record the reply and answer each tool call through the gate; True
+        when the reply made any call."""
+        report.reply = response.text
+        calls = response.tool_calls
+        verdicts = [self.tools.check(call, prepared.phase, prepared.offered) for call in calls]
+        at = self.log.now()
+        batch = [Event(self.log.last_seq + 1, ASSISTANT_MESSAGE, at, {"text": response.text or "", "source": None})]
+        notices: list[list[tuple[str, JSONObject]]] = []
+        for call, verdict in zip(calls, verdicts, strict=True):
+            (call_kind, call_payload), *rest = verdict_events(kernel_call(call), verdict)
+            batch.append(Event(self.log.last_seq + 1 + len(batch), call_kind, at, call_payload))
+            notices.append(list(rest))
+        self.log.append(batch)
+        for call, verdict, rest in zip(calls, verdicts, notices, strict=True):
+            self._notices(rest)
+            if isinstance(verdict, Allowed):
+                self._answer(call, verdict, prepared)
+        return bool(calls)
+
+    def _notices(self, notices: list[tuple[str, JSONObject]]) -> None:
+        if notices:
+            self.log.append(self.log.renumber([Event(0, k, 0, p) for k, p in notices], self.log.now()))
+
+    def _answer(self, call: ToolCall, verdict: Verdict, prepared: PreparedRequest) -> None:
+        phase = runtime_phase(self.log.state)
+        if phase != prepared.phase:
+            # An earlier call of this reply moved the phase: ask the gate
+            # again, at the phase this call would now run in.
+            verdict = self.tools.check(call, phase, prepared.offered)
+            self._notices(list(verdict_events(kernel_call(call), verdict)[1:]))
+        if isinstance(verdict, Refused):
+            return
+        if verdict.route == "runtime":
+            self.plans.handle(call, self.log.append, self._queue_exit)
+            return
+        self.plans.before_request(self.log.append)  # a plan made executable in this reply
+        if self._outside_scope(call):
+            return
+        with self.log.sealed(f"tool {call.name}"):
+            ok, output = self.tools.execute(call)
+        seq, at = self.log.last_seq + 1, self.log.now()
+        self.log.append((result_event(seq, at, call.id, call.name, ok=ok, output=output),))
+
+    def _outside_scope(self, call: ToolCall) -> bool:
+        """Check the call's effects against the executing plan's scope; when
+        any is outside, record the realignment and answer without running."""
+        spec = self.tools.registry.get(call.name)
+        if spec is None:
+            return False
+        effects = execution_effects(spec, call.arguments or {})
+        verdict, realign = scope_decision(self.log.state, effects, self.log.now())
+        if realign is None:
+            return False
+        self.log.append((realign,))
+        output = error_output(
+            "outside-plan-scope",
+            f"nothing ran: {verdict.reason}; execution stops until the plan is realigned",
+            violations=[{"code": v.code, "message": v.message} for v in verdict.violations],
+            hint="Tell the user what you need; the plan must be presented and approved again.",
+        )
+        seq, at = self.log.last_seq + 1, self.log.now()
+        self.log.append((result_event(seq, at, call.id, call.name, ok=False, output=output),))
+        return True
+
+    def _queue_exit(self, outcome: ReviewOutcome) -> None:
+        """An approved review queues its silent exit for the next pre-step."""
+        self.pending = outcome.pending

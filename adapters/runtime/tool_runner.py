@@ -1,0 +1,138 @@
+"""Tools through the gate: what is offered, what may run, what is recorded.
+
+Theory of operation
+-------------------
+The runtime never calls an executor directly. For every call in a reply:
+
+1. the call is turned into the kernel's ``ToolCall`` exactly as the model sent
+   it (arguments that were not valid JSON are kept as their raw text, which
+   the gate refuses as ``malformed-call``);
+2. ``check_call`` decides, with the names actually offered with the request,
+   so a forged call of a hidden tool is refused even if it exists;
+3. the verdict's events are recorded (``verdict_events``): ``tool/call``
+   always, then ``tool/refused`` or, in advisory mode, ``tool/warning``;
+4. a refused call runs nothing: the model gets a structured error (code,
+   reason, hint, phase) as the call's tool message; an allowed call routed to
+   the ``runtime`` (a runtime-owned tool) goes to the plan runner; any other
+   allowed call runs its executor, and ``tool/result`` records the output or
+   the executor's typed failure.
+
+A deployment cannot install an executor under a runtime-owned tool's name
+(``ToolSpecError`` ``runtime-owned-name`` when the runner is built): those
+calls are the runtime's, and the gate never routes them to an executor.
+
+``tool_message_text`` is the text the model sees for a recorded answer, so
+the conversation rebuilt from the log is what the model was told.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from planfold.adapters.llm import model
+from planfold.adapters.runtime.workspace import Executor
+from planfold.kernel.errors import KernelError
+from planfold.kernel.log import TOOL_REFUSED, TOOL_RESULT, Event
+from planfold.kernel.payload import JSON, JSONObject
+from planfold.kernel.phase import RuntimePhase
+from planfold.kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload
+from planfold.kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
+from planfold.kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolRegistry, ToolSpec, ToolSpecError, thaw_json
+from planfold.kernel.tools.spec import ToolCall as KernelCall
+
+__all__ = [
+    "ToolRunner",
+    "error_output",
+    "kernel_call",
+    "read_call",
+    "result_event",
+    "tool_message_text",
+]
+
+
+def kernel_call(call: model.ToolCall) -> KernelCall:
+    """The call as the gate and the log see it: decoded arguments, or the
+    raw text when the model's JSON did not decode."""
+    arguments: JSON = call.arguments if call.arguments is not None else call.arguments_json
+    return KernelCall(call_id=call.id, tool=call.name, arguments=arguments)
+
+
+def read_call(payload: JSONObject) -> model.ToolCall:
+    """A recorded ``tool/call`` as the model port's call (for the transcript)."""
+    recorded = read_tool_call(payload)
+    arguments = thaw_json(recorded.arguments)
+    if isinstance(arguments, Mapping):
+        return model.ToolCall.of(recorded.call_id, recorded.tool, arguments)
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return model.ToolCall.parse(recorded.call_id, recorded.tool, raw)
+
+
+def error_output(code: str, message: str, **extra: JSON) -> str:
+    """The output text of a failed call: ``{"error": {code, message, …}}``."""
+    body: dict[str, JSON] = {"code": code, "message": message, **extra}
+    return json.dumps({"error": body}, ensure_ascii=False, sort_keys=True)
+
+
+def result_event(seq: int, at: int, call_id: str, tool: str, *, ok: bool, output: str) -> Event:
+    return Event(seq, TOOL_RESULT, at, tool_result_payload(call_id, tool, ok=ok, output=output))
+
+
+def tool_message_text(event: Event) -> str:
+    """What the model was told about a call: the output of a ``tool/result``,
+    or the structured error of a ``tool/refused``."""
+    if event.kind == TOOL_REFUSED:
+        notice = read_tool_notice(event.payload)
+        return error_output(
+            notice.code,
+            notice.reason,
+            hint=notice.hint,
+            phase=notice.phase,
+            refused=True,
+        )
+    return read_tool_result(event.payload).output
+
+
+@dataclass
+class ToolRunner:
+    """The registry, the gate policy and the executors of one deployment."""
+
+    registry: ToolRegistry
+    policy: GatePolicy = field(default_factory=GatePolicy)
+    executors: Mapping[str, Executor] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        owned = {name.casefold() for name in RUNTIME_OWNED_TOOLS}
+        for name in self.executors:
+            if name.casefold() in owned:
+                raise ToolSpecError(
+                    f"{name} is runtime-owned: the runtime handles it through the kernel, no executor may",
+                    code="runtime-owned-name",
+                    tool=name,
+                )
+
+    def offered(self, phase: RuntimePhase) -> tuple[ToolSpec, ...]:
+        """The specs shown to the model in ``phase`` (the gate's catalog)."""
+        return list_available_specs(self.registry, phase, self.policy)
+
+    def check(self, call: model.ToolCall, phase: RuntimePhase, offered: tuple[str, ...]) -> Verdict:
+        """The gate's verdict on ``call`` made against a request that offered
+        ``offered``."""
+        return check_call(self.registry, phase, self.policy, kernel_call(call), offered)
+
+    def execute(self, call: model.ToolCall) -> tuple[bool, str]:
+        """Run an allowed call's executor: ``(ok, output)``. A typed failure
+        of the tool is ``ok=False`` with a structured error; an unexpected
+        exception is reported the same way and never escapes."""
+        executor = self.executors.get(call.name)
+        if executor is None:
+            return False, error_output("no-executor", f"no executor is installed for {call.name}")
+        arguments = call.arguments if call.arguments is not None else {}
+        try:
+            output = executor(arguments)
+        except KernelError as exc:
+            return False, error_output(exc.code, exc.message)
+        except Exception as exc:  # a broken tool must not break the turn
+            return False, error_output("tool-crashed", f"{type(exc).__name__}: {exc}")
+        return True, json.dumps(output, ensure_ascii=False, sort_keys=True)

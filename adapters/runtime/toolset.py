@@ -1,0 +1,201 @@
+"""The default tools and the wiring of a whole runtime for one session.
+
+Theory of operation
+-------------------
+Every tool declares its own effect; the gate reads nothing else:
+
+- ``read_file`` and ``list_files`` declare ``read``;
+- ``write_file`` declares ``write`` (refused in plan mode and build bootstrap);
+- the runtime-owned tools (``kernel.tools.RUNTIME_TOOLS``) are routed to the
+  plan runner, never to an executor, each only in its phases:
+  ``exit_plan_mode`` (plan), ``bootstrap_plan`` (build_bootstrap),
+  ``update_todo`` (build_execute, verify), ``report_verification`` (verify).
+  What they declare does not matter to the gate; they declare ``unknown``.
+
+``open_runtime`` wires a ``SessionLog`` on a store, the tools, the plan runner
+and the prompt into a ``Runtime``; a deployment may add its own tools and
+executors (an executor under a runtime-owned name is refused). Plan ids are
+derived from the seq they will be recorded at (``plan-<seq>``), so they stay
+fresh across restarts without any process counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from planfold.adapters.llm.model import ModelClient
+from planfold.adapters.runtime.loop import Runtime
+from planfold.adapters.runtime.plan_runner import PlanRunner
+from planfold.adapters.runtime.prompt import PromptConfig
+from planfold.adapters.runtime.review import ReviewPort
+from planfold.adapters.runtime.tool_runner import ToolRunner
+from planfold.adapters.runtime.workspace import Executor, Workspace
+from planfold.adapters.store.base import Store
+from planfold.adapters.store.session_log import Clock, SessionLog, system_clock
+from planfold.kernel.payload import JSONObject
+from planfold.kernel.tools.gate import GatePolicy
+from planfold.kernel.tools.spec import ToolRegistry, ToolSpec
+
+__all__ = [
+    "BOOTSTRAP_PLAN",
+    "EXIT_PLAN_MODE",
+    "LIST_FILES",
+    "READ_FILE",
+    "REPORT_VERIFICATION",
+    "UPDATE_TODO",
+    "WRITE_FILE",
+    "Session",
+    "default_registry",
+    "open_runtime",
+]
+
+_PATH: JSONObject = {"type": "string", "description": "workspace-relative path"}
+_LIST: JSONObject = {"type": "array", "items": {"type": "string"}}
+_PLAN_ARGS: JSONObject = {
+    "type": "object",
+    "properties": {
+        "plan_spec": {
+            "type": "object",
+            "properties": {
+                "goal": {"type": "string"},
+                "steps": _LIST,
+                "constraints": _LIST,
+                "verify": _LIST,
+                "todos": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"id": {"type": "string"}, "text": {"type": "string"}},
+                        "required": ["id", "text"],
+                    },
+                },
+                "open_questions": _LIST,
+                "scope": {
+                    "type": "object",
+                    "description": "where execution may act: workspace paths and effect kinds (write, shell)",
+                    "properties": {"paths": _LIST, "effects": _LIST},
+                },
+            },
+            "required": ["goal", "steps", "verify", "todos"],
+        },
+        "summary_candidate": {
+            "type": "object",
+            "properties": {
+                "goal": {"type": "string"},
+                "key_steps": _LIST,
+                "constraints": _LIST,
+                "verify": _LIST,
+                "active_todo_ids": _LIST,
+            },
+        },
+    },
+    "required": ["plan_spec"],
+}
+
+READ_FILE = ToolSpec(
+    "read_file",
+    "Read one file of the workspace.",
+    {"type": "object", "properties": {"path": _PATH}, "required": ["path"]},
+    effect="read",
+    origin="builtin",
+)
+LIST_FILES = ToolSpec(
+    "list_files", "List the workspace's files.", {"type": "object", "properties": {}}, effect="read", origin="builtin"
+)
+WRITE_FILE = ToolSpec(
+    "write_file",
+    "Create or replace one file of the workspace.",
+    {
+        "type": "object",
+        "properties": {"path": _PATH, "content": {"type": "string"}},
+        "required": ["path", "content"],
+    },
+    effect="write",
+    origin="builtin",
+)
+EXIT_PLAN_MODE = ToolSpec(
+    "exit_plan_mode",
+    "Present your complete plan for human review and, once approved, leave plan mode.",
+    _PLAN_ARGS,
+    effect="unknown",
+    origin="builtin",
+)
+BOOTSTRAP_PLAN = ToolSpec(
+    "bootstrap_plan",
+    "In build mode without a plan: record a minimal plan before changing anything. It starts executing at once.",
+    _PLAN_ARGS,
+    effect="unknown",
+    origin="builtin",
+)
+UPDATE_TODO = ToolSpec(
+    "update_todo",
+    "Report the progress of one todo of the plan you are executing.",
+    {
+        "type": "object",
+        "properties": {
+            "todo_id": {"type": "string", "description": "a todo id of the current plan"},
+            "status": {"type": "string", "enum": ["pending", "in_progress", "done", "dropped"]},
+        },
+        "required": ["todo_id", "status"],
+    },
+    effect="unknown",
+    origin="builtin",
+)
+REPORT_VERIFICATION = ToolSpec(
+    "report_verification",
+    "After execution: report whether the plan's verify list holds. A failure sends the plan back to execution.",
+    {
+        "type": "object",
+        "properties": {
+            "passed": {"type": "boolean"},
+            "notes": {"type": "string", "description": "what you checked; required when it failed"},
+        },
+        "required": ["passed"],
+    },
+    effect="unknown",
+    origin="builtin",
+)
+
+
+def default_registry(extra: Sequence[ToolSpec] = ()) -> ToolRegistry:
+    """Every default tool (then ``extra``), registered once for the whole
+    session. Raises ``ToolSpecError`` for a clash."""
+    return ToolRegistry.of(
+        READ_FILE, LIST_FILES, WRITE_FILE, EXIT_PLAN_MODE, BOOTSTRAP_PLAN, UPDATE_TODO, REPORT_VERIFICATION, *extra
+    )
+
+
+@dataclass
+class Session:
+    """A wired session: its log, runtime and workspace."""
+
+    log: SessionLog
+    runtime: Runtime
+    workspace: Workspace
+
+
+def open_runtime(
+    store: Store,
+    session_id: str,
+    model: ModelClient,
+    review: ReviewPort | None,
+    workspace: Workspace,
+    *,
+    clock: Clock = system_clock,
+    policy: GatePolicy | None = None,
+    prompt: PromptConfig | None = None,
+    tools: Sequence[ToolSpec] = (),
+    executors: Mapping[str, Executor] | None = None,
+) -> Session:
+    """Open ``session_id`` on ``store`` (strict replay) and wire a runtime,
+    with the deployment's own ``tools`` and ``executors`` added to the
+    defaults. Raises ``ToolSpecError`` for a tool or executor that may not
+    be installed (a clash, a runtime-owned name)."""
+    runner = ToolRunner(
+        default_registry(tools), policy or GatePolicy(), {**workspace.executors(), **(executors or {})}
+    )
+    log = SessionLog(store, session_id, clock)
+    plans = PlanRunner(log, review, lambda: f"plan-{log.last_seq + 1}")
+    runtime = Runtime(log, model, runner, plans, prompt or PromptConfig())
+    return Session(log, runtime, workspace)

@@ -1,0 +1,3 @@
+"""The generators of ``specs/``: state diagrams, the event schema and the
+conformance vectors (``python -m planfold.adapters.specgen.diagrams specs``).
+"""

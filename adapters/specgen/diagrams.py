@@ -1,0 +1,197 @@
+"""Render the machines' graphs and write everything ``specs/`` holds.
+
+Theory of operation
+-------------------
+``kernel.graph`` reads each machine's transition table into a ``Graph``.
+This module only prints them: ``mermaid`` and ``dot`` are separate pure
+renderers whose output depends on nothing but the graph (states and edges
+come sorted, so the text is stable), and ``readme_section`` embeds every
+Mermaid diagram in the README between the markers ``<!-- diagrams:start -->``
+and ``<!-- diagrams:end -->``, under a "## State diagrams" heading.
+
+``write_all(out_dir)`` writes every generated file of ``specs/``: one
+``.mmd`` and one ``.dot`` per machine (and an ``.svg`` where Graphviz's
+``dot`` program is installed; it is never required), the event schema
+``events.schema.json`` and the conformance vectors in ``vectors/``. It
+removes generated files that no longer correspond to anything, so a removed
+machine or vector cannot linger. ``python -m adapters.diagrams specs`` runs it
+and also refreshes the README section; the CI freshness test regenerates
+into a temporary directory and compares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from planfold.adapters.specgen.event_types import schema_text
+from planfold.adapters.specgen.vectors import VECTOR_DIR, write_vectors
+from planfold.kernel.graph import Edge, Graph, all_graphs
+
+__all__ = [
+    "END_MARKER",
+    "HEADING",
+    "SCHEMA_FILE",
+    "START_MARKER",
+    "dot",
+    "main",
+    "mermaid",
+    "readme_section",
+    "update_readme",
+    "write_all",
+]
+
+START_MARKER = "<!-- diagrams:start -->"
+END_MARKER = "<!-- diagrams:end -->"
+HEADING = "## State diagrams"
+SCHEMA_FILE = "events.schema.json"
+_NOTICE = "Generated from the transition tables by `make diagrams`; do not edit by hand."
+
+
+def _edge_text(edge: Edge) -> str:
+    return f"{edge.label} {edge.note}" if edge.note else edge.label
+
+
+def _ids(graph: Graph) -> dict[str, str]:
+    """A Mermaid identifier per state: lower-case words joined by ``_``."""
+    ids: dict[str, str] = {}
+    for state in graph.states:
+        ident = "".join(ch if ch.isalnum() else " " for ch in state.lower()).split()
+        name = "_".join(ident)
+        if name in ids.values():
+            raise ValueError(f"{graph.name}: states {state!r} and another share the id {name!r}")
+        ids[state] = name
+    return ids
+
+
+def mermaid(graph: Graph) -> str:
+    """A Mermaid ``stateDiagram-v2`` of ``graph``."""
+    ids = _ids(graph)
+    lines = ["stateDiagram-v2", f"    %% {graph.title}. {_NOTICE}", "    direction LR"]
+    lines += [f'    state "{state}" as {ids[state]}' for state in graph.states]
+    if graph.initial is not None:
+        lines.append(f"    [*] --> {ids[graph.initial]}")
+    lines += [f"    {ids[e.source]} --> {ids[e.target]} : {_edge_text(e)}" for e in graph.edges]
+    return "\n".join(lines) + "\n"
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def dot(graph: Graph) -> str:
+    """A Graphviz ``digraph`` of ``graph``."""
+    lines = [
+        f"// {graph.title}. {_NOTICE}",
+        f"digraph {_quote(graph.name)} {{",
+        f"  label={_quote(graph.title)};",
+        "  labelloc=t;",
+        "  rankdir=LR;",
+        '  node [shape=box, style=rounded, fontname="Helvetica"];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+    ]
+    if graph.initial is not None:
+        lines.append('  "__start__" [shape=point, label=""];')
+    lines += [f"  {_quote(state)};" for state in graph.states]
+    if graph.initial is not None:
+        lines.append(f'  "__start__" -> {_quote(graph.initial)};')
+    lines += [
+        f"  {_quote(e.source)} -> {_quote(e.target)} [label={_quote(_edge_text(e))}];" for e in graph.edges
+    ]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def readme_section(graphs: Iterable[Graph]) -> str:
+    """The README text between (and including) the two markers."""
+    parts = [START_MARKER, f"<!-- {_NOTICE} -->", ""]
+    for graph in graphs:
+        parts += [f"### {graph.title}", ""]
+        if graph.source:
+            parts += [f"From `{graph.source}`.", ""]
+        parts += ["```mermaid", mermaid(graph).rstrip("\n"), "```", ""]
+    parts.append(END_MARKER)
+    return "\n".join(parts)
+
+
+def update_readme(text: str, section: str) -> str:
+    """``text`` with its diagrams section replaced by ``section``.
+
+    Without the markers, the section goes right under the "## State
+    diagrams" heading, or under a new heading at the end. Raises
+    ``ValueError`` when the markers are out of order or repeated.
+    """
+    start, end = text.find(START_MARKER), text.find(END_MARKER)
+    if start >= 0 or end >= 0:
+        if start < 0 or end < start or text.count(START_MARKER) != 1 or text.count(END_MARKER) != 1:
+            raise ValueError("README.md: the diagram markers must appear once each, start before end")
+        return text[:start] + section + text[end + len(END_MARKER) :]
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if line.rstrip() == HEADING:
+            return "".join([*lines[: index + 1], "\n", section, "\n", *lines[index + 1 :]])
+    prefix = text if not text or text.endswith("\n") else text + "\n"
+    return f"{prefix}\n{HEADING}\n\n{section}\n"
+
+
+def _write(path: Path, text: str, written: list[Path]) -> None:
+    path.write_text(text, encoding="utf-8")
+    written.append(path)
+
+
+def _remove_stale(directory: Path, patterns: Sequence[str], keep: set[Path]) -> None:
+    for pattern in patterns:
+        for path in directory.glob(pattern):
+            if path not in keep:
+                path.unlink()
+
+
+def write_all(out_dir: Path, readme: Path | None = None, *, svg: bool = True) -> tuple[Path, ...]:
+    """Write every generated file into ``out_dir`` (diagrams, schema,
+    vectors) and, when ``readme`` is given, refresh its diagrams section.
+    Returns the paths written. ``svg`` False skips Graphviz even when it is
+    installed."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    graphs = all_graphs()
+    written: list[Path] = []
+    for graph in graphs:
+        _write(out_dir / f"{graph.name}.mmd", mermaid(graph), written)
+        _write(out_dir / f"{graph.name}.dot", dot(graph), written)
+        program = shutil.which("dot") if svg else None
+        if program is not None:
+            target = out_dir / f"{graph.name}.svg"
+            subprocess.run([program, "-Tsvg", "-o", str(target), str(out_dir / f"{graph.name}.dot")], check=True)
+            written.append(target)
+    names = {graph.name for graph in graphs}
+    keep = set(written) | {out_dir / f"{name}.svg" for name in names}
+    _remove_stale(out_dir, ("*.mmd", "*.dot", "*.svg"), keep)
+    _write(out_dir / SCHEMA_FILE, schema_text(), written)
+    written += write_vectors(out_dir / VECTOR_DIR)
+    if readme is not None:
+        current = readme.read_text(encoding="utf-8") if readme.exists() else ""
+        updated = update_readme(current, readme_section(graphs))
+        if updated != current:
+            _write(readme, updated, written)
+    return tuple(written)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m adapters.diagrams [OUT_DIR] [--readme PATH] [--no-svg]``."""
+    parser = argparse.ArgumentParser(prog="python -m adapters.diagrams", description=main.__doc__)
+    parser.add_argument("out_dir", nargs="?", default="specs", help="where to write (default: specs)")
+    parser.add_argument("--readme", help="the README to refresh (default: README.md next to OUT_DIR)")
+    parser.add_argument("--no-svg", action="store_true", help="do not run Graphviz even if installed")
+    args = parser.parse_args(argv)
+    out_dir = Path(args.out_dir)
+    readme = Path(args.readme) if args.readme else out_dir.resolve().parent / "README.md"
+    written = write_all(out_dir, readme, svg=not args.no_svg)
+    print(f"wrote {len(written)} files under {out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

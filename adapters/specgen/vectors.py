@@ -1,0 +1,311 @@
+"""Conformance vectors: session logs with their expected results, and the
+runner that checks an implementation against them.
+
+Theory of operation
+-------------------
+``specs/vectors/`` holds one JSON Lines log per case (``<name>.jsonl``, one
+event ``{seq, kind, at, payload}`` per line) and its expected result
+(``<name>.expected.json``). The expected result of a valid log is the final
+state as a small canonical summary (``summarize``); that of an invalid log is
+the seq of the first bad event and the rule it breaks::
+
+    {"ok": true, "state": {"last_seq": …, "plan_mode": …, "agent_mode": …,
+                           "plan": null | {"id", "status", "revision"},
+                           "goal": null | {"id", "revision", "phase",
+                                           "rounds_started", "max_rounds"}}}
+    {"ok": false, "position": 4, "rule": "stale-revision"}
+
+The sidecar also carries a ``description`` for people; it is not compared.
+
+``write_vectors`` builds the cases of ``adapters.vector_cases``, folds each
+with ``kernel.session.fold_session``, refuses to write a case whose declared
+rule or position the fold does not confirm, and writes the files with a
+stable encoding. ``conform(dir, implementation)`` reads them back and asks an
+implementation for its answer to every log: planfold itself by default, any
+Python callable, or a command run once per log with the log's path as its
+last argument, which must print its answer (the same JSON shape) on stdout
+and exit 0. ``conform_main`` is the ``planfold conform`` subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from planfold.adapters.specgen.vector_cases import Case, cases
+from planfold.kernel.errors import ReplayError
+from planfold.kernel.log import Event
+from planfold.kernel.payload import JSON
+from planfold.kernel.session import SessionState, fold_session
+
+__all__ = [
+    "VECTOR_DIR",
+    "ConformReport",
+    "Implementation",
+    "Outcome",
+    "VectorFormatError",
+    "add_conform_arguments",
+    "answer",
+    "conform",
+    "conform_main",
+    "expected_result",
+    "planfold_answer",
+    "read_log",
+    "run_conform",
+    "summarize",
+    "write_vectors",
+]
+
+VECTOR_DIR = "vectors"
+_EXPECTED = ".expected.json"
+
+#: What an implementation is: planfold itself (``None``), a callable from a
+#: log's path to its answer, or a command line (the path is appended).
+Implementation = Callable[[Path], object] | Sequence[str] | None
+
+
+class VectorFormatError(ValueError):
+    """A vector file is not a log of event lines (a broken or foreign file)."""
+
+
+def summarize(state: SessionState) -> dict[str, JSON]:
+    """The canonical summary of a folded session."""
+    plan = state.plan.current
+    goal = state.goal.current
+    return {
+        "last_seq": state.last_seq,
+        "plan_mode": state.plan_mode,
+        "agent_mode": state.agent_mode,
+        "plan": None if plan is None else {"id": plan.id, "status": plan.status, "revision": plan.revision},
+        "goal": None
+        if goal is None
+        else {
+            "id": goal.id,
+            "revision": goal.revision,
+            "phase": goal.phase,
+            "rounds_started": goal.rounds_started,
+            "max_rounds": goal.max_rounds,
+        },
+    }
+
+
+def answer(events: Sequence[Event]) -> dict[str, JSON]:
+    """planfold's answer for a log: its summary, or where and why it is invalid."""
+    try:
+        state = fold_session(events)
+    except ReplayError as exc:
+        return {"ok": False, "position": exc.position, "rule": exc.rule}
+    return {"ok": True, "state": summarize(state)}
+
+
+def _no_constant(token: str) -> object:
+    raise VectorFormatError(f"{token} is not JSON")
+
+
+def read_log(path: Path) -> list[Event]:
+    """The events of a JSON Lines log, exactly as written (no type checks:
+    the fold judges them). Raises ``VectorFormatError`` for a line that is
+    not a JSON object with exactly ``seq``, ``kind``, ``at`` and ``payload``."""
+    events = []
+    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text, parse_constant=_no_constant)
+        except json.JSONDecodeError as exc:
+            raise VectorFormatError(f"{path.name}:{number}: not JSON ({exc.msg})") from exc
+        if not isinstance(line, dict) or set(line) != {"seq", "kind", "at", "payload"}:
+            raise VectorFormatError(f"{path.name}:{number}: an event line is {{seq, kind, at, payload}}")
+        if not isinstance(line["kind"], str):
+            raise VectorFormatError(f"{path.name}:{number}: kind must be a string")
+        events.append(Event(line["seq"], line["kind"], line["at"], line["payload"]))
+    return events
+
+
+def planfold_answer(path: Path) -> dict[str, JSON]:
+    """planfold's answer for the log at ``path``."""
+    return answer(read_log(path))
+
+
+# --------------------------------------------------------------------------
+# Writing
+
+
+def _case_events(case: Case) -> list[Event]:
+    return [Event(line["seq"], str(line["kind"]), line["at"], line["payload"]) for line in case.lines]  # type: ignore[arg-type]
+
+
+def expected_result(case: Case) -> dict[str, JSON]:
+    """The expected result of ``case``, from the fold. Raises ``ValueError``
+    when the fold does not confirm the rule and position the case declares."""
+    result = answer(_case_events(case))
+    declared: dict[str, JSON] = {"ok": True} if case.rule is None else {
+        "ok": False, "position": case.position, "rule": case.rule
+    }
+    if {key: result[key] for key in declared} != declared:
+        raise ValueError(f"vector {case.name}: declared {declared}, but the fold answers {result}")
+    return result
+
+
+def _json(value: JSON, *, indent: int | None = None) -> str:
+    return json.dumps(value, ensure_ascii=True, indent=indent, separators=None if indent else (",", ":"))
+
+
+def write_vectors(directory: Path) -> list[Path]:
+    """Write every case into ``directory`` (and remove stale vector files).
+    Returns the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for case in cases():
+        log = directory / f"{case.name}.jsonl"
+        log.write_text("".join(_json(dict(line)) + "\n" for line in case.lines), encoding="utf-8")
+        sidecar = directory / f"{case.name}{_EXPECTED}"
+        body = {"description": case.description, **expected_result(case)}
+        sidecar.write_text(_json(body, indent=2) + "\n", encoding="utf-8")
+        written += [log, sidecar]
+    keep = set(written)
+    for pattern in ("*.jsonl", f"*{_EXPECTED}"):
+        for path in directory.glob(pattern):
+            if path not in keep:
+                path.unlink()
+    return written
+
+
+# --------------------------------------------------------------------------
+# Conformance
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One vector checked: ``problem`` is empty when the answer matched."""
+
+    name: str
+    expected: Mapping[str, object]
+    actual: object
+    problem: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.problem
+
+
+@dataclass(frozen=True, slots=True)
+class ConformReport:
+    """Every vector's outcome, by name."""
+
+    outcomes: tuple[Outcome, ...]
+
+    @property
+    def failures(self) -> tuple[Outcome, ...]:
+        return tuple(outcome for outcome in self.outcomes if not outcome.passed)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.outcomes) and not self.failures
+
+
+def _compared(result: Mapping[str, object]) -> dict[str, object]:
+    keys = ("ok", "state") if result.get("ok") is True else ("ok", "position", "rule")
+    return {key: result.get(key) for key in keys}
+
+
+def _run(command: Sequence[str], path: Path, timeout: float) -> object:
+    try:
+        done = subprocess.run([*command, str(path)], capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise VectorFormatError(f"could not run {shlex.join(command)}: {exc}") from exc
+    if done.returncode != 0:
+        raise VectorFormatError(f"exit status {done.returncode}: {done.stderr.strip()[:200]}")
+    try:
+        return json.loads(done.stdout)
+    except json.JSONDecodeError as exc:
+        raise VectorFormatError(f"stdout is not one JSON value ({exc.msg})") from exc
+
+
+def conform(directory: Path, implementation: Implementation = None, *, timeout: float = 30.0) -> ConformReport:
+    """Check ``implementation`` against every vector in ``directory``."""
+    outcomes = []
+    for sidecar in sorted(directory.glob(f"*{_EXPECTED}")):
+        name = sidecar.name.removesuffix(_EXPECTED)
+        log = directory / f"{name}.jsonl"
+        expected = _compared(json.loads(sidecar.read_text(encoding="utf-8")))
+        try:
+            if implementation is None:
+                actual: object = planfold_answer(log)
+            elif callable(implementation):
+                actual = implementation(log)
+            else:
+                actual = _run(implementation, log, timeout)
+        except (OSError, VectorFormatError) as exc:
+            outcomes.append(Outcome(name, expected, None, str(exc)))
+            continue
+        if not isinstance(actual, Mapping) or _compared(actual) != expected:
+            outcomes.append(Outcome(name, expected, actual, "the answer differs from the expected result"))
+        else:
+            outcomes.append(Outcome(name, expected, actual))
+    return ConformReport(tuple(outcomes))
+
+
+def add_conform_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the arguments of ``planfold conform`` to ``parser``."""
+    parser.description = "Check an implementation against the conformance vectors in DIR."
+    parser.add_argument("dir", help="a directory of <name>.jsonl logs and <name>.expected.json results")
+    parser.add_argument(
+        "--command",
+        dest="implementation",
+        metavar="CMD",
+        help="run CMD LOG per vector and read its JSON answer from stdout (default: planfold itself)",
+    )
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per vector (default 30)")
+    return parser
+
+
+def run_conform(args: argparse.Namespace) -> int:
+    """Run ``planfold conform`` with parsed ``args``: 0 when every vector
+    passes, 1 when one fails, 2 when there is nothing to check."""
+    directory = Path(args.dir)
+    command = shlex.split(args.implementation) if args.implementation else None
+    report = conform(directory, command, timeout=args.timeout)
+    if not report.outcomes:
+        print(f"no vectors in {directory}", file=sys.stderr)
+        return 2
+    for outcome in report.failures:
+        print(f"FAIL {outcome.name}: {outcome.problem}")
+        print(f"  expected {json.dumps(outcome.expected)}")
+        print(f"  got      {json.dumps(outcome.actual, default=repr)}")
+    passed = len(report.outcomes) - len(report.failures)
+    print(f"{passed}/{len(report.outcomes)} vectors passed")
+    return 0 if report.ok else 1
+
+
+def conform_main(argv: Sequence[str]) -> int:
+    """``planfold conform DIR [--command CMD] [--timeout S]`` (see ``run_conform``)."""
+    parser = add_conform_arguments(argparse.ArgumentParser(prog="planfold conform"))
+    return run_conform(parser.parse_args(list(argv)))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m adapters.vectors conform DIR [--command CMD]``, or
+    ``answer LOG`` (planfold's answer for one log, the protocol's reply),
+    or ``write DIR``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["conform"]:
+        return conform_main(args[1:])
+    if args[:1] == ["answer"] and len(args) == 2:
+        print(_json(planfold_answer(Path(args[1]))))
+        return 0
+    if args[:1] == ["write"] and len(args) == 2:
+        write_vectors(Path(args[1]))
+        return 0
+    print("usage: python -m adapters.vectors conform DIR [--command CMD] | answer LOG | write DIR", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,373 @@
+"""The storage port: the ``Store`` protocol, its typed errors, and the rules
+every store shares.
+
+Theory of operation
+-------------------
+A store keeps, per session, an append-only log of events (the truth) and a
+projection of its fold (the session row, plus a snapshot of the fold state
+for fast opens). Every store implements the same protocol with the same
+semantics and the same errors; one contract suite runs against all of them.
+
+``append(session_id, expected_seq, events, idempotency_key=None)`` is a
+compare-and-set. In one atomic step the store
+
+1. answers a retried request whose ``idempotency_key`` already landed with the
+   original result (``replayed=True``) and writes nothing; the same key with
+   different content is ``IdempotencyMismatchError``;
+2. raises the kernel's ``ConflictError`` unless the log is at
+   ``expected_seq``;
+3. folds the new events strictly onto the stored state; a bad event is
+   ``AppendRejectedError`` (the caller's fault) and a bad stored log is the
+   positioned ``ReplayError`` (the log's fault);
+4. writes the events, the projection and the key together.
+
+Nothing is ever partly written. Failures of the storage engine surface as
+``StorageError`` (``store-busy`` when the write lock could not be had in
+time); ``outcome`` says whether the append certainly did not happen
+(``not-applied``) or might have (``unknown``: retry with the same key). No
+driver exception ever reaches a caller.
+
+``load`` folds the whole log strictly, or (``incremental=True``) resumes from
+the stored snapshot and folds only what follows it. ``audit`` folds the log and
+reports every way the stored projection or snapshot differs from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Literal, Protocol
+
+import msgspec
+
+from planfold.adapters.codec import encode_jsonl, read_session_jsonl, stored_event
+from planfold.adapters.store.projection import (
+    SESSION_SNAPSHOT,
+    Projection,
+    project,
+    resume_state,
+    snapshot_of,
+    snapshot_reusing,
+    with_summary,
+)
+from planfold.adapters.store.snapshot import SnapshotError
+from planfold.kernel.errors import KernelError, ReplayError
+from planfold.kernel.log import Event
+from planfold.kernel.session import SessionState, fold_more
+
+__all__ = [
+    "MAX_SEQ",
+    "AppendRejectedError",
+    "AppendResult",
+    "AuditReport",
+    "IdempotencyMismatchError",
+    "InvalidRequestError",
+    "Outcome",
+    "PreparedAppend",
+    "SchemaMismatchError",
+    "SchemaTooNewError",
+    "StorageError",
+    "Store",
+    "StoreBusyError",
+    "StoreClosedError",
+    "StoreError",
+    "audit_state",
+    "check_after",
+    "check_session_id",
+    "export_session",
+    "fold_new_events",
+    "import_session",
+    "prepare_append",
+    "resume_state",
+    "snapshot_of",
+    "snapshot_reusing",
+    "with_summary",
+]
+
+Outcome = Literal["not-applied", "unknown"]
+
+
+# --------------------------------------------------------------------------
+# Errors
+
+
+class StoreError(KernelError):
+    """Root of the storage adapters' refusals."""
+
+    code = "store-error"
+
+
+class StoreClosedError(StoreError):
+    """The store was used after ``close()`` (the caller's fault)."""
+
+    code = "store-closed"
+
+    def __init__(self) -> None:
+        super().__init__("the store is closed")
+
+
+class InvalidRequestError(StoreError):
+    """An argument is not what the store accepts (the caller's fault)."""
+
+    code = "invalid-request"
+
+
+class SchemaTooNewError(StoreError):
+    """The database was written by a newer version of planfold; it is left untouched."""
+
+    code = "schema-too-new"
+
+    def __init__(self, found: int, supported: int) -> None:
+        super().__init__(
+            f"database schema version {found} is newer than this code supports ({supported}); "
+            "upgrade planfold to open it"
+        )
+        self.found = found
+        self.supported = supported
+
+
+class SchemaMismatchError(StoreError):
+    """The database does not have the tables and columns its version promises."""
+
+    code = "schema-mismatch"
+
+
+class IdempotencyMismatchError(StoreError):
+    """An idempotency key was reused for a different append (the caller's fault)."""
+
+    code = "idempotency-mismatch"
+
+    def __init__(self, session_id: str, key: str) -> None:
+        super().__init__(
+            f"session {session_id!r}: idempotency key {key!r} was already used for a different append"
+        )
+        self.session_id = session_id
+        self.key = key
+
+
+class AppendRejectedError(StoreError):
+    """The events offered do not continue the log validly (the caller's fault);
+    nothing was written. ``position``/``rule``/``detail`` are the fold's."""
+
+    code = "append-rejected"
+
+    def __init__(self, session_id: str, cause: ReplayError) -> None:
+        super().__init__(
+            f"session {session_id!r}: append rejected at seq {cause.position} [{cause.rule}]: {cause.detail}"
+        )
+        self.session_id = session_id
+        self.position = cause.position
+        self.rule = cause.rule
+        self.detail = cause.detail
+
+
+class StorageError(StoreError):
+    """The storage engine failed (disk, I/O, corruption, lock timeout).
+
+    ``outcome`` is ``not-applied`` when nothing was written and ``unknown``
+    when a commit was under way (retry with the same idempotency key).
+    """
+
+    code = "storage-failure"
+
+    def __init__(
+        self, operation: str, detail: str, *, outcome: Outcome = "not-applied", code: str | None = None
+    ) -> None:
+        super().__init__(f"storage failure during {operation} ({outcome}): {detail}", code=code)
+        self.operation = operation
+        self.detail = detail
+        self.outcome = outcome
+
+
+class StoreBusyError(StorageError):
+    """The write lock was not granted within the busy timeout."""
+
+    code = "store-busy"
+
+
+# --------------------------------------------------------------------------
+# Values
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Where an append landed; ``replayed`` when it was an idempotent retry."""
+
+    session_id: str
+    first_seq: int
+    last_seq: int
+    replayed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AuditReport:
+    """The result of comparing a stored projection with the fold of the log.
+
+    ``snapshot`` is ``current`` (checked), ``stale`` (another format; never
+    used) or ``absent``.
+    """
+
+    session_id: str
+    last_seq: int
+    mismatches: tuple[str, ...]
+    snapshot: Literal["current", "stale", "absent"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+class Store(Protocol):
+    """What every session store provides (see the module docstring)."""
+
+    def append(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None = None,
+    ) -> AppendResult: ...
+
+    def head(self, session_id: str) -> int: ...
+
+    def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]: ...
+
+    def load(self, session_id: str, *, incremental: bool = False) -> SessionState: ...
+
+    def projection(self, session_id: str) -> Projection: ...
+
+    def audit(self, session_id: str) -> AuditReport: ...
+
+    def session_ids(self) -> tuple[str, ...]: ...
+
+    def close(self) -> None: ...
+
+
+# --------------------------------------------------------------------------
+# Shared rules
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedAppend:
+    """A validated append request: canonical events, their stored payloads and,
+    when it has an idempotency key, the hash that identifies the request
+    (``""`` without a key: nothing would ever compare it)."""
+
+    session_id: str
+    expected_seq: int
+    events: tuple[Event, ...]
+    payloads: tuple[str, ...]
+    key: str | None
+    request_hash: str
+
+
+#: The largest seq or position a store keeps (SQLite's signed 64-bit integer).
+MAX_SEQ = 2**63 - 1
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequestError(f"{what} must be a non-empty string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequestError(f"{what} is not valid Unicode text (it holds a lone surrogate)") from exc
+    return value
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if it is non-empty, storable text; ``InvalidRequestError`` otherwise."""
+    return _text(session_id, "a session id")
+
+
+def check_after(after: object) -> int:
+    """A ``read`` position: an integer, clamped to ``0..MAX_SEQ``."""
+    if isinstance(after, bool) or not isinstance(after, int):
+        raise InvalidRequestError(f"after must be an integer, got {after!r}")
+    return min(max(after, 0), MAX_SEQ)
+
+
+def prepare_append(
+    session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None
+) -> PreparedAppend:
+    """Validate an append request; ``InvalidRequestError`` or ``CodecError`` otherwise."""
+    check_session_id(session_id)
+    if isinstance(expected_seq, bool) or not isinstance(expected_seq, int) or not 0 <= expected_seq <= MAX_SEQ:
+        raise InvalidRequestError(f"expected_seq must be an integer in 0..{MAX_SEQ}, got {expected_seq!r}")
+    if idempotency_key is not None:
+        _text(idempotency_key, "an idempotency key")
+    if isinstance(events, str | bytes) or not isinstance(events, Sequence) or not events:
+        raise InvalidRequestError("an append needs a non-empty sequence of events")
+    stored = [stored_event(e) for e in events]
+    canonical = tuple(event for event, _ in stored)
+    payloads = tuple(text for _, text in stored)
+    request_hash = "" if idempotency_key is None else _request_hash(expected_seq, canonical)
+    return PreparedAppend(session_id, expected_seq, canonical, payloads, idempotency_key, request_hash)
+
+
+def _request_hash(expected_seq: int, events: Sequence[Event]) -> str:
+    """What identifies an append request for its idempotency key: the expected
+    seq and every event, payload keys sorted (so key order does not matter)."""
+    digest = hashlib.sha256(str(expected_seq).encode())
+    for event in events:
+        digest.update(b"\n" + msgspec.json.encode([event.seq, event.kind, event.at, event.payload], order="sorted"))
+    return digest.hexdigest()
+
+
+def fold_new_events(session_id: str, state: SessionState, events: Sequence[Event]) -> SessionState:
+    """Fold offered events strictly; a bad one is ``AppendRejectedError``."""
+    try:
+        return fold_more(state, events)
+    except ReplayError as exc:
+        raise AppendRejectedError(session_id, exc) from exc
+
+
+def audit_state(
+    session_id: str, state: SessionState, stored: Projection, snapshot_format: str, snapshot: str
+) -> AuditReport:
+    """Compare a stored row and snapshot with ``state``, the fold of the log."""
+    expected = project(state)
+    mismatches = []
+    for f in fields(Projection):
+        have, want = getattr(stored, f.name), getattr(expected, f.name)
+        if f.name == "current_plan_summary_json" and have == "":
+            continue  # rebuilt on read
+        if have != want:
+            mismatches.append(f"{f.name}: stored {have!r}, fold gives {want!r}")
+    status: Literal["current", "stale", "absent"] = "absent"
+    if snapshot:
+        codec = SESSION_SNAPSHOT
+        if codec is None or snapshot_format != codec.format:
+            status = "stale"
+        else:
+            status = "current"
+            try:
+                if codec.decode(snapshot) != state:
+                    mismatches.append("snapshot: decodes to a state other than the fold")
+            except SnapshotError as exc:
+                mismatches.append(f"snapshot: {exc.message}")
+    return AuditReport(session_id, state.last_seq, tuple(mismatches), status)
+
+
+def export_session(store: Store, session_id: str) -> bytes:
+    """The whole log of a session as JSON Lines."""
+    return encode_jsonl(store.read(session_id))
+
+
+def import_session(
+    store: Store, session_id: str, data: bytes | str, *, idempotency_key: str | None = None
+) -> AppendResult | None:
+    """Import a JSON Lines log into an empty session in one append.
+
+    The text is decoded and folded strictly first (``CodecError`` with the
+    line, or the positioned ``ReplayError``); a non-empty target session is a
+    ``ConflictError``. The default idempotency key is derived from the
+    content, so a retried import lands once. ``None`` when there is nothing
+    to import.
+    """
+    events = read_session_jsonl(data)
+    if not events:
+        return None
+    key = idempotency_key or "import:" + hashlib.sha256(encode_jsonl(events)).hexdigest()
+    return store.append(session_id, 0, events, key)

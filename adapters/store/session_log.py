@@ -1,0 +1,189 @@
+"""One session's log as the runtime sees it: a strict fold kept in step with
+the store, and compare-and-set appends.
+
+Theory of operation
+-------------------
+Opening a ``SessionLog`` loads the session through the store's incremental
+open: the stored snapshot of the fold (written by the store only after a
+strict fold, and checked against the log by ``audit``) plus a strict fold of
+any events after it, so opening does not grow with the log; a bad event after
+the snapshot raises ``ReplayError`` and nothing runs on it. The events
+themselves are read from the store the first time someone asks for them (up
+to the state's last seq; the log is append-only, so they are the events the
+state was folded from). Afterwards the log keeps the folded ``SessionState``
+(and the events, once read) in memory and changes them only through
+``append``.
+
+Every append is a compare-and-set: the events are numbered after the last
+event this process has seen, folded strictly first (so planfold never writes
+a log it would refuse to read back), and handed to the store with that seq as
+``expected_seq``. When another writer got there first the store raises
+``ConflictError`` and nothing of ours is written. ``append_decided`` is for
+decisions that must be made on fresh state (goal operations): it calls the
+decision with the current events, the next seq and the time, appends what it
+returns, and on a conflict reloads and decides again, a bounded number of
+times.
+
+``observers`` are told about every event after it is written (the demo
+prints them); an observer that raises propagates to the appender, so only
+trusted display code belongs there.
+
+While a tool executor runs, the runtime holds the log ``sealed``: any append
+then raises ``LogSealedError`` and writes nothing, so no tool call can change
+the session, its plan or its mode; only the runtime does, through the kernel.
+
+Time is the caller's clock in integer milliseconds, clamped so that it never
+goes below the last event's ``at`` (the log's ``time-regressed`` rule).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+
+from planfold.adapters.store.base import Store
+from planfold.kernel.errors import ConflictError, KernelError
+from planfold.kernel.log import Event
+from planfold.kernel.session import SessionState, fold_more
+
+__all__ = [
+    "Clock",
+    "LogSealedError",
+    "SessionLog",
+    "system_clock",
+]
+
+Clock = Callable[[], int]
+
+
+def system_clock() -> int:
+    """Wall-clock time in integer milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+class LogSealedError(KernelError):
+    """An append was tried while the log was sealed for a running tool: a
+    tool (the deployment's code) tried to change the session. Nothing is
+    written."""
+
+    code = "log-sealed"
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(
+            f"the session log is sealed while {holder} runs: a tool cannot change the session, "
+            "its plan or its mode; only the runtime does"
+        )
+        self.holder = holder
+
+
+class SessionLog:
+    """A session's events and strict fold, appended through ``store``."""
+
+    def __init__(self, store: Store, session_id: str, clock: Clock = system_clock) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.clock = clock
+        self._events: tuple[Event, ...] | None = ()
+        self._state = SessionState()
+        self.observers: list[Callable[[Event], None]] = []
+        self._sealed_by: str | None = None
+        self.reload()
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """Every event of the session up to ``last_seq`` (read from the store
+        on first use after opening)."""
+        if self._events is None:
+            self._events = self.store.read(self.session_id)[: self.last_seq]
+        return self._events
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    @property
+    def last_seq(self) -> int:
+        return self._state.last_seq
+
+    @property
+    def sealed_by(self) -> str | None:
+        """What holds the log sealed right now, or ``None``."""
+        return self._sealed_by
+
+    @contextmanager
+    def sealed(self, holder: str) -> Iterator[None]:
+        """Refuse every append (``LogSealedError``) while ``holder`` runs."""
+        previous, self._sealed_by = self._sealed_by, holder
+        try:
+            yield
+        finally:
+            self._sealed_by = previous
+
+    def reload(self) -> None:
+        """Open the stored session through the store's incremental load (its
+        snapshot and a strict fold of what follows; raises ``ReplayError``)."""
+        self._state = self.store.load(self.session_id, incremental=True)
+        self._events = None
+
+    def now(self) -> int:
+        """The caller's clock, never earlier than the last event."""
+        at = int(self.clock())
+        last = self._state.last
+        return at if last is None or at >= last.at else last.at
+
+    def renumber(self, drafts: Sequence[Event], at: int | None = None) -> tuple[Event, ...]:
+        """``drafts`` numbered to follow the log (and stamped ``at`` if given)."""
+        seq = self.last_seq
+        return tuple(
+            replace(event, seq=seq + i, at=event.at if at is None else at)
+            for i, event in enumerate(drafts, 1)
+        )
+
+    def append(self, events: Sequence[Event], idempotency_key: str | None = None) -> tuple[Event, ...]:
+        """Append events that already follow the log (seq and time).
+
+        Raises ``ReplayError`` (nothing written) when they would break the
+        strict fold, ``ConflictError`` when another writer appended first,
+        ``LogSealedError`` while a tool runs.
+        """
+        if self._sealed_by is not None:
+            raise LogSealedError(self._sealed_by)
+        batch = tuple(events)
+        if not batch:
+            return ()
+        state = fold_more(self._state, batch)
+        self.store.append(self.session_id, self.last_seq, batch, idempotency_key)
+        if self._events is not None:
+            self._events = self._events + batch
+        self._state = state
+        for event in batch:
+            for observer in tuple(self.observers):
+                observer(event)
+        return batch
+
+    def add(self, kind: str, payload: dict[str, object], at: int | None = None) -> Event:
+        """Append one event of ``kind`` now; returns it."""
+        stamp = self.now() if at is None else at
+        event = Event(self.last_seq + 1, kind, stamp, payload)  # type: ignore[arg-type]
+        return self.append((event,))[0]
+
+    def append_decided(
+        self,
+        decide: Callable[[SessionState, Sequence[Event], int, int], Sequence[Event]],
+        *,
+        attempts: int = 3,
+    ) -> tuple[Event, ...]:
+        """Append what ``decide(state, events, next_seq, at)`` returns, deciding
+        again on fresh state after a conflict (at most ``attempts`` times).
+        Whatever ``decide`` raises propagates and nothing is written."""
+        for attempt in range(1, attempts + 1):
+            decided = decide(self._state, self.events, self.last_seq + 1, self.now())
+            try:
+                return self.append(decided)
+            except ConflictError:
+                if attempt == attempts:
+                    raise
+                self.reload()
+        raise AssertionError("unreachable")

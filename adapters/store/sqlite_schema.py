@@ -1,0 +1,284 @@
+"""The SQLite schema: versions, forward migrations, and driver-error translation.
+
+Theory of operation
+-------------------
+The schema version lives in ``PRAGMA user_version``. Versions 0 to 2 are the
+*legacy* layout: a sessions table as a coding agent left it before plan/build
+modes existed (``id``, ``title``, ``created_at_ms``, ``updated_at_ms``, task
+state columns, a separate messages table), or an empty file. From there each
+step in ``STEPS`` moves one version forward:
+
+====  ==========================================================================
+ 3    ``sessions.agent_mode`` (default ``build``) and ``current_plan_json``
+      (default ``''`` = no plan)
+ 4    ``sessions.current_plan_summary_json`` (default ``''`` = rebuild on read)
+ 5    the event log (``events``, keyed ``(session_id, seq)``), idempotency keys
+      (``append_keys``) and the rest of the projection: ``plan_mode``,
+      ``goal_json``, ``log_seq``, ``fold_state``, ``fold_format``,
+      ``legacy_head_json``
+====  ==========================================================================
+
+``migrate`` runs every pending step in ONE ``BEGIN IMMEDIATE`` transaction
+and sets the new version in the same transaction, so a migration either
+happens completely or not at all, and two processes opening the same old file
+at once migrate it once (the second re-reads the version under the lock and
+finds nothing to do). Every step checks the columns and tables it adds before
+adding them, so running it again changes nothing. A version above
+``SCHEMA_VERSION`` is refused with ``SchemaTooNewError`` and the file is left
+untouched; a file whose tables do not match its version is
+``SchemaMismatchError``.
+
+Legacy rows keep all their columns and values. The log is the truth, so a
+legacy row that recorded a mode or plan without any log behind it has those
+values moved to ``legacy_head_json`` (kept for people and importers) and its
+projection reset to what the empty log gives: build mode, no plan.
+
+``translate`` turns any ``sqlite3`` exception into the adapters' typed errors;
+no driver exception leaves the SQLite modules.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from planfold.adapters.store.base import (
+    Outcome,
+    SchemaMismatchError,
+    SchemaTooNewError,
+    StorageError,
+    StoreBusyError,
+)
+
+__all__ = [
+    "LEGACY_VERSION",
+    "SCHEMA_VERSION",
+    "STEPS",
+    "Connection",
+    "MigrationReport",
+    "Step",
+    "columns",
+    "is_busy",
+    "migrate",
+    "read_version",
+    "rollback_quietly",
+    "translate",
+    "verify_schema",
+]
+
+#: The newest layout this code reads and writes.
+SCHEMA_VERSION = 5
+#: The newest legacy layout (the sessions table before plan/build modes).
+LEGACY_VERSION = 2
+
+
+class Connection(Protocol):
+    """The part of ``sqlite3.Connection`` the store uses (tests wrap it)."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor: ...
+
+    def close(self) -> None: ...
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """True when ``exc`` says another connection holds a lock we need."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith("SQLITE_BUSY") or "database is locked" in str(exc)
+
+
+def translate(exc: sqlite3.Error, operation: str, outcome: Outcome = "not-applied") -> StorageError:
+    """The typed error for a driver exception raised during ``operation``."""
+    name = getattr(exc, "sqlite_errorname", "") or type(exc).__name__
+    detail = f"{name}: {exc}"
+    if is_busy(exc):
+        return StoreBusyError(operation, detail, outcome=outcome, code="store-busy")
+    return StorageError(operation, detail, outcome=outcome)
+
+
+def rollback_quietly(conn: Connection) -> bool:
+    """Roll back an open transaction; True when the connection is clean after it."""
+    try:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        return False
+    return not conn.in_transaction
+
+
+def read_version(conn: Connection) -> int:
+    """``PRAGMA user_version``."""
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0])
+
+
+def columns(conn: Connection, table: str) -> dict[str, tuple[str, bool, object, bool]]:
+    """``{name: (declared type, not null, default, primary key)}`` of ``table``
+    (empty when the table does not exist)."""
+    rows = conn.execute(f"PRAGMA table_info({table})").fetchall()
+    return {r[1]: (str(r[2] or ""), bool(r[3]), r[4], bool(r[5])) for r in rows}
+
+
+def _add_columns(conn: Connection, table: str, wanted: tuple[tuple[str, str], ...]) -> None:
+    have = columns(conn, table)
+    for name, decl in wanted:
+        if name not in have:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+
+
+def _step_base(conn: Connection) -> None:
+    have = columns(conn, "sessions")
+    if not have:
+        conn.execute(
+            "CREATE TABLE sessions ("
+            " id TEXT PRIMARY KEY NOT NULL,"
+            " title TEXT NOT NULL DEFAULT '',"
+            " created_at_ms INTEGER NOT NULL DEFAULT 0,"
+            " updated_at_ms INTEGER NOT NULL DEFAULT 0)"
+        )
+    elif "id" not in have:
+        raise SchemaMismatchError("the existing sessions table has no 'id' column")
+
+
+MODE_COLUMNS = (
+    ("agent_mode", "TEXT NOT NULL DEFAULT 'build'"),
+    ("current_plan_json", "TEXT NOT NULL DEFAULT ''"),
+)
+SUMMARY_COLUMNS = (("current_plan_summary_json", "TEXT NOT NULL DEFAULT ''"),)
+LOG_COLUMNS = (
+    ("plan_mode", "INTEGER NOT NULL DEFAULT 0"),
+    ("goal_json", "TEXT NOT NULL DEFAULT ''"),
+    ("log_seq", "INTEGER NOT NULL DEFAULT 0"),
+    ("fold_state", "TEXT NOT NULL DEFAULT ''"),
+    ("fold_format", "TEXT NOT NULL DEFAULT ''"),
+    ("legacy_head_json", "TEXT NOT NULL DEFAULT ''"),
+)
+EVENT_COLUMNS = ("session_id", "seq", "kind", "at", "payload")
+KEY_COLUMNS = ("session_id", "key", "request_hash", "first_seq", "last_seq")
+
+
+def _step_mode(conn: Connection) -> None:
+    _add_columns(conn, "sessions", MODE_COLUMNS)
+
+
+def _step_summary(conn: Connection) -> None:
+    _add_columns(conn, "sessions", SUMMARY_COLUMNS)
+
+
+def _step_log(conn: Connection) -> None:
+    _add_columns(conn, "sessions", LOG_COLUMNS)
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS events ("
+        " session_id TEXT NOT NULL,"
+        " seq INTEGER NOT NULL CHECK (seq >= 1),"
+        " kind TEXT NOT NULL,"
+        " at INTEGER NOT NULL,"
+        " payload TEXT NOT NULL,"
+        " PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
+    )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS append_keys ("
+        " session_id TEXT NOT NULL,"
+        " key TEXT NOT NULL,"
+        " request_hash TEXT NOT NULL,"
+        " first_seq INTEGER NOT NULL,"
+        " last_seq INTEGER NOT NULL,"
+        " PRIMARY KEY (session_id, key)) WITHOUT ROWID"
+    )
+    # A legacy head with no log behind it: keep its values, reset the projection.
+    conn.execute(
+        "UPDATE sessions SET"
+        " legacy_head_json = json_object('agent_mode', agent_mode, 'current_plan_json', current_plan_json,"
+        "   'current_plan_summary_json', current_plan_summary_json),"
+        " agent_mode = 'build', current_plan_json = '', current_plan_summary_json = ''"
+        " WHERE log_seq = 0 AND legacy_head_json = ''"
+        " AND (agent_mode <> 'build' OR current_plan_json <> '' OR current_plan_summary_json <> '')"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One forward migration: ``apply`` takes a file at ``version - 1`` to ``version``."""
+
+    version: int
+    name: str
+    apply: Callable[[Connection], None]
+
+
+#: Every step, in order; the last one's version is ``SCHEMA_VERSION``.
+STEPS: tuple[Step, ...] = (
+    Step(LEGACY_VERSION, "legacy sessions table", _step_base),
+    Step(3, "agent mode and current plan columns", _step_mode),
+    Step(4, "plan summary cache column", _step_summary),
+    Step(5, "event log, idempotency keys and projection columns", _step_log),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationReport:
+    """What ``migrate`` did: the versions before and after and the steps run."""
+
+    from_version: int
+    to_version: int
+    applied: tuple[str, ...]
+
+
+def verify_schema(conn: Connection, version: int = SCHEMA_VERSION) -> None:
+    """Raise ``SchemaMismatchError`` unless the tables match ``version``."""
+    missing: list[str] = []
+    wanted = {"sessions": ["id"]}
+    if version >= 3:
+        wanted["sessions"] += [name for name, _ in MODE_COLUMNS]
+    if version >= 4:
+        wanted["sessions"] += [name for name, _ in SUMMARY_COLUMNS]
+    if version >= 5:
+        wanted["sessions"] += [name for name, _ in LOG_COLUMNS]
+        wanted["events"] = list(EVENT_COLUMNS)
+        wanted["append_keys"] = list(KEY_COLUMNS)
+    for table, names in wanted.items():
+        have = columns(conn, table)
+        missing += [f"{table}.{n}" for n in names if n not in have]
+    if missing:
+        raise SchemaMismatchError(f"schema version {version} promises {', '.join(missing)}, which are missing")
+
+
+def migrate(conn: Connection, target: int = SCHEMA_VERSION) -> MigrationReport:
+    """Bring the file forward to ``target`` atomically (see the module docstring).
+
+    Raises ``SchemaTooNewError``, ``SchemaMismatchError`` or ``StorageError``;
+    on any failure the file is exactly as it was.
+    """
+    if not LEGACY_VERSION <= target <= SCHEMA_VERSION:
+        raise ValueError(f"no schema version {target}")
+    committing = False
+    try:
+        before = read_version(conn)
+        if before > SCHEMA_VERSION:
+            raise SchemaTooNewError(before, SCHEMA_VERSION)
+        applied: list[str] = []
+        if before < target:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                before = read_version(conn)  # another process may have migrated meanwhile
+                if before > SCHEMA_VERSION:
+                    raise SchemaTooNewError(before, SCHEMA_VERSION)
+                for step in STEPS:
+                    if before < step.version <= target:
+                        step.apply(conn)
+                        applied.append(step.name)
+                if applied:
+                    conn.execute(f"PRAGMA user_version = {int(target)}")
+                committing = True
+                conn.execute("COMMIT")
+                committing = False
+            except BaseException:
+                rollback_quietly(conn)
+                raise
+        verify_schema(conn, max(before, target))
+        return MigrationReport(before, max(before, target), tuple(applied))
+    except sqlite3.Error as exc:
+        raise translate(exc, "schema migration", "unknown" if committing else "not-applied") from exc

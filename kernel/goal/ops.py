@@ -1,0 +1,410 @@
+"""Goal operations: compare-and-set decisions and the authority rule.
+
+Theory of operation
+-------------------
+Each operation (create, edit, pause, resume, complete, block, clear) is a pure
+decision over the folded ``GoalState``: it returns the one ``goal/change``
+event to append, or raises. The caller supplies everything that is not in the
+log: the new goal's id, the event's ``seq`` (the next seq of the session) and
+its time ``at``; the envelope check at append time rejects a bad seq or a time
+that goes backwards. An event returned here is always one the strict fold
+accepts right after ``state``.
+
+Refusals, in the order they are checked:
+
+1. ``GoalAuthorityError`` (code ``not-authorized``) when the actor may not
+   perform the operation (``AUTHORITY``): the model may only complete, or
+   block with a reason; the system may only block (budget and other policy
+   limits); the user may do everything, except use a block code reserved for
+   the system (``SYSTEM_BLOCK_CODES``);
+2. ``GoalError`` with one of ``GOAL_ERROR_CODES``: ``not-found`` (no current
+   goal), ``stale-revision`` (the ref is not the current goal at its current
+   revision), ``already-exists`` (create over an unfinished goal, or with an
+   id already used in this session: ids are never reused, even after clear),
+   ``invalid-transition`` (no row in ``TRANSITION_TABLE``, a resume with no
+   rounds left, or of a goal that is already active and armed),
+   ``invalid-edit`` (an edit given neither an objective nor a cap),
+   ``invalid-objective``,
+   ``invalid-max-rounds``, ``invalid-block-reason`` and ``invalid-id`` (an
+   empty id given to create: the caller's bug).
+
+``resume`` is the one operation that reads process state: the caller's
+``Activation`` (see ``kernel.goal``), because re-arming an active goal is only
+meaningful when this process holds it disarmed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Literal
+
+from ..errors import KernelError, is_kebab_case
+from ..log import GOAL_CHANGE, Event
+from .fold import GoalState
+from .values import (
+    DEFAULT_MAX_ROUNDS,
+    OPERATIONS,
+    TRANSITION_TABLE,
+    TRANSITIONS,
+    Activation,
+    BlockedReason,
+    GoalOperation,
+    GoalPhase,
+    GoalRef,
+    GoalSnapshot,
+    Transition,
+    clear_payload,
+    snapshot_payload,
+)
+
+__all__ = [
+    "ACTORS",
+    "AUTHORITY",
+    "BUDGET_BLOCK_CODE",
+    "GOAL_ERROR_CODES",
+    "SYSTEM_BLOCK_CODES",
+    "Actor",
+    "GoalAuthorityError",
+    "GoalError",
+    "authorize",
+    "block",
+    "clear",
+    "complete",
+    "create",
+    "edit",
+    "pause",
+    "resume",
+]
+
+Actor = Literal["user", "model", "system"]
+ACTORS: tuple[Actor, ...] = ("user", "model", "system")
+
+#: The block code the system uses when a goal has used all its rounds.
+BUDGET_BLOCK_CODE = "round-limit"
+#: Block codes only the system may record (policy limits).
+SYSTEM_BLOCK_CODES: frozenset[str] = frozenset({BUDGET_BLOCK_CODE})
+
+#: Which operations each actor may perform.
+AUTHORITY: Mapping[Actor, frozenset[GoalOperation]] = {
+    "user": frozenset(OPERATIONS),
+    "model": frozenset({"complete", "block"}),
+    "system": frozenset({"block"}),
+}
+
+GOAL_ERROR_CODES: tuple[str, ...] = (
+    "not-found",
+    "already-exists",
+    "stale-revision",
+    "invalid-objective",
+    "invalid-max-rounds",
+    "invalid-block-reason",
+    "invalid-edit",
+    "invalid-transition",
+    "invalid-id",
+)
+
+
+class GoalError(KernelError):
+    """A goal operation the caller must not make now; ``code`` is one of
+    ``GOAL_ERROR_CODES``. ``operation`` names the refused operation (or
+    ``round`` for a round that cannot start) and ``current`` the ref of the
+    current goal (``None`` when there is none)."""
+
+    code = "goal-error"
+
+    def __init__(
+        self, message: str, *, code: str, operation: str, current: GoalRef | None
+    ) -> None:
+        super().__init__(message, code=code)
+        self.operation = operation
+        self.current = current
+
+
+class GoalAuthorityError(KernelError):
+    """The actor may not perform this goal operation (see ``AUTHORITY``)."""
+
+    code = "not-authorized"
+
+    def __init__(self, actor: str, operation: GoalOperation, detail: str) -> None:
+        super().__init__(f"{actor} may not {operation} a goal: {detail}")
+        self.actor = actor
+        self.operation = operation
+
+
+def authorize(actor: Actor, operation: GoalOperation, reason: BlockedReason | None = None) -> None:
+    """Raise ``GoalAuthorityError`` unless ``actor`` may perform ``operation``
+    (with block ``reason``, whose code may be reserved for the system)."""
+    allowed = AUTHORITY.get(actor)
+    if allowed is None:
+        raise GoalAuthorityError(str(actor), operation, f"unknown actor {actor!r}")
+    if operation not in allowed:
+        raise GoalAuthorityError(actor, operation, f"{actor} may only {' or '.join(sorted(allowed))}")
+    code = None if reason is None else reason.code
+    if operation == "block" and actor != "system" and code in SYSTEM_BLOCK_CODES:
+        raise GoalAuthorityError(
+            actor, operation, f"block code {code!r} is reserved for the system"
+        )
+
+
+# --------------------------------------------------------------------------
+# Input checks
+
+
+def _error(
+    code: str, message: str, operation: GoalOperation, state: GoalState
+) -> GoalError:
+    current = None if state.current is None else state.current.ref
+    return GoalError(message, code=code, operation=operation, current=current)
+
+
+def _objective(value: object, operation: GoalOperation, state: GoalState) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _error(
+            "invalid-objective", "the objective must be non-empty text", operation, state
+        )
+    return value.strip()
+
+
+def _max_rounds(value: object, operation: GoalOperation, state: GoalState) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _error(
+            "invalid-max-rounds",
+            f"max_rounds must be a positive integer, got {value!r}",
+            operation,
+            state,
+        )
+    return value
+
+
+def _reason(value: object, state: GoalState) -> BlockedReason:
+    if (
+        not isinstance(value, BlockedReason)
+        or not isinstance(value.code, str)
+        or not is_kebab_case(value.code)
+        or not isinstance(value.message, str)
+        or not value.message.strip()
+    ):
+        raise _error(
+            "invalid-block-reason",
+            "a block needs a reason with a kebab-case code and a non-empty message",
+            "block",
+            state,
+        )
+    return BlockedReason(value.code, value.message.strip())
+
+
+def _current(state: GoalState, ref: GoalRef, operation: GoalOperation) -> GoalSnapshot:
+    current = state.current
+    if current is None:
+        raise _error("not-found", f"there is no current goal to {operation}", operation, state)
+    if ref != current.ref:
+        raise _error(
+            "stale-revision",
+            f"goal {ref.id!r} revision {ref.revision} is stale: the current goal is "
+            f"{current.id!r} revision {current.revision}; read it again and retry",
+            operation,
+            state,
+        )
+    return current
+
+
+def _row(state: GoalState, current: GoalSnapshot, operation: GoalOperation) -> Transition:
+    row = TRANSITION_TABLE.get((operation, current.phase))
+    if row is None:
+        allowed = [str(r.source) for r in TRANSITIONS if r.operation == operation]
+        raise _error(
+            "invalid-transition",
+            f"cannot {operation} goal {current.id!r} while it is {current.phase} "
+            f"(allowed from: {', '.join(allowed)})",
+            operation,
+            state,
+        )
+    return row
+
+
+def _change(operation: GoalOperation, goal: GoalSnapshot, seq: int, at: int) -> Event:
+    return Event(seq, GOAL_CHANGE, at, snapshot_payload(operation, goal))
+
+
+def _next(
+    current: GoalSnapshot,
+    at: int,
+    phase: GoalPhase,
+    reason: BlockedReason | None,
+    *,
+    objective: str | None = None,
+    max_rounds: int | None = None,
+) -> GoalSnapshot:
+    """The snapshot one revision on, stamped ``at``; counters carried over."""
+    return replace(
+        current,
+        objective=current.objective if objective is None else objective,
+        phase=phase,
+        blocked_reason=reason,
+        max_rounds=current.max_rounds if max_rounds is None else max_rounds,
+        revision=current.revision + 1,
+        updated_at=at,
+    )
+
+
+# --------------------------------------------------------------------------
+# The operations
+
+
+def create(
+    state: GoalState,
+    goal_id: str,
+    objective: str,
+    max_rounds: int | None = None,
+    *,
+    actor: Actor,
+    seq: int,
+    at: int,
+) -> Event:
+    """Create an active goal at revision 1 (``max_rounds`` defaults to
+    ``DEFAULT_MAX_ROUNDS``); allowed when there is no goal or it is complete.
+
+    Raises ``invalid-objective``, ``invalid-max-rounds``, ``invalid-id``,
+    ``already-exists``.
+    """
+    authorize(actor, "create")
+    text = _objective(objective, "create", state)
+    cap = DEFAULT_MAX_ROUNDS if max_rounds is None else _max_rounds(max_rounds, "create", state)
+    if not isinstance(goal_id, str) or not goal_id:
+        raise _error("invalid-id", "a new goal needs a non-empty id", "create", state)
+    current = state.current
+    if current is not None and ("create", current.phase) not in TRANSITION_TABLE:
+        raise _error(
+            "already-exists",
+            f"goal {current.id!r} is {current.phase}; complete or clear it before creating another",
+            "create",
+            state,
+        )
+    if goal_id in state.used_ids:
+        raise _error(
+            "already-exists", f"goal id {goal_id!r} was already used in this session", "create", state
+        )
+    goal = GoalSnapshot(goal_id, text, "active", None, cap, 1, 0, at, at)
+    return _change("create", goal, seq, at)
+
+
+def edit(
+    state: GoalState,
+    ref: GoalRef,
+    *,
+    objective: str | None = None,
+    max_rounds: int | None = None,
+    actor: Actor,
+    seq: int,
+    at: int,
+) -> Event:
+    """Change the objective and/or ``max_rounds`` (at least one); the phase,
+    blocked reason and activation are kept.
+
+    Raises ``not-found``, ``stale-revision``, ``invalid-edit``,
+    ``invalid-objective``, ``invalid-max-rounds``.
+    """
+    authorize(actor, "edit")
+    current = _current(state, ref, "edit")
+    _row(state, current, "edit")
+    if objective is None and max_rounds is None:
+        raise _error(
+            "invalid-edit", "an edit needs a new objective and/or max_rounds", "edit", state
+        )
+    text = current.objective if objective is None else _objective(objective, "edit", state)
+    cap = current.max_rounds if max_rounds is None else _max_rounds(max_rounds, "edit", state)
+    goal = _next(
+        current, at, current.phase, current.blocked_reason, objective=text, max_rounds=cap
+    )
+    return _change("edit", goal, seq, at)
+
+
+def _simple(
+    state: GoalState, ref: GoalRef, operation: GoalOperation, *, actor: Actor, seq: int, at: int
+) -> Event:
+    authorize(actor, operation)
+    current = _current(state, ref, operation)
+    target = _row(state, current, operation).target
+    goal = _next(current, at, current.phase if target is None else target, None)
+    return _change(operation, goal, seq, at)
+
+
+def pause(state: GoalState, ref: GoalRef, *, actor: Actor, seq: int, at: int) -> Event:
+    """Pause an active goal. Raises ``not-found``, ``stale-revision``,
+    ``invalid-transition``."""
+    return _simple(state, ref, "pause", actor=actor, seq=seq, at=at)
+
+
+def complete(state: GoalState, ref: GoalRef, *, actor: Actor, seq: int, at: int) -> Event:
+    """Mark a goal complete from any other phase. Raises ``not-found``,
+    ``stale-revision``, ``invalid-transition``."""
+    return _simple(state, ref, "complete", actor=actor, seq=seq, at=at)
+
+
+def resume(
+    state: GoalState,
+    ref: GoalRef,
+    activation: Activation,
+    *,
+    actor: Actor,
+    seq: int,
+    at: int,
+) -> Event:
+    """Make a paused or blocked goal active again, or re-arm an active one that
+    this process holds disarmed; the blocked reason is dropped.
+
+    Raises ``not-found``, ``stale-revision``, ``invalid-transition`` (wrong
+    phase, no rounds left, or already active and armed).
+    """
+    authorize(actor, "resume")
+    current = _current(state, ref, "resume")
+    row = _row(state, current, "resume")
+    if "rounds-remaining" in row.guards and current.rounds_started >= current.max_rounds:
+        raise _error(
+            "invalid-transition",
+            f"goal {current.id!r} has used all {current.max_rounds} rounds; "
+            "raise max_rounds with an edit before resuming",
+            "resume",
+            state,
+        )
+    if "disarmed" in row.guards and activation.armed:
+        raise _error(
+            "invalid-transition",
+            f"goal {current.id!r} is already active and armed",
+            "resume",
+            state,
+        )
+    return _change("resume", _next(current, at, "active", None), seq, at)
+
+
+def block(
+    state: GoalState,
+    ref: GoalRef,
+    reason: BlockedReason,
+    *,
+    actor: Actor,
+    seq: int,
+    at: int,
+) -> Event:
+    """Block an active goal with a reason (its message is trimmed).
+
+    Raises ``not-found``, ``stale-revision``, ``invalid-transition``,
+    ``invalid-block-reason``.
+    """
+    authorize(actor, "block", reason if isinstance(reason, BlockedReason) else None)
+    current = _current(state, ref, "block")
+    _row(state, current, "block")
+    checked = _reason(reason, state)
+    return _change("block", _next(current, at, "blocked", checked), seq, at)
+
+
+def clear(state: GoalState, ref: GoalRef, *, actor: Actor, seq: int, at: int) -> Event:
+    """Clear the current goal from any phase: a tombstone at the next revision.
+
+    Raises ``not-found``, ``stale-revision``.
+    """
+    authorize(actor, "clear")
+    current = _current(state, ref, "clear")
+    _row(state, current, "clear")
+    return Event(seq, GOAL_CHANGE, at, clear_payload(GoalRef(current.id, current.revision + 1), at))

@@ -1,0 +1,322 @@
+"""Plan mode: a pure fold of ``plan/mode`` events with a turn-boundary flush.
+
+Theory of operation
+-------------------
+Plan mode is guidance, not enforcement (enforcement is the tool gate's job).
+Its recorded state is a pure fold: the ``active`` flag of the last
+``plan/mode`` event in a prefix of the log, else ``False``. There is no live
+mirror; resume, fork and compaction recover it by folding.
+
+A user's choice is decided from three facts only: the folded state, the
+pending target (a choice not yet appended; it lives in the process, never in
+the log) and whether a turn is open (from the turn fold). ``CHOICE_TABLE``
+holds every case; ``decide_choice`` only looks it up.
+
+Between turns a choice is appended at once (``committed``). Inside a turn it
+waits (``queued``) and is appended by the next *accepted* in-turn pre-step,
+before that step's request is derived, so every ``request/header`` records the
+state the fold gives just before it and no request is ever half old, half new.
+A flip sequence that nets out appends nothing (``cancelled``). A rejected or
+aborted step appends nothing; a failed append keeps the choice pending.
+
+A notice ``user/message`` accompanies an appended choice only when the last
+recorded request header described the other state: never before the first
+header, and never twice for the same state between two headers (toggling
+back and forth between turns does not repeat it). An approved plan review's
+exit is silent: the tool result already told the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal
+
+from ..errors import PayloadError, ReplayError
+from ..log import (
+    PLAN_MODE,
+    REQUEST_HEADER,
+    USER_MESSAGE,
+    Event,
+    fold_turns,
+    last_seq,
+    read_request_header,
+)
+from ..payload import JSONObject, check_keys, read_bool
+
+__all__ = [
+    "CHOICE_TABLE",
+    "NOTICE_SOURCE",
+    "ChoiceDecision",
+    "ChoiceOutcome",
+    "ChoiceRow",
+    "Flush",
+    "PendingChoice",
+    "PendingRelation",
+    "PlanModeView",
+    "StepVerdict",
+    "apply_plan_mode_event",
+    "choice_events",
+    "decide_choice",
+    "derive_request_header",
+    "flush_pre_step",
+    "fold_plan_mode",
+    "get_plan_mode",
+    "notice_text",
+    "policy_section_active",
+    "read_plan_mode",
+]
+
+ChoiceOutcome = Literal["noop", "committed", "queued", "cancelled"]
+
+
+class PendingRelation(Enum):
+    """How the pending choice relates to a new target."""
+
+    NONE = "none"
+    SAME = "same"
+    OPPOSITE = "opposite"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChoice:
+    """A choice waiting for the next accepted in-turn pre-step.
+
+    ``silent`` marks the exit queued by an approved ``exit_plan_mode`` review:
+    the tool result reports it to the model, so no notice is added.
+    """
+
+    target: bool
+    silent: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceRow:
+    """One row of the choice table: the outcome, what happens to the pending
+    choice (``keep`` it, ``set`` it to the target, ``drop`` it) and whether the
+    choice is appended right now."""
+
+    outcome: ChoiceOutcome
+    pending: Literal["keep", "set", "drop"]
+    append_now: bool
+
+
+#: (pending relation, target == folded, turn open) -> row. Every combination
+#: is present, so the decision is total.
+CHOICE_TABLE: Mapping[tuple[PendingRelation, bool, bool], ChoiceRow] = {
+    # Always first: already pending at the target -> nothing to do.
+    (PendingRelation.SAME, True, False): ChoiceRow("noop", "keep", False),
+    (PendingRelation.SAME, True, True): ChoiceRow("noop", "keep", False),
+    (PendingRelation.SAME, False, False): ChoiceRow("noop", "keep", False),
+    (PendingRelation.SAME, False, True): ChoiceRow("noop", "keep", False),
+    # Nothing pending and already recorded at the target -> nothing to do.
+    (PendingRelation.NONE, True, False): ChoiceRow("noop", "keep", False),
+    (PendingRelation.NONE, True, True): ChoiceRow("noop", "keep", False),
+    # Idle: a real change is appended at once.
+    (PendingRelation.NONE, False, False): ChoiceRow("committed", "drop", True),
+    (PendingRelation.OPPOSITE, False, False): ChoiceRow("committed", "drop", True),
+    # Idle, an opposite choice was pending and the record already matches.
+    (PendingRelation.OPPOSITE, True, False): ChoiceRow("cancelled", "drop", False),
+    # Turn open: the choice waits for the next accepted pre-step...
+    (PendingRelation.NONE, False, True): ChoiceRow("queued", "set", False),
+    (PendingRelation.OPPOSITE, False, True): ChoiceRow("queued", "set", False),
+    # ...unless it nets out against the record, which the flush would skip.
+    (PendingRelation.OPPOSITE, True, True): ChoiceRow("cancelled", "drop", False),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceDecision:
+    """The outcome of a choice and the pending choice that follows it.
+
+    When ``append_now`` is true the caller appends ``choice_events(...)`` at
+    once (the ``committed`` case).
+    """
+
+    outcome: ChoiceOutcome
+    pending: PendingChoice | None
+    append_now: bool
+
+
+def _relation(pending: PendingChoice | None, target: bool) -> PendingRelation:
+    if pending is None:
+        return PendingRelation.NONE
+    return PendingRelation.SAME if pending.target == target else PendingRelation.OPPOSITE
+
+
+def decide_choice(
+    folded: bool, pending: PendingChoice | None, turn_open: bool, target: bool
+) -> ChoiceDecision:
+    """Decide a user's choice of plan mode ``target``. Never raises."""
+    row = CHOICE_TABLE[(_relation(pending, target), target == folded, turn_open)]
+    if row.pending == "keep":
+        after = pending
+    elif row.pending == "set":
+        after = PendingChoice(target)
+    else:
+        after = None
+    return ChoiceDecision(row.outcome, after, row.append_now)
+
+
+# --------------------------------------------------------------------------
+# The fold
+
+_PLAN_MODE_KEYS = frozenset({"active"})
+
+
+def read_plan_mode(payload: JSONObject) -> bool:
+    """Read a ``plan/mode`` payload (exactly ``{active: bool}``)."""
+    return read_bool(check_keys(payload, _PLAN_MODE_KEYS, where="plan/mode payload"), "active")
+
+
+def apply_plan_mode_event(active: bool, event: Event) -> bool:
+    """Fold one event into the plan-mode state; other kinds pass through.
+
+    Raises ``ReplayError`` (``malformed-payload``) for a bad ``plan/mode``
+    payload.
+    """
+    if event.kind != PLAN_MODE:
+        return active
+    try:
+        return read_plan_mode(event.payload)
+    except PayloadError as exc:
+        raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
+
+
+def fold_plan_mode(events: Iterable[Event], end: int | None = None) -> bool:
+    """The recorded plan state: the last ``plan/mode`` before seq ``end``
+    (exclusive; ``None`` means the whole log), else ``False``."""
+    active = False
+    for event in events:
+        if end is not None and event.seq >= end:
+            break
+        active = apply_plan_mode_event(active, event)
+    return active
+
+
+@dataclass(frozen=True, slots=True)
+class PlanModeView:
+    """What ``get`` returns: the recorded state used to assemble the current
+    step, and the chosen state waiting to be appended."""
+
+    active: bool
+    pending: bool | None
+
+
+def get_plan_mode(events: Sequence[Event], pending: PendingChoice | None) -> PlanModeView:
+    return PlanModeView(fold_plan_mode(events), None if pending is None else pending.target)
+
+
+def policy_section_active(folded: bool, pending: PendingChoice | None) -> bool:
+    """Whether the ``plan:policy`` prompt section renders for a proposed step.
+
+    The pending target wins over the fold: the step's acceptance will append
+    it before the request is derived, so the step already shows that choice.
+    """
+    return pending.target if pending is not None else folded
+
+
+# --------------------------------------------------------------------------
+# Appending a choice, and the pre-step flush
+
+NOTICE_SOURCE: JSONObject = {"type": "plugin", "plugin": "plan-mode"}
+
+
+def notice_text(active: bool) -> str:
+    if active:
+        return (
+            "Plan mode is now active: research, read and ask questions, then present a "
+            "complete plan with exit_plan_mode before changing anything."
+        )
+    return "Plan mode is now off: carry out the approved plan."
+
+
+def _notice_due(events: Sequence[Event], target: bool) -> bool:
+    """Whether appending ``target`` owes the model a notice.
+
+    Only when the last recorded request header described the other state
+    (so never before the first header), and only once per state between two
+    headers: toggling back and forth between turns does not repeat it.
+    """
+    noticed: set[bool] = set()
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if event.kind == REQUEST_HEADER:
+            try:
+                header_state = read_request_header(event.payload).plan_mode
+            except PayloadError as exc:
+                raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
+            return header_state != target and target not in noticed
+        if event.kind == PLAN_MODE and _is_notice(events, index + 1):
+            noticed.add(apply_plan_mode_event(False, event))
+    return False
+
+
+def _is_notice(events: Sequence[Event], index: int) -> bool:
+    if index >= len(events):
+        return False
+    event = events[index]
+    return event.kind == USER_MESSAGE and event.payload.get("source") == NOTICE_SOURCE
+
+
+def choice_events(
+    events: Sequence[Event], target: bool, at: int, *, silent: bool = False
+) -> tuple[Event, ...]:
+    """The events that record a choice of ``target`` after ``events``: the
+    ``plan/mode`` event and, unless the choice is silent, a notice
+    ``user/message`` when one is due (see ``_notice_due``)."""
+    seq = last_seq(events)
+    out = [Event(seq + 1, PLAN_MODE, at, {"active": target})]
+    if not silent and _notice_due(events, target):
+        out.append(
+            Event(seq + 2, USER_MESSAGE, at, {"text": notice_text(target), "source": NOTICE_SOURCE})
+        )
+    return tuple(out)
+
+
+StepVerdict = Literal["accepted", "rejected", "aborted"]
+
+
+@dataclass(frozen=True, slots=True)
+class Flush:
+    """What a pre-step flush decides.
+
+    Append ``events`` (possibly none); if the append succeeds the pending
+    choice becomes ``pending_after_success``, if it fails it stays
+    ``pending_after_failure`` (the original choice: it is never lost).
+    """
+
+    events: tuple[Event, ...]
+    pending_after_success: PendingChoice | None
+    pending_after_failure: PendingChoice | None
+
+
+def flush_pre_step(
+    events: Sequence[Event], pending: PendingChoice | None, verdict: StepVerdict, at: int
+) -> Flush:
+    """The turn-boundary flush for one proposed in-turn step.
+
+    Only an accepted step inside an open turn appends; a pending choice equal
+    to the folded state is dropped without appending (the flips netted out).
+    """
+    if pending is None or verdict != "accepted" or not fold_turns(events).open:
+        return Flush((), pending, pending)
+    if pending.target == fold_plan_mode(events):
+        return Flush((), None, None)
+    return Flush(choice_events(events, pending.target, at, silent=pending.silent), None, pending)
+
+
+def derive_request_header(events: Sequence[Event], step: int, at: int) -> Event:
+    """The ``request/header`` for ``step`` of the open turn, recording the plan
+    state the fold gives at this point (after any flush was appended).
+
+    Raises ``ReplayError`` (``transition-not-allowed``) when no turn is open.
+    """
+    turns = fold_turns(events)
+    seq = last_seq(events) + 1
+    if not turns.open:
+        raise ReplayError(seq, "transition-not-allowed", "a request header needs an open turn")
+    return Event(
+        seq, REQUEST_HEADER, at, {"turn": turns.turn, "step": step, "plan_mode": fold_plan_mode(events)}
+    )

@@ -1,0 +1,142 @@
+"""Plan scope: where execution may act, and what happens when it acts elsewhere.
+
+Theory of operation
+-------------------
+A ``PlanSpec`` may declare a ``scope``: workspace-relative path patterns and
+effect names (``write``, ``shell``, ``network`` … whatever the deployment's
+tools declare). ``check_scope`` compares the effects an execution step had
+(or is about to have) against it and lists every violation:
+
+- ``effect-outside-scope``: the effect's kind is not one of ``scope.effects``;
+- ``path-outside-scope``: the path matches none of ``scope.paths``;
+- ``path-escapes``: the path is absolute or climbs out of the workspace
+  (``..`` after normalisation), so no relative pattern can cover it.
+
+A pattern covers a path when it is the same path, a directory above it, or a
+glob (``fnmatch`` rules, where ``*`` also crosses ``/``) that matches it. Paths
+are normalised first, so ``src/../secrets`` is ``secrets``, not ``src/…``.
+
+A spec without a scope declares no boundary, and an empty list leaves that
+axis unrestricted: nothing is flagged there. Any violation means the plan no
+longer describes what execution does: ``scope_realign_event`` then builds the
+``realign`` event that sends the plan back for realignment.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Literal
+
+from ..log import Event
+from ..session import SessionState
+from .events import realign_event
+from .spec import PlanScope, PlanSpec
+
+__all__ = [
+    "Effect",
+    "ScopeVerdict",
+    "ScopeViolation",
+    "check_scope",
+    "path_in_scope",
+    "scope_realign_event",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """One thing execution does: an effect kind and, if it touches one, a
+    workspace-relative path."""
+
+    kind: str
+    path: str | None = None
+
+
+ViolationCode = Literal["effect-outside-scope", "path-outside-scope", "path-escapes"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeViolation:
+    """One effect outside the plan's scope, and why."""
+
+    effect: Effect
+    code: ViolationCode
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeVerdict:
+    """Every violation found; the plan needs realignment when there is one."""
+
+    violations: tuple[ScopeViolation, ...] = ()
+
+    @property
+    def realign_needed(self) -> bool:
+        return bool(self.violations)
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(v.message for v in self.violations)
+
+
+def _normalise(path: str) -> str | None:
+    """The normalised relative path, or ``None`` when it leaves the workspace."""
+    if not path or path.startswith("/"):
+        return None
+    norm = posixpath.normpath(path)
+    if norm == ".." or norm.startswith("../"):
+        return None
+    return norm
+
+
+def path_in_scope(path: str, patterns: Iterable[str]) -> bool:
+    """Whether some pattern covers ``path`` (same path, a directory above it,
+    or a matching glob). A path that leaves the workspace is never covered."""
+    norm = _normalise(path)
+    if norm is None:
+        return False
+    for pattern in patterns:
+        stripped = pattern.rstrip("/")
+        base = _normalise(stripped) if stripped else None
+        if base is not None and (base in (".", norm) or norm.startswith(base + "/")):
+            return True
+        if fnmatchcase(norm, pattern):
+            return True
+    return False
+
+
+def _check(scope: PlanScope, effect: Effect) -> list[ScopeViolation]:
+    out: list[ScopeViolation] = []
+    if scope.effects and effect.kind not in scope.effects:
+        out.append(ScopeViolation(effect, "effect-outside-scope", f"effect {effect.kind!r} is not in the plan's scope"))
+    if scope.paths and effect.path is not None:
+        if _normalise(effect.path) is None:
+            out.append(ScopeViolation(effect, "path-escapes", f"path {effect.path!r} leaves the workspace"))
+        elif not path_in_scope(effect.path, scope.paths):
+            out.append(
+                ScopeViolation(effect, "path-outside-scope", f"path {effect.path!r} is outside the plan's scope")
+            )
+    return out
+
+
+def check_scope(spec: PlanSpec, effects: Iterable[Effect]) -> ScopeVerdict:
+    """Every effect outside ``spec``'s scope. Never raises."""
+    if spec.scope is None:
+        return ScopeVerdict()
+    scope = spec.scope
+    return ScopeVerdict(tuple(v for effect in effects for v in _check(scope, effect)))
+
+
+def scope_realign_event(state: SessionState, effects: Iterable[Effect], at: int) -> Event | None:
+    """The ``realign`` event when the current plan's scope does not cover
+    ``effects``; ``None`` when it does or there is no plan. Raises
+    ``PlanError`` when the plan cannot be realigned (a draft already is)."""
+    cur = state.plan.current
+    if cur is None:
+        return None
+    verdict = check_scope(cur.spec, effects)
+    if not verdict.realign_needed:
+        return None
+    return realign_event(state, f"execution left the plan's scope: {verdict.reason}", at)

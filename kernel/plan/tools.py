@@ -1,0 +1,195 @@
+"""The runtime-owned plan tools: their arguments, and what each one records.
+
+Theory of operation
+-------------------
+Four tools are the runtime's own (``kernel.tools.RUNTIME_TOOLS``). The gate
+offers each one only in its phases and routes a call of it to the runtime;
+no executor runs it and no tool call writes plan state. The runtime decodes
+the arguments here and appends what the decisions here return, events built
+by ``kernel.plan_events`` (each proven against the real fold):
+
+- ``exit_plan_mode(plan_spec, summary_candidate)`` (plan): decoded by
+  ``kernel.plan_json``, recorded by ``exit_plan_events``, then reviewed.
+- ``bootstrap_plan(plan_spec, summary_candidate)`` (build_bootstrap): the
+  same arguments; ``bootstrap_event`` records a minimal ``implicit`` plan,
+  which the runtime starts before its next request.
+- ``update_todo(todo_id, status)`` (build_execute, verify): ``todo_event``.
+  Progress is not content: no new revision, and the summary's todo
+  references refresh only when the set of open todos changes (a key todo
+  change); ``summary_refreshed`` says whether it did.
+- ``report_verification(passed, notes)`` (verify): ``verification_event``
+  is ``complete`` when it passed, else ``verify-fail`` with the notes, which
+  sends the plan back to execution.
+
+Execution ends (``execution_end_event``) when the model stops (a step with
+no tool calls) while the plan executes, is not verifying yet, and no todo is
+open (``pending`` or ``in_progress``): that records ``verify``. With a todo
+still open a reply is only a reply, and execution goes on next turn.
+
+Scope: ``execution_effects`` says what an allowed executor call is about to
+do (nothing for a declared read tool; a ``shell`` or ``write`` effect, with
+the ``path`` argument when it has one). ``scope_decision`` checks them with
+``check_scope`` against the executing plan's scope; any violation gives the
+``realign`` event, and the call must not run.
+
+The decoders report every problem at once in one ``ToolArgumentsError``
+(code ``invalid-tool-arguments``, the model's fault).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from ..errors import KernelError
+from ..log import Event
+from ..session import SessionState
+from ..tools.gate import tool_class
+from ..tools.spec import ToolSpec
+from .events import complete_event, verify_event, verify_fail_event
+from .scope import Effect, ScopeVerdict, check_scope, scope_realign_event
+from .spec import TODO_STATUSES, SpecProblem, SummaryView, TodoStatus, active_todo_ids
+
+__all__ = [
+    "TodoUpdate",
+    "ToolArgumentsError",
+    "VerificationReport",
+    "decode_todo_update",
+    "decode_verification",
+    "execution_effects",
+    "execution_end_event",
+    "open_todo_ids",
+    "scope_decision",
+    "summary_refreshed",
+    "verification_event",
+]
+
+
+class ToolArgumentsError(KernelError):
+    """A runtime-owned tool was called with arguments it does not take (the
+    model's fault). ``problems`` lists every one found."""
+
+    code = "invalid-tool-arguments"
+
+    def __init__(self, tool: str, problems: Sequence[SpecProblem]) -> None:
+        listed = "; ".join(f"{p.where}: {p.message}" for p in problems)
+        super().__init__(f"{tool} was called with bad arguments: {listed}")
+        self.tool = tool
+        self.problems = tuple(problems)
+
+
+@dataclass(frozen=True, slots=True)
+class TodoUpdate:
+    """``update_todo``: set todo ``todo_id`` of the executing plan to ``status``."""
+
+    todo_id: str
+    status: TodoStatus
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationReport:
+    """``report_verification``: whether the plan's verify list holds, and notes
+    (what was checked, or what failed)."""
+
+    passed: bool
+    notes: str
+
+
+def _fields(tool: str, args: object, required: frozenset[str], optional: frozenset[str]) -> Mapping[str, object]:
+    if not isinstance(args, Mapping):
+        raise ToolArgumentsError(tool, [SpecProblem("wrong-type", "arguments", "must be an object")])
+    missing = sorted(required - set(args))
+    problems = [SpecProblem("missing-field", f"arguments.{k}", "required field is missing") for k in missing]
+    extra = sorted(str(k) for k in args if k not in required | optional)
+    problems += [SpecProblem("unexpected-field", f"arguments.{k}", "is not a known field") for k in extra]
+    if problems:
+        raise ToolArgumentsError(tool, problems)
+    return cast(Mapping[str, object], args)
+
+
+def decode_todo_update(args: object) -> TodoUpdate:
+    """Decode ``update_todo {todo_id, status}``; raises ``ToolArgumentsError``."""
+    body = _fields("update_todo", args, frozenset({"todo_id", "status"}), frozenset())
+    problems: list[SpecProblem] = []
+    todo_id, status = body["todo_id"], body["status"]
+    if not isinstance(todo_id, str) or not todo_id.strip():
+        problems.append(SpecProblem("wrong-type", "arguments.todo_id", "must be a non-empty string"))
+    if status not in TODO_STATUSES:
+        problems.append(SpecProblem("unknown-todo-status", "arguments.status", f"must be one of {list(TODO_STATUSES)}"))
+    if problems:
+        raise ToolArgumentsError("update_todo", problems)
+    return TodoUpdate(cast(str, todo_id), cast(TodoStatus, status))
+
+
+def decode_verification(args: object) -> VerificationReport:
+    """Decode ``report_verification {passed, notes}``; ``notes`` may be left
+    out when it passed, and must say what failed when it did not. Raises
+    ``ToolArgumentsError``."""
+    body = _fields("report_verification", args, frozenset({"passed"}), frozenset({"notes"}))
+    problems: list[SpecProblem] = []
+    passed, notes = body["passed"], body.get("notes", "")
+    if not isinstance(passed, bool):
+        problems.append(SpecProblem("wrong-type", "arguments.passed", "must be true or false"))
+    if not isinstance(notes, str):
+        problems.append(SpecProblem("wrong-type", "arguments.notes", "must be a string"))
+    elif passed is False and not notes.strip():
+        problems.append(SpecProblem("missing-notes", "arguments.notes", "must say what failed"))
+    if problems:
+        raise ToolArgumentsError("report_verification", problems)
+    return VerificationReport(cast(bool, passed), cast(str, notes))
+
+
+def open_todo_ids(state: SessionState) -> tuple[str, ...]:
+    """The current plan's todos still ahead (pending or in progress)."""
+    cur = state.plan.current
+    return () if cur is None else active_todo_ids(cur.spec)
+
+
+def summary_refreshed(before: SummaryView, after: SessionState) -> bool:
+    """Whether the current plan's summary differs from ``before`` (a key todo
+    change refreshes it; other progress leaves it as it was)."""
+    cur = after.plan.current
+    return cur is not None and cur.summary != before
+
+
+def execution_end_event(state: SessionState, at: int) -> Event | None:
+    """``verify`` when the model stopped while the plan executes, it is not
+    verifying yet and no todo is open; ``None`` otherwise. Never raises."""
+    if state.plan_mode or state.plan.status != "executing" or state.plan.verifying:
+        return None
+    if open_todo_ids(state):
+        return None
+    return verify_event(state, at)
+
+
+def verification_event(state: SessionState, report: VerificationReport, at: int) -> Event:
+    """``complete`` for a passed verification, ``verify-fail`` (back to
+    execution, with the notes) for a failed one. Raises ``PlanError`` when
+    the plan is not in its verify phase."""
+    if report.passed:
+        return complete_event(state, at)
+    return verify_fail_event(state, report.notes, at)
+
+
+def execution_effects(tool: ToolSpec, arguments: Mapping[str, object]) -> tuple[Effect, ...]:
+    """What running ``tool`` with ``arguments`` would do: nothing for a
+    declared read tool; else one ``shell`` (shell tools) or ``write`` effect,
+    on the ``path`` argument when it is a string."""
+    if tool_class(tool) == "read":
+        return ()
+    path = arguments.get("path")
+    return (Effect("shell" if tool.origin == "shell" else "write", path if isinstance(path, str) else None),)
+
+
+def scope_decision(state: SessionState, effects: Sequence[Effect], at: int) -> tuple[ScopeVerdict, Event | None]:
+    """Check ``effects`` against the executing plan's scope: the verdict, and
+    the ``realign`` event to append when anything is outside it (``None``
+    when all is inside, or no plan is executing). Never raises."""
+    cur = state.plan.current
+    if state.plan_mode or cur is None or cur.status != "executing":
+        return ScopeVerdict(), None
+    verdict = check_scope(cur.spec, effects)
+    if not verdict.realign_needed:
+        return verdict, None
+    return verdict, scope_realign_event(state, effects, at)

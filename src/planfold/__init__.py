@@ -1,0 +1,9 @@
+"""planfold: a correctness core for coding-agent runtimes.
+
+``planfold.kernel`` holds the pure machines (plan mode, plans, goals, the tool
+gate) over an append-only session log; ``planfold.adapters`` puts them on
+storage, a model client, a runtime loop and a command line.
+"""
+
+__version__ = "0.1.0"
+__all__ = ["__version__"]

@@ -1,0 +1,408 @@
+"""End to end: the OpenAI-compatible client against a real loopback HTTP server.
+
+Every test starts ``ChatServer`` (127.0.0.1, ephemeral port, in a thread),
+plans its answers, and asserts on what the client returned or raised, how
+often it asked, how long it chose to wait, and what the server received.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from email.utils import formatdate
+from typing import Any
+
+import pytest
+
+from planfold.adapters.llm.model import (
+    AssistantMessage,
+    ChatRequest,
+    ModelBadRequestError,
+    ModelBadResponseError,
+    ModelError,
+    ModelHTTPError,
+    ModelRateLimitedError,
+    ModelRetriesExhaustedError,
+    ModelTimeoutError,
+    ModelUnreachableError,
+    SystemMessage,
+    ToolCall,
+    ToolDefinition,
+    ToolMessage,
+    UserMessage,
+)
+from planfold.adapters.llm.openai import OpenAIClient, RetryPolicy
+from tests.chat_server import Answer, ChatServer, completion, tool_call_json
+
+READ_FILE = ToolDefinition(
+    "read_file",
+    "Read a file of the workspace.",
+    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+)
+REQUEST = ChatRequest(
+    (SystemMessage("You are planfold's test model."), UserMessage("Read README.md")),
+    (READ_FILE,),
+)
+FAST = RetryPolicy(max_retries=3, initial_delay=0.5, multiplier=2.0, max_delay=8.0, jitter=0.25)
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    with ChatServer() as running:
+        yield running
+
+
+def client_for(
+    server: ChatServer, sleeps: list[float], *, policy: RetryPolicy = FAST, **options: Any
+) -> OpenAIClient:
+    """A client that records its waits instead of sleeping, with jitter fixed at 0.5."""
+    return OpenAIClient(
+        server.base_url,
+        "test-model",
+        api_key="sk-test",
+        retry=policy,
+        sleep=sleeps.append,
+        random=lambda: 0.5,
+        **options,
+    )
+
+
+def test_tool_call_round_trip(server: ChatServer) -> None:
+    server.plan(
+        Answer(
+            body=completion(
+                None,
+                [tool_call_json("call_1", "read_file", '{"path": "README.md"}')],
+                usage={"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
+            )
+        ),
+        Answer(body=completion("README.md says hello.")),
+    )
+    sleeps: list[float] = []
+    client = client_for(server, sleeps)
+
+    first = client.complete(REQUEST)
+    assert first.text is None
+    assert first.finish_reason == "tool_calls"
+    assert first.usage is not None and first.usage.total_tokens == 19
+    [call] = first.tool_calls
+    assert (call.id, call.name, call.arguments) == ("call_1", "read_file", {"path": "README.md"})
+    assert call.arguments_json == '{"path": "README.md"}'
+
+    follow_up = ChatRequest(
+        (*REQUEST.messages, first.as_message(), ToolMessage("call_1", "hello")), REQUEST.tools
+    )
+    second = client.complete(follow_up)
+    assert second.text == "README.md says hello."
+    assert second.tool_calls == ()
+    assert sleeps == []
+
+    one, two = server.received
+    assert one.path == two.path == "/v1/chat/completions"
+    assert one.headers["authorization"] == "Bearer sk-test"
+    assert one.headers["content-type"] == "application/json"
+    sent = one.json()
+    assert sent["model"] == "test-model"
+    assert sent["stream"] is False
+    assert sent["messages"] == [
+        {"role": "system", "content": "You are planfold's test model."},
+        {"role": "user", "content": "Read README.md"},
+    ]
+    assert sent["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "read_file",
+                "description": "Read a file of the workspace.",
+                "parameters": READ_FILE.parameters,
+            },
+        }
+    ]
+    assistant, tool = two.json()["messages"][2:]
+    assert assistant == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "README.md"}'},
+            }
+        ],
+    }
+    assert tool == {"role": "tool", "tool_call_id": "call_1", "content": "hello"}
+    assert server.unplanned == 0
+
+
+def test_lenient_server_dialects(server: ChatServer) -> None:
+    # Missing usage, arguments as an object, no id, no type, no finish_reason,
+    # content given as text parts, reasoning_content (llama.cpp, Ollama, vLLM).
+    body: dict[str, Any] = {
+        "choices": [
+            {
+                "message": {
+                    "content": [{"type": "text", "text": "Let me "}, {"type": "text", "text": "look."}],
+                    "reasoning_content": "The user wants the README.",
+                    "tool_calls": [
+                        {"function": {"name": "read_file", "arguments": {"path": "a.md"}}},
+                        {"function": {"name": "read_file", "arguments": "{not json"}},
+                    ],
+                }
+            }
+        ]
+    }
+    server.plan(Answer(body=body))
+    reply = client_for(server, []).complete(REQUEST)
+    assert reply.text == "Let me look."
+    assert reply.reasoning == "The user wants the README."
+    assert reply.usage is None and reply.finish_reason is None
+    good, broken = reply.tool_calls
+    assert (good.id, good.arguments, good.ok) == ("call-0", {"path": "a.md"}, True)
+    assert (broken.id, broken.arguments, broken.ok) == ("call-1", None, False)
+    assert broken.arguments_json == "{not json"
+    assert broken.arguments_error is not None and "not valid JSON" in broken.arguments_error
+
+
+def test_no_tools_means_no_tools_key_and_options_are_sent(server: ChatServer) -> None:
+    server.plan(Answer())
+    request = ChatRequest((UserMessage("hi"),), temperature=0.2, max_tokens=64)
+    client_for(server, []).complete(request)
+    sent = server.received[0].json()
+    assert "tools" not in sent
+    assert (sent["temperature"], sent["max_tokens"]) == (0.2, 64)
+
+
+def test_empty_content_option_for_servers_that_reject_null(server: ChatServer) -> None:
+    server.plan(Answer())
+    history = AssistantMessage(None, (ToolCall.parse("c9", "read_file", "{}"),))
+    request = ChatRequest((UserMessage("go"), history, ToolMessage("c9", "done")))
+    client_for(server, [], tool_call_content="").complete(request)
+    assert server.received[0].json()["messages"][1]["content"] == ""
+
+
+def test_base_url_with_trailing_slash_and_query(server: ChatServer) -> None:
+    server.plan(Answer())
+    client = OpenAIClient(server.base_url + "/?api-version=2024", "m", sleep=lambda _: None)
+    client.complete(REQUEST)
+    assert server.received[0].path == "/v1/chat/completions?api-version=2024"
+    assert "authorization" not in server.received[0].headers
+
+
+def test_429_with_retry_after_is_honoured_exactly(server: ChatServer) -> None:
+    server.plan(
+        Answer(429, b'{"error": "slow down"}', {"Retry-After": "2"}),
+        Answer(429, b'{"error": "slow down"}', {"retry-after-ms": "1500"}),
+        Answer(body=completion("finally")),
+    )
+    sleeps: list[float] = []
+    assert client_for(server, sleeps).complete(REQUEST).text == "finally"
+    assert sleeps == [2.0, 1.5]
+    bodies = {r.body for r in server.received}
+    assert len(server.received) == 3 and len(bodies) == 1  # the same request each time
+
+
+def test_429_without_retry_after_backs_off_exponentially_with_jitter(server: ChatServer) -> None:
+    server.plan(Answer(429, b"busy"), Answer(429, b"busy"), Answer(429, b"busy"), Answer())
+    sleeps: list[float] = []
+    client_for(server, sleeps).complete(REQUEST)
+    # 0.5, 1.0, 2.0 each less 25% x 0.5 of jitter
+    assert sleeps == [0.4375, 0.875, 1.75]
+    assert len(server.received) == 4
+
+
+def test_retry_after_as_http_date(server: ChatServer) -> None:
+    now = 1_700_000_000.0
+    server.plan(Answer(503, b"maintenance", {"Retry-After": formatdate(now + 30, usegmt=True)}))
+    server.plan(Answer())
+    sleeps: list[float] = []
+    client_for(server, sleeps, wall_clock=lambda: now).complete(REQUEST)
+    assert sleeps == [30.0]
+
+
+def test_500_answers_are_retried_then_succeed(server: ChatServer) -> None:
+    server.plan(Answer(500, b"boom"), Answer(502, b"bad gateway"), Answer(body=completion("up")))
+    sleeps: list[float] = []
+    seen: list[tuple[int, str, float]] = []
+    client = client_for(server, sleeps, on_retry=lambda n, e, d: seen.append((n, e.code, d)))
+    assert client.complete(REQUEST).text == "up"
+    assert seen == [(1, "model-http-error", 0.4375), (2, "model-http-error", 0.875)]
+    assert len(server.received) == 3
+
+
+def test_500_until_retries_are_exhausted(server: ChatServer) -> None:
+    server.plan(*[Answer(500, b"internal error %d" % i) for i in range(4)])
+    sleeps: list[float] = []
+    with pytest.raises(ModelRetriesExhaustedError) as caught:
+        client_for(server, sleeps).complete(REQUEST)
+    err = caught.value
+    assert (err.code, err.attempts) == ("model-retries-exhausted", 4)
+    assert isinstance(err.last, ModelHTTPError)
+    assert (err.last.status, err.last.body_excerpt) == (500, "internal error 3")
+    assert len(server.received) == 4 and len(sleeps) == 3
+    assert server.unplanned == 0
+
+
+def test_429_until_retries_are_exhausted_keeps_the_rate_limit(server: ChatServer) -> None:
+    server.plan(Answer(429, b"quota", {"Retry-After": "1"}), Answer(429, b"quota", {"Retry-After": "1"}))
+    sleeps: list[float] = []
+    with pytest.raises(ModelRetriesExhaustedError) as caught:
+        client_for(server, sleeps, policy=RetryPolicy(max_retries=1)).complete(REQUEST)
+    assert isinstance(caught.value.last, ModelRateLimitedError)
+    assert caught.value.last.retry_after == 1.0
+    assert sleeps == [1.0] and len(server.received) == 2
+
+
+def test_retry_after_longer_than_allowed_is_raised_at_once(server: ChatServer) -> None:
+    server.plan(Answer(429, b"come back tomorrow", {"Retry-After": "86400"}))
+    sleeps: list[float] = []
+    with pytest.raises(ModelRateLimitedError) as caught:
+        client_for(server, sleeps).complete(REQUEST)
+    assert (caught.value.code, caught.value.status) == ("model-rate-limited", 429)
+    assert caught.value.retry_after == 86400.0
+    assert sleeps == [] and len(server.received) == 1
+
+
+def test_client_errors_are_not_retried(server: ChatServer) -> None:
+    server.plan(Answer(400, b'{"error": {"message": "tools[0].function.name is invalid"}}'))
+    with pytest.raises(ModelHTTPError) as caught:
+        client_for(server, []).complete(REQUEST)
+    assert caught.value.code == "model-http-error"
+    assert caught.value.status == 400
+    assert "tools[0].function.name is invalid" in caught.value.body_excerpt
+    assert len(server.received) == 1
+
+
+MALFORMED: list[tuple[bytes | dict[str, Any] | list[Any], str]] = [
+    (b"<html>502 from a proxy</html>", "body is not JSON"),
+    (b"", "body is not JSON"),
+    (["not", "an", "object"], "body: expected an object, got an array"),
+    ({"id": "x", "object": "chat.completion"}, "choices: missing"),
+    ({"choices": []}, "choices: empty"),
+    ({"choices": {"0": {}}}, "choices: expected an array, got an object"),
+    ({"choices": ["text"]}, "choices[0]: expected an object, got a string"),
+    ({"choices": [{"index": 0}]}, "choices[0].message: expected an object, got null"),
+    ({"choices": [{"message": {"content": 42}}]}, "choices[0].message.content: expected a string"),
+    (
+        {"choices": [{"message": {"content": "x", "tool_calls": "read_file"}}]},
+        "choices[0].message.tool_calls: expected an array, got a string",
+    ),
+    (
+        {"choices": [{"message": {"tool_calls": [{"function": {"arguments": "{}"}}]}}]},
+        "choices[0].message.tool_calls[0].function.name: expected a non-empty string",
+    ),
+    (
+        {"choices": [{"message": {"content": "x"}, "finish_reason": 3}]},
+        "choices[0].finish_reason: expected a string or null, got a number",
+    ),
+    ({"error": {"message": "model not loaded"}}, "reported an error instead of a completion"),
+]
+
+
+@pytest.mark.parametrize(("body", "problem"), MALFORMED)
+def test_malformed_body_is_a_bad_response_and_not_retried(
+    server: ChatServer, body: bytes | dict[str, Any] | list[Any], problem: str
+) -> None:
+    server.plan(Answer(body=body), Answer())  # a good answer is there, and must not be used
+    sleeps: list[float] = []
+    with pytest.raises(ModelBadResponseError) as caught:
+        client_for(server, sleeps).complete(REQUEST)
+    assert caught.value.code == "model-bad-response"
+    assert problem in caught.value.problem
+    assert len(server.received) == 1 and sleeps == [] and server.pending == 1
+
+
+def test_oversized_body_is_a_bad_response(server: ChatServer) -> None:
+    server.plan(Answer(body=completion("x" * 5000)))
+    with pytest.raises(ModelBadResponseError, match="exceeds 1024 bytes"):
+        client_for(server, [], max_response_bytes=1024).complete(REQUEST)
+
+
+def test_slow_answer_trips_the_timeout(server: ChatServer) -> None:
+    server.plan(Answer(delay=3.0))
+    policy = RetryPolicy(max_retries=3, retry_timeouts=False)
+    started = time.monotonic()
+    with pytest.raises(ModelTimeoutError) as caught:
+        client_for(server, [], policy=policy, timeout_s=0.2).complete(REQUEST)
+    assert time.monotonic() - started < 2.0
+    assert (caught.value.code, caught.value.timeout_s) == ("model-timeout", 0.2)
+    assert len(server.received) == 1
+
+
+def test_slow_answer_is_retried_when_the_policy_allows(server: ChatServer) -> None:
+    server.plan(Answer(delay=3.0), Answer(body=completion("second try")))
+    sleeps: list[float] = []
+    reply = client_for(server, sleeps, timeout_s=0.3).complete(REQUEST)
+    assert reply.text == "second try"
+    assert len(server.received) == 2 and sleeps == [0.4375]
+
+
+def test_trickled_body_hits_the_whole_request_deadline(server: ChatServer) -> None:
+    # Every piece arrives well within the timeout; the whole body does not.
+    server.plan(Answer(body=completion("y" * 200), trickle=0.05))
+    policy = RetryPolicy(max_retries=0, retry_timeouts=False)
+    started = time.monotonic()
+    with pytest.raises(ModelTimeoutError):
+        client_for(server, [], policy=policy, timeout_s=0.4).complete(REQUEST)
+    assert time.monotonic() - started < 1.5
+
+
+def test_dropped_connection_is_retried(server: ChatServer) -> None:
+    server.plan(Answer(drop=True), Answer(body=completion("reconnected")))
+    sleeps: list[float] = []
+    assert client_for(server, sleeps).complete(REQUEST).text == "reconnected"
+    assert len(server.received) == 2 and len(sleeps) == 1
+
+
+def test_nobody_listening_exhausts_retries_as_unreachable() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sleeps: list[float] = []
+    client = OpenAIClient(
+        f"http://127.0.0.1:{port}/v1", "m", retry=RetryPolicy(max_retries=2), sleep=sleeps.append
+    )
+    with pytest.raises(ModelRetriesExhaustedError) as caught:
+        client.complete(REQUEST)
+    assert isinstance(caught.value.last, ModelUnreachableError)
+    assert caught.value.last.code == "model-unreachable"
+    assert caught.value.attempts == 3 and len(sleeps) == 2
+
+
+@pytest.mark.parametrize(
+    ("base_url", "options"),
+    [
+        ("127.0.0.1:8000/v1", {}),
+        ("ftp://example.invalid/v1", {}),
+        ("http:///v1", {}),
+        ("http://127.0.0.1:8000/v1", {"timeout_s": 0}),
+        ("http://127.0.0.1:8000/v1", {"timeout_s": float("nan")}),
+    ],
+)
+def test_bad_client_configuration_is_refused(base_url: str, options: dict[str, Any]) -> None:
+    with pytest.raises(ModelBadRequestError) as caught:
+        OpenAIClient(base_url, "m", **options)
+    assert caught.value.code == "model-bad-request"
+
+
+def test_every_error_code_is_kebab_case_and_a_model_error() -> None:
+    errors: list[ModelError] = [
+        ModelTimeoutError(1.0),
+        ModelUnreachableError("refused"),
+        ModelHTTPError(500, "x"),
+        ModelRateLimitedError("x", None),
+        ModelBadResponseError("x"),
+        ModelRetriesExhaustedError(2, ModelUnreachableError("refused")),
+        ModelBadRequestError("x"),
+    ]
+    codes = [e.code for e in errors]
+    assert codes == [
+        "model-timeout",
+        "model-unreachable",
+        "model-http-error",
+        "model-rate-limited",
+        "model-bad-response",
+        "model-retries-exhausted",
+        "model-bad-request",
+    ]
+

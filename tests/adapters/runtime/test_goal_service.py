@@ -1,0 +1,259 @@
+"""The goal service: activation per process, scoped notifications with
+contained listener failures, the round driver, and restarts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import note, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from planfold.adapters.runtime.goal_service import GoalChanged, GoalService, StaleAgentError
+from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.session_log import SessionLog
+from planfold.kernel.goal.ops import GoalAuthorityError, GoalError
+from planfold.kernel.goal.values import BlockedReason
+from planfold.kernel.log import Event
+from planfold.kernel.payload import JSONObject
+from planfold.kernel.session import fold_session
+from tests.runtime_helpers import make_session, say, ticking
+
+
+def _service(store: MemoryStore | None = None) -> tuple[GoalService, SessionLog, MemoryStore]:
+    store = store or MemoryStore()
+    log = SessionLog(store, "s1", ticking())
+    return GoalService(log, "agent-1", lambda: f"goal-{log.last_seq + 1}"), log, store
+
+
+@dataclass
+class Turns:
+    """A round runner that records turns without a model."""
+
+    log: SessionLog
+    seen: list[JSONObject | None] = field(default_factory=list)
+
+    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+        n = self.log.state.turns.turn + 1
+        at = self.log.now()
+        self.log.append(
+            self.log.renumber(
+                [
+                    _ev("turn/start", {"turn": n}),
+                    _ev("user/message", {"text": text, "source": source}),
+                    _ev("turn/end", {"turn": n}),
+                ],
+                at,
+            )
+        )
+        self.seen.append(source)
+        return None
+
+
+def _ev(kind: str, payload: JSONObject) -> Event:
+    return Event(0, kind, 0, payload)
+
+
+def test_activation_starts_disarmed_and_follows_the_operations() -> None:
+    goals, _, _ = _service()
+    agent = goals.agent
+    assert not goals.activation.armed
+    goals.create(agent, "Ship it", max_rounds=3)
+    assert goals.activation.armed
+    goals.pause(agent)
+    assert not goals.activation.armed
+    goals.resume(agent)
+    assert goals.activation.armed
+    goals.edit(agent, objective="Ship it well")
+    assert goals.activation.armed
+    goals.disarm(agent)
+    view = goals.get(agent)
+    assert view is not None and view.goal.phase == "active" and not view.armed
+
+
+def test_notifications_are_scoped_to_one_agent_and_a_failing_listener_is_contained() -> None:
+    goals, log, store = _service()
+    mine: list[GoalChanged] = []
+    other: list[GoalChanged] = []
+
+    def broken(_: GoalChanged) -> None:
+        raise RuntimeError("listener bug")
+
+    goals.subscribe("agent-1", broken)
+    goals.subscribe("agent-1", mine.append)
+    goals.subscribe("agent-2", other.append)
+    change = goals.create(goals.agent, "Ship it")
+    assert [c.operation for c in mine] == ["create"] and other == []
+    assert len(goals.listener_failures) == 1 and goals.listener_failures[0].seq == change.seq
+    # the fact was committed regardless
+    assert store.read("s1")[-1].kind == "goal/change"
+    assert log.state.goal.current is not None
+    cleared = goals.clear(goals.agent)
+    assert cleared.goal is None and mine[-1].operation == "clear"
+
+
+def test_unsubscribe_stops_notifications() -> None:
+    goals, _, _ = _service()
+    seen: list[GoalChanged] = []
+    stop = goals.subscribe("agent-1", seen.append)
+    goals.create(goals.agent, "A")
+    stop()
+    goals.pause(goals.agent)
+    assert [c.operation for c in seen] == ["create"]
+
+
+def test_a_replaced_agent_handle_is_refused_and_changes_nothing() -> None:
+    goals, log, _ = _service()
+    old = goals.agent
+    goals.create(old, "A")
+    goals.replace_agent()
+    before = log.last_seq
+    with pytest.raises(StaleAgentError):
+        goals.pause(old)
+    with pytest.raises(StaleAgentError):
+        goals.get(old)
+    with pytest.raises(StaleAgentError):
+        goals.disarm(old)
+    assert log.last_seq == before and goals.activation.armed
+
+
+def test_refused_operations_append_nothing() -> None:
+    goals, log, _ = _service()
+    with pytest.raises(GoalError) as err:
+        goals.pause(goals.agent)
+    assert err.value.code == "not-found"
+    goals.create(goals.agent, "A")
+    before = log.last_seq
+    with pytest.raises(GoalAuthorityError):
+        goals.block(goals.agent, BlockedReason("round-limit", "only the system may"), actor="model")
+    with pytest.raises(GoalError):
+        goals.resume(goals.agent)  # active and armed already
+    assert log.last_seq == before
+
+
+def test_the_driver_attributes_rounds_and_blocks_the_goal_at_its_budget() -> None:
+    goals, log, _ = _service()
+    runner = Turns(log)
+    goals.create(goals.agent, "Tidy", max_rounds=2)
+    report = goals.drive(goals.agent, runner)
+    assert report.rounds == (1, 2) and report.stopped == "budget-spent"
+    assert [s["round"] for s in runner.seen if s is not None] == [1, 2]
+    goal = log.state.goal.current
+    assert goal is not None and goal.phase == "blocked"
+    assert goal.blocked_reason is not None and goal.blocked_reason.code == "round-limit"
+    assert report.blocked_at == log.last_seq and not goals.activation.armed
+    assert fold_session(log.events) == log.state
+
+
+def test_human_messages_do_not_spend_the_budget() -> None:
+    goals, log, _ = _service()
+    runner = Turns(log)
+    goals.create(goals.agent, "Tidy", max_rounds=1)
+    runner.run_turn("a human question")
+    goal = log.state.goal.current
+    assert goal is not None and goal.rounds_started == 0
+
+
+def test_a_restart_comes_back_disarmed_and_needs_a_human_resume() -> None:
+    goals, log, store = _service()
+    goals.create(goals.agent, "Tidy", max_rounds=5)
+    goals.drive(goals.agent, Turns(log), limit=2)
+    # a new process on the same store
+    again, log2, _ = _service(store)
+    assert not again.activation.armed
+    report = again.drive(again.agent, Turns(log2))
+    assert report.rounds == () and report.stopped == "disarmed"
+    again.resume(again.agent)
+    report = again.drive(again.agent, Turns(log2))
+    assert report.rounds == (3, 4, 5) and report.stopped == "budget-spent"
+
+
+def test_the_driver_runs_real_turns_through_the_runtime() -> None:
+    session, model, _ = make_session([say("round one"), say("round two")])
+    goals = GoalService(session.log, "agent-1", lambda: "g1")
+    goals.create(goals.agent, "Tidy", max_rounds=2)
+    report = goals.drive(goals.agent, session.runtime)
+    assert report.rounds == (1, 2)
+    asked = [r.last_user_text for r in model.inner.requests]
+    assert asked == ["Continue the goal (round 1).", "Continue the goal (round 2)."]
+
+
+class GoalServiceMachine(RuleBasedStateMachine):
+    """The service's activation and notifications against a plain model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = MemoryStore()
+        self.goals, self.log, _ = _service(self.store)
+        self.seen: list[str] = []
+        self.goals.subscribe("agent-1", lambda c: self.seen.append(c.operation))
+        self.goals.subscribe("agent-1", self._boom)
+        self.armed = False
+        self.phase: str | None = None
+        self.expected: list[str] = []
+
+    @staticmethod
+    def _boom(change: GoalChanged) -> None:
+        raise ValueError(change.operation)
+
+    def _try(self, operation: str, call: object) -> None:
+        before = self.log.last_seq
+        try:
+            assert callable(call)
+            call()
+        except (GoalError, GoalAuthorityError):
+            note(f"{operation}: refused")
+            assert self.log.last_seq == before
+            return
+        note(f"{operation}: accepted")
+        self.expected.append(operation)
+        self.phase = self.log.state.goal.current.phase if self.log.state.goal.current else None
+        self.armed = operation in ("create", "resume") or (operation == "edit" and self.armed)
+
+    @rule(cap=st.integers(1, 3))
+    def create(self, cap: int) -> None:
+        self._try("create", lambda: self.goals.create(self.goals.agent, "Objective", max_rounds=cap))
+
+    @rule(op=st.sampled_from(["pause", "resume", "complete", "clear"]))
+    def simple(self, op: str) -> None:
+        self._try(op, lambda: getattr(self.goals, op)(self.goals.agent))
+
+    @rule()
+    def edit(self) -> None:
+        self._try("edit", lambda: self.goals.edit(self.goals.agent, max_rounds=3))
+
+    @precondition(lambda self: self.phase == "active" and self.armed)
+    @rule()
+    def drive_one(self) -> None:
+        report = self.goals.drive(self.goals.agent, Turns(self.log), limit=1)
+        note(f"drive: {report}")
+        if report.blocked_at is not None:
+            self.expected.append("block")
+            self.armed = False
+            self.phase = "blocked"
+
+    @rule()
+    def restart(self) -> None:
+        self.goals, self.log, _ = _service(self.store)
+        self.goals.subscribe("agent-1", lambda c: self.seen.append(c.operation))
+        self.armed = False
+        note("restart")
+
+    @invariant()
+    def activation_matches_the_model(self) -> None:
+        assert self.goals.activation.armed == self.armed
+
+    @invariant()
+    def every_accepted_change_was_broadcast(self) -> None:
+        assert self.seen == self.expected
+
+    @invariant()
+    def the_log_replays(self) -> None:
+        assert fold_session(self.log.events) == self.log.state
+
+
+GoalServiceMachine.TestCase.settings = settings(
+    max_examples=min(settings().max_examples, 30), stateful_step_count=15
+)
+TestGoalServiceMachine = GoalServiceMachine.TestCase

@@ -1,0 +1,233 @@
+"""The runtime's turn boundary, its gate, and exit_plan_mode, through the real
+loop with the scripted model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from planfold.adapters.llm.model import ModelTimeoutError
+from planfold.adapters.runtime.loop import TurnReport
+from planfold.adapters.store.base import AppendResult, StorageError
+from planfold.adapters.store.memory import MemoryStore
+from planfold.kernel.log import Event
+from planfold.kernel.payload import JSON
+from planfold.kernel.plan.mode import NOTICE_SOURCE
+from planfold.kernel.plan.review import ChannelLost
+from planfold.kernel.session import fold_session
+from planfold.kernel.tools.gate import CatalogMode, GatePolicy
+from tests.runtime_helpers import SPEC, call, exit_plan, kinds, make_session, plan_actions, say, todo, verified
+
+
+def _headers(events: Sequence[Event]) -> list[tuple[object, object, object]]:
+    return [
+        (e.payload["turn"], e.payload["step"], e.payload["plan_mode"]) for e in events if e.kind == "request/header"
+    ]
+
+
+def test_seed004_plan_mode_lands_between_steps_including_retry() -> None:
+    session, model, _ = make_session(
+        [
+            call("read_file", {"path": "README.md"}),  # step 1
+            ModelTimeoutError(5.0),  # step 2 fails: the same step is retried
+            say("Done reading."),  # step 2, retried
+        ]
+    )
+    runtime = session.runtime
+    outcomes: list[str] = []
+    # the user flips plan mode while step 1 and then step 2 are in flight
+    model.hooks[1] = lambda: outcomes.append(runtime.choose_plan_mode(True))
+    model.hooks[2] = lambda: outcomes.append(runtime.choose_plan_mode(False))
+    report = runtime.submit("Look around")
+    assert isinstance(report, TurnReport)
+    assert outcomes == ["queued", "queued"]
+    assert report.retries == 1 and report.ended_by == "reply"
+    events = session.log.events
+    assert _headers(events) == [(1, 1, False), (1, 2, True), (1, 2, False)]
+    modes = [i for i, e in enumerate(events) if e.kind == "plan/mode"]
+    assert len(modes) == 2
+    for index in modes:
+        # after the previous step ended (its tool result, or the failed
+        # attempt's header), before the next request: a notice at most between
+        before = events[index - 1].kind
+        assert before in ("tool/result", "request/header")
+        after = next(e for e in events[index + 1 :] if e.kind != "user/message")
+        assert after.kind == "request/header"
+        assert after.payload["plan_mode"] == events[index].payload["active"]
+        notices = [e for e in events[index + 1 : events.index(after)] if e.kind == "user/message"]
+        assert all(n.payload["source"] == NOTICE_SOURCE for n in notices)
+    # each request was derived from the state its header records
+    assert "[plan:policy]" in model.inner.requests[1].system_text
+    assert "[plan:policy]" not in model.inner.requests[2].system_text
+    assert runtime.pending is None
+    assert fold_session(events) == session.log.state
+
+
+def test_a_rejected_step_appends_nothing_and_the_choice_stays_pending() -> None:
+    session, model, _ = make_session([call("read_file", {"path": "README.md"}), say("ok")])
+    runtime = session.runtime
+    runtime.step_listeners.append(lambda p: "rejected" if p.step == 2 else "accepted")
+    model.hooks[1] = lambda: runtime.choose_plan_mode(True)
+    report = runtime.submit("Look around")
+    assert isinstance(report, TurnReport) and report.ended_by == "step-rejected"
+    assert "plan/mode" not in kinds(session.log.events)
+    assert runtime.pending is not None and runtime.pending.target is True
+    # the next turn's first accepted pre-step appends it, before its header
+    runtime.step_listeners.clear()
+    runtime.submit("Again")
+    events = session.log.events
+    start = max(i for i, e in enumerate(events) if e.kind == "turn/start")
+    assert kinds(events[start:]) == [
+        "turn/start",
+        "user/message",
+        "plan/mode",
+        "user/message",  # the notice: the last header said build mode
+        "request/header",
+        "assistant/message",
+        "turn/end",
+    ]
+    assert events[start + 3].payload["source"] == NOTICE_SOURCE
+    assert runtime.pending is None
+
+
+class FlakyStore(MemoryStore):
+    """Fails the next append that records a plan-mode choice."""
+
+    fail_plan_mode = 0
+
+    def append(
+        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
+    ) -> AppendResult:
+        if self.fail_plan_mode and any(e.kind == "plan/mode" for e in events):
+            self.fail_plan_mode -= 1
+            raise StorageError("append", "disk unplugged")
+        return super().append(session_id, expected_seq, events, idempotency_key)
+
+
+def test_a_failed_flush_keeps_the_choice_pending_and_the_turn_goes_on() -> None:
+    store = FlakyStore()
+    session, model, _ = make_session(
+        [call("read_file", {"path": "README.md"}), call("list_files", {}), say("ok")], store=store
+    )
+    runtime = session.runtime
+    model.hooks[1] = lambda: runtime.choose_plan_mode(True)
+    store.fail_plan_mode = 1
+    report = runtime.submit("Look around")
+    assert isinstance(report, TurnReport)
+    assert report.flush_failures == 1 and report.ended_by == "reply"
+    assert _headers(session.log.events) == [(1, 1, False), (1, 2, False), (1, 3, True)]
+    assert runtime.pending is None
+    assert store.audit("s1").ok
+
+
+def test_a_forged_write_in_plan_mode_is_refused_and_returned_as_a_structured_error() -> None:
+    session, model, _ = make_session([call("write_file", {"path": "x", "content": "y"}), say("understood")])
+    session.runtime.submit("/plan")
+    session.runtime.submit("Write x")
+    refused = [e for e in session.log.events if e.kind == "tool/refused"]
+    assert len(refused) == 1 and refused[0].payload["phase"] == "plan"
+    assert session.workspace.writes == 0
+    told = model.inner.requests[1].messages[-1]
+    assert told.role == "tool"
+    error = json.loads(str(told.content))["error"]
+    assert error["refused"] is True and error["code"] == refused[0].payload["code"]
+
+
+def test_advisory_mode_records_a_warning_and_runs_the_call() -> None:
+    policy = GatePolicy(catalog="stable", enforcement="advisory")
+    session, _, _ = make_session([call("write_file", {"path": "x", "content": "y"}), say("done")], policy=policy)
+    session.runtime.submit("/plan")
+    session.runtime.submit("Write x")
+    assert kinds(session.log.events).count("tool/warning") == 1
+    assert "tool/refused" not in kinds(session.log.events)
+    assert session.workspace.files["x"] == "y"
+
+
+def test_exit_plan_mode_reports_every_problem_at_once_and_records_nothing() -> None:
+    bad: dict[str, JSON] = {"goal": "", "steps": [], "verify": [], "todos": [{"id": "t1"}], "extra": 1}
+    session, _model, reviewer = make_session([exit_plan(bad, None), say("fixing")])
+    session.runtime.submit("/plan")
+    session.runtime.submit("Plan")
+    result = next(e for e in session.log.events if e.kind == "tool/result")
+    assert result.payload["ok"] is False
+    error = json.loads(str(result.payload["output"]))["error"]
+    assert error["code"] == "invalid-plan-spec"
+    wheres = {p["where"] for p in error["problems"]}
+    assert {"plan_spec.extra", "plan_spec.todos[0].text", "plan_spec.goal"} <= wheres
+    assert plan_actions(session.log.events) == []
+    assert reviewer.shown == []
+
+
+def test_exit_plan_mode_without_a_review_channel_fails_closed() -> None:
+    session, _, _ = make_session([exit_plan(), say("waiting")], review=False)
+    session.runtime.submit("/plan")
+    session.runtime.submit("Plan")
+    result = next(e for e in session.log.events if e.kind == "tool/result")
+    assert json.loads(str(result.payload["output"]))["error"]["code"] == "no-review-channel"
+    assert plan_actions(session.log.events) == []
+    assert session.log.state.plan_mode
+
+
+def test_a_review_channel_lost_mid_review_keeps_the_draft_and_plan_mode() -> None:
+    session, _, _ = make_session([exit_plan(), say("waiting")], answers=[ChannelLost()])
+    session.runtime.submit("/plan")
+    session.runtime.submit("Plan")
+    assert plan_actions(session.log.events) == ["draft"]
+    assert session.log.state.plan_mode and session.runtime.pending is None
+
+
+@pytest.mark.parametrize(("catalog", "code"), [("filtered", "not-offered"), ("stable", "runtime-tool-wrong-phase")])
+def test_exit_plan_mode_outside_plan_mode_is_refused_by_the_gate(catalog: CatalogMode, code: str) -> None:
+    session, model, reviewer = make_session([exit_plan(), say("ok")], policy=GatePolicy(catalog=catalog))
+    session.runtime.submit("Plan")
+    assert ("exit_plan_mode" in model.inner.requests[0].tool_names) == (catalog == "stable")
+    refused = [e.payload for e in session.log.events if e.kind == "tool/refused"]
+    assert [(r["tool"], r["code"], r["phase"]) for r in refused] == [("exit_plan_mode", code, "build_bootstrap")]
+    assert "tool/result" not in kinds(session.log.events)
+    assert reviewer.shown == [] and plan_actions(session.log.events) == []
+
+
+def test_build_bootstrap_records_an_implicit_plan_that_then_executes() -> None:
+    arguments = {"plan_spec": dict(SPEC)}
+    session, model, _ = make_session(
+        [
+            call("write_file", {"path": "hello.txt", "content": "early"}),
+            call("bootstrap_plan", arguments),
+            call("write_file", {"path": "hello.txt", "content": "hello"}),
+            todo("t1", "done"),
+            say("done"),
+            verified(True, "hello.txt says hello"),
+            say("finished"),
+        ]
+    )
+    session.runtime.submit("Write hello.txt")
+    events = session.log.events
+    assert plan_actions(events) == ["bootstrap", "start", "todo", "verify", "complete"]
+    refused = [e.payload["code"] for e in events if e.kind == "tool/refused"]
+    assert refused == ["not-offered"]  # the write before the plan existed: not even offered
+    assert session.workspace.files["hello.txt"] == "hello"
+    # bootstrap_plan is offered while build mode has no executable plan (again
+    # once it completed), never while it executes or verifies
+    offers = ["bootstrap_plan" in r.tool_names for r in model.inner.requests]
+    assert offers == [True, True, False, False, False, False, True]
+    # the runtime answered it: the plan event sits between its call and its result
+    at = next(i for i, e in enumerate(events) if e.kind == "tool/call" and e.payload["tool"] == "bootstrap_plan")
+    assert kinds(events[at : at + 3]) == ["tool/call", "plan/artifact", "tool/result"]
+    assert json.loads(str(events[at + 2].payload["output"]))["status"] == "implicit"
+
+
+def test_plan_off_cancels_a_pending_entry_no_request_has_seen() -> None:
+    session, model, _ = make_session([call("list_files", {}), say("ok")])
+    runtime = session.runtime
+    outcomes: list[object] = []
+
+    def flip() -> None:
+        outcomes.extend([runtime.choose_plan_mode(True), runtime.submit("/plan off")])
+
+    model.hooks[1] = flip
+    runtime.submit("Look")
+    assert outcomes == ["queued", "cancelled"]
+    assert "plan/mode" not in kinds(session.log.events)
+    assert runtime.pending is None

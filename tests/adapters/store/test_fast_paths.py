@@ -1,0 +1,100 @@
+"""The SQLite store's faster paths keep every promise of the slow ones.
+
+A large append inserts its events with several multi-row ``INSERT``s; a
+failure in any of them leaves nothing written. Loads fold rows as they are
+decoded, so a bad stored row still stops the fold at its position.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.workloads import goal_events, session_events
+from planfold.adapters.codec import canonical_event
+from planfold.adapters.store.base import StorageError
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.adapters.store.sqlite_conn import connect_sqlite
+from planfold.adapters.store.sqlite_schema import Connection
+from planfold.adapters.store.sqlite_sql import INSERT_ROWS
+from planfold.kernel.errors import ReplayError
+from planfold.kernel.session import fold_session
+
+ROWS = INSERT_ROWS
+
+
+class FailingInsert:
+    """A connection whose ``n``-th multi-row event ``INSERT`` fails."""
+
+    def __init__(self, path: str) -> None:
+        self.conn = connect_sqlite(path)
+        self.fail_at: int | None = None
+        self.inserts = 0
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.in_transaction
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if sql.startswith("INSERT INTO events"):
+            self.inserts += 1
+            if self.inserts == self.fail_at:
+                raise sqlite3.OperationalError("disk I/O error (injected)")
+        return self.conn.execute(sql, parameters)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@pytest.mark.parametrize("count", [1, ROWS - 1, ROWS, ROWS + 1, 2 * ROWS + 7])
+def test_an_append_of_any_size_reads_back_exactly(tmp_path: Path, count: int) -> None:
+    events = list(session_events(count + 3))
+    with SqliteStore(tmp_path / "big.db") as store:
+        store.append("s", 0, events[:3])
+        result = store.append("s", 3, events[3:])
+        assert (result.first_seq, result.last_seq) == (4, count + 3)
+        assert store.read("s") == tuple(canonical_event(e) for e in events)
+        assert store.load("s") == store.load("s", incremental=True) == fold_session(events)
+        assert store.audit("s").ok
+
+
+@pytest.mark.parametrize("fail_at", [1, 2, 3])
+def test_a_failure_in_any_insert_of_a_large_append_writes_nothing(tmp_path: Path, fail_at: int) -> None:
+    events = list(goal_events(2 * ROWS + 20))
+    opened: list[FailingInsert] = []
+
+    def connect(path: str) -> Connection:
+        opened.append(FailingInsert(path))
+        return opened[-1]
+
+    with SqliteStore(tmp_path / "fail.db", connect=connect) as store:
+        store.append("s", 0, events[:10])
+        before = (store.read("s"), store.projection("s"))
+        opened[-1].inserts, opened[-1].fail_at = 0, fail_at
+        with pytest.raises(StorageError) as info:
+            store.append("s", 10, events[10:])
+        assert info.value.outcome == "not-applied"
+        assert opened[-1].inserts == fail_at
+        assert (store.read("s"), store.projection("s")) == before
+        store.append("s", 10, events[10:])
+        assert store.load("s") == fold_session(events)
+        assert store.audit("s").ok
+
+
+def test_a_bad_row_deep_in_a_long_log_stops_a_streamed_load_at_its_seq(tmp_path: Path) -> None:
+    events = list(goal_events(3 * ROWS))
+    path = tmp_path / "bad.db"
+    with SqliteStore(path) as store:
+        store.append("s", 0, events)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE events SET payload = '{\"text\": 1}' WHERE session_id = 's' AND seq = ?", (ROWS + 5,))
+    conn.commit()
+    conn.close()
+    with SqliteStore(path) as store:
+        for _ in range(2):
+            with pytest.raises(ReplayError) as info:
+                store.load("s")
+            assert (info.value.position, info.value.rule) == (ROWS + 5, "malformed-payload")

@@ -1,0 +1,463 @@
+"""The codec: events, payloads and JSON Lines round-trip exactly; fold-state
+snapshots decode to equal states; bad input gets typed, positioned errors."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planfold.adapters.codec import (
+    MAX_DEPTH,
+    SESSION_SNAPSHOT,
+    CodecError,
+    Projection,
+    canonical_event,
+    check_json,
+    decode_event,
+    decode_jsonl,
+    decode_payload,
+    encode_event,
+    encode_jsonl,
+    encode_payload,
+    project,
+    read_session_jsonl,
+)
+from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError
+from planfold.kernel.errors import ReplayError, is_kebab_case
+from planfold.kernel.log import Event
+from planfold.kernel.payload import JSONObject
+from planfold.kernel.plan.spec_json import spec_from_json, summary_from_json
+from planfold.kernel.session import SessionState, fold_session
+from tests.storage_helpers import FULL_SCRIPT, LogBuilder, build_log, fewer, logs
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+payloads = st.dictionaries(st.text(max_size=6), json_values, max_size=5)
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Equality that also demands equal types (``True`` is not ``1`` here)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    return bool(a == b)
+
+
+# --------------------------------------------------------------------------
+# Payloads and events
+
+
+@given(payloads, st.integers(min_value=1, max_value=2**63 - 1), st.text(max_size=12), st.integers(0, 2**63 - 1))
+def test_an_event_round_trips_exactly_through_its_record(
+    payload: dict[str, Any], seq: int, kind: str, at: int
+) -> None:
+    event = Event(seq, kind, at, payload)
+    back = decode_event(encode_event(event))
+    assert (back.seq, back.kind, back.at) == (seq, kind, at)
+    assert same_json(back.payload, payload)
+    assert canonical_event(event) == back
+
+
+def test_canonical_form_turns_tuples_into_lists_and_is_a_fixed_point() -> None:
+    event = Event(1, "user/message", 5, {"text": "x", "source": None, "tags": ("a", ("b",))})
+    canon = canonical_event(event)
+    assert same_json(canon.payload, {"text": "x", "source": None, "tags": ["a", ["b"]]})
+    assert canonical_event(canon) == canon
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"n": math.nan},
+        {"n": [1, math.inf]},
+        {"b": b"bytes"},
+        {"s": {1, 2}},
+        {"nested": {1: "int key"}},
+        {"o": object()},
+    ],
+)
+def test_a_payload_that_is_not_json_is_refused_with_a_typed_error(bad: dict[str, Any]) -> None:
+    with pytest.raises(CodecError) as info:
+        encode_payload(bad)
+    assert info.value.code == "payload-not-json"
+    assert is_kebab_case(info.value.code)
+    with pytest.raises(CodecError):
+        canonical_event(Event(1, "turn/start", 0, bad))
+
+
+def test_a_payload_must_be_an_object_and_an_event_must_be_an_event() -> None:
+    with pytest.raises(CodecError, match="object"):
+        encode_payload([1, 2])  # type: ignore[arg-type]
+    with pytest.raises(CodecError, match="Event"):
+        canonical_event({"seq": 1})  # type: ignore[arg-type]
+    check_json({"fine": [1, 2.5, None, True, "x", {"k": []}]})  # does not raise
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        Event(2**63, "turn/start", 0, {"turn": 1}),
+        Event(1, "turn/start", -(2**63) - 1, {"turn": 1}),
+        Event(1, 7, 0, {}),  # type: ignore[arg-type]
+        Event(1, "turn/\udfff", 0, {}),
+    ],
+)
+def test_an_event_a_store_cannot_keep_is_refused_with_a_typed_error(event: Event) -> None:
+    with pytest.raises(CodecError) as info:
+        canonical_event(event)
+    assert info.value.code == "event-not-storable"
+    with pytest.raises(CodecError):
+        encode_event(event)
+    if isinstance(event.kind, str) and event.kind.isascii():
+        record = b'{"seq":%d,"kind":"%s","at":%d,"payload":{}}' % (event.seq, event.kind.encode(), event.at)
+        with pytest.raises(CodecError) as decoded:
+            decode_event(record, line=3)
+        assert (decoded.value.code, decoded.value.line) == ("malformed-record", 3)
+
+
+def test_text_that_is_not_unicode_is_not_json() -> None:
+    with pytest.raises(CodecError) as info:
+        encode_payload({"text": "\ud800"})
+    assert info.value.code == "payload-not-json"
+
+
+@pytest.mark.parametrize("stored", [b"[1, 2]", b"{not json", b'"text"', b"", 42, None])
+def test_a_stored_payload_that_is_not_an_object_is_a_positioned_replay_error(stored: Any) -> None:
+    with pytest.raises(ReplayError) as info:
+        decode_payload(stored, 7)
+    assert (info.value.position, info.value.rule) == (7, "malformed-payload")
+
+
+def nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+def test_payloads_nest_up_to_the_depth_limit_and_no_further() -> None:
+    fits = {"v": nested(MAX_DEPTH - 1)}
+    assert same_json(decode_event(encode_event(Event(1, "tool/call", 0, fits))).payload, fits)
+    with pytest.raises(CodecError) as info:
+        encode_payload({"v": nested(MAX_DEPTH)})
+    assert info.value.code == "payload-not-json" and "deeper" in info.value.message
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 5_000, 200_000])
+def test_a_record_nested_too_deeply_is_a_typed_error_however_deep(depth: int) -> None:
+    body = b"[" * depth + b"]" * depth
+    record = b'{"seq":1,"kind":"tool/call","at":0,"payload":{"v":%s}}' % body
+    with pytest.raises(CodecError) as info:
+        decode_event(record, line=4)
+    assert (info.value.code, info.value.line) == ("malformed-record", 4)
+    with pytest.raises(CodecError):
+        read_session_jsonl(record)
+    with pytest.raises(ReplayError) as replay:
+        decode_payload(b'{"v":%s}' % body, 9)
+    assert (replay.value.position, replay.value.rule) == (9, "malformed-payload")
+
+
+# --------------------------------------------------------------------------
+# JSON Lines
+
+
+@settings(max_examples=fewer(2))
+@given(logs())
+def test_a_session_round_trips_through_json_lines(builder: LogBuilder) -> None:
+    data = encode_jsonl(builder.events)
+    assert data.count(b"\n") == len(builder.events)
+    assert decode_jsonl(data) == tuple(canonical_event(e) for e in builder.events)
+    assert read_session_jsonl(data.decode()) == tuple(builder.events)
+    assert fold_session(read_session_jsonl(data)) == builder.state
+
+
+GOOD = [
+    b'{"seq":1,"kind":"turn/start","at":1,"payload":{"turn":1}}',
+    b'{"seq":2,"kind":"plan/mode","at":2,"payload":{"active":true}}',
+    b'{"seq":3,"kind":"turn/end","at":3,"payload":{"turn":1}}',
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "bad"),
+    [
+        (2, b"{not json"),
+        (2, b'{"seq":2,"kind":"plan/mode","at":2}'),
+        (3, b'{"seq":3,"kind":"turn/end","at":3,"payload":{"turn":1},"extra":0}'),
+        (1, b'{"seq":true,"kind":"turn/start","at":1,"payload":{"turn":1}}'),
+        (2, b'{"seq":2,"kind":"plan/mode","at":2.5,"payload":{"active":true}}'),
+        (2, b""),
+        (3, b"[]"),
+    ],
+)
+def test_a_line_that_is_not_an_event_record_is_a_codec_error_with_its_number(line: int, bad: bytes) -> None:
+    lines = list(GOOD)
+    lines[line - 1] = bad
+    with pytest.raises(CodecError) as info:
+        read_session_jsonl(b"\n".join(lines) + b"\n")
+    assert info.value.code == "malformed-record"
+    assert info.value.line == line
+    assert f"line {line}" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("line", "bad", "rule"),
+    [
+        (2, b'{"seq":2,"kind":"plan/mode","at":2,"payload":{"active":1}}', "malformed-payload"),
+        (2, b'{"seq":2,"kind":"plan/mode","at":2,"payload":{"active":true,"x":0}}', "malformed-payload"),
+        (3, b'{"seq":4,"kind":"turn/end","at":3,"payload":{"turn":1}}', "seq-gap"),
+        (3, b'{"seq":3,"kind":"turn/end","at":1,"payload":{"turn":1}}', "time-regressed"),
+        (2, b'{"seq":2,"kind":"plan/nonsense","at":2,"payload":{}}', "unknown-kind"),
+    ],
+)
+def test_a_bad_event_in_json_lines_is_a_positioned_replay_error_naming_its_line(
+    line: int, bad: bytes, rule: str
+) -> None:
+    lines = list(GOOD)
+    lines[line - 1] = bad
+    data = b"\n".join(lines)
+    decode_jsonl(data)  # the records themselves are well formed
+    with pytest.raises(ReplayError) as info:
+        read_session_jsonl(data)
+    assert info.value.rule == rule
+    assert info.value.position == msgspec.json.decode(bad)["seq"]
+    assert f"(line {line})" in info.value.detail
+
+
+def test_text_with_a_lone_surrogate_is_a_codec_error_on_its_line() -> None:
+    text = GOOD[0].decode() + "\n" + '{"seq":2,"kind":"plan/mode","at":2,"payload":{"active":true}}\ud800\n'
+    with pytest.raises(CodecError) as info:
+        read_session_jsonl(text)
+    assert (info.value.code, info.value.line) == ("malformed-record", 2)
+
+
+def test_empty_json_lines_is_an_empty_session() -> None:
+    assert decode_jsonl(b"") == ()
+    assert read_session_jsonl("") == ()
+    assert encode_jsonl([]) == b""
+
+
+# --------------------------------------------------------------------------
+# Fold-state snapshots
+
+
+def test_the_session_state_has_an_exact_snapshot_codec() -> None:
+    assert SESSION_SNAPSHOT is not None
+    assert SESSION_SNAPSHOT.format.startswith("v1-")
+
+
+@settings(max_examples=fewer(2))
+@given(logs())
+def test_every_fold_state_round_trips_exactly_through_its_snapshot(builder: LogBuilder) -> None:
+    codec = SESSION_SNAPSHOT
+    assert codec is not None
+    state = SessionState()
+    for event in builder.events:
+        state = fold_session(builder.events[: event.seq])
+        data = codec.encode(state)
+        assert codec.decode(data) == state
+        assert codec.encode(codec.decode(data)) == data  # deterministic
+    assert codec.decode(codec.encode(SessionState())) == SessionState()
+
+
+def test_a_full_session_snapshot_keeps_plan_goal_and_payload_exactly() -> None:
+    codec = SESSION_SNAPSHOT
+    assert codec is not None
+    state = build_log(FULL_SCRIPT).state
+    back = codec.decode(codec.encode(state))
+    assert back == state
+    assert back.plan.current is not None and back.plan.current == state.plan.current
+    assert back.goal == state.goal
+    assert back.last is not None and state.last is not None
+    assert same_json(dict(back.last.payload), dict(state.last.payload))
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    name: str
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class Other:
+    name: str
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    n: int
+
+    def __post_init__(self) -> None:
+        if self.n < 0:
+            raise ValueError("negative")
+
+
+@dataclass(frozen=True, slots=True)
+class Shapes:
+    either: Leaf | Other | None
+    colour: Colour
+    mode: Literal["a", "b"]
+    tags: frozenset[str]
+    by_id: dict[int, Leaf]
+    pair: tuple[int, str]
+    many: tuple[Checked, ...]
+    number: int | float
+    items: list[str]
+    json: dict[str, Any]
+
+
+SHAPES = Shapes(
+    either=Other("o", 1.5),
+    colour=Colour.BLUE,
+    mode="b",
+    tags=frozenset({"z", "a", "m"}),
+    by_id={3: Leaf("x", 0.0), 1: Leaf("y", -2.5)},
+    pair=(7, "seven"),
+    many=(Checked(1), Checked(2)),
+    number=2.0,
+    items=["p", "q"],
+    json={"k": [1, {"n": None}]},
+)
+
+
+def test_a_codec_round_trips_every_supported_shape() -> None:
+    codec = SnapshotCodec(Shapes)
+    assert codec.decode(codec.encode(SHAPES)) == SHAPES
+    leaf = Shapes(**{**{f: getattr(SHAPES, f) for f in Shapes.__dataclass_fields__}, "either": Leaf("l", 2)})
+    back = codec.decode(codec.encode(leaf))
+    assert back == leaf and type(back.either) is Leaf  # the tag decides, never the field names
+    none = Shapes(**{**{f: getattr(SHAPES, f) for f in Shapes.__dataclass_fields__}, "either": None, "number": 3})
+    again = codec.decode(codec.encode(none))
+    assert again == none and type(again.number) is int
+    assert codec.encode(SHAPES) == codec.encode(codec.decode(codec.encode(SHAPES)))
+
+
+@dataclass(frozen=True, slots=True)
+class Ambiguous:
+    value: str | Colour
+
+
+@dataclass(frozen=True, slots=True)
+class Unresolvable:
+    value: NoSuchType  # type: ignore[name-defined]  # noqa: F821
+
+
+@dataclass(frozen=True, slots=True)
+class Callables:
+    value: set[bytes]
+
+
+@pytest.mark.parametrize("root", [Ambiguous, Unresolvable, Callables])
+def test_a_type_without_an_exact_encoding_is_refused_when_the_codec_is_built(root: type) -> None:
+    with pytest.raises(SnapshotError) as info:
+        SnapshotCodec(root)
+    assert info.value.code == "snapshot-unsupported"
+
+
+def test_a_value_that_breaks_its_own_annotations_is_refused_on_encode() -> None:
+    codec = SnapshotCodec(Shapes)
+    wrong = Shapes(**{**{f: getattr(SHAPES, f) for f in Shapes.__dataclass_fields__}, "pair": [7, "seven"]})
+    with pytest.raises(SnapshotError):
+        codec.encode(wrong)
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.update(mode="c"),
+        lambda d: d.update(colour="green"),
+        lambda d: d.pop("tags"),
+        lambda d: d.update(extra=1),
+        lambda d: d.update(many=[{"n": -1}]),
+        lambda d: d.update(pair=[1]),
+        lambda d: d.update(either={"$type": "nowhere.Leaf", "name": "x", "weight": 1.0}),
+        lambda d: d.update(either={"name": "x", "weight": 1.0}),
+        lambda d: d.update(number="2"),
+        lambda d: d.update(by_id={"1": {"name": "y", "weight": 1.0}}),
+    ],
+)
+def test_snapshot_bytes_that_do_not_fit_the_type_are_malformed(mutate: Any) -> None:
+    codec = SnapshotCodec(Shapes)
+    data = msgspec.json.decode(codec.encode(SHAPES))
+    mutate(data)
+    with pytest.raises(SnapshotError) as info:
+        codec.decode(msgspec.json.encode(data))
+    assert info.value.code == "snapshot-malformed"
+
+
+def test_snapshot_bytes_that_are_not_json_are_malformed() -> None:
+    with pytest.raises(SnapshotError) as info:
+        SnapshotCodec(Shapes).decode(b"{broken")
+    assert info.value.code == "snapshot-malformed"
+
+
+def test_the_format_changes_with_the_shape_and_the_extra_text() -> None:
+    assert SnapshotCodec(Leaf).format == SnapshotCodec(Leaf).format
+    assert SnapshotCodec(Leaf).format != SnapshotCodec(Checked).format
+    assert SnapshotCodec(Leaf).format != SnapshotCodec(Leaf, extra="reducers changed").format
+
+
+# --------------------------------------------------------------------------
+# The projection
+
+
+def test_an_empty_log_projects_to_the_legacy_defaults() -> None:
+    assert project(SessionState()) == Projection(0, "build", False, "", "", "")
+
+
+def test_the_projection_carries_the_plan_and_goal_in_readable_json() -> None:
+    state = build_log(FULL_SCRIPT).state
+    proj = project(state)
+    artifact, goal = state.plan.current, state.goal.current
+    assert artifact is not None and goal is not None
+    assert proj.last_seq == state.last_seq and proj.agent_mode == state.agent_mode
+    plan = msgspec.json.decode(proj.current_plan_json)
+    assert (plan["id"], plan["revision"], plan["status"]) == (artifact.id, artifact.revision, artifact.status)
+    assert spec_from_json(plan["spec"]) == artifact.spec
+    assert summary_from_json(plan["summary"]) == artifact.summary
+    assert summary_from_json(msgspec.json.decode(proj.current_plan_summary_json)) == artifact.summary
+    view = msgspec.json.decode(proj.goal_json)
+    assert (view["id"], view["revision"], view["phase"]) == (goal.id, goal.revision, goal.phase)
+
+
+def test_plan_mode_projects_to_agent_mode_plan() -> None:
+    builder = LogBuilder()
+    builder.mode()
+    assert project(builder.state).agent_mode == "plan"
+    assert project(builder.state).plan_mode is True
+
+
+def test_read_only_containers_from_the_kernel_encode_like_plain_ones() -> None:
+    inner: JSONObject = MappingProxyType({"b": (1, 2)})
+    empty: JSONObject = MappingProxyType({})
+    frozen: JSONObject = MappingProxyType({"a": inner, "c": [empty]})
+    assert encode_payload(frozen) == encode_payload({"a": {"b": [1, 2]}, "c": [{}]})

@@ -1,0 +1,118 @@
+"""The state capsule: canonical, hashed, checked against the log."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from planfold.kernel.errors import PayloadError
+from planfold.kernel.payload import JSON
+from planfold.kernel.plan.capsule import (
+    CAPSULE_FIELDS,
+    build_capsule,
+    capsule_from_json,
+    capsule_matches,
+    capsule_to_json,
+    check_capsule,
+    render_capsule,
+)
+from planfold.kernel.plan.events import approve_event, draft_event, rewrite_event
+from planfold.kernel.plan.spec import PlanSpec
+from planfold.kernel.session import SessionState, fold_session
+from tests.plan_helpers import Session, spec, valid_specs
+
+GOAL: dict[str, JSON] = {"id": "g1", "revision": 2, "phase": "active", "objective": "ship the exporter"}
+
+
+def planned(the_spec: PlanSpec | None = None) -> Session:
+    s = Session()
+    s.mode(True)
+    s.add(draft_event(s.state, "p1", the_spec or spec(), None, s.at()))
+    return s
+
+
+def test_empty_session_capsule() -> None:
+    capsule = build_capsule(SessionState())
+    assert (capsule.mode, capsule.phase, capsule.plan_id, capsule.summary) == (
+        "build",
+        "build_bootstrap",
+        None,
+        None,
+    )
+    assert "No current plan." in render_capsule(capsule)
+    assert capsule_matches(capsule, fold_session([]))
+
+
+@given(valid_specs(), st.none() | st.just(GOAL))
+def test_capsule_round_trips_and_matches_the_log(the_spec: PlanSpec, goal: Any) -> None:
+    s = planned(the_spec)
+    capsule = build_capsule(s.state, goal)
+    assert capsule == build_capsule(fold_session(s.log), goal)  # canonical: same state, same bytes
+    assert capsule_from_json(capsule_to_json(capsule)) == capsule
+    assert capsule.goal == goal
+    assert check_capsule(capsule, fold_session(s.log), goal) == ()
+    assert len(capsule.hash) == 64
+
+
+def test_a_stale_capsule_names_what_changed() -> None:
+    s = planned()
+    old = build_capsule(s.state, GOAL)
+    s.add(rewrite_event(s.state, spec(goal="export and import"), None, s.at()))
+    assert check_capsule(old, s.state, GOAL) == ("revision", "spec_hash", "summary")
+    assert check_capsule(old, s.state, {**GOAL, "revision": 3})[-1] == "goal"
+    assert s.state.plan.current is not None
+    s.add(approve_event(s.state, s.state.plan.current.ref, s.at()))
+    assert "status" in check_capsule(old, s.state, GOAL)
+    assert not capsule_matches(old, s.state, GOAL)
+
+
+def test_a_tampered_capsule_is_caught() -> None:
+    capsule = build_capsule(planned().state, GOAL)
+    forged = replace(capsule, status="approved")
+    assert "hash" in check_capsule(forged, planned().state, GOAL)
+    stored = capsule_to_json(capsule)
+    with pytest.raises(PayloadError, match="hash"):
+        capsule_from_json({**stored, "revision": 7})
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"mode": "debug"},
+        {"phase": "deploy"},
+        {"status": "paused"},
+        {"revision": "1"},
+        {"revision": True},
+        {"goal": [1]},
+        {"summary": {"goal": "x"}},
+    ],
+)
+def test_stored_capsule_reader_is_strict(change: dict[str, Any]) -> None:
+    stored = {**capsule_to_json(build_capsule(planned().state)), **change}
+    with pytest.raises(PayloadError):
+        capsule_from_json(stored)
+
+
+def test_missing_or_extra_keys_are_refused() -> None:
+    stored = capsule_to_json(build_capsule(planned().state))
+    with pytest.raises(PayloadError):
+        capsule_from_json({k: v for k, v in stored.items() if k != "realign"})
+    with pytest.raises(PayloadError):
+        capsule_from_json({**stored, "note": "x"})
+    assert set(stored) == {*CAPSULE_FIELDS, "hash"}
+
+
+def test_a_goal_that_is_not_json_is_the_callers_fault() -> None:
+    with pytest.raises(PayloadError, match="goal"):
+        build_capsule(SessionState(), {"bad": object()})  # type: ignore[dict-item]
+
+
+def test_render_names_plan_summary_and_goal() -> None:
+    text = render_capsule(build_capsule(planned().state, GOAL))
+    assert "Plan p1, revision 1, draft." in text
+    assert "Goal of the plan: Add an export command" in text
+    assert "ship the exporter" in text

@@ -1,0 +1,255 @@
+"""Unit tests for the plan-mode fold, the choice table and the pre-step flush."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from planfold.kernel.errors import ReplayError
+from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, USER_MESSAGE, Event
+from planfold.kernel.plan.mode import (
+    CHOICE_TABLE,
+    NOTICE_SOURCE,
+    PendingChoice,
+    PendingRelation,
+    choice_events,
+    decide_choice,
+    derive_request_header,
+    flush_pre_step,
+    fold_plan_mode,
+    get_plan_mode,
+    policy_section_active,
+)
+from planfold.kernel.session import fold_session
+from tests.plan_mode_helpers import end_turn, header, mode, start_turn
+
+# -- the fold ---------------------------------------------------------------
+
+
+def test_fold_of_empty_log_is_inactive() -> None:
+    assert fold_plan_mode([]) is False
+
+
+def test_fold_is_the_last_plan_mode_event() -> None:
+    log = mode(mode(mode([], True), False), True)
+    assert fold_plan_mode(log) is True
+    assert fold_plan_mode(log[:2]) is False
+
+
+def test_fold_end_is_an_exclusive_seq_bound() -> None:
+    log = mode(mode([], True), False)  # seq 1 True, seq 2 False
+    assert fold_plan_mode(log, end=1) is False
+    assert fold_plan_mode(log, end=2) is True
+    assert fold_plan_mode(log, end=3) is False
+    assert fold_plan_mode(log, end=None) is False
+
+
+def test_fold_ignores_other_kinds() -> None:
+    log = start_turn(mode([], True), 1)
+    assert fold_plan_mode(log) is True
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{}, {"active": 1}, {"active": "true"}, {"active": True, "extra": 1}, {"on": True}],
+)
+def test_fold_rejects_a_malformed_plan_mode_payload(payload: dict[str, object]) -> None:
+    log = [Event(1, PLAN_MODE, 0, payload)]  # type: ignore[arg-type]
+    with pytest.raises(ReplayError) as err:
+        fold_plan_mode(log)
+    assert (err.value.position, err.value.rule) == (1, "malformed-payload")
+
+
+# -- the choice table -----------------------------------------------------------
+
+
+def pending_for(relation: PendingRelation, target: bool) -> PendingChoice | None:
+    if relation is PendingRelation.NONE:
+        return None
+    return PendingChoice(target if relation is PendingRelation.SAME else not target)
+
+
+def test_choice_table_is_total() -> None:
+    keys = set(itertools.product(PendingRelation, (False, True), (False, True)))
+    assert set(CHOICE_TABLE) == keys
+
+
+# (pending relation, target == folded, turn open) -> (outcome, pending after, append now)
+CHOICE_ROWS = [
+    (PendingRelation.SAME, True, False, "noop"),
+    (PendingRelation.SAME, True, True, "noop"),
+    (PendingRelation.SAME, False, False, "noop"),
+    (PendingRelation.SAME, False, True, "noop"),
+    (PendingRelation.NONE, True, False, "noop"),
+    (PendingRelation.NONE, True, True, "noop"),
+    (PendingRelation.NONE, False, False, "committed"),
+    (PendingRelation.OPPOSITE, False, False, "committed"),
+    (PendingRelation.OPPOSITE, True, False, "cancelled"),
+    (PendingRelation.NONE, False, True, "queued"),
+    (PendingRelation.OPPOSITE, False, True, "queued"),
+    (PendingRelation.OPPOSITE, True, True, "cancelled"),
+]
+
+
+@pytest.mark.parametrize(("relation", "same_as_folded", "turn_open", "outcome"), CHOICE_ROWS)
+@pytest.mark.parametrize("target", [False, True])
+def test_choice_row(
+    relation: PendingRelation, same_as_folded: bool, turn_open: bool, outcome: str, target: bool
+) -> None:
+    folded = target if same_as_folded else not target
+    pending = pending_for(relation, target)
+    decision = decide_choice(folded, pending, turn_open, target)
+    assert decision.outcome == outcome
+    assert decision.append_now == (outcome == "committed")
+    if outcome == "noop":
+        assert decision.pending == pending
+    elif outcome == "queued":
+        assert decision.pending == PendingChoice(target)
+    else:
+        assert decision.pending is None
+
+
+def test_idle_choice_commits_and_appends_now() -> None:
+    decision = decide_choice(folded=False, pending=None, turn_open=False, target=True)
+    assert (decision.outcome, decision.pending, decision.append_now) == ("committed", None, True)
+
+
+def test_in_turn_choice_is_queued_then_cancelled_by_the_opposite() -> None:
+    first = decide_choice(folded=False, pending=None, turn_open=True, target=True)
+    assert (first.outcome, first.pending) == ("queued", PendingChoice(True))
+    second = decide_choice(folded=False, pending=first.pending, turn_open=True, target=False)
+    assert (second.outcome, second.pending) == ("cancelled", None)
+
+
+def test_repeating_a_pending_choice_is_a_noop() -> None:
+    pending = PendingChoice(True)
+    decision = decide_choice(folded=False, pending=pending, turn_open=True, target=True)
+    assert (decision.outcome, decision.pending) == ("noop", pending)
+
+
+def test_plan_off_cancels_a_pending_entry() -> None:
+    # /plan off while an entry is queued in the turn: nothing will be appended.
+    decision = decide_choice(folded=False, pending=PendingChoice(True), turn_open=True, target=False)
+    assert (decision.outcome, decision.pending) == ("cancelled", None)
+
+
+def test_get_returns_recorded_state_and_pending_target() -> None:
+    log = mode([], True)
+    assert get_plan_mode(log, None).active is True
+    view = get_plan_mode(log, PendingChoice(False))
+    assert (view.active, view.pending) == (True, False)
+
+
+def test_policy_section_follows_pending_before_fold() -> None:
+    assert policy_section_active(False, None) is False
+    assert policy_section_active(True, None) is True
+    assert policy_section_active(False, PendingChoice(True)) is True
+    assert policy_section_active(True, PendingChoice(False)) is False
+
+
+# -- appending, the notice rule ----------------------------------------------------
+
+
+def kinds(events: tuple[Event, ...]) -> list[str]:
+    return [e.kind for e in events]
+
+
+def test_no_notice_before_the_first_header() -> None:
+    events = choice_events([], True, at=5)
+    assert kinds(events) == [PLAN_MODE]
+    assert events[0] == Event(1, PLAN_MODE, 5, {"active": True})
+
+
+def test_notice_when_last_header_described_the_other_state() -> None:
+    log = end_turn(header(start_turn([], 1), 1, 1, False), 1)
+    events = choice_events(log, True, at=9)
+    assert kinds(events) == [PLAN_MODE, USER_MESSAGE]
+    assert [e.seq for e in events] == [len(log) + 1, len(log) + 2]
+    assert events[1].payload["source"] == NOTICE_SOURCE
+
+
+def test_no_notice_when_last_header_already_described_the_target() -> None:
+    # on -> header(on) -> off (notice) -> back on before any header: no notice
+    log = header(start_turn(mode([], True), 1), 1, 1, True)
+    log = [*log, *choice_events(log, False, at=0)]
+    assert kinds(tuple(log[-2:])) == [PLAN_MODE, USER_MESSAGE]
+    assert kinds(choice_events(log, True, at=0)) == [PLAN_MODE]
+
+
+def test_silent_choice_has_no_notice() -> None:
+    log = header(start_turn(mode([], True), 1), 1, 1, True)
+    assert kinds(choice_events(log, False, at=0, silent=True)) == [PLAN_MODE]
+
+
+# -- the pre-step flush ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("verdict", ["rejected", "aborted"])
+def test_rejected_or_aborted_step_appends_nothing_and_keeps_pending(verdict: str) -> None:
+    log = start_turn([], 1)
+    flush = flush_pre_step(log, PendingChoice(True), verdict, at=0)  # type: ignore[arg-type]
+    assert flush.events == ()
+    assert flush.pending_after_success == PendingChoice(True)
+
+
+def test_accepted_step_appends_pending_choice_before_the_header() -> None:
+    log = start_turn([], 1)
+    flush = flush_pre_step(log, PendingChoice(True), "accepted", at=3)
+    assert kinds(flush.events) == [PLAN_MODE]
+    assert flush.pending_after_success is None
+    assert flush.pending_after_failure == PendingChoice(True)
+    log = [*log, *flush.events]
+    hdr = derive_request_header(log, step=1, at=3)
+    assert hdr.kind == REQUEST_HEADER
+    assert hdr.payload == {"turn": 1, "step": 1, "plan_mode": True}
+    fold_session([*log, hdr])  # the whole log is valid
+
+
+def test_flush_outside_a_turn_appends_nothing() -> None:
+    flush = flush_pre_step([], PendingChoice(True), "accepted", at=0)
+    assert flush.events == ()
+    assert flush.pending_after_success == PendingChoice(True)
+
+
+def test_flush_of_a_netted_out_choice_appends_nothing_and_drops_it() -> None:
+    log = start_turn(mode([], True), 1)
+    flush = flush_pre_step(log, PendingChoice(True), "accepted", at=0)
+    assert flush.events == ()
+    assert flush.pending_after_success is None
+
+
+def test_flush_without_pending_appends_nothing() -> None:
+    flush = flush_pre_step(start_turn([], 1), None, "accepted", at=0)
+    assert (flush.events, flush.pending_after_success) == ((), None)
+
+
+def test_failed_append_keeps_the_choice_pending() -> None:
+    log = start_turn([], 1)
+    flush = flush_pre_step(log, PendingChoice(True, silent=True), "accepted", at=0)
+    assert flush.pending_after_failure == PendingChoice(True, silent=True)
+    # the step goes on without the append: its header records the old state
+    assert derive_request_header(log, step=1, at=0).payload["plan_mode"] is False
+
+
+def test_header_needs_an_open_turn() -> None:
+    with pytest.raises(ReplayError) as err:
+        derive_request_header(end_turn(start_turn([], 1), 1), step=1, at=0)
+    assert err.value.rule == "transition-not-allowed"
+
+
+def test_session_fold_rejects_a_header_that_disagrees_with_the_fold() -> None:
+    log = header(start_turn(mode([], True), 1), 1, 1, False)
+    with pytest.raises(ReplayError) as err:
+        fold_session(log)
+    assert (err.value.position, err.value.rule) == (3, "header-mismatch")
+
+
+def test_toggling_between_turns_does_not_repeat_the_notice() -> None:
+    log = end_turn(header(start_turn([], 1), 1, 1, False), 1)
+    log = [*log, *choice_events(log, True, at=0)]  # on, with a notice
+    assert log[-1].kind == USER_MESSAGE
+    log = [*log, *choice_events(log, False, at=0)]  # back to what the header said
+    assert log[-1].kind == PLAN_MODE
+    again = choice_events(log, True, at=0)  # on again: already noticed since the header
+    assert kinds(again) == [PLAN_MODE]

@@ -1,0 +1,189 @@
+"""exit_plan_mode review outcomes, /plan parsing and the plan:policy config."""
+
+from __future__ import annotations
+
+import pytest
+
+from planfold.kernel.errors import is_kebab_case
+from planfold.kernel.plan.mode import PendingChoice, choice_events, decide_choice, flush_pre_step
+from planfold.kernel.plan.review import (
+    APPROVE,
+    KEEP_PLANNING,
+    ChannelLost,
+    Custom,
+    Dismissed,
+    ExitPlanError,
+    PlanCommand,
+    PlanCommandError,
+    PlanPolicyConfigError,
+    Selected,
+    decide_review,
+    load_plan_policy,
+    parse_plan_command,
+    start_review,
+)
+from tests.plan_mode_helpers import header, mode, start_turn
+
+PLAN = "# Refactor the parser\n\n1. Read it.\n2. Split it.\n"
+
+# -- starting a review ---------------------------------------------------------------
+
+
+def test_review_starts_in_plan_mode_with_a_channel_and_a_heading() -> None:
+    request = start_review(True, True, PLAN)
+    assert request.plan == PLAN
+    assert request.options == (APPROVE, KEEP_PLANNING)
+
+
+@pytest.mark.parametrize(
+    ("active", "channel", "plan", "code"),
+    [
+        (False, True, PLAN, "not-in-plan-mode"),
+        (True, False, PLAN, "no-review-channel"),
+        (True, True, "", "invalid-plan"),
+        (True, True, "   \n", "invalid-plan"),
+        (True, True, "Refactor the parser", "invalid-plan"),
+        (True, True, "## Not a top heading", "invalid-plan"),
+        (True, True, "#No space", "invalid-plan"),
+    ],
+)
+def test_review_refusals(active: bool, channel: bool, plan: str, code: str) -> None:
+    with pytest.raises(ExitPlanError) as err:
+        start_review(active, channel, plan)
+    assert err.value.code == code
+    assert is_kebab_case(err.value.code)
+
+
+def test_outside_plan_mode_is_checked_before_the_channel() -> None:
+    with pytest.raises(ExitPlanError) as err:
+        start_review(False, False, "")
+    assert err.value.code == "not-in-plan-mode"
+
+
+# -- review answers ------------------------------------------------------------------
+
+
+def test_exactly_one_clean_approve_approves_and_queues_a_silent_exit() -> None:
+    outcome = decide_review(Selected((APPROVE,)))
+    assert outcome.approved and not outcome.tool_error
+    assert outcome.pending == PendingChoice(False, silent=True)
+
+
+def test_keep_planning_keeps_planning() -> None:
+    outcome = decide_review(Selected((KEEP_PLANNING,)))
+    assert outcome.status == "keep-planning"
+    assert outcome.tool_error and outcome.pending is None
+    assert "keep planning" in outcome.message
+
+
+def test_custom_text_is_returned_as_feedback() -> None:
+    outcome = decide_review(Custom("  split step 2 into two  "))
+    assert outcome.status == "keep-planning"
+    assert outcome.feedback == "split step 2 into two"
+    assert "split step 2 into two" in outcome.message
+
+
+def test_custom_text_saying_approve_is_not_a_clean_approval() -> None:
+    assert decide_review(Custom(APPROVE)).status == "keep-planning"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [(APPROVE, APPROVE), (APPROVE, KEEP_PLANNING), (), ("approve",), (" Approve",)],
+)
+def test_anything_but_one_clean_approve_keeps_planning(options: tuple[str, ...]) -> None:
+    outcome = decide_review(Selected(options))
+    assert outcome.status == "keep-planning"
+    assert outcome.pending is None
+
+
+def test_dismissed_review_says_the_user_wants_to_speak() -> None:
+    outcome = decide_review(Dismissed())
+    assert outcome.status == "dismissed" and outcome.tool_error
+    assert "dismissed the review to speak" in outcome.message
+
+
+def test_lost_channel_fails_closed() -> None:
+    outcome = decide_review(ChannelLost())
+    assert outcome.status == "channel-lost"
+    assert outcome.tool_error and outcome.pending is None
+
+
+def test_approved_exit_is_appended_silently_at_the_flush() -> None:
+    log = header(start_turn(mode([], True), 1), 1, 1, True)
+    pending = decide_review(Selected((APPROVE,))).pending
+    flush = flush_pre_step(log, pending, "accepted", at=0)
+    assert [e.kind for e in flush.events] == ["plan/mode"]
+    assert len(choice_events(log, False, at=0)) == 2  # a user's own exit would notify
+
+
+# -- /plan -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/plan", PlanCommand(True)),
+        ("  /plan  ", PlanCommand(True)),
+        ("/plan off", PlanCommand(False)),
+        ("/plan OFF", PlanCommand(False)),
+        ("/plan   off  ", PlanCommand(False)),
+        ("/plan refactor the parser", PlanCommand(True, "refactor the parser")),
+        ("/plan offload the cache", PlanCommand(True, "offload the cache")),
+        ("/plan\nmulti\nline", PlanCommand(True, "multi\nline")),
+    ],
+)
+def test_plan_command(text: str, expected: PlanCommand) -> None:
+    assert parse_plan_command(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "plan", "/planner", "/plans off", "hello /plan", "/goal x"])
+def test_not_a_plan_command(text: str) -> None:
+    assert parse_plan_command(text) is None
+
+
+def test_plan_message_keeps_attachments() -> None:
+    assert parse_plan_command("/plan look", ["a.png"]) == PlanCommand(True, "look", ("a.png",))
+
+
+def test_plan_off_with_attachments_is_an_error() -> None:
+    with pytest.raises(PlanCommandError) as err:
+        parse_plan_command("/plan off", ["a.png"])
+    assert err.value.code == "attachments-with-off"
+
+
+def test_plan_off_cancels_a_pending_entry_through_the_choice_table() -> None:
+    command = parse_plan_command("/plan off")
+    assert command is not None
+    decision = decide_choice(False, PendingChoice(True), True, command.target)
+    assert (decision.outcome, decision.pending) == ("cancelled", None)
+
+
+# -- plan:policy ---------------------------------------------------------------------
+
+
+def test_policy_config_loads() -> None:
+    policy = load_plan_policy({"section": "Plan first."})
+    assert policy.section == "Plan first."
+    assert policy.order == 50
+
+
+@pytest.mark.parametrize(
+    ("config", "fragment"),
+    [
+        ({}, "missing 'section'"),
+        ({"section": ""}, "blank"),
+        ({"section": "  \n"}, "blank"),
+        ({"section": 3}, "must be a string"),
+        ({"section": None}, "must be a string"),
+        ({"section": "x", "sectoin": "y"}, "unknown key(s) ['sectoin']"),
+        ({"sectoin": "x"}, "unknown key(s) ['sectoin']"),
+        ("Plan first.", "must be an object"),
+        (None, "must be an object"),
+    ],
+)
+def test_policy_config_failures(config: object, fragment: str) -> None:
+    with pytest.raises(PlanPolicyConfigError) as err:
+        load_plan_policy(config)
+    assert fragment in str(err.value)
+    assert err.value.code == "invalid-plan-policy"

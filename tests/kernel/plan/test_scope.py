@@ -1,0 +1,97 @@
+"""Plan scope: effects outside it are flagged and send the plan to realignment."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from planfold.kernel.plan.events import PlanError, approve_event, draft_event, start_event
+from planfold.kernel.plan.scope import Effect, check_scope, path_in_scope, scope_realign_event
+from planfold.kernel.plan.spec import PlanScope
+from tests.plan_helpers import Session, spec
+
+SCOPED = spec(scope=PlanScope(paths=("src/", "docs/*.md", "README.md"), effects=("read", "write")))
+
+
+@pytest.mark.parametrize(
+    ("path", "inside"),
+    [
+        ("src/app.py", True),
+        ("src", True),
+        ("src/deep/er/x.py", True),
+        ("./src/app.py", True),
+        ("docs/guide.md", True),
+        ("README.md", True),
+        ("srcs/app.py", False),
+        ("docs/guide.txt", False),
+        ("src/../secrets.env", False),
+        ("../outside/src/x.py", False),
+        ("/etc/passwd", False),
+        ("", False),
+    ],
+)
+def test_path_coverage(path: str, inside: bool) -> None:
+    assert path_in_scope(path, SCOPED.scope.paths if SCOPED.scope else ()) is inside
+
+
+def test_blank_and_absolute_patterns_cover_nothing() -> None:
+    assert not path_in_scope("a.py", ["", "/", "/a.py", "../a.py"])
+    assert path_in_scope("a/b.py", ["."])
+
+
+def test_every_violation_is_listed() -> None:
+    verdict = check_scope(
+        SCOPED,
+        [
+            Effect("write", "src/a.py"),
+            Effect("shell"),
+            Effect("write", "tests/t.py"),
+            Effect("write", "../x"),
+            Effect("network", "docs/x.md"),
+        ],
+    )
+    assert [(v.effect, v.code) for v in verdict.violations] == [
+        (Effect("shell"), "effect-outside-scope"),
+        (Effect("write", "tests/t.py"), "path-outside-scope"),
+        (Effect("write", "../x"), "path-escapes"),
+        (Effect("network", "docs/x.md"), "effect-outside-scope"),
+    ]
+    assert verdict.realign_needed and "tests/t.py" in verdict.reason
+
+
+@given(st.lists(st.builds(Effect, st.sampled_from(["read", "write", "shell"]), st.none() | st.text())))
+def test_no_scope_flags_nothing(effects: list[Effect]) -> None:
+    verdict = check_scope(spec(), effects)
+    assert verdict.violations == () and not verdict.realign_needed
+
+
+@given(st.lists(st.builds(Effect, st.just("write"), st.none() | st.text(max_size=8))))
+def test_empty_axes_are_unrestricted(effects: list[Effect]) -> None:
+    assert check_scope(spec(scope=PlanScope()), effects).violations == ()
+
+
+def test_leaving_scope_during_execution_sends_the_plan_to_realignment() -> None:
+    s = Session()
+    s.mode(True)
+    s.add(draft_event(s.state, "p1", SCOPED, None, s.at()))
+    assert s.state.plan.current is not None
+    s.add(approve_event(s.state, s.state.plan.current.ref, s.at()))
+    s.mode(False)
+    s.add(start_event(s.state, s.state.plan.current.ref, s.at()))
+    assert scope_realign_event(s.state, [Effect("write", "src/x.py")], s.at()) is None
+    event = scope_realign_event(s.state, [Effect("write", "Makefile")], s.at())
+    assert event is not None
+    s.add(event)
+    assert s.state.plan.status == "draft" and s.state.plan.approval is None
+    assert s.state.plan.realign is not None and "Makefile" in s.state.plan.realign
+    with pytest.raises(PlanError) as err:  # already a draft: nothing more to realign
+        scope_realign_event(s.state, [Effect("write", "Makefile")], s.at())
+    assert err.value.code == "transition-not-allowed"
+    s.mode(True)
+    s.add(approve_event(s.state, s.state.plan.current.ref, s.at()))  # realigned: same version
+    assert s.state.plan.realign is None and s.state.plan.status == "approved"
+
+
+def test_no_plan_no_realignment() -> None:
+    assert scope_realign_event(Session().state, [Effect("write", "x")], 1) is None

@@ -1,0 +1,460 @@
+"""The tool gate's decision, case by case: the seed's lines on tool filtering,
+forged calls and MCP; the verdict table; deployment rules; advisory mode;
+classifiers that misbehave; runtime-owned tools; and the typed errors for a
+bad phase, policy, spec or registration."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import FrozenInstanceError
+from typing import Any, get_args
+
+import pytest
+
+from planfold.kernel.phase import READ_ONLY_PHASES, RUNTIME_PHASES, RuntimePhase
+from planfold.kernel.tools import RUNTIME_OWNED_TOOLS
+from planfold.kernel.tools.gate import (
+    TOOL_CLASSES,
+    VERDICT_TABLE,
+    Allowed,
+    CatalogMode,
+    DeploymentRule,
+    Enforcement,
+    GateError,
+    GatePolicy,
+    Refused,
+    check_call,
+    decide,
+    list_available_specs,
+    tool_class,
+)
+from planfold.kernel.tools.spec import (
+    RUNTIME_TOOLS,
+    CallClassifier,
+    Classification,
+    RuntimeToolName,
+    ToolCall,
+    ToolRegistry,
+    ToolSpec,
+    ToolSpecError,
+)
+from tests.gate_helpers import (
+    BROKEN,
+    EXIT,
+    MCP_NEVER,
+    MCP_PATH_READ,
+    MCP_TOOLS,
+    OBJECT,
+    PHASES,
+    READ_TOOLS,
+    REGISTRY,
+    SHELL,
+    WRITE_TOOLS,
+    spec,
+)
+
+HARD = GatePolicy()
+RUNTIME_PHASES_OF: dict[str, frozenset[RuntimePhase]] = {name: tool.phases for name, tool in RUNTIME_TOOLS.items()}
+
+
+def call(tool: str, arguments: Any = None, call_id: str = "call-1") -> ToolCall:
+    return ToolCall(call_id, tool, {} if arguments is None else arguments)
+
+
+def names(specs: tuple[ToolSpec, ...]) -> list[str]:
+    return [s.name for s in specs]
+
+
+# --------------------------------------------------------------------------
+# Seed 000, Test Plan lines 4, 5 and 21
+
+
+def test_seed000_plan_list_available_specs_returns_only_read_only_tools() -> None:
+    listed = list_available_specs(REGISTRY, "plan", HARD)
+    assert names(listed) == [t.name for t in READ_TOOLS] + ["exit_plan_mode"]
+    assert all(t.effect == "read" and t.origin == "builtin" for t in listed if t is not EXIT)
+    # build_bootstrap is read-only too (exit_plan_mode belongs to plan mode);
+    # execution phases list everything but the tools that would change the
+    # plan state and exit_plan_mode.
+    assert list_available_specs(REGISTRY, "build_bootstrap", HARD) == READ_TOOLS
+    executing = list_available_specs(REGISTRY, "build_execute", HARD)
+    assert executing == tuple(t for t in REGISTRY if t.name not in ("set_plan", "exit_plan_mode"))
+
+
+@pytest.mark.parametrize("phase", sorted(READ_ONLY_PHASES))
+@pytest.mark.parametrize("tool", WRITE_TOOLS, ids=lambda t: t.name)
+def test_seed000_plan_forged_write_call_hard_blocked_at_execution(phase: RuntimePhase, tool: ToolSpec) -> None:
+    arguments = {"command": "rm -rf ."} if tool.origin == "shell" else {"path": "a"}
+    verdict = check_call(REGISTRY, phase, HARD, call(tool.name, arguments))
+    assert isinstance(verdict, Refused)
+    assert verdict.tool == tool.name and verdict.phase == phase
+    assert verdict.reason and verdict.hint
+    # Hidden from the catalog, and refused even with a read-only shell command.
+    assert tool not in list_available_specs(REGISTRY, phase, HARD)
+    if tool.origin == "shell":
+        again = check_call(REGISTRY, phase, HARD, call(tool.name, {"command": "ls"}))
+        assert isinstance(again, Refused)
+
+
+def test_seed000_mcp_invisible_and_not_executable_in_plan_by_default() -> None:
+    listed = list_available_specs(REGISTRY, "plan", HARD)
+    assert not [t for t in listed if t.origin == "mcp"]
+    for tool in MCP_TOOLS:
+        verdict = check_call(REGISTRY, "plan", HARD, call(tool.name, {"path": "README.md"}))
+        assert isinstance(verdict, Refused), tool.name
+        assert verdict.code in {"unverified-in-read-only-phase", "write-in-read-only-phase"}
+    # Its read-only hint does not help, and MCP runs once the plan executes.
+    claims = [t for t in MCP_TOOLS if t.read_only_hint]
+    assert claims and all(tool_class(t) == "unverified" for t in claims)
+    verdict = check_call(REGISTRY, "build_execute", HARD, call(MCP_TOOLS[0].name, {"path": "a"}))
+    assert isinstance(verdict, Allowed)
+
+
+# --------------------------------------------------------------------------
+# The verdict table
+
+
+def test_verdict_table_covers_every_phase_and_class() -> None:
+    assert set(VERDICT_TABLE) == {(p, c) for p in RUNTIME_PHASES for c in TOOL_CLASSES}
+
+
+def test_read_only_phases_let_nothing_but_reads_through_unconditionally() -> None:
+    for (phase, klass), row in VERDICT_TABLE.items():
+        if phase in READ_ONLY_PHASES and klass in ("write", "unverified", "plan-state"):
+            assert row.rule in ("deny", "classify", "never"), (phase, klass)
+            assert row.code and row.hint
+        if klass == "plan-state":
+            assert row.rule == "never"
+        owned = RUNTIME_PHASES_OF.get(klass)
+        if owned is not None:
+            assert row.rule == ("runtime" if phase in owned else "never")
+
+
+def test_tool_class_follows_declarations_only() -> None:
+    assert {tool_class(t) for t in READ_TOOLS} == {"read"}
+    assert tool_class(EXIT) == "exit_plan_mode"
+    classes = {t.name: tool_class(t) for t in WRITE_TOOLS}
+    assert classes["set_plan"] == "plan-state"
+    assert classes["memory_delete"] == classes["todo_update"] == "write"
+    assert classes["mystery_tool"] == classes["shell_readonly"] == "unverified"
+    assert classes["mcp__fs__read_file"] == classes["mcp__gh__search"] == "unverified"
+    assert classes["mcp__fs__write_file"] == "write"
+
+
+# --------------------------------------------------------------------------
+# Runtime-owned tools and plan state
+
+
+RUNTIME_REGISTRY = ToolRegistry.of(*(spec(name, "unknown", "builtin") for name in RUNTIME_TOOLS))
+
+
+@pytest.mark.parametrize("enforcement", ["hard", "advisory"])
+@pytest.mark.parametrize("catalog", ["filtered", "stable"])
+@pytest.mark.parametrize("phase", PHASES)
+def test_runtime_owned_tools_are_offered_only_in_their_phases_and_routed_to_the_runtime(
+    catalog: CatalogMode, enforcement: Enforcement, phase: RuntimePhase
+) -> None:
+    deny_all = GatePolicy(catalog=catalog, enforcement=enforcement, rules=(DeploymentRule("deny", "*"),))
+    listed = names(list_available_specs(RUNTIME_REGISTRY, phase, deny_all))
+    for name, owned in RUNTIME_TOOLS.items():
+        verdict = check_call(RUNTIME_REGISTRY, phase, deny_all, call(name, {"x": 1}))
+        if phase in owned.phases:
+            assert name in listed
+            assert verdict == Allowed(name, phase, "runtime", "runtime-owned")
+        else:
+            assert (name in listed) == (catalog == "stable")
+            assert isinstance(verdict, Refused) and verdict.code == "runtime-tool-wrong-phase"
+            assert verdict.hint == owned.hint and phase in verdict.reason
+    assert set(RUNTIME_TOOLS) == RUNTIME_OWNED_TOOLS == set(get_args(RuntimeToolName))
+    # bootstrap_plan is the build-bootstrap phase's own tool, nowhere else.
+    assert RUNTIME_TOOLS["bootstrap_plan"].phases == {"build_bootstrap"}
+    assert RUNTIME_TOOLS["exit_plan_mode"].phases == {"plan"}
+    assert RUNTIME_TOOLS["report_verification"].phases == {"verify"}
+
+
+@pytest.mark.parametrize("enforcement", ["hard", "advisory"])
+@pytest.mark.parametrize("phase", PHASES)
+def test_no_tool_can_change_the_plan_state(enforcement: Enforcement, phase: RuntimePhase) -> None:
+    policy = GatePolicy(enforcement=enforcement, rules=(DeploymentRule("allow", "*"),))
+    verdict = check_call(REGISTRY, phase, policy, call("set_plan", {"goal": "x"}))
+    assert isinstance(verdict, Refused) and verdict.code == "plan-state-is-runtime-owned"
+
+
+def test_the_gate_returns_only_frozen_verdicts_and_changes_nothing() -> None:
+    registry, policy = REGISTRY, GatePolicy(classifiers=(SHELL,))
+    before = (registry, policy, registry.specs)
+    for phase in PHASES:
+        for tool in registry:
+            verdict = check_call(registry, phase, policy, call(tool.name, {"command": "ls"}))
+            assert type(verdict) in (Allowed, Refused)
+            with pytest.raises(FrozenInstanceError):
+                verdict.tool = "other"  # type: ignore[misc]
+    assert (registry, policy, registry.specs) == before
+
+
+def test_runtime_owned_names_cannot_be_taken_by_mcp_or_shell_tools() -> None:
+    for origin in ("mcp", "shell"):
+        for name in ("exit_plan_mode", "Exit_Plan_Mode"):
+            with pytest.raises(ToolSpecError) as err:
+                spec(name, "unknown", origin)
+            assert err.value.code == "runtime-owned-name"
+
+
+# --------------------------------------------------------------------------
+# Deployment rules narrow and never widen
+
+
+@pytest.mark.parametrize("phase", sorted(READ_ONLY_PHASES))
+def test_allow_rules_never_widen_a_read_only_phase(phase: RuntimePhase) -> None:
+    widening = GatePolicy(
+        rules=(
+            DeploymentRule("allow", "*"),
+            DeploymentRule("allow", "write_file", frozenset({"plan", "build_bootstrap"})),
+            DeploymentRule("allow", "mcp__*"),
+            DeploymentRule("allow", "bash"),
+        ),
+        default_action="deny",
+    )
+    for tool in WRITE_TOOLS:
+        assert isinstance(check_call(REGISTRY, phase, widening, call(tool.name)), Refused)
+    expected = (*READ_TOOLS, EXIT) if phase == "plan" else READ_TOOLS
+    assert list_available_specs(REGISTRY, phase, widening) == expected
+
+
+def test_deny_rules_narrow_any_phase_and_win_over_allow() -> None:
+    policy = GatePolicy(
+        rules=(
+            DeploymentRule("allow", "*"),
+            DeploymentRule("deny", "web_*"),
+            DeploymentRule("deny", "write_file", frozenset({"verify"})),
+        )
+    )
+    refused = check_call(REGISTRY, "plan", policy, call("web_fetch"))
+    assert isinstance(refused, Refused) and refused.code == "denied-by-deployment"
+    refused = check_call(REGISTRY, "verify", policy, call("write_file"))
+    assert isinstance(refused, Refused) and refused.code == "denied-by-deployment"
+    assert isinstance(check_call(REGISTRY, "build_execute", policy, call("write_file")), Allowed)
+
+
+def test_default_deny_runs_only_listed_tools_in_execution_phases() -> None:
+    policy = GatePolicy(default_action="deny", rules=(DeploymentRule("allow", "read_*"),))
+    assert isinstance(check_call(REGISTRY, "build_execute", policy, call("read_file")), Allowed)
+    verdict = check_call(REGISTRY, "build_execute", policy, call("write_file"))
+    assert isinstance(verdict, Refused) and verdict.code == "not-allowed-by-deployment"
+    assert names(list_available_specs(REGISTRY, "build_execute", policy)) == ["read_file"]
+
+
+def test_rule_patterns_are_case_sensitive() -> None:
+    policy = GatePolicy(rules=(DeploymentRule("deny", "WRITE_FILE"),))
+    assert isinstance(check_call(REGISTRY, "build_execute", policy, call("write_file")), Allowed)
+
+
+# --------------------------------------------------------------------------
+# Catalog modes and advisory enforcement
+
+
+def test_stable_catalog_is_byte_identical_in_every_phase() -> None:
+    policy = GatePolicy(catalog="stable")
+    dumps = {
+        phase: json.dumps([t.to_json() for t in list_available_specs(REGISTRY, phase, policy)])
+        for phase in PHASES
+    }
+    assert len(set(dumps.values())) == 1
+    assert list_available_specs(REGISTRY, "plan", policy) == REGISTRY.specs
+    # Execution is still checked.
+    assert isinstance(check_call(REGISTRY, "plan", policy, call("write_file")), Refused)
+
+
+def test_advisory_runs_phase_refusals_with_a_warning_and_keeps_other_refusals() -> None:
+    policy = GatePolicy(enforcement="advisory", rules=(DeploymentRule("deny", "delete_file"),))
+    verdict = check_call(REGISTRY, "plan", policy, call("write_file"))
+    assert isinstance(verdict, Allowed) and verdict.basis == "advisory"
+    assert verdict.warning is not None and verdict.warning.code == "write-in-read-only-phase"
+    shell = check_call(REGISTRY, "plan", policy, call("bash", {"command": "rm -rf ."}))
+    assert isinstance(shell, Allowed) and shell.warning is not None
+    for forged in (call("delete_file"), call("set_plan"), call("WRITE_FILE"), call("nope")):
+        assert isinstance(check_call(REGISTRY, "plan", policy, forged), Refused), forged
+    assert isinstance(check_call(REGISTRY, "plan", policy, call("read_file", [1])), Refused)
+    # The catalog is the same as in hard mode.
+    assert list_available_specs(REGISTRY, "plan", policy) == list_available_specs(
+        REGISTRY, "plan", GatePolicy(rules=policy.rules)
+    )
+
+
+# --------------------------------------------------------------------------
+# Classifiers
+
+
+def test_shell_classifier_lets_provable_reads_run_in_plan() -> None:
+    policy = GatePolicy(classifiers=(SHELL,))
+    assert [t.name for t in list_available_specs(REGISTRY, "plan", policy) if t.origin == "shell"] == [
+        "bash",
+        "shell_readonly",
+    ]
+    verdict = check_call(REGISTRY, "plan", policy, call("bash", {"command": "grep -rn x . | head"}))
+    assert verdict == Allowed("bash", "plan", "executor", "classified-read-only")
+    refused = check_call(REGISTRY, "plan", policy, call("bash", {"command": "ls > x"}))
+    assert isinstance(refused, Refused) and refused.code == "shell-redirection"
+    assert "redirect" in refused.hint
+
+
+def test_a_deployment_classifier_marks_one_particular_call_read_only() -> None:
+    policy = GatePolicy(classifiers=(MCP_PATH_READ,))
+    good = check_call(REGISTRY, "plan", policy, call("mcp__fs__read_file", {"path": "a"}))
+    assert isinstance(good, Allowed) and good.basis == "classified-read-only"
+    bad = check_call(REGISTRY, "plan", policy, call("mcp__fs__read_file", {"path": "a", "w": 1}))
+    assert isinstance(bad, Refused) and bad.code == "not-a-read"
+    other = check_call(REGISTRY, "plan", policy, call("mcp__gh__search", {"path": "a"}))
+    assert isinstance(other, Refused) and other.code == "unverified-in-read-only-phase"
+    # It cannot reach a declared write: no classifier is asked for those.
+    everything = GatePolicy(classifiers=(MCP_PATH_READ, SHELL, MCP_NEVER))
+    assert isinstance(check_call(REGISTRY, "plan", everything, call("write_file", {"path": "a"})), Refused)
+
+
+def test_a_classifier_that_raises_or_answers_nonsense_fails_closed() -> None:
+    verdict = check_call(REGISTRY, "plan", GatePolicy(classifiers=(BROKEN,)), call("bash", {"command": "ls"}))
+    assert isinstance(verdict, Refused) and verdict.code == "classifier-failed"
+
+    def nonsense(tool: ToolSpec, arguments: object) -> Any:
+        return True
+
+    def covers_raise(tool: ToolSpec) -> bool:
+        raise ValueError("bug")
+
+    odd = CallClassifier("odd", lambda t: True, nonsense)
+    verdict = check_call(REGISTRY, "plan", GatePolicy(classifiers=(odd,)), call("bash", {"command": "ls"}))
+    assert isinstance(verdict, Refused) and verdict.code == "classifier-failed"
+    hidden = GatePolicy(classifiers=(CallClassifier("raise-covers", covers_raise, nonsense),))
+    assert "bash" not in names(list_available_specs(REGISTRY, "plan", hidden))
+    assert isinstance(check_call(REGISTRY, "plan", hidden, call("bash", {"command": "ls"})), Refused)
+
+
+# --------------------------------------------------------------------------
+# Forged and malformed calls
+
+
+def test_unknown_miscased_and_unoffered_names_are_refused_with_a_usable_hint() -> None:
+    unknown = check_call(REGISTRY, "build_execute", HARD, call("read_fіle"))
+    assert isinstance(unknown, Refused) and unknown.code == "unknown-tool"
+    miscased = check_call(REGISTRY, "plan", HARD, call("Read_File"))
+    assert isinstance(miscased, Refused) and miscased.code == "tool-name-case-mismatch"
+    assert "'read_file'" in miscased.hint
+    hidden = check_call(REGISTRY, "plan", HARD, call("Write_File"))
+    assert isinstance(hidden, Refused) and "write_file" not in hidden.hint
+    offered = frozenset({"read_file"})
+    verdict = check_call(REGISTRY, "build_execute", HARD, call("grep_search"), offered)
+    assert isinstance(verdict, Refused) and verdict.code == "not-offered"
+    assert isinstance(check_call(REGISTRY, "build_execute", HARD, call("read_file"), offered), Allowed)
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        ToolCall("", "read_file", {}),
+        ToolCall("c", "read_file", [1, 2]),
+        ToolCall("c", "read_file", "path=a"),
+        ToolCall("c", "read_file", {"x": {1, 2}}),  # type: ignore[dict-item]
+        ToolCall("c", "read_file", {"x": float("nan")}),
+        ToolCall("c", 7, {}),  # type: ignore[arg-type]
+    ],
+)
+def test_malformed_calls_are_refused_not_raised(forged: ToolCall) -> None:
+    verdict = check_call(REGISTRY, "build_execute", HARD, forged)
+    assert isinstance(verdict, Refused) and verdict.code == "malformed-call"
+
+
+def test_decide_refuses_a_call_naming_another_tool() -> None:
+    verdict = decide("plan", HARD, READ_TOOLS[0], call("write_file"))
+    assert isinstance(verdict, Refused) and verdict.code == "malformed-call"
+
+
+# --------------------------------------------------------------------------
+# Typed errors: the caller's fault, nothing changed
+
+
+@pytest.mark.parametrize("phase", ["build", "PLAN", "", None])
+def test_an_unknown_phase_raises_gate_error(phase: Any) -> None:
+    with pytest.raises(GateError) as err:
+        check_call(REGISTRY, phase, HARD, call("read_file"))
+    assert err.value.code == "unknown-phase"
+    with pytest.raises(GateError):
+        list_available_specs(REGISTRY, phase, HARD)
+    with pytest.raises(GateError):
+        decide(phase, HARD, READ_TOOLS[0], None)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"catalog": "hidden"},
+        {"enforcement": "soft"},
+        {"default_action": "maybe"},
+        {"rules": [DeploymentRule("allow", "*")]},
+        {"rules": (DeploymentRule("permit", "*"),)},  # type: ignore[arg-type]
+        {"rules": (DeploymentRule("deny", ""),)},
+        {"rules": (DeploymentRule("deny", "x", frozenset({"build"})),)},  # type: ignore[arg-type]
+        {"rules": (DeploymentRule("deny", "x", {"plan"}),)},  # type: ignore[arg-type]
+        {"classifiers": (lambda t, a: True,)},
+    ],
+)
+def test_an_invalid_policy_raises_gate_error(fields: dict[str, Any]) -> None:
+    with pytest.raises(GateError) as err:
+        GatePolicy(**fields)
+    assert err.value.code == "invalid-gate-policy"
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "code"),
+    [
+        (("", "d", OBJECT, "read", "builtin"), {}, "invalid-tool-name"),
+        (("read file", "d", OBJECT, "read", "builtin"), {}, "invalid-tool-name"),
+        (("read_fіle", "d", OBJECT, "read", "builtin"), {}, "invalid-tool-name"),
+        (("x" * 65, "d", OBJECT, "read", "builtin"), {}, "invalid-tool-name"),
+        (("t", 3, OBJECT, "read", "builtin"), {}, "invalid-tool-field"),
+        (("t", "d", [], "read", "builtin"), {}, "invalid-tool-field"),
+        (("t", "d", {"a": {1}}, "read", "builtin"), {}, "invalid-tool-field"),
+        (("t", "d", OBJECT, "reads", "builtin"), {}, "invalid-tool-field"),
+        (("t", "d", OBJECT, "read", "plugin"), {}, "invalid-tool-field"),
+        (("t", "d", OBJECT, "write", "builtin"), {"category": "memory"}, "invalid-tool-field"),
+        (("t", "d", OBJECT, "read", "mcp"), {"read_only_hint": "yes"}, "invalid-tool-field"),
+        (("t", "d", OBJECT, "read", "builtin"), {"category": "memory-write"}, "effect-category-conflict"),
+        (("t", "d", OBJECT, "read", "builtin"), {"read_only_hint": True}, "hint-not-mcp"),
+    ],
+)
+def test_an_invalid_tool_spec_raises_tool_spec_error(args: tuple[Any, ...], kwargs: dict[str, Any], code: str) -> None:
+    with pytest.raises(ToolSpecError) as err:
+        ToolSpec(*args, **kwargs)
+    assert err.value.code == code
+
+
+def test_a_bad_registration_raises_and_leaves_the_registry_unchanged() -> None:
+    registry = ToolRegistry.of(*READ_TOOLS)
+    for bad, code in (
+        (spec("read_file", "write", "builtin"), "duplicate-tool"),
+        (spec("READ_FILE", "read", "builtin"), "tool-name-case-collision"),
+    ):
+        with pytest.raises(ToolSpecError) as err:
+            registry.register(bad)
+        assert err.value.code == code
+    with pytest.raises(ToolSpecError):
+        registry.register("read_file")  # type: ignore[arg-type]
+    assert registry.specs == READ_TOOLS
+    grown = registry.register(EXIT)
+    assert grown.names[-1] == "exit_plan_mode" and registry.specs == READ_TOOLS
+
+
+def test_a_spec_is_frozen_against_its_callers_later_mutation() -> None:
+    parameters: dict[str, Any] = {"type": "object", "properties": {"p": {"type": "string"}}}
+    tool = ToolSpec("t", "d", parameters, "read", "builtin")
+    parameters["properties"]["p"]["type"] = "integer"
+    parameters["extra"] = True
+    assert tool.to_json()["parameters"] == {"type": "object", "properties": {"p": {"type": "string"}}}
+    with pytest.raises(TypeError):
+        tool.parameters["x"] = 1  # type: ignore[index]
+
+
+def test_classification_values_are_checked() -> None:
+    with pytest.raises(ToolSpecError):
+        Classification("yes", "ok", "r")  # type: ignore[arg-type]
+    with pytest.raises(ToolSpecError):
+        Classification(True, "Not Kebab", "r")

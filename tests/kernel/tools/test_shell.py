@@ -1,0 +1,249 @@
+"""The built-in shell classifier proves a command line read-only or refuses it.
+
+Example tables pin the codes; property tests show that every generated write
+form is refused, every generated plain read is accepted, arbitrary text never
+crashes it, and anything it accepts is, by an independent tokenizer
+(``shlex``), a pipe of allow-listed commands with no shell operator.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from planfold.kernel.payload import JSON
+from planfold.kernel.tools.shell import (
+    COMMAND_RUNNERS,
+    INTERPRETERS,
+    MAX_PIPELINE,
+    READ_ONLY_COMMANDS,
+    SHELL_CLASSIFIER,
+    SHELL_HINTS,
+    WRITE_COMMANDS,
+    classify_command,
+    classify_shell_call,
+)
+from planfold.kernel.tools.spec import Classification
+from tests.gate_helpers import READ_TOOLS, SHELL_TOOLS, any_shell_write, read_command
+
+ACCEPTED = [
+    "ls",
+    "ls -la src",
+    "cat README.md",
+    "cat 'a file with spaces.txt'",
+    'grep -rn "def main" .',
+    "grep -c x *.py",
+    "rg -n 'fn main' --type rust",
+    "find . -name '*.py' -type f",
+    "head -n 20 notes.txt | grep TODO | wc -l",
+    "tail -n 5 a.log",
+    "wc -l a b c",
+    "stat -c %s file",
+    "pwd",
+    "cat ~/notes.md",
+    "grep -e '$HOME;|>' file",
+]
+
+REFUSED = [
+    ("", "shell-empty"),
+    ("   \t ", "shell-empty"),
+    ("cat " + "x" * 3000, "shell-too-long"),
+    ("\u0441at README.md", "shell-non-ascii"),
+    ("cat a \uff1e b", "shell-non-ascii"),
+    ("ls\u200b", "shell-non-ascii"),
+    ("ls\nrm -rf x", "shell-control-character"),
+    ("ls\x00", "shell-control-character"),
+    ("ls\x7f", "shell-control-character"),
+    ("cat 'unterminated", "shell-unparseable"),
+    ('grep "x', "shell-unparseable"),
+    ("| cat", "shell-unparseable"),
+    ("cat |", "shell-unparseable"),
+    ("ls | | wc", "shell-unparseable"),
+    ("cat a > b", "shell-redirection"),
+    ("cat a >> b", "shell-redirection"),
+    ("ls 2>/dev/null", "shell-redirection"),
+    ("ls &> out", "shell-redirection"),
+    ("wc < a", "shell-redirection"),
+    ("cat <<EOF", "shell-heredoc"),
+    ("cat <<< hi", "shell-heredoc"),
+    ("cat $(ls)", "shell-substitution"),
+    ("cat `ls`", "shell-substitution"),
+    ("ls $HOME", "shell-substitution"),
+    ('grep "$(id)" f', "shell-substitution"),
+    ("cat <(ls)", "shell-substitution"),
+    ("ls >(wc)", "shell-substitution"),
+    ("ls; rm -rf .", "shell-chaining"),
+    ("ls && rm x", "shell-chaining"),
+    ("ls || rm x", "shell-chaining"),
+    ("ls & rm x", "shell-chaining"),
+    ("ls |& wc", "shell-chaining"),
+    (" | ".join(["ls"] * (MAX_PIPELINE + 1)), "shell-chaining"),
+    ("(ls)", "shell-grouping"),
+    ("{ ls; }", "shell-grouping"),
+    ("cat a\\ b", "shell-special-character"),
+    ('grep "a\\"b" f', "shell-special-character"),
+    ("ls # comment", "shell-special-character"),
+    ("ls !x", "shell-special-character"),
+    ("python -c 'print(1)'", "shell-interpreter"),
+    ("python3 script.py", "shell-interpreter"),
+    ("node -e 'x'", "shell-interpreter"),
+    ("perl -e 'unlink q(a)'", "shell-interpreter"),
+    ("bash -c ls", "shell-interpreter"),
+    ("sh script", "shell-interpreter"),
+    ("env ls", "shell-command-runner"),
+    ("xargs rm", "shell-command-runner"),
+    ("sudo cat a", "shell-command-runner"),
+    ("tee out", "shell-write-command"),
+    ("cat a | tee b", "shell-write-command"),
+    ("sed -i s/a/b/ f", "shell-write-command"),
+    ("sed -n p f", "shell-write-command"),
+    ("git status", "shell-write-command"),
+    ("git log", "shell-write-command"),
+    ("git diff --output=x", "shell-write-command"),
+    ("rm -rf .", "shell-write-command"),
+    ("awk '{print}' f", "shell-write-command"),
+    ("tree -o x", "shell-write-command"),
+    ("sort -o f f", "shell-write-command"),
+    ("echo hi", "shell-command-not-allowed"),
+    ("/bin/cat a", "shell-command-not-allowed"),
+    ("FOO=1 ls", "shell-command-not-allowed"),
+    ("c* a", "shell-command-not-allowed"),
+    ("''", "shell-command-not-allowed"),
+    ("find . -delete", "shell-unsafe-option"),
+    ("find . -exec rm '{}' +", "shell-unsafe-option"),
+    ("find . '-exec' rm '{}' +", "shell-unsafe-option"),
+    ("find . -fprint out", "shell-unsafe-option"),
+    ("rg --pre ./x foo", "shell-unsafe-option"),
+    ("rg --pre=x foo", "shell-unsafe-option"),
+    ("rg -z foo", "shell-unsafe-option"),
+    ("rg -iz foo", "shell-unsafe-option"),
+    ("rg --hostname-bin=x foo", "shell-unsafe-option"),
+    ("rg --search-zip foo", "shell-unsafe-option"),
+    ("rg --search-zip=yes foo", "shell-unsafe-option"),
+    ("find *", "shell-unsafe-glob"),
+    ("rg foo src/*", "shell-unsafe-glob"),
+]
+
+
+@pytest.mark.parametrize("line", ACCEPTED)
+def test_plain_reads_are_read_only(line: str) -> None:
+    result = classify_command(line)
+    assert result.read_only, result
+    assert result.code == "shell-read-only"
+
+
+@pytest.mark.parametrize(("line", "code"), REFUSED)
+def test_write_forms_are_refused_with_their_code(line: str, code: str) -> None:
+    result = classify_command(line)
+    assert not result.read_only
+    assert result.code == code, result
+    assert result.reason
+    assert result.hint == SHELL_HINTS[code]
+
+
+@pytest.mark.parametrize("line", ["grep '|' f", "grep ';&<>()' f", 'grep "a|b" f'])
+def test_quoted_operators_are_literal(line: str) -> None:
+    assert classify_command(line).read_only
+    assert _shlex_view(line) is not None
+
+
+def test_the_allow_list_shares_no_name_with_the_refused_families() -> None:
+    refused = set(WRITE_COMMANDS) | INTERPRETERS | COMMAND_RUNNERS
+    assert not READ_ONLY_COMMANDS & refused
+    assert {"git", "tee", "sed", "python", "python3", "bash", "sh", "env", "xargs"} <= refused
+
+
+def test_every_hint_code_is_reachable_from_the_tables() -> None:
+    seen = {code for _, code in REFUSED}
+    call_only = {"shell-bad-arguments", "shell-not-applicable"}
+    assert set(SHELL_HINTS) - seen == call_only
+
+
+@given(any_shell_write)
+def test_generated_write_forms_are_refused(case: tuple[str, str]) -> None:
+    form, line = case
+    result = classify_command(line)
+    assert not result.read_only, (form, line)
+    assert result.code in SHELL_HINTS
+    assert result.reason
+
+
+@given(read_command())
+def test_generated_plain_reads_are_accepted(line: str) -> None:
+    assert classify_command(line).read_only, line
+
+
+def _defang_quotes(line: str) -> str:
+    # Quoted operators are literal; make them plain characters so that shlex's
+    # punctuation mode cannot mistake a quoted '|' for a pipe.
+    def plain(match: re.Match[str]) -> str:
+        return re.sub(r"[|&;<>()]", "_", match.group(0))
+
+    return re.sub(r"'[^']*'|\"[^\"]*\"", plain, line)
+
+
+def _shlex_view(line: str) -> list[str] | None:
+    lexer = shlex.shlex(_defang_quotes(line), posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:
+        return None
+
+
+@given(st.text(max_size=60) | st.text(alphabet="ls cat|;&<>$`'\"()#\\-z\n*", max_size=30))
+def test_arbitrary_text_never_crashes_and_accepts_only_plain_pipes(line: str) -> None:
+    result = classify_command(line)
+    assert isinstance(result, Classification)
+    assert result.code in SHELL_HINTS or result.code == "shell-read-only"
+    if not result.read_only:
+        return
+    assert line.isascii() and "\n" not in line
+    tokens = _shlex_view(line)
+    assert tokens is not None, line
+    operators = [t for t in tokens if t and set(t) <= set("|&;<>()")]
+    assert set(operators) <= {"|"}, (line, tokens)
+    commands: list[list[str]] = [[]]
+    for token in tokens:
+        if token == "|":
+            commands.append([])
+        else:
+            commands[-1].append(token)
+    assert 1 <= len(commands) <= MAX_PIPELINE
+    for argv in commands:
+        assert argv and argv[0] in READ_ONLY_COMMANDS, (line, argv)
+        if argv[0] == "find":
+            assert not {"-exec", "-execdir", "-ok", "-okdir", "-delete"} & set(argv)
+        if argv[0] == "rg":
+            assert not any(a.startswith("--pre") for a in argv)
+
+
+# --------------------------------------------------------------------------
+# The classifier as the gate sees it
+
+
+def test_shell_call_arguments_must_be_exactly_a_command() -> None:
+    bash = SHELL_TOOLS[0]
+    assert classify_shell_call(bash, {"command": "ls"}).read_only
+    assert classify_shell_call(bash, {"command": "ls", "description": "d", "timeout": 5}).read_only
+    bad: list[dict[str, JSON]] = [{}, {"command": 3}, {"command": "ls", "env": {"A": "1"}}, {"cmd": "ls"}]
+    for arguments in bad:
+        result = classify_shell_call(bash, arguments)
+        assert not result.read_only
+        assert result.code == "shell-bad-arguments"
+
+
+def test_shell_classifier_covers_only_shell_tools() -> None:
+    assert all(SHELL_CLASSIFIER.covers(tool) for tool in SHELL_TOOLS)
+    assert not any(SHELL_CLASSIFIER.covers(tool) for tool in READ_TOOLS)
+    result = classify_shell_call(READ_TOOLS[0], {"command": "ls"})
+    assert not result.read_only and result.code == "shell-not-applicable"
+
+
+def test_non_string_command_is_refused_not_raised() -> None:
+    result = classify_command(b"ls")  # type: ignore[arg-type]
+    assert not result.read_only and result.code == "shell-bad-arguments"
