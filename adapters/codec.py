@@ -30,9 +30,10 @@ from typing import Any
 
 import msgspec
 
+from planfold.adapters.errors import AdapterError
 from planfold.adapters.store.projection import SESSION_SNAPSHOT, Projection, goal_json, plan_json, project, summary_json
 from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
-from planfold.kernel.errors import KernelError, ReplayError
+from planfold.kernel.errors import ReplayError
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.session import Row, SessionState, apply_session_event
@@ -63,7 +64,7 @@ __all__ = [
 ]
 
 
-class CodecError(KernelError):
+class CodecError(AdapterError):
     """Input is not something the codec can represent or read.
 
     Codes: ``payload-not-json`` (the caller's payload has a value JSON cannot

@@ -16,6 +16,7 @@ __all__ = [
     "ConflictError",
     "KernelError",
     "PayloadError",
+    "PlanfoldError",
     "ReplayError",
     "is_kebab_case",
 ]
@@ -29,14 +30,18 @@ def is_kebab_case(text: str) -> bool:
     return KEBAB_CASE.fullmatch(text) is not None
 
 
-class KernelError(Exception):
-    """Root of every refusal the kernel makes.
+class PlanfoldError(Exception):
+    """Root of every error planfold raises on purpose: ``except PlanfoldError``
+    catches them all, and nothing else.
 
     ``code`` is stable and kebab-case; subclasses either fix it on the class or
-    take it per instance (when one class covers several refusals).
+    take it per instance (when one class covers several situations). Two
+    families sit beneath it: ``KernelError``, the kernel's refusals of a
+    decision or a log, and the adapters' ``AdapterError`` (storage, model
+    clients, codecs, the runtime's own I/O).
     """
 
-    code: str = "kernel-error"
+    code: str = "planfold-error"
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
@@ -52,7 +57,15 @@ class KernelError(Exception):
         return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
-def _rebuild(cls: type[KernelError], args: tuple[Any, ...], state: dict[str, Any]) -> KernelError:
+class KernelError(PlanfoldError):
+    """Root of every refusal the kernel makes: the caller's input, or a stored
+    log, does not satisfy a rule. Each machine has its own base beneath it
+    (``PlanError``, ``GoalError``, ``GateError``)."""
+
+    code = "kernel-error"
+
+
+def _rebuild(cls: type[PlanfoldError], args: tuple[Any, ...], state: dict[str, Any]) -> PlanfoldError:
     err = cls.__new__(cls)
     Exception.__init__(err, *args)
     err.__dict__.update(state)

@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from planfold.kernel.errors import KernelError, PayloadError, ReplayError
+from planfold.kernel.errors import PayloadError, PlanfoldError, ReplayError
 from planfold.kernel.goal.values import BlockedReason, GoalSnapshot, snapshot_payload
 from planfold.kernel.log import (
     ASSISTANT_MESSAGE,
@@ -60,7 +60,7 @@ def outcome(run: Any, *args: Any) -> Outcome:
         return ("state", run(*args))
     except ReplayError as exc:
         return ("replay", (exc.position, exc.rule, exc.detail))
-    except (KernelError, TypeError, ValueError, KeyError, AttributeError) as exc:
+    except (PlanfoldError, TypeError, ValueError, KeyError, AttributeError) as exc:
         return (type(exc).__name__, str(exc))
 
 

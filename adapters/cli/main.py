@@ -40,9 +40,9 @@ from planfold.adapters.cli.progress import Progress
 from planfold.adapters.codec import CodecError, decode_jsonl, encode_jsonl
 from planfold.adapters.llm.openai import OpenAIClient, RetryPolicy
 from planfold.adapters.specgen.vectors import add_conform_arguments, run_conform
-from planfold.adapters.store.base import StoreError, import_session
+from planfold.adapters.store.base import import_session
 from planfold.adapters.store.sqlite import SqliteStore
-from planfold.kernel.errors import ConflictError, KernelError, ReplayError
+from planfold.kernel.errors import PlanfoldError, ReplayError
 from planfold.kernel.log import Event
 from planfold.kernel.session import SessionState, apply_session_event
 
@@ -243,7 +243,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except CodecError as exc:
         _fail(args, out, err, {"code": exc.code, "detail": exc.message}, f"bad log: {exc.message}")
         return 1
-    except (ConflictError, StoreError, KernelError, OSError) as exc:
+    except (PlanfoldError, OSError) as exc:
         code = getattr(exc, "code", "io-error")
         _fail(args, out, err, {"code": code, "detail": str(exc)}, f"planfold: {exc}")
         return 2

@@ -18,7 +18,7 @@ JSON is an ordinary event in a turn, not a crash: the call then carries
 can tell the model and carry on.
 
 Failures are typed. Every error a client raises is a ``ModelError`` (a
-``KernelError``) with a stable kebab-case ``code``: ``model-timeout``,
+``AdapterError``) with a stable kebab-case ``code``: ``model-timeout``,
 ``model-unreachable``, ``model-http-error``, ``model-rate-limited``,
 ``model-bad-response``, ``model-retries-exhausted`` and, for a request the
 caller built wrongly, ``model-bad-request``.
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
 
-from planfold.kernel.errors import KernelError
+from planfold.adapters.errors import AdapterError
 
 __all__ = [
     "JSON",
@@ -74,7 +74,7 @@ def excerpt(body: bytes | str, limit: int = EXCERPT_CHARS) -> str:
 
 
 
-class ModelError(KernelError):
+class ModelError(AdapterError):
     """Root of every failure a model client reports."""
 
     code = "model-error"

@@ -34,8 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from planfold.adapters.errors import AdapterError
 from planfold.adapters.store.session_log import SessionLog
-from planfold.kernel.errors import KernelError
 from planfold.kernel.goal import ops as goal_ops
 from planfold.kernel.goal.continuation import (
     ContinueDecision,
@@ -75,7 +75,7 @@ __all__ = [
 ]
 
 
-class StaleAgentError(KernelError):
+class StaleAgentError(AdapterError):
     """The caller holds the handle of an agent that is no longer the live one."""
 
     code = "stale-agent"

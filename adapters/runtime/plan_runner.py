@@ -9,7 +9,7 @@ log is sealed while one runs); this runner appends ``plan/artifact`` events
 built by ``kernel.plan_events`` and decided by ``kernel.plan_tools`` (each
 builder proves its event against the real fold) and the session fold derives
 the plan. The gate routes each runtime-owned tool here only in its phases;
-``handle`` dispatches by name, turns every ``KernelError`` into a structured
+``handle`` dispatches by name, turns every ``PlanfoldError`` into a structured
 error for the model, and always ends with one ``tool/result``.
 
 ``exit_plan_mode(plan_spec, summary_candidate)``, in order: the call must be
@@ -48,7 +48,7 @@ from planfold.adapters.llm import model
 from planfold.adapters.runtime.review import ReviewPort, ask
 from planfold.adapters.runtime.tool_runner import error_output, result_event
 from planfold.adapters.store.session_log import SessionLog
-from planfold.kernel.errors import KernelError
+from planfold.kernel.errors import PlanfoldError
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import plan_to_start
@@ -80,7 +80,7 @@ Append = Callable[[tuple[Event, ...] | list[Event]], tuple[Event, ...]]
 QueueExit = Callable[[ReviewOutcome], None]
 
 
-def _failure(exc: KernelError) -> str:
+def _failure(exc: PlanfoldError) -> str:
     if isinstance(exc, PlanSpecError | ToolArgumentsError):
         problems: list[JSON] = [{"code": p.code, "where": p.where, "message": p.message} for p in exc.problems]
         return error_output(exc.code, exc.message, problems=problems)
@@ -144,7 +144,7 @@ class PlanRunner:
                 ok, output = False, error_output("no-runtime-handler", f"the runtime does not handle {call.name}")
             else:
                 ok, output = handler()
-        except KernelError as exc:
+        except PlanfoldError as exc:
             ok, output = False, _failure(exc)
         append((result_event(self.log.last_seq + 1, self.log.now(), call.id, call.name, ok=ok, output=output),))
 

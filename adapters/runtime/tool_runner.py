@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from planfold.adapters.llm import model
 from planfold.adapters.runtime.workspace import Executor
-from planfold.kernel.errors import KernelError
+from planfold.kernel.errors import PlanfoldError
 from planfold.kernel.log import TOOL_REFUSED, TOOL_RESULT, Event
 from planfold.kernel.payload import JSON, JSONObject
 from planfold.kernel.phase import RuntimePhase
@@ -131,7 +131,7 @@ class ToolRunner:
         arguments = call.arguments if call.arguments is not None else {}
         try:
             output = executor(arguments)
-        except KernelError as exc:
+        except PlanfoldError as exc:
             return False, error_output(exc.code, exc.message)
         except Exception as exc:  # a broken tool must not break the turn
             return False, error_output("tool-crashed", f"{type(exc).__name__}: {exc}")

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from planfold.kernel.errors import KernelError
+from planfold.adapters.errors import AdapterError
 from planfold.kernel.payload import JSON
 
 __all__ = [
@@ -38,13 +38,13 @@ __all__ = [
 Executor: TypeAlias = Callable[[Mapping[str, object]], Mapping[str, JSON]]
 
 
-class ToolInputError(KernelError):
+class ToolInputError(AdapterError):
     """The model called a tool with arguments it does not take (the model's fault)."""
 
     code = "bad-tool-arguments"
 
 
-class ToolFailure(KernelError):
+class ToolFailure(AdapterError):
     """A tool ran and failed (for example the file does not exist)."""
 
     code = "tool-failed"

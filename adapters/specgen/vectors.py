@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from planfold.adapters.errors import AdapterError
 from planfold.adapters.specgen.vector_cases import Case, cases
 from planfold.kernel.errors import ReplayError
 from planfold.kernel.log import Event
@@ -70,8 +71,10 @@ _EXPECTED = ".expected.json"
 Implementation = Callable[[Path], object] | Sequence[str] | None
 
 
-class VectorFormatError(ValueError):
+class VectorFormatError(AdapterError):
     """A vector file is not a log of event lines (a broken or foreign file)."""
+
+    code = "vector-format"
 
 
 def summarize(state: SessionState) -> dict[str, JSON]:

@@ -42,6 +42,7 @@ from typing import Literal, Protocol
 import msgspec
 
 from planfold.adapters.codec import encode_jsonl, read_session_jsonl, stored_event
+from planfold.adapters.errors import AdapterError
 from planfold.adapters.store.projection import (
     SESSION_SNAPSHOT,
     Projection,
@@ -52,7 +53,7 @@ from planfold.adapters.store.projection import (
     with_summary,
 )
 from planfold.adapters.store.snapshot import SnapshotError
-from planfold.kernel.errors import KernelError, ReplayError
+from planfold.kernel.errors import ReplayError
 from planfold.kernel.log import Event
 from planfold.kernel.session import SessionState, fold_more
 
@@ -92,7 +93,7 @@ Outcome = Literal["not-applied", "unknown"]
 # Errors
 
 
-class StoreError(KernelError):
+class StoreError(AdapterError):
     """Root of the storage adapters' refusals."""
 
     code = "store-error"

@@ -43,8 +43,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
+from planfold.adapters.errors import AdapterError
 from planfold.adapters.store.base import Store
-from planfold.kernel.errors import ConflictError, KernelError
+from planfold.kernel.errors import ConflictError
 from planfold.kernel.log import Event
 from planfold.kernel.session import SessionState, fold_more
 
@@ -63,7 +64,7 @@ def system_clock() -> int:
     return time.time_ns() // 1_000_000
 
 
-class LogSealedError(KernelError):
+class LogSealedError(AdapterError):
     """An append was tried while the log was sealed for a running tool: a
     tool (the deployment's code) tried to change the session. Nothing is
     written."""

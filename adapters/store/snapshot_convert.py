@@ -17,7 +17,8 @@ from typing import Any
 
 import msgspec
 
-from planfold.kernel.errors import KernelError
+from planfold.adapters.errors import AdapterError
+from planfold.kernel.errors import PlanfoldError
 
 __all__ = [
     "OBJECT",
@@ -42,7 +43,7 @@ __all__ = [
 TAG = "$type"
 
 
-class SnapshotError(KernelError):
+class SnapshotError(AdapterError):
     """A value cannot be snapshotted (``snapshot-unsupported``), or stored
     snapshot bytes do not decode to the declared type (``snapshot-malformed``)."""
 
@@ -282,7 +283,7 @@ class DataclassConv(Conv):
             raise malformed(f"{self.cls.__qualname__}: fields {sorted(keys)} != {sorted(names)}")
         try:
             return self.cls(**{name: conv.dec(data[name]) for name, conv in self.fields})
-        except (KernelError, TypeError, ValueError) as exc:
+        except (PlanfoldError, TypeError, ValueError) as exc:
             if isinstance(exc, SnapshotError):
                 raise
             raise malformed(f"{self.cls.__qualname__} refused the snapshot: {exc}") from exc

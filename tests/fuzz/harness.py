@@ -3,7 +3,7 @@
 A target is a function of one input (bytes). For every input:
 
 - only typed errors come out: the entry point returns, or raises a
-  ``KernelError`` subclass; any other exception is a finding;
+  ``PlanfoldError`` subclass; any other exception is a finding;
 - nothing is written from rejected input: a pure entry point leaves the
   values it was given exactly as they were, and a store keeps its log and
   projection unchanged after a rejected import or append;
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from planfold.kernel.errors import KernelError
+from planfold.kernel.errors import PlanfoldError
 
 __all__ = [
     "CORPUS",
@@ -88,7 +88,7 @@ class Target:
     """One fuzz target: ``run(data, clock)`` feeds ``data`` to an entry point
     (timing only the entry point's calls with ``clock``), checks that nothing
     was written, and returns what the entry point returned (``stable_repr``
-    text), or lets a ``KernelError`` out on rejection. ``inputs`` generates
+    text), or lets a ``PlanfoldError`` out on rejection. ``inputs`` generates
     hostile inputs."""
 
     name: str
@@ -144,7 +144,7 @@ def known_bug(exc: BaseException) -> KnownBug | None:
 
 def check(target: Target, data: bytes, *, look_past_known: bool = True) -> str:
     """Run ``target`` on ``data`` and return its outcome (``outcome_of``);
-    raise ``FuzzFinding`` if anything but a ``KernelError`` comes out (a
+    raise ``FuzzFinding`` if anything but a ``PlanfoldError`` comes out (a
     ``KNOWN_BUGS`` error only when ``look_past_known`` is false) or the entry
     point takes over ``TIME_LIMIT``."""
     clock = Clock()
@@ -152,7 +152,7 @@ def check(target: Target, data: bytes, *, look_past_known: bool = True) -> str:
         outcome = "returned " + target.run(data, clock)
     except NotJSON:
         outcome = "not JSON: the harness's reader refused it"
-    except KernelError as exc:
+    except PlanfoldError as exc:
         outcome = "refused " + stable_repr(exc)
     except FuzzFinding:
         raise
@@ -189,8 +189,8 @@ def record_outcomes(digests: Mapping[str, str]) -> None:
 def stable_repr(value: object) -> str:
     """A ``repr`` that is the same in every process: sets are sorted (their
     order follows string hashing, which changes per process), dataclasses
-    and ``KernelError``s show every field and attribute."""
-    if isinstance(value, KernelError):
+    and ``PlanfoldError``s show every field and attribute."""
+    if isinstance(value, PlanfoldError):
         attrs = {k: v for k, v in sorted(vars(value).items()) if k != "message"}
         return f"{type(value).__name__}({value.message!r}, code={value.code!r}, {stable_repr(attrs)})"
     if is_dataclass(value) and not isinstance(value, type):

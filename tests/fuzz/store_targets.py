@@ -21,7 +21,7 @@ from planfold.adapters.codec import decode_event, decode_jsonl, decode_payload, 
 from planfold.adapters.store.base import Store, import_session
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.sqlite import SqliteStore
-from planfold.kernel.errors import KernelError
+from planfold.kernel.errors import PlanfoldError
 from planfold.kernel.session import fold_session
 from tests.fuzz.harness import Clock, Target, expect, stable_repr
 from tests.fuzz.inputs import (
@@ -80,7 +80,7 @@ def _import_into(store: Store, data: bytes, clock: Clock) -> str:
     try:
         with clock.timed():
             import_session(store, session_id, data)
-    except KernelError as exc:
+    except PlanfoldError as exc:
         expect(store.session_ids() == ids_before, f"a rejected import created a session ({exc.code})")
         expect(_snapshot(store, session_id) == _snapshot(store, "never-used"), "a rejected import wrote")
         return "refused " + stable_repr(exc)
@@ -127,7 +127,7 @@ def _append_into(store: Store, data: bytes, clock: Clock) -> str:
     try:
         with clock.timed():
             store.append(session_id, PREFIX_LENGTH, events)
-    except KernelError as exc:
+    except PlanfoldError as exc:
         expect(_snapshot(store, session_id) == before, f"a rejected append changed the session ({exc.code})")
         return "refused " + stable_repr(exc)
     expect(store.read(session_id) == prefix + events, "the stored log is not prefix + appended events")
@@ -138,7 +138,7 @@ def _append_into(store: Store, data: bytes, clock: Clock) -> str:
 def _run_append(data: bytes, clock: Clock) -> str:
     try:
         decode_jsonl(data)
-    except KernelError as exc:  # the codec refuses it before any store sees it
+    except PlanfoldError as exc:  # the codec refuses it before any store sees it
         return "not records: " + stable_repr(exc)
     return _on_every_store(_append_into, data, clock, "an append")
 

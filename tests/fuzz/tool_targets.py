@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from planfold.kernel.errors import KernelError
+from planfold.kernel.errors import PlanfoldError
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSON
 from planfold.kernel.phase import RuntimePhase
@@ -79,12 +79,12 @@ def _recorded(call: ToolCall, verdict: Verdict) -> object:
     strict fold reads back."""
     try:
         pairs = verdict_events(call, verdict)
-    except KernelError as exc:
+    except PlanfoldError as exc:
         return exc
     for kind, payload in pairs:
         try:
             check_tool_event(Event(1, kind, 0, payload), turn_open=True)
-        except KernelError as exc:
+        except PlanfoldError as exc:
             raise FuzzFinding(f"the fold refuses the {kind} event the gate's verdict is recorded with: {exc}") from exc
     return pairs
 
@@ -98,7 +98,7 @@ def _run_plan_tool_args(data: bytes, clock: Clock) -> str:
             try:
                 with clock.timed():
                     outcomes.append(stable_repr(decode(args)))
-            except KernelError as exc:
+            except PlanfoldError as exc:
                 outcomes.append(stable_repr(exc))
     return "; ".join(outcomes)
 

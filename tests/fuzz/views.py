@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from planfold.kernel.errors import KernelError, ReplayError
+from planfold.kernel.errors import PlanfoldError, ReplayError
 from planfold.kernel.goal.continuation import ContinueFacts, budget_block, round_message, should_continue
 from planfold.kernel.goal.fold import event_ref
 from planfold.kernel.goal.ops import block, clear, complete, create, edit, pause, resume
@@ -97,7 +97,7 @@ class _Views:
         event it writes onto the state, which must accept it."""
         try:
             value = make()
-        except KernelError as exc:
+        except PlanfoldError as exc:
             self.add(name, exc)
             return None
         self.add(name, value)

@@ -19,7 +19,7 @@ from planfold.adapters.runtime.review import approve, keep_planning
 from planfold.adapters.runtime.toolset import Session, default_registry
 from planfold.adapters.runtime.workspace import Executor
 from planfold.adapters.store.session_log import SessionLog
-from planfold.kernel.errors import KernelError
+from planfold.kernel.errors import PlanfoldError
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import runtime_phase
 from planfold.kernel.plan.events import bootstrap_event
@@ -133,7 +133,7 @@ def test_a_deployment_tool_cannot_write_plan_state_or_the_mode(swallow: bool) ->
         for attempt in attempts:
             try:
                 attempt()
-            except KernelError as exc:
+            except PlanfoldError as exc:
                 tried.append(exc.code)
                 if not swallow:
                     raise

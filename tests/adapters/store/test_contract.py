@@ -29,7 +29,7 @@ from planfold.adapters.store.base import (
 )
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.sqlite import SqliteStore
-from planfold.kernel.errors import ConflictError, KernelError, ReplayError, is_kebab_case
+from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError, is_kebab_case
 from planfold.kernel.log import Event
 from planfold.kernel.session import SessionState, fold_session
 from tests.storage_helpers import FULL_SCRIPT, MOVES, LogBuilder, batch_after, build_log, fewer, logs
@@ -259,7 +259,7 @@ def too_deep() -> list[Any]:
     return value
 
 
-BAD_REQUESTS: list[tuple[type[KernelError], Callable[[Store], object]]] = [
+BAD_REQUESTS: list[tuple[type[PlanfoldError], Callable[[Store], object]]] = [
     (InvalidRequestError, lambda s: s.append("", 0, batch_after(0, 1))),
     (InvalidRequestError, lambda s: s.append("  ", 0, batch_after(0, 1))),
     (InvalidRequestError, lambda s: s.append(7, 0, batch_after(0, 1))),  # type: ignore[arg-type]
@@ -290,7 +290,7 @@ BAD_REQUESTS: list[tuple[type[KernelError], Callable[[Store], object]]] = [
 
 @pytest.mark.parametrize(("error", "call"), BAD_REQUESTS)
 def test_a_bad_request_gets_a_typed_error_and_changes_nothing(
-    kit: Kit, error: type[KernelError], call: Callable[[Store], object]
+    kit: Kit, error: type[PlanfoldError], call: Callable[[Store], object]
 ) -> None:
     kit.store.append("s", 0, batch_after(0, 1))
     before = snapshot_of_session(kit.store, "s")
