@@ -11,6 +11,7 @@ would answer the same, only slower).
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -50,6 +51,28 @@ def test_the_message_reader_and_its_fast_form_agree_on_a_plugin_source() -> None
     payload: dict[str, Any] = {"text": "note", "source": {"type": "plugin", "plugin": "lint"}}
     assert read_message_round(payload) is None
     assert read_message(payload)[1].plugin == "lint"
+
+
+GOAL_SOURCE = {"type": "goal", "goal_id": "g1", "revision": 2, "round": 3}
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        MappingProxyType({"text": "continue", "source": GOAL_SOURCE}),
+        {"text": "continue", "source": MappingProxyType(GOAL_SOURCE)},
+    ],
+)
+def test_a_goal_round_read_from_any_mapping_names_its_goal_revision_and_round(payload: Any) -> None:
+    assert read_message_round(payload) == ("g1", 2, 3)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [None, MappingProxyType({"type": "plugin", "plugin": "plan-mode"})],
+)
+def test_a_message_read_from_any_mapping_without_a_goal_has_no_round(source: Any) -> None:
+    assert read_message_round(MappingProxyType({"text": "hi", "source": source})) is None
 
 
 def test_every_near_miss_of_every_field_is_judged_like_the_reducers() -> None:

@@ -1,7 +1,8 @@
-"""Tests that pin what mutation testing found unpinned in the graph values
-behind the state diagrams: the generators draw whatever table they are
-given (rows missing, rows without checks, empty tables), graph errors name
-the graph, and reachability and table diffs say exactly what they find."""
+"""The graph values behind the state diagrams: a graph refuses text it
+cannot print and says which graph; reachability and table diffs say exactly
+what they find; and each generator draws whatever table it is given (rows
+missing, rows without checks, empty tables). That the real tables are the
+real behaviour is ``test_graph_exploration``'s subject."""
 
 from __future__ import annotations
 
@@ -26,9 +27,19 @@ from planfold.kernel.plan.mode import CHOICE_TABLE, PendingRelation
 from planfold.kernel.plan.status import Transition
 from planfold.kernel.tools.gate import PhaseRule
 
+# --------------------------------------------------------------------------
+# Graphs
+
 
 def test_a_graph_made_without_a_source_has_none() -> None:
     assert make_graph("g", "A graph", "a", [Edge("a", "b", "go")]).source == ""
+
+
+@pytest.mark.parametrize("edge", [Edge("a b;", "b", "go"), Edge("a", " b", "go"), Edge("a", "b", "go!")])
+def test_a_bad_edge_end_or_label_is_refused_naming_the_graph(edge: Edge) -> None:
+    with pytest.raises(GraphError) as caught:
+        make_graph("my_graph", "Title", "a", [edge])
+    assert str(caught.value).startswith("my_graph: ")
 
 
 @pytest.mark.parametrize(
@@ -57,6 +68,10 @@ def test_a_table_diff_lists_missing_then_extra_edges() -> None:
     diff = compare(table, [Edge("a", "b", "x"), Edge("c", "a", "w")])
     assert diff.describe() == "in the table, never taken: a -> c [y]\ntaken, not in the table: c -> a [w]"
     assert GraphDiff((), ()).describe() == "the table and the behaviour agree"
+
+
+# --------------------------------------------------------------------------
+# The generators
 
 
 def test_an_empty_gate_table_still_shows_every_phase() -> None:
@@ -101,7 +116,7 @@ def test_runtime_phases_skip_a_row_whose_verify_check_fails() -> None:
     assert Edge("build_execute", "build_bootstrap", "complete") not in edges
 
 
-def test_a_row_that_leaves_verification_from_verify_is_drawn() -> None:
+def test_a_row_that_needs_the_plan_not_verifying_is_drawn_from_execution_only() -> None:
     rows = (Transition("supersede", "executing", "completed", "build", ("not-verifying",)),)
     edges = runtime_phase_graph(rows).edges
     assert Edge("build_execute", "build_bootstrap", "supersede") in edges

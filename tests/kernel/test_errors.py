@@ -1,7 +1,6 @@
-"""Tests that pin what mutation testing found unpinned in the error types
-and the log helpers: errors survive pickling (stores send them between
-processes) with every attribute, their messages and validation, and
-``next_event`` stamps the next seq."""
+"""The errors every refusal is made of: their codes and messages, the
+kebab-case rule for codes and replay rules, and pickling with every
+attribute (stores send errors between processes)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ import pickle
 import pytest
 
 from planfold.kernel.errors import ConflictError, KernelError, PayloadError, ReplayError, is_kebab_case
-from planfold.kernel.log import Event, next_event
 
 
 @pytest.mark.parametrize(
@@ -63,11 +61,5 @@ def test_an_error_code_or_rule_that_is_not_kebab_case_is_a_programming_error() -
         ("", False),
     ],
 )
-def test_kebab_case(text: str, kebab: bool) -> None:
+def test_kebab_case_is_lower_case_words_joined_by_single_hyphens(text: str, kebab: bool) -> None:
     assert is_kebab_case(text) is kebab
-
-
-def test_next_event_follows_the_last_seq_with_the_given_fields() -> None:
-    assert next_event([], "turn/start", 5, {"turn": 1}) == Event(1, "turn/start", 5, {"turn": 1})
-    log = [Event(1, "turn/start", 5, {"turn": 1}), Event(2, "turn/end", 6, {"turn": 1})]
-    assert next_event(log, "turn/start", 9, {"turn": 2}) == Event(3, "turn/start", 9, {"turn": 2})

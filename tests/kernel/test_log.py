@@ -1,0 +1,103 @@
+"""The session log's own readers: the turn fold and its exact refusals,
+request headers, message sources, and ``next_event``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from planfold.kernel.errors import PayloadError, ReplayError
+from planfold.kernel.log import (
+    REQUEST_HEADER,
+    TURN_END,
+    TURN_START,
+    Event,
+    MessageSource,
+    RequestHeader,
+    TurnState,
+    apply_turn_event,
+    fold_turns,
+    next_event,
+    read_message,
+    read_request_header,
+)
+
+# --------------------------------------------------------------------------
+# Turns and request headers
+
+
+@pytest.mark.parametrize(
+    ("event", "detail"),
+    [
+        (Event(1, TURN_START, 0, {"turn": 1, "x": 0}), "turn/start payload has unexpected key(s) ['x']"),
+        (Event(1, TURN_START, 0, {}), "turn/start payload is missing key(s) ['turn']"),
+        (Event(1, TURN_END, 0, {"turn": 1, "x": 0}), "turn/end payload has unexpected key(s) ['x']"),
+        (Event(1, TURN_END, 0, []), "turn/end payload must be an object, got list"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_bad_turn_payload_is_refused_naming_its_kind(event: Event, detail: str) -> None:
+    with pytest.raises(ReplayError) as caught:
+        apply_turn_event(TurnState(turn=1, open=True), event)
+    err = caught.value
+    assert (err.position, err.rule, err.detail) == (1, "malformed-payload", detail)
+
+
+def test_a_turn_started_while_one_is_open_names_the_open_turn() -> None:
+    with pytest.raises(ReplayError) as caught:
+        apply_turn_event(TurnState(turn=3, open=True), Event(9, TURN_START, 0, {"turn": 4}))
+    err = caught.value
+    assert (err.position, err.rule, err.detail) == (9, "transition-not-allowed", "turn 3 is still open")
+
+
+def test_a_turn_ended_while_not_open_names_the_turn() -> None:
+    with pytest.raises(ReplayError) as caught:
+        apply_turn_event(TurnState(turn=2), Event(5, TURN_END, 0, {"turn": 2}))
+    err = caught.value
+    assert (err.position, err.rule, err.detail) == (5, "transition-not-allowed", "turn 2 is not open")
+
+
+def test_a_new_turn_keeps_the_last_request_header_of_the_log() -> None:
+    header = {"turn": 1, "step": 1, "plan_mode": True}
+    events = [
+        Event(1, TURN_START, 0, {"turn": 1}),
+        Event(2, REQUEST_HEADER, 0, header),
+        Event(3, TURN_END, 0, {"turn": 1}),
+        Event(4, TURN_START, 0, {"turn": 2}),
+    ]
+    assert fold_turns(events) == TurnState(turn=2, open=True, step=0, last_header=RequestHeader(1, 1, True))
+    assert fold_turns(events[:3]) == TurnState(turn=1, open=False, step=1, last_header=RequestHeader(1, 1, True))
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"turn": 0, "step": 1, "plan_mode": False}, "'turn' must be >= 1, got 0"),
+        ({"turn": 1, "step": 0, "plan_mode": False}, "'step' must be >= 1, got 0"),
+        ({"turn": 1, "step": -2, "plan_mode": False}, "'step' must be >= 1, got -2"),
+    ],
+)
+def test_a_request_header_numbers_turns_and_steps_from_one(payload: dict[str, Any], message: str) -> None:
+    with pytest.raises(PayloadError) as caught:
+        read_request_header(payload)
+    assert caught.value.message == message
+
+
+# --------------------------------------------------------------------------
+# Messages
+
+
+def test_a_plugin_message_is_attributed_to_its_plugin() -> None:
+    payload: dict[str, Any] = {"text": "hello", "source": {"type": "plugin", "plugin": "plan-mode"}}
+    assert read_message(payload) == ("hello", MessageSource("plugin", plugin="plan-mode"))
+    assert read_message(payload)[1].kind == "plugin"
+
+
+# --------------------------------------------------------------------------
+# Appending
+
+
+def test_next_event_follows_the_last_seq_with_the_given_fields() -> None:
+    assert next_event([], "turn/start", 5, {"turn": 1}) == Event(1, "turn/start", 5, {"turn": 1})
+    log = [Event(1, "turn/start", 5, {"turn": 1}), Event(2, "turn/end", 6, {"turn": 1})]
+    assert next_event(log, "turn/start", 9, {"turn": 2}) == Event(3, "turn/start", 9, {"turn": 2})
