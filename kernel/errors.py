@@ -14,8 +14,11 @@ from typing import Any
 __all__ = [
     "KEBAB_CASE",
     "ConflictError",
+    "GateError",
+    "GoalError",
     "KernelError",
     "PayloadError",
+    "PlanError",
     "PlanfoldError",
     "ReplayError",
     "is_kebab_case",
@@ -117,3 +120,33 @@ class ConflictError(KernelError):
         self.session_id = session_id
         self.expected_seq = expected_seq
         self.actual_seq = actual_seq
+
+
+# --------------------------------------------------------------------------
+# One base per machine: ``except GoalError`` catches every refusal of the goal
+# machine (operations, authority, the /goal command), and so on.
+
+
+class PlanError(KernelError):
+    """Base of every refusal of the plan machines: a plan change the plan's
+    state does not allow, an invalid plan spec or tool arguments, an
+    ``exit_plan_mode`` that cannot start a review, a bad ``/plan`` command or
+    plan policy."""
+
+    code = "plan-error"
+
+
+class GoalError(KernelError):
+    """Base of every refusal of the goal machine: an operation the goal's
+    state does not allow, an actor without the authority, a bad ``/goal``
+    command. Every code it carries is in ``goal.GOAL_ERROR_CODES``."""
+
+    code = "goal-error"
+
+
+class GateError(KernelError):
+    """Base of every refusal of the tool gate: an unknown phase or a bad
+    policy (codes ``unknown-phase``, ``invalid-gate-policy``), and an invalid
+    tool declaration or registration (``ToolSpecError``)."""
+
+    code = "gate-error"

@@ -37,7 +37,7 @@ from planfold.kernel.log import (
 from planfold.kernel.plan.artifact import PlanArtifact, PlanRef
 from planfold.kernel.plan.context import render_summary
 from planfold.kernel.plan.events import (
-    PlanError,
+    PlanChangeError,
     approve_event,
     draft_event,
     realign_event,
@@ -348,7 +348,7 @@ def _verifying() -> Session:
 def test_a_change_to_no_plan_is_refused_naming_the_action(
     build: Callable[[SessionState], Event], action: str
 ) -> None:
-    with pytest.raises(PlanError) as caught:
+    with pytest.raises(PlanChangeError) as caught:
         build(SessionState())
     err = caught.value
     assert (err.code, err.action, err.detail) == ("no-plan", action, "the session has no plan")

@@ -9,7 +9,7 @@ import pytest
 from planfold.kernel.goal.command import GoalCommandError, parse_goal_command
 from planfold.kernel.goal.continuation import budget_block, round_message
 from planfold.kernel.goal.fold import GoalState, fold_goal
-from planfold.kernel.goal.ops import GoalError, create, pause
+from planfold.kernel.goal.ops import GoalOperationError, create, pause
 from planfold.kernel.goal.values import GoalRef
 from planfold.kernel.log import Event
 
@@ -37,7 +37,7 @@ def test_a_misused_goal_verb_is_refused_with_the_verb_in_lower_case(text: str, c
 
 
 def test_a_round_without_a_goal_is_refused_naming_the_round() -> None:
-    with pytest.raises(GoalError) as caught:
+    with pytest.raises(GoalOperationError) as caught:
         round_message(GoalState(), "go on", seq=1, at=1)
     err = caught.value
     assert (err.code, err.operation, err.current) == ("not-found", "round", None)
@@ -49,7 +49,7 @@ def test_a_round_of_a_paused_goal_is_refused_with_the_phase() -> None:
     goal = fold_goal(log).current
     assert goal is not None
     log.append(pause(fold_goal(log), goal.ref, actor="user", seq=2, at=20))
-    with pytest.raises(GoalError) as caught:
+    with pytest.raises(GoalOperationError) as caught:
         round_message(fold_goal(log), "go on", seq=3, at=30)
     err = caught.value
     assert (err.code, err.operation, err.current) == ("invalid-transition", "round", GoalRef("g1", 2))
@@ -59,7 +59,7 @@ def test_a_round_of_a_paused_goal_is_refused_with_the_phase() -> None:
 def test_a_round_past_the_budget_is_refused_with_the_count() -> None:
     log = created(max_rounds=1)
     log.append(round_message(fold_goal(log), "round one", seq=2, at=20))
-    with pytest.raises(GoalError) as caught:
+    with pytest.raises(GoalOperationError) as caught:
         round_message(fold_goal(log), "round two", seq=3, at=30)
     err = caught.value
     assert (err.code, err.operation, err.current) == ("invalid-transition", "round", GoalRef("g1", 1))

@@ -12,7 +12,7 @@ import pytest
 
 from planfold.kernel.errors import PayloadError, ReplayError
 from planfold.kernel.goal.fold import GoalState, event_ref, fold_goal, with_rounds
-from planfold.kernel.goal.ops import GoalError, complete
+from planfold.kernel.goal.ops import GoalOperationError, complete
 from planfold.kernel.goal.values import (
     BlockedReason,
     GoalOperation,
@@ -311,7 +311,7 @@ def test_a_clear_at_revision_zero_is_a_malformed_payload_in_the_fold() -> None:
 def test_completing_a_complete_goal_lists_the_phases_it_is_allowed_from() -> None:
     log = [*created(), change(2, 20, "complete", replace(G1, phase="complete", revision=2))]
     state = fold_goal(log)
-    with pytest.raises(GoalError) as caught:
+    with pytest.raises(GoalOperationError) as caught:
         complete(state, GoalRef("g1", 2), actor="user", seq=3, at=30)
     err = caught.value
     assert (err.code, err.operation, err.current) == ("invalid-transition", "complete", GoalRef("g1", 2))

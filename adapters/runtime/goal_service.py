@@ -359,7 +359,7 @@ class GoalService:
         def decide(state: GoalState, seq: int, at: int) -> Event:
             event = budget_block(state, seq=seq, at=at)
             if event is None:
-                raise goal_ops.GoalError(
+                raise goal_ops.GoalOperationError(
                     "the goal's budget is not spent", code="invalid-transition",
                     operation="block", current=None if state.current is None else state.current.ref,
                 )

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import KernelError
+from ..errors import GoalError
 
 __all__ = [
     "CONTROL_VERBS",
@@ -59,7 +59,7 @@ CONTROL_VERBS: Mapping[str, tuple[GoalVerb, bool]] = {
 _NAME = "/goal"
 
 
-class GoalCommandError(KernelError):
+class GoalCommandError(GoalError):
     """A ``/goal`` command the user must correct. Codes:
     ``missing-objective`` (``/goal new`` or ``/goal edit`` with no text),
     ``unexpected-argument`` (text after a verb that takes none)."""

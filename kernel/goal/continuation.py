@@ -38,7 +38,7 @@ from typing import Literal
 
 from ..log import USER_MESSAGE, Event
 from .fold import GoalState
-from .ops import BUDGET_BLOCK_CODE, GoalError, block
+from .ops import BUDGET_BLOCK_CODE, GoalOperationError, block
 from .values import Activation, BlockedReason, GoalSnapshot
 
 __all__ = [
@@ -101,7 +101,7 @@ def round_message(state: GoalState, text: str, *, seq: int, at: int) -> Event:
     """
     goal = state.current
     if goal is None:
-        raise GoalError(
+        raise GoalOperationError(
             "there is no current goal to start a round of",
             code="not-found",
             operation="round",
@@ -113,7 +113,7 @@ def round_message(state: GoalState, text: str, *, seq: int, at: int) -> Event:
             if goal.phase != "active"
             else f"all {goal.max_rounds} rounds are started"
         )
-        raise GoalError(
+        raise GoalOperationError(
             f"cannot start a round of goal {goal.id!r}: {why}",
             code="invalid-transition",
             operation="round",

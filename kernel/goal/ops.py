@@ -17,9 +17,9 @@ Refusals, in the order they are checked:
    block with a reason; the system may only block (budget and other policy
    limits); the user may do everything, except use a block code reserved for
    the system (``SYSTEM_BLOCK_CODES``);
-2. ``GoalError`` with one of ``GOAL_ERROR_CODES``: ``not-found`` (no current
-   goal), ``stale-revision`` (the ref is not the current goal at its current
-   revision), ``already-exists`` (create over an unfinished goal, or with an
+2. ``GoalOperationError`` with one of ``GOAL_ERROR_CODES``: ``not-found``
+   (no current goal), ``goal-mismatch`` (the ref names another goal),
+   ``stale-revision`` (the ref names the current goal at another revision), ``already-exists`` (create over an unfinished goal, or with an
    id already used in this session: ids are never reused, even after clear),
    ``invalid-transition`` (no row in ``TRANSITION_TABLE``, a resume with no
    rounds left, or of a goal that is already active and armed),
@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Literal
 
-from ..errors import KernelError, is_kebab_case
+from ..errors import GoalError, is_kebab_case
 from ..log import GOAL_CHANGE, Event
 from .fold import GoalState
 from .values import (
@@ -67,6 +67,7 @@ __all__ = [
     "Actor",
     "GoalAuthorityError",
     "GoalError",
+    "GoalOperationError",
     "authorize",
     "block",
     "clear",
@@ -92,9 +93,14 @@ AUTHORITY: Mapping[Actor, frozenset[GoalOperation]] = {
     "system": frozenset({"block"}),
 }
 
+#: Every code a ``GoalError`` carries: the operations' refusals
+#: (``GoalOperationError``), ``not-authorized`` (``GoalAuthorityError``) and
+#: the ``/goal`` command's (``GoalCommandError``). ``goal-mismatch`` and
+#: ``stale-revision`` are spelled as the strict fold spells the same situation.
 GOAL_ERROR_CODES: tuple[str, ...] = (
     "not-found",
     "already-exists",
+    "goal-mismatch",
     "stale-revision",
     "invalid-objective",
     "invalid-max-rounds",
@@ -102,16 +108,17 @@ GOAL_ERROR_CODES: tuple[str, ...] = (
     "invalid-edit",
     "invalid-transition",
     "invalid-id",
+    "not-authorized",
+    "missing-objective",
+    "unexpected-argument",
 )
 
 
-class GoalError(KernelError):
+class GoalOperationError(GoalError):
     """A goal operation the caller must not make now; ``code`` is one of
     ``GOAL_ERROR_CODES``. ``operation`` names the refused operation (or
     ``round`` for a round that cannot start) and ``current`` the ref of the
     current goal (``None`` when there is none)."""
-
-    code = "goal-error"
 
     def __init__(
         self, message: str, *, code: str, operation: str, current: GoalRef | None
@@ -121,8 +128,9 @@ class GoalError(KernelError):
         self.current = current
 
 
-class GoalAuthorityError(KernelError):
-    """The actor may not perform this goal operation (see ``AUTHORITY``)."""
+class GoalAuthorityError(GoalError):
+    """The actor may not perform this goal operation (see ``AUTHORITY``).
+    Checked before the goal is read, so it says nothing about the goal."""
 
     code = "not-authorized"
 
@@ -153,9 +161,9 @@ def authorize(actor: Actor, operation: GoalOperation, reason: BlockedReason | No
 
 def _error(
     code: str, message: str, operation: GoalOperation, state: GoalState
-) -> GoalError:
+) -> GoalOperationError:
     current = None if state.current is None else state.current.ref
-    return GoalError(message, code=code, operation=operation, current=current)
+    return GoalOperationError(message, code=code, operation=operation, current=current)
 
 
 def _objective(value: object, operation: GoalOperation, state: GoalState) -> str:
@@ -198,7 +206,14 @@ def _current(state: GoalState, ref: GoalRef, operation: GoalOperation) -> GoalSn
     current = state.current
     if current is None:
         raise _error("not-found", f"there is no current goal to {operation}", operation, state)
-    if ref != current.ref:
+    if ref.id != current.id:
+        raise _error(
+            "goal-mismatch",
+            f"the ref names goal {ref.id!r}, but the current goal is {current.id!r}; read it again and retry",
+            operation,
+            state,
+        )
+    if ref.revision != current.revision:
         raise _error(
             "stale-revision",
             f"goal {ref.id!r} revision {ref.revision} is stale: the current goal is "

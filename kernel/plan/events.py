@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..errors import KernelError, ReplayError
+from ..errors import PlanError, ReplayError
 from ..log import PLAN_ARTIFACT, Event
 from ..session import SessionState, apply_session_event
 from .artifact import PlanArtifact, PlanRef
@@ -36,7 +36,7 @@ from .views import adopt_summary
 
 __all__ = [
     "ChangeKind",
-    "PlanError",
+    "PlanChangeError",
     "approve_event",
     "bootstrap_event",
     "classify_change",
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-class PlanError(KernelError):
+class PlanChangeError(PlanError):
     """The runtime asked for a plan change the plan's state does not allow.
 
     ``code`` is the broken rule (kebab-case, the same as a replay would
@@ -74,13 +74,13 @@ def _checked(state: SessionState, act: PlanAction, at: int) -> Event:
     try:
         apply_session_event(state, event)
     except ReplayError as exc:
-        raise PlanError(act.action, exc.rule, exc.detail) from exc
+        raise PlanChangeError(act.action, exc.rule, exc.detail) from exc
     return event
 
 
 def _current(state: SessionState, action: PlanActionName) -> PlanArtifact:
     if state.plan.current is None:
-        raise PlanError(action, "no-plan", "the session has no plan")
+        raise PlanChangeError(action, "no-plan", "the session has no plan")
     return state.plan.current
 
 

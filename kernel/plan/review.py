@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import KernelError
+from ..errors import PlanError
 from .mode import PendingChoice
 
 __all__ = [
@@ -49,7 +49,7 @@ APPROVE = "Approve"
 KEEP_PLANNING = "Keep planning"
 
 
-class ExitPlanError(KernelError):
+class ExitPlanError(PlanError):
     """``exit_plan_mode`` cannot start a review. Codes: ``not-in-plan-mode``
     (the model called it outside plan mode), ``no-review-channel`` (the
     deployment has no way to ask a human), ``invalid-plan`` (the model's plan
@@ -168,7 +168,7 @@ def decide_review(answer: ReviewAnswer) -> ReviewOutcome:
 # /plan
 
 
-class PlanCommandError(KernelError):
+class PlanCommandError(PlanError):
     """A ``/plan`` command the user must correct. Code: ``attachments-with-off``."""
 
 
@@ -206,7 +206,7 @@ def parse_plan_command(text: str, attachments: Sequence[str] = ()) -> PlanComman
 # plan:policy
 
 
-class PlanPolicyConfigError(KernelError):
+class PlanPolicyConfigError(PlanError):
     """The deployment's ``plan:policy`` config is wrong; raised at load time."""
 
     code = "invalid-plan-policy"

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import KernelError
+from ..errors import PlanError
 
 __all__ = [
     "ACTIVE_TODO_STATUSES",
@@ -121,7 +121,7 @@ class SpecProblem:
     message: str
 
 
-class PlanSpecError(KernelError):
+class PlanSpecError(PlanError):
     """A plan the model produced is not a valid plan (the model's fault).
     ``problems`` lists every problem found, not only the first."""
 

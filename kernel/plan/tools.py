@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from ..errors import KernelError
+from ..errors import PlanError
 from ..log import Event
 from ..session import SessionState
 from ..tools.gate import tool_class
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 
-class ToolArgumentsError(KernelError):
+class ToolArgumentsError(PlanError):
     """A runtime-owned tool was called with arguments it does not take (the
     model's fault). ``problems`` lists every one found."""
 

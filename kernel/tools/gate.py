@@ -43,7 +43,7 @@ from fnmatch import fnmatchcase
 from types import MappingProxyType
 from typing import Literal, cast, get_args
 
-from ..errors import KernelError
+from ..errors import GateError
 from ..payload import JSONObject
 from ..phase import RUNTIME_PHASES, RuntimePhase
 from .spec import (
@@ -84,11 +84,6 @@ ToolClass = Literal[RuntimeToolName, "plan-state", "write", "read", "unverified"
 RuleKind = Literal["runtime", "never", "deny", "classify", "deployment"]
 
 TOOL_CLASSES: tuple[ToolClass, ...] = get_args(ToolClass)
-
-
-class GateError(KernelError):
-    """The caller asked the gate something invalid: an unknown phase or a bad
-    policy. Codes: ``unknown-phase``, ``invalid-gate-policy``."""
 
 
 @dataclass(frozen=True, slots=True)

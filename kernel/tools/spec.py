@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal, get_args
 
-from ..errors import KernelError, is_kebab_case
+from ..errors import GateError, is_kebab_case
 from ..payload import JSON, JSONObject
 from ..phase import RuntimePhase
 
@@ -115,7 +115,7 @@ RUNTIME_OWNED_TOOLS: frozenset[str] = frozenset(RUNTIME_TOOLS)
 _MAX_DEPTH = 64
 
 
-class ToolSpecError(KernelError):
+class ToolSpecError(GateError):
     """A tool declaration or registration is invalid: the deployment's fault.
 
     Codes: ``invalid-tool-name``, ``invalid-tool-field``,

@@ -119,14 +119,16 @@ class GoalMachine(RuleBasedStateMachine):
         return event
 
     def refusal(self, operation: str, actor: Actor, ref: GoalRef) -> str | None:
-        """The authority, not-found and stale-revision checks every ref-taking
-        operation makes first."""
+        """The authority, not-found, goal-mismatch and stale-revision checks
+        every ref-taking operation makes first (spelled as the fold spells them)."""
         if operation not in MAY[actor]:
             return "not-authorized"
         goal = self.model.goal
         if goal is None:
             return "not-found"
-        if (ref.id, ref.revision) != (goal["id"], goal["revision"]):
+        if ref.id != goal["id"]:
+            return "goal-mismatch"
+        if ref.revision != goal["revision"]:
             return "stale-revision"
         if goal["phase"] not in ALLOWED_FROM[operation]:
             return "invalid-transition"

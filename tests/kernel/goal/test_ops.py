@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
+from planfold.kernel.goal.command import parse_goal_command
 from planfold.kernel.goal.fold import fold_goal
 from planfold.kernel.goal.ops import (
     ACTORS,
@@ -15,6 +16,7 @@ from planfold.kernel.goal.ops import (
     Actor,
     GoalAuthorityError,
     GoalError,
+    GoalOperationError,
     authorize,
     block,
     clear,
@@ -129,7 +131,7 @@ def test_transition_refused(pair: tuple[str, str | None]) -> None:
     operation, source = pair
     log = goal_in(source)
     events = list(log.events)
-    with pytest.raises(GoalError) as info:
+    with pytest.raises(GoalOperationError) as info:
         apply(log, operation)
     expected = {"create": "already-exists"}.get(operation, "invalid-transition")
     if source is None:
@@ -158,6 +160,24 @@ def error_stale_revision() -> None:
     stale = log.ref
     log.run(edit, stale, objective="new words", actor="user")
     log.run(pause, stale, actor="user")
+
+
+def error_goal_mismatch() -> None:
+    log = goal_in("active")
+    log.run(pause, GoalRef("g2", log.ref.revision), actor="user")
+
+
+def error_not_authorized() -> None:
+    log = goal_in("active")
+    log.run(pause, log.ref, actor="model")
+
+
+def error_missing_objective() -> None:
+    parse_goal_command("/goal edit")
+
+
+def error_unexpected_argument() -> None:
+    parse_goal_command("/goal pause now")
 
 
 def error_invalid_objective() -> None:
@@ -190,7 +210,11 @@ def error_invalid_id() -> None:
 ERROR_CASES: dict[str, Callable[[], None]] = {
     "not-found": error_not_found,
     "already-exists": error_already_exists,
+    "goal-mismatch": error_goal_mismatch,
     "stale-revision": error_stale_revision,
+    "not-authorized": error_not_authorized,
+    "missing-objective": error_missing_objective,
+    "unexpected-argument": error_unexpected_argument,
     "invalid-objective": error_invalid_objective,
     "invalid-max-rounds": error_invalid_max_rounds,
     "invalid-block-reason": error_invalid_block_reason,
@@ -205,7 +229,7 @@ def test_every_error_code_has_a_case() -> None:
 
 
 @pytest.mark.parametrize("code", GOAL_ERROR_CODES)
-def test_error_code(code: str) -> None:
+def test_every_goal_error_code_is_raised_as_a_goal_error(code: str) -> None:
     with pytest.raises(GoalError) as info:
         ERROR_CASES[code]()
     assert info.value.code == code
@@ -213,24 +237,24 @@ def test_error_code(code: str) -> None:
 
 @pytest.mark.parametrize("objective", ["", "   ", "\n\t", 7, None])
 def test_error_invalid_objective_on_create_and_edit(objective: object) -> None:
-    with pytest.raises(GoalError) as info:
+    with pytest.raises(GoalOperationError) as info:
         GoalLog().run(create, "g1", objective, None, actor="user")
     assert info.value.code == "invalid-objective"
     if objective is None:
         return  # for edit, None means "keep the objective"
     log = goal_in("active")
-    with pytest.raises(GoalError) as info:
+    with pytest.raises(GoalOperationError) as info:
         log.run(edit, log.ref, objective=objective, actor="user")
     assert info.value.code == "invalid-objective"
 
 
 @pytest.mark.parametrize("cap", [0, -1, True, 1.5, "3"])
 def test_error_invalid_max_rounds_on_create_and_edit(cap: object) -> None:
-    with pytest.raises(GoalError) as info:
+    with pytest.raises(GoalOperationError) as info:
         GoalLog().run(create, "g1", "ship it", cap, actor="user")
     assert info.value.code == "invalid-max-rounds"
     log = goal_in("active")
-    with pytest.raises(GoalError) as info:
+    with pytest.raises(GoalOperationError) as info:
         log.run(edit, log.ref, max_rounds=cap, actor="user")
     assert info.value.code == "invalid-max-rounds"
 
@@ -248,20 +272,24 @@ def test_error_invalid_max_rounds_on_create_and_edit(cap: object) -> None:
 )
 def test_error_invalid_block_reason(reason: object) -> None:
     log = goal_in("active")
-    with pytest.raises(GoalError) as info:
+    with pytest.raises(GoalOperationError) as info:
         log.run(block, log.ref, reason, actor="model")
     assert info.value.code == "invalid-block-reason"
     assert log.goal.phase == "active"
 
 
 @pytest.mark.parametrize(
-    "ref", [GoalRef("g1", 0), GoalRef("g1", 2), GoalRef("g2", 1)], ids=["older", "newer", "other-id"]
+    ("ref", "code"),
+    [(GoalRef("g1", 0), "stale-revision"), (GoalRef("g1", 2), "stale-revision"), (GoalRef("g2", 1), "goal-mismatch")],
+    ids=["older", "newer", "other-id"],
 )
-def test_error_stale_revision_names_the_current_goal(ref: GoalRef) -> None:
+def test_a_stale_or_foreign_ref_is_refused_as_replay_spells_it_and_names_the_current_goal(
+    ref: GoalRef, code: str
+) -> None:
     log = goal_in("active")
-    with pytest.raises(GoalError) as info:
+    with pytest.raises(GoalOperationError) as info:
         log.run(complete, ref, actor="user")
-    assert info.value.code == "stale-revision"
+    assert info.value.code == code
     assert info.value.current == GoalRef("g1", 1)
     assert "g1" in str(info.value)
 
@@ -269,7 +297,7 @@ def test_error_stale_revision_names_the_current_goal(ref: GoalRef) -> None:
 def test_error_already_exists_for_an_id_used_before_even_after_clear() -> None:
     log = goal_in("active")
     log.run(clear, log.ref, actor="user")
-    with pytest.raises(GoalError) as info:
+    with pytest.raises(GoalOperationError) as info:
         log.run(create, "g1", "ship it again", None, actor="user")
     assert info.value.code == "already-exists"
     log.run(create, "g2", "ship it again", None, actor="user")
@@ -279,7 +307,7 @@ def test_error_already_exists_for_an_id_used_before_even_after_clear() -> None:
 def test_error_invalid_transition_resume_with_no_rounds_left() -> None:
     log = goal_in("active", max_rounds=2, rounds=2)
     log.run(pause, log.ref, actor="user")
-    with pytest.raises(GoalError) as info:
+    with pytest.raises(GoalOperationError) as info:
         log.run(resume, log.ref, DISARMED, actor="user")
     assert info.value.code == "invalid-transition"
     log.run(edit, log.ref, max_rounds=3, actor="user")
@@ -289,7 +317,7 @@ def test_error_invalid_transition_resume_with_no_rounds_left() -> None:
 
 def test_error_invalid_transition_resume_of_an_active_armed_goal() -> None:
     log = goal_in("active")
-    with pytest.raises(GoalError) as info:
+    with pytest.raises(GoalOperationError) as info:
         log.run(resume, log.ref, ARMED, actor="user")
     assert info.value.code == "invalid-transition"
     log.run(resume, log.ref, DISARMED, actor="user")
@@ -330,7 +358,7 @@ def test_block_trims_the_message_and_resume_drops_the_reason() -> None:
 
 def test_refusal_carries_its_context() -> None:
     log = goal_in("complete")
-    with pytest.raises(GoalError) as info:
+    with pytest.raises(GoalOperationError) as info:
         log.run(pause, log.ref, actor="user")
     assert (info.value.operation, info.value.current) == ("pause", log.ref)
 

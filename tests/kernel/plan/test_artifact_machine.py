@@ -19,7 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from planfold.kernel.plan.artifact import PLAN_STATUSES, PlanRef
 from planfold.kernel.plan.context import runtime_phase
 from planfold.kernel.plan.events import (
-    PlanError,
+    PlanChangeError,
     approve_event,
     bootstrap_event,
     complete_event,
@@ -164,7 +164,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
         before = self.s.state
         try:
             events = build()
-        except PlanError as exc:
+        except PlanChangeError as exc:
             note(f"{label}: refused {exc.code} ({exc.detail})")
             assert exc.code == expected_error, f"{label}: got {exc.code}, model says {expected_error}"
             assert self.s.state is before

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planfold.kernel.plan.events import PlanError, approve_event, draft_event, start_event
+from planfold.kernel.plan.events import PlanChangeError, approve_event, draft_event, start_event
 from planfold.kernel.plan.scope import Effect, check_scope, path_in_scope, scope_realign_event
 from planfold.kernel.plan.spec import PlanScope
 from tests.plan_helpers import Session, spec
@@ -85,7 +85,7 @@ def test_leaving_scope_during_execution_sends_the_plan_to_realignment() -> None:
     s.add(event)
     assert s.state.plan.status == "draft" and s.state.plan.approval is None
     assert s.state.plan.realign is not None and "Makefile" in s.state.plan.realign
-    with pytest.raises(PlanError) as err:  # already a draft: nothing more to realign
+    with pytest.raises(PlanChangeError) as err:  # already a draft: nothing more to realign
         scope_realign_event(s.state, [Effect("write", "Makefile")], s.at())
     assert err.value.code == "transition-not-allowed"
     s.mode(True)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Event
 from planfold.kernel.plan.context import ViewChoice, ViewRequest, choose_plan_view, render_plan_view, runtime_phase
 from planfold.kernel.plan.events import (
-    PlanError,
+    PlanChangeError,
     approve_event,
     complete_event,
     draft_event,
@@ -110,7 +110,7 @@ def test_seed000_plan_output_that_is_not_a_valid_plan_spec_returns_an_error(outp
     # Nothing reaches the log: there is no spec to record.
     assert s.state.plan.current is None
     # And a builder handed an invalid spec directly refuses it too.
-    with pytest.raises(PlanError) as refused:
+    with pytest.raises(PlanChangeError) as refused:
         draft_event(s.state, "p1", replace(spec(), steps=()), None, s.at())
     assert refused.value.code == "invalid-spec"
 
@@ -333,10 +333,10 @@ def test_seed000_draft_plan_cannot_enter_normal_execution() -> None:
     s.mode(False)
     assert runtime_phase(s.state) == "build_bootstrap"  # read-only, not execution
     assert s.state.plan.current is not None
-    with pytest.raises(PlanError) as err:
+    with pytest.raises(PlanChangeError) as err:
         start_event(s.state, s.state.plan.current.ref, s.at())
     assert err.value.code == "transition-not-allowed"
-    with pytest.raises(PlanError):
+    with pytest.raises(PlanChangeError):
         verify_event(s.state, s.at())
     assert status_of(s) == "draft"
     approve_current(s)
@@ -355,7 +355,7 @@ def test_seed000_rewrite_during_execution_aborts_and_requires_realignment() -> N
     assert s.state.plan.realign is not None and s.state.plan.approval is None
     assert runtime_phase(s.state) == "build_bootstrap"  # execution stopped; read-only
     assert s.state.plan.current is not None
-    with pytest.raises(PlanError) as err:
+    with pytest.raises(PlanChangeError) as err:
         start_event(s.state, s.state.plan.current.ref, s.at())
     assert err.value.code == "transition-not-allowed"
     assert choose_plan_view(s.state).view == "full"  # realign on the full rewritten plan
@@ -372,7 +372,7 @@ def test_seed000_finished_execution_enters_verify_then_completed() -> None:
     s = executing()
     for todo in ("t1", "t2"):
         s.add(todo_event(s.state, todo, "done", s.at()))
-    with pytest.raises(PlanError):
+    with pytest.raises(PlanChangeError):
         complete_event(s.state, s.at())  # no completion without verify
     s.add(verify_event(s.state, s.at()))
     assert runtime_phase(s.state) == "verify"

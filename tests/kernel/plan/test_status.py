@@ -15,7 +15,7 @@ from planfold.kernel.log import PLAN_ARTIFACT, Event
 from planfold.kernel.plan.artifact import PLAN_STATUSES, STATUS_TABLE, PlanRef, PlanStatus
 from planfold.kernel.plan.checks import CHECKS
 from planfold.kernel.plan.events import (
-    PlanError,
+    PlanChangeError,
     approve_event,
     bootstrap_event,
     classify_change,
@@ -260,18 +260,18 @@ def test_builders_refuse_with_typed_errors() -> None:
     ]
     for build, code in cases:
         before = s.state
-        with pytest.raises(PlanError) as info:
+        with pytest.raises(PlanChangeError) as info:
             build(s.state)
         assert info.value.code == code and is_kebab_case(info.value.code)
         assert s.state == before
     s = drafted()
-    with pytest.raises(PlanError) as err:
+    with pytest.raises(PlanChangeError) as err:
         realign_event(s.state, "why", s.at())
     assert err.value.code == "transition-not-allowed" and err.value.action == "realign"
-    with pytest.raises(PlanError) as err:
+    with pytest.raises(PlanChangeError) as err:
         bootstrap_event(s.state, "p2", spec(), None, s.at())
     assert err.value.code == "transition-not-allowed"
-    with pytest.raises(PlanError) as err:
+    with pytest.raises(PlanChangeError) as err:
         draft_event(s.state, "p2", spec(goal=""), None, s.at())
     assert err.value.code == "transition-not-allowed"  # the live plan is checked first
 
@@ -290,7 +290,7 @@ def test_verify_failure_returns_to_execution() -> None:
     s.add(verify_fail_event(s.state, "a test failed", s.at()))
     assert s.state.plan.status == "executing" and not s.state.plan.verifying
     assert s.state.plan.verify_failures == 1
-    with pytest.raises(PlanError) as err:
+    with pytest.raises(PlanChangeError) as err:
         complete_event(s.state, s.at())
     assert err.value.code == "transition-not-allowed"
 
