@@ -1,6 +1,6 @@
 """``python -m tests.mutation``: run mutmut on ``kernel/`` and print the score.
 
-    python -m tests.mutation run [--jobs N] [--module kernel/log.py ...] [--retry] [--fresh]
+    python -m tests.mutation run [--jobs N] [--module kernel/plan/mode.py ...] [--retry] [--fresh]
     python -m tests.mutation recheck [--jobs N]
     python -m tests.mutation score [--survivors] [--fail-under PERCENT]
     python -m tests.mutation equivalent NAME... --reason WHY
@@ -8,12 +8,16 @@
 ``run`` runs mutmut (configured under ``[tool.mutmut]`` in pyproject.toml;
 results are cached in ``mutants/`` and a mutant is re-run when its function
 changes; ``--module`` re-runs every mutant of those files, ``--retry`` only
-the ones not killed yet, ``--fresh`` starts from nothing), re-tests the surviving mutants of functions that run
-at import time in fresh interpreters (see ``import_time``; ``recheck`` does
-only that), and then prints the score as ``score`` does. The score
-is killed / all non-equivalent mutants; ``tests/mutation/equivalent/*.toml``
-(one file per kernel module) list the equivalent ones, each with the reason
-it cannot change behaviour.
+the ones not killed yet, ``--fresh`` starts from nothing), re-tests the
+surviving mutants of functions that run at import time in fresh interpreters
+(see ``import_time``; ``recheck`` does only that), and then prints the score
+as ``score`` does. The kernel is mutated as ``planfold.kernel`` (mutant names
+read ``planfold.kernel.plan.mode.x_...``); files are named by their place in
+the repository (``kernel/plan/mode.py``). The score is killed / all
+non-equivalent mutants; ``tests/mutation/equivalent/`` lists the equivalent
+ones, one file per kernel module laid out like ``kernel/``
+(``equivalent/plan/mode.toml`` for ``kernel/plan/mode.py``), each with the
+reason it cannot change behaviour.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tests.mutation.import_time import load_rechecked, recheck
-from tests.mutation.score import Mutant, Score, load_equivalents, load_mutants, score
+from tests.mutation.score import SEPARATOR, Mutant, Score, load_equivalents, load_mutants, module_of, score
 
 ROOT = Path(__file__).resolve().parents[2]
 EQUIVALENTS = Path(__file__).resolve().parent / "equivalent"
@@ -60,10 +64,18 @@ def report(result: Score, *, survivors: bool) -> str:
     return "\n".join(lines)
 
 
+def module_patterns(file: str) -> list[str]:
+    """mutmut name patterns for the mutants of kernel ``file`` and of no
+    other module (a package's must not reach its submodules):
+    ``kernel/plan/__init__.py`` -> ``planfold.kernel.plan.x_*`` and the
+    same for methods."""
+    return [f"{module_of(file)}.{prefix}*" for prefix in ("x_", "x" + SEPARATOR)]
+
+
 def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, retry: bool, examples: int) -> int:
     if fresh:
         shutil.rmtree(root / "mutants", ignore_errors=True)
-    patterns = [module.removesuffix(".py").replace("/", ".") + ".*" for module in modules]
+    patterns = [pattern for module in modules for pattern in module_patterns(module)]
     if retry:
         # Only the mutants not killed yet (of the given modules, or of all).
         patterns = [
@@ -80,16 +92,22 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, re
     return subprocess.run(command, cwd=root, env=env, check=False).returncode
 
 
+def listing_of(file: str) -> Path:
+    """The equivalents file of kernel ``file``: ``kernel/plan/mode.py`` ->
+    ``equivalent/plan/mode.toml``."""
+    return EQUIVALENTS / Path(file).relative_to("kernel").with_suffix(".toml")
+
+
 def add_equivalents(root: Path, patterns: Sequence[str], reason: str) -> int:
     """Append an entry, with ``reason``, for every surviving mutant whose
-    name matches one of ``patterns``, to ``equivalent/<module>.toml`` of the
-    mutant's kernel module."""
+    name matches one of ``patterns``, to the equivalents file of the
+    mutant's kernel module (see ``listing_of``)."""
     chosen = [
         m for m in load_mutants(root) if not m.killed and any(fnmatch.fnmatchcase(m.name, p) for p in patterns)
     ]
-    EQUIVALENTS.mkdir(exist_ok=True)
     for m in chosen:
-        listing = EQUIVALENTS / f"{Path(m.file).stem}.toml"
+        listing = listing_of(m.file)
+        listing.parent.mkdir(parents=True, exist_ok=True)
         if not listing.exists():
             listing.write_text(
                 f"# Mutants of {m.file} that cannot change behaviour, each with the reason.\n"
@@ -121,7 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run mutmut, then print the score")
     again = commands.add_parser("recheck", help="re-test mutants of import-time functions, then print the score")
-    run.add_argument("--module", action="append", default=[], help="re-run every mutant of this file")
+    run.add_argument(
+        "--module", action="append", default=[], help="re-run every mutant of this file (kernel/plan/mode.py)"
+    )
     run.add_argument("--fresh", action="store_true", help="discard cached results first")
     run.add_argument("--retry", action="store_true", help="re-run only the mutants not killed yet")
     for sub in (run, again):

@@ -1,13 +1,16 @@
-"""Re-test the mutants of functions that run while ``kernel`` is imported.
+"""Re-test the mutants of functions that run while the kernel is imported.
 
 mutmut forks its test workers from a process that has already imported the
 kernel, so a function the kernel calls at import time (a builder of a
 module-level table, a factory of checks) has already run, unmutated, before
 any mutant is switched on: its mutants survive whatever the tests do. This
-module finds those functions (by profiling a fresh ``import kernel``), and
-re-tests each of their mutants that mutmut did not kill in a fresh
-interpreter with the mutant switched on from the start, running the whole
-mutation test selection (``[tool.mutmut]`` in pyproject.toml) with ``-x``.
+module finds those functions (by profiling a fresh import of
+``planfold.kernel`` and every module below it), and re-tests each of their
+mutants that mutmut did not kill in a fresh interpreter with the mutant
+switched on from the start, running the whole mutation test selection
+(``[tool.mutmut]`` in pyproject.toml) with ``-x``. That interpreter gets
+``mutants/src`` first on its path, as mutmut's own workers do, so it imports
+the mutated ``planfold`` and not the one the editable install points at.
 
 Results are kept in ``mutants/import-time.json``, keyed by mutant name and
 valid only while the mutant still makes the same change.
@@ -25,23 +28,42 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.mutation.score import SEPARATOR, Mutant, status_of
+from tests.mutation.score import KERNEL_SOURCE, SEPARATOR, Mutant, module_of, status_of
 
-__all__ = ["import_time_functions", "load_rechecked", "mangled", "recheck"]
+__all__ = ["import_time_functions", "load_rechecked", "mangled", "mutated_path", "recheck"]
 
+# Every module of the kernel package, subpackages included; calls are kept
+# by the real path of their file, so the link in the namespace and its
+# target name the same file.
 _PROFILE = """
-import importlib, json, pkgutil, sys
+import importlib, json, os, pkgutil, sys
+top = os.path.realpath(sys.argv[1]) + os.sep
 calls = set()
 def profile(frame, event, arg):
-    if event == "call" and frame.f_code.co_filename.startswith(sys.argv[1]):
-        calls.add((frame.f_code.co_filename, frame.f_code.co_qualname))
+    if event == "call":
+        filename = os.path.realpath(frame.f_code.co_filename)
+        if filename.startswith(top):
+            calls.add((filename[len(top):], frame.f_code.co_qualname))
 sys.setprofile(profile)
-import kernel
-for info in pkgutil.iter_modules(kernel.__path__):
-    importlib.import_module("kernel." + info.name)
+import planfold.kernel
+for info in pkgutil.walk_packages(planfold.kernel.__path__, "planfold.kernel."):
+    importlib.import_module(info.name)
 sys.setprofile(None)
+if not os.path.realpath(planfold.kernel.__file__).startswith(top):
+    sys.exit("planfold.kernel was imported from " + planfold.kernel.__file__ + ", not from " + top)
 print(json.dumps(sorted(calls)))
 """
+
+
+def mutated_path(root: Path, env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the mutated tree first on ``PYTHONPATH`` (``mutants/src``
+    for ``planfold``, then ``mutants`` for the tests), as mutmut arranges
+    ``sys.path`` for its workers; entries already there come after."""
+    mutants = root.resolve() / "mutants"
+    paths = [str(mutants / "src"), str(mutants)]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    return {**env, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 def mangled(module: str, qualname: str) -> str | None:
@@ -58,15 +80,24 @@ def mangled(module: str, qualname: str) -> str | None:
 
 
 def import_time_functions(root: Path) -> set[str]:
-    """The mangled names of the kernel functions a fresh import runs."""
-    kernel = str(root.resolve() / "kernel") + os.sep
-    out = subprocess.run(
-        [sys.executable, "-c", _PROFILE, kernel], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
+    """The mangled names of the kernel functions a fresh import of
+    ``root``'s kernel runs (imported through ``root/src``, ahead of any
+    installed copy)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root.resolve() / "src"), env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, "-c", _PROFILE, str(root / KERNEL_SOURCE)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"profiling the kernel import failed: {result.stderr.strip()}")
     found: set[str] = set()
-    for filename, qualname in json.loads(out):
-        module = "kernel." + Path(filename).stem if Path(filename).stem != "__init__" else "kernel"
-        name = mangled(module, qualname)
+    for relative, qualname in json.loads(result.stdout):
+        name = mangled(module_of(f"kernel/{relative}"), qualname)
         if name is not None:
             found.add(name)
     return found
@@ -78,13 +109,16 @@ def _selection(root: Path) -> list[str]:
 
 
 def _run(root: Path, mutant: str, examples: int, timeout: float) -> tuple[int | None, float]:
-    env = {
-        **os.environ,
-        "MUTANT_UNDER_TEST": mutant,
-        "HYPOTHESIS_PROFILE": "default",
-        "HYPOTHESIS_MAX_EXAMPLES": str(examples),
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
+    env = mutated_path(
+        root,
+        {
+            **os.environ,
+            "MUTANT_UNDER_TEST": mutant,
+            "HYPOTHESIS_PROFILE": "default",
+            "HYPOTHESIS_MAX_EXAMPLES": str(examples),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        },
+    )
     command = [sys.executable, "-m", "pytest", "--rootdir=.", "-x", "-q", "--tb=no", *_selection(root)]
     start = time.monotonic()
     try:

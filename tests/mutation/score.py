@@ -1,9 +1,13 @@
 """Read mutmut's results and compute the mutation score of ``kernel/``.
 
-mutmut keeps, for every mutated source file, ``mutants/<file>.meta`` (the
-exit code of the test run against each mutant) next to ``mutants/<file>``
-(the file with every mutant written out as a function of its own). A mutant
-is described here by where it is and what it changes: the file, the function,
+mutmut mutates the kernel where the namespace links it,
+``src/planfold/kernel`` (``source_paths`` in pyproject.toml), so a mutant is
+named ``planfold.kernel.<module>.x_<function>__mutmut_<n>``. It keeps, for
+every mutated source file, ``mutants/<file>.meta`` (the exit code of the test
+run against each mutant) next to ``mutants/<file>`` (the file with every
+mutant written out as a function of its own). A mutant is described here by
+where it is and what it changes: the file (named by its place in the
+repository, ``kernel/plan/mode.py``), the function,
 the original line(s) and the mutated line(s). That description survives
 re-numbering (mutmut numbers mutants per function, so an edit shifts the
 numbers), and it is how ``equivalent/*.toml`` lists the mutants that cannot
@@ -33,11 +37,26 @@ __all__ = [
     "describe",
     "load_equivalents",
     "load_mutants",
+    "module_of",
     "score",
     "status_of",
 ]
 
 SEPARATOR = "ǁ"  # mutmut's separator in the mangled names of methods
+
+#: Where mutmut reads the kernel, relative to the checkout: the namespace's
+#: link to ``kernel/``. A file below it is named by what follows
+#: ``src/planfold/`` (``kernel/log.py``), which is also its repository path.
+NAMESPACE = "src/planfold/"
+KERNEL_SOURCE = NAMESPACE + "kernel"
+
+
+def module_of(file: str) -> str:
+    """The module mutmut names after kernel ``file``:
+    ``kernel/plan/mode.py`` -> ``planfold.kernel.plan.mode``, and a
+    package's ``__init__.py`` -> the package."""
+    dotted = "planfold." + file.removesuffix(".py").replace("/", ".")
+    return dotted.removesuffix(".__init__")
 
 #: mutmut's exit codes, by the status they mean.
 _STATUS_BY_CODE: Mapping[int | None, str] = {
@@ -97,7 +116,7 @@ def _norm(text: str) -> str:
 
 
 def _split_name(name: str) -> tuple[str, str]:
-    """``kernel.log.x_check_envelope__mutmut_3`` -> (``check_envelope``,
+    """``planfold.kernel.log.x_check_envelope__mutmut_3`` -> (``check_envelope``,
     ``x_check_envelope``); methods come out as ``Class.method``."""
     mangled = name.rpartition(".")[2]
     base = mangled.rsplit("__mutmut_", 1)[0]
@@ -135,14 +154,14 @@ def describe(lines: list[str], defs: Mapping[str, ast.FunctionDef], base: str, n
 
 
 def load_mutants(root: Path) -> list[Mutant]:
-    """Every mutant mutmut has recorded under ``root/mutants``."""
+    """Every mutant of the kernel mutmut has recorded under ``root/mutants``."""
     out: list[Mutant] = []
-    for meta in sorted((root / "mutants").rglob("*.py.meta")):
+    for meta in sorted((root / "mutants" / KERNEL_SOURCE).rglob("*.py.meta")):
         codes: dict[str, int | None] = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
         if not codes:
             continue
         source = meta.with_suffix("")
-        file = source.relative_to(root / "mutants").as_posix()
+        file = source.relative_to(root / "mutants" / NAMESPACE).as_posix()
         lines = source.read_text(encoding="utf-8").splitlines()
         defs = _functions(ast.parse("\n".join(lines)))
         for name, code in sorted(codes.items()):
@@ -167,10 +186,10 @@ class Equivalent:
 
 
 def load_equivalents(path: Path) -> list[Equivalent]:
-    """The entries of one TOML file, or of every ``*.toml`` in a directory
-    (in name order); each must give a reason. Raises ``ValueError`` for an
+    """The entries of one TOML file, or of every ``*.toml`` below a directory
+    (in path order); each must give a reason. Raises ``ValueError`` for an
     entry without one."""
-    files = sorted(path.glob("*.toml")) if path.is_dir() else [path]
+    files = sorted(path.rglob("*.toml")) if path.is_dir() else [path]
     entries = [
         Equivalent(**entry)
         for file in files

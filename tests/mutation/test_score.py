@@ -4,18 +4,21 @@ description, and the score is killed / non-equivalent."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.mutation import __main__ as cli
-from tests.mutation.import_time import import_time_functions, mangled
+from tests.mutation.import_time import import_time_functions, mangled, mutated_path
 from tests.mutation.score import (
     Equivalent,
     Mutant,
     load_equivalents,
     load_mutants,
+    module_of,
     score,
     status_of,
 )
@@ -51,32 +54,45 @@ class Box:
 '''
 
 CODES = {
-    "kernel.sample.x_read_int__mutmut_1": 1,
-    "kernel.sample.x_read_int__mutmut_2": 0,
-    "kernel.sample.xǁBoxǁput__mutmut_1": 33,
+    "planfold.kernel.sample.x_read_int__mutmut_1": 1,
+    "planfold.kernel.sample.x_read_int__mutmut_2": 0,
+    "planfold.kernel.sample.xǁBoxǁput__mutmut_1": 33,
 }
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "mutants" / "kernel"
+    # mutmut's layout: the kernel mutated where the namespace links it.
+    folder = tmp_path / "mutants" / "src" / "planfold" / "kernel"
     folder.mkdir(parents=True)
     (folder / "sample.py").write_text(MUTATED_FILE, encoding="utf-8")
     (folder / "sample.py.meta").write_text(json.dumps({"exit_code_by_key": CODES}), encoding="utf-8")
     return tmp_path
 
 
+def test_results_outside_the_mutated_kernel_are_not_counted(root: Path) -> None:
+    # A left-over result of the old top-level layout, or of another copied
+    # tree, is not a kernel mutant.
+    old = root / "mutants" / "kernel"
+    old.mkdir()
+    (old / "sample.py").write_text(MUTATED_FILE, encoding="utf-8")
+    (old / "sample.py.meta").write_text(
+        json.dumps({"exit_code_by_key": {"kernel.sample.x_read_int__mutmut_1": 0}}), encoding="utf-8"
+    )
+    assert sorted(m.name for m in load_mutants(root)) == sorted(CODES)
+
+
 def test_mutants_are_described_by_file_function_and_change(root: Path) -> None:
     mutants = {mutant.name: mutant for mutant in load_mutants(root)}
-    first = mutants["kernel.sample.x_read_int__mutmut_1"]
+    first = mutants["planfold.kernel.sample.x_read_int__mutmut_1"]
     assert (first.status, first.file, first.function) == ("killed", "kernel/sample.py", "read_int")
     assert (first.original, first.mutated) == (
         "if minimum is not None and value < minimum:",
         "if minimum is not None and value <= minimum:",
     )
-    second = mutants["kernel.sample.x_read_int__mutmut_2"]
+    second = mutants["planfold.kernel.sample.x_read_int__mutmut_2"]
     assert (second.status, second.mutated) == ("survived", 'raise ValueError("XXtoo smallXX")')
-    method = mutants["kernel.sample.xǁBoxǁput__mutmut_1"]
+    method = mutants["planfold.kernel.sample.xǁBoxǁput__mutmut_1"]
     assert (method.status, method.function) == ("no tests", "Box.put")
     assert method.original.endswith('where="top"):') and method.mutated.endswith('where="XXtopXX"):')
 
@@ -93,7 +109,7 @@ def test_equivalents_match_by_description_and_leave_the_denominator(root: Path) 
     stale = Equivalent("kernel/sample.py", "read_int", "gone", "gone too", "a line that no longer exists here")
     result = score(mutants, [listed, stale])
     assert (result.total, result.killed, result.non_equivalent) == (3, 1, 2)
-    assert [m.name for m in result.equivalent] == ["kernel.sample.x_read_int__mutmut_2"]
+    assert [m.name for m in result.equivalent] == ["planfold.kernel.sample.x_read_int__mutmut_2"]
     assert [m.status for m in result.not_killed] == ["no tests"]
     assert result.stale == (stale,)
     assert result.percent == 50.0
@@ -139,24 +155,73 @@ def test_the_committed_equivalents_load_and_each_names_a_kernel_file() -> None:
 
 
 def test_each_equivalents_file_lists_only_its_own_module() -> None:
-    for listing in sorted(cli.EQUIVALENTS.glob("*.toml")):
+    listings = sorted(cli.EQUIVALENTS.rglob("*.toml"))
+    assert listings
+    for listing in listings:
         files = {entry.file for entry in load_equivalents(listing)}
-        assert files <= {f"kernel/{listing.stem}.py"}, listing.name
+        assert all(cli.listing_of(file) == listing for file in files), listing
 
 
-def test_equivalents_load_from_every_file_of_a_directory_in_name_order(tmp_path: Path) -> None:
+def test_an_equivalents_file_is_laid_out_like_the_kernel_module_it_lists() -> None:
+    assert cli.listing_of("kernel/plan/mode.py") == cli.EQUIVALENTS / "plan" / "mode.toml"
+    assert cli.listing_of("kernel/plan/__init__.py") == cli.EQUIVALENTS / "plan" / "__init__.toml"
+    assert cli.listing_of("kernel/log.py") == cli.EQUIVALENTS / "log.toml"
+
+
+def test_equivalents_load_from_every_file_below_a_directory_in_path_order(tmp_path: Path) -> None:
     entry = '[[equivalent]]\nfile = "kernel/{0}.py"\nfunction = "f"\nline = "a"\nmutant = "b"\nreason = "{1}"\n'
+    (tmp_path / "plan").mkdir()
+    (tmp_path / "plan" / "mode.toml").write_text(entry.format("plan/mode", "the flag is read only for its truth"))
     (tmp_path / "b.toml").write_text(entry.format("b", "both branches return the same value"))
     (tmp_path / "a.toml").write_text(entry.format("a", "the value is overwritten before use"))
     (tmp_path / "notes.md").write_text("not a listing")
-    assert [e.file for e in load_equivalents(tmp_path)] == ["kernel/a.py", "kernel/b.py"]
+    assert [e.file for e in load_equivalents(tmp_path)] == ["kernel/a.py", "kernel/b.py", "kernel/plan/mode.py"]
+
+
+@pytest.mark.parametrize(
+    ("file", "module"),
+    [
+        ("kernel/log.py", "planfold.kernel.log"),
+        ("kernel/plan/mode.py", "planfold.kernel.plan.mode"),
+        ("kernel/plan/__init__.py", "planfold.kernel.plan"),
+        ("kernel/__init__.py", "planfold.kernel"),
+    ],
+)
+def test_a_kernel_file_is_mutated_as_its_module_in_the_namespace(file: str, module: str) -> None:
+    assert module_of(file) == module
+
+
+def test_re_running_a_module_selects_its_own_mutants_and_not_its_submodules() -> None:
+    names = [
+        "planfold.kernel.plan.x_read__mutmut_1",
+        "planfold.kernel.plan.xǁPlanǁstatus__mutmut_2",
+        "planfold.kernel.plan.mode.x_decide__mutmut_1",
+        "planfold.kernel.plan.modex.x_decide__mutmut_1",
+        "planfold.kernel.log.x_check__mutmut_1",
+    ]
+
+    def chosen(file: str) -> list[str]:
+        return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in cli.module_patterns(file))]
+
+    assert chosen("kernel/plan/__init__.py") == names[:2]
+    assert chosen("kernel/plan/mode.py") == ["planfold.kernel.plan.mode.x_decide__mutmut_1"]
+
+
+def test_fresh_interpreters_find_the_mutated_tree_before_any_installed_copy(tmp_path: Path) -> None:
+    env = mutated_path(tmp_path, {"PYTHONPATH": "/installed/src"})
+    assert env["PYTHONPATH"].split(os.pathsep) == [
+        str(tmp_path.resolve() / "mutants" / "src"),
+        str(tmp_path.resolve() / "mutants"),
+        "/installed/src",
+    ]
+    assert mutated_path(tmp_path, {})["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path.resolve() / "mutants" / "src")
 
 
 def test_score_command_prints_the_score_and_enforces_the_floor(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["score", "--root", str(root), "--survivors"]) == 0
     out = capsys.readouterr().out
     assert "mutation score of kernel/: 1 killed / 3 non-equivalent mutants = 33.3 %" in out
-    assert "kernel.sample.xǁBoxǁput__mutmut_1" in out
+    assert "planfold.kernel.sample.xǁBoxǁput__mutmut_1" in out
     assert cli.main(["score", "--root", str(root), "--fail-under", "90"]) == 1
 
 
@@ -172,23 +237,24 @@ def test_show_names_the_mutant_and_its_change() -> None:
 @pytest.mark.parametrize(
     ("qualname", "expected"),
     [
-        ("_rows", "kernel.gate.x__rows"),
-        ("_verifying.<locals>.check", "kernel.gate.x__verifying"),
-        ("CallClassifier.__post_init__", "kernel.gate.xǁCallClassifierǁ__post_init__"),
+        ("_rows", "planfold.kernel.tools.gate.x__rows"),
+        ("_verifying.<locals>.check", "planfold.kernel.tools.gate.x__verifying"),
+        ("CallClassifier.__post_init__", "planfold.kernel.tools.gate.xǁCallClassifierǁ__post_init__"),
         ("<module>", None),
         ("<dictcomp>", None),
     ],
 )
 def test_import_time_code_maps_to_the_function_mutmut_mutates(qualname: str, expected: str | None) -> None:
-    assert mangled("kernel.gate", qualname) == expected
+    assert mangled("planfold.kernel.tools.gate", qualname) == expected
 
 
-def test_the_functions_a_fresh_kernel_import_runs_are_found() -> None:
+def test_the_functions_a_fresh_kernel_import_runs_are_found_in_every_subpackage() -> None:
     # Importing every kernel module runs at least the class bodies and the
     # module-level table builders; each comes out under its mutmut name.
     found = import_time_functions(cli.ROOT)
-    assert found
-    assert all(name.startswith("kernel.") and (".x_" in name or ".xǁ" in name) for name in found)
+    assert all(name.startswith("planfold.kernel.") and (".x_" in name or ".xǁ" in name) for name in found)
+    modules = {name.rpartition(".x")[0] for name in found}
+    assert {"planfold.kernel.plan.status", "planfold.kernel.tools.gate"} <= modules
 
 
 def test_equivalents_listed_from_the_command_line_load_and_match(
@@ -197,11 +263,12 @@ def test_equivalents_listed_from_the_command_line_load_and_match(
     listed = tmp_path / "equivalent"
     monkeypatch.setattr(cli, "EQUIVALENTS", listed)
     reason = 'the message "quoted" is never shown in this sample'
-    assert cli.main(["equivalent", "kernel.sample.x_read_int__mutmut_*", "--root", str(root), "--reason", reason]) == 0
+    pattern = "planfold.kernel.sample.x_read_int__mutmut_*"
+    assert cli.main(["equivalent", pattern, "--root", str(root), "--reason", reason]) == 0
     assert [path.name for path in listed.iterdir()] == ["sample.toml"]
     entries = load_equivalents(listed)
     assert [(e.function, e.mutant, e.reason) for e in entries] == [
         ("read_int", 'raise ValueError("XXtoo smallXX")', reason)
     ]
     assert len(score(load_mutants(root), entries).equivalent) == 1
-    assert cli.main(["equivalent", "kernel.nothing.*", "--root", str(root), "--reason", reason]) == 1
+    assert cli.main(["equivalent", "planfold.kernel.nothing.*", "--root", str(root), "--reason", reason]) == 1

@@ -1,0 +1,113 @@
+"""``python -m tests.mutation run`` tests the mutated kernel under the
+namespace: in a project laid out like this one (``kernel/`` linked into
+``src/planfold``, mutmut configured by this repository's ``source_paths`` and
+``also_copy``), with an unmutated copy of the same ``planfold`` installed
+ahead of the checkout, a planted mutant is killed by a test that imports it
+as ``planfold.kernel...``, and so is a mutant of a function that only runs at
+import time (which the harness re-tests in fresh interpreters)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.mutation import __main__ as cli
+from tests.mutation.import_time import mutated_path
+from tests.mutation.score import load_mutants
+
+TINY = '''\
+def _floors():
+    return {"high": 10}
+
+
+FLOORS = _floors()
+
+
+def reaches(value, name):
+    return value >= FLOORS[name]
+'''
+
+TEST_TINY = """\
+from planfold.kernel.tiny import FLOORS, reaches
+
+
+def test_a_value_reaches_the_floor_it_equals_and_not_one_below() -> None:
+    assert reaches(10, "high")
+    assert not reaches(9, "high")
+
+
+def test_the_high_floor_is_ten() -> None:
+    assert FLOORS == {"high": 10}
+"""
+
+
+def _config() -> str:
+    """This repository's mutmut layout, with a test selection of the tiny
+    project's own."""
+    ours = tomllib.loads((cli.ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mutmut"]
+    return (
+        "[tool.mutmut]\n"
+        f"source_paths = {ours['source_paths']!r}\n"
+        f"also_copy = {ours['also_copy']!r}\n"
+        'pytest_add_cli_args = ["-p", "no:cacheprovider"]\n'
+        'pytest_add_cli_args_test_selection = ["tests/"]\n'
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "project"
+    (root / "kernel").mkdir(parents=True)
+    (root / "kernel" / "__init__.py").write_text("")
+    (root / "kernel" / "tiny.py").write_text(TINY)
+    (root / "src" / "planfold").mkdir(parents=True)
+    (root / "src" / "planfold" / "__init__.py").write_text("")
+    (root / "src" / "planfold" / "kernel").symlink_to(Path("..", "..", "kernel"), target_is_directory=True)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_tiny.py").write_text(TEST_TINY)
+    (root / "pyproject.toml").write_text(_config())
+    # The unmutated package installed elsewhere, first on the path of every
+    # process the run starts: only mutmut's own ordering can put the mutated
+    # copy ahead of it.
+    installed = tmp_path / "site"
+    shutil.copytree(root / "src", installed)
+    monkeypatch.setenv("PYTHONPATH", str(installed))
+    (tmp_path / "equivalent").mkdir()
+    monkeypatch.setattr(cli, "EQUIVALENTS", tmp_path / "equivalent")
+    return root
+
+
+def _tiny_tests(root: Path, mutant: str, env: dict[str, str]) -> int:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/"]
+    env = {**env, "MUTANT_UNDER_TEST": mutant}
+    return subprocess.run(command, cwd=root / "mutants", env=env, capture_output=True, check=False).returncode
+
+
+@pytest.mark.slow  # a whole mutmut run and a few fresh interpreters: about ten seconds
+def test_a_planted_kernel_mutant_is_killed_under_the_namespace_not_tested_against_an_installed_copy(
+    project: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["run", "--root", str(project), "--jobs", "1"]) == 0
+    out = capfd.readouterr().out
+
+    mutants = cli.with_rechecks(project, load_mutants(project))
+    assert {m.file for m in mutants} == {"kernel/tiny.py"}
+    assert all(m.name.startswith("planfold.kernel.tiny.x_") for m in mutants)
+    planted = [m for m in mutants if m.function == "reaches"]
+    at_import = [m for m in mutants if m.function == "_floors"]
+    assert planted and at_import
+    assert [m for m in mutants if not m.killed] == []
+    assert f"{len(mutants)} killed / {len(mutants)} non-equivalent mutants = 100.0 %" in out
+
+    # The planted mutant's code path fails the test; the installed copy,
+    # which knows no mutant, passes it whatever mutant is switched on.
+    flipped = next(m for m in planted if m.mutated == "return value > FLOORS[name]")
+    assert _tiny_tests(project, flipped.name, mutated_path(project, dict(os.environ))) == 1
+    assert _tiny_tests(project, "", mutated_path(project, dict(os.environ))) == 0
+    assert _tiny_tests(project, flipped.name, dict(os.environ)) == 0
