@@ -108,6 +108,24 @@ json_values: st.SearchStrategy[JSON] = st.recursive(
 json_objects: st.SearchStrategy[Mapping[str, JSON]] = st.dictionaries(
     st.text(max_size=6), json_values, max_size=3
 )
+
+
+def nested_lists(depth: int) -> JSON:
+    """``0`` inside ``depth`` lists."""
+    value: JSON = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def nested_objects(depth: int) -> JSON:
+    """``0`` inside ``depth`` objects."""
+    value: JSON = 0
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
 words = st.from_regex(r"[a-z][a-z0-9_.-]{0,10}", fullmatch=True)
 
 LOOKALIKES = {

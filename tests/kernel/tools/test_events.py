@@ -1,9 +1,11 @@
 """Tool events: builders and strict readers agree, the gate's verdicts become
 the right events, and the strict session fold rejects a malformed tool event
-or one outside an open turn at its own seq."""
+or one outside an open turn at its own seq; the readers and the fold's check
+say exactly what is wrong."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +21,7 @@ from planfold.kernel.session import fold_session
 from planfold.kernel.tools.events import (
     ToolNotice,
     ToolResult,
+    check_tool_event,
     read_tool_call,
     read_tool_notice,
     read_tool_result,
@@ -29,7 +32,7 @@ from planfold.kernel.tools.events import (
 )
 from planfold.kernel.tools.gate import GatePolicy, Refused, check_call
 from planfold.kernel.tools.spec import ToolCall, thaw_json
-from tests.gate_helpers import PHASES, REGISTRY, json_values, small_objects
+from tests.gate_helpers import PHASES, REGISTRY, json_values, nested_lists, small_objects
 
 call_ids = st.text(min_size=1, max_size=8).filter(str.strip)
 codes = st.from_regex(r"[a-z][a-z0-9]{0,5}(-[a-z0-9]{1,4}){0,2}", fullmatch=True)
@@ -204,3 +207,79 @@ def test_the_gates_verdicts_become_events_the_strict_fold_accepts(
             append(TOOL_RESULT, tool_result_payload(call.call_id, name, ok=True, output="done"))
     append(TURN_END, {"turn": 1})
     assert fold_session(log).last_seq == len(log)
+
+
+# --------------------------------------------------------------------------
+# What the strict readers and the fold's check say
+
+
+def test_a_tool_call_payload_with_arguments_that_are_not_json_is_refused() -> None:
+    with pytest.raises(PayloadError) as caught:
+        read_tool_call({"call_id": "c1", "tool": "mystery", "arguments": {"x": float("inf")}})
+    assert str(caught.value) == "'arguments' must be a JSON value"
+    with pytest.raises(PayloadError) as built:
+        tool_call_payload(ToolCall("c1", "mystery", {"x": float("nan")}))
+    assert str(built.value) == "'arguments' must be a JSON value"
+
+
+def test_recording_a_call_with_arguments_nested_past_any_limit_is_a_payload_error() -> None:
+    deep = nested_lists(sys.getrecursionlimit() + 100)
+    with pytest.raises(PayloadError) as caught:
+        tool_call_payload(ToolCall("c1", "mystery", deep))
+    assert str(caught.value) == "'arguments' must be a JSON value"
+
+
+def test_the_tool_event_readers_name_the_payload_missing_a_key() -> None:
+    with pytest.raises(PayloadError) as call:
+        read_tool_call({"call_id": "c1", "tool": "mystery"})
+    assert str(call.value) == "tool/call payload is missing key(s) ['arguments']"
+    with pytest.raises(PayloadError) as result:
+        read_tool_result({"call_id": "c1", "tool": "mystery", "ok": True})
+    assert str(result.value) == "tool/result payload is missing key(s) ['output']"
+    with pytest.raises(PayloadError) as warning:
+        read_tool_notice({"call_id": "c1"}, TOOL_WARNING)
+    assert str(warning.value) == "tool/warning payload is missing key(s) ['code', 'phase', 'reason', 'tool']"
+
+
+@pytest.mark.parametrize("call_id", ["", "  "])
+def test_a_notice_or_result_without_a_call_id_is_refused(call_id: str) -> None:
+    with pytest.raises(PayloadError) as notice:
+        read_tool_notice(changed(GOOD_NOTICE, call_id=call_id))
+    assert str(notice.value) == "'call_id' must not be empty"
+    with pytest.raises(PayloadError) as result:
+        read_tool_result(changed(GOOD_RESULT, call_id=call_id))
+    assert str(result.value) == "'call_id' must not be empty"
+
+
+def test_a_notice_with_a_bad_code_or_phase_says_which() -> None:
+    with pytest.raises(PayloadError) as code:
+        read_tool_notice(changed(GOOD_NOTICE, code="No Way"))
+    assert str(code.value) == "'code' must be kebab-case, got 'No Way'"
+    with pytest.raises(PayloadError) as phase:
+        read_tool_notice(changed(GOOD_NOTICE, phase="napping"))
+    assert str(phase.value) == (
+        "'phase' must be one of ['plan', 'build_bootstrap', 'build_execute', 'verify'], got 'napping'"
+    )
+
+
+@pytest.mark.parametrize("kind", [TOOL_REFUSED, TOOL_WARNING])
+def test_the_fold_check_names_the_kind_of_a_malformed_notice(kind: str) -> None:
+    event = Event(seq=3, kind=kind, at=0, payload={"call_id": "c1"})
+    with pytest.raises(PayloadError) as caught:
+        check_tool_event(event, turn_open=True)
+    assert str(caught.value) == f"{kind} payload is missing key(s) ['code', 'phase', 'reason', 'tool']"
+
+
+def test_the_fold_check_refuses_a_tool_event_whose_payload_is_not_an_object() -> None:
+    event = Event(seq=2, kind=TOOL_RESULT, at=0, payload=["c1"])  # type: ignore[arg-type]
+    with pytest.raises(PayloadError) as caught:
+        check_tool_event(event, turn_open=True)
+    assert str(caught.value) == "tool/result payload must be an object"
+
+
+def test_the_fold_check_refuses_a_tool_event_outside_a_turn_with_its_kind() -> None:
+    event = Event(seq=4, kind=TOOL_CALL, at=0, payload={"call_id": "c1", "tool": "mystery", "arguments": {}})
+    with pytest.raises(ReplayError) as caught:
+        check_tool_event(event, turn_open=False)
+    err = caught.value
+    assert (err.position, err.rule, err.detail) == (4, "tool-outside-turn", "tool/call while no turn is open")
