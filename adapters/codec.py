@@ -74,6 +74,7 @@ class CodecError(AdapterError):
     """
 
     code = "codec-error"
+    codes = frozenset({"event-not-storable", "malformed-record", "payload-not-json"})
 
     def __init__(self, message: str, *, code: str, line: int | None = None) -> None:
         super().__init__(message, code=code)

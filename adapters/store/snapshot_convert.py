@@ -48,6 +48,7 @@ class SnapshotError(AdapterError):
     snapshot bytes do not decode to the declared type (``snapshot-malformed``)."""
 
     code = "snapshot-malformed"
+    codes = frozenset({"snapshot-unsupported"})
 
 
 # JSON kinds, used to pick a union member on decode.

@@ -64,6 +64,8 @@ class GoalCommandError(GoalError):
     ``missing-objective`` (``/goal new`` or ``/goal edit`` with no text),
     ``unexpected-argument`` (text after a verb that takes none)."""
 
+    codes = frozenset({"missing-objective", "unexpected-argument"})
+
 
 @dataclass(frozen=True, slots=True)
 class GoalCommand:

@@ -19,8 +19,9 @@ Refusals, in the order they are checked:
    the system (``SYSTEM_BLOCK_CODES``);
 2. ``GoalOperationError`` with one of ``GOAL_ERROR_CODES``: ``not-found``
    (no current goal), ``goal-mismatch`` (the ref names another goal),
-   ``stale-revision`` (the ref names the current goal at another revision), ``already-exists`` (create over an unfinished goal, or with an
-   id already used in this session: ids are never reused, even after clear),
+   ``stale-revision`` (the ref names the current goal at another revision),
+   ``already-exists`` (create over an unfinished goal, or with an id already
+   used in this session: ids are never reused, even after clear),
    ``invalid-transition`` (no row in ``TRANSITION_TABLE``, a resume with no
    rounds left, or of a goal that is already active and armed),
    ``invalid-edit`` (an edit given neither an objective nor a cap),
@@ -119,6 +120,8 @@ class GoalOperationError(GoalError):
     ``GOAL_ERROR_CODES``. ``operation`` names the refused operation (or
     ``round`` for a round that cannot start) and ``current`` the ref of the
     current goal (``None`` when there is none)."""
+
+    codes = frozenset(GOAL_ERROR_CODES) - {"not-authorized", "missing-objective", "unexpected-argument"}
 
     def __init__(
         self, message: str, *, code: str, operation: str, current: GoalRef | None

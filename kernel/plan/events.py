@@ -63,6 +63,27 @@ class PlanChangeError(PlanError):
     was asked for and ``detail`` says why it was refused.
     """
 
+    #: ``no-plan``, and every rule of the plan fold (``plan.status``).
+    codes = frozenset(
+        {
+            "no-plan",
+            "malformed-payload",
+            "transition-not-allowed",
+            "wrong-mode",
+            "id-reused",
+            "plan-mismatch",
+            "stale-revision",
+            "revision-gap",
+            "approval-mismatch",
+            "hash-mismatch",
+            "invalid-spec",
+            "invalid-summary",
+            "rewrite-without-change",
+            "unknown-todo",
+            "todo-unchanged",
+        }
+    )
+
     def __init__(self, action: str, code: str, detail: str) -> None:
         super().__init__(f"cannot {action} the plan: {detail}", code=code)
         self.action = action

@@ -55,6 +55,8 @@ class ExitPlanError(PlanError):
     deployment has no way to ask a human), ``invalid-plan`` (the model's plan
     is empty or does not start with a ``# `` heading)."""
 
+    codes = frozenset({"not-in-plan-mode", "no-review-channel", "invalid-plan"})
+
 
 @dataclass(frozen=True, slots=True)
 class ReviewRequest:
@@ -170,6 +172,8 @@ def decide_review(answer: ReviewAnswer) -> ReviewOutcome:
 
 class PlanCommandError(PlanError):
     """A ``/plan`` command the user must correct. Code: ``attachments-with-off``."""
+
+    codes = frozenset({"attachments-with-off"})
 
 
 @dataclass(frozen=True, slots=True)

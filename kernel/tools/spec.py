@@ -125,6 +125,19 @@ class ToolSpecError(GateError):
     ``Classification`` or ``CallClassifier``; ``tool`` is then empty).
     """
 
+    codes = frozenset(
+        {
+            "invalid-tool-name",
+            "invalid-tool-field",
+            "effect-category-conflict",
+            "hint-not-mcp",
+            "runtime-owned-name",
+            "duplicate-tool",
+            "tool-name-case-collision",
+            "invalid-classification",
+        }
+    )
+
     def __init__(self, message: str, *, code: str, tool: str) -> None:
         super().__init__(message, code=code)
         self.tool = tool

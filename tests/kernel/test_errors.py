@@ -17,7 +17,7 @@ from planfold.kernel.errors import ConflictError, KernelError, PayloadError, Rep
         ReplayError(7, "seq-gap", "expected seq 7, found 9"),
         ConflictError("s1", 3, 5),
         PayloadError("'turn' must be an integer"),
-        KernelError("custom refusal", code="custom-code"),
+        PayloadError("unknown operation 'x'", code="unknown-operation"),
     ],
 )
 def test_an_error_survives_pickling_with_every_attribute(error: KernelError) -> None:
@@ -40,13 +40,16 @@ def test_a_replay_error_says_where_and_why() -> None:
     assert str(err) == err.message == "invalid log at seq 4 [time-regressed]: at went back"
 
 
-def test_an_error_code_or_rule_that_is_not_kebab_case_is_a_programming_error() -> None:
-    with pytest.raises(ValueError, match=r"^error code 'Bad_Code' is not kebab-case$"):
-        KernelError("x", code="Bad_Code")
+def test_a_code_its_class_does_not_declare_or_a_rule_that_is_not_kebab_case_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match=r"^'my-code' is not a declared code of KernelError$"):
+        KernelError("x", code="my-code")
+    with pytest.raises(ValueError, match=r"^'unknown-phase' is not a declared code of PayloadError$"):
+        PayloadError("x", code="unknown-phase")
     with pytest.raises(ValueError, match=r"^replay rule 'SeqGap' is not kebab-case$"):
         ReplayError(1, "SeqGap", "x")
     assert KernelError("plain").code == "kernel-error"
-    assert KernelError("coded", code="my-code").code == "my-code"
+    assert PayloadError("coded", code="unknown-version").code == "unknown-version"
+    assert PayloadError("named", code="malformed-payload").code == "malformed-payload"
 
 
 @pytest.mark.parametrize(
