@@ -55,6 +55,24 @@ def test_a_misused_verb_is_refused(text: str, code: str) -> None:
     assert info.value.code == code
 
 
+@pytest.mark.parametrize(
+    ("text", "code", "message"),
+    [
+        ("/goal NEW", "missing-objective", "/goal new needs an objective after it"),
+        ("/goal Edit   ", "missing-objective", "/goal edit needs an objective after it"),
+        (
+            "/goal PAUSE now",
+            "unexpected-argument",
+            "/goal pause takes nothing after it; to set a goal that starts with 'PAUSE', write /goal new PAUSE now",
+        ),
+    ],
+)
+def test_a_misused_goal_verb_is_refused_with_the_verb_in_lower_case(text: str, code: str, message: str) -> None:
+    with pytest.raises(GoalCommandError) as caught:
+        parse_goal_command(text)
+    assert (caught.value.code, str(caught.value)) == (code, message)
+
+
 @given(st.sampled_from(sorted(CONTROL_VERBS)), st.sampled_from(["", " ", "  \t"]))
 def test_a_control_verb_is_never_an_objective(verb: str, tail: str) -> None:
     for spelling in (verb, verb.upper(), verb.title()):

@@ -14,15 +14,17 @@ from planfold.kernel.goal.continuation import (
     ContinueDecision,
     ContinueFacts,
     budget_block,
+    round_message,
     should_continue,
 )
-from planfold.kernel.goal.fold import fold_goal
-from planfold.kernel.goal.ops import BUDGET_BLOCK_CODE, GoalError, edit, resume
+from planfold.kernel.goal.fold import GoalState, fold_goal
+from planfold.kernel.goal.ops import BUDGET_BLOCK_CODE, GoalError, GoalOperationError, edit, resume
 from planfold.kernel.goal.values import (
     ARMED,
     DISARMED,
     PHASES,
     Activation,
+    GoalRef,
     GoalSnapshot,
     activation_after,
     session_started,
@@ -62,6 +64,32 @@ def test_round_message_refuses(phase: str | None, rounds: int, code: str) -> Non
     assert log.events == events
 
 
+def test_a_round_without_a_goal_is_refused_naming_the_round() -> None:
+    with pytest.raises(GoalOperationError) as caught:
+        round_message(GoalState(), "go on", seq=1, at=1)
+    err = caught.value
+    assert (err.code, err.operation, err.current) == ("not-found", "round", None)
+    assert str(err) == "there is no current goal to start a round of"
+
+
+def test_a_round_of_a_paused_goal_is_refused_with_the_phase() -> None:
+    log = goal_in("paused", max_rounds=2)
+    with pytest.raises(GoalOperationError) as caught:
+        log.round()
+    err = caught.value
+    assert (err.code, err.operation, err.current) == ("invalid-transition", "round", GoalRef("g1", 2))
+    assert str(err) == "cannot start a round of goal 'g1': the goal is paused"
+
+
+def test_a_round_past_the_budget_is_refused_with_the_count() -> None:
+    log = goal_in("active", max_rounds=1, rounds=1)
+    with pytest.raises(GoalOperationError) as caught:
+        log.round()
+    err = caught.value
+    assert (err.code, err.operation, err.current) == ("invalid-transition", "round", GoalRef("g1", 1))
+    assert str(err) == "cannot start a round of goal 'g1': all 1 rounds are started"
+
+
 def test_reaching_the_cap_blocks_with_the_policy_code() -> None:
     log = goal_in("active", max_rounds=2, rounds=1)
     assert budget_block(log.state, seq=log.seq, at=log.tick()) is None
@@ -82,6 +110,18 @@ def test_reaching_the_cap_blocks_with_the_policy_code() -> None:
     log.run(edit, log.ref, max_rounds=4, actor="user")
     log.run(resume, log.ref, DISARMED, actor="user")
     assert should_continue(log.goal, ARMED, FACTS) == ContinueDecision(True, None, 3)
+
+
+def test_a_spent_budget_blocks_the_goal_saying_how_to_go_on() -> None:
+    log = goal_in("active", max_rounds=1, rounds=1)
+    event = budget_block(log.state, seq=log.seq, at=log.tick())
+    assert event is not None
+    goal = event.payload["goal"]
+    assert isinstance(goal, dict)
+    assert goal["blocked_reason"] == {
+        "code": "round-limit",
+        "message": "the goal has started all 1 of its rounds; raise max_rounds and resume to continue",
+    }
 
 
 def test_a_restart_keeps_the_goal_but_needs_a_human_resume() -> None:

@@ -363,6 +363,15 @@ def test_refusal_carries_its_context() -> None:
     assert (info.value.operation, info.value.current) == ("pause", log.ref)
 
 
+def test_completing_a_complete_goal_lists_the_phases_it_is_allowed_from() -> None:
+    log = goal_in("complete")
+    with pytest.raises(GoalOperationError) as caught:
+        log.run(complete, GoalRef("g1", 2), actor="user")
+    err = caught.value
+    assert (err.code, err.operation, err.current) == ("invalid-transition", "complete", GoalRef("g1", 2))
+    assert str(err) == "cannot complete goal 'g1' while it is complete (allowed from: active, paused, blocked)"
+
+
 # --------------------------------------------------------------------------
 # Authority
 

@@ -1,5 +1,5 @@
 """The ``goal/change`` payloads: builders and strict readers agree, and every
-shape problem is a typed error naming its rule."""
+shape problem is a typed error naming its rule and saying what is wrong."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from planfold.kernel.goal.values import (
     read_goal_change,
     snapshot_payload,
 )
+from planfold.kernel.payload import JSON, JSONObject
 
 kebab = st.from_regex(r"\A[a-z][a-z0-9]{0,5}(-[a-z0-9]{1,4}){0,2}\Z")
 trimmed = st.text(min_size=1, max_size=12).map(str.strip).filter(bool)
@@ -157,6 +158,69 @@ def test_a_payload_that_is_not_an_object_is_refused() -> None:
     with pytest.raises(PayloadError) as info:
         read_goal_change(["version", 1])  # type: ignore[arg-type]
     assert info.value.code == "malformed-payload"
+
+
+def payload_refusal(payload: JSONObject) -> tuple[str, str]:
+    """The code and message ``read_goal_change`` refuses ``payload`` with."""
+    with pytest.raises(PayloadError) as caught:
+        read_goal_change(payload)
+    return caught.value.code, str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (
+            ("goal", "blocked_reason"),
+            {"code": "Needs Input", "message": "which database?"},
+            "goal 'blocked_reason' 'code' must be a kebab-case string",
+        ),
+        (
+            ("goal", "blocked_reason"),
+            {"code": "needs-input", "message": " which database? "},
+            "goal 'blocked_reason' 'message' must be a non-empty string without surrounding space",
+        ),
+        (
+            ("goal", "phase"),
+            "active",
+            "goal 'blocked_reason' must be an object exactly when the phase is blocked",
+        ),
+    ],
+    ids=["code-not-kebab-case", "padded-message", "reason-on-an-active-goal"],
+)
+def test_a_bad_blocked_reason_is_refused_saying_what_is_wrong(
+    path: tuple[str, ...], value: object, message: str
+) -> None:
+    assert payload_refusal(mutated(SNAPSHOT, path, value)) == ("malformed-payload", message)
+
+
+def test_an_unknown_version_is_refused_naming_it() -> None:
+    assert payload_refusal({"version": 3, "operation": "clear"}) == (
+        "unknown-version",
+        "unknown goal/change version 3",
+    )
+
+
+def clear_with(**fields: JSON) -> JSONObject:
+    return {**CLEAR, **fields}
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (
+            {"version": 1, "operation": "clear", "cleared": {"id": "g1", "revision": 2}},
+            "goal/change clear payload is missing key(s) ['cleared_at']",
+        ),
+        (clear_with(cleared={"id": "g1"}), "goal/change 'cleared' is missing key(s) ['revision']"),
+        (clear_with(cleared={"id": "", "revision": 2}), "cleared 'id' must be a non-empty string"),
+        (clear_with(cleared={"id": "g1", "revision": 0}), "'revision' must be >= 1, got 0"),
+        (clear_with(cleared_at=-1), "'cleared_at' must be >= 0, got -1"),
+    ],
+    ids=["missing-cleared-at", "cleared-without-revision", "empty-id", "revision-zero", "negative-time"],
+)
+def test_a_malformed_clear_tombstone_is_refused_naming_the_fault(payload: JSONObject, message: str) -> None:
+    assert payload_refusal(payload) == ("malformed-payload", message)
 
 
 def test_payloads_have_version_one() -> None:
