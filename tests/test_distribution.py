@@ -1,0 +1,130 @@
+"""The distribution as a runtime developer installs it: one import package,
+``planfold``, that lives beside distributions owning the names ``kernel`` and
+``adapters``, and a public surface that a consumer's ``mypy --strict`` sees.
+
+The wheel is built from this checkout without build isolation (setuptools is
+in the dev extra) and installed into a fresh virtual environment; msgspec, the
+adapters' one dependency, comes from the test's own environment through a
+path entry, so nothing is fetched."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import planfold.kernel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*command: str | Path, cwd: Path | None = None) -> str:
+    done = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"{command} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def _wheel(source: Path, out: Path) -> Path:
+    _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", out, source)
+    [wheel] = out.glob("*.whl")
+    return wheel
+
+
+def _stand_in(tmp: Path) -> Path:
+    """A distribution that ships top-level ``kernel`` and ``adapters``, as
+    the PyPI distributions of those names do."""
+    project = tmp / "stand-in"
+    bodies = {"kernel": "class Kernel:\n    name = 'stand-in'\n", "adapters": "ADAPTERS = 'stand-in'\n"}
+    for name, body in bodies.items():
+        (project / name).mkdir(parents=True)
+        (project / name / "__init__.py").write_text(body, encoding="utf-8")
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent(
+            """
+            [build-system]
+            requires = ["setuptools>=77"]
+            build-backend = "setuptools.build_meta"
+
+            [project]
+            name = "stand-in-kernel-adapters"
+            version = "1.0"
+
+            [tool.setuptools]
+            packages = ["kernel", "adapters"]
+            """
+        ),
+        encoding="utf-8",
+    )
+    return _wheel(project, tmp / "stand-in-dist")
+
+
+@pytest.fixture(scope="module")
+def planfold_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _wheel(ROOT, tmp_path_factory.mktemp("dist"))
+
+
+def test_the_wheel_installs_exactly_one_top_level_package_planfold(planfold_wheel: Path) -> None:
+    names = zipfile.ZipFile(planfold_wheel).namelist()
+    tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert tops == {"planfold"}
+    assert "planfold/kernel/py.typed" in names and "planfold/adapters/py.typed" in names
+    assert "planfold/kernel/plan/mode.py" in names and "planfold/adapters/store/sqlite.py" in names
+
+
+def test_planfold_and_a_distribution_owning_kernel_and_adapters_install_and_import_side_by_side(
+    planfold_wheel: Path, tmp_path: Path
+) -> None:
+    env = tmp_path / "env"
+    venv.create(env, with_pip=False)
+    python = env / "bin" / "python"
+    site = Path(_run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
+    # msgspec (and nothing of planfold: the editable install is a .pth that
+    # a path entry does not run) from the test's own environment
+    (site / "zz-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    pip = (sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", "--no-index")
+    _run(*pip, _stand_in(tmp_path), planfold_wheel)
+    probe = (
+        "import kernel, adapters, planfold, planfold.kernel, planfold.adapters.store.sqlite;"
+        "from planfold.kernel.plan import fold_plan_mode;"
+        f"print(kernel.Kernel.name, adapters.ADAPTERS, planfold.kernel.__file__.startswith({str(site)!r}),"
+        " fold_plan_mode([]))"
+    )
+    assert _run(python, "-c", probe, cwd=tmp_path).split() == ["stand-in", "stand-in", "True", "False"]
+    # removing the stand-in leaves planfold whole
+    _run(sys.executable, "-m", "pip", "--python", python, "uninstall", "--quiet", "--yes", "stand-in-kernel-adapters")
+    assert _run(python, "-c", "import planfold.kernel.goal; print('ok')", cwd=tmp_path).strip() == "ok"
+    assert not (site / "kernel").exists() and (site / "planfold" / "kernel" / "__init__.py").is_file()
+
+
+def test_a_consumer_importing_every_public_name_type_checks_under_mypy_strict(tmp_path: Path) -> None:
+    names = sorted(planfold.kernel.__all__)
+    machines = {name: sorted(getattr(planfold.kernel, name).__all__) for name in ("plan", "goal", "tools")}
+    lines = ["from __future__ import annotations", "", "from planfold.kernel import ("]
+    lines += [f"    {name}," for name in names]
+    lines.append(")")
+    for machine, exported in machines.items():
+        lines.append(f"from planfold.kernel.{machine} import (")
+        lines += [f"    {name} as {machine}_{name}," for name in exported]
+        lines.append(")")
+    lines += ["", "every = ["]
+    lines += [f"    {name}," for name in names]
+    lines += [f"    {machine}_{name}," for machine, exported in machines.items() for name in exported]
+    lines += ["]", "print(len(every))", ""]
+    consumer = tmp_path / "consumer.py"
+    consumer.write_text("\n".join(lines), encoding="utf-8")
+    mypy = (sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / ".mypy"))
+    out = subprocess.run(
+        [*mypy, str(consumer)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Success: no issues found in 1 source file" in out.stdout
