@@ -13,6 +13,7 @@ from planfold.kernel.errors import PayloadError
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.capsule import (
     CAPSULE_FIELDS,
+    StateCapsule,
     build_capsule,
     capsule_from_json,
     capsule_matches,
@@ -21,11 +22,14 @@ from planfold.kernel.plan.capsule import (
     render_capsule,
 )
 from planfold.kernel.plan.events import approve_event, draft_event, rewrite_event
-from planfold.kernel.plan.spec import PlanSpec
+from planfold.kernel.plan.spec import PlanSpec, SummaryView
 from planfold.kernel.session import SessionState, fold_session
+from tests.fuzz.seeds import seed_logs
 from tests.plan_helpers import Session, spec, valid_specs
 
 GOAL: dict[str, JSON] = {"id": "g1", "revision": 2, "phase": "active", "objective": "ship the exporter"}
+#: A session whose plan was sent back for realignment (a seed of the fuzz corpus).
+REALIGNED = fold_session(seed_logs()[3])
 
 
 def planned(the_spec: PlanSpec | None = None) -> Session:
@@ -116,3 +120,45 @@ def test_render_names_plan_summary_and_goal() -> None:
     assert "Plan p1, revision 1, draft." in text
     assert "Goal of the plan: Add an export command" in text
     assert "ship the exporter" in text
+
+
+def test_a_capsule_renders_every_part() -> None:
+    summary = SummaryView("Fix it", ("Read", "Change"), ("No API change", "Keep tests"), ("make test", "make lint"), ())
+    capsule = StateCapsule(
+        "build", "build_execute", "p1", 2, "executing", "abc", "scope moved", summary, '{"a":1}', "f" * 64
+    )
+    assert render_capsule(capsule) == (
+        "Session state (capsule ffffffffffff): mode build, phase build_execute.\n"
+        "Plan p1, revision 2, executing.\n"
+        "Realignment needed: scope moved\n"
+        "Goal of the plan: Fix it\n"
+        "Key steps: Read; Change\n"
+        "Constraints: No API change; Keep tests\n"
+        "Verify: make test; make lint\n"
+        "Active todos: none\n"
+        'Goal: {"a":1}\n'
+    )
+
+
+def test_a_capsule_keeps_the_realignment_note_and_its_hash_covers_it() -> None:
+    assert REALIGNED.plan.realign == "an edit left the scope"
+    capsule = build_capsule(REALIGNED)
+    assert capsule.realign == "an edit left the scope"
+    stored = capsule_to_json(capsule)
+    assert capsule_from_json(stored) == capsule
+    with pytest.raises(PayloadError, match="hash does not match"):
+        capsule_from_json({**stored, "realign": "nothing to see"})
+
+
+def test_a_capsule_with_non_ascii_goal_text_round_trips() -> None:
+    capsule = build_capsule(SessionState(), {"objective": "café ☕", "rounds": 2})
+    assert capsule.goal == {"objective": "café ☕", "rounds": 2}
+    assert capsule_from_json(capsule_to_json(capsule)) == capsule
+
+
+def test_a_capsule_matches_only_with_the_goal_it_was_built_with() -> None:
+    goal: dict[str, JSON] = {"objective": "ship it"}
+    capsule = build_capsule(REALIGNED, goal)
+    assert capsule_matches(capsule, REALIGNED, goal)
+    assert not capsule_matches(capsule, REALIGNED)
+    assert not capsule_matches(build_capsule(REALIGNED), REALIGNED, goal)

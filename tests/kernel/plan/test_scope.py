@@ -40,6 +40,36 @@ def test_blank_and_absolute_patterns_cover_nothing() -> None:
     assert path_in_scope("a/b.py", ["."])
 
 
+@pytest.mark.parametrize(
+    ("path", "patterns"),
+    [
+        ("/etc/passwd", ["/etc"]),
+        ("/etc/passwd", ["/"]),
+        ("", ["."]),
+        ("..", ["."]),
+        ("..", [".."]),
+        ("../outside.py", ["."]),
+    ],
+)
+def test_a_path_that_leaves_the_workspace_is_in_no_scope(path: str, patterns: list[str]) -> None:
+    assert not path_in_scope(path, patterns)
+
+
+@pytest.mark.parametrize(
+    ("path", "pattern", "covered"),
+    [
+        ("src/a.py", "src/", True),
+        ("src/a.py", "src//", True),
+        ("src/a.py", "src ", False),
+        ("build/other.py", "build/X", False),
+        ("build/X/a.py", "build/X/", True),
+        ("X/a.py", "X/", True),
+    ],
+)
+def test_patterns_are_literal_but_for_trailing_slashes(path: str, pattern: str, covered: bool) -> None:
+    assert path_in_scope(path, [pattern]) is covered
+
+
 def test_every_violation_is_listed() -> None:
     verdict = check_scope(
         SCOPED,

@@ -1,9 +1,11 @@
-"""PlanSpec checks, summary adoption, views, content hash and wire forms."""
+"""PlanSpec checks (every problem with its code, place and message), summary
+candidates and their adoption, the views, the content hash, the stored form
+and the exit_plan_mode decoder."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
@@ -17,8 +19,10 @@ from planfold.kernel.plan.spec import (
     PlanScope,
     PlanSpec,
     PlanSpecError,
+    SpecProblem,
     SummaryView,
     Todo,
+    TodoStatus,
     active_todo_ids,
     require_valid_spec,
     spec_hash,
@@ -100,6 +104,45 @@ def test_emptying_a_required_part_is_always_caught(s: PlanSpec, part: str) -> No
     assert len(problems) == 1 and problems[0].where == part and is_kebab_case(problems[0].code)
 
 
+def test_an_unknown_todo_status_is_reported_at_the_todo_with_the_status_it_has() -> None:
+    odd = spec(todos_=(Todo("t1", "flags"), Todo("t2", "exporter", cast(TodoStatus, "later"))))
+    assert validate_plan_spec(odd) == (SpecProblem("unknown-todo-status", "todos[1].status", "'later'"),)
+
+
+def test_a_blank_todo_text_is_reported_at_the_todo_text() -> None:
+    blank = spec(todos_=(Todo("t1", " "),))
+    assert validate_plan_spec(blank) == (SpecProblem("blank-item", "todos[0].text", "must not be blank"),)
+
+
+def test_blank_items_of_steps_and_constraints_are_reported_at_their_index() -> None:
+    blank = spec(steps=("parse flags", "  "), constraints=("", "no new dependencies"))
+    assert validate_plan_spec(blank) == (
+        SpecProblem("blank-item", "steps[1]", "must not be blank"),
+        SpecProblem("blank-item", "constraints[0]", "must not be blank"),
+    )
+
+
+def test_blank_scope_paths_and_effects_are_reported_at_their_index() -> None:
+    scoped = spec(scope=PlanScope(paths=("src/", " "), effects=("",)))
+    assert validate_plan_spec(scoped) == (
+        SpecProblem("blank-item", "scope.paths[1]", "must not be blank"),
+        SpecProblem("blank-item", "scope.effects[0]", "must not be blank"),
+    )
+
+
+def test_empty_constraints_and_scope_lists_are_fine() -> None:
+    assert validate_plan_spec(spec(constraints=(), scope=PlanScope())) == ()
+
+
+def test_the_spec_error_message_lists_every_problem_with_its_place() -> None:
+    bad = spec(steps=(" ",), scope=PlanScope(effects=(" ",)))
+    with pytest.raises(PlanSpecError) as info:
+        require_valid_spec(bad)
+    assert str(info.value) == (
+        "the plan is not a valid PlanSpec: steps[0]: must not be blank; scope.effects[0]: must not be blank"
+    )
+
+
 # --------------------------------------------------------------------------
 # Summary candidates
 
@@ -144,6 +187,47 @@ def test_no_candidate_means_the_runtime_summary_and_says_so() -> None:
     assert adoption.reason == "summary_candidate: the model sent none"
 
 
+def candidate(**change: Any) -> dict[str, Any]:
+    return {**GOOD_CANDIDATE, **change}
+
+
+@pytest.mark.parametrize(
+    ("goal", "problem"),
+    [
+        (5, SpecProblem("wrong-type", "goal", "must be a string")),
+        (["g"], SpecProblem("wrong-type", "goal", "must be a string")),
+        ("", SpecProblem("empty-field", "goal", "must not be empty")),
+        (" \n", SpecProblem("empty-field", "goal", "must not be empty")),
+    ],
+)
+def test_a_bad_summary_goal_is_reported_at_the_goal(goal: object, problem: SpecProblem) -> None:
+    assert validate_summary_candidate(candidate(goal=goal), spec()) == (problem,)
+
+
+@pytest.mark.parametrize("key", ["key_steps", "verify"])
+def test_an_empty_required_summary_list_is_reported_at_its_field(key: str) -> None:
+    assert validate_summary_candidate(candidate(**{key: []}), spec()) == (
+        SpecProblem("empty-field", key, "must not be empty"),
+    )
+
+
+@pytest.mark.parametrize("key", ["key_steps", "constraints", "verify"])
+def test_a_blank_summary_item_is_reported_at_its_index(key: str) -> None:
+    assert validate_summary_candidate(candidate(**{key: ["fine", " "]}), spec()) == (
+        SpecProblem("blank-item", f"{key}[1]", "must not be blank"),
+    )
+
+
+def test_a_missing_summary_field_does_not_stop_the_checks_of_the_later_fields() -> None:
+    without = candidate(verify=[], active_todo_ids=["t9"])
+    del without["constraints"]
+    assert validate_summary_candidate(without, spec()) == (
+        SpecProblem("missing-field", "constraints", "required field is missing"),
+        SpecProblem("empty-field", "verify", "must not be empty"),
+        SpecProblem("unknown-todo-id", "active_todo_ids[0]", "no todo 't9' in the plan"),
+    )
+
+
 # --------------------------------------------------------------------------
 # Views
 
@@ -170,6 +254,17 @@ def test_full_view_starts_with_a_heading_and_shows_every_part(s: PlanSpec) -> No
 @given(valid_specs())
 def test_full_view_is_accepted_by_the_exit_plan_mode_review(s: PlanSpec) -> None:
     assert start_review(True, True, render_plan_content(s)).plan == render_plan_content(s)
+
+
+def test_the_full_view_of_a_plan_without_a_goal_says_so() -> None:
+    text = render_plan_content(PlanSpec(goal="  ", steps=("one",), constraints=(), verify=("v",), todos=()))
+    assert text.startswith("# Plan: (no goal)\n\n## Goal\n\n(none)\n\n## Steps\n\n1. one\n")
+
+
+def test_the_full_view_marks_blocking_open_questions() -> None:
+    questions = (OpenQuestion("which format?", blocking=True), OpenQuestion(" later? "))
+    text = render_plan_content(spec(open_questions=questions))
+    assert "\n## Open questions\n\n- (blocking) which format?\n- later?\n" in text
 
 
 def test_summary_from_another_spec_does_not_derive_from_this_one() -> None:
@@ -241,6 +336,20 @@ def test_stored_spec_reader_is_strict(mutate: Any) -> None:
         spec_from_json(payload)
 
 
+def test_a_stored_open_question_that_is_not_an_object_is_named_in_the_error() -> None:
+    payload = {**spec_to_json(spec()), "open_questions": [5]}
+    with pytest.raises(PayloadError) as info:
+        spec_from_json(payload)
+    assert info.value.message == "open question must be an object, got int"
+
+
+def test_a_stored_scope_without_effects_is_named_in_the_error() -> None:
+    payload = {**spec_to_json(spec()), "scope": {"paths": []}}
+    with pytest.raises(PayloadError) as info:
+        spec_from_json(payload)
+    assert info.value.message == "scope is missing key(s) ['effects']"
+
+
 # --------------------------------------------------------------------------
 # The exit_plan_mode decoder
 
@@ -301,3 +410,59 @@ def test_decoder_refuses_arguments_without_a_plan_object(args: object) -> None:
 @given(valid_specs())
 def test_decoder_accepts_the_stored_form_of_any_valid_spec(s: PlanSpec) -> None:
     assert decode_exit_plan_args({"plan_spec": spec_to_json(s)}).spec == s
+
+
+def test_a_decoded_todo_with_an_unknown_status_is_reported_once_at_its_own_index() -> None:
+    args = {
+        "plan_spec": {
+            "goal": "g",
+            "steps": ["s"],
+            "verify": ["v"],
+            "todos": [5, {"id": "t1", "text": "do", "status": "soon"}],
+        }
+    }
+    with pytest.raises(PlanSpecError) as info:
+        decode_exit_plan_args(args)
+    assert info.value.problems == (
+        SpecProblem("wrong-type", "plan_spec.todos[0]", "must be an object"),
+        SpecProblem(
+            "unknown-todo-status",
+            "plan_spec.todos[1].status",
+            "must be one of ['pending', 'in_progress', 'done', 'dropped']",
+        ),
+    )
+
+
+def decoder_problems(todos: list[Any], questions: list[Any] | None = None) -> tuple[SpecProblem, ...]:
+    plan: dict[str, Any] = {"goal": "g", "steps": ["s"], "verify": ["v"], "todos": todos}
+    if questions is not None:
+        plan["open_questions"] = questions
+    with pytest.raises(PlanSpecError) as info:
+        decode_exit_plan_args({"plan_spec": plan})
+    return info.value.problems
+
+
+def test_problems_of_the_items_after_one_that_is_not_an_object_keep_their_index() -> None:
+    assert decoder_problems([5, {"id": "t1", "text": " "}], [7, {"text": "db?", "blocking": True}]) == (
+        SpecProblem("wrong-type", "plan_spec.todos[0]", "must be an object"),
+        SpecProblem("wrong-type", "plan_spec.open_questions[0]", "must be an object"),
+        SpecProblem("blank-item", "plan_spec.todos[1].text", "must not be blank"),
+        SpecProblem(
+            "blocking-question", "plan_spec.open_questions[1]", "blocking question must be answered first: 'db?'"
+        ),
+    )
+
+
+def test_a_repeated_todo_id_is_reported_where_it_repeats_past_an_item_that_is_not_an_object() -> None:
+    assert decoder_problems([{"id": "a", "text": "x"}, [], {"id": "a", "text": "y"}]) == (
+        SpecProblem("wrong-type", "plan_spec.todos[1]", "must be an object"),
+        SpecProblem("duplicate-todo-id", "plan_spec.todos[2].id", "todo id 'a' repeats"),
+    )
+
+
+def test_items_that_are_not_objects_are_reported_once_each_and_nothing_is_made_up_for_them() -> None:
+    assert decoder_problems([5, None], [1.5]) == (
+        SpecProblem("wrong-type", "plan_spec.todos[0]", "must be an object"),
+        SpecProblem("wrong-type", "plan_spec.todos[1]", "must be an object"),
+        SpecProblem("wrong-type", "plan_spec.open_questions[0]", "must be an object"),
+    )

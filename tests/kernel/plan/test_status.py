@@ -1,8 +1,10 @@
-"""The plan status table, strict replay of plan/artifact events, and the event
-builders' refusals."""
+"""The plan status table, the plan/artifact payloads, strict replay of
+plan/artifact events (each refusal's rule, position and detail), the event
+builders' refusals, and what each action does to the plan."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -10,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planfold.kernel.errors import ReplayError, is_kebab_case
+from planfold.kernel.errors import PayloadError, ReplayError, is_kebab_case
 from planfold.kernel.log import PLAN_ARTIFACT, Event
 from planfold.kernel.plan.artifact import PLAN_STATUSES, STATUS_TABLE, PlanRef, PlanStatus
 from planfold.kernel.plan.checks import CHECKS
@@ -35,9 +37,9 @@ from planfold.kernel.plan.events import (
 from planfold.kernel.plan.payload import PLAN_ACTIONS, PlanAction, plan_action_payload, read_plan_action
 from planfold.kernel.plan.spec import OpenQuestion, PlanSpec, Todo, TodoStatus
 from planfold.kernel.plan.spec_json import ExitPlanArgs
-from planfold.kernel.plan.status import TRANSITIONS, fold_plans
+from planfold.kernel.plan.status import TRANSITIONS, apply_plan_event, fold_plans
 from planfold.kernel.plan.views import build_summary_view
-from planfold.kernel.session import apply_session_event, fold_session
+from planfold.kernel.session import SessionState, apply_session_event, fold_session
 from tests.plan_helpers import GOOD_CANDIDATE, Session, current_ref, drafted, executing, spec, valid_specs
 from tests.plan_helpers import plan_content as content
 
@@ -119,6 +121,58 @@ def test_payloads_round_trip(act: PlanAction) -> None:
 def test_writing_an_incomplete_action_is_a_programming_error(act: PlanAction) -> None:
     with pytest.raises(ValueError, match="needs"):
         plan_action_payload(act)
+
+
+@pytest.mark.parametrize(
+    "act",
+    [
+        PlanAction("draft", "p", 1, spec=None, summary=build_summary_view(spec()), summary_source="runtime"),
+        PlanAction("draft", "p", 1, spec=spec(), summary=None, summary_source="runtime"),
+        PlanAction("rewrite", "p", 2, spec=spec(), summary=build_summary_view(spec()), summary_source=None),
+        PlanAction("bootstrap", "p", 1, spec=None, summary=None, summary_source="model"),
+    ],
+)
+def test_a_content_action_missing_any_one_part_cannot_be_written(act: PlanAction) -> None:
+    with pytest.raises(ValueError) as info:
+        plan_action_payload(act)
+    assert str(info.value) == f"a {act.action} action needs spec, summary and summary_source"
+
+
+@pytest.mark.parametrize(
+    "act",
+    [
+        PlanAction("todo", "p", 1, todo_id="t1", todo_status=None),
+        PlanAction("todo", "p", 1, todo_id=None, todo_status="done"),
+    ],
+)
+def test_a_todo_action_missing_its_id_or_status_cannot_be_written(act: PlanAction) -> None:
+    with pytest.raises(ValueError) as info:
+        plan_action_payload(act)
+    assert str(info.value) == "a todo action needs todo_id and todo_status"
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+@pytest.mark.parametrize("action", ["approve", "reject", "start"])
+def test_a_blank_spec_hash_is_malformed(action: str, blank: str) -> None:
+    payload: dict[str, Any] = {"action": action, "plan_id": "p1", "revision": 1, "spec_hash": blank}
+    if action == "reject":
+        payload["note"] = None
+    with pytest.raises(PayloadError) as info:
+        read_plan_action(payload)
+    assert info.value.message == "'spec_hash' must not be empty"
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_blank_todo_id_is_malformed(blank: str) -> None:
+    with pytest.raises(PayloadError) as info:
+        read_plan_action({"action": "todo", "plan_id": "p1", "revision": 1, "todo_id": blank, "status": "done"})
+    assert info.value.message == "'todo_id' must not be empty"
+
+
+def test_an_unknown_todo_status_in_a_todo_action_names_the_allowed_ones() -> None:
+    with pytest.raises(PayloadError) as info:
+        read_plan_action({"action": "todo", "plan_id": "p1", "revision": 1, "todo_id": "t1", "status": "later"})
+    assert info.value.message == "'status' must be one of ['pending', 'in_progress', 'done', 'dropped'], got 'later'"
 
 
 # --------------------------------------------------------------------------
@@ -247,6 +301,80 @@ def test_execution_rules() -> None:
 
 
 # --------------------------------------------------------------------------
+# What the replay checks say: rule, position and detail
+
+
+def replay_refusal(s: Session, payload: dict[str, Any]) -> tuple[int, str, str]:
+    """(position, rule, detail) of the refusal of ``payload`` as the next event."""
+    event = Event(s.state.last_seq + 1, PLAN_ARTIFACT, s.clock + 1, payload)
+    with pytest.raises(ReplayError) as info:
+        apply_plan_event(s.state.plan, event, s.state.plan_mode)
+    assert info.value.position == event.seq
+    return info.value.position, info.value.rule, info.value.detail
+
+
+def test_a_reused_plan_id_is_named_in_the_refusal() -> None:
+    s = drafted()
+    s.add(supersede_event(s.state, s.at()))
+    _, rule, detail = replay_refusal(s, content())
+    assert (rule, detail) == ("id-reused", "plan id 'p1' was used before")
+
+
+def test_a_stale_revision_names_both_revisions() -> None:
+    s = drafted()
+    _, rule, detail = replay_refusal(s, content(revision=1, the_spec=spec(goal="other"), action="rewrite"))
+    assert (rule, detail) == ("stale-revision", "revision 1 is older than revision 2")
+
+
+def test_an_invalid_spec_refusal_lists_every_problem_separated_by_semicolons() -> None:
+    s = Session()
+    s.mode(True)
+    _, rule, detail = replay_refusal(s, content(the_spec=spec(goal=" ", steps=())))
+    assert (rule, detail) == ("invalid-spec", "goal: goal must not be empty; steps: steps must not be empty")
+
+
+def test_an_adopted_model_summary_with_rejection_reasons_is_refused_with_the_reason() -> None:
+    s = Session()
+    s.mode(True)
+    _, rule, detail = replay_refusal(s, content(summary_source="model", summary_rejected=["too long"]))
+    assert (rule, detail) == ("invalid-summary", "an adopted model summary has no rejection reasons")
+
+
+def test_a_rewrite_that_changes_nothing_says_a_rewrite_must_change_the_substance() -> None:
+    _, rule, detail = replay_refusal(drafted(), content(revision=2, action="rewrite"))
+    assert (rule, detail) == ("rewrite-without-change", "a rewrite must change the plan's substance")
+
+
+def test_the_verify_phase_refusals_say_inside_or_outside() -> None:
+    s = executing()
+    _, rule, detail = replay_refusal(s, {"action": "verify-fail", "plan_id": "p1", "revision": 1, "note": None})
+    assert (rule, detail) == ("transition-not-allowed", "only allowed inside the verify phase")
+    s.add(verify_event(s.state, s.at()))
+    _, rule, detail = replay_refusal(s, {"action": "verify", "plan_id": "p1", "revision": 1})
+    assert (rule, detail) == ("transition-not-allowed", "only allowed outside the verify phase")
+
+
+def test_an_approved_plan_whose_standing_approval_covers_another_version_does_not_start() -> None:
+    s = drafted()
+    ref = current_ref(s)
+    s.add(approve_event(s.state, ref, s.at()))
+    s.mode(False)
+    start: dict[str, Any] = {"action": "start", "plan_id": "p1", "revision": 1, "spec_hash": ref.spec_hash}
+    seq = s.state.last_seq + 1
+    event = Event(seq, PLAN_ARTIFACT, s.clock + 1, start)
+    for approval in (None, PlanRef("p1", 1, "0" * 64), PlanRef("p0", 1, ref.spec_hash)):
+        state = replace(s.state.plan, approval=approval)
+        with pytest.raises(ReplayError) as info:
+            apply_plan_event(state, event, False)
+        assert (info.value.position, info.value.rule, info.value.detail) == (
+            seq,
+            "approval-mismatch",
+            "the approval does not cover this exact version",
+        )
+    assert apply_plan_event(s.state.plan, event, False).status == "executing"
+
+
+# --------------------------------------------------------------------------
 # Builders refuse with the same rules and change nothing
 
 
@@ -276,6 +404,23 @@ def test_builders_refuse_with_typed_errors() -> None:
     assert err.value.code == "transition-not-allowed"  # the live plan is checked first
 
 
+@pytest.mark.parametrize(
+    ("build", "action"),
+    [
+        (lambda state: rewrite_event(state, spec(), None, 1), "rewrite"),
+        (lambda state: todo_event(state, "t1", "done", 1), "todo"),
+    ],
+)
+def test_a_change_to_no_plan_is_refused_naming_the_action(
+    build: Callable[[SessionState], Event], action: str
+) -> None:
+    with pytest.raises(PlanChangeError) as caught:
+        build(SessionState())
+    err = caught.value
+    assert (err.code, err.action, err.detail) == ("no-plan", action, "the session has no plan")
+    assert str(err) == f"cannot {action} the plan: the session has no plan"
+
+
 def test_reject_keeps_the_draft_and_the_feedback() -> None:
     s = drafted()
     before = s.state.plan.current
@@ -293,6 +438,51 @@ def test_verify_failure_returns_to_execution() -> None:
     with pytest.raises(PlanChangeError) as err:
         complete_event(s.state, s.at())
     assert err.value.code == "transition-not-allowed"
+
+
+def test_approving_a_rejected_draft_clears_the_feedback() -> None:
+    s = drafted()
+    s.add(reject_event(s.state, current_ref(s), "split step two", s.at()))
+    assert s.state.plan.feedback == "split step two"
+    s.add(approve_event(s.state, current_ref(s), s.at()))
+    assert s.state.plan.feedback is None and s.state.plan.status == "approved"
+
+
+def test_rewriting_a_rejected_draft_clears_the_feedback() -> None:
+    s = drafted()
+    s.add(reject_event(s.state, current_ref(s), "split step two", s.at()))
+    s.add(rewrite_event(s.state, spec(goal="Add an export command, in two steps"), None, s.at()))
+    assert s.state.plan.feedback is None
+    assert s.state.plan.current is not None and s.state.plan.current.revision == 2
+
+
+def verifying() -> Session:
+    """``executing()`` in its verify phase."""
+    s = executing()
+    s.add(verify_event(s.state, s.at()))
+    assert s.state.plan.verifying
+    return s
+
+
+def test_a_rewrite_during_verification_ends_the_verify_phase() -> None:
+    s = verifying()
+    s.add(rewrite_event(s.state, spec(goal="Another goal"), None, s.at()))
+    plan = s.state.plan
+    assert (plan.status, plan.verifying, plan.realign) == ("draft", False, "the plan was rewritten during execution")
+
+
+def test_a_realignment_during_verification_ends_the_verify_phase() -> None:
+    s = verifying()
+    s.add(realign_event(s.state, "an effect outside the scope", s.at()))
+    plan = s.state.plan
+    assert (plan.status, plan.verifying, plan.realign) == ("draft", False, "an effect outside the scope")
+
+
+@pytest.mark.parametrize("note", [None, ""])
+def test_a_realignment_without_a_reason_gets_the_default_reason(note: str | None) -> None:
+    s = verifying()
+    s.raw(PLAN_ARTIFACT, {"action": "realign", "plan_id": "p1", "revision": 1, "note": note})
+    assert s.state.plan.realign == "realignment was requested"
 
 
 def test_todo_progress_keeps_revision_and_hash_and_moves_updated_at() -> None:
