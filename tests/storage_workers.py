@@ -1,8 +1,8 @@
 """Worker processes for the storage stress tests, and the events they write.
 
-This module imports only the store and the kernel (no Hypothesis, no pytest),
-and is preloaded into the fork server, so a worker starts in milliseconds.
-Workers report through pipes and queues; they never share a store or a
+This module imports only the store, its log builders and the kernel (no
+pytest), and is preloaded into the fork server, so a worker starts in
+milliseconds. Workers report through pipes and queues; they never share a store or a
 connection with the test process.
 """
 
@@ -17,9 +17,9 @@ from multiprocessing.context import ForkServerContext
 from multiprocessing.synchronize import Event as MpEvent
 from typing import Any
 
+from planfold.adapters.store.contract_logs import batch_after, event_at
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.errors import ConflictError
-from planfold.kernel.log import PLAN_MODE, TURN_END, TURN_START, USER_MESSAGE, Event
 
 __all__ = ["batch_after", "contender", "crash_writer", "event_at", "opener", "stress_context"]
 
@@ -30,24 +30,6 @@ def stress_context() -> ForkServerContext:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload([__name__])
     return ctx
-
-
-def event_at(seq: int) -> Event:
-    """The event at ``seq`` in an endless valid log (turn, message, plan-mode
-    flip, turn end), so racing or dying writers can never disagree on content."""
-    n, phase = divmod(seq - 1, 4)
-    kind, payload = (
-        (TURN_START, {"turn": n + 1}),
-        (USER_MESSAGE, {"text": f"message {seq}", "source": None}),
-        (PLAN_MODE, {"active": n % 2 == 0}),
-        (TURN_END, {"turn": n + 1}),
-    )[phase]
-    return Event(seq, kind, seq * 10, payload)
-
-
-def batch_after(head: int, size: int) -> list[Event]:
-    """The ``size`` events that follow seq ``head``."""
-    return [event_at(head + i) for i in range(1, size + 1)]
 
 
 def contender(path: str, sessions: list[str], attempts: int, seed: int, *, start: MpEvent, out: Any) -> None:

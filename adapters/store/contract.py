@@ -1,0 +1,600 @@
+"""The store contract, published: every ``Store`` must pass these tests.
+
+Theory of operation
+-------------------
+``StoreContract`` is a base class of pytest tests. A backend (planfold's own
+memory, SQLite and PostgreSQL stores, or a third party's) runs the whole
+contract by subclassing it under a ``Test`` name and supplying one fixture,
+``store_maker``: a function that makes a fresh, empty store and says how to
+reopen it (``StoreKit``)::
+
+    import pytest
+    from planfold.adapters.store.contract import StoreContract, StoreKit
+
+    class TestMyStore(StoreContract):
+        @pytest.fixture
+        def store_maker(self, tmp_path_factory):
+            def make():
+                path = tmp_path_factory.mktemp("store") / "db"
+                return StoreKit.reopening(lambda: MyStore(path))
+            return make
+
+The maker is called once per test and once per Hypothesis example, so it may
+come from a fixture of any scope. The suite needs pytest and Hypothesis (the
+``dev`` extra). ``example_divisor`` scales down the examples of the expensive
+property tests for slow backends (the active Hypothesis profile's budget
+divided by it).
+
+What the contract pins: an unknown session is an empty build session;
+appends land in order and the projection and snapshot follow the strict
+fold; compare-and-set conflicts change nothing; an idempotency key makes a
+retried append land once and refuses a key reused for another append; bad
+events and bad requests get typed errors and write nothing; reads hand out
+fresh values; a closed store refuses everything; JSON Lines export and import
+round-trip; and a state machine of random appends, conflicts, retries, bad
+appends and reopens agrees with a model that is a list of events per session.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+
+from planfold.adapters.codec import MAX_DEPTH, CodecError, canonical_event
+from planfold.adapters.store.base import (
+    AppendRejectedError,
+    AppendResult,
+    IdempotencyMismatchError,
+    InvalidRequestError,
+    Store,
+    StoreClosedError,
+    export_session,
+    import_session,
+)
+from planfold.adapters.store.contract_logs import FULL_SCRIPT, MOVES, LogBuilder, batch_after, build_log, logs
+from planfold.adapters.store.projection import Projection, project
+from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError, is_kebab_case
+from planfold.kernel.log import Event
+from planfold.kernel.session import SessionState, fold_session
+
+__all__ = ["StoreContract", "StoreKit", "StoreMaker"]
+
+
+@dataclass
+class StoreKit:
+    """A store under test, how to reopen its storage (``reopen`` closes the
+    store and returns a new one on the same data; a store that lives only in
+    memory returns itself), and what to do once the test is over."""
+
+    store: Store
+    reopen: Callable[[], Store]
+    dispose: Callable[[], None] = lambda: None
+
+    @classmethod
+    def same(cls, store: Store) -> StoreKit:
+        """A kit whose ``reopen`` keeps the store (storage that lives in it)."""
+        return cls(store, lambda: store)
+
+    @classmethod
+    def reopening(cls, open_store: Callable[[], Store], dispose: Callable[[], None] = lambda: None) -> StoreKit:
+        """A kit that opens ``open_store()`` now and again at every ``reopen``."""
+        kit = cls(open_store(), lambda: kit.store, dispose)
+
+        def reopen() -> Store:
+            kit.store.close()
+            kit.store = open_store()
+            return kit.store
+
+        kit.reopen = reopen
+        return kit
+
+    def close(self) -> None:
+        self.store.close()
+        self.dispose()
+
+
+#: What the ``store_maker`` fixture gives: a fresh, empty store at every call.
+StoreMaker = Callable[[], StoreKit]
+
+
+def _budget(divisor: int, floor: int = 10) -> int:
+    """A fraction of the active Hypothesis profile's examples."""
+    profile = settings.default
+    return max(floor, (100 if profile is None else profile.max_examples) // divisor)
+
+
+def _session_facts(store: Store, sid: str) -> tuple[Any, ...]:
+    """Everything a caller can observe about one session."""
+    return (store.head(sid), store.read(sid), store.load(sid), store.projection(sid), store.audit(sid))
+
+
+def _assert_matches_fold(store: Store, sid: str, events: list[Event]) -> None:
+    state = fold_session(events)
+    assert store.head(sid) == len(events)
+    assert store.read(sid) == tuple(canonical_event(e) for e in events)
+    assert store.load(sid) == state
+    assert store.load(sid, incremental=True) == state
+    assert store.projection(sid) == project(state)
+    report = store.audit(sid)
+    assert report.ok, report.mismatches
+    assert report.last_seq == len(events)
+
+
+def _too_deep() -> list[Any]:
+    value: list[Any] = []
+    for _ in range(MAX_DEPTH + 1):
+        value = [value]
+    return value
+
+
+#: Events that do not continue a log at ``h``, by the fold's rule.
+REJECTS: list[tuple[str, Callable[[int], list[Event]]]] = [
+    ("seq-gap", lambda h: [Event(h + 2, "user/message", 1000, {"text": "x", "source": None})]),
+    ("seq-gap", lambda h: [*batch_after(h, 1), Event(h + 1, "turn/end", 1000, {"turn": 1})]),
+    ("time-regressed", lambda h: [Event(h + 1, "user/message", 0, {"text": "x", "source": None})]),
+    ("malformed-payload", lambda h: [Event(h + 1, "plan/mode", 1000, {"active": "yes"})]),
+    ("unknown-kind", lambda h: [Event(h + 1, "plan/whatever", 1000, {})]),
+    ("transition-not-allowed", lambda h: [Event(h + 1, "turn/end", 1000, {"turn": 9})]),
+]
+
+#: Requests no store may accept, with the typed error each gets.
+BAD_REQUEST_IDS = [
+    "empty-session-id",
+    "blank-session-id",
+    "session-id-not-text",
+    "negative-expected-seq",
+    "bool-expected-seq",
+    "no-events",
+    "events-not-a-sequence",
+    "empty-key",
+    "key-not-text",
+    "payload-bytes",
+    "not-an-event",
+    "payload-too-deep",
+    "session-id-lone-surrogate",
+    "key-lone-surrogate",
+    "expected-seq-past-64-bits",
+    "time-past-64-bits",
+    "payload-lone-surrogate",
+    "kind-not-text",
+    "kind-lone-surrogate",
+    "read-position-not-int",
+    "head-lone-surrogate",
+    "head-empty-id",
+    "load-empty-id",
+    "audit-empty-id",
+    "projection-empty-id",
+]
+BAD_REQUESTS: list[tuple[type[PlanfoldError], Callable[[Store], object]]] = [
+    (InvalidRequestError, lambda s: s.append("", 0, batch_after(0, 1))),
+    (InvalidRequestError, lambda s: s.append("  ", 0, batch_after(0, 1))),
+    (InvalidRequestError, lambda s: s.append(7, 0, batch_after(0, 1))),  # type: ignore[arg-type]
+    (InvalidRequestError, lambda s: s.append("s", -1, batch_after(0, 1))),
+    (InvalidRequestError, lambda s: s.append("s", True, batch_after(0, 1))),
+    (InvalidRequestError, lambda s: s.append("s", 0, [])),
+    (InvalidRequestError, lambda s: s.append("s", 0, iter(batch_after(0, 1)))),  # type: ignore[arg-type]
+    (InvalidRequestError, lambda s: s.append("s", 0, batch_after(0, 1), "")),
+    (InvalidRequestError, lambda s: s.append("s", 0, batch_after(0, 1), 5)),  # type: ignore[arg-type]
+    (CodecError, lambda s: s.append("s", 0, [Event(1, "user/message", 1, {"text": b"x", "source": None})])),
+    (CodecError, lambda s: s.append("s", 0, ["not an event"])),  # type: ignore[list-item]
+    (CodecError, lambda s: s.append("s", 0, [Event(1, "tool/call", 1, {"v": _too_deep()})])),
+    (InvalidRequestError, lambda s: s.append("\ud800", 0, batch_after(0, 1))),
+    (InvalidRequestError, lambda s: s.append("s", 0, batch_after(0, 1), "\udc00")),
+    (InvalidRequestError, lambda s: s.append("s", 2**63, batch_after(0, 1))),
+    (CodecError, lambda s: s.append("s", 0, [Event(1, "turn/start", 2**63, {"turn": 1})])),
+    (CodecError, lambda s: s.append("s", 0, [Event(1, "user/message", 1, {"text": "\ud800", "source": None})])),
+    (CodecError, lambda s: s.append("s", 0, [Event(1, ["turn/start"], 1, {"turn": 1})])),  # type: ignore[arg-type]
+    (CodecError, lambda s: s.append("s", 0, [Event(1, "turn/\ud800", 1, {"turn": 1})])),
+    (InvalidRequestError, lambda s: s.read("s", "0")),  # type: ignore[arg-type]
+    (InvalidRequestError, lambda s: s.head("\ud800")),
+    (InvalidRequestError, lambda s: s.head("")),
+    (InvalidRequestError, lambda s: s.load("")),
+    (InvalidRequestError, lambda s: s.audit("")),
+    (InvalidRequestError, lambda s: s.projection("")),
+]
+
+#: Changes of an append that make a reused key a different request.
+KEY_REUSES: list[Callable[[], tuple[int, list[Event]]]] = [
+    lambda: (0, [Event(1, "turn/start", 10, {"turn": 1}), Event(2, "turn/end", 20, {"turn": 1})]),
+    lambda: (0, batch_after(0, 1)),
+    lambda: (2, batch_after(2, 2)),
+]
+
+BAD_IMPORTS: list[tuple[bytes, type[Exception]]] = [
+    (b'{"seq":1,"kind":"turn/start","at":1,"payload":{"turn":1}}\nnot json\n', CodecError),
+    (b'{"seq":1,"kind":"turn/start","at":1,"payload":{"turn":"one"}}\n', ReplayError),
+    (b'{"seq":2,"kind":"turn/start","at":1,"payload":{"turn":1}}\n', ReplayError),
+]
+
+
+class StoreContract:
+    """The contract tests; subclass as ``Test...`` and supply ``store_maker``."""
+
+    #: Divides the examples of the expensive property tests (slow backends raise it).
+    example_divisor: ClassVar[int] = 3
+
+    @pytest.fixture
+    def kit(self, store_maker: StoreMaker) -> Iterator[StoreKit]:
+        made = store_maker()
+        yield made
+        made.close()
+
+    # ----------------------------------------------------------------------
+    # Happy paths
+
+    def test_an_unknown_session_is_an_empty_build_session(self, kit: StoreKit) -> None:
+        store = kit.store
+        assert store.head("nobody") == 0
+        assert store.read("nobody") == ()
+        assert store.load("nobody") == SessionState()
+        assert store.load("nobody", incremental=True) == SessionState()
+        assert store.projection("nobody") == Projection()
+        assert store.audit("nobody").ok
+        assert store.session_ids() == ()
+
+    def test_appends_land_in_order_and_the_projection_follows_the_fold(self, kit: StoreKit) -> None:
+        log = build_log(FULL_SCRIPT).events
+        head = 0
+        for size in (1, 5, 2, 9, 100):
+            batch = log[head : head + size]
+            if not batch:
+                break
+            result = kit.store.append("s", head, batch)
+            assert result == AppendResult("s", head + 1, head + len(batch), replayed=False)
+            head += len(batch)
+            _assert_matches_fold(kit.store, "s", log[:head])
+        assert kit.store.audit("s").snapshot == "current"
+        _assert_matches_fold(kit.reopen(), "s", log)
+        assert kit.store.session_ids() == ("s",)
+
+    def test_any_valid_log_in_any_batches_loads_back_as_its_fold(self, store_maker: StoreMaker) -> None:
+        @settings(
+            max_examples=_budget(self.example_divisor + 1),
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        )
+        @given(builder=logs(), sizes=st.lists(st.integers(min_value=1, max_value=6), min_size=1))
+        def check(builder: LogBuilder, sizes: list[int]) -> None:
+            made = store_maker()
+            try:
+                head, index = 0, 0
+                while head < len(builder.events):
+                    batch = builder.events[head : head + sizes[index % len(sizes)]]
+                    made.store.append("s", head, batch)
+                    head, index = head + len(batch), index + 1
+                _assert_matches_fold(made.store, "s", builder.events)
+            finally:
+                made.close()
+
+        check()
+
+    def test_sessions_are_independent(self, kit: StoreKit) -> None:
+        kit.store.append("a", 0, batch_after(0, 3))
+        kit.store.append("b", 0, batch_after(0, 1))
+        _assert_matches_fold(kit.store, "a", batch_after(0, 3))
+        _assert_matches_fold(kit.store, "b", batch_after(0, 1))
+        assert kit.store.session_ids() == ("a", "b")
+
+    def test_values_handed_out_or_in_are_never_shared_with_the_store(self, kit: StoreKit) -> None:
+        payload: dict[str, Any] = {"text": "hi", "source": None}
+        kit.store.append("s", 0, [Event(1, "user/message", 1, payload)])
+        payload["text"] = "changed by the caller"
+        read = kit.store.read("s")
+        read[0].payload["text"] = "changed by a reader"  # type: ignore[index]
+        assert kit.store.read("s")[0].payload == {"text": "hi", "source": None}
+
+    # ----------------------------------------------------------------------
+    # Compare-and-set
+
+    @pytest.mark.parametrize("expected", [0, 1, 3, 7])
+    def test_a_stale_or_future_expected_seq_is_a_conflict_and_changes_nothing(
+        self, kit: StoreKit, expected: int
+    ) -> None:
+        kit.store.append("s", 0, batch_after(0, 2))
+        before = _session_facts(kit.store, "s")
+        with pytest.raises(ConflictError) as info:
+            kit.store.append("s", expected, batch_after(expected, 1))
+        assert (info.value.session_id, info.value.expected_seq, info.value.actual_seq) == ("s", expected, 2)
+        assert info.value.code == "conflict"
+        assert _session_facts(kit.store, "s") == before
+
+    def test_a_conflict_is_reported_before_the_events_are_judged(self, kit: StoreKit) -> None:
+        kit.store.append("s", 0, batch_after(0, 2))
+        with pytest.raises(ConflictError):
+            kit.store.append("s", 0, [Event(99, "nonsense", -1, {})])
+
+    # ----------------------------------------------------------------------
+    # Idempotency
+
+    def test_a_retried_append_lands_exactly_once(self, kit: StoreKit) -> None:
+        first = kit.store.append("s", 0, batch_after(0, 2), "k1")
+        assert first.replayed is False
+        again = kit.store.append("s", 0, batch_after(0, 2), "k1")
+        assert again == AppendResult("s", 1, 2, replayed=True)
+        kit.store.append("s", 2, batch_after(2, 1), "k2")
+        late = kit.reopen().append("s", 0, batch_after(0, 2), "k1")  # after the log moved on, and a restart
+        assert late == AppendResult("s", 1, 2, replayed=True)
+        _assert_matches_fold(kit.store, "s", batch_after(0, 3))
+
+    def test_the_request_hash_ignores_key_order_in_payloads(self, kit: StoreKit) -> None:
+        kit.store.append("s", 0, [Event(1, "user/message", 1, {"text": "a", "source": None})], "k")
+        retry = kit.store.append("s", 0, [Event(1, "user/message", 1, {"source": None, "text": "a"})], "k")
+        assert retry.replayed
+
+    @pytest.mark.parametrize("change", KEY_REUSES, ids=["other-events", "fewer-events", "other-expected-seq"])
+    def test_a_key_reused_for_a_different_append_is_refused(
+        self, kit: StoreKit, change: Callable[[], tuple[int, list[Event]]]
+    ) -> None:
+        kit.store.append("s", 0, batch_after(0, 2), "k")
+        before = _session_facts(kit.store, "s")
+        expected, events = change()
+        with pytest.raises(IdempotencyMismatchError) as info:
+            kit.store.append("s", expected, events, "k")
+        assert (info.value.session_id, info.value.key, info.value.code) == ("s", "k", "idempotency-mismatch")
+        assert _session_facts(kit.store, "s") == before
+
+    def test_keys_belong_to_one_session(self, kit: StoreKit) -> None:
+        kit.store.append("a", 0, batch_after(0, 1), "k")
+        assert kit.store.append("b", 0, batch_after(0, 2), "k").replayed is False
+        assert kit.store.head("b") == 2
+
+    def test_a_key_whose_append_failed_is_not_remembered(self, kit: StoreKit) -> None:
+        kit.store.append("s", 0, batch_after(0, 1))
+        with pytest.raises(ConflictError):
+            kit.store.append("s", 0, batch_after(0, 1), "k")
+        with pytest.raises(AppendRejectedError):
+            kit.store.append("s", 1, [Event(3, "turn/start", 100, {"turn": 1})], "k")
+        assert kit.store.append("s", 1, batch_after(1, 1), "k") == AppendResult("s", 2, 2)
+
+    # ----------------------------------------------------------------------
+    # Bad input: a clear typed error, and nothing written
+
+    @pytest.mark.parametrize(("rule", "make"), REJECTS, ids=[f"{rule}-{n}" for n, (rule, _) in enumerate(REJECTS)])
+    def test_events_that_do_not_continue_the_log_are_rejected_and_nothing_is_written(
+        self, kit: StoreKit, rule: str, make: Callable[[int], list[Event]]
+    ) -> None:
+        kit.store.append("s", 0, batch_after(0, 4))
+        before = _session_facts(kit.store, "s")
+        with pytest.raises(AppendRejectedError) as info:
+            kit.store.append("s", 4, make(4), "key")
+        err = info.value
+        assert (err.code, err.rule, err.session_id) == ("append-rejected", rule, "s")
+        assert err.position >= 5
+        assert _session_facts(kit.store, "s") == before
+        assert _session_facts(kit.reopen(), "s") == before
+
+    @pytest.mark.parametrize(("error", "call"), BAD_REQUESTS, ids=BAD_REQUEST_IDS)
+    def test_a_bad_request_gets_a_typed_error_and_changes_nothing(
+        self, kit: StoreKit, error: type[PlanfoldError], call: Callable[[Store], object]
+    ) -> None:
+        kit.store.append("s", 0, batch_after(0, 1))
+        before = _session_facts(kit.store, "s")
+        with pytest.raises(error) as info:
+            call(kit.store)
+        assert is_kebab_case(info.value.code)
+        assert _session_facts(kit.store, "s") == before
+        assert kit.store.session_ids() == ("s",)
+
+    def test_read_positions_beyond_the_log_are_just_empty(self, kit: StoreKit) -> None:
+        kit.store.append("s", 0, batch_after(0, 3))
+        assert kit.store.read("s", 2) == (batch_after(0, 3)[2],)
+        assert kit.store.read("s", 2**70) == ()
+        assert kit.store.read("s", -5) == tuple(batch_after(0, 3))
+
+    def test_a_closed_store_refuses_everything_with_store_closed(self, kit: StoreKit) -> None:
+        kit.store.append("s", 0, batch_after(0, 1))
+        kit.store.close()
+        kit.store.close()  # idempotent
+        calls: list[Callable[[], object]] = [
+            lambda: kit.store.append("s", 1, batch_after(1, 1)),
+            lambda: kit.store.head("s"),
+            lambda: kit.store.read("s"),
+            lambda: kit.store.load("s"),
+            lambda: kit.store.load("s", incremental=True),
+            lambda: kit.store.projection("s"),
+            lambda: kit.store.audit("s"),
+            kit.store.session_ids,
+        ]
+        for call in calls:
+            with pytest.raises(StoreClosedError) as info:
+                call()
+            assert info.value.code == "store-closed"
+
+    # ----------------------------------------------------------------------
+    # JSON Lines export and import
+
+    def test_export_then_import_reproduces_the_session_once(self, kit: StoreKit) -> None:
+        log = build_log(FULL_SCRIPT).events
+        kit.store.append("src", 0, log)
+        data = export_session(kit.store, "src")
+        first = import_session(kit.store, "copy", data)
+        assert first == AppendResult("copy", 1, len(log))
+        assert import_session(kit.store, "copy", data) == AppendResult("copy", 1, len(log), replayed=True)
+        _assert_matches_fold(kit.store, "copy", log)
+        assert export_session(kit.store, "copy") == data
+        assert import_session(kit.store, "empty", b"") is None
+        assert kit.store.head("empty") == 0
+
+    def test_importing_into_a_session_with_events_is_a_conflict(self, kit: StoreKit) -> None:
+        kit.store.append("src", 0, batch_after(0, 3))
+        kit.store.append("busy", 0, batch_after(0, 1))
+        with pytest.raises(ConflictError):
+            import_session(kit.store, "busy", export_session(kit.store, "src"))
+        assert kit.store.head("busy") == 1
+
+    @pytest.mark.parametrize(("data", "error"), BAD_IMPORTS, ids=["not-json", "bad-payload", "seq-gap"])
+    def test_a_bad_import_is_refused_before_anything_is_written(
+        self, kit: StoreKit, data: bytes, error: type[Exception]
+    ) -> None:
+        with pytest.raises(error):
+            import_session(kit.store, "copy", data)
+        assert kit.store.head("copy") == 0
+        assert kit.store.session_ids() == ()
+
+    # ----------------------------------------------------------------------
+    # The state machine
+
+    def test_random_appends_conflicts_retries_and_reopens_agree_with_a_list_model(
+        self, store_maker: StoreMaker
+    ) -> None:
+        class Machine(StoreMachine):
+            def __init__(self) -> None:
+                super().__init__(store_maker)
+
+        run_state_machine_as_test(
+            Machine,
+            settings=settings(
+                max_examples=_budget(self.example_divisor),
+                deadline=None,
+                suppress_health_check=[HealthCheck.too_slow],
+            ),
+        )
+
+
+# --------------------------------------------------------------------------
+# The state machine: random appends, conflicts, retries and reopens against a
+# model that is just a list of events per session.
+
+SESSIONS = ("a", "b", "c")
+
+
+@dataclass
+class Keyed:
+    """The last keyed append that landed in a session."""
+
+    key: str
+    expected: int
+    events: list[Event]
+    result: AppendResult
+
+
+@dataclass
+class Model:
+    builders: dict[str, LogBuilder] = field(default_factory=lambda: {s: LogBuilder() for s in SESSIONS})
+    keyed: dict[str, Keyed] = field(default_factory=dict)
+    keys: int = 0
+
+
+class StoreMachine(RuleBasedStateMachine):
+    """Drives one store and the model in lockstep."""
+
+    def __init__(self, maker: StoreMaker) -> None:
+        super().__init__()
+        self.kit = maker()
+        self.model = Model()
+
+    def teardown(self) -> None:
+        self.kit.close()
+
+    def _events(self, sid: str) -> list[Event]:
+        return self.model.builders[sid].events
+
+    @rule(
+        sid=st.sampled_from(SESSIONS),
+        moves=st.lists(st.sampled_from(MOVES), min_size=1, max_size=3),
+        keyed=st.booleans(),
+    )
+    def append(self, sid: str, moves: list[str], keyed: bool) -> None:
+        builder = copy.deepcopy(self.model.builders[sid])
+        head = len(builder.events)
+        for move in moves:
+            builder.apply(move)
+        if len(builder.events) == head:
+            assert builder.turn()  # every drawn move was refused right now; a turn always fits
+        new = builder.events[head:]
+        note(f"append {sid} at {head}: {[e.kind for e in new]} (moves {moves})")
+        key = None
+        if keyed:
+            self.model.keys += 1
+            key = f"key-{self.model.keys}"
+        result = self.kit.store.append(sid, head, new, key)
+        assert result == AppendResult(sid, head + 1, head + len(new))
+        self.model.builders[sid] = builder
+        if key is not None:
+            self.model.keyed[sid] = Keyed(key, head, new, result)
+
+    @rule(sid=st.sampled_from(SESSIONS), offset=st.integers(min_value=-3, max_value=3).filter(bool))
+    def stale_append(self, sid: str, offset: int) -> None:
+        head = len(self._events(sid))
+        expected = max(0, head + offset)
+        if expected == head:
+            expected = head + 1
+        note(f"stale append {sid}: expected {expected}, head {head}")
+        with pytest.raises(ConflictError) as info:
+            self.kit.store.append(sid, expected, batch_after(expected, 1))
+        assert info.value.actual_seq == head
+
+    @precondition(lambda self: bool(self.model.keyed))
+    @rule(data=st.data())
+    def retry(self, data: st.DataObject) -> None:
+        sid = data.draw(st.sampled_from(sorted(self.model.keyed)))
+        keyed = self.model.keyed[sid]
+        note(f"retry {sid} with {keyed.key}")
+        again = self.kit.store.append(sid, keyed.expected, keyed.events, keyed.key)
+        assert again == AppendResult(sid, keyed.result.first_seq, keyed.result.last_seq, replayed=True)
+
+    @precondition(lambda self: bool(self.model.keyed))
+    @rule(data=st.data())
+    def reuse_key(self, data: st.DataObject) -> None:
+        sid = data.draw(st.sampled_from(sorted(self.model.keyed)))
+        keyed = self.model.keyed[sid]
+        head = len(self._events(sid))
+        note(f"reuse {keyed.key} in {sid} for a different append")
+        with pytest.raises(IdempotencyMismatchError):
+            self.kit.store.append(sid, head, [Event(head + 1, "plan/nope", 0, {})], keyed.key)
+
+    def _reject(self, sid: str, rule_name: str, make: Callable[[int], list[Event]]) -> None:
+        head = len(self._events(sid))
+        note(f"rejected append {sid}: {rule_name}")
+        with pytest.raises(AppendRejectedError) as info:
+            self.kit.store.append(sid, head, make(head))
+        assert info.value.position > head
+
+    @rule(sid=st.sampled_from(SESSIONS), which=st.sampled_from([r for r in REJECTS if r[0] != "time-regressed"]))
+    def rejected(self, sid: str, which: tuple[str, Callable[[int], list[Event]]]) -> None:
+        self._reject(sid, *which)
+
+    @precondition(lambda self: any(self._events(s) for s in SESSIONS))
+    @rule(data=st.data())
+    def time_regressed(self, data: st.DataObject) -> None:
+        sid = data.draw(st.sampled_from([s for s in SESSIONS if self._events(s)]))
+        self._reject(sid, *next(r for r in REJECTS if r[0] == "time-regressed"))
+
+    @rule()
+    def reopen(self) -> None:
+        note("reopen")
+        self.kit.reopen()
+
+    @invariant()
+    def heads_match(self) -> None:
+        for sid in SESSIONS:
+            assert self.kit.store.head(sid) == len(self._events(sid))
+
+    @invariant()
+    def logs_match(self) -> None:
+        for sid in SESSIONS:
+            assert self.kit.store.read(sid) == tuple(canonical_event(e) for e in self._events(sid))
+
+    @invariant()
+    def loads_are_the_fold(self) -> None:
+        for sid in SESSIONS:
+            state = self.model.builders[sid].state
+            assert self.kit.store.load(sid) == state
+            assert self.kit.store.load(sid, incremental=True) == state
+
+    @invariant()
+    def projections_are_the_fold(self) -> None:
+        for sid in SESSIONS:
+            assert self.kit.store.projection(sid) == project(self.model.builders[sid].state)
+            assert self.kit.store.audit(sid).ok
+
+    @invariant()
+    def only_sessions_with_events_exist(self) -> None:
+        assert self.kit.store.session_ids() == tuple(s for s in SESSIONS if self._events(s))
