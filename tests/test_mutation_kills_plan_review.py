@@ -79,7 +79,6 @@ def test_a_reviewable_plan_offers_approve_and_keep_planning() -> None:
             ReviewOutcome(
                 "keep-planning",
                 "The user wants to keep planning. Revise the plan and present it again with exit_plan_mode.",
-                "Keep planning",
             ),
         ),
         (
@@ -93,9 +92,7 @@ def test_a_reviewable_plan_offers_approve_and_keep_planning() -> None:
             Selected(("Approve", "Keep planning")),
             ReviewOutcome(
                 "keep-planning",
-                "The user wants to keep planning. Their feedback: Approve, Keep planning "
-                "Revise the plan and present it again with exit_plan_mode.",
-                "Approve, Keep planning",
+                "The user wants to keep planning. Revise the plan and present it again with exit_plan_mode.",
             ),
         ),
     ],

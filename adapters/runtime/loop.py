@@ -47,25 +47,33 @@ report the verification (``report_verification``).
 
 Every append goes through ``SessionLog`` (strict fold first, then a
 compare-and-set append); the runtime keeps only process state of its own: the
-pending plan-mode choice.
+pending plan-mode choice. ``plan_mode`` reads the mode as the user sees it
+(recorded and pending). A request is derived from the recorded state alone:
+the pending choice is never an input of ``assemble_request``, so when a
+flush's append fails the whole request (overlay, ``plan:policy``, plan view,
+phase, tools) is the state its header records, and the choice waits for the
+next accepted pre-step. While a tool runs the log is sealed against the
+tool; a user's choice made meanwhile is queued, never appended, and the
+runtime records it at the next accepted pre-step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from planfold.adapters.llm.model import ChatResponse, ModelClient, ModelError, ToolCall
 from planfold.adapters.runtime.plan_runner import PlanRunner
 from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
 from planfold.adapters.runtime.tool_runner import ToolRunner, error_output, kernel_call, result_event
-from planfold.adapters.store.session_log import LogSealedError, SessionLog
+from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Event
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.plan.context import ViewRequest, runtime_phase
 from planfold.kernel.plan.mode import (
     ChoiceOutcome,
     PendingChoice,
+    PlanModeView,
     StepVerdict,
     choice_events,
     decide_choice,
@@ -97,6 +105,15 @@ RECOVERABLE_MODEL_ERRORS: frozenset[str] = frozenset(
         "model-bad-response",
     }
 )
+
+
+def _with_attachments(text: str, attachments: Sequence[str]) -> str:
+    """The text of a user message with the names of its attachments listed
+    after it (the message as recorded and sent to the model)."""
+    if not attachments:
+        return text
+    listed = "\n".join(f"- {name}" for name in attachments)
+    return f"{text}\n\nAttachments:\n{listed}" if text else f"Attachments:\n{listed}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,29 +164,38 @@ class Runtime:
     prompt: PromptConfig = field(default_factory=PromptConfig)
     max_steps: int = 16
     step_retries: int = 2
-    pending: PendingChoice | None = None
     step_listeners: list[StepListener] = field(default_factory=list)
     resumed: bool = False
     _view: ViewRequest = field(default_factory=ViewRequest)
     _requests: int = 0
     _view_state: SessionState | None = None
+    _pending: PendingChoice | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.resumed = self.resumed or self.log.last_seq > 0
 
     # -- plan mode: the user's choice and /plan ----------------------------
 
+    @property
+    def plan_mode(self) -> PlanModeView:
+        """The mode as the user sees it (``get``): the recorded state the
+        current step is assembled from, and the chosen state waiting for the
+        next accepted pre-step (``None`` when nothing is pending)."""
+        pending = self._pending
+        return PlanModeView(self.log.state.plan_mode, None if pending is None else pending.target)
+
     def choose_plan_mode(self, target: bool) -> ChoiceOutcome:
         """The user chooses plan mode on or off (``set(agent, active)``):
         appended now between turns, queued for the next pre-step in a turn.
-        Raises ``LogSealedError`` while a tool runs: a tool cannot choose."""
-        if self.log.sealed_by is not None:
-            raise LogSealedError(self.log.sealed_by)
+        While a tool runs the log is sealed (the tool cannot append); a
+        choice made then is the user's and is queued like any in-turn choice,
+        to be recorded by the runtime at the next accepted pre-step."""
         state = self.log.state
-        decision = decide_choice(state.plan_mode, self.pending, state.turns.open, target)
+        in_turn = state.turns.open or self.log.sealed_by is not None
+        decision = decide_choice(state.plan_mode, self._pending, in_turn, target)
         if decision.append_now:
-            self.log.append(choice_events(self.log.events, target, self.log.now()))
-        self.pending = decision.pending
+            self.log.append(choice_events(self.log.events, target, self.log.now(), plan_status=state.plan.status))
+        self._pending = decision.pending
         return decision.outcome
 
     def plan_command(self, command: PlanCommand) -> ChoiceOutcome:
@@ -177,21 +203,27 @@ class Runtime:
         a pending entry that no request has seen yet)."""
         return self.choose_plan_mode(command.target)
 
-    def submit(self, text: str, view: ViewRequest | None = None) -> TurnReport | ChoiceOutcome:
-        """A human's input: ``/plan`` commands are applied (``/plan <message>``
-        then runs a turn with the message; with a live plan that turn is
-        about rewriting it, so it carries the full plan); anything else runs
-        a turn."""
-        command = parse_plan_command(text)
+    def submit(
+        self, text: str, view: ViewRequest | None = None, attachments: Sequence[str] = ()
+    ) -> TurnReport | ChoiceOutcome:
+        """A human's input, with the names of any files attached to it:
+        ``/plan`` commands are applied (``/plan <message>`` then runs a turn
+        with the message; with a live plan that turn is about rewriting it, so
+        it carries the full plan); anything else runs a turn. Attachments go
+        into the recorded message, listed after its text (a bare ``/plan``
+        with attachments runs a turn with them). ``/plan off`` takes none:
+        raises ``PlanCommandError`` (``attachments-with-off``) and changes
+        nothing."""
+        command = parse_plan_command(text, attachments)
         if command is None:
-            return self.run_turn(text, view=view)
+            return self.run_turn(_with_attachments(text, attachments), view=view)
         outcome = self.plan_command(command)
-        if command.message is None:
+        if command.message is None and not command.attachments:
             return outcome
         rewriting = self.log.state.plan.live
         base = view or ViewRequest()
         return self.run_turn(
-            command.message,
+            _with_attachments(command.message or "", command.attachments),
             view=ViewRequest(
                 base.user_asked_full, base.summary_insufficient, base.rewriting or rewriting,
                 base.first_since_resume,
@@ -261,16 +293,18 @@ class Runtime:
             verdict = listener(proposed)
             if verdict != "accepted":
                 break
-        flush = flush_pre_step(self.log.events, self.pending, verdict, self.log.now())
+        flush = flush_pre_step(
+            self.log.events, self._pending, verdict, self.log.now(), plan_status=self.log.state.plan.status
+        )
         if flush.events:
             try:
                 self.log.append(flush.events)
-                self.pending = flush.pending_after_success
+                self._pending = flush.pending_after_success
             except Exception:  # a failed append keeps the choice; the turn goes on
-                self.pending = flush.pending_after_failure
+                self._pending = flush.pending_after_failure
                 report.flush_failures += 1
         else:
-            self.pending = flush.pending_after_success
+            self._pending = flush.pending_after_success
         if verdict != "accepted":
             return False
         self.plans.before_request(self.log.append)
@@ -292,7 +326,6 @@ class Runtime:
         prepared = assemble_request(
             state,
             events=self.log.events,
-            pending=self.pending,
             tools=self.tools,
             config=self.prompt,
             view_request=view,
@@ -367,4 +400,4 @@ class Runtime:
 
     def _queue_exit(self, outcome: ReviewOutcome) -> None:
         """An approved review queues its silent exit for the next pre-step."""
-        self.pending = outcome.pending
+        self._pending = outcome.pending

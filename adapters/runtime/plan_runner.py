@@ -20,9 +20,11 @@ live plan whose substance changed, the rewrite) is recorded, and the rendered
 plan is put to the review port. Exactly one clean approval records
 ``approve`` bound to the plan's id, revision and content hash, and queues the
 silent exit (appended at the next accepted pre-step, so plan guidance stays
-on for the rest of this tool batch); the call returns ``{approved: true}``.
-"Keep planning" records ``reject`` with the feedback; every other answer
-leaves the draft as it is. Those calls fail with the corrective message.
+on for the rest of this tool batch); the call returns ``{approved: true}``,
+with the reviewer's typed ``notes`` when there are any. "Keep planning"
+records ``reject`` with the typed feedback (none for a bare "Keep planning");
+every other answer leaves the draft as it is. Those calls fail with the
+corrective message.
 
 ``bootstrap_plan(plan_spec, summary_candidate)`` (build mode, no executable
 plan) records a minimal ``implicit`` plan; ``update_todo(todo_id, status)``
@@ -166,7 +168,10 @@ class PlanRunner:
         if outcome.approved:
             append((approve_event(self.log.state, ref, self.log.now()),))
             queue_exit(outcome)
-            return _ok({"approved": True, "plan_id": ref.plan_id, "revision": ref.revision})
+            body: dict[str, JSON] = {"approved": True, "plan_id": ref.plan_id, "revision": ref.revision}
+            if outcome.feedback is not None:
+                body["notes"] = outcome.feedback
+            return _ok(body)
         if outcome.status == "keep-planning":
             append((reject_event(self.log.state, ref, outcome.feedback, self.log.now()),))
         return False, error_output(outcome.status, outcome.message)

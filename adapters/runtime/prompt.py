@@ -4,9 +4,12 @@ Theory of operation
 -------------------
 A request is derived only after the pre-step listener has flushed any pending
 plan-mode choice and recorded the request header, so everything here reads
-the fold as the header describes it. It has three parts:
+the fold as the header describes it, and nothing else: the pending choice is
+not an input. When the flush's append failed the choice is still pending and
+the whole request (overlay, ``plan:policy``, plan view, phase, tools) is the
+recorded state's, as its header says. It has three parts:
 
-- the system prompt: the sections of ``kernel.plan_context.compose_prompt``
+- the system prompt: the sections of ``kernel.plan.context.compose_prompt``
   (shared base, plan or build overlay, ``plan:policy``, the plan view chosen by
   ``choose_plan_view``), each as one system message, in that order;
 - the conversation, rebuilt from the log: ``user/message`` (human, plugin
@@ -45,7 +48,6 @@ from planfold.kernel.plan.context import (
     compose_prompt,
     runtime_phase,
 )
-from planfold.kernel.plan.mode import PendingChoice
 from planfold.kernel.plan.review import PlanPolicy
 from planfold.kernel.session import SessionState
 from planfold.kernel.tools.spec import thaw_json
@@ -128,7 +130,6 @@ def assemble_request(
     state: SessionState,
     *,
     events: Sequence[Event],
-    pending: PendingChoice | None,
     tools: ToolRunner,
     config: PromptConfig,
     view_request: ViewRequest | None = None,
@@ -136,7 +137,7 @@ def assemble_request(
     """Derive the next request from the fold and the log (see the module doc)."""
     phase = runtime_phase(state)
     view = choose_plan_view(state, view_request or ViewRequest())
-    sections = compose_prompt(config.parts, state, view, config.policy, pending)
+    sections = compose_prompt(config.parts, state, view, config.policy)
     system: list[Message] = [SystemMessage(f"[{s.name}]\n{s.text}") for s in sections]
     definitions = _definitions(tools, phase)
     request = ChatRequest(tuple(system + conversation(events)), definitions)

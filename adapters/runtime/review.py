@@ -7,7 +7,8 @@ Plan review is not a permission decision: it asks "is this plan good?", not
 separate from any tool approval. A ``ReviewPort`` is shown a
 ``ReviewRequest`` (the rendered markdown plan and the options on offer) and
 returns one ``ReviewAnswer`` (``Selected``, ``Custom``, ``Dismissed`` or
-``ChannelLost``, from ``kernel.plan_review``). What an answer *means* is the
+``ChannelLost``, from ``kernel.plan.review``; a ``Selected`` answer may
+carry typed text beside the selection). What an answer *means* is the
 kernel's ``decide_review``; the port only carries it.
 
 A port reports whether a human can be reached right now (``available``); a
@@ -61,14 +62,15 @@ class ReviewPort(Protocol):
         ...
 
 
-def approve() -> ReviewAnswer:
-    """The one clean approval."""
-    return Selected((APPROVE,))
+def approve(notes: str | None = None) -> ReviewAnswer:
+    """The one clean approval, with optional typed notes for the model."""
+    return Selected((APPROVE,), notes or "")
 
 
 def keep_planning(feedback: str | None = None) -> ReviewAnswer:
-    """Keep planning, with optional typed feedback."""
-    return Custom(feedback) if feedback else Selected((KEEP_PLANNING,))
+    """Keep planning, with optional typed feedback (a bare "Keep planning"
+    records none)."""
+    return Selected((KEEP_PLANNING,), feedback or "")
 
 
 @dataclass
@@ -97,13 +99,23 @@ class ScriptedReviewer:
 def ask(port: ReviewPort | None, request: ReviewRequest) -> ReviewAnswer:
     """Put ``request`` to ``port``, containing its failures: a missing port, or
     one that raises, gives ``ChannelLost``; a port that answers something that
-    is not a ``ReviewAnswer`` gives ``Dismissed``."""
+    is not a well-formed ``ReviewAnswer`` (options and text must be strings)
+    gives ``Dismissed``."""
     if port is None:
         return ChannelLost()
     try:
         answer = port.review(request)
     except Exception:
         return ChannelLost()
-    if isinstance(answer, Selected | Custom | Dismissed | ChannelLost):
+    if isinstance(answer, Dismissed | ChannelLost):
+        return answer
+    if isinstance(answer, Custom) and isinstance(answer.text, str):
+        return answer
+    if (
+        isinstance(answer, Selected)
+        and isinstance(answer.options, tuple)
+        and all(isinstance(option, str) for option in answer.options)
+        and isinstance(answer.text, str)
+    ):
         return answer
     return Dismissed()

@@ -82,7 +82,7 @@ class LogBuilder:
         return self
 
     def mode(self, active: bool) -> LogBuilder:
-        for event in choice_events(self.events, active, self.at):
+        for event in choice_events(self.events, active, self.at, plan_status=self.state.plan.status):
             self.append(event)
         return self
 

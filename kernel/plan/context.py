@@ -23,9 +23,12 @@ request that failed and is retried carries it again) and for the first
 alignment after a resume. Otherwise the summary goes in.
 
 ``compose_prompt`` orders the prompt: the shared base, the plan or build
-overlay, the ``plan:policy`` section (rendered exactly when
-``policy_section_active`` says so; the overlay follows the same choice so the
-two never disagree), then the plan view.
+overlay, the ``plan:policy`` section, then the plan view. The overlay and the
+policy section follow the recorded plan state only (``state.plan_mode``, the
+state the step's ``request/header`` records), never a pending choice: a
+choice reaches a request only by being appended before its header, so a
+choice whose append failed leaves the whole request in the recorded state,
+never half old, half new.
 """
 
 from __future__ import annotations
@@ -38,7 +41,6 @@ from typing import Literal
 from ..phase import RuntimePhase
 from ..session import AgentMode, SessionState
 from .artifact import PlanArtifact, PlanRef, PlanState
-from .mode import PendingChoice, policy_section_active
 from .review import PlanPolicy
 from .views import render_plan_content
 
@@ -244,11 +246,10 @@ def compose_prompt(
     state: SessionState,
     choice: ViewChoice,
     policy: PlanPolicy | None = None,
-    pending: PendingChoice | None = None,
 ) -> tuple[PromptSection, ...]:
     """The prompt's sections in order: base, overlay, plan:policy (when a
-    policy is configured and plan mode is on for this step), plan view."""
-    planning = policy_section_active(state.plan_mode, pending)
+    policy is configured and the recorded state is plan mode), plan view."""
+    planning = state.plan_mode
     sections = [
         PromptSection("base", parts.base),
         PromptSection("overlay:plan", parts.plan_overlay)

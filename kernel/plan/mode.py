@@ -23,7 +23,14 @@ A notice ``user/message`` accompanies an appended choice only when the last
 recorded request header described the other state: never before the first
 header, and never twice for the same state between two headers (toggling
 back and forth between turns does not repeat it). An approved plan review's
-exit is silent: the tool result already told the model.
+exit is silent: the tool result already told the model. So the notice of
+leaving plan mode follows ``/plan off`` or a toggle, and is worded from the
+state: it speaks of an approved plan only when one exists.
+
+A choice made while a step's request is failing is appended at the pre-step
+of that step's same-step retry (the retry is a proposed step like any other),
+not deferred to the next turn: the retry's header then records the new state
+and its request is derived from it, so every header stays true to the fold.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from ..log import (
     read_request_header,
 )
 from ..payload import JSONObject, check_keys, read_bool
+from .artifact import PlanStatus
 
 __all__ = [
     "CHOICE_TABLE",
@@ -64,7 +72,6 @@ __all__ = [
     "fold_plan_mode",
     "get_plan_mode",
     "notice_text",
-    "policy_section_active",
     "read_plan_mode",
 ]
 
@@ -208,28 +215,28 @@ def get_plan_mode(events: Sequence[Event], pending: PendingChoice | None) -> Pla
     return PlanModeView(fold_plan_mode(events), None if pending is None else pending.target)
 
 
-def policy_section_active(folded: bool, pending: PendingChoice | None) -> bool:
-    """Whether the ``plan:policy`` prompt section renders for a proposed step.
-
-    The pending target wins over the fold: the step's acceptance will append
-    it before the request is derived, so the step already shows that choice.
-    """
-    return pending.target if pending is not None else folded
-
-
 # --------------------------------------------------------------------------
 # Appending a choice, and the pre-step flush
 
 NOTICE_SOURCE: JSONObject = {"type": "plugin", "plugin": "plan-mode"}
 
 
-def notice_text(active: bool) -> str:
+def notice_text(active: bool, plan_status: PlanStatus | None = None) -> str:
+    """The notice for a recorded choice of ``active``. Leaving plan mode is
+    worded from the current plan's status: it speaks of an approved plan
+    only when one is approved (waiting to start), of the executing plan only
+    while one executes, and is neutral otherwise (no plan, a draft, a
+    finished plan)."""
     if active:
         return (
             "Plan mode is now active: research, read and ask questions, then present a "
             "complete plan with exit_plan_mode before changing anything."
         )
-    return "Plan mode is now off: carry out the approved plan."
+    if plan_status == "approved":
+        return "Plan mode is now off: carry out the approved plan."
+    if plan_status == "executing":
+        return "Plan mode is now off: continue the plan that is executing."
+    return "Plan mode is now off: you are in build mode again."
 
 
 def _notice_due(events: Sequence[Event], target: bool) -> bool:
@@ -261,17 +268,24 @@ def _is_notice(events: Sequence[Event], index: int) -> bool:
 
 
 def choice_events(
-    events: Sequence[Event], target: bool, at: int, *, silent: bool = False
+    events: Sequence[Event],
+    target: bool,
+    at: int,
+    *,
+    silent: bool = False,
+    plan_status: PlanStatus | None = None,
 ) -> tuple[Event, ...]:
     """The events that record a choice of ``target`` after ``events``: the
     ``plan/mode`` event and, unless the choice is silent, a notice
-    ``user/message`` when one is due (see ``_notice_due``)."""
+    ``user/message`` when one is due (see ``_notice_due``), worded by
+    ``notice_text`` from ``plan_status``, the current plan's status in the
+    state ``events`` fold to (the caller's ``state.plan.status``; ``None``,
+    no plan, gives the neutral wording)."""
     seq = last_seq(events)
     out = [Event(seq + 1, PLAN_MODE, at, {"active": target})]
     if not silent and _notice_due(events, target):
-        out.append(
-            Event(seq + 2, USER_MESSAGE, at, {"text": notice_text(target), "source": NOTICE_SOURCE})
-        )
+        text = notice_text(target, plan_status)
+        out.append(Event(seq + 2, USER_MESSAGE, at, {"text": text, "source": NOTICE_SOURCE}))
     return tuple(out)
 
 
@@ -293,18 +307,25 @@ class Flush:
 
 
 def flush_pre_step(
-    events: Sequence[Event], pending: PendingChoice | None, verdict: StepVerdict, at: int
+    events: Sequence[Event],
+    pending: PendingChoice | None,
+    verdict: StepVerdict,
+    at: int,
+    *,
+    plan_status: PlanStatus | None = None,
 ) -> Flush:
     """The turn-boundary flush for one proposed in-turn step.
 
     Only an accepted step inside an open turn appends; a pending choice equal
     to the folded state is dropped without appending (the flips netted out).
+    ``plan_status`` words a notice, as in ``choice_events``.
     """
     if pending is None or verdict != "accepted" or not fold_turns(events).open:
         return Flush((), pending, pending)
     if pending.target == fold_plan_mode(events):
         return Flush((), None, None)
-    return Flush(choice_events(events, pending.target, at, silent=pending.silent), None, pending)
+    recorded = choice_events(events, pending.target, at, silent=pending.silent, plan_status=plan_status)
+    return Flush(recorded, None, pending)
 
 
 def derive_request_header(events: Sequence[Event], step: int, at: int) -> Event:

@@ -13,6 +13,13 @@ guidance stays on for the rest of the assistant's current tool batch. Every
 other answer keeps planning and fails the call with corrective feedback. A
 review channel that is missing, or disappears mid-review, fails closed; the
 manual way out is ``/plan off``.
+
+An answer may carry a selection and typed text together (``Selected``): the
+selection decides (exactly one "Approve" approves), the typed text is the
+reviewer's feedback, passed to the model with an approval as notes and
+recorded with a rejection. The labels of the offered options are never
+feedback: a bare "Keep planning" keeps planning and records none, so the
+next request does not treat the plan as being rewritten.
 """
 
 from __future__ import annotations
@@ -89,9 +96,11 @@ def start_review(plan_mode_active: bool, channel_available: bool, plan: str) -> 
 
 @dataclass(frozen=True, slots=True)
 class Selected:
-    """The human picked one or more of the offered options."""
+    """The human picked one or more of the offered options, and may have
+    typed ``text`` with them (notes on an approval, feedback otherwise)."""
 
     options: tuple[str, ...]
+    text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +130,9 @@ class ReviewOutcome:
     ``approved`` only for exactly one clean "Approve"; then ``pending`` is the
     silent exit to queue and the tool result is ``{approved: true}``. Otherwise
     the call fails (``tool_error``) with ``message`` as corrective feedback and
-    plan mode stays on.
+    plan mode stays on. ``feedback`` is what the reviewer typed (stripped;
+    ``None`` when nothing was): notes on an approval, or the feedback a
+    rejection records.
     """
 
     status: Literal["approved", "keep-planning", "dismissed", "channel-lost"]
@@ -138,12 +149,20 @@ class ReviewOutcome:
         return not self.approved
 
 
+def _typed(answer: Selected | Custom) -> str | None:
+    """What the reviewer typed with ``answer``: a ``Custom`` answer's text, or
+    a selection's text and any selected label that was not offered. The
+    offered labels ("Approve", "Keep planning") are choices, not feedback."""
+    if isinstance(answer, Custom):
+        parts = [answer.text]
+    else:
+        parts = [o for o in answer.options if o not in (APPROVE, KEEP_PLANNING)] + [answer.text]
+    text = ", ".join(part.strip() for part in parts if part.strip())
+    return text or None
+
+
 def decide_review(answer: ReviewAnswer) -> ReviewOutcome:
     """Decide the outcome of a plan review. Never raises."""
-    if isinstance(answer, Selected) and answer.options == (APPROVE,):
-        return ReviewOutcome(
-            "approved", "The user approved the plan.", pending=PendingChoice(False, silent=True)
-        )
     if isinstance(answer, ChannelLost):
         return ReviewOutcome(
             "channel-lost",
@@ -155,15 +174,17 @@ def decide_review(answer: ReviewAnswer) -> ReviewOutcome:
             "dismissed",
             "The user dismissed the review to speak instead. Keep planning and wait for them.",
         )
-    if isinstance(answer, Custom):
-        feedback = answer.text.strip()
-    else:
-        feedback = ", ".join(answer.options) if answer.options else ""
+    feedback = _typed(answer)
+    if isinstance(answer, Selected) and answer.options == (APPROVE,):
+        message = "The user approved the plan."
+        if feedback is not None:
+            message += f" Their notes: {feedback}"
+        return ReviewOutcome("approved", message, feedback, PendingChoice(False, silent=True))
     message = "The user wants to keep planning."
-    if feedback and feedback != KEEP_PLANNING:
+    if feedback is not None:
         message += f" Their feedback: {feedback}"
     message += " Revise the plan and present it again with exit_plan_mode."
-    return ReviewOutcome("keep-planning", message, feedback=feedback or None)
+    return ReviewOutcome("keep-planning", message, feedback=feedback)
 
 
 # --------------------------------------------------------------------------

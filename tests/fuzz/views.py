@@ -120,8 +120,7 @@ def _context(v: _Views) -> None:
     for request in _REQUESTS:
         choice = choose_plan_view(state, request)
         v.add("view", (choice, render_plan_view(state, choice)))
-        v.add("prompt", compose_prompt(_PARTS, state, choice, _POLICY, None))
-    v.add("prompt pending", compose_prompt(_PARTS, state, choose_plan_view(state), _POLICY, PendingChoice(True)))
+        v.add("prompt", compose_prompt(_PARTS, state, choice, _POLICY))
     capsule = build_capsule(state)
     expect(capsule_matches(capsule, state), "a capsule built from a state does not match it")
     v.add("capsule", (capsule, render_capsule(capsule)))

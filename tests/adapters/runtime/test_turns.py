@@ -4,21 +4,36 @@ loop with the scripted model."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 
 from planfold.adapters.llm.model import ModelTimeoutError
-from planfold.adapters.runtime.loop import TurnReport
+from planfold.adapters.runtime.loop import ProposedStep, TurnReport
+from planfold.adapters.runtime.review import approve, keep_planning
+from planfold.adapters.runtime.toolset import Session
 from planfold.adapters.store.base import AppendResult, StorageError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSON
-from planfold.kernel.plan.mode import NOTICE_SOURCE
-from planfold.kernel.plan.review import ChannelLost
+from planfold.kernel.plan.mode import NOTICE_SOURCE, PlanModeView, StepVerdict
+from planfold.kernel.plan.review import ChannelLost, PlanCommandError
 from planfold.kernel.session import fold_session
 from planfold.kernel.tools.gate import CatalogMode, GatePolicy
-from tests.runtime_helpers import SPEC, call, exit_plan, kinds, make_session, plan_actions, say, todo, verified
+from tests.runtime_helpers import (
+    FULL_MARK,
+    SPEC,
+    SUMMARY_MARK,
+    call,
+    exit_plan,
+    kinds,
+    make_session,
+    plan_actions,
+    say,
+    todo,
+    verified,
+)
 
 
 def _headers(events: Sequence[Event]) -> list[tuple[object, object, object]]:
@@ -61,7 +76,7 @@ def test_seed004_plan_mode_lands_between_steps_including_retry() -> None:
     # each request was derived from the state its header records
     assert "[plan:policy]" in model.inner.requests[1].system_text
     assert "[plan:policy]" not in model.inner.requests[2].system_text
-    assert runtime.pending is None
+    assert runtime.plan_mode.pending is None
     assert fold_session(events) == session.log.state
 
 
@@ -73,7 +88,7 @@ def test_a_rejected_step_appends_nothing_and_the_choice_stays_pending() -> None:
     report = runtime.submit("Look around")
     assert isinstance(report, TurnReport) and report.ended_by == "step-rejected"
     assert "plan/mode" not in kinds(session.log.events)
-    assert runtime.pending is not None and runtime.pending.target is True
+    assert runtime.plan_mode.pending is True
     # the next turn's first accepted pre-step appends it, before its header
     runtime.step_listeners.clear()
     runtime.submit("Again")
@@ -89,7 +104,7 @@ def test_a_rejected_step_appends_nothing_and_the_choice_stays_pending() -> None:
         "turn/end",
     ]
     assert events[start + 3].payload["source"] == NOTICE_SOURCE
-    assert runtime.pending is None
+    assert runtime.plan_mode.pending is None
 
 
 class FlakyStore(MemoryStore):
@@ -118,8 +133,98 @@ def test_a_failed_flush_keeps_the_choice_pending_and_the_turn_goes_on() -> None:
     assert isinstance(report, TurnReport)
     assert report.flush_failures == 1 and report.ended_by == "reply"
     assert _headers(session.log.events) == [(1, 1, False), (1, 2, False), (1, 3, True)]
-    assert runtime.pending is None
+    assert runtime.plan_mode.pending is None
     assert store.audit("s1").ok
+
+
+def test_a_step_after_a_failed_flush_is_requested_from_the_recorded_state_alone() -> None:
+    store = FlakyStore()
+    session, model, _ = make_session(
+        [call("read_file", {"path": "README.md"}), call("list_files", {}), say("ok")], store=store
+    )
+    runtime = session.runtime
+    model.hooks[1] = lambda: runtime.choose_plan_mode(True)
+    store.fail_plan_mode = 1
+    report = runtime.submit("Look around")
+    assert isinstance(report, TurnReport) and report.flush_failures == 1
+    # step 2: the flush failed, the choice is still pending, the header says
+    # build mode, so the whole request is a build-mode request
+    step2 = report.requests[1]
+    assert _headers(session.log.events)[1] == (1, 2, False)
+    assert step2.phase == "build_bootstrap"
+    assert [s.name for s in step2.sections][:2] == ["base", "overlay:build"]
+    assert "plan:policy" not in [s.name for s in step2.sections]
+    assert "[plan:policy]" not in step2.request.system_text
+    assert "bootstrap_plan" in step2.offered and "exit_plan_mode" not in step2.offered
+    # step 3: the choice is recorded before its header, and the request follows
+    step3 = report.requests[2]
+    assert step3.phase == "plan" and "plan:policy" in [s.name for s in step3.sections]
+    assert "exit_plan_mode" in step3.offered
+
+
+def test_the_runtime_reads_the_plan_mode_folded_and_pending() -> None:
+    session, model, _ = make_session([call("list_files", {}), say("ok")])
+    runtime = session.runtime
+    seen: list[PlanModeView] = []
+
+    def choose() -> None:
+        seen.append(runtime.plan_mode)
+        runtime.choose_plan_mode(True)
+        seen.append(runtime.plan_mode)
+
+    model.hooks[1] = choose
+    assert runtime.plan_mode == PlanModeView(active=False, pending=None)
+    runtime.submit("Look")
+    assert seen == [PlanModeView(False, None), PlanModeView(False, True)]
+    assert runtime.plan_mode == PlanModeView(active=True, pending=None)
+
+
+def test_plan_off_with_attachments_is_refused_by_submit_and_changes_nothing() -> None:
+    session, _, _ = make_session([say("ok")])
+    runtime = session.runtime
+    runtime.submit("/plan")
+    before = session.log.last_seq
+    with pytest.raises(PlanCommandError) as err:
+        runtime.submit("/plan off", attachments=["shot.png"])
+    assert err.value.code == "attachments-with-off"
+    assert session.log.last_seq == before and runtime.plan_mode == PlanModeView(True, None)
+
+
+def test_attachments_go_into_the_recorded_message() -> None:
+    session, model, _ = make_session([say("ok"), say("planning")])
+    runtime = session.runtime
+    runtime.submit("Look at this", attachments=["shot.png", "notes.md"])
+    runtime.submit("/plan review it", attachments=["diagram.svg"])
+    texts = [e.payload["text"] for e in session.log.events if e.kind == "user/message" and e.payload["source"] is None]
+    assert texts == [
+        "Look at this\n\nAttachments:\n- shot.png\n- notes.md",
+        "review it\n\nAttachments:\n- diagram.svg",
+    ]
+    assert session.log.state.plan_mode
+    assert model.inner.requests[-1].messages[-1].content == texts[-1]
+
+
+def test_a_users_toggle_while_a_tool_runs_is_queued_for_the_next_pre_step() -> None:
+    holder: list[Session] = []
+    outcomes: list[str] = []
+
+    def slow_read(arguments: Mapping[str, object]) -> Mapping[str, JSON]:
+        outcomes.append(holder[0].runtime.choose_plan_mode(True))  # the user, while the tool runs
+        return {"path": "README.md", "content": "# demo"}
+
+    session, model, _ = make_session(
+        [call("read_file", {"path": "README.md"}), say("ok")], executors={"read_file": slow_read}
+    )
+    holder.append(session)
+    session.runtime.submit("Look")
+    assert outcomes == ["queued"]
+    events = session.log.events
+    assert [e.payload["ok"] for e in events if e.kind == "tool/result"] == [True]
+    assert _headers(events) == [(1, 1, False), (1, 2, True)]
+    at = kinds(events).index("plan/mode")
+    assert kinds(events)[at - 1] == "tool/result"  # recorded by the runtime, after the tool ran
+    assert "[plan:policy]" in model.inner.requests[1].system_text
+    assert session.runtime.plan_mode == PlanModeView(True, None)
 
 
 def test_a_forged_write_in_plan_mode_is_refused_and_returned_as_a_structured_error() -> None:
@@ -175,7 +280,84 @@ def test_a_review_channel_lost_mid_review_keeps_the_draft_and_plan_mode() -> Non
     session.runtime.submit("/plan")
     session.runtime.submit("Plan")
     assert plan_actions(session.log.events) == ["draft"]
-    assert session.log.state.plan_mode and session.runtime.pending is None
+    assert session.log.state.plan_mode and session.runtime.plan_mode.pending is None
+
+
+def _exit_results(events: Sequence[Event]) -> list[dict[str, Any]]:
+    return [
+        json.loads(str(e.payload["output"]))
+        for e in events
+        if e.kind == "tool/result" and e.payload["tool"] == "exit_plan_mode"
+    ]
+
+
+def test_a_bare_keep_planning_records_no_feedback_so_the_plan_is_not_treated_as_a_rewrite() -> None:
+    session, model, _ = make_session(
+        [exit_plan(), say("What should change?"), say("Still here.")], answers=[keep_planning()]
+    )
+    session.runtime.submit("/plan")
+    session.runtime.submit("Plan a greeting")
+    [reject] = [e.payload for e in session.log.events if e.payload.get("action") == "reject"]
+    assert reject["note"] is None and session.log.state.plan.feedback is None
+    session.runtime.submit("Let me think about it")
+    later = model.inner.requests[-1].system_text
+    assert SUMMARY_MARK in later and FULL_MARK not in later
+
+
+def test_keep_planning_with_typed_text_records_it_and_the_next_request_carries_the_full_plan() -> None:
+    session, model, _ = make_session(
+        [exit_plan(), say("Revising."), say("Here is why.")], answers=[keep_planning("split the greeting step")]
+    )
+    session.runtime.submit("/plan")
+    session.runtime.submit("Plan a greeting")
+    assert session.log.state.plan.feedback == "split the greeting step"
+    [result] = _exit_results(session.log.events)
+    assert "Their feedback: split the greeting step" in result["error"]["message"]
+    session.runtime.submit("Why?")
+    assert FULL_MARK in model.inner.requests[-1].system_text
+
+
+def test_an_approval_with_typed_notes_approves_and_tells_the_model_the_notes() -> None:
+    session, _, _ = make_session([exit_plan(), say("Starting.")], answers=[approve("keep the old flag working")])
+    session.runtime.submit("/plan")
+    session.runtime.submit("Plan a greeting")
+    [result] = _exit_results(session.log.events)
+    assert result["approved"] is True and result["notes"] == "keep the old flag working"
+    assert plan_actions(session.log.events)[:2] == ["draft", "approve"]
+    assert not session.log.state.plan_mode  # the silent exit landed at the next pre-step
+
+
+def _notices(events: Sequence[Event]) -> list[str]:
+    return [str(e.payload["text"]) for e in events if e.kind == "user/message" and e.payload["source"] == NOTICE_SOURCE]
+
+
+def test_plan_off_over_an_unapproved_draft_gets_a_neutral_notice() -> None:
+    session, _, _ = make_session([exit_plan(), say("Revising.")], answers=[keep_planning("not yet")])
+    session.runtime.submit("/plan")
+    session.runtime.submit("Plan a greeting")
+    assert session.runtime.submit("/plan off") == "committed"
+    assert session.log.state.plan.status == "draft"
+    [off] = _notices(session.log.events)
+    assert off.startswith("Plan mode is now off") and "approved" not in off
+
+
+def test_plan_off_over_an_approved_plan_says_to_carry_it_out() -> None:
+    session, _, _ = make_session([exit_plan(), say("Approved, waiting.")])
+    runtime = session.runtime
+    runtime.submit("/plan")
+    outcomes: list[str] = []
+
+    def keep_plan_mode(proposed: ProposedStep) -> StepVerdict:
+        if proposed.step == 2:  # the approval queued the silent exit: the user cancels it
+            outcomes.append(runtime.choose_plan_mode(True))
+        return "accepted"
+
+    runtime.step_listeners.append(keep_plan_mode)
+    runtime.submit("Plan a greeting")
+    assert outcomes == ["cancelled"]
+    assert session.log.state.plan_mode and session.log.state.plan.status == "approved"
+    assert runtime.submit("/plan off") == "committed"
+    assert _notices(session.log.events) == ["Plan mode is now off: carry out the approved plan."]
 
 
 @pytest.mark.parametrize(("catalog", "code"), [("filtered", "not-offered"), ("stable", "runtime-tool-wrong-phase")])
@@ -230,4 +412,4 @@ def test_plan_off_cancels_a_pending_entry_no_request_has_seen() -> None:
     runtime.submit("Look")
     assert outcomes == ["queued", "cancelled"]
     assert "plan/mode" not in kinds(session.log.events)
-    assert runtime.pending is None
+    assert runtime.plan_mode.pending is None

@@ -28,7 +28,6 @@ from planfold.kernel.plan.events import (
     start_event,
     verify_event,
 )
-from planfold.kernel.plan.mode import PendingChoice
 from planfold.kernel.plan.review import PlanPolicy
 from planfold.kernel.session import SessionState
 from tests.plan_helpers import GOOD_CANDIDATE, Session, spec
@@ -158,20 +157,18 @@ def test_full_view_is_the_markdown_and_summary_view_names_the_todos() -> None:
 POLICY = PlanPolicy("Deployment plan policy.")
 
 
-@pytest.mark.parametrize(
-    ("plan_mode", "pending", "policy"),
-    list(itertools.product([False, True], [None, PendingChoice(False), PendingChoice(True)], [None, POLICY])),
-)
-def test_prompt_sections_are_ordered(plan_mode: bool, pending: PendingChoice | None, policy: PlanPolicy | None) -> None:
+@pytest.mark.parametrize(("plan_mode", "policy"), list(itertools.product([False, True], [None, POLICY])))
+def test_prompt_sections_are_ordered_and_follow_the_recorded_plan_state(
+    plan_mode: bool, policy: PlanPolicy | None
+) -> None:
     s = drafted()
     if not plan_mode:
         s.mode(False)
     choice = choose_plan_view(s.state)
-    sections = compose_prompt(PromptParts("BASE"), s.state, choice, policy, pending)
+    sections = compose_prompt(PromptParts("BASE"), s.state, choice, policy)
     names = [sec.name for sec in sections]
-    planning = pending.target if pending is not None else plan_mode
-    expected = ["base", "overlay:plan" if planning else "overlay:build"]
-    if planning and policy is not None:
+    expected = ["base", "overlay:plan" if plan_mode else "overlay:build"]
+    if plan_mode and policy is not None:
         expected.append("plan:policy")
     expected.append("plan:view")
     assert names == expected

@@ -8,6 +8,7 @@ import pytest
 
 from planfold.kernel.errors import ReplayError
 from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, USER_MESSAGE, Event
+from planfold.kernel.plan.events import approve_event
 from planfold.kernel.plan.mode import (
     CHOICE_TABLE,
     NOTICE_SOURCE,
@@ -19,9 +20,10 @@ from planfold.kernel.plan.mode import (
     flush_pre_step,
     fold_plan_mode,
     get_plan_mode,
-    policy_section_active,
+    notice_text,
 )
 from planfold.kernel.session import fold_session
+from tests.plan_helpers import Session, current_ref, drafted, executing
 from tests.plan_mode_helpers import end_turn, header, mode, start_turn
 
 # -- the fold ---------------------------------------------------------------
@@ -141,13 +143,6 @@ def test_get_returns_recorded_state_and_pending_target() -> None:
     assert (view.active, view.pending) == (True, False)
 
 
-def test_policy_section_follows_pending_before_fold() -> None:
-    assert policy_section_active(False, None) is False
-    assert policy_section_active(True, None) is True
-    assert policy_section_active(False, PendingChoice(True)) is True
-    assert policy_section_active(True, PendingChoice(False)) is False
-
-
 # -- appending, the notice rule ----------------------------------------------------
 
 
@@ -180,6 +175,41 @@ def test_no_notice_when_last_header_already_described_the_target() -> None:
 def test_silent_choice_has_no_notice() -> None:
     log = header(start_turn(mode([], True), 1), 1, 1, True)
     assert kinds(choice_events(log, False, at=0, silent=True)) == [PLAN_MODE]
+
+
+def _off_notice(s: Session) -> str:
+    """The notice a user's own exit from plan mode gets after ``s`` (one
+    plan-mode request was answered, so a notice is due)."""
+    s.request()
+    events = choice_events(s.log, False, at=s.at(), plan_status=s.state.plan.status)
+    assert kinds(events) == [PLAN_MODE, USER_MESSAGE]
+    return str(events[1].payload["text"])
+
+
+@pytest.mark.parametrize("plan", ["none", "draft"])
+def test_the_off_notice_is_neutral_without_an_approved_plan(plan: str) -> None:
+    s = drafted() if plan == "draft" else Session()
+    if plan == "none":
+        s.mode(True)
+    text = _off_notice(s)
+    assert text.startswith("Plan mode is now off")
+    assert "approved" not in text and "carry out" not in text
+    assert text == notice_text(False)
+
+
+def test_the_off_notice_names_the_approved_plan_when_one_exists() -> None:
+    s = drafted()
+    s.add(approve_event(s.state, current_ref(s), s.at()))
+    assert _off_notice(s) == notice_text(False, "approved")
+    assert "approved plan" in notice_text(False, "approved")
+
+
+def test_the_off_notice_names_the_executing_plan_when_one_runs() -> None:
+    s = executing()
+    s.mode(True)  # plan mode turned on again while the plan executes
+    text = _off_notice(s)
+    assert text == notice_text(False, "executing")
+    assert "executing" in text and "approved" not in text
 
 
 # -- the pre-step flush ---------------------------------------------------------

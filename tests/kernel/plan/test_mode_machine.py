@@ -3,7 +3,10 @@
 The machine drives user choices, approved plan reviews, turn starts and ends,
 pre-steps (accepted, rejected, aborted, failed append, same-step retries) and
 process restarts through the real kernel functions, and keeps a model written
-straight from the rules in lockstep.
+straight from the rules in lockstep. Each accepted step also derives its
+request's plan parts (runtime phase, overlay, ``plan:policy``, tools on offer)
+from the log alone, and they must be the state the step's header records,
+also when the flush's append failed and the choice is still pending.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, TURN_END, TURN_START, USER_MESSAGE, Event
+from planfold.kernel.plan.context import PromptParts, choose_plan_view, compose_prompt, runtime_phase
 from planfold.kernel.plan.mode import (
     NOTICE_SOURCE,
     PendingChoice,
@@ -24,8 +28,19 @@ from planfold.kernel.plan.mode import (
     flush_pre_step,
     fold_plan_mode,
 )
-from planfold.kernel.plan.review import APPROVE, Selected, decide_review
+from planfold.kernel.plan.review import APPROVE, PlanPolicy, Selected, decide_review
 from planfold.kernel.session import fold_session
+from planfold.kernel.tools.gate import GatePolicy, list_available_specs
+from planfold.kernel.tools.spec import ToolRegistry, ToolSpec
+
+PARTS = PromptParts("base")
+POLICY = PlanPolicy("Plan before you change anything.")
+TOOLS = ToolRegistry.of(
+    ToolSpec("read_file", "", {}, "read", "builtin"),
+    ToolSpec("write_file", "", {}, "write", "builtin"),
+    ToolSpec("exit_plan_mode", "", {}, "unknown", "builtin"),
+    ToolSpec("bootstrap_plan", "", {}, "unknown", "builtin"),
+)
 
 
 @dataclass
@@ -149,6 +164,23 @@ class PlanModeMachine(RuleBasedStateMachine):
         self.step = step
         self.model.last_header = self.model.recorded
         self.model.noticed_since_header = set()
+        self.check_request(append_fails)
+
+    def check_request(self, append_failed: bool) -> None:
+        """The request of the step just headed, derived from the log alone,
+        is the recorded state's in every part."""
+        state = fold_session(self.log)
+        planning = self.model.recorded
+        sections = [s.name for s in compose_prompt(PARTS, state, choose_plan_view(state), POLICY)]
+        phase = runtime_phase(state)
+        offered = {t.name for t in list_available_specs(TOOLS, phase, GatePolicy())}
+        note(f"request: phase {phase}, sections {sections}, tools {sorted(offered)}, append failed {append_failed}")
+        assert self.log[-1].payload["plan_mode"] is planning
+        assert (phase == "plan") is planning
+        assert sections[1] == ("overlay:plan" if planning else "overlay:build")
+        assert ("plan:policy" in sections) is planning
+        assert ("exit_plan_mode" in offered) is planning
+        assert ("bootstrap_plan" in offered) is not planning
 
     @rule()
     def restart_process(self) -> None:

@@ -76,6 +76,32 @@ def test_keep_planning_keeps_planning() -> None:
     assert "keep planning" in outcome.message
 
 
+def test_a_bare_keep_planning_records_no_feedback() -> None:
+    outcome = decide_review(Selected((KEEP_PLANNING,)))
+    assert outcome.status == "keep-planning" and outcome.feedback is None
+    assert outcome.message == (
+        "The user wants to keep planning. Revise the plan and present it again with exit_plan_mode."
+    )
+
+
+def test_keep_planning_with_typed_text_records_the_text_as_feedback() -> None:
+    outcome = decide_review(Selected((KEEP_PLANNING,), "  split step 2  "))
+    assert (outcome.status, outcome.feedback) == ("keep-planning", "split step 2")
+    assert "Their feedback: split step 2" in outcome.message
+
+
+def test_an_approval_may_carry_typed_notes() -> None:
+    outcome = decide_review(Selected((APPROVE,), "  keep the old flag working "))
+    assert outcome.approved and outcome.pending == PendingChoice(False, silent=True)
+    assert outcome.feedback == "keep the old flag working"
+    assert outcome.message == "The user approved the plan. Their notes: keep the old flag working"
+
+
+def test_blank_typed_text_adds_nothing_to_an_answer() -> None:
+    assert decide_review(Selected((APPROVE,), "  \n")) == decide_review(Selected((APPROVE,)))
+    assert decide_review(Selected((KEEP_PLANNING,), " ")).feedback is None
+
+
 def test_custom_text_is_returned_as_feedback() -> None:
     outcome = decide_review(Custom("  split step 2 into two  "))
     assert outcome.status == "keep-planning"
