@@ -1,13 +1,47 @@
-"""The kernel package itself (``kernel/__init__.py``): what it shows to
-``dir()`` and ``from planfold.kernel import *``."""
+"""The kernel package itself (``kernel/__init__.py``): a short static surface
+(the log, the phase, the errors) with each machine a package of its own,
+imported on first use so that importing the core stays cheap."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from types import ModuleType
+
 from planfold import kernel
+from planfold.kernel import errors, log, phase
+
+MACHINES = ("goal", "graph", "plan", "session", "tools")
 
 
-def test_dir_of_the_package_lists_every_public_name_sorted() -> None:
-    listed = dir(kernel)
-    assert listed == sorted(listed)
-    assert set(kernel.__all__) <= set(listed)
-    assert {"__name__", "__all__"} <= set(listed)
+def test_the_core_names_are_the_log_the_phase_and_the_errors_and_each_resolves_to_its_module() -> None:
+    core = [name for name in kernel.__all__ if name not in MACHINES]
+    assert sorted(core) == sorted([*errors.__all__, *log.__all__, *phase.__all__])
+    for name in core:
+        owner = next(m for m in (errors, log, phase) if name in m.__all__)
+        assert getattr(kernel, name) is getattr(owner, name), name
+
+
+def test_importing_the_kernel_loads_no_machine_until_one_is_imported() -> None:
+    code = (
+        "import sys, planfold.kernel as k;"
+        "print(sorted(m for m in sys.modules if m.startswith('planfold.kernel.')));"
+        "from planfold.kernel import goal;"
+        "print('planfold.kernel.goal.ops' in sys.modules, 'planfold.kernel.tools.gate' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded, after = out.splitlines()
+    core = ["planfold.kernel.errors", "planfold.kernel.log", "planfold.kernel.payload", "planfold.kernel.phase"]
+    assert loaded == repr(core)
+    assert after.split()[0] == "True"
+
+
+def test_a_star_import_brings_the_core_and_every_machine() -> None:
+    namespace: dict[str, object] = {}
+    exec("from planfold.kernel import *", namespace)
+    for name in kernel.__all__:
+        assert name in namespace, name
+    for machine in MACHINES:
+        module = namespace[machine]
+        assert isinstance(module, ModuleType) and module.__name__ == f"planfold.kernel.{machine}"
+        assert all(hasattr(module, name) for name in module.__all__)
