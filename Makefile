@@ -31,6 +31,7 @@ demo: $(STAMP)
 ## Regenerate specs/: state diagrams, the event schema, conformance vectors, README diagrams.
 diagrams: $(STAMP)
 	$(BIN)/python -m planfold.adapters.specgen.diagrams specs
+	$(BIN)/python -m planfold.adapters.specgen.errors_table specs
 
 ## Fuzz the entry points and run the state machines under the fuzz profile for
 ## FUZZ_SECONDS; new failing inputs are written to tests/fuzz/corpus/.
