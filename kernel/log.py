@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import PayloadError, ReplayError
-from .payload import JSONObject, check_keys, read_bool, read_int
+from .payload import JSON, JSONObject, check_keys, read_bool, read_int  # noqa: F401  # JSON: resolves Event's annotations at run time
 
 __all__ = [
     "ASSISTANT_MESSAGE",

@@ -8,7 +8,15 @@ to raise) plus an ``Expectation`` about the request it answers.
 TOML decode to), strictly: unknown keys, wrong types and impossible values are
 all collected, with the path of each, and reported together in one
 ``ScriptFormatError``, so that a script author fixes everything in one pass.
-The accepted shape is documented in ``adapters.scripted_client``.
+The accepted shape is documented in ``adapters.llm.scripted``.
+
+The shape of a script file is written once, as the private dataclasses below
+(``_Script``, ``_Step``, ``_Reply``, ...); cattrs structures plain data into
+them with the exact converter of ``adapters.structuring`` (no coercion,
+unknown keys refused, every problem with its path), value rules ride on
+``NewType``s whose hooks check them (so a bad value is reported at its own
+path), and a scripted error is cattrs's tagged union keyed by ``code``.
+``parse_script`` then turns the document into ``ScriptStep``s.
 
 A scripted error names its ``code`` and takes only that error's parameters
 (``ERROR_PARAMS``): ``model-timeout`` {timeout_s}, ``model-unreachable``
@@ -22,11 +30,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import cast, get_args
+from dataclasses import dataclass, field, fields
+from typing import Any, NewType
+
+import cattrs
 
 from planfold.adapters.llm.model import (
-    JSON,
     ChatRequest,
     ChatResponse,
     ModelBadResponseError,
@@ -40,6 +49,7 @@ from planfold.adapters.llm.model import (
     ToolCall,
     Usage,
 )
+from planfold.adapters.structuring import exact_converter, problems, tag_union
 
 __all__ = ["ERROR_PARAMS", "Expectation", "ScriptFormatError", "ScriptStep", "parse_script"]
 
@@ -108,199 +118,222 @@ class ScriptStep:
     label: str | None = None
 
 
-# --- loading ----------------------------------------------------------------
+# --- the shape of a script file --------------------------------------------
+
+#: A number of seconds: finite and not negative.
+Seconds = NewType("Seconds", float)
+#: A token count: an integer, not negative.
+Count = NewType("Count", int)
+#: How many attempts were made: an integer, at least 1.
+Attempts = NewType("Attempts", int)
+#: An HTTP error status, 400-599.
+HttpStatus = NewType("HttpStatus", int)
+#: A tool's name: a non-empty string.
+Name = NewType("Name", str)
+
+
+@dataclass(frozen=True, slots=True)
+class _Usage:
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    total_tokens: Count | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    name: Name
+    id: str | None = None
+    #: An object, or a string taken as the raw JSON text (so a script can
+    #: feed the runtime broken JSON).
+    arguments: str | dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    text: str | None = None
+    tool_calls: tuple[_Call, ...] = ()
+    finish_reason: str | None = None
+    usage: _Usage | None = None
+    reasoning: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Expect:
+    tools: str | list[str] | None = None
+    tools_include: str | list[str] = ()  # type: ignore[assignment]  # an empty list, immutably
+    tools_exclude: str | list[str] = ()  # type: ignore[assignment]
+    system_contains: str | list[str] = ()  # type: ignore[assignment]
+    system_excludes: str | list[str] = ()  # type: ignore[assignment]
+    last_user_contains: str | list[str] = ()  # type: ignore[assignment]
+    last_role: Role | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Timeout:
+    timeout_s: Seconds = Seconds(60.0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unreachable:
+    detail: str = "scripted connection failure"
+
+
+@dataclass(frozen=True, slots=True)
+class _HTTPError:
+    status: HttpStatus
+    body: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _RateLimited:
+    retry_after: Seconds | None = None
+    body: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _BadResponse:
+    problem: str = "scripted bad response"
+    body: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _RetriesExhausted:
+    attempts: Attempts = Attempts(3)
+    #: The error of the last attempt (a connection failure when left out).
+    last: _Error | None = None
+
+
+_Error = _Timeout | _Unreachable | _HTTPError | _RateLimited | _BadResponse | _RetriesExhausted
+
+#: The ``code`` that names each scriptable error.
+_CODES: Mapping[type, str] = {
+    _Timeout: "model-timeout",
+    _Unreachable: "model-unreachable",
+    _HTTPError: "model-http-error",
+    _RateLimited: "model-rate-limited",
+    _BadResponse: "model-bad-response",
+    _RetriesExhausted: "model-retries-exhausted",
+}
 
 #: Each scriptable error code and the parameters it accepts besides ``code``.
 ERROR_PARAMS: Mapping[str, frozenset[str]] = {
-    "model-timeout": frozenset({"timeout_s"}),
-    "model-unreachable": frozenset({"detail"}),
-    "model-http-error": frozenset({"status", "body"}),
-    "model-rate-limited": frozenset({"retry_after", "body"}),
-    "model-bad-response": frozenset({"problem", "body"}),
-    "model-retries-exhausted": frozenset({"attempts", "last"}),
+    code: frozenset(f.name for f in fields(cls)) for cls, code in _CODES.items()
 }
-_STEP_KEYS = frozenset({"label", "expect", "reply", "error"})
-_REPLY_KEYS = frozenset({"text", "tool_calls", "finish_reason", "usage", "reasoning"})
-_CALL_KEYS = frozenset({"id", "name", "arguments"})
-_USAGE_KEYS = frozenset({"prompt_tokens", "completion_tokens", "total_tokens"})
-_NAME_SETS = ("tools", "tools_include", "tools_exclude")
-_TEXT_LISTS = ("system_contains", "system_excludes", "last_user_contains")
-_EXPECT_KEYS = frozenset({*_NAME_SETS, *_TEXT_LISTS, "last_role"})
-_ROLES: tuple[str, ...] = get_args(Role)
 
 
-class _Problems:
-    """Collects every problem of a script, each with its path."""
+@dataclass(frozen=True, slots=True)
+class _Step:
+    label: str | None = None
+    expect: _Expect | None = None
+    reply: str | _Reply | None = None
+    error: _Error | None = None
 
-    def __init__(self) -> None:
-        self.found: list[str] = []
+    def __post_init__(self) -> None:
+        if (self.reply is None) == (self.error is None):
+            raise ValueError("needs exactly one of 'reply' and 'error'")
 
-    def add(self, path: str, problem: str) -> None:
-        self.found.append(f"{path}: {problem}")
 
-    def obj(self, value: object, path: str, allowed: frozenset[str]) -> Mapping[str, object]:
-        """``value`` as a mapping (empty after reporting, when it is not one)."""
-        if not isinstance(value, Mapping):
-            self.add(path, f"expected a table/object, got {type(value).__name__}")
-            return {}
-        for key in sorted(set(value) - allowed, key=str):
-            self.add(f"{path}.{key}", f"unknown key (allowed: {sorted(allowed)})")
-        return value
+@dataclass(frozen=True, slots=True)
+class _Script:
+    steps: tuple[_Step, ...]
 
-    def text(self, value: object, path: str, default: str | None = None) -> str | None:
-        if value is None or isinstance(value, str):
-            return default if value is None else value
-        self.add(path, f"expected a string, got {type(value).__name__}")
-        return default
 
-    def texts(self, value: object, path: str) -> tuple[str, ...]:
-        if isinstance(value, str):
-            return (value,)
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-        self.add(path, "expected a string or a list of strings")
-        return ()
+def _checked(
+    kinds: tuple[type, ...], make: Callable[[Any], Any], rule: Callable[[Any], bool], expected: str
+) -> Callable[[Any, Any], Any]:
+    """A structure hook taking a value of exactly one of ``kinds`` that keeps ``rule``."""
 
-    def number(self, value: object, path: str, *, integer: bool = False) -> float | None:
-        allowed = int if integer else int | float
-        if isinstance(value, allowed) and not isinstance(value, bool):
-            number = float(value)
-            if math.isfinite(number) and number >= 0:
-                return number
-        kind = "integer" if integer else "number"
-        self.add(path, f"expected a non-negative {kind}, got {value!r}")
-        return None
+    def structure(value: Any, _: Any) -> Any:
+        if type(value) not in kinds or not rule(value):
+            raise ValueError(f"expected {expected}, got {value!r}")
+        return make(value)
+
+    return structure
+
+
+def _script_converter() -> cattrs.Converter:
+    conv = exact_converter()
+    number = _checked((int, float), float, lambda v: math.isfinite(v) and v >= 0, "a non-negative number")
+    conv.register_structure_hook(Seconds, number)
+    conv.register_structure_hook(Count, _checked((int,), int, lambda v: v >= 0, "a non-negative integer"))
+    conv.register_structure_hook(Attempts, _checked((int,), int, lambda v: v >= 1, "an integer of at least 1"))
+    conv.register_structure_hook(
+        HttpStatus, _checked((int,), int, lambda v: 400 <= v <= 599, "an HTTP error status 400-599")
+    )
+    conv.register_structure_hook(Name, _checked((str,), str, bool, "a non-empty string"))
+    tag_union(_Error | None, conv, tag_name="code", tag_generator=_CODES.__getitem__)
+    return conv
+
+
+_CONVERTER = _script_converter()
+
+
+# --- loading ----------------------------------------------------------------
 
 
 def parse_script(data: object, source: str = "script") -> tuple[ScriptStep, ...]:
     """The steps of a script in plain-data form.
 
-    Raises ``ScriptFormatError`` listing every problem found, each with its path.
+    Raises ``ScriptFormatError`` listing every problem found, each with its
+    path (``script.steps[0].reply.usage.prompt_tokens``).
     """
-    p = _Problems()
-    top = p.obj(data, "script", frozenset({"steps"}))
-    raw_steps = top.get("steps")
-    if not isinstance(raw_steps, list):
-        p.add("script.steps", "expected a list of steps")
-        raw_steps = []
-    steps: list[ScriptStep] = []
-    for i, raw in enumerate(raw_steps):
-        path = f"steps[{i}]"
-        before = len(p.found)
-        entry = p.obj(raw, path, _STEP_KEYS)
-        label = p.text(entry.get("label"), f"{path}.label")
-        expect = _expectation(p, entry["expect"], f"{path}.expect") if "expect" in entry else None
-        reply: ChatResponse | ModelError | None = None
-        if ("reply" in entry) == ("error" in entry):
-            p.add(path, "needs exactly one of 'reply' and 'error'")
-        elif "reply" in entry:
-            reply = _reply(p, entry["reply"], f"{path}.reply", i + 1)
-        else:
-            reply = _error(p, entry["error"], f"{path}.error")
-        if reply is not None and len(p.found) == before:
-            steps.append(ScriptStep(reply, expect or Expectation(), label))
-    if p.found:
-        raise ScriptFormatError(p.found, source)
-    return tuple(steps)
+    try:
+        script: _Script = _CONVERTER.structure(data, _Script)
+    except Exception as exc:  # every structuring failure is a problem of the script
+        raise ScriptFormatError(problems(exc, "script"), source) from exc
+    return tuple(_step(number, step) for number, step in enumerate(script.steps, start=1))
 
 
-def _expectation(p: _Problems, value: object, path: str) -> Expectation:
-    entry = p.obj(value, path, _EXPECT_KEYS)
-    names = {k: frozenset(p.texts(entry[k], f"{path}.{k}")) for k in _NAME_SETS if k in entry}
-    texts = {k: p.texts(entry[k], f"{path}.{k}") for k in _TEXT_LISTS if k in entry}
-    role = entry.get("last_role")
-    if role is not None and role not in _ROLES:
-        p.add(f"{path}.last_role", f"expected one of {list(_ROLES)}, got {role!r}")
-        role = None
+def _step(number: int, step: _Step) -> ScriptStep:
+    reply = _error(step.error) if step.error is not None else _reply(step.reply, number)
+    return ScriptStep(reply, Expectation() if step.expect is None else _expectation(step.expect), step.label)
+
+
+def _texts(value: str | list[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _expectation(expect: _Expect) -> Expectation:
     return Expectation(
-        tools=names.get("tools"),
-        tools_include=names.get("tools_include", frozenset()),
-        tools_exclude=names.get("tools_exclude", frozenset()),
-        system_contains=texts.get("system_contains", ()),
-        system_excludes=texts.get("system_excludes", ()),
-        last_user_contains=texts.get("last_user_contains", ()),
-        last_role=cast("Role | None", role),  # checked against _ROLES above
+        tools=None if expect.tools is None else frozenset(_texts(expect.tools)),
+        tools_include=frozenset(_texts(expect.tools_include)),
+        tools_exclude=frozenset(_texts(expect.tools_exclude)),
+        system_contains=_texts(expect.system_contains),
+        system_excludes=_texts(expect.system_excludes),
+        last_user_contains=_texts(expect.last_user_contains),
+        last_role=expect.last_role,
     )
 
 
-def _reply(p: _Problems, value: object, path: str, step: int) -> ChatResponse:
-    if isinstance(value, str):
-        return ChatResponse(text=value, finish_reason="stop")
-    entry = p.obj(value, path, _REPLY_KEYS)
-    calls: list[ToolCall] = []
-    raw_calls = entry.get("tool_calls", [])
-    if not isinstance(raw_calls, list):
-        p.add(f"{path}.tool_calls", "expected a list of tool calls")
-        raw_calls = []
-    for j, raw in enumerate(raw_calls):
-        call = _tool_call(p, raw, f"{path}.tool_calls[{j}]", f"call-{step}-{j + 1}")
-        if call is not None:
-            calls.append(call)
-    usage = None
-    if "usage" in entry:
-        counts = p.obj(entry["usage"], f"{path}.usage", _USAGE_KEYS)
-        ints = {
-            k: p.number(counts[k], f"{path}.usage.{k}", integer=True)
-            for k in sorted(_USAGE_KEYS & counts.keys())
-        }
-        usage = Usage(**{k: None if v is None else int(v) for k, v in ints.items()})
-    finish = "tool_calls" if calls else "stop"
+def _reply(reply: str | _Reply | None, step: int) -> ChatResponse:
+    if reply is None or isinstance(reply, str):
+        return ChatResponse(text=reply, finish_reason="stop")
+    calls = tuple(
+        ToolCall.parse(call.id or f"call-{step}-{j}", call.name, call.arguments)
+        if isinstance(call.arguments, str)
+        else ToolCall.of(call.id or f"call-{step}-{j}", call.name, call.arguments)
+        for j, call in enumerate(reply.tool_calls, start=1)
+    )
+    usage = reply.usage
     return ChatResponse(
-        text=p.text(entry.get("text"), f"{path}.text"),
-        tool_calls=tuple(calls),
-        finish_reason=p.text(entry.get("finish_reason"), f"{path}.finish_reason", finish),
-        usage=usage,
-        reasoning=p.text(entry.get("reasoning"), f"{path}.reasoning"),
+        text=reply.text,
+        tool_calls=calls,
+        finish_reason=reply.finish_reason or ("tool_calls" if calls else "stop"),
+        usage=None if usage is None else Usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
+        reasoning=reply.reasoning,
     )
 
 
-def _tool_call(p: _Problems, value: object, path: str, default_id: str) -> ToolCall | None:
-    entry = p.obj(value, path, _CALL_KEYS)
-    name = entry.get("name")
-    if not isinstance(name, str) or not name:
-        p.add(f"{path}.name", "expected a non-empty string")
-        return None
-    call_id = p.text(entry.get("id"), f"{path}.id", default_id) or default_id
-    arguments = entry.get("arguments", {})
-    if isinstance(arguments, str):
-        return ToolCall.parse(call_id, name, arguments)
-    if isinstance(arguments, Mapping):
-        plain: Mapping[str, JSON] = arguments
-        return ToolCall.of(call_id, name, plain)
-    p.add(f"{path}.arguments", "expected an object or a raw JSON string")
-    return None
-
-
-def _error(p: _Problems, value: object, path: str) -> ModelError | None:
-    code = value.get("code") if isinstance(value, Mapping) else None
-    if not isinstance(code, str) or code not in ERROR_PARAMS:
-        p.add(f"{path}.code", f"expected one of {sorted(ERROR_PARAMS)}, got {code!r}")
-        return None
-    entry = p.obj(value, path, ERROR_PARAMS[code] | {"code"})
-    body = p.text(entry.get("body"), f"{path}.body", "") or ""
-    if code == "model-timeout":
-        timeout = p.number(entry.get("timeout_s", 60.0), f"{path}.timeout_s")
-        return ModelTimeoutError(timeout if timeout is not None else 60.0, "scripted")
-    if code == "model-unreachable":
-        detail = p.text(entry.get("detail"), f"{path}.detail", "scripted connection failure")
-        return ModelUnreachableError(detail or "scripted connection failure")
-    if code == "model-http-error":
-        status = entry.get("status")
-        if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status <= 599:
-            p.add(f"{path}.status", f"expected an HTTP error status 400-599, got {status!r}")
-            return None
-        return ModelHTTPError(status, body)
-    if code == "model-rate-limited":
-        after = entry.get("retry_after")
-        wait = None if after is None else p.number(after, f"{path}.retry_after")
-        return ModelRateLimitedError(body, wait)
-    if code == "model-bad-response":
-        problem = p.text(entry.get("problem"), f"{path}.problem", "scripted bad response")
-        return ModelBadResponseError(problem or "scripted bad response", body)
-    attempts = p.number(entry.get("attempts", 3), f"{path}.attempts", integer=True)
-    last = _error(p, entry["last"], f"{path}.last") if "last" in entry else None
-    if attempts is None or attempts < 1:
-        p.add(f"{path}.attempts", "expected at least 1")
-        return None
-    fallback = ModelUnreachableError("scripted connection failure")
-    return ModelRetriesExhaustedError(int(attempts), last or fallback)
+def _error(error: _Error) -> ModelError:
+    if isinstance(error, _Timeout):
+        return ModelTimeoutError(error.timeout_s, "scripted")
+    if isinstance(error, _Unreachable):
+        return ModelUnreachableError(error.detail)
+    if isinstance(error, _HTTPError):
+        return ModelHTTPError(error.status, error.body)
+    if isinstance(error, _RateLimited):
+        return ModelRateLimitedError(error.body, error.retry_after)
+    if isinstance(error, _BadResponse):
+        return ModelBadResponseError(error.problem, error.body)
+    last = ModelUnreachableError("scripted connection failure") if error.last is None else _error(error.last)
+    return ModelRetriesExhaustedError(error.attempts, last)

@@ -266,7 +266,7 @@ def test_empty_json_lines_is_an_empty_session() -> None:
 
 def test_the_session_state_has_an_exact_snapshot_codec() -> None:
     assert SESSION_SNAPSHOT is not None
-    assert SESSION_SNAPSHOT.format.startswith("v1-")
+    assert SESSION_SNAPSHOT.format.startswith("v2-")
 
 
 @settings(max_examples=fewer(2))

@@ -202,15 +202,14 @@ def test_retries_exhausted_defaults_to_a_connection_failure() -> None:
 
 
 BAD_SCRIPTS: list[tuple[object, list[str]]] = [
-    ([], ["script: expected a table/object", "script.steps: expected a list"]),
-    ({"steps": "x", "extra": 1}, ["script.extra: unknown key", "script.steps: expected a list"]),
+    ([], ["script: expected an object, got an array"]),
+    ({"steps": "x", "extra": 1}, ["script.steps: expected an array", "script: unknown key(s) ['extra']"]),
     (
         {"steps": [{}, {"reply": "a", "error": {"code": "model-timeout"}}, 3]},
         [
-            "steps[0]: needs exactly one of 'reply' and 'error'",
-            "steps[1]: needs exactly one",
-            "steps[2]: expected a table/object",
-            "steps[2]: needs exactly one",
+            "script.steps[0]: needs exactly one of 'reply' and 'error'",
+            "script.steps[1]: needs exactly one",
+            "script.steps[2]: expected an object, got an integer",
         ],
     ),
     (
@@ -229,16 +228,16 @@ BAD_SCRIPTS: list[tuple[object, list[str]]] = [
             ]
         },
         [
-            "steps[0].expct: unknown key",
-            "steps[0].label: expected a string",
-            "steps[0].expect.system: unknown key",
-            "steps[0].expect.tools: expected a string or a list of strings",
-            "steps[0].expect.last_role: expected one of",
-            "steps[0].reply.txt: unknown key",
-            "steps[0].reply.tool_calls[0].name: expected a non-empty string",
-            "steps[0].reply.tool_calls[1].arguments: expected an object or a raw JSON string",
-            "steps[0].reply.usage.cost: unknown key",
-            "steps[0].reply.usage.prompt_tokens: expected a non-negative integer",
+            "script.steps[0].label: expected a string or null, got an integer",
+            "script.steps[0].expect.tools[0]: expected a string, got an integer",
+            "script.steps[0].expect.last_role: expected one of ['system', 'user', 'assistant', 'tool'], got 'robot'",
+            "script.steps[0].expect: unknown key(s) ['system']",
+            "script.steps[0].reply.tool_calls[0].name: expected a non-empty string",
+            "script.steps[0].reply.tool_calls[1].arguments: expected a string or an object, got an integer",
+            "script.steps[0].reply.usage.prompt_tokens: expected a non-negative integer, got -1",
+            "script.steps[0].reply.usage: unknown key(s) ['cost']",
+            "script.steps[0].reply: unknown key(s) ['txt']",
+            "script.steps[0]: unknown key(s) ['expct']",
         ],
     ),
     (
@@ -252,13 +251,13 @@ BAD_SCRIPTS: list[tuple[object, list[str]]] = [
             ]
         },
         [
-            "steps[0].error.code: expected one of",
-            "steps[1].error.retry_after: unknown key",
-            "steps[1].error.status: expected an HTTP error status 400-599, got 200",
-            "steps[2].error.attempts: expected at least 1",
-            "steps[3].error.retry_after: expected a non-negative number, got 'soon'",
-            "steps[4].reply.tool_calls: expected a list of tool calls",
-            "steps[4].reply.finish_reason: expected a string",
+            "script.steps[0].error: expected 'code' to be one of ['model-bad-response',",
+            "script.steps[1].error.status: expected an HTTP error status 400-599, got 200",
+            "script.steps[1].error: unknown key(s) ['retry_after']",
+            "script.steps[2].error.attempts: expected an integer of at least 1, got 0",
+            "script.steps[3].error.retry_after: expected a number or null, got a string",
+            "script.steps[4].reply.tool_calls: expected an array, got an object",
+            "script.steps[4].reply.finish_reason: expected a string or null",
         ],
     ),
 ]
