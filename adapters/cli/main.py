@@ -17,6 +17,7 @@ between the two forms.
 - ``import FILE --db PATH --session ID``: a JSON Lines log into an empty
   session (folded strictly first; nothing is written on a bad log).
 - ``demo``: see ``adapters.demo``.
+- ``serve --db FILE``: JSON-RPC 2.0 on stdin/stdout, see ``adapters.serve``.
 
 Output is for people by default; ``--json`` prints one JSON document. A bad
 log prints the position (seq) and the rule of its first bad event and exits
@@ -39,6 +40,7 @@ from planfold.adapters.cli.describe import summarize
 from planfold.adapters.cli.progress import Progress
 from planfold.adapters.codec import CodecError, decode_jsonl, encode_jsonl
 from planfold.adapters.llm.openai import OpenAIClient, RetryPolicy
+from planfold.adapters.serve.command import add_serve_arguments, run_serve
 from planfold.adapters.specgen.vectors import add_conform_arguments, run_conform
 from planfold.adapters.store.base import import_session
 from planfold.adapters.store.sqlite import SqliteStore
@@ -218,6 +220,7 @@ def _parser() -> argparse.ArgumentParser:
     for cmd in (demo, export, imp, *(sub.choices[n] for n in ("replay", "audit"))):
         cmd.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_conform_arguments(sub.add_parser("conform", help="check an implementation against conformance vectors"))
+    add_serve_arguments(sub.add_parser("serve", help="JSON-RPC 2.0 on stdin/stdout, for runtimes in other languages"))
     return parser
 
 
@@ -231,6 +234,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             return _cmd_demo(args, out, err)
         if args.command == "conform":
             return run_conform(args)
+        if args.command == "serve":
+            return run_serve(args)
         if args.command in ("replay", "audit"):
             return _cmd_check(args, out, err, audit=args.command == "audit")
         if args.command == "export":

@@ -12,7 +12,8 @@ and ``<!-- diagrams:end -->``, under a "## State diagrams" heading.
 ``write_all(out_dir)`` writes every generated file of ``specs/``: one
 ``.mmd`` and one ``.dot`` per machine (and an ``.svg`` where Graphviz's
 ``dot`` program is installed; it is never required), the event schema
-``events.schema.json`` and the conformance vectors in ``vectors/``. It
+``events.schema.json``, the OpenRPC document of ``planfold serve``
+(``rpc.openrpc.json``) and the conformance vectors in ``vectors/``. It
 removes generated files that no longer correspond to anything, so a removed
 machine or vector cannot linger. ``python -m adapters.diagrams specs`` runs it
 and also refreshes the README section; the CI freshness test regenerates
@@ -28,6 +29,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from planfold.adapters.serve.openrpc import OPENRPC_FILE, openrpc_text
 from planfold.adapters.specgen.event_types import schema_text
 from planfold.adapters.specgen.vectors import VECTOR_DIR, write_vectors
 from planfold.kernel.graph import Edge, Graph, all_graphs
@@ -170,6 +172,7 @@ def write_all(out_dir: Path, readme: Path | None = None, *, svg: bool = True) ->
     keep = set(written) | {out_dir / f"{name}.svg" for name in names}
     _remove_stale(out_dir, ("*.mmd", "*.dot", "*.svg"), keep)
     _write(out_dir / SCHEMA_FILE, schema_text(), written)
+    _write(out_dir / OPENRPC_FILE, openrpc_text(), written)
     written += write_vectors(out_dir / VECTOR_DIR)
     if readme is not None:
         current = readme.read_text(encoding="utf-8") if readme.exists() else ""

@@ -1,0 +1,79 @@
+"""The ``planfold serve`` command line.
+
+Theory of operation
+-------------------
+``planfold serve --db FILE`` opens the store, then answers JSON-RPC requests
+on standard input until it ends (``adapters.serve.server``). Standard output
+carries responses only: while the server runs, ``sys.stdout`` points at
+standard error, so nothing printed by accident can corrupt the protocol.
+Logs go to standard error (``--verbose`` adds one line per request).
+
+``--db`` is a SQLite file, or ``:memory:`` for a store that lives only as
+long as the process (to try the protocol). ``--ticks START[:STEP]`` replaces
+the wall clock with one that reads START, START+STEP, … milliseconds (STEP
+defaults to 1000), so a scripted session writes the same log on every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import sys
+from collections.abc import Callable
+
+from planfold.adapters.serve.server import Server
+from planfold.adapters.store.base import Store
+from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.session_log import Clock, system_clock
+from planfold.adapters.store.sqlite import SqliteStore
+
+__all__ = ["MEMORY", "add_serve_arguments", "open_store", "parse_ticks", "run_serve", "ticks"]
+
+#: The ``--db`` value of a store kept in memory.
+MEMORY = ":memory:"
+
+
+def ticks(start: int, step: int = 1000) -> Clock:
+    """A clock that reads ``start``, ``start + step``, … (one step per reading)."""
+    counter = itertools.count()
+    return lambda: start + step * next(counter)
+
+
+def parse_ticks(text: str) -> tuple[int, int]:
+    """``START[:STEP]`` as two integers (``argparse`` reports a ``ValueError``)."""
+    start, _, step = text.partition(":")
+    values = int(start), int(step or "1000")
+    if values[0] < 0 or values[1] < 0:
+        raise ValueError("ticks must not be negative")
+    return values
+
+
+def open_store(db: str) -> Store:
+    """The store ``--db`` names."""
+    return MemoryStore() if db == MEMORY else SqliteStore(db)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", required=True, help=f"the store: a SQLite file, or {MEMORY} (kept in memory)")
+    parser.add_argument(
+        "--ticks", type=parse_ticks, metavar="START[:STEP]",
+        help="a deterministic clock (milliseconds) instead of the wall clock, for reproducible runs",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every request on stderr")
+
+
+def run_serve(args: argparse.Namespace, clock: Callable[[], int] | None = None) -> int:
+    """Serve until standard input ends; the exit status (0)."""
+    logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="planfold serve: %(message)s")
+    if clock is None:
+        clock = ticks(*args.ticks) if args.ticks else system_clock
+    store = open_store(args.db)
+    stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        logging.getLogger("planfold.serve").info("ready on stdin/stdout (store %s)", args.db)
+        return Server(store, clock).serve(sys.stdin.buffer, stdout.buffer)
+    finally:
+        sys.stdout = stdout
+        store.close()

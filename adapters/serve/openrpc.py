@@ -1,0 +1,128 @@
+"""The OpenRPC document of ``planfold serve``, generated from the protocol types.
+
+Theory of operation
+-------------------
+Every method of ``protocol.METHODS`` becomes one OpenRPC method: its params
+(by name) are the fields of its params dataclass, each with the JSON Schema
+msgspec derives from the field's type; its result is a reference to the
+result dataclass's schema. msgspec derives the schemas of every type reached
+from them (the kernel's ``GoalRef``, ``PlanArtifact`` … included) into
+``components.schemas``; objects are closed (``additionalProperties:
+false``), since the server refuses unknown keys. The error codes are listed
+once in ``components.errors`` and referenced by every method.
+
+``make diagrams`` writes the document to ``specs/rpc.openrpc.json``; a test
+fails when the committed file differs from what this module generates. The
+server also answers ``rpc.discover`` with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import msgspec
+
+from planfold.adapters.serve.protocol import JSONRPC_ERRORS, METHODS, PROTOCOL_VERSION
+
+__all__ = ["OPENRPC_FILE", "openrpc_document", "openrpc_text"]
+
+#: Where ``make diagrams`` writes the document, under ``specs/``.
+OPENRPC_FILE = "rpc.openrpc.json"
+
+_REF = "#/components/schemas/{name}"
+_TRANSPORT = (
+    "JSON-RPC 2.0 over standard input and output: one request per line in, one response per line out "
+    "(UTF-8 JSON); logs go to standard error. Params are by name. Every error's data carries planfold's "
+    "stable kebab-case code (data.code), and data.rule and data.position when the log would be broken."
+)
+
+
+def _error_name(code: int) -> str:
+    return JSONRPC_ERRORS[code][0].replace(" ", "")
+
+
+def _close_objects(schema: Any) -> None:
+    """Mark every object schema with declared properties closed, in place."""
+    if isinstance(schema, dict):
+        if schema.get("type") == "object" and "properties" in schema:
+            schema["additionalProperties"] = False
+        for value in schema.values():
+            _close_objects(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _close_objects(value)
+
+
+@functools.cache
+def _document() -> str:
+    types: list[type] = []
+    for method in METHODS.values():
+        types += [t for t in (method.params, method.result) if t not in types]
+    _, schemas = msgspec.json.schema_components(types, ref_template=_REF)
+    _close_objects(schemas)
+    errors = [{"$ref": f"#/components/errors/{_error_name(code)}"} for code in JSONRPC_ERRORS]
+    methods: list[dict[str, Any]] = []
+    for method in METHODS.values():
+        params, result = schemas[method.params.__name__], method.result.__name__
+        required = set(params.get("required", ()))
+        descriptors = []
+        for name, schema in params["properties"].items():
+            descriptor: dict[str, Any] = {"name": name, "required": name in required}
+            if "description" in schema:
+                descriptor["description"] = schema["description"]
+            descriptor["schema"] = schema
+            descriptors.append(descriptor)
+        methods.append(
+            {
+                "name": method.name,
+                "summary": method.summary,
+                "description": params.get("description", method.summary),
+                "paramStructure": "by-name",
+                "params": descriptors,
+                "result": {"name": result, "schema": {"$ref": _REF.format(name=result)}},
+                "errors": errors,
+            }
+        )
+    # A params type is spelled out as the method's params; keep its schema
+    # only where another schema refers to it.
+    text = json.dumps(schemas)
+    for method in METHODS.values():
+        name = method.params.__name__
+        if name in schemas and f'"{_REF.format(name=name)}"' not in text:
+            del schemas[name]
+    methods.append(
+        {
+            "name": "rpc.discover",
+            "summary": "This document.",
+            "description": "The OpenRPC document of the server (this document).",
+            "paramStructure": "by-name",
+            "params": [],
+            "result": {"name": "OpenRPC", "schema": {"type": "object"}},
+        }
+    )
+    document = {
+        "openrpc": "1.3.2",
+        "info": {"title": "planfold serve", "version": PROTOCOL_VERSION, "description": _TRANSPORT},
+        "methods": methods,
+        "components": {
+            "schemas": dict(sorted(schemas.items())),
+            "errors": {
+                _error_name(code): {"code": code, "message": f"{message}: {meaning}"}
+                for code, (message, meaning) in JSONRPC_ERRORS.items()
+            },
+        },
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def openrpc_text() -> str:
+    """The document as the text committed in ``specs/``."""
+    return _document()
+
+
+def openrpc_document() -> dict[str, Any]:
+    """The document as a fresh JSON value (``rpc.discover``'s result)."""
+    value: dict[str, Any] = json.loads(_document())
+    return value
