@@ -3,7 +3,11 @@
 The server listens on 127.0.0.1 with an ephemeral port, answers each
 ``POST`` with the next planned ``Answer`` (a status, headers and body, an
 optional delay before answering, an optional trickle between body pieces, or
-a dropped connection), and records every request it received. A request with
+a dropped connection), and records every request it received. Hostile
+answers misbehave the way real servers and middleboxes have: headers
+dribbled one byte at a time, an endless run of ``100 Continue``, a body cut
+off before its ``Content-Length``. A ``CONNECT`` (a client using the server
+as an HTTPS proxy) is recorded and refused with 403. A request with
 no answer planned gets a 500 and is counted in ``unplanned``, so a test can
 assert that the client asked exactly as often as planned.
 
@@ -67,6 +71,13 @@ class Answer:
     delay: float = 0.0
     trickle: float = 0.0
     drop: bool = False
+    #: Seconds between single bytes of the status line and headers.
+    dribble: float = 0.0
+    #: How many ``100 Continue`` responses precede the answer, ``pause`` apart.
+    continues: int = 0
+    pause: float = 0.0
+    #: Send only this many bytes of the body (the full length announced), then close.
+    cut_body: int | None = None
 
     def payload(self) -> bytes:
         if isinstance(self.body, bytes):
@@ -169,9 +180,48 @@ def _make_handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             try:
-                self._send(answer)
+                if answer.dribble or answer.continues or answer.cut_body is not None:
+                    self._misbehave(answer)
+                else:
+                    self._send(answer)
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client gave up first
+
+        def do_CONNECT(self) -> None:
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            server.take(Received("CONNECT", self.path, headers, b""))
+            self.send_error(403, "no tunnels here")
+
+        def _paced(self, data: bytes, pause: float) -> bool:
+            """Write ``data`` one byte every ``pause`` seconds; False when the
+            server closed meanwhile."""
+            for i in range(len(data)):
+                if server.closing.wait(min(pause, MAX_WAIT)):
+                    return False
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+            return True
+
+        def _misbehave(self, answer: Answer) -> None:
+            self.close_connection = True
+            for _ in range(answer.continues):
+                if server.closing.wait(min(answer.pause, MAX_WAIT)):
+                    return
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                self.wfile.flush()
+            payload = answer.payload()
+            head = (
+                f"HTTP/1.1 {answer.status} Answer\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+            ).encode("ascii")
+            if answer.dribble:
+                if not self._paced(head, answer.dribble):
+                    return
+            else:
+                self.wfile.write(head)
+            body = payload if answer.cut_body is None else payload[: answer.cut_body]
+            self.wfile.write(body)
+            self.wfile.flush()
 
         def _send(self, answer: Answer) -> None:
             payload = answer.payload()

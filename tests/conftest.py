@@ -1,10 +1,15 @@
 """Hypothesis profiles, chosen with HYPOTHESIS_PROFILE: ``default`` is fast for
-local runs, ``ci`` runs more examples, ``fuzz`` is for long runs."""
+local runs, ``ci`` runs more examples, ``fuzz`` is for long runs. Proxy
+settings of the environment are removed from every test: the model client
+honours them, and the tests' servers are on loopback (the proxy tests set
+their own)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("default", max_examples=60, deadline=None)
@@ -24,3 +29,11 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in list(os.environ):
+        if name.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+            monkeypatch.delenv(name)
+    yield

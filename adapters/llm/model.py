@@ -17,17 +17,36 @@ JSON is an ordinary event in a turn, not a crash: the call then carries
 ``arguments=None`` and ``arguments_error`` says what was wrong, so the runtime
 can tell the model and carry on.
 
+Arguments the log could not hold are refused at the port as well: a
+number that is not finite (``NaN``, ``Infinity``), nesting deeper than
+``MAX_ARGUMENT_DEPTH``, or a string with a lone surrogate (text that is not
+Unicode) leave the call with ``arguments_error``, so the runtime records the
+raw text and refuses the call instead of failing on it.
+
+A reply says why generation stopped (``finish_reason``: ``stop``,
+``tool_calls``, ``length``, ``content_filter`` …) and, when the model declined
+(the ``refusal`` field of OpenAI's API, with ``content`` null), the refusal
+text: the runtime never takes a cut-off, filtered or refused reply for the
+model's final word.
+
 Failures are typed. Every error a client raises is a ``ModelError`` (a
 ``AdapterError``) with a stable kebab-case ``code``: ``model-timeout``,
 ``model-unreachable``, ``model-http-error``, ``model-rate-limited``,
 ``model-bad-response``, ``model-retries-exhausted`` and, for a request the
-caller built wrongly, ``model-bad-request``.
+caller built wrongly, ``model-bad-request``. ``retryable`` says whether the
+client that raised it thinks another attempt could help (None: it has no
+opinion, the caller decides by the code).
+
+Retries of one unit of work (a runtime step) come out of one ``RetryBudget``:
+a client with retries of its own exposes its budget as ``retry_budget``, and a
+runtime that retries steps uses that same budget, so the two never multiply.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -35,6 +54,7 @@ from planfold.adapters.errors import AdapterError
 
 __all__ = [
     "JSON",
+    "MAX_ARGUMENT_DEPTH",
     "AssistantMessage",
     "ChatRequest",
     "ChatResponse",
@@ -48,6 +68,7 @@ __all__ = [
     "ModelRetriesExhaustedError",
     "ModelTimeoutError",
     "ModelUnreachableError",
+    "RetryBudget",
     "Role",
     "SystemMessage",
     "ToolCall",
@@ -75,9 +96,12 @@ def excerpt(body: bytes | str, limit: int = EXCERPT_CHARS) -> str:
 
 
 class ModelError(AdapterError):
-    """Root of every failure a model client reports."""
+    """Root of every failure a model client reports. ``retryable`` is the
+    raising client's word on whether another attempt could help (None: no
+    word; see the module docstring)."""
 
     code = "model-error"
+    retryable: bool | None = None
 
 
 class ModelBadRequestError(ModelError):
@@ -162,7 +186,8 @@ class ModelBadResponseError(ModelError):
 
 
 class ModelRetriesExhaustedError(ModelError):
-    """Every allowed attempt failed with a retryable error; ``last`` is the final one."""
+    """Every allowed attempt failed with a retryable error; ``attempts``
+    counts them all (the retry budget's and the first); ``last`` is the final one."""
 
     code = "model-retries-exhausted"
 
@@ -193,20 +218,90 @@ class ToolDefinition:
             raise ModelBadRequestError(f"tool {self.name!r}: parameters must be a JSON Schema object")
 
 
+class RetryBudget:
+    """How many retries one unit of work may still make, shared by every
+    layer that retries it (see the module docstring).
+
+    ``step()`` opens a unit: the outermost ``with budget.step()`` starts it
+    afresh, nested ones join it. ``take()`` spends one retry (False when none
+    is left). Raises ``ModelBadRequestError`` for a negative count.
+    """
+
+    def __init__(self, retries: int) -> None:
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ModelBadRequestError(f"a retry budget must be a non-negative integer, got {retries!r}")
+        self.retries = retries
+        self.used = 0
+        self._depth = 0
+
+    @contextmanager
+    def step(self) -> Iterator[RetryBudget]:
+        if self._depth == 0:
+            self.used = 0
+        self._depth += 1
+        try:
+            yield self
+        finally:
+            self._depth -= 1
+
+    @property
+    def left(self) -> int:
+        return self.retries - self.used
+
+    def take(self) -> bool:
+        """Spend one retry; False (nothing spent) when the budget is empty."""
+        if self.used >= self.retries:
+            return False
+        self.used += 1
+        return True
+
+
+#: How deeply tool-call arguments may nest arrays and objects (the tool
+#: gate's own limit; deeper arguments are refused as malformed).
+MAX_ARGUMENT_DEPTH = 64
+
+
+def _no_constant(token: str) -> object:
+    raise ValueError(f"{token} is not a JSON number")
+
+
+def _argument_problem(value: object) -> str | None:
+    """Why a decoded value cannot be a tool call's arguments in the log, or None."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_ARGUMENT_DEPTH:
+            return f"arguments nest arrays and objects deeper than {MAX_ARGUMENT_DEPTH} levels"
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "arguments hold text that is not valid Unicode (a lone surrogate)"
+        elif isinstance(item, dict | list):
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return None
+
+
 def decode_arguments(raw: str) -> tuple[Mapping[str, JSON] | None, str | None]:
     """Decode a tool call's raw arguments: ``(object, None)`` or ``(None, problem)``.
 
     Never raises. Blank text counts as ``{}`` (some servers send ``""`` for a
-    call without parameters); anything else must be a JSON object.
+    call without parameters); anything else must be a JSON object, with
+    finite numbers, valid Unicode text and at most ``MAX_ARGUMENT_DEPTH``
+    levels of nesting.
     """
     if not raw.strip():
         return {}, None
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_no_constant)
     except (ValueError, RecursionError) as err:
         return None, f"arguments are not valid JSON: {err}"
     if not isinstance(value, dict):
         return None, f"arguments must be a JSON object, got {json_kind(value)}"
+    problem = _argument_problem(value)
+    if problem is not None:
+        return None, problem
     return value, None
 
 
@@ -368,8 +463,10 @@ class ChatResponse:
     """The model's reply.
 
     ``finish_reason`` is the server's word (``stop``, ``tool_calls``,
-    ``length`` …) or None when it gave none; ``reasoning`` is separate
-    reasoning text some servers return (``reasoning_content``).
+    ``length``, ``content_filter`` …) or None when it gave none; ``refusal``
+    is the model's refusal text when it declined (OpenAI's ``refusal``
+    field); ``reasoning`` is separate reasoning text some servers return
+    (``reasoning_content``).
     """
 
     text: str | None
@@ -378,15 +475,18 @@ class ChatResponse:
     usage: Usage | None = None
     model: str | None = None
     reasoning: str | None = None
+    refusal: str | None = None
 
     def as_message(self) -> AssistantMessage:
         """The reply as a message to append to the conversation.
 
-        A reply with neither text nor tool calls becomes an empty text message.
+        A refusal with no text is its refusal text; a reply with neither text
+        nor tool calls becomes an empty text message.
         """
-        if self.text is None and not self.tool_calls:
+        text = self.text if self.text is not None else self.refusal
+        if text is None and not self.tool_calls:
             return AssistantMessage("")
-        return AssistantMessage(self.text, self.tool_calls)
+        return AssistantMessage(text, self.tool_calls)
 
 
 @runtime_checkable

@@ -10,8 +10,17 @@ server documents, e.g. ``http://127.0.0.1:8000/v1`` for vLLM,
 Ollama, ``https://api.openai.com/v1`` for OpenAI.
 
 Each attempt has one deadline, ``timeout_s`` seconds for connecting, sending,
-waiting for the headers and reading the whole body; a server that trickles a
-reply slowly is cut off like one that never answers.
+waiting for the headers and reading the whole body: every read and write on
+the connection gets only the time left until it (``_DeadlineSocket``), so a
+server that dribbles its headers a byte at a time, repeats ``100 Continue``
+or trickles its body is cut off like one that never answers.
+
+The proxy comes from the environment as every HTTP client reads it
+(``http_proxy``/``HTTP_PROXY``, ``https_proxy``/``HTTPS_PROXY``, ``no_proxy``/
+``NO_PROXY``, through ``urllib.request``): a plain ``http`` URL is sent to the
+proxy in absolute form, an ``https`` one through a ``CONNECT`` tunnel; user
+and password in the proxy URL become ``Proxy-Authorization``. Only ``http``
+proxies are spoken; another scheme is refused when the client is built.
 
 What happens to an attempt's outcome is one table, ``OUTCOMES`` (its rows
 are the first column; ``outcome_of`` picks the row of an error):
@@ -25,6 +34,7 @@ rate-limited   429                           model-rate-limited   yes
 server-busy    408 or 5xx                    model-http-error     yes
 refused        any other status              model-http-error     never
 unreachable    refused or dropped the link   model-unreachable    yes
+               (also in the middle of a body)
 timeout        missed the deadline           model-timeout        by policy
 =============  ============================  ===================  ===========
 
@@ -32,10 +42,18 @@ A retried outcome waits before the next attempt: exactly the server's
 ``Retry-After`` (or ``retry-after-ms``) when it sent one, else exponential
 backoff with jitter (``RetryPolicy.backoff``). A ``Retry-After`` longer than
 ``RetryPolicy.max_retry_after`` is honoured by not retrying: the error is
-raised at once. When the last allowed attempt fails with a retryable outcome
-the client raises ``ModelRetriesExhaustedError`` carrying that failure as
-``last``. A bad response is never retried: a server that does not speak the
-protocol will not start speaking it on the second try.
+raised at once. A bad response is never retried: a server that does not
+speak the protocol will not start speaking it on the second try.
+
+Retries come out of one budget, ``retry_budget`` (``RetryPolicy.max_retries``
+retries per unit of work). Used alone, the unit is one ``complete`` call; a
+runtime that holds the budget for a step (``RetryBudget.step``) shares it, so
+its same-step retries and the client's retries together never exceed it. When
+the budget is spent on a retryable failure the client raises
+``ModelRetriesExhaustedError``, which counts every attempt of the unit and
+carries the last failure as ``last``. Every error the client raises says
+whether another attempt could help (``ModelError.retryable``): only an
+exhausted budget leaves it true.
 
 ``sleep``, ``random`` and the clocks are injectable so that tests neither
 wait nor depend on chance.
@@ -43,15 +61,20 @@ wait nor depend on chance.
 
 from __future__ import annotations
 
+import base64
 import http.client
+import io
 import json
 import math
 import random as _random
+import socket
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 from planfold.adapters.llm.model import (
     ChatRequest,
@@ -64,6 +87,7 @@ from planfold.adapters.llm.model import (
     ModelRetriesExhaustedError,
     ModelTimeoutError,
     ModelUnreachableError,
+    RetryBudget,
     excerpt,
 )
 from planfold.adapters.llm.openai_wire import build_request_body, parse_chat_response
@@ -71,10 +95,12 @@ from planfold.adapters.llm.openai_wire import build_request_body, parse_chat_res
 __all__ = [
     "OUTCOMES",
     "OpenAIClient",
+    "Proxy",
     "RetryPolicy",
     "is_retryable",
     "outcome_of",
     "parse_retry_after",
+    "proxy_for",
 ]
 
 #: The outcome table from the module docstring: outcome -> retried? (None:
@@ -182,11 +208,88 @@ class _Reply:
     body: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class Proxy:
+    """An HTTP proxy: where to connect, and the ``Proxy-Authorization``
+    value when the proxy URL carried a user."""
+
+    host: str
+    port: int
+    authorization: str | None = None
+
+
+def proxy_for(scheme: str, host: str) -> Proxy | None:
+    """The proxy a request to ``scheme://host`` goes through, read from the
+    environment as ``urllib.request`` reads it (``no_proxy`` included); None
+    for a direct connection. Raises ``ModelBadRequestError`` for a proxy URL
+    that is not ``http``."""
+    proxies = urllib.request.getproxies()
+    bypass = bool(urllib.request.proxy_bypass(host))
+    url = proxies.get(scheme)
+    if not url or bypass:
+        return None
+    parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
+    if parts.scheme != "http" or not parts.hostname:
+        raise ModelBadRequestError(f"{scheme}_proxy must be an http:// proxy URL, got {url!r}")
+    authorization = None
+    if parts.username is not None:
+        user = urllib.parse.unquote(parts.username)
+        password = urllib.parse.unquote(parts.password or "")
+        authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    return Proxy(parts.hostname, parts.port or 80, authorization)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The reading side of a connection: each read waits only for the time
+    left until the deadline (``remaining`` raises ``TimeoutError`` once it
+    passed), so no sequence of slow reads outlasts it."""
+
+    def __init__(self, sock: socket.socket, remaining: Callable[[], float]) -> None:
+        super().__init__()
+        self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)
+        self._remaining = remaining
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        self._sock.settimeout(self._remaining())
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _DeadlineSocket:
+    """A connected socket as ``http.client`` uses it (``sendall``,
+    ``makefile``, ``close``), every operation bounded by one deadline."""
+
+    def __init__(self, sock: socket.socket, remaining: Callable[[], float]) -> None:
+        self._sock = sock
+        self._remaining = remaining
+
+    def sendall(self, data: bytes) -> None:
+        self._sock.settimeout(self._remaining())
+        self._sock.sendall(data)
+
+    def makefile(self, mode: str = "rb", *args: object, **kwargs: object) -> io.BufferedReader:
+        return io.BufferedReader(_DeadlineReader(self._sock, self._remaining))
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
 class OpenAIClient:
     """A ``ModelClient`` for an OpenAI-compatible chat-completions server.
 
     The constructor raises ``ModelBadRequestError`` for a ``base_url`` that is
-    not an http(s) URL with a host, or a non-positive ``timeout_s``.
+    not an http(s) URL with a host, a non-positive ``timeout_s``, or a proxy
+    in the environment that is not an ``http://`` URL.
     ``on_retry(attempt, error, delay)`` is called before each wait.
     """
 
@@ -206,6 +309,7 @@ class OpenAIClient:
         wall_clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         on_retry: Callable[[int, ModelError, float], None] | None = None,
+        retry_budget: RetryBudget | None = None,
     ) -> None:
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -216,6 +320,10 @@ class OpenAIClient:
         self.model = model
         self.timeout_s = timeout_s
         self.retry = retry if retry is not None else RetryPolicy()
+        #: The retries of one unit of work (one call, or a runtime's step).
+        self.retry_budget = retry_budget if retry_budget is not None else RetryBudget(self.retry.max_retries)
+        #: The proxy from the environment, or None.
+        self.proxy = proxy_for(parts.scheme, parts.hostname)
         self.tool_call_content = tool_call_content
         self.max_response_bytes = max_response_bytes
         self._https = parts.scheme == "https"
@@ -255,27 +363,30 @@ class OpenAIClient:
         """
         body = build_request_body(self.model, request, tool_call_content=self.tool_call_content)
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return self._interpret(self._post(payload))
-            except ModelError as err:
-                if not is_retryable(err, self.retry):
-                    raise
-                if attempt > self.retry.max_retries:
-                    raise ModelRetriesExhaustedError(attempt, err) from err
-                delay = self._delay(err, attempt)
-                if self._on_retry is not None:
-                    self._on_retry(attempt, err, delay)
-                self._sleep(delay)
+        budget = self.retry_budget
+        with budget.step():
+            while True:
+                try:
+                    return self._interpret(self._post(payload))
+                except ModelError as err:
+                    err.retryable = False
+                    if not is_retryable(err, self.retry):
+                        raise
+                    if not budget.take():
+                        exhausted = ModelRetriesExhaustedError(budget.used + 1, err)
+                        exhausted.retryable = True
+                        raise exhausted from err
+                    delay = self._delay(err, budget.used)
+                    if self._on_retry is not None:
+                        self._on_retry(budget.used, err, delay)
+                    self._sleep(delay)
 
-    def _delay(self, err: ModelError, attempt: int) -> float:
-        """The wait before retry ``attempt``; re-raises ``err`` when the server
-        asked for longer than ``max_retry_after``."""
+    def _delay(self, err: ModelError, retry: int) -> float:
+        """The wait before retry number ``retry``; re-raises ``err`` when the
+        server asked for longer than ``max_retry_after``."""
         asked = err.retry_after if isinstance(err, ModelHTTPError) else None
         if asked is None:
-            return self.retry.backoff(attempt, self._random())
+            return self.retry.backoff(retry, self._random())
         if asked > self.retry.max_retry_after:
             raise err
         return asked
@@ -289,26 +400,53 @@ class OpenAIClient:
             raise ModelRateLimitedError(shown, retry_after)
         raise ModelHTTPError(reply.status, shown, retry_after=retry_after)
 
+    def _connection(self, deadline: float) -> http.client.HTTPConnection:
+        """A connected connection (through the proxy, if any) whose socket
+        keeps to ``deadline``."""
+        remaining = self._remaining(deadline)
+        proxy = self.proxy
+        conn: http.client.HTTPConnection
+        host, port = (self._host, self._port) if proxy is None else (proxy.host, proxy.port)
+        if self._https:
+            conn = http.client.HTTPSConnection(host, port, timeout=remaining)
+            if proxy is not None:
+                tunnel = {} if proxy.authorization is None else {"Proxy-Authorization": proxy.authorization}
+                conn.set_tunnel(self._host, self._port, tunnel)
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=remaining)
+
+        def create(address: tuple[str, int], timeout: float, source: Any = None) -> socket.socket:
+            # The TCP connect gets what is left; so do the proxy's tunnel and
+            # the TLS handshake that follow it on the same socket.
+            sock = socket.create_connection(address, self._remaining(deadline), source)
+            sock.settimeout(self._remaining(deadline))
+            return sock
+
+        setattr(conn, "_create_connection", create)  # noqa: B010 (http.client's hook for making the socket)
+        conn.connect()
+        assert conn.sock is not None
+        conn.sock = _DeadlineSocket(conn.sock, lambda: self._remaining(deadline))
+        return conn
+
     def _post(self, payload: bytes) -> _Reply:
         """One HTTP exchange within the deadline; raises ``ModelTimeoutError``,
-        ``ModelUnreachableError`` or (for an oversized body) ``ModelBadResponseError``."""
+        ``ModelUnreachableError`` (also for a body cut off before its length)
+        or (for an oversized body) ``ModelBadResponseError``."""
         deadline = self._monotonic() + self.timeout_s
-        conn: http.client.HTTPConnection
-        if self._https:
-            conn = http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout_s)
-        else:
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
+        conn: http.client.HTTPConnection | None = None
+        headers = dict(self._headers)
+        target = self._target
+        if self.proxy is not None and not self._https:
+            target = self.url  # a plain request goes to the proxy in absolute form
+            if self.proxy.authorization is not None:
+                headers["Proxy-Authorization"] = self.proxy.authorization
         try:
-            conn.request("POST", self._target, body=payload, headers=self._headers)
-            sock = conn.sock  # kept: the connection drops it when the reply will close
-            if sock is not None:
-                sock.settimeout(self._remaining(deadline))
+            conn = self._connection(deadline)
+            conn.request("POST", target, body=payload, headers=headers)
             response = conn.getresponse()
             chunks: list[bytes] = []
             size = 0
             while True:
-                if sock is not None:
-                    sock.settimeout(self._remaining(deadline))
                 chunk = response.read1(65536)
                 if not chunk:
                     break
@@ -319,14 +457,20 @@ class OpenAIClient:
                         excerpt(b"".join(chunks)),
                     )
                 chunks.append(chunk)
-            headers = {k.lower(): v for k, v in response.getheaders()}
-            return _Reply(response.status, headers, b"".join(chunks))
+            if response.length:  # announced bytes that never came: the link dropped
+                announced = size + response.length
+                raise ModelUnreachableError(
+                    f"POST {self.url}: the connection closed after {size} of {announced} body bytes"
+                )
+            reply_headers = {k.lower(): v for k, v in response.getheaders()}
+            return _Reply(response.status, reply_headers, b"".join(chunks))
         except TimeoutError as err:
             raise ModelTimeoutError(self.timeout_s, f"POST {self.url}") from err
         except (OSError, http.client.HTTPException) as err:
             raise ModelUnreachableError(f"POST {self.url}: {type(err).__name__}: {err}") from err
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()
 
     def _remaining(self, deadline: float) -> float:
         left = deadline - self._monotonic()

@@ -7,7 +7,9 @@ turns a ``ChatRequest`` into the JSON object that ``POST /chat/completions``
 expects (tools as ``{"type": "function", "function": {...}}``, no ``tools``
 key at all when none are offered, since some servers reject an empty list).
 ``parse_chat_response`` turns a success body into a ``ChatResponse``, reading
-``choices[0].message``.
+``choices[0].message`` and ``choices[0].finish_reason``; a structured refusal
+(``content: null, refusal: "…"``, as OpenAI's API and SDK types shape it) is
+kept as ``refusal``.
 
 Servers that speak this API (vLLM, llama.cpp, Ollama, OpenAI) differ in small
 ways, and the parser accepts all of them: ``content`` may be null next to tool
@@ -160,6 +162,7 @@ def parse_chat_response(body: bytes) -> ChatResponse:
     choice = r.obj(choices[0], "choices[0]")
     message = r.obj(choice.get("message"), "choices[0].message")
     text = _content(r, message.get("content"), "choices[0].message.content")
+    refusal = r.opt_str(message.get("refusal"), "choices[0].message.refusal")
     calls = _tool_calls(r, message)
     reasoning = message.get("reasoning_content", message.get("reasoning"))
     model = top.get("model")
@@ -170,6 +173,7 @@ def parse_chat_response(body: bytes) -> ChatResponse:
         usage=_usage(top.get("usage")),
         model=model if isinstance(model, str) else None,
         reasoning=reasoning if isinstance(reasoning, str) else None,
+        refusal=refusal or None,
     )
 
 

@@ -22,7 +22,12 @@ Only then is the request derived (``assemble_request``) and sent. When the
 model call fails with a recoverable error, the same step is proposed again
 (same step number, a fresh header): a choice made in the meantime lands at
 that retry's pre-step, before its header, and the retry carries the same plan
-view (a plan is "seen" only once a build-mode request was answered).
+view (a plan is "seen" only once a build-mode request was answered). Retries
+come out of one budget per step (``RetryBudget``): the model client's own when
+it has one (``retry_budget``), so the client's retries and the runtime's
+same-step retries together never exceed it, else ``step_retries``. An error
+the client says is not worth another attempt (``retryable`` false) is not
+retried.
 
 Replies are recorded as ``assistant/message`` and ``tool/call`` events; every
 call is checked by the gate (``ToolRunner.check``) against the tools offered
@@ -45,6 +50,25 @@ A step with no tool calls ends the turn, unless it ends the execution (no
 todo open): then ``verify`` is recorded and one more step asks the model to
 report the verification (``report_verification``).
 
+A reply is recorded whatever it holds. Text, tool names and call ids that
+are not Unicode (lone surrogates) are recorded with those characters escaped
+(``\udc80`` as six characters); arguments the log cannot hold (not finite,
+nested deeper than the gate allows, not Unicode) are recorded as the raw text
+the model sent, and the gate refuses the call as ``malformed-call``. Only the
+first ``max_tool_calls`` calls of a reply are recorded and answered; the rest
+are refused together in one notice, so no reply can flood the log.
+
+A reply is the model's final word only when it finished normally. One that
+was cut off (``finish_reason`` ``length``), stopped by a content filter
+(``content_filter``) or refused (a ``refusal`` text, recorded as the
+assistant's words) is recorded, its tool calls are refused without running
+(``reply-cut-off``, ``reply-filtered``, ``reply-refused``), and a notice
+(``user/message`` from ``REPLY_NOTICE_SOURCE``) records the finish reason and
+any refusal text. A cut-off reply is never taken as the end of execution: the
+turn goes on with the next step. A filtered or refused one ends the turn
+visibly (``ended_by`` ``content-filter`` or ``refused``, with ``error``); the
+plan does not advance on either.
+
 Every append goes through ``SessionLog`` (strict fold first, then a
 compare-and-set append); the runtime keeps only process state of its own: the
 pending plan-mode choice. ``plan_mode`` reads the mode as the user sees it
@@ -62,7 +86,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from planfold.adapters.llm.model import ChatResponse, ModelClient, ModelError, ToolCall
+from planfold.adapters.llm.model import ChatResponse, ModelClient, ModelError, RetryBudget, ToolCall
 from planfold.adapters.runtime.plan_runner import PlanRunner
 from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
 from planfold.adapters.runtime.tool_runner import ToolRunner, error_output, kernel_call, result_event
@@ -85,9 +109,11 @@ from planfold.kernel.plan.tools import execution_effects, scope_decision
 from planfold.kernel.session import SessionState
 from planfold.kernel.tools.events import verdict_events
 from planfold.kernel.tools.gate import Allowed, Refused, Verdict
+from planfold.kernel.tools.spec import is_json
 
 __all__ = [
     "RECOVERABLE_MODEL_ERRORS",
+    "REPLY_NOTICE_SOURCE",
     "ProposedStep",
     "Runtime",
     "StepListener",
@@ -105,6 +131,70 @@ RECOVERABLE_MODEL_ERRORS: frozenset[str] = frozenset(
         "model-bad-response",
     }
 )
+
+
+#: The source of the runtime's notices about a reply (cut off, filtered,
+#: refused, too many calls).
+REPLY_NOTICE_SOURCE: JSONObject = {"type": "plugin", "plugin": "reply-check"}
+
+#: How a reply that is not the model's final word is treated: the refusal
+#: code its tool calls get, how the turn ends (None: it goes on) and what
+#: the notice says happened.
+_UNFINISHED: dict[str, tuple[str, str | None, str]] = {
+    "length": ("reply-cut-off", None, "was cut off at the length limit"),
+    "content_filter": ("reply-filtered", "content-filter", "was stopped by a content filter"),
+    "refusal": ("reply-refused", "refused", "was a refusal"),
+}
+
+
+def _text(value: str) -> str:
+    """``value`` as the log can hold it: lone surrogates escaped."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
+def _recordable(value: object) -> bool:
+    """Whether decoded arguments can go into the log as they are: JSON the
+    gate accepts (finite numbers, its depth limit) with Unicode text only."""
+    if not is_json(value):
+        return False
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _text(item) is not item:
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return True
+
+
+def _recorded_call(call: ToolCall, index: int) -> ToolCall:
+    """``call`` as the log can hold it (see the module docstring)."""
+    call_id = _text(call.id) or f"call-{index}"
+    name = _text(call.name)
+    raw = _text(call.arguments_json)
+    if call.arguments is not None and _recordable(call.arguments):
+        if (call_id, name) == (call.id, call.name):
+            return call
+        return ToolCall(call_id, name, call.arguments_json, call.arguments)
+    problem = call.arguments_error or "the arguments hold a value the log cannot record"
+    return ToolCall(call_id, name, raw, None, problem)
+
+
+def _unfinished(response: ChatResponse) -> str | None:
+    """Why ``response`` is not the model's final word, or None when it is."""
+    if response.refusal:
+        return "refusal"
+    if response.finish_reason in ("length", "content_filter"):
+        return response.finish_reason
+    return None
 
 
 def _with_attachments(text: str, attachments: Sequence[str]) -> str:
@@ -133,8 +223,9 @@ StepListener = Callable[[ProposedStep], StepVerdict]
 class TurnReport:
     """What one turn did: its first and last seq, the steps it requested,
     the same-step retries, the assistant's last text, how it ended
-    (``reply``, ``step-rejected``, ``model-error``, ``max-steps``), the
-    error that ended it early, and the flushes whose append failed."""
+    (``reply``, ``step-rejected``, ``model-error``, ``max-steps``,
+    ``content-filter``, ``refused``), the error that ended it early, and the
+    flushes whose append failed."""
 
     turn: int
     first_seq: int
@@ -154,7 +245,9 @@ class Runtime:
 
     ``resumed`` is true when the runtime opened a session that already had
     events: its first build-mode request then carries the full plan (the
-    first alignment after a resume).
+    first alignment after a resume). ``retry_budget`` is the retries of one
+    step (by default the model client's ``retry_budget``, else one of
+    ``step_retries``); ``max_tool_calls`` caps the calls of one reply.
     """
 
     log: SessionLog
@@ -164,6 +257,8 @@ class Runtime:
     prompt: PromptConfig = field(default_factory=PromptConfig)
     max_steps: int = 16
     step_retries: int = 2
+    max_tool_calls: int = 32
+    retry_budget: RetryBudget | None = None
     step_listeners: list[StepListener] = field(default_factory=list)
     resumed: bool = False
     _view: ViewRequest = field(default_factory=ViewRequest)
@@ -173,6 +268,9 @@ class Runtime:
 
     def __post_init__(self) -> None:
         self.resumed = self.resumed or self.log.last_seq > 0
+        if self.retry_budget is None:
+            shared = getattr(self.model, "retry_budget", None)
+            self.retry_budget = shared if isinstance(shared, RetryBudget) else RetryBudget(self.step_retries)
 
     # -- plan mode: the user's choice and /plan ----------------------------
 
@@ -257,32 +355,45 @@ class Runtime:
         return report
 
     def _steps(self, report: TurnReport) -> None:
-        step, attempt = 1, 0
-        while step <= self.max_steps:
+        budget = self.retry_budget
+        assert budget is not None
+        for step in range(1, self.max_steps + 1):
+            with budget.step():
+                asked = self._ask(step, report, budget)
+            if asked is None:
+                return
+            response, prepared = asked
+            outcome = self._record_reply(response, prepared, report)
+            if outcome == "stop" or (outcome == "final" and not self.plans.after_final_reply(self.log.append)):
+                return
+        report.ended_by = "max-steps"
+
+    def _ask(
+        self, step: int, report: TurnReport, budget: RetryBudget
+    ) -> tuple[ChatResponse, PreparedRequest] | None:
+        """Propose ``step`` and ask the model, proposing it again after a
+        recoverable failure while the budget lasts; None when the turn ends
+        (the report says why)."""
+        attempt = 0
+        while True:
             proposed = ProposedStep(report.turn, step, attempt)
             if not self._pre_step(proposed, report):
                 report.ended_by = "step-rejected"
-                return
+                return None
             prepared = self._prepare()
             report.requests.append(prepared)
             report.steps += 1
             try:
-                response = self.model.complete(prepared.request)
+                return self.model.complete(prepared.request), prepared
             except ModelError as exc:
-                if exc.code in RECOVERABLE_MODEL_ERRORS and attempt < self.step_retries:
+                retry = exc.retryable is not False and exc.code in RECOVERABLE_MODEL_ERRORS
+                if retry and budget.take():
                     attempt += 1
                     report.retries += 1
                     continue
                 report.error = f"[{exc.code}] {exc.message}"
                 report.ended_by = "model-error"
-                return
-            attempt = 0
-            if not self._record_reply(response, prepared, report) and not self.plans.after_final_reply(
-                self.log.append
-            ):
-                return
-            step += 1
-        report.ended_by = "max-steps"
+                return None
 
     def _pre_step(self, proposed: ProposedStep, report: TurnReport) -> bool:
         """The pre-step listener: downstream listeners first, then the flush,
@@ -333,14 +444,26 @@ class Runtime:
         self._requests += 1
         return prepared
 
-    def _record_reply(self, response: ChatResponse, prepared: PreparedRequest, report: TurnReport) -> bool:
-        """Record the reply and answer each tool call through the gate; True
-        when the reply made any call."""
-        report.reply = response.text
-        calls = response.tool_calls
-        verdicts = [self.tools.check(call, prepared.phase, prepared.offered) for call in calls]
+    def _record_reply(self, response: ChatResponse, prepared: PreparedRequest, report: TurnReport) -> str:
+        """Record the reply and answer each tool call through the gate (see
+        the module docstring). The outcome: ``calls`` (the reply made calls),
+        ``final`` (a finished reply without calls), ``again`` (a cut-off
+        reply: the turn goes on) or ``stop`` (the turn ends; the report says
+        why)."""
+        text = _text(response.text if response.text is not None else response.refusal or "")
+        report.reply = text if response.text is not None or response.refusal else None
+        offered = response.tool_calls
+        calls = [_recorded_call(call, i) for i, call in enumerate(offered[: max(0, self.max_tool_calls)])]
+        unfinished = _unfinished(response)
+        if unfinished is None:
+            verdicts: list[Verdict] = [self.tools.check(call, prepared.phase, prepared.offered) for call in calls]
+        else:
+            code, _, what = _UNFINISHED[unfinished]
+            why = f"nothing in this reply ran: it {what} (finish_reason: {response.finish_reason})"
+            hint = "Send the call again in a complete reply."
+            verdicts = [Refused(code, why, call.name, prepared.phase, hint) for call in calls]
         at = self.log.now()
-        batch = [Event(self.log.last_seq + 1, ASSISTANT_MESSAGE, at, {"text": response.text or "", "source": None})]
+        batch = [Event(self.log.last_seq + 1, ASSISTANT_MESSAGE, at, {"text": text, "source": None})]
         notices: list[list[tuple[str, JSONObject]]] = []
         for call, verdict in zip(calls, verdicts, strict=True):
             (call_kind, call_payload), *rest = verdict_events(kernel_call(call), verdict)
@@ -351,7 +474,35 @@ class Runtime:
             self._notices(rest)
             if isinstance(verdict, Allowed):
                 self._answer(call, verdict, prepared)
-        return bool(calls)
+        if len(offered) > len(calls):
+            self._reply_notice(
+                f"Your reply made {len(offered)} tool calls; only the first {len(calls)} were taken "
+                f"(at most {self.max_tool_calls} per reply) and the other {len(offered) - len(calls)} "
+                "were refused without running. Send fewer calls per reply."
+            )
+        if unfinished is None:
+            return "calls" if calls else "final"
+        return self._unfinished_reply(response, unfinished, report)
+
+    def _unfinished_reply(self, response: ChatResponse, unfinished: str, report: TurnReport) -> str:
+        """Record why ``response`` is not the model's final word; ``again``
+        when the turn goes on, ``stop`` when it ends."""
+        code, ended_by, what = _UNFINISHED[unfinished]
+        said = f"Your last reply {what} (finish_reason: {response.finish_reason})"
+        if response.refusal:
+            said += f": {_text(response.refusal)!r}"
+        if ended_by is None:
+            self._reply_notice(f"{said}. It was not taken as your final answer and nothing in it ran; continue.")
+            return "again"
+        self._reply_notice(f"{said}. Nothing in it ran, and the runtime ended the turn.")
+        report.error = f"[{code}] the model's reply {what} (finish_reason: {response.finish_reason})"
+        report.ended_by = ended_by
+        return "stop"
+
+    def _reply_notice(self, text: str) -> None:
+        """Record a notice about the last reply (after its calls' answers)."""
+        payload: JSONObject = {"text": text, "source": REPLY_NOTICE_SOURCE}
+        self.log.append((Event(self.log.last_seq + 1, USER_MESSAGE, self.log.now(), payload),))
 
     def _notices(self, notices: list[tuple[str, JSONObject]]) -> None:
         if notices:

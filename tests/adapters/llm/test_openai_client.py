@@ -406,3 +406,99 @@ def test_every_error_code_is_kebab_case_and_a_model_error() -> None:
         "model-bad-request",
     ]
 
+
+
+# --- one deadline per attempt, against servers that misbehave ----------------
+
+#: The timeout of the deadline tests: small, so that they stay quick.
+T = 0.5
+
+MISBEHAVING = {
+    "silent": Answer(delay=3.0),
+    "dribbled headers": Answer(dribble=0.05),
+    "repeated 100 Continue": Answer(continues=200, pause=0.02),
+    "trickled body": Answer(body=completion("y" * 400), trickle=0.05),
+}
+
+
+@pytest.mark.parametrize("answer", MISBEHAVING.values(), ids=list(MISBEHAVING))
+def test_one_deadline_covers_connect_headers_and_body_against_every_misbehaving_server(
+    server: ChatServer, answer: Answer
+) -> None:
+    server.plan(answer)
+    policy = RetryPolicy(max_retries=0, retry_timeouts=False)
+    started = time.monotonic()
+    with pytest.raises(ModelTimeoutError):
+        client_for(server, [], policy=policy, timeout_s=T).complete(REQUEST)
+    assert time.monotonic() - started < T + 1.0
+    assert len(server.received) == 1
+
+
+def test_503s_are_answered_within_the_timeout_and_retried_within_the_budget(server: ChatServer) -> None:
+    server.plan(*[Answer(503, b"busy") for _ in range(3)])
+    started = time.monotonic()
+    with pytest.raises(ModelRetriesExhaustedError) as caught:
+        client_for(server, [], policy=RetryPolicy(max_retries=2), timeout_s=T).complete(REQUEST)
+    assert time.monotonic() - started < T + 1.0  # the waits are recorded, not slept
+    assert caught.value.attempts == 3 and len(server.received) == 3
+    assert "gave up after 3 attempt(s)" in caught.value.message
+
+
+def test_a_connection_dropped_mid_body_is_retried_like_any_transient_failure(server: ChatServer) -> None:
+    server.plan(Answer(body=completion("z" * 300), cut_body=40), Answer(body=completion("whole")))
+    sleeps: list[float] = []
+    seen: list[str] = []
+    client = client_for(server, sleeps, on_retry=lambda n, e, d: seen.append(e.code))
+    assert client.complete(REQUEST).text == "whole"
+    assert seen == ["model-unreachable"] and len(server.received) == 2
+
+
+def test_a_connection_dropped_mid_body_says_so_when_it_is_the_last_failure(server: ChatServer) -> None:
+    server.plan(Answer(body=completion("z" * 300), cut_body=40))
+    with pytest.raises(ModelRetriesExhaustedError) as caught:
+        client_for(server, [], policy=RetryPolicy(max_retries=0)).complete(REQUEST)
+    assert isinstance(caught.value.last, ModelUnreachableError)
+    assert "closed after 40 of" in caught.value.last.message
+
+
+# --- proxies from the environment ----------------------------------------------
+
+
+def test_http_proxy_from_the_environment_carries_the_request(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", f"http://user:secret@127.0.0.1:{server.port}")
+    server.plan(Answer(body=completion("via the proxy")))
+    client = OpenAIClient("http://model.invalid:8000/v1", "m", retry=RetryPolicy(max_retries=0))
+    assert client.complete(REQUEST).text == "via the proxy"
+    (received,) = server.received
+    assert received.path == "http://model.invalid:8000/v1/chat/completions"
+    assert received.headers["proxy-authorization"] == "Basic dXNlcjpzZWNyZXQ="
+
+
+def test_https_proxy_from_the_environment_is_asked_for_a_tunnel(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("https_proxy", f"127.0.0.1:{server.port}")
+    client = OpenAIClient("https://model.invalid/v1", "m", retry=RetryPolicy(max_retries=0))
+    with pytest.raises(ModelRetriesExhaustedError, match="403"):
+        client.complete(REQUEST)
+    (received,) = server.received
+    assert (received.method, received.path) == ("CONNECT", "model.invalid:443")
+
+
+def test_no_proxy_sends_matching_hosts_directly(server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as probe:  # a proxy nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
+    monkeypatch.setenv("NO_PROXY", "example.com,127.0.0.1")
+    server.plan(Answer(body=completion("direct")))
+    assert client_for(server, []).complete(REQUEST).text == "direct"
+    assert server.received[0].path == "/v1/chat/completions"
+
+
+def test_a_proxy_scheme_the_client_cannot_speak_is_refused_when_it_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "socks5://127.0.0.1:1080")
+    with pytest.raises(ModelBadRequestError, match="socks5"):
+        OpenAIClient("http://model.invalid/v1", "m")

@@ -42,7 +42,7 @@ from planfold.adapters.llm.openai_wire import build_request_body, encode_message
 from tests.chat_server import completion, tool_call_json
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=20,
 )
@@ -225,6 +225,12 @@ def test_decoding_arguments_never_raises(raw: str) -> None:
         ("null", None, "got null"),
         ("{'a': 1}", None, "not valid JSON"),
         ("[" * 100_000, None, "not valid JSON"),
+        ('{"n": NaN}', None, "NaN is not a JSON number"),
+        ('{"n": [-Infinity]}', None, "-Infinity is not a JSON number"),
+        ('{"deep": ' + "[" * 65 + "]" * 65 + "}", None, "deeper than 64 levels"),
+        ('{"text": "\\udc80"}', None, "not valid Unicode"),
+        ('{"\\ud800": 1}', None, "not valid Unicode"),
+        ('{"deep": ' + "[" * 64 + "]" * 64 + "}", {"deep": json.loads("[" * 64 + "]" * 64)}, None),
     ],
 )
 def test_decode_arguments_cases(
@@ -360,3 +366,26 @@ def test_backoff_is_bounded_jittered_and_grows(
 def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> None:
     now = 1_700_000_000.0  # Tue, 14 Nov 2023 22:13:20 GMT
     assert parse_retry_after(headers, now) == expected
+
+
+def test_a_structured_refusal_and_the_finish_reason_are_kept() -> None:
+    body = {
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+                "finish_reason": "stop",
+            }
+        ]
+    }
+    reply = parse_chat_response(dumps(body))
+    assert (reply.text, reply.refusal, reply.finish_reason) == (None, "I can't help with that.", "stop")
+    assert reply.as_message() == AssistantMessage("I can't help with that.")
+    cut = parse_chat_response(dumps(completion("Half a sent", finish_reason="length")))
+    assert (cut.text, cut.refusal, cut.finish_reason) == ("Half a sent", None, "length")
+
+
+def test_a_refusal_that_is_not_text_is_a_bad_response() -> None:
+    body = {"choices": [{"message": {"content": None, "refusal": 7}, "finish_reason": "stop"}]}
+    with pytest.raises(ModelBadResponseError, match="refusal: expected a string or null"):
+        parse_chat_response(dumps(body))

@@ -69,14 +69,16 @@ def test_a_plan_mode_session_runs_through_the_runtime_on_the_openai_client(serve
         _calls("call_verify", "report_verification", {"passed": True, "notes": "hello.txt says hello"}),
         Answer(body=completion("Done.")),
     )
-    client = OpenAIClient(server.base_url, "test-model", retry=RetryPolicy(max_retries=0), timeout_s=10)
+    policy = RetryPolicy(max_retries=1, initial_delay=0.0, jitter=0.0)
+    client = OpenAIClient(server.base_url, "test-model", retry=policy, timeout_s=10)
     reviewer = ScriptedReviewer.of([approve()])
     workspace = Workspace(dict(FILES))
     session = open_runtime(MemoryStore(), "e2e", client, reviewer, workspace, clock=ticking())
     assert session.runtime.submit("/plan") == "committed"
     report = session.runtime.submit("Plan a greeting in hello.txt")
     assert isinstance(report, TurnReport)
-    assert report.error is None and report.ended_by == "reply" and report.retries == 1
+    # the client retried the 500 itself, out of the one budget: the runtime did not
+    assert report.error is None and report.ended_by == "reply" and report.retries == 0
 
     events = session.log.events
     assert plan_actions(events) == ["draft", "approve", "start", "todo", "verify", "complete"]
@@ -102,7 +104,7 @@ def test_a_plan_mode_session_runs_through_the_runtime_on_the_openai_client(serve
     tool_message = received[1].json()["messages"][-1]
     assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_read"
     assert "# demo" in tool_message["content"]
-    # build: the first request of the new plan (and its retry) carry the full plan
+    # build: the first request of the new plan (and the client's retry of it) carry the full plan
     for request in received[2:4]:
         assert "write_file" in _tools(request) and "exit_plan_mode" not in _tools(request)
         assert "# Plan: " in _system(request) and "[plan:policy]" not in _system(request)
@@ -110,6 +112,29 @@ def test_a_plan_mode_session_runs_through_the_runtime_on_the_openai_client(serve
     # verify: report_verification is offered only there
     assert ["report_verification" in _tools(r) for r in received] == [False] * 6 + [True, False]
     assert all(r.json()["model"] == "test-model" for r in received)
+
+
+def test_the_client_and_the_runtime_share_one_retry_budget(server: ChatServer) -> None:
+    server.plan(*[Answer(503, b'{"error": "overloaded"}') for _ in range(20)])
+    policy = RetryPolicy(max_retries=3, initial_delay=0.0, jitter=0.0)
+    client = OpenAIClient(server.base_url, "test-model", retry=policy, timeout_s=10)
+    session = open_runtime(MemoryStore(), "busy", client, None, Workspace(dict(FILES)), clock=ticking())
+    report = session.runtime.submit("Hello?")
+    assert isinstance(report, TurnReport)
+    assert report.ended_by == "model-error" and report.retries == 0
+    assert len(server.received) == 4  # the first request and three retries, not 4 x 3
+    assert report.error is not None and "gave up after 4 attempt(s)" in report.error
+    assert session.runtime.retry_budget is client.retry_budget
+
+
+def test_a_failure_the_client_will_not_retry_is_not_retried_by_the_runtime(server: ChatServer) -> None:
+    server.plan(Answer(401, b'{"error": "bad key"}'), Answer(body=b"not json"), Answer())
+    client = OpenAIClient(server.base_url, "test-model", retry=RetryPolicy(max_retries=3), timeout_s=10)
+    session = open_runtime(MemoryStore(), "denied", client, None, Workspace(dict(FILES)), clock=ticking())
+    report = session.runtime.submit("Hello?")
+    assert isinstance(report, TurnReport)
+    assert report.ended_by == "model-error" and "HTTP 401" in str(report.error)
+    assert len(server.received) == 1
 
 
 def _demo_answers() -> list[Answer]:
