@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planfold.kernel.phase import READ_ONLY_PHASES
+from planfold.kernel.plan.artifact import PlanArtifact
 from planfold.kernel.plan.context import (
     VIEW_RULES,
     PromptParts,
@@ -18,6 +19,7 @@ from planfold.kernel.plan.context import (
     compose_prompt,
     plan_to_start,
     render_plan_view,
+    render_summary,
     runtime_phase,
 )
 from planfold.kernel.plan.events import (
@@ -29,6 +31,8 @@ from planfold.kernel.plan.events import (
     verify_event,
 )
 from planfold.kernel.plan.review import PlanPolicy
+from planfold.kernel.plan.spec import Todo
+from planfold.kernel.plan.views import build_summary_view
 from planfold.kernel.session import SessionState
 from tests.plan_helpers import GOOD_CANDIDATE, Session, spec
 
@@ -149,6 +153,12 @@ def test_full_view_is_the_markdown_and_summary_view_names_the_todos() -> None:
     assert full is not None and full.startswith("# Plan: Add an export command")
     assert summary is not None and "`t1` flags (pending)" in summary
     assert "Export command" in summary  # the adopted model summary
+
+
+def test_the_summary_of_a_plan_with_no_todo_ahead_says_none() -> None:
+    done = spec(todos_=(Todo("t1", "flags", "done"), Todo("t2", "exporter", "dropped")))
+    artifact = PlanArtifact("p1", 2, "executing", done, build_summary_view(done), 1, 2)
+    assert render_summary(artifact).endswith("\nActive todos:\n- (none)\n")
 
 
 # --------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,7 @@ from planfold.kernel.plan.events import approve_event
 from planfold.kernel.plan.mode import (
     CHOICE_TABLE,
     NOTICE_SOURCE,
+    Flush,
     PendingChoice,
     PendingRelation,
     choice_events,
@@ -24,7 +26,7 @@ from planfold.kernel.plan.mode import (
 )
 from planfold.kernel.session import fold_session
 from tests.plan_helpers import Session, current_ref, drafted, executing
-from tests.plan_mode_helpers import end_turn, header, mode, start_turn
+from tests.plan_mode_helpers import append, end_turn, header, mode, start_turn
 
 # -- the fold ---------------------------------------------------------------
 
@@ -177,6 +179,51 @@ def test_silent_choice_has_no_notice() -> None:
     assert kinds(choice_events(log, False, at=0, silent=True)) == [PLAN_MODE]
 
 
+def after_a_turn(plan_mode: bool) -> list[Event]:
+    """Turn 1, closed, whose one request header said ``plan_mode``."""
+    return end_turn(header(start_turn([], 1), 1, 1, plan_mode), 1)
+
+
+def test_a_silent_plan_mode_choice_does_not_count_as_noticed() -> None:
+    # The approved review's exit was silent; choosing build mode again still
+    # owes the model the notice, since the last header said plan mode.
+    log = mode(after_a_turn(True), False)
+    out = choice_events(log, False, 7)
+    assert kinds(out) == [PLAN_MODE, USER_MESSAGE]
+    assert out[1] == Event(6, USER_MESSAGE, 7, {"text": notice_text(False), "source": NOTICE_SOURCE})
+
+
+def test_a_human_message_after_a_plan_mode_choice_is_not_its_notice() -> None:
+    log = mode(after_a_turn(False), True)
+    log = append(log, USER_MESSAGE, {"text": "go on", "source": None})
+    log = mode(log, False)
+    assert kinds(choice_events(log, True, 7)) == [PLAN_MODE, USER_MESSAGE]
+
+
+def test_a_notice_after_another_kind_does_not_count_as_a_notice_of_a_choice() -> None:
+    log = append(after_a_turn(True), USER_MESSAGE, {"text": notice_text(False), "source": NOTICE_SOURCE})
+    assert kinds(choice_events(log, False, 7)) == [PLAN_MODE, USER_MESSAGE]
+
+
+def test_a_notice_given_for_a_choice_is_not_repeated() -> None:
+    log = mode(after_a_turn(True), False)
+    log = append(log, USER_MESSAGE, {"text": notice_text(False), "source": NOTICE_SOURCE})
+    log = mode(log, True)
+    assert kinds(choice_events(log, False, 7)) == [PLAN_MODE]
+
+
+def test_a_malformed_header_is_refused_when_deciding_a_notice() -> None:
+    log = append(start_turn([], 1), REQUEST_HEADER, {"turn": 1, "step": 1})
+    with pytest.raises(ReplayError) as caught:
+        choice_events(log, True, 7)
+    err = caught.value
+    assert (err.position, err.rule, err.detail) == (
+        2,
+        "malformed-payload",
+        "request/header payload is missing key(s) ['plan_mode']",
+    )
+
+
 def _off_notice(s: Session) -> str:
     """The notice a user's own exit from plan mode gets after ``s`` (one
     plan-mode request was answered, so a notice is due)."""
@@ -221,6 +268,18 @@ def test_rejected_or_aborted_step_appends_nothing_and_keeps_pending(verdict: str
     flush = flush_pre_step(log, PendingChoice(True), verdict, at=0)  # type: ignore[arg-type]
     assert flush.events == ()
     assert flush.pending_after_success == PendingChoice(True)
+
+
+@pytest.mark.parametrize("verdict", ["rejected", "aborted"])
+def test_a_step_that_is_not_accepted_keeps_the_pending_choice_either_way(verdict: Any) -> None:
+    pending = PendingChoice(True)
+    assert flush_pre_step(start_turn([], 1), pending, verdict, 7) == Flush((), pending, pending)
+
+
+def test_an_accepted_step_outside_a_turn_keeps_the_pending_choice_either_way() -> None:
+    pending = PendingChoice(False, silent=True)
+    closed = end_turn(start_turn([], 1), 1)
+    assert flush_pre_step(closed, pending, "accepted", 7) == Flush((), pending, pending)
 
 
 def test_accepted_step_appends_pending_choice_before_the_header() -> None:

@@ -16,6 +16,8 @@ from planfold.kernel.plan.review import (
     PlanCommand,
     PlanCommandError,
     PlanPolicyConfigError,
+    ReviewOutcome,
+    ReviewRequest,
     Selected,
     decide_review,
     load_plan_policy,
@@ -58,6 +60,32 @@ def test_outside_plan_mode_is_checked_before_the_channel() -> None:
     with pytest.raises(ExitPlanError) as err:
         start_review(False, False, "")
     assert err.value.code == "not-in-plan-mode"
+
+
+NOT_IN_PLAN = "exit_plan_mode was called outside plan mode; there is nothing to exit"
+NO_CHANNEL = "no review channel is available to show the plan to a human; the user can leave plan mode with /plan off"
+NOT_MARKDOWN = "the plan must be complete markdown that starts with a '# ' heading"
+
+
+@pytest.mark.parametrize(
+    ("active", "channel", "plan", "code", "message"),
+    [
+        (False, True, "# Plan", "not-in-plan-mode", NOT_IN_PLAN),
+        (True, False, "# Plan", "no-review-channel", NO_CHANNEL),
+        (True, True, "Plan without a heading", "invalid-plan", NOT_MARKDOWN),
+        (True, True, "   ", "invalid-plan", NOT_MARKDOWN),
+    ],
+)
+def test_an_exit_that_cannot_be_reviewed_is_refused_with_the_text_the_model_is_shown(
+    active: bool, channel: bool, plan: str, code: str, message: str
+) -> None:
+    with pytest.raises(ExitPlanError) as caught:
+        start_review(active, channel, plan)
+    assert (caught.value.code, str(caught.value)) == (code, message)
+
+
+def test_a_reviewable_plan_offers_approve_and_keep_planning() -> None:
+    assert start_review(True, True, "# Plan\n- step") == ReviewRequest("# Plan\n- step", ("Approve", "Keep planning"))
 
 
 # -- review answers ------------------------------------------------------------------
@@ -141,6 +169,65 @@ def test_approved_exit_is_appended_silently_at_the_flush() -> None:
     flush = flush_pre_step(log, pending, "accepted", at=0)
     assert [e.kind for e in flush.events] == ["plan/mode"]
     assert len(choice_events(log, False, at=0)) == 2  # a user's own exit would notify
+
+
+@pytest.mark.parametrize(
+    ("answer", "outcome"),
+    [
+        (
+            Selected(("Approve",)),
+            ReviewOutcome("approved", "The user approved the plan.", None, PendingChoice(False, silent=True)),
+        ),
+        (
+            ChannelLost(),
+            ReviewOutcome(
+                "channel-lost",
+                "The review channel closed before the user answered; the plan was not approved. Plan mode stays on.",
+            ),
+        ),
+        (
+            Dismissed(),
+            ReviewOutcome(
+                "dismissed", "The user dismissed the review to speak instead. Keep planning and wait for them."
+            ),
+        ),
+        (
+            Custom("  add a rollback step "),
+            ReviewOutcome(
+                "keep-planning",
+                "The user wants to keep planning. Their feedback: add a rollback step "
+                "Revise the plan and present it again with exit_plan_mode.",
+                "add a rollback step",
+            ),
+        ),
+        (
+            Selected(("Keep planning",)),
+            ReviewOutcome(
+                "keep-planning",
+                "The user wants to keep planning. Revise the plan and present it again with exit_plan_mode.",
+            ),
+        ),
+        (
+            Selected(()),
+            ReviewOutcome(
+                "keep-planning",
+                "The user wants to keep planning. Revise the plan and present it again with exit_plan_mode.",
+            ),
+        ),
+        (
+            Selected(("Approve", "Keep planning")),
+            ReviewOutcome(
+                "keep-planning",
+                "The user wants to keep planning. Revise the plan and present it again with exit_plan_mode.",
+            ),
+        ),
+    ],
+)
+def test_each_review_answer_has_its_exact_outcome(answer: object, outcome: ReviewOutcome) -> None:
+    decided = decide_review(answer)  # type: ignore[arg-type]
+    assert decided == outcome
+    assert decided.approved is (outcome.status == "approved")
+    assert decided.tool_error is (outcome.status != "approved")
 
 
 # -- /plan -------------------------------------------------------------------------
