@@ -176,6 +176,8 @@ unknown_names = st.one_of(
 READ_COMMANDS = (
     "cat README.md", "ls -la", "grep -rn foo src", "head -n 5 a.txt", "wc -l notes",
     "rg -n TODO", "tail -n 20 log.txt", "find . -name '*.py'", "stat setup.cfg", "pwd",
+    "git status", "git log -5 --oneline", "git diff --stat", "git show HEAD", "git blame README.md",
+    "git grep -n TODO", "git rev-parse HEAD", "git ls-files", "git branch --list", "git tag -l",
 )  # fmt: skip
 
 
@@ -192,14 +194,34 @@ def read_command(draw: st.DrawFn) -> str:
 
 CHAIN_OPS = (";", " ; ", "&&", " && ", "||", " || ", " & ", "\n", "|&")
 SHELL_WRITE_FORMS = (
-    "redirection", "tee", "sed-in-place", "heredoc", "interpreter", "git", "chain",
+    "redirection", "tee", "sed-in-place", "heredoc", "interpreter", "git", "git-option", "chain",
     "long-chain", "substitution", "lookalike", "unparseable", "find-unsafe", "rg-unsafe",
     "writer", "runner", "grouping",
 )  # fmt: skip
 
 
 #: Fixed pieces of the write forms.
-GIT = ("status", "log -p", "diff --output=x", "show", "commit -am x", "push", "checkout .", "reset --hard", "stash")
+GIT = (
+    "commit -am x", "push", "add .", "checkout .", "reset --hard", "stash", "config core.pager less",
+    "branch new", "branch -D old", "branch -m a b", "tag v1", "tag -d v1", "tag -a v1 -m x",
+    "rebase main", "merge topic", "pull", "fetch", "clean -fdx", "rm a", "mv a b", "restore .",
+    "switch -c x", "apply p.diff", "am p.mbox", "cherry-pick HEAD", "revert HEAD", "gc", "init",
+    "clone url", "worktree add x", "submodule update", "notes add", "update-ref HEAD x",
+    "format-patch -1", "difftool", "mergetool", "lg", "co main", "help log", "",
+)  # fmt: skip
+#: Git reads with an option or a global option that writes a file, runs a
+#: program (pager, external diff, text conversion, signature check) or
+#: points git at another configuration.
+GIT_OPTIONS = (
+    "-c core.pager=sh log", "-c 'alias.st=!rm -rf .' st", "--config-env=core.pager=X log",
+    "--exec-path=/tmp status", "-C /tmp status", "--git-dir=x log", "--work-tree=/ status",
+    "-p log", "--paginate diff", "log --output=x", "log --outp=x", "diff --output x",
+    "show --output=x HEAD", "diff --ext-diff", "log -p --ext-diff", "log --textconv",
+    "show --textconv HEAD", "grep -O foo", "grep -nO foo", "grep --open-files-in-pager=vi x",
+    "log --show-signature", "log --format='%G?'", "show --pretty=format:%GS", "blame --contents x f",
+    "tag -v v1", "branch --format='%(signature)'", "branch --set-upstream-to=o/m", "grep -e --output=x",
+    "status --unknown", "ls-files --with-tree=HEAD", "rev-parse --parseopt", "log -n --output=x",
+)  # fmt: skip
 SUBSTITUTIONS = (
     "cat $(ls)", "cat `id`", "ls ${HOME}", "ls $HOME", "cat <(ls)", "ls > >(wc)",
     'grep "$(rm -rf x)" f', "cat $((1+1))",
@@ -250,7 +272,9 @@ def shell_write(form: str) -> st.SearchStrategy[str]:
         program = st.sampled_from(PROGRAMS).map(shlex.quote)
         return st.builds(lambda i, f, c: f"{i} {f} {c}", st.sampled_from(INTERPRETER_NAMES), flag, program)
     if form == "git":
-        return st.sampled_from(GIT).map("git {}".format)
+        return st.sampled_from(GIT).map("git {}".format).map(str.rstrip)
+    if form == "git-option":
+        return st.sampled_from(GIT_OPTIONS).map("git {}".format)
     if form == "chain":
         return st.builds(lambda a, o, b: f"{a}{o}{b}", base, st.sampled_from(CHAIN_OPS), base)
     if form == "long-chain":

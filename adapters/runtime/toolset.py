@@ -5,7 +5,8 @@ Theory of operation
 Every tool declares its own effect; the gate reads nothing else:
 
 - ``read_file`` and ``list_files`` declare ``read``;
-- ``write_file`` declares ``write`` (refused in plan mode and build bootstrap);
+- ``write_file`` declares ``write`` (refused in plan mode and build bootstrap)
+  and its ``path`` argument as its target (what the plan's scope checks);
 - the runtime-owned tools (``kernel.tools.RUNTIME_TOOLS``) are routed to the
   plan runner, never to an executor, each only in its phases:
   ``exit_plan_mode`` (plan), ``bootstrap_plan`` (build_bootstrap),
@@ -113,6 +114,7 @@ WRITE_FILE = ToolSpec(
     },
     effect="write",
     origin="builtin",
+    target_args=("path",),
 )
 EXIT_PLAN_MODE = ToolSpec(
     "exit_plan_mode",

@@ -10,7 +10,11 @@ tools declare). ``check_scope`` compares the effects an execution step had
 - ``effect-outside-scope``: the effect's kind is not one of ``scope.effects``;
 - ``path-outside-scope``: the path matches none of ``scope.paths``;
 - ``path-escapes``: the path is absolute or climbs out of the workspace
-  (``..`` after normalisation), so no relative pattern can cover it.
+  (``..`` after normalisation), so no relative pattern can cover it;
+- ``target-unknown``: what the effect acts on cannot be determined (a write
+  tool that declares no target arguments or was called without them, a
+  shell line whose writes the classifier cannot name), so nothing shows it
+  stays inside ``scope.paths``: it fails closed.
 
 A pattern covers a path when it is the same path, a directory above it, or a
 glob (``fnmatch`` rules, where ``*`` also crosses ``/``) that matches it. Paths
@@ -48,13 +52,20 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Effect:
     """One thing execution does: an effect kind and, if it touches one, a
-    workspace-relative path."""
+    workspace-relative path. ``targets_known`` is false when what it acts on
+    cannot be determined (``Effect.unknown``); ``path`` is then ``None``."""
 
     kind: str
     path: str | None = None
+    targets_known: bool = True
+
+    @classmethod
+    def unknown(cls, kind: str) -> Effect:
+        """An effect of ``kind`` whose targets cannot be determined."""
+        return cls(kind, None, targets_known=False)
 
 
-ViolationCode = Literal["effect-outside-scope", "path-outside-scope", "path-escapes"]
+ViolationCode = Literal["effect-outside-scope", "path-outside-scope", "path-escapes", "target-unknown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +122,15 @@ def _check(scope: PlanScope, effect: Effect) -> list[ScopeViolation]:
     out: list[ScopeViolation] = []
     if scope.effects and effect.kind not in scope.effects:
         out.append(ScopeViolation(effect, "effect-outside-scope", f"effect {effect.kind!r} is not in the plan's scope"))
+    if scope.paths and not effect.targets_known:
+        out.append(
+            ScopeViolation(
+                effect,
+                "target-unknown",
+                f"what the {effect.kind} effect acts on cannot be determined, so it cannot be kept inside "
+                "the plan's scope",
+            )
+        )
     if scope.paths and effect.path is not None:
         if _normalise(effect.path) is None:
             out.append(ScopeViolation(effect, "path-escapes", f"path {effect.path!r} leaves the workspace"))

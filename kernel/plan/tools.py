@@ -27,10 +27,16 @@ open (``pending`` or ``in_progress``): that records ``verify``. With a todo
 still open a reply is only a reply, and execution goes on next turn.
 
 Scope: ``execution_effects`` says what an allowed executor call is about to
-do (nothing for a declared read tool; a ``shell`` or ``write`` effect, with
-the ``path`` argument when it has one). ``scope_decision`` checks them with
-``check_scope`` against the executing plan's scope; any violation gives the
-``realign`` event, and the call must not run.
+do: nothing for a declared read tool; for a shell tool a ``shell`` effect per
+path its line writes as far as the shell classifier can name them (one with
+no path for a provably read-only line, one of unknown targets otherwise);
+for any other tool a ``write`` effect per path in the arguments it declares
+as its targets (``ToolSpec.target_args``), or one of unknown targets when it
+declares none or a declared argument is missing or holds anything but a path
+or a non-empty list of paths. ``scope_decision`` checks them with
+``check_scope`` against the executing plan's scope, which fails closed on
+unknown targets; any violation gives the ``realign`` event, and the call
+must not run.
 
 The decoders report every problem at once in one ``ToolArgumentsError``
 (code ``invalid-tool-arguments``, the model's fault).
@@ -44,8 +50,10 @@ from typing import cast
 
 from ..errors import PlanError
 from ..log import Event
+from ..payload import JSONObject
 from ..session import SessionState
 from ..tools.gate import tool_class
+from ..tools.shell import shell_write_targets
 from ..tools.spec import ToolSpec
 from .events import complete_event, verify_event, verify_fail_event
 from .scope import Effect, ScopeVerdict, check_scope, scope_realign_event
@@ -172,14 +180,39 @@ def verification_event(state: SessionState, report: VerificationReport, at: int)
     return verify_fail_event(state, report.notes, at)
 
 
+def _declared_targets(tool: ToolSpec, arguments: Mapping[str, object]) -> list[str] | None:
+    """The paths in ``tool``'s declared target arguments, or ``None`` when
+    they cannot be determined (none declared, one missing, not a path)."""
+    if not tool.target_args:
+        return None
+    paths: list[str] = []
+    for name in tool.target_args:
+        value = arguments.get(name)
+        if isinstance(value, str):
+            paths.append(value)
+        elif isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+            paths.extend(value)
+        else:
+            return None
+    return paths
+
+
 def execution_effects(tool: ToolSpec, arguments: Mapping[str, object]) -> tuple[Effect, ...]:
-    """What running ``tool`` with ``arguments`` would do: nothing for a
-    declared read tool; else one ``shell`` (shell tools) or ``write`` effect,
-    on the ``path`` argument when it is a string."""
+    """What running ``tool`` with ``arguments`` would do (see the module doc):
+    nothing for a declared read tool; ``shell`` effects on the paths a shell
+    line writes; ``write`` effects on the declared targets; an effect of
+    unknown targets whenever they cannot be named. Never raises."""
     if tool_class(tool) == "read":
         return ()
-    path = arguments.get("path")
-    return (Effect("shell" if tool.origin == "shell" else "write", path if isinstance(path, str) else None),)
+    if tool.origin == "shell":
+        named = shell_write_targets(cast(JSONObject, arguments))
+        if named is None:
+            return (Effect.unknown("shell"),)
+        return tuple(Effect("shell", path) for path in named) or (Effect("shell"),)
+    paths = _declared_targets(tool, arguments)
+    if paths is None:
+        return (Effect.unknown("write"),)
+    return tuple(Effect("write", path) for path in paths)
 
 
 def scope_decision(state: SessionState, effects: Sequence[Effect], at: int) -> tuple[ScopeVerdict, Event | None]:

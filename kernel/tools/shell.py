@@ -27,14 +27,38 @@ The classifier lexes the line itself instead of trusting a shell's grammar:
 4. Each command's name (after quote removal) must be in
    ``READ_ONLY_COMMANDS``. Interpreters (whose ``-c``/``-e`` run any code),
    command runners (``env``, ``xargs``, ``sudo`` …) and known writers
-   (``tee``, ``sed`` whose ``-i`` and ``w`` edit files, ``git`` whose
-   "read" subcommands refresh the index, take ``--output`` or run configured
-   diff drivers …) get their own codes; any other name is not allowed.
+   (``tee``, ``sed`` whose ``-i`` and ``w`` edit files …) get their own
+   codes; any other name is not allowed.
 5. ``find`` may not use the predicates that run programs or write files
    (``-exec``, ``-delete``, ``-fprint`` …); ``rg`` may not use the options
    that run programs (``--pre``, ``-z``/``--search-zip``,
    ``--hostname-bin``). Neither may take an unquoted glob, which a crafted
    file name could turn into one of those options.
+6. ``git`` runs only its reads (``GIT_READS``: ``status``, ``log``,
+   ``diff``, ``show``, ``blame``, ``grep``, ``rev-parse``, ``ls-files``, and
+   ``branch`` and ``tag`` as listings), each with an allowlist of options
+   matched exactly (git accepts abbreviations, so ``--outp`` is refused like
+   ``--output``). Before the subcommand only ``--no-pager``, ``-P`` and
+   ``--no-optional-locks`` are allowed: ``-c``, ``--config-env``,
+   ``--exec-path``, ``-C``, ``--git-dir``, ``--work-tree`` and
+   ``-p``/``--paginate`` are refused (``shell-git-option``), as is every
+   option of a read that writes a file (``--output``), runs a program
+   (``--ext-diff``, ``--textconv``, ``grep -O``, signature checks with
+   ``--show-signature``, ``%G`` or ``%(signature)`` formats) or is not on
+   the list. Any other subcommand (writers, aliases, ``help``) is refused
+   (``shell-git-subcommand``), and so is a ``branch`` or ``tag`` with a name
+   but no ``--list`` (that creates one). A value given as its own word may
+   not start with ``-``, so that no option can hide as a value. ``git
+   status`` may refresh git's stat cache in ``.git/index``; it changes no
+   tracked content (``GIT_OPTIONAL_LOCKS=0`` in the deployment's environment
+   stops even that).
+
+``shell_write_targets`` names the paths a shell call writes, for the plan's
+scope: none for a provably read-only line; the operands of a small set of
+writers in their plain forms (``touch``, ``mkdir``, ``rm``, ``rmdir``,
+``cp``, ``mv``, ``tee``, ``chmod``, ``chown``, ``truncate``, ``ln -s``) in a
+pipeline of otherwise read-only commands; and ``None`` (cannot be
+determined) for everything else, which a scope with paths refuses.
 
 What the process environment of the deployment's shell does (aliases,
 exported functions, tool config files) is the deployment's responsibility.
@@ -53,6 +77,8 @@ from .spec import CallClassifier, Classification, ToolSpec
 __all__ = [
     "COMMAND_RUNNERS",
     "FIND_UNSAFE_PREDICATES",
+    "GIT_GLOBAL_OPTIONS",
+    "GIT_READS",
     "INTERPRETERS",
     "MAX_COMMAND_LENGTH",
     "MAX_PIPELINE",
@@ -61,8 +87,10 @@ __all__ = [
     "SHELL_CLASSIFIER",
     "SHELL_HINTS",
     "WRITE_COMMANDS",
+    "GitRead",
     "classify_command",
     "classify_shell_call",
+    "shell_write_targets",
 ]
 
 MAX_COMMAND_LENGTH = 2000
@@ -70,7 +98,7 @@ MAX_PIPELINE = 4
 
 #: Commands that only read, given the argument checks below.
 READ_ONLY_COMMANDS: frozenset[str] = frozenset(
-    {"cat", "find", "grep", "head", "ls", "pwd", "rg", "stat", "tail", "wc"}
+    {"cat", "find", "git", "grep", "head", "ls", "pwd", "rg", "stat", "tail", "wc"}
 )
 
 INTERPRETERS: frozenset[str] = frozenset(
@@ -94,10 +122,6 @@ WRITE_COMMANDS: Mapping[str, str] = MappingProxyType({
     "tee": "tee writes its input to files",
     "sed": "sed edits files with -i and writes files with its w command",
     "awk": "awk can write files and run commands from its program",
-    "git": (
-        "git is not treated as read-only: status refreshes the index, diff and "
-        "log accept --output, and configured diff drivers run programs"
-    ),
     "cp": "cp writes files",
     "mv": "mv moves files",
     "rm": "rm deletes files",
@@ -124,8 +148,10 @@ SHELL_ARGUMENT_KEYS: frozenset[str] = frozenset({"command", "description", "time
 
 _READ_TOOLS_HINT = (
     "Use the read-only file and search tools, or one plain read-only command "
-    "(cat, grep, rg, find, ls, head, tail, wc, stat, pwd)."
+    "(cat, grep, rg, find, ls, head, tail, wc, stat, pwd, or a git read such as "
+    "git status, log, diff, show, blame or grep)."
 )
+_GIT_READS_NAMED = "status, log, diff, show, blame, grep, rev-parse, ls-files, branch --list, tag --list"
 
 #: Every refusal code the shell classifier gives, with the hint for the model.
 SHELL_HINTS: Mapping[str, str] = MappingProxyType({
@@ -146,6 +172,11 @@ SHELL_HINTS: Mapping[str, str] = MappingProxyType({
     "shell-command-not-allowed": _READ_TOOLS_HINT,
     "shell-unsafe-option": "Drop the option that runs programs or writes files.",
     "shell-unsafe-glob": "Quote the pattern (for example find . -name '*.py').",
+    "shell-git-subcommand": f"Only git's reads run here: {_GIT_READS_NAMED}.",
+    "shell-git-option": (
+        "Use git's plain read options only: no -c, -C, --exec-path, --output, pager, "
+        "external diff, text conversion or signature checks."
+    ),
     "shell-bad-arguments": "Call the shell tool with {\"command\": \"...\"}.",
     "shell-not-applicable": "This classifier only judges shell tools.",
 })
@@ -294,8 +325,262 @@ def _check_rg(args: list[_Word]) -> None:
             raise _Refusal("shell-unsafe-option", f"rg {word.text} can run programs")
 
 
+@dataclass(frozen=True, slots=True)
+class GitRead:
+    """The options one git read accepts, matched exactly.
+
+    ``flags``: options that take no value (``--oneline``, ``-p``);
+    ``optional``: long options that may carry ``=value`` (``--stat=80``);
+    ``valued``: options that take a value, attached (``--since=x``, ``-n5``)
+    or as the next word, which may not start with ``-``; ``cluster``:
+    letters that may be combined in one word (``-in``); ``scored``: letters
+    that may carry digits (``-M50%``); ``numeric``: ``-<n>`` limits;
+    ``listing``: names (patterns) are allowed only with ``--list`` or ``-l``
+    (a bare name would create a branch or tag).
+    """
+
+    flags: frozenset[str] = frozenset()
+    optional: frozenset[str] = frozenset()
+    valued: frozenset[str] = frozenset()
+    cluster: str = ""
+    scored: str = ""
+    numeric: bool = False
+    listing: bool = False
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_DIFF_FLAGS = _words(
+    "-p -u --patch -s --no-patch --raw --stat --shortstat --numstat --summary --name-only "
+    "--name-status --patch-with-stat --patch-with-raw -z --full-index --binary --no-color "
+    "-R --no-renames --find-renames --find-copies --find-copies-harder --irreversible-delete "
+    "-w -b --ignore-all-space --ignore-space-change --ignore-space-at-eol --ignore-blank-lines "
+    "--ignore-cr-at-eol --minimal --patience --histogram --no-ext-diff --no-textconv "
+    "--function-context -W --text -a --no-prefix --exit-code --quiet --check --relative "
+    "--no-relative --full-diff --pickaxe-all --pickaxe-regex --compact-summary"
+)
+_DIFF_OPTIONAL = _words(
+    "--stat --dirstat --color --color-words --word-diff --abbrev --relative --color-moved "
+    "--find-renames --find-copies --break-rewrites --submodule"
+)
+_DIFF_VALUED = _words(
+    "-U --unified --diff-filter --diff-algorithm -S -G --find-object --src-prefix --dst-prefix "
+    "--stat-width --stat-name-width --stat-count --word-diff-regex --inter-hunk-context -l"
+)
+_LOG_FLAGS = _DIFF_FLAGS | _words(
+    "--oneline --graph --all --branches --tags --remotes --reverse --first-parent --merges "
+    "--no-merges --follow --abbrev-commit --no-abbrev-commit --no-decorate --relative-date "
+    "--topo-order --date-order --author-date-order --left-right --cherry-pick --cherry-mark "
+    "--cherry --boundary --ancestry-path --simplify-by-decoration --full-history --parents "
+    "--children --source --use-mailmap --no-mailmap --log-size --regexp-ignore-case -i "
+    "--extended-regexp -E --fixed-strings -F --perl-regexp -P --basic-regexp --all-match "
+    "--invert-grep --no-walk --no-notes --no-min-parents --no-max-parents -m --date-order"
+)
+_LOG_OPTIONAL = _DIFF_OPTIONAL | _words("--decorate --branches --tags --remotes --no-walk --pretty")
+_LOG_VALUED = _DIFF_VALUED | _words(
+    "-n --max-count --skip --since --after --until --before --author --committer --grep "
+    "--format --pretty --date -L --min-parents --max-parents --decorate-refs "
+    "--decorate-refs-exclude --exclude"
+)
+_BLAME_FLAGS = _words(
+    "-w -b --root --show-stats -l -t -s -e -f -n -p --porcelain --line-porcelain "
+    "--incremental --show-name --show-number --show-email --first-parent --color-lines "
+    "--color-by-age --minimal --no-progress"
+)
+_GREP_FLAGS = _words(
+    "--cached --untracked --no-index --exclude-standard --no-exclude-standard -r --recursive "
+    "--no-recursive -a --text -I -i --ignore-case -w --word-regexp -v --invert-match -h -H "
+    "--full-name -E --extended-regexp -G --basic-regexp -F --fixed-strings -P --perl-regexp "
+    "-n --line-number --column -l --files-with-matches --name-only -L --files-without-match "
+    "-z --null -o --only-matching -c --count --no-color --break --heading -p --show-function "
+    "-W --function-context --and --or --not --all-match -q --quiet --no-textconv "
+    "--recurse-submodules"
+)
+_LIST_REFS_VALUED = _words(
+    "--contains --no-contains --merged --no-merged --points-at --sort --format"
+)
+
+#: Every git read and the options it accepts; nothing else runs.
+GIT_READS: Mapping[str, GitRead] = MappingProxyType({
+    "status": GitRead(
+        flags=_words(
+            "-s --short -b --branch --long -z --show-stash -v --verbose --no-renames --renames "
+            "--ahead-behind --no-ahead-behind --null"
+        ),
+        optional=_words("--porcelain --untracked-files --ignored --ignore-submodules --find-renames --column"),
+        cluster="sbvz",
+    ),
+    "log": GitRead(
+        flags=_LOG_FLAGS, optional=_LOG_OPTIONAL, valued=_LOG_VALUED, cluster="puswzRbaWiEFm",
+        scored="MCB", numeric=True,
+    ),
+    "show": GitRead(
+        flags=_LOG_FLAGS, optional=_LOG_OPTIONAL, valued=_LOG_VALUED, cluster="puswzRbaWiEFm",
+        scored="MCB",
+    ),
+    "diff": GitRead(
+        flags=_DIFF_FLAGS | _words("--cached --staged --no-index --merge-base"),
+        optional=_DIFF_OPTIONAL,
+        valued=_DIFF_VALUED,
+        cluster="puswzRbaW",
+        scored="MCB",
+    ),
+    "blame": GitRead(
+        flags=_BLAME_FLAGS,
+        optional=_words("--abbrev"),
+        valued=_words("-L --since --date --reverse"),
+        cluster="wbltsefnp",
+        scored="MC",
+    ),
+    "grep": GitRead(
+        flags=_GREP_FLAGS,
+        optional=_words("--color"),
+        valued=_words(
+            "-e -f -A -B -C --after-context --before-context --context --max-depth --threads "
+            "-m --max-count"
+        ),
+        cluster="aIiwvhHEGFPnlLzocpWrq",
+    ),
+    "rev-parse": GitRead(
+        flags=_words(
+            "--show-toplevel --show-prefix --show-cdup --git-dir --absolute-git-dir "
+            "--git-common-dir --is-inside-work-tree --is-inside-git-dir --is-bare-repository "
+            "--is-shallow-repository --verify -q --quiet --symbolic --symbolic-full-name --all "
+            "--show-object-format --local-env-vars --shared-index-path"
+        ),
+        optional=_words("--abbrev-ref --short --branches --tags --remotes"),
+        valued=_words("--git-path"),
+    ),
+    "ls-files": GitRead(
+        flags=_words(
+            "-c --cached -d --deleted -m --modified -o --others -i --ignored -s --stage -u "
+            "--unmerged -k --killed --directory --no-empty-directory --exclude-standard -z -t -v "
+            "-f --full-name --error-unmatch --deduplicate --eol --sparse --recurse-submodules"
+        ),
+        optional=_words("--abbrev"),
+        valued=_words("-x --exclude -X --exclude-from --exclude-per-directory --format"),
+        cluster="cdmoisukztvf",
+    ),
+    "branch": GitRead(
+        flags=_words(
+            "-a --all -r --remotes -l --list -v -vv --verbose --show-current --no-color -i "
+            "--ignore-case --omit-empty --no-abbrev"
+        ),
+        optional=_words("--color --abbrev"),
+        valued=_LIST_REFS_VALUED,
+        cluster="arlvi",
+        listing=True,
+    ),
+    "tag": GitRead(
+        flags=_words("-l --list --no-color -i --ignore-case --omit-empty"),
+        optional=_words("--color"),
+        valued=_LIST_REFS_VALUED | _words("-n"),
+        cluster="li",
+        numeric=False,
+        listing=True,
+    ),
+})
+
+#: The only options git may get before its subcommand.
+GIT_GLOBAL_OPTIONS: frozenset[str] = frozenset({"--no-pager", "-P", "--no-optional-locks"})
+
+_GIT_GLOBAL_REASONS: Mapping[str, str] = MappingProxyType({
+    "-c": "sets configuration, which can name programs to run",
+    "--config-env": "sets configuration, which can name programs to run",
+    "--exec-path": "runs git's programs from another directory",
+    "-C": "runs in another repository, with its configuration",
+    "--git-dir": "reads another repository, with its configuration",
+    "--work-tree": "works on another tree",
+    "-p": "runs a pager",
+    "--paginate": "runs a pager",
+})
+
+_GIT_SIGNATURE_FORMATS = ("%G", "signature")
+_GIT_LIST_FLAGS = frozenset({"-l", "--list"})
+
+
+def _git_refusal(code: str, reason: str) -> _Refusal:
+    return _Refusal(code, f"git {reason}")
+
+
+def _long_option(spec: GitRead, sub: str, word: str, rest: list[_Word]) -> str | None:
+    """Check a ``--name[=value]`` word; return its value, if any."""
+    name, eq, value = word.partition("=")
+    if not eq and name in spec.flags:
+        return None
+    if name in spec.optional and (eq or name not in spec.valued):
+        return value if eq else None
+    if name in spec.valued:
+        return value if eq else _separate_value(sub, name, rest)
+    raise _git_refusal("shell-git-option", f"{sub} {word} is not a known read-only option")
+
+
+def _separate_value(sub: str, name: str, rest: list[_Word]) -> str:
+    if not rest or rest[0].text.startswith("-"):
+        raise _git_refusal("shell-git-option", f"{sub} {name} needs a value that is not an option")
+    return rest.pop(0).text
+
+
+def _short_option(spec: GitRead, sub: str, word: str, rest: list[_Word]) -> str | None:
+    """Check a ``-x`` word (a flag, a cluster, a limit, a scored letter or a
+    valued letter); return its value, if any."""
+    body = word[1:]
+    if word in spec.flags:
+        return None
+    if spec.numeric and body.isdigit():
+        return None
+    if body[:1] in spec.scored and all(c.isdigit() or c == "%" for c in body[1:]):
+        return None
+    if f"-{body[:1]}" in spec.valued:
+        return body[1:] if body[1:] else _separate_value(sub, word, rest)
+    if body and all(c in spec.cluster for c in body):
+        return None
+    raise _git_refusal("shell-git-option", f"{sub} {word} is not a known read-only option")
+
+
+def _check_git_value(sub: str, option: str, value: str | None) -> None:
+    """A format that asks for a signature check runs gpg: refused."""
+    formats = option.startswith(("--format", "--pretty"))
+    if formats and value is not None and any(mark in value for mark in _GIT_SIGNATURE_FORMATS):
+        raise _git_refusal("shell-git-option", f"{sub} {option} checks signatures, which runs a program")
+
+
+def _check_git(args: list[_Word]) -> None:
+    rest = list(args)
+    while rest and rest[0].text.startswith("-"):
+        option = rest.pop(0).text
+        if option not in GIT_GLOBAL_OPTIONS:
+            why = _GIT_GLOBAL_REASONS.get(option.partition("=")[0], "is not a known read-only option")
+            raise _git_refusal("shell-git-option", f"{option} {why}")
+    if not rest:
+        raise _git_refusal("shell-git-subcommand", "without a subcommand runs nothing to read")
+    sub = rest.pop(0).text
+    spec = GIT_READS.get(sub)
+    if spec is None:
+        raise _git_refusal("shell-git-subcommand", f"{sub} is not one of git's reads (aliases are refused too)")
+    names: list[str] = []
+    listing = False
+    while rest:
+        word = rest.pop(0).text
+        if word == "--":
+            names.extend(w.text for w in rest)
+            break
+        if not word.startswith("-") or word == "-":
+            if word == "-":
+                raise _git_refusal("shell-git-option", f"{sub} - is not a known read-only option")
+            names.append(word)
+            continue
+        value = _long_option(spec, sub, word, rest) if word.startswith("--") else _short_option(spec, sub, word, rest)
+        _check_git_value(sub, word, value)
+        listing = listing or word in _GIT_LIST_FLAGS
+    if spec.listing and names and not listing:
+        raise _git_refusal("shell-git-subcommand", f"{sub} {names[0]} creates a {sub}; list with --list")
+
+
 _ARGUMENT_CHECKS: Mapping[str, Callable[[list[_Word]], None]] = MappingProxyType(
-    {"find": _check_find, "rg": _check_rg}
+    {"find": _check_find, "git": _check_git, "rg": _check_rg}
 )
 
 
@@ -336,6 +621,94 @@ def classify_command(line: str) -> Classification:
     return Classification(
         read_only=True, code="shell-read-only", reason="every command is a read-only command"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Writer:
+    """A writer whose plain form names its targets: the option letters it may
+    take (``valued`` ones take the next word), and which operands it writes
+    (``all``, ``last`` of two or more, or ``after-first``: all but the mode
+    or owner)."""
+
+    letters: str
+    operands: str
+    valued: str = ""
+
+
+_WRITERS: Mapping[str, _Writer] = MappingProxyType({
+    "touch": _Writer("acm", "all"),
+    "mkdir": _Writer("pv", "all"),
+    "rm": _Writer("frRiIvd", "all"),
+    "rmdir": _Writer("pv", "all"),
+    "tee": _Writer("ai", "all"),
+    "truncate": _Writer("c", "all", valued="s"),
+    "cp": _Writer("rRafnpv", "last"),
+    "ln": _Writer("sfnv", "last"),
+    "mv": _Writer("fnvi", "every"),
+    "chmod": _Writer("Rvfc", "after-first"),
+    "chown": _Writer("Rvfch", "after-first"),
+})
+
+
+def _writer_targets(words: list[_Word]) -> list[str] | None:
+    """The paths one writer command writes, or ``None`` when they cannot be
+    named (an unknown command or option, a glob, a ``~`` path …)."""
+    writer = _WRITERS.get(words[0].text)
+    if writer is None or any(word.globbed for word in words):
+        return None
+    operands: list[str] = []
+    rest = [word.text for word in words[1:]]
+    while rest:
+        text = rest.pop(0)
+        if text == "--":
+            operands.extend(rest)
+            break
+        if not text.startswith("-") or text == "-":
+            operands.append(text)
+            continue
+        if text.startswith("--"):
+            return None
+        letters = text[1:]
+        if letters[-1] in writer.valued and all(c in writer.letters for c in letters[:-1]) and rest:
+            rest.pop(0)
+        elif not all(c in writer.letters for c in letters):
+            return None
+    if any(not operand or operand.startswith(("~", "-")) for operand in operands):
+        return None
+    if writer.operands == "all":
+        return operands
+    if len(operands) < 2:
+        return None
+    if writer.operands == "last":
+        return operands[-1:]
+    return operands if writer.operands == "every" else operands[1:]
+
+
+def shell_write_targets(arguments: JSONObject) -> tuple[str, ...] | None:
+    """The paths a shell call (``{command, description?, timeout?}``) writes,
+    as far as they can be named: ``()`` for a provably read-only line, the
+    written operands of plain writers in a pipeline of otherwise read-only
+    commands, ``None`` when they cannot be determined. Never raises."""
+    if not isinstance(arguments, Mapping) or arguments.keys() - SHELL_ARGUMENT_KEYS:
+        return None
+    command = arguments.get("command")
+    if not isinstance(command, str):
+        return None
+    try:
+        pipeline = _lex(command)
+    except _Refusal:
+        return None
+    targets: list[str] = []
+    for words in pipeline:
+        try:
+            _check_command(words)
+            continue  # a read-only command writes nothing
+        except _Refusal:
+            named = _writer_targets(words)
+        if named is None:
+            return None
+        targets.extend(named)
+    return tuple(targets)
 
 
 def classify_shell_call(spec: ToolSpec, arguments: JSONObject) -> Classification:

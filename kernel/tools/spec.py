@@ -9,11 +9,17 @@ declares (``read``, ``write`` or ``unknown``), where it comes from
 kind of write the gate treats specially (``memory-write``, ``task-state``,
 ``plan-state``). An MCP server may annotate a tool as read-only; that hint is
 kept in ``read_only_hint`` for display and audit, and trusted by nobody.
+``target_args`` names the arguments that hold the paths a call acts on (a
+path each, or a list of paths): the plan's scope checks a write against
+them, and a write tool that declares none has targets nobody can determine,
+so no scope with paths lets it run. A shell tool's targets come from its
+command line instead (``kernel.tools.shell.shell_write_targets``).
 
 A spec is checked when it is built: a name the model can call (ASCII letters,
 digits, ``_`` and ``-``, at most 64), JSON-shaped parameters (frozen, so a
 caller's later mutation cannot reach it), a declared effect that does not
-contradict its category, and a read-only hint only on an MCP tool.
+contradict its category, a read-only hint only on an MCP tool, and target
+arguments that are distinct properties of its parameters.
 
 A ``ToolRegistry`` keeps every registered tool, in registration order, for
 the whole session: it never unregisters, it never splits into per-mode
@@ -189,6 +195,7 @@ class ToolSpec:
     origin: ToolOrigin
     read_only_hint: bool | None = None
     category: ToolCategory | None = None
+    target_args: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         name = self.name
@@ -233,7 +240,20 @@ class ToolSpec:
                 code="hint-not-mcp",
                 tool=name,
             )
+        self._check_target_args(bad)
         object.__setattr__(self, "parameters", freeze_json(self.parameters))
+
+    def _check_target_args(self, bad: Callable[[str], ToolSpecError]) -> None:
+        targets = self.target_args
+        if not isinstance(targets, tuple) or not all(isinstance(t, str) and t for t in targets):
+            raise bad("target_args must be a tuple of argument names")
+        if len(set(targets)) != len(targets):
+            raise bad(f"target_args names an argument twice: {list(targets)}")
+        properties = self.parameters.get("properties")
+        declared = set(properties) if isinstance(properties, Mapping) else set()
+        unknown = [t for t in targets if t not in declared]
+        if unknown:
+            raise bad(f"target_args {unknown} are not properties of its parameters")
 
     def to_json(self) -> dict[str, JSON]:
         """The spec as the model sees it: ``{name, description, parameters}``."""

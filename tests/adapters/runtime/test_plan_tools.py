@@ -460,7 +460,7 @@ def test_scope_effect_kinds_and_escaping_paths() -> None:
     )
     _turn(session, "Plan a greeting")
     [result] = _results(session, "run")
-    assert [v["code"] for v in result["error"]["violations"]] == ["effect-outside-scope"]
+    assert [v["code"] for v in result["error"]["violations"]] == ["effect-outside-scope", "target-unknown"]
     assert ran == [] and session.log.state.plan.status == "draft"
 
     escaping, _ = _approved(call("write_file", {"path": "../hello.txt", "content": "x"}), say("Blocked."), spec=SCOPED)
@@ -468,6 +468,83 @@ def test_scope_effect_kinds_and_escaping_paths() -> None:
     [result] = _results(escaping, "write_file")
     assert [v["code"] for v in result["error"]["violations"]] == ["path-escapes"]
     assert escaping.workspace.writes == 0
+
+
+SCOPED_SHELL: dict[str, JSON] = {**SPEC, "scope": {"paths": ["hello.txt", "docs/"], "effects": ["write", "shell"]}}
+_TARGET: JSON = {"type": "string"}
+MCP_WRITE = ToolSpec(
+    "mcp__fs__write",
+    "Write a file.",
+    {"type": "object", "properties": {"file_path": _TARGET, "text": _TARGET}},
+    "write",
+    "mcp",
+    target_args=("file_path",),
+)
+MCP_EDIT = ToolSpec(
+    "mcp__fs__edit", "Edit a file.", {"type": "object", "properties": {"filename": _TARGET}}, "write", "mcp"
+)
+COPY = ToolSpec(
+    "copy_files",
+    "Copy files.",
+    {"type": "object", "properties": {"sources": {"type": "array"}, "destination": _TARGET}},
+    "write",
+    "builtin",
+    target_args=("destination",),
+)
+BASH = ToolSpec("bash", "Run a command.", {"type": "object"}, "unknown", "shell")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "codes"),
+    [
+        (MCP_WRITE, {"file_path": "/etc/passwd", "text": "x"}, ["path-escapes"]),
+        (MCP_WRITE, {"file_path": "secrets.txt", "text": "x"}, ["path-outside-scope"]),
+        (MCP_WRITE, {"text": "x"}, ["target-unknown"]),
+        (MCP_WRITE, {"file_path": 7, "text": "x"}, ["target-unknown"]),
+        (MCP_EDIT, {"filename": "hello.txt"}, ["target-unknown"]),
+        (COPY, {"sources": ["hello.txt"], "destination": "../out"}, ["path-escapes"]),
+        (BASH, {"command": "touch secrets.txt"}, ["path-outside-scope"]),
+        (BASH, {"command": "cat hello.txt | tee ../leak"}, ["path-escapes"]),
+        (BASH, {"command": "make"}, ["target-unknown"]),
+        (BASH, {"command": "git commit -am x"}, ["target-unknown"]),
+        (BASH, {"command": "cat a > hello.txt"}, ["target-unknown"]),
+        (BASH, {"command": "touch docs/*.md"}, ["target-unknown"]),
+    ],
+)
+def test_a_write_whose_targets_are_outside_or_unknown_does_not_run_under_a_scope(
+    tool: ToolSpec, arguments: dict[str, JSON], codes: list[str]
+) -> None:
+    ran: list[object] = []
+    session, _ = _approved(
+        call(tool.name, arguments), say("Blocked."), spec=SCOPED_SHELL, tools=(tool,),
+        executors={tool.name: _recorder(ran)},
+    )
+    _turn(session, "Plan a greeting")
+    [result] = _results(session, tool.name)
+    assert result["ok"] is False and result["error"]["code"] == "outside-plan-scope"
+    assert [v["code"] for v in result["error"]["violations"]] == codes
+    assert ran == [] and session.log.state.plan.status == "draft"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        (MCP_WRITE, {"file_path": "docs/guide.md", "text": "x"}),
+        (COPY, {"sources": ["README.md"], "destination": "docs/"}),
+        (BASH, {"command": "touch hello.txt docs/a.md"}),
+        (BASH, {"command": "git status"}),
+        (BASH, {"command": "mkdir -p docs/new"}),
+    ],
+)
+def test_a_write_whose_targets_are_named_inside_the_scope_runs(tool: ToolSpec, arguments: dict[str, JSON]) -> None:
+    ran: list[object] = []
+    session, _ = _approved(
+        call(tool.name, arguments), say("Done."), spec=SCOPED_SHELL, tools=(tool,),
+        executors={tool.name: _recorder(ran)},
+    )
+    _turn(session, "Plan a greeting")
+    assert ran == [arguments]
+    assert "realign" not in plan_actions(session.log.events)
 
 
 def test_a_plan_without_scope_lets_any_path_through() -> None:

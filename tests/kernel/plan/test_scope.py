@@ -90,6 +90,19 @@ def test_every_violation_is_listed() -> None:
     assert verdict.realign_needed and "tests/t.py" in verdict.reason
 
 
+def test_an_effect_whose_targets_cannot_be_determined_is_outside_a_scope_with_paths() -> None:
+    verdict = check_scope(SCOPED, [Effect.unknown("write"), Effect("write"), Effect("write", "src/a.py")])
+    assert [(v.effect, v.code) for v in verdict.violations] == [(Effect.unknown("write"), "target-unknown")]
+    assert "cannot be determined" in verdict.reason
+    # without a path axis the targets do not matter; the effect kind still does
+    effects_only = spec(scope=PlanScope(effects=("write",)))
+    assert check_scope(effects_only, [Effect.unknown("write")]).violations == ()
+    assert [v.code for v in check_scope(effects_only, [Effect.unknown("shell")]).violations] == [
+        "effect-outside-scope"
+    ]
+    assert check_scope(spec(), [Effect.unknown("shell")]).violations == ()
+
+
 @given(st.lists(st.builds(Effect, st.sampled_from(["read", "write", "shell"]), st.none() | st.text())))
 def test_no_scope_flags_nothing(effects: list[Effect]) -> None:
     verdict = check_scope(spec(), effects)

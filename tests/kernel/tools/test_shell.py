@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from planfold.kernel.payload import JSON
 from planfold.kernel.tools.shell import (
     COMMAND_RUNNERS,
+    GIT_READS,
     INTERPRETERS,
     MAX_PIPELINE,
     READ_ONLY_COMMANDS,
@@ -29,6 +30,8 @@ from planfold.kernel.tools.shell import (
 )
 from planfold.kernel.tools.spec import Classification, ToolSpec
 from tests.gate_helpers import READ_TOOLS, SHELL_TOOLS, any_shell_write, read_command
+
+GIT_READS_BY_NAME = tuple(GIT_READS)
 
 ACCEPTED = [
     "ls",
@@ -101,9 +104,8 @@ REFUSED = [
     ("cat a | tee b", "shell-write-command"),
     ("sed -i s/a/b/ f", "shell-write-command"),
     ("sed -n p f", "shell-write-command"),
-    ("git status", "shell-write-command"),
-    ("git log", "shell-write-command"),
-    ("git diff --output=x", "shell-write-command"),
+    ("git diff --output=x", "shell-git-option"),
+    ("git commit -am x", "shell-git-subcommand"),
     ("rm -rf .", "shell-write-command"),
     ("awk '{print}' f", "shell-write-command"),
     ("tree -o x", "shell-write-command"),
@@ -154,7 +156,160 @@ def test_quoted_operators_are_literal(line: str) -> None:
 def test_the_allow_list_shares_no_name_with_the_refused_families() -> None:
     refused = set(WRITE_COMMANDS) | INTERPRETERS | COMMAND_RUNNERS
     assert not READ_ONLY_COMMANDS & refused
-    assert {"git", "tee", "sed", "python", "python3", "bash", "sh", "env", "xargs"} <= refused
+    assert {"tee", "sed", "python", "python3", "bash", "sh", "env", "xargs"} <= refused
+
+
+# --------------------------------------------------------------------------
+# git: its reads are read-only, everything else fails closed
+
+GIT_READ_LINES = [
+    "git status",
+    "git status -s",
+    "git status --short --branch",
+    "git --no-pager status --porcelain=v1",
+    "git log",
+    "git log -5",
+    "git log -n 3 --oneline",
+    "git log --oneline --graph --decorate --all",
+    "git log -p -- app.py",
+    "git log --stat --since=2.weeks --author=ann",
+    "git log --format='%h %an %s' -10",
+    "git log -S needle --pickaxe-all",
+    "git diff",
+    "git diff --cached --stat",
+    "git diff HEAD~2 -- app.py | head -n 40",
+    "git diff --name-only main...HEAD",
+    "git diff -U5 --no-ext-diff --no-textconv",
+    "git show HEAD",
+    "git show --stat HEAD~1",
+    "git show HEAD:README.md",
+    "git blame README.md",
+    "git blame -L 1,20 app.py",
+    "git blame -w -M app.py",
+    "git grep -n TODO",
+    "git grep -in -e todo -- src",
+    "git grep -c main HEAD",
+    "git rev-parse HEAD",
+    "git rev-parse --abbrev-ref HEAD",
+    "git rev-parse --show-toplevel",
+    "git ls-files",
+    "git ls-files -m --exclude-standard",
+    "git branch",
+    "git branch -a -v",
+    "git branch --show-current",
+    "git branch --list 'feat*'",
+    "git branch --contains HEAD",
+    "git tag",
+    "git tag -l 'v1.*'",
+    "git tag --list --sort=-creatordate",
+]
+
+
+@pytest.mark.parametrize("line", GIT_READ_LINES)
+def test_read_only_git_commands_are_read_only(line: str) -> None:
+    verdict = classify_command(line)
+    assert (verdict.read_only, verdict.code) == (True, "shell-read-only"), verdict
+
+
+GIT_REFUSED = [
+    # options before the subcommand: configuration, another repository, pagers
+    ("git -c core.pager=sh log", "shell-git-option"),
+    ("git -c 'alias.x=!rm' status", "shell-git-option"),
+    ("git --config-env=core.pager=X log", "shell-git-option"),
+    ("git --exec-path=/tmp status", "shell-git-option"),
+    ("git --exec-path status", "shell-git-option"),
+    ("git -C /tmp/other status", "shell-git-option"),
+    ("git --git-dir=x log", "shell-git-option"),
+    ("git --work-tree=/ status", "shell-git-option"),
+    ("git -p log", "shell-git-option"),
+    ("git --paginate log", "shell-git-option"),
+    ("git --version", "shell-git-option"),
+    # options of a read that write files or run programs, or are unknown
+    ("git log --output=x", "shell-git-option"),
+    ("git log --outp=x", "shell-git-option"),
+    ("git diff --output x", "shell-git-option"),
+    ("git diff --ext-diff", "shell-git-option"),
+    ("git log -p --ext-diff", "shell-git-option"),
+    ("git log --textconv", "shell-git-option"),
+    ("git show --textconv HEAD", "shell-git-option"),
+    ("git grep -O foo", "shell-git-option"),
+    ("git grep --open-files-in-pager=vi foo", "shell-git-option"),
+    ("git grep -nO foo", "shell-git-option"),
+    ("git log --show-signature", "shell-git-option"),
+    ("git log --format='%G?'", "shell-git-option"),
+    ("git show --pretty=format:%GS", "shell-git-option"),
+    ("git branch --format='%(signature)'", "shell-git-option"),
+    ("git tag -v v1", "shell-git-option"),
+    ("git branch -D old", "shell-git-option"),
+    ("git branch -m a b", "shell-git-option"),
+    ("git branch --set-upstream-to=origin/main", "shell-git-option"),
+    ("git tag -d v1", "shell-git-option"),
+    ("git tag -a v1 -m x", "shell-git-option"),
+    ("git log -n --output=x", "shell-git-option"),
+    ("git grep -e --output=x", "shell-git-option"),
+    ("git status --unknown-flag", "shell-git-option"),
+    # creating a branch or a tag is a write
+    ("git branch new-feature", "shell-git-subcommand"),
+    ("git tag v1.0", "shell-git-subcommand"),
+    ("git branch -a feature", "shell-git-subcommand"),
+    # writers, aliases and anything else
+    ("git", "shell-git-subcommand"),
+    ("git --no-pager", "shell-git-subcommand"),
+    ("git commit -m x", "shell-git-subcommand"),
+    ("git add .", "shell-git-subcommand"),
+    ("git push", "shell-git-subcommand"),
+    ("git checkout .", "shell-git-subcommand"),
+    ("git reset --hard", "shell-git-subcommand"),
+    ("git stash", "shell-git-subcommand"),
+    ("git config core.pager less", "shell-git-subcommand"),
+    ("git co main", "shell-git-subcommand"),
+    ("git lg", "shell-git-subcommand"),
+    ("git format-patch -1", "shell-git-subcommand"),
+    ("git difftool", "shell-git-subcommand"),
+    ("git help log", "shell-git-subcommand"),
+    # the shell's own rules still come first
+    ("git status *", "shell-unsafe-glob"),
+    ("git log > out", "shell-redirection"),
+    ("git log; rm x", "shell-chaining"),
+]
+
+
+@pytest.mark.parametrize(("line", "code"), GIT_REFUSED)
+def test_git_fails_closed_on_everything_but_its_reads(line: str, code: str) -> None:
+    verdict = classify_command(line)
+    assert (verdict.read_only, verdict.code) == (False, code), verdict
+    assert verdict.reason and verdict.hint == SHELL_HINTS[code]
+
+
+GIT_VOCABULARY = (
+    *GIT_READS_BY_NAME, "commit", "push", "config", "co",
+    "-p", "-n", "5", "-5", "--stat", "--oneline", "-l", "--list", "-e", "-A", "3", "--format=%h", "--cached",
+    "-in", "--contains", "HEAD", "foo", "--", "--no-pager", "-P",
+    "-c", "x=y", "--output=x", "--output", "--outp=x", "--ext-diff", "--textconv", "-O", "-nO", "-C", "/tmp",
+    "--exec-path=x", "--paginate", "--show-signature", "--open-files-in-pager", "--git-dir=x", "-D", "-d",
+)  # fmt: skip
+_RUNS_OR_WRITES = (
+    "--out", "--ext-diff", "--textconv", "--exec-path", "--open-files", "--paginate", "--show-sig", "--git-dir",
+    "--work-tree", "--config-env",
+)  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(GIT_VOCABULARY), max_size=6))
+def test_an_accepted_git_line_is_a_read_with_no_option_that_writes_or_runs_a_program(words: list[str]) -> None:
+    line = " ".join(["git", *words])
+    if not classify_command(line).read_only:
+        return
+    argv = shlex.split(line)
+    at = 1
+    while argv[at].startswith("-"):  # an independent reading: global options first
+        assert argv[at] in {"--no-pager", "-P", "--no-optional-locks"}, line
+        at += 1
+    assert argv[at] in GIT_READS_BY_NAME, line
+    options = argv[at + 1 : argv.index("--")] if "--" in argv else argv[at + 1 :]
+    assert not any(word.startswith(_RUNS_OR_WRITES) for word in options), line
+    assert not any(re.fullmatch(r"-[A-Za-z]*O[A-Za-z]*", word) for word in options), line
+    if argv[at] in ("branch", "tag"):
+        assert not {"-D", "-d"} & set(options), line
 
 
 def test_every_hint_code_is_reachable_from_the_tables() -> None:

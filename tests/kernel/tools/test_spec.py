@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from planfold.kernel.payload import JSON
+from planfold.kernel.payload import JSON, JSONObject
 from planfold.kernel.tools.spec import (
     CallClassifier,
     Classification,
@@ -113,6 +113,33 @@ def test_runtime_owned_names_cannot_be_taken_by_mcp_or_shell_tools() -> None:
 def test_a_builtin_tool_may_carry_a_runtime_owned_name(name: str) -> None:
     tool = ToolSpec(name, "The runtime's own", {}, "write", "builtin")
     assert (tool.name, tool.origin) == (name, "builtin")
+
+
+TARGETED: JSONObject = {"type": "object", "properties": {"file_path": {"type": "string"}, "others": {"type": "array"}}}
+
+
+def test_a_tool_declares_which_arguments_name_its_targets() -> None:
+    tool = ToolSpec("writer", "Writes", TARGETED, "write", "mcp", target_args=("file_path", "others"))
+    assert tool.target_args == ("file_path", "others")
+    assert ToolSpec("plain", "Writes", TARGETED, "write", "builtin").target_args == ()
+
+
+@pytest.mark.parametrize(
+    ("targets", "message"),
+    [
+        (("path",), "tool 'writer': target_args ['path'] are not properties of its parameters"),
+        (("file_path", "file_path"), "tool 'writer': target_args names an argument twice: ['file_path', 'file_path']"),
+        (("",), "tool 'writer': target_args must be a tuple of argument names"),
+        (["file_path"], "tool 'writer': target_args must be a tuple of argument names"),
+        ((3,), "tool 'writer': target_args must be a tuple of argument names"),
+    ],
+)
+def test_target_arguments_must_be_distinct_properties_of_the_parameters(targets: object, message: str) -> None:
+    with pytest.raises(ToolSpecError) as caught:
+        ToolSpec("writer", "Writes", TARGETED, "write", "mcp", target_args=targets)  # type: ignore[arg-type]
+    assert (caught.value.code, caught.value.tool, str(caught.value)) == ("invalid-tool-field", "writer", message)
+    with pytest.raises(ToolSpecError):
+        ToolSpec("writer", "Writes", {"type": "object"}, "write", "mcp", target_args=("file_path",))
 
 
 def test_a_spec_is_frozen_against_its_callers_later_mutation() -> None:
