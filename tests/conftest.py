@@ -2,15 +2,20 @@
 local runs, ``ci`` runs more examples, ``fuzz`` is for long runs. Proxy
 settings of the environment are removed from every test: the model client
 honours them, and the tests' servers are on loopback (the proxy tests set
-their own)."""
+their own). ``pg_cluster`` is a throwaway PostgreSQL server for the whole test
+session, started by the first test that asks for it; ``pg_url`` gives a test
+an empty schema of its own on it."""
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.pg_cluster import Cluster
 
 settings.register_profile("default", max_examples=60, deadline=None)
 settings.register_profile(
@@ -37,3 +42,27 @@ def _no_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[
         if name.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
             monkeypatch.delenv(name)
     yield
+
+
+# --------------------------------------------------------------------------
+# PostgreSQL: one throwaway server per test session, started on first use
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """A PostgreSQL server of the test session's own (see ``tests.pg_cluster``);
+    it fails, never skips, when the server cannot start."""
+    cluster = Cluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Cluster) -> Iterator[str]:
+    """A URL whose ``search_path`` is a fresh schema, dropped after the test."""
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    yield pg_cluster.schema_url(schema)
+    pg_cluster.drop_schema(schema)

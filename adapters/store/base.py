@@ -30,14 +30,32 @@ driver exception ever reaches a caller.
 ``load`` folds the whole log strictly, or (``incremental=True``) resumes from
 the stored snapshot and folds only what follows it. ``audit`` folds the log and
 reports every way the stored projection or snapshot differs from it.
+
+``SharedStore`` adds what processes that share a store need:
+
+- ``follow(session_id, after_seq)`` yields the session's events after
+  ``after_seq`` as any process appends them (it ends after ``timeout``
+  seconds without a new event, or never when ``timeout`` is ``None``).
+- Goal leases. At most one process may drive a session's goal rounds: it
+  holds the session's lease (``acquire_lease``: a holder name and an expiry
+  on the store's lease clock; ``LeaseHeldError`` while another holder's lease
+  is live) and passes it to every append of its rounds (``append(...,
+  lease=)``). Such a *fenced* append checks the lease in the same
+  transaction as the write: a lease that expired, was released or was taken
+  over is ``LeaseLostError`` and nothing is written; a live one is extended
+  by its ``ttl_ms``. An append without a lease that starts a goal round (a
+  ``user/message`` attributed to a goal) is ``LeaseHeldError`` while another
+  holder's lease is live. Every grant to a new holder, and every grant after
+  an expiry, gets a larger ``token`` (the fencing token), so an old lease can
+  never pass for a new one. ``release_lease`` ends a lease early.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, fields
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
 
@@ -64,17 +82,23 @@ __all__ = [
     "AuditReport",
     "IdempotencyMismatchError",
     "InvalidRequestError",
+    "Lease",
+    "LeaseHeldError",
+    "LeaseLostError",
     "Outcome",
     "PreparedAppend",
     "SchemaMismatchError",
     "SchemaTooNewError",
+    "SharedStore",
     "StorageError",
     "Store",
     "StoreBusyError",
     "StoreClosedError",
     "StoreError",
+    "StoreUnavailableError",
     "audit_state",
     "check_after",
+    "check_lease_request",
     "check_session_id",
     "export_session",
     "fold_new_events",
@@ -187,6 +211,43 @@ class StoreBusyError(StorageError):
     code = "store-busy"
 
 
+class StoreUnavailableError(StorageError):
+    """The storage server could not be reached, or went away during the call."""
+
+    code = "store-unavailable"
+
+
+class LeaseHeldError(StoreError):
+    """Another holder's lease on the session is live: this process may not
+    drive its goal rounds now (nothing was written)."""
+
+    code = "lease-held"
+
+    def __init__(self, session_id: str, holder: str, expires_at: int) -> None:
+        super().__init__(
+            f"session {session_id!r}: the goal lease is held by {holder!r} until {expires_at} "
+            "(on the store's lease clock)"
+        )
+        self.session_id = session_id
+        self.holder = holder
+        self.expires_at = expires_at
+
+
+class LeaseLostError(StoreError):
+    """A fenced append or a release named a lease that is no longer the
+    session's live lease (it expired, was released or was taken over);
+    nothing was written."""
+
+    code = "lease-lost"
+
+    def __init__(self, session_id: str, holder: str, token: int, why: str) -> None:
+        super().__init__(f"session {session_id!r}: the lease of {holder!r} (token {token}) is lost: {why}")
+        self.session_id = session_id
+        self.holder = holder
+        self.token = token
+        self.why = why
+
+
 # --------------------------------------------------------------------------
 # Values
 
@@ -219,6 +280,19 @@ class AuditReport:
         return not self.mismatches
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The right to drive a session's goal rounds until ``expires_at`` (on
+    the store's lease clock, in milliseconds). ``token`` is the fencing
+    token; a fenced append extends the lease by ``ttl_ms``."""
+
+    session_id: str
+    holder: str
+    token: int
+    expires_at: int
+    ttl_ms: int
+
+
 class Store(Protocol):
     """What every session store provides (see the module docstring)."""
 
@@ -245,6 +319,32 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class SharedStore(Store, Protocol):
+    """A store that several processes share: following a session, goal
+    leases and fenced appends (see the module docstring)."""
+
+    def append(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None = None,
+        *,
+        lease: Lease | None = None,
+    ) -> AppendResult: ...
+
+    def follow(
+        self, session_id: str, after_seq: int = 0, *, timeout: float | None = None
+    ) -> Generator[Event, None, None]: ...
+
+    def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease: ...
+
+    def release_lease(self, lease: Lease) -> bool: ...
+
+    def lease(self, session_id: str) -> Lease | None: ...
+
+
 # --------------------------------------------------------------------------
 # Shared rules
 
@@ -263,8 +363,10 @@ class PreparedAppend:
     request_hash: str
 
 
-#: The largest seq or position a store keeps (SQLite's signed 64-bit integer).
+#: The largest seq or position a store keeps (a signed 64-bit integer).
 MAX_SEQ = 2**63 - 1
+#: The longest lease a store grants: a day, in milliseconds.
+MAX_LEASE_MS = 86_400_000
 
 
 def _text(value: object, what: str) -> str:
@@ -274,6 +376,8 @@ def _text(value: object, what: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidRequestError(f"{what} is not valid Unicode text (it holds a lone surrogate)") from exc
+    if "\x00" in value:
+        raise InvalidRequestError(f"{what} must not contain NUL (no database keeps it in text)")
     return value
 
 
@@ -287,6 +391,15 @@ def check_after(after: object) -> int:
     if isinstance(after, bool) or not isinstance(after, int):
         raise InvalidRequestError(f"after must be an integer, got {after!r}")
     return min(max(after, 0), MAX_SEQ)
+
+
+def check_lease_request(session_id: object, holder: object, ttl_ms: object) -> None:
+    """``InvalidRequestError`` unless the session id and holder are storable
+    text and ``ttl_ms`` is a whole number of milliseconds in ``1..MAX_LEASE_MS``."""
+    check_session_id(session_id)
+    _text(holder, "a lease holder")
+    if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or not 1 <= ttl_ms <= MAX_LEASE_MS:
+        raise InvalidRequestError(f"ttl_ms must be an integer in 1..{MAX_LEASE_MS}, got {ttl_ms!r}")
 
 
 def prepare_append(

@@ -5,8 +5,9 @@ Theory of operation
 ``StoreContract`` is a base class of pytest tests. A backend (planfold's own
 memory, SQLite and PostgreSQL stores, or a third party's) runs the whole
 contract by subclassing it under a ``Test`` name and supplying one fixture,
-``store_maker``: a function that makes a fresh, empty store and says how to
-reopen it (``StoreKit``)::
+``store_maker``: a function that takes the lease clock the test controls and
+makes a fresh, empty store on it, saying how to open the same storage again
+(``StoreKit``)::
 
     import pytest
     from planfold.adapters.store.contract import StoreContract, StoreKit
@@ -14,9 +15,9 @@ reopen it (``StoreKit``)::
     class TestMyStore(StoreContract):
         @pytest.fixture
         def store_maker(self, tmp_path_factory):
-            def make():
+            def make(clock):
                 path = tmp_path_factory.mktemp("store") / "db"
-                return StoreKit.reopening(lambda: MyStore(path))
+                return StoreKit.reopening(lambda: MyStore(path, lease_clock=clock))
             return make
 
 The maker is called once per test and once per Hypothesis example, so it may
@@ -31,13 +32,17 @@ fold; compare-and-set conflicts change nothing; an idempotency key makes a
 retried append land once and refuses a key reused for another append; bad
 events and bad requests get typed errors and write nothing; reads hand out
 fresh values; a closed store refuses everything; JSON Lines export and import
-round-trip; and a state machine of random appends, conflicts, retries, bad
-appends and reopens agrees with a model that is a list of events per session.
+round-trip; a state machine of random appends, conflicts, retries, bad
+appends and reopens agrees with a model that is a list of events per session;
+``follow`` yields what is there and then what another store on the same
+storage appends; goal leases are granted, extended, refused, expire, pass to
+the next holder with a larger token, are released, and fence appends.
 """
 
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -53,6 +58,10 @@ from planfold.adapters.store.base import (
     AppendResult,
     IdempotencyMismatchError,
     InvalidRequestError,
+    Lease,
+    LeaseHeldError,
+    LeaseLostError,
+    SharedStore,
     Store,
     StoreClosedError,
     export_session,
@@ -61,47 +70,71 @@ from planfold.adapters.store.base import (
 from planfold.adapters.store.contract_logs import FULL_SCRIPT, MOVES, LogBuilder, batch_after, build_log, logs
 from planfold.adapters.store.projection import Projection, project
 from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError, is_kebab_case
-from planfold.kernel.log import Event
+from planfold.kernel.log import USER_MESSAGE, Event
 from planfold.kernel.session import SessionState, fold_session
 
-__all__ = ["StoreContract", "StoreKit", "StoreMaker"]
+__all__ = ["ManualClock", "StoreContract", "StoreKit", "StoreMaker"]
+
+
+class ManualClock:
+    """A lease clock that moves only when told (integer milliseconds)."""
+
+    def __init__(self, now: int = 1_700_000_000_000) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
 
 
 @dataclass
 class StoreKit:
-    """A store under test, how to reopen its storage (``reopen`` closes the
-    store and returns a new one on the same data; a store that lives only in
-    memory returns itself), and what to do once the test is over."""
+    """A store under test; ``open_another`` opens one more store on the same
+    storage (a store that lives only in memory returns itself); ``reopen``
+    closes the store and opens it again; ``dispose`` runs once the test is over."""
 
-    store: Store
-    reopen: Callable[[], Store]
+    store: SharedStore
+    open_another: Callable[[], SharedStore]
     dispose: Callable[[], None] = lambda: None
+    others: list[SharedStore] = field(default_factory=list)
 
     @classmethod
-    def same(cls, store: Store) -> StoreKit:
-        """A kit whose ``reopen`` keeps the store (storage that lives in it)."""
+    def same(cls, store: SharedStore) -> StoreKit:
+        """A kit whose storage lives in the store itself."""
         return cls(store, lambda: store)
 
     @classmethod
-    def reopening(cls, open_store: Callable[[], Store], dispose: Callable[[], None] = lambda: None) -> StoreKit:
-        """A kit that opens ``open_store()`` now and again at every ``reopen``."""
-        kit = cls(open_store(), lambda: kit.store, dispose)
+    def reopening(cls, open_store: Callable[[], SharedStore], dispose: Callable[[], None] = lambda: None) -> StoreKit:
+        """A kit that opens ``open_store()`` now and whenever another store is needed."""
+        return cls(open_store(), open_store, dispose)
 
-        def reopen() -> Store:
-            kit.store.close()
-            kit.store = open_store()
-            return kit.store
+    def another(self) -> SharedStore:
+        """One more store on the same storage, closed with the kit."""
+        other = self.open_another()
+        if other is not self.store:
+            self.others.append(other)
+        return other
 
-        kit.reopen = reopen
-        return kit
+    def reopen(self) -> SharedStore:
+        """Close the store and open its storage again."""
+        fresh = self.open_another()
+        if fresh is not self.store:
+            self.store.close()
+            self.store = fresh
+        return self.store
 
     def close(self) -> None:
+        for other in self.others:
+            other.close()
         self.store.close()
         self.dispose()
 
 
-#: What the ``store_maker`` fixture gives: a fresh, empty store at every call.
-StoreMaker = Callable[[], StoreKit]
+#: What the ``store_maker`` fixture gives: given the lease clock, a fresh,
+#: empty store at every call.
+StoreMaker = Callable[[ManualClock], StoreKit]
 
 
 def _budget(divisor: int, floor: int = 10) -> int:
@@ -221,8 +254,12 @@ class StoreContract:
     example_divisor: ClassVar[int] = 3
 
     @pytest.fixture
-    def kit(self, store_maker: StoreMaker) -> Iterator[StoreKit]:
-        made = store_maker()
+    def clock(self) -> ManualClock:
+        return ManualClock()
+
+    @pytest.fixture
+    def kit(self, store_maker: StoreMaker, clock: ManualClock) -> Iterator[StoreKit]:
+        made = store_maker(clock)
         yield made
         made.close()
 
@@ -262,7 +299,7 @@ class StoreContract:
         )
         @given(builder=logs(), sizes=st.lists(st.integers(min_value=1, max_value=6), min_size=1))
         def check(builder: LogBuilder, sizes: list[int]) -> None:
-            made = store_maker()
+            made = store_maker(ManualClock())
             try:
                 head, index = 0, 0
                 while head < len(builder.events):
@@ -439,6 +476,179 @@ class StoreContract:
         assert kit.store.session_ids() == ()
 
     # ----------------------------------------------------------------------
+    # Following a session
+
+    def test_follow_yields_the_events_after_a_position_then_ends_after_its_timeout(self, kit: StoreKit) -> None:
+        kit.store.append("s", 0, batch_after(0, 5))
+        assert tuple(kit.store.follow("s", 2, timeout=0)) == tuple(batch_after(2, 3))
+        assert tuple(kit.store.follow("nobody", 0, timeout=0)) == ()
+
+    def test_follow_yields_what_another_store_appends_while_it_waits(self, kit: StoreKit) -> None:
+        kit.store.append("s", 0, batch_after(0, 1))
+        writer = kit.another()
+        seen: list[Event] = []
+        failures: list[BaseException] = []
+        started = threading.Event()
+
+        def write() -> None:
+            try:
+                started.wait(30)
+                for head in range(1, 6):
+                    writer.append("other", head - 1, batch_after(head - 1, 1))  # not the followed session
+                    writer.append("s", head, batch_after(head, 1))
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+
+        thread = threading.Thread(target=write, daemon=True)
+        thread.start()
+        follower = kit.store.follow("s", 0, timeout=30)
+        for event in follower:
+            seen.append(event)
+            if len(seen) == 1:
+                started.set()
+            if len(seen) == 6:
+                break
+        follower.close()
+        thread.join(30)
+        assert failures == []
+        assert tuple(seen) == tuple(batch_after(0, 6))
+
+    @pytest.mark.parametrize("bad", [-1.0, "1", True], ids=["negative", "text", "bool"])
+    def test_follow_refuses_a_timeout_that_is_not_seconds(self, kit: StoreKit, bad: object) -> None:
+        with pytest.raises(InvalidRequestError):
+            kit.store.follow("s", 0, timeout=bad)  # type: ignore[arg-type]
+
+    # ----------------------------------------------------------------------
+    # Goal leases
+
+    def test_a_free_lease_is_granted_and_a_live_one_is_refused_to_another_holder(
+        self, kit: StoreKit, clock: ManualClock
+    ) -> None:
+        assert kit.store.lease("s") is None
+        lease = kit.store.acquire_lease("s", "host-a", 1_000)
+        assert lease == Lease("s", "host-a", 1, clock.now + 1_000, 1_000)
+        assert kit.store.lease("s") == lease
+        clock.advance(999)
+        with pytest.raises(LeaseHeldError) as info:
+            kit.store.acquire_lease("s", "host-b", 1_000)
+        assert (info.value.code, info.value.holder, info.value.expires_at) == ("lease-held", "host-a", lease.expires_at)
+        assert kit.another().lease("s") == lease
+
+    def test_the_holder_extends_its_live_lease_and_keeps_its_token(self, kit: StoreKit, clock: ManualClock) -> None:
+        first = kit.store.acquire_lease("s", "host-a", 1_000)
+        clock.advance(500)
+        again = kit.store.acquire_lease("s", "host-a", 2_000)
+        assert (again.token, again.expires_at, again.ttl_ms) == (first.token, clock.now + 2_000, 2_000)
+
+    def test_an_expired_lease_goes_to_the_next_holder_with_a_larger_token(
+        self, kit: StoreKit, clock: ManualClock
+    ) -> None:
+        first = kit.store.acquire_lease("s", "host-a", 1_000)
+        clock.advance(1_000)
+        assert kit.store.lease("s") is None
+        second = kit.store.acquire_lease("s", "host-b", 1_000)
+        assert second.holder == "host-b" and second.token > first.token
+        clock.advance(1_000)
+        third = kit.store.acquire_lease("s", "host-b", 1_000)  # its own lease expired: a new grant
+        assert third.token > second.token
+
+    def test_a_fenced_append_with_the_live_lease_lands_and_extends_it(
+        self, kit: StoreKit, clock: ManualClock
+    ) -> None:
+        lease = kit.store.acquire_lease("s", "host-a", 1_000)
+        clock.advance(900)
+        assert kit.store.append("s", 0, batch_after(0, 2), lease=lease) == AppendResult("s", 1, 2)
+        current = kit.store.lease("s")
+        assert current is not None and (current.token, current.expires_at) == (lease.token, clock.now + 1_000)
+        clock.advance(900)
+        kit.store.append("s", 2, batch_after(2, 1), lease=lease)  # still live thanks to the extension
+        assert kit.store.head("s") == 3
+
+    def test_a_fenced_append_with_an_expired_lease_is_refused_and_writes_nothing(
+        self, kit: StoreKit, clock: ManualClock
+    ) -> None:
+        lease = kit.store.acquire_lease("s", "host-a", 1_000)
+        kit.store.append("s", 0, batch_after(0, 1), lease=lease)
+        before = _session_facts(kit.store, "s")
+        clock.advance(1_000)
+        with pytest.raises(LeaseLostError) as info:
+            kit.store.append("s", 1, batch_after(1, 1), "k", lease=lease)
+        assert (info.value.code, info.value.holder, info.value.token) == ("lease-lost", "host-a", lease.token)
+        assert _session_facts(kit.store, "s") == before
+        assert kit.store.append("s", 1, batch_after(1, 1), "k") == AppendResult("s", 2, 2)  # the key was not spent
+
+    def test_a_lease_taken_over_fences_out_its_old_holder_for_good(self, kit: StoreKit, clock: ManualClock) -> None:
+        old = kit.store.acquire_lease("s", "host-a", 1_000)
+        clock.advance(1_000)
+        new = kit.another().acquire_lease("s", "host-b", 5_000)
+        with pytest.raises(LeaseLostError):
+            kit.store.append("s", 0, batch_after(0, 1), lease=old)
+        assert kit.store.acquire_lease("s", "host-b", 5_000).token == new.token
+        with pytest.raises(LeaseLostError):  # even a holder name that matches needs the token
+            kit.store.append("s", 0, batch_after(0, 1), lease=Lease("s", "host-b", old.token, new.expires_at, 5_000))
+        assert kit.store.head("s") == 0
+
+    def test_a_round_without_the_lease_is_refused_while_another_holder_has_it(
+        self, kit: StoreKit, clock: ManualClock
+    ) -> None:
+        log = build_log(("goal:create", "turn")).events
+        kit.store.append("s", 0, log)
+        goal = kit.store.load("s").goal.current
+        assert goal is not None
+        source: dict[str, str | int] = {"type": "goal", "goal_id": goal.id, "revision": goal.revision, "round": 1}
+        round_ = [Event(len(log) + 1, USER_MESSAGE, log[-1].at, {"text": "go on", "source": source})]
+        chat = [Event(len(log) + 1, USER_MESSAGE, log[-1].at, {"text": "hello", "source": None})]
+        lease = kit.another().acquire_lease("s", "host-b", 1_000)
+        with pytest.raises(LeaseHeldError):
+            kit.store.append("s", len(log), round_)
+        assert kit.store.append("s", len(log), chat) == AppendResult("s", len(log) + 1, len(log) + 1)
+        round_ = [Event(len(log) + 2, USER_MESSAGE, log[-1].at, {"text": "go on", "source": source})]
+        assert kit.store.append("s", len(log) + 1, round_, lease=lease).last_seq == len(log) + 2
+        assert kit.store.load("s").goal.current.rounds_started == 1  # type: ignore[union-attr]
+
+    def test_a_released_lease_is_free_at_once_and_a_second_release_changes_nothing(
+        self, kit: StoreKit, clock: ManualClock
+    ) -> None:
+        lease = kit.store.acquire_lease("s", "host-a", 60_000)
+        assert kit.store.release_lease(lease) is True
+        assert kit.store.release_lease(lease) is False
+        assert kit.store.lease("s") is None
+        with pytest.raises(LeaseLostError):
+            kit.store.append("s", 0, batch_after(0, 1), lease=lease)
+        assert kit.store.acquire_lease("s", "host-b", 1_000).token > lease.token
+
+    def test_leases_outlive_a_reopen(self, kit: StoreKit, clock: ManualClock) -> None:
+        lease = kit.store.acquire_lease("s", "host-a", 1_000)
+        assert kit.reopen().lease("s") == lease
+        kit.store.append("s", 0, batch_after(0, 1), lease=lease)
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            lambda s: s.acquire_lease("", "h", 1_000),
+            lambda s: s.acquire_lease("s", "", 1_000),
+            lambda s: s.acquire_lease("s", "h\x00", 1_000),
+            lambda s: s.acquire_lease("s", "h", 0),
+            lambda s: s.acquire_lease("s", "h", True),
+            lambda s: s.acquire_lease("s", "h", 86_400_001),
+            lambda s: s.append("s", 0, batch_after(0, 1), lease=Lease("other", "h", 1, 2, 3)),
+            lambda s: s.append("s", 0, batch_after(0, 1), lease="h"),
+            lambda s: s.release_lease("h"),
+            lambda s: s.lease(""),
+        ],
+        ids=[
+            "empty-session", "empty-holder", "holder-with-nul", "zero-ttl", "bool-ttl", "ttl-past-a-day",
+            "lease-of-another-session", "lease-not-a-lease", "release-not-a-lease", "lease-of-empty-session",
+        ],
+    )  # fmt: skip
+    def test_a_bad_lease_request_gets_a_typed_error_and_changes_nothing(
+        self, kit: StoreKit, call: Callable[[SharedStore], object]
+    ) -> None:
+        with pytest.raises(InvalidRequestError):
+            call(kit.store)
+        assert kit.store.lease("s") is None and kit.store.head("s") == 0
+
+    # ----------------------------------------------------------------------
     # The state machine
 
     def test_random_appends_conflicts_retries_and_reopens_agree_with_a_list_model(
@@ -487,7 +697,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     def __init__(self, maker: StoreMaker) -> None:
         super().__init__()
-        self.kit = maker()
+        self.kit = maker(ManualClock())
         self.model = Model()
 
     def teardown(self) -> None:

@@ -33,6 +33,19 @@ transaction commits, so nothing is ever partly written.
 Loads fold rows as they are decoded (``kernel.session.fold_rows`` over
 ``codec.decode_rows``), so a load never holds the whole log.
 
+Goal leases (see ``adapters.store.base``) are one row per session: holder,
+fencing token, expiry and ttl. ``append_view`` reads it with the store's
+lease clock (``now``: the database server's clock where there is one), and
+``lease_view`` and ``write_lease`` read and write it in a write transaction,
+so every lease decision is made under the same lock as the appends it
+fences. A released lease keeps its row (holder ``""``) so that tokens only
+ever grow.
+
+``follow`` reads the events after its position, yields them, and waits on
+the backend's ``Watch`` until the session may have grown: a condition
+variable in memory, a bounded polling interval on SQLite, ``LISTEN``/``NOTIFY``
+on PostgreSQL.
+
 The store remembers, per session, the last snapshot text it wrote or decoded
 together with its state, so the next append to a session it just wrote does
 not decode its own snapshot again. The memo is used only when the stored row
@@ -45,8 +58,10 @@ next snapshot encodes only what the new events changed (``snapshot_reusing``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from planfold.adapters.codec import decode_payload, decode_rows
@@ -54,9 +69,14 @@ from planfold.adapters.store.base import (
     AppendResult,
     AuditReport,
     IdempotencyMismatchError,
+    InvalidRequestError,
+    Lease,
+    LeaseHeldError,
+    LeaseLostError,
     PreparedAppend,
     audit_state,
     check_after,
+    check_lease_request,
     check_session_id,
     fold_new_events,
     prepare_append,
@@ -64,7 +84,7 @@ from planfold.adapters.store.base import (
 from planfold.adapters.store.projection import Projection, project, resume_state, snapshot_reusing, with_summary
 from planfold.adapters.store.snapshot import SnapshotParts
 from planfold.kernel.errors import ConflictError
-from planfold.kernel.log import Event
+from planfold.kernel.log import USER_MESSAGE, Event
 from planfold.kernel.session import SessionState, fold_rows
 
 __all__ = [
@@ -75,6 +95,8 @@ __all__ = [
     "SessionRow",
     "StoredEvent",
     "Transaction",
+    "Watch",
+    "starts_a_round",
 ]
 
 T = TypeVar("T")
@@ -107,6 +129,8 @@ class AppendView:
     fold_format: str = ""
     fold_state: str = ""
     known: KnownKey | None = None
+    lease: Lease | None = None
+    now: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +163,39 @@ class Transaction(Protocol):
 
     def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None: ...
 
+    def lease_view(self, session_id: str) -> tuple[Lease | None, int]: ...
+
+    def write_lease(self, lease: Lease) -> None: ...
+
+
+class Watch(Protocol):
+    """Waits until a followed session may have grown."""
+
+    def wait(self, position: int, timeout: float | None) -> bool:
+        """True once the session may hold events after ``position`` (a wake
+        without new events is allowed), False when ``timeout`` seconds passed."""
+        ...
+
 
 class Backend(Protocol):
     """Transactions on one storage engine (see the module docstring)."""
 
     def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T: ...
 
+    def watch(self, session_id: str) -> AbstractContextManager[Watch]: ...
+
     def close(self) -> None: ...
+
+
+def starts_a_round(events: Sequence[Event]) -> bool:
+    """True when ``events`` hold a ``user/message`` attributed to a goal
+    (a round, which only the lease holder may start while a lease is live)."""
+    for event in events:
+        if event.kind == USER_MESSAGE:
+            source = event.payload.get("source")
+            if isinstance(source, Mapping) and source.get("type") == "goal":
+                return True
+    return False
 
 
 class LogStore:
@@ -175,13 +225,17 @@ class LogStore:
         expected_seq: int,
         events: Sequence[Event],
         idempotency_key: str | None = None,
+        *,
+        lease: Lease | None = None,
     ) -> AppendResult:
         """Compare-and-set append in one write transaction (see ``adapters.store.base``
-        for every outcome)."""
+        for every outcome); with ``lease``, a fenced append."""
         prepared = prepare_append(session_id, expected_seq, events, idempotency_key)
-        return self.backend.run("append", True, lambda tx: self._append(tx, prepared))
+        if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
+            raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
+        return self.backend.run("append", True, lambda tx: self._append(tx, prepared, lease))
 
-    def _append(self, tx: Transaction, p: PreparedAppend) -> AppendResult:
+    def _append(self, tx: Transaction, p: PreparedAppend, lease: Lease | None) -> AppendResult:
         sid = p.session_id
         view = tx.append_view(sid, p.key)
         if p.key is not None and view.known is not None:
@@ -190,11 +244,19 @@ class LogStore:
             return AppendResult(sid, view.known.first_seq, view.known.last_seq, replayed=True)
         if view.head != p.expected_seq:
             raise ConflictError(sid, p.expected_seq, view.head)
+        if lease is not None:
+            _check_fence(lease, view.lease, view.now)
         state = self._resume(sid, view.fold_format, view.fold_state, view.head) if view.has_row else None
         if state is None:
             state = fold_rows(SessionState(), decode_rows(tx.rows(sid, 0)))
         new_state = fold_new_events(sid, state, p.events)
+        live = view.lease
+        if lease is None and _is_live(live, view.now) and starts_a_round(p.events):
+            assert live is not None
+            raise LeaseHeldError(sid, live.holder, live.expires_at)
         # Every check is behind us: from here on only writes.
+        if lease is not None:
+            tx.write_lease(replace(lease, expires_at=view.now + lease.ttl_ms))
         tx.insert_events(sid, [(e.seq, e.kind, e.at, text) for e, text in zip(p.events, p.payloads, strict=True)])
         with self._memo_lock:
             known = self._memo.get(sid)
@@ -233,6 +295,89 @@ class LogStore:
             self._memo[sid] = (fold_format, fold_state, state, parts)
             if len(self._memo) > _MEMO_SIZE:
                 del self._memo[next(iter(self._memo))]
+
+    # ----------------------------------------------------------------------
+    # Goal leases
+
+    def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease:
+        """The session's goal lease for ``holder`` until ``ttl_ms`` from now on
+        the store's lease clock: a new grant (a larger token) when the lease is
+        free or expired, an extension (the same token) when ``holder`` holds it
+        live; ``LeaseHeldError`` while another holder's lease is live."""
+        check_lease_request(session_id, holder, ttl_ms)
+
+        def body(tx: Transaction) -> Lease:
+            current, now = tx.lease_view(session_id)
+            if current is not None and _is_live(current, now):
+                if current.holder != holder:
+                    raise LeaseHeldError(session_id, current.holder, current.expires_at)
+                granted = replace(current, expires_at=now + ttl_ms, ttl_ms=ttl_ms)
+            else:
+                token = 1 if current is None else current.token + 1
+                granted = Lease(session_id, holder, token, now + ttl_ms, ttl_ms)
+            tx.write_lease(granted)
+            return granted
+
+        return self.backend.run("acquire_lease", True, body)
+
+    def release_lease(self, lease: Lease) -> bool:
+        """End ``lease`` now; False (and nothing changed) when it is no longer
+        the session's lease (expired leases are released too)."""
+        if not isinstance(lease, Lease):
+            raise InvalidRequestError(f"expected a Lease, got {lease!r}")
+        check_session_id(lease.session_id)
+
+        def body(tx: Transaction) -> bool:
+            current, _ = tx.lease_view(lease.session_id)
+            if current is None or current.holder != lease.holder or current.token != lease.token:
+                return False
+            tx.write_lease(replace(current, holder="", expires_at=0))
+            return True
+
+        return self.backend.run("release_lease", True, body)
+
+    def lease(self, session_id: str) -> Lease | None:
+        """The session's live goal lease, or ``None``."""
+        check_session_id(session_id)
+
+        def body(tx: Transaction) -> Lease | None:
+            current, now = tx.lease_view(session_id)
+            return current if _is_live(current, now) else None
+
+        return self.backend.run("lease", False, body)
+
+    # ----------------------------------------------------------------------
+    # Following a session
+
+    def follow(
+        self, session_id: str, after_seq: int = 0, *, timeout: float | None = None
+    ) -> Generator[Event, None, None]:
+        """The session's events after ``after_seq``, then every event any
+        process appends, as it is committed; the iteration ends once
+        ``timeout`` seconds pass without a new event (never when ``None``)."""
+        check_session_id(session_id)
+        position = check_after(after_seq)
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
+            raise InvalidRequestError(f"timeout must be a non-negative number of seconds or None, got {timeout!r}")
+        return self._follow(session_id, position, timeout)
+
+    def _follow(self, session_id: str, position: int, timeout: float | None) -> Generator[Event, None, None]:
+        with self.backend.watch(session_id) as watch:  # watching before the first read: nothing slips by
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                events = self.read(session_id, position)
+                for event in events:
+                    position = event.seq
+                    yield event
+                if deadline is None:
+                    watch.wait(position, None)
+                    continue
+                if events:
+                    deadline = time.monotonic() + (timeout or 0.0)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                watch.wait(position, left)
 
     # ----------------------------------------------------------------------
     # Reads
@@ -292,6 +437,18 @@ class LogStore:
     def session_ids(self) -> tuple[str, ...]:
         """Every session the store knows, sorted by id."""
         return self.backend.run("session_ids", False, lambda tx: tx.session_ids())
+
+
+def _is_live(lease: Lease | None, now: int) -> bool:
+    return lease is not None and bool(lease.holder) and lease.expires_at > now
+
+
+def _check_fence(lease: Lease, current: Lease | None, now: int) -> None:
+    """``LeaseLostError`` unless ``lease`` is the session's live lease."""
+    if current is None or current.holder != lease.holder or current.token != lease.token:
+        raise LeaseLostError(lease.session_id, lease.holder, lease.token, "it was released or taken over")
+    if current.expires_at <= now:
+        raise LeaseLostError(lease.session_id, lease.holder, lease.token, f"it expired at {current.expires_at}")
 
 
 def _events(rows: Iterable[StoredEvent]) -> tuple[Event, ...]:

@@ -8,18 +8,21 @@ backend there is: one lock, a dict of sessions, each with its events
 session row and its idempotency keys. A transaction holds the lock and keeps
 its writes aside until the body returns, so a failed body changes nothing.
 Every read decodes fresh values, so a caller can never mutate what the store
-holds.
+holds. Leases run on ``clock`` (integer milliseconds, the system clock by
+default); followers wait on a condition variable that every commit notifies.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from planfold.adapters.store.base import StoreClosedError
-from planfold.adapters.store.engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction
+from planfold.adapters.store.base import Lease, StoreClosedError
+from planfold.adapters.store.engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
+from planfold.adapters.store.session_log import system_clock
 
 __all__ = ["MemoryBackend", "MemoryStore"]
 
@@ -36,8 +39,10 @@ class _Session:
 class _MemoryTransaction:
     """Reads see the committed sessions; writes wait in ``pending``."""
 
-    def __init__(self, sessions: dict[str, _Session]) -> None:
+    def __init__(self, sessions: dict[str, _Session], leases: dict[str, Lease], clock: Callable[[], int]) -> None:
         self.sessions = sessions
+        self.leases = leases
+        self.clock = clock
         self.pending: list[Callable[[], None]] = []
 
     def _session(self, sid: str) -> _Session:
@@ -46,7 +51,7 @@ class _MemoryTransaction:
     def append_view(self, session_id: str, key: str | None) -> AppendView:
         session = self.sessions.get(session_id)
         if session is None:
-            return AppendView(0, False)
+            return AppendView(0, False, lease=self.leases.get(session_id), now=self.clock())
         row = session.row
         return AppendView(
             len(session.events),
@@ -54,6 +59,8 @@ class _MemoryTransaction:
             "" if row is None else row.fold_format,
             "" if row is None else row.fold_state,
             None if key is None else session.keys.get(key),
+            self.leases.get(session_id),
+            self.clock(),
         )
 
     def head(self, session_id: str) -> int:
@@ -88,38 +95,75 @@ class _MemoryTransaction:
         known = KnownKey(request_hash, first_seq, last_seq)
         self.pending.append(lambda: self._session(session_id).keys.__setitem__(key, known))
 
+    def lease_view(self, session_id: str) -> tuple[Lease | None, int]:
+        return self.leases.get(session_id), self.clock()
+
+    def write_lease(self, lease: Lease) -> None:
+        self.pending.append(lambda: self.leases.__setitem__(lease.session_id, lease))
+
     def commit(self) -> None:
         for write in self.pending:
             write()
 
 
+class _MemoryWatch:
+    def __init__(self, backend: MemoryBackend, session_id: str) -> None:
+        self.backend = backend
+        self.session_id = session_id
+
+    def wait(self, position: int, timeout: float | None) -> bool:
+        backend = self.backend
+        with backend.changed:
+            return backend.changed.wait_for(lambda: backend.closed or backend.head(self.session_id) > position, timeout)
+
+
 class MemoryBackend:
     """Sessions in a dict under one lock (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], int] = system_clock) -> None:
         self._lock = threading.Lock()
+        self.changed = threading.Condition(self._lock)
         self._sessions: dict[str, _Session] = {}
+        self._leases: dict[str, Lease] = {}
+        self._clock = clock
         self._closed = False
 
     def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
         with self._lock:
             if self._closed:
                 raise StoreClosedError()
-            tx = _MemoryTransaction(self._sessions)
+            tx = _MemoryTransaction(self._sessions, self._leases, self._clock)
             result = body(tx)
             tx.commit()
+            if tx.pending:
+                self.changed.notify_all()
             return result
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def head(self, session_id: str) -> int:
+        """The session's last seq (the caller holds the lock)."""
+        session = self._sessions.get(session_id)
+        return 0 if session is None else len(session.events)
+
+    @contextmanager
+    def watch(self, session_id: str) -> Iterator[Watch]:
+        yield _MemoryWatch(self, session_id)
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            self.changed.notify_all()
 
 
 class MemoryStore(LogStore):
-    """A ``Store`` held in process memory (see the module docstring)."""
+    """A ``Store`` held in process memory (see the module docstring); leases
+    run on ``clock`` (integer milliseconds)."""
 
-    def __init__(self) -> None:
-        super().__init__(MemoryBackend())
+    def __init__(self, *, clock: Callable[[], int] = system_clock) -> None:
+        super().__init__(MemoryBackend(clock))
 
     def __enter__(self) -> MemoryStore:
         return self

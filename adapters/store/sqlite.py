@@ -22,7 +22,11 @@ through unchanged.
 
 The file runs in WAL mode with ``synchronous=FULL`` by default, so an append
 that returned is durable; ``synchronous="normal"`` must be asked for. Writers
-wait up to ``busy_timeout_ms`` for the write lock. The connection, its
+wait up to ``busy_timeout_ms`` for the write lock. Goal leases (``goal_leases``)
+run on ``clock``, the system clock in milliseconds by default, so processes
+that share a file should share a host clock. ``follow`` polls the log's head
+at an interval that starts at a few milliseconds and doubles while nothing
+happens, up to ``poll_interval`` seconds. The connection, its
 transactions and its fork safety belong to ``adapters.store.sqlite_conn``, the
 SQL text to ``adapters.store.sqlite_sql``.
 """
@@ -30,12 +34,15 @@ SQL text to ``adapters.store.sqlite_sql``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Literal, TypeVar
 
-from planfold.adapters.store.base import InvalidRequestError, SchemaTooNewError
-from planfold.adapters.store.engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction
+from planfold.adapters.store.base import InvalidRequestError, Lease, SchemaTooNewError
+from planfold.adapters.store.engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
 from planfold.adapters.store.projection import Projection
+from planfold.adapters.store.session_log import system_clock
 from planfold.adapters.store.sqlite_conn import ConnectionKeeper, connect_sqlite, enable_wal
 from planfold.adapters.store.sqlite_schema import (
     SCHEMA_VERSION,
@@ -49,6 +56,8 @@ from planfold.adapters.store.sqlite_sql import (
     APPEND_READ,
     INSERT_ROWS,
     SELECT_EVENTS,
+    SELECT_LEASE,
+    UPSERT_LEASE,
     RowSql,
     insert_events_sql,
     row_sql,
@@ -66,19 +75,35 @@ def _as_int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
+def _lease(session_id: str, holder: object, token: object, expires_at: object, ttl_ms: object) -> Lease | None:
+    """A stored lease row (``None`` for no row)."""
+    if holder is None:
+        return None
+    return Lease(session_id, str(holder), _as_int(token), _as_int(expires_at), _as_int(ttl_ms))
+
+
 class _SqliteTransaction:
     """The rows of one SQLite file, on a connection inside a transaction."""
 
-    def __init__(self, conn: Connection, row_sql: RowSql) -> None:
+    def __init__(self, conn: Connection, row_sql: RowSql, clock: Callable[[], int]) -> None:
         self.conn = conn
         self.row_sql = row_sql
+        self.clock = clock
 
     def append_view(self, session_id: str, key: str | None) -> AppendView:
-        head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known = self.conn.execute(
+        head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known, *lease = self.conn.execute(
             APPEND_READ, (session_id, key)
         ).fetchone()
         hit = KnownKey(str(known_hash), _as_int(known_first), _as_int(known_last)) if known else None
-        return AppendView(_as_int(head), bool(has_row), str(fold_format), str(fold_state), hit)
+        return AppendView(
+            _as_int(head),
+            bool(has_row),
+            str(fold_format),
+            str(fold_state),
+            hit,
+            _lease(session_id, *lease),
+            self.clock(),
+        )
 
     def head(self, session_id: str) -> int:
         row = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,))
@@ -143,6 +168,37 @@ class _SqliteTransaction:
             (session_id, key, request_hash, first_seq, last_seq),
         )
 
+    def lease_view(self, session_id: str) -> tuple[Lease | None, int]:
+        row = self.conn.execute(SELECT_LEASE, (session_id,)).fetchone()
+        return (None if row is None else _lease(session_id, *row)), self.clock()
+
+    def write_lease(self, lease: Lease) -> None:
+        self.conn.execute(
+            UPSERT_LEASE, (lease.session_id, lease.holder, lease.token, lease.expires_at, lease.ttl_ms)
+        )
+
+
+class _PollingWatch:
+    """Polls the log's head, backing off from a few milliseconds to ``cap`` seconds."""
+
+    def __init__(self, backend: SqliteBackend, session_id: str, cap: float) -> None:
+        self.backend = backend
+        self.session_id = session_id
+        self.cap = cap
+
+    def wait(self, position: int, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = min(0.005, self.cap)
+        while True:
+            head = self.backend.run("follow", False, lambda tx: tx.head(self.session_id))
+            if head > position:
+                return True
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            time.sleep(pause if left is None else min(pause, left))
+            pause = min(pause * 2, self.cap)
+
 
 class SqliteBackend:
     """Transactions on one SQLite file (see the module docstring).
@@ -158,10 +214,14 @@ class SqliteBackend:
         synchronous: Synchronous,
         busy_timeout_ms: int,
         connect: Callable[[str], Connection],
+        clock: Callable[[], int] = system_clock,
+        poll_interval: float = 0.25,
     ) -> None:
         self.path = path
         self.synchronous: Synchronous = synchronous
         self.busy_timeout_ms = busy_timeout_ms
+        self.clock = clock
+        self.poll_interval = poll_interval
         self._row_sql = RowSql("", "", (), False)
         #: What opening the file did to its schema.
         self.migration: MigrationReport | None = None
@@ -181,7 +241,13 @@ class SqliteBackend:
 
     def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
         begin = "BEGIN IMMEDIATE" if write else "BEGIN"
-        return self.connections.run(operation, begin, lambda conn: body(_SqliteTransaction(conn, self._row_sql)))
+        return self.connections.run(
+            operation, begin, lambda conn: body(_SqliteTransaction(conn, self._row_sql, self.clock))
+        )
+
+    @contextmanager
+    def watch(self, session_id: str) -> Iterator[Watch]:
+        yield _PollingWatch(self, session_id, self.poll_interval)
 
     def close(self) -> None:
         self.connections.close()
@@ -192,7 +258,9 @@ class SqliteStore(LogStore):
 
     Opening migrates the file; ``SchemaTooNewError``, ``SchemaMismatchError``
     or ``StorageError`` come out of the constructor. ``connect`` replaces the
-    connection factory (tests use it to inject faults).
+    connection factory (tests use it to inject faults); ``clock`` is the lease
+    clock (integer milliseconds); ``poll_interval`` bounds how long ``follow``
+    sleeps between looks at the log (seconds).
     """
 
     backend: SqliteBackend
@@ -204,11 +272,15 @@ class SqliteStore(LogStore):
         synchronous: Synchronous = "full",
         busy_timeout_ms: int = 15_000,
         connect: Callable[[str], Connection] | None = None,
+        clock: Callable[[], int] = system_clock,
+        poll_interval: float = 0.25,
     ) -> None:
         if synchronous not in ("full", "normal"):
             raise InvalidRequestError(f"synchronous must be 'full' or 'normal', got {synchronous!r}")
         if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int) or busy_timeout_ms < 0:
             raise InvalidRequestError("busy_timeout_ms must be a non-negative integer")
+        if isinstance(poll_interval, bool) or not isinstance(poll_interval, int | float) or not 0 < poll_interval <= 60:
+            raise InvalidRequestError("poll_interval must be a number of seconds in (0, 60]")
         self.path = os.fspath(path)
         self.synchronous: Synchronous = synchronous
         self.busy_timeout_ms = busy_timeout_ms
@@ -218,6 +290,8 @@ class SqliteStore(LogStore):
                 synchronous=synchronous,
                 busy_timeout_ms=busy_timeout_ms,
                 connect=connect or connect_sqlite,
+                clock=clock,
+                poll_interval=float(poll_interval),
             )
         )
 

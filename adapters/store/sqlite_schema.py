@@ -16,6 +16,8 @@ step in ``STEPS`` moves one version forward:
       (``append_keys``) and the rest of the projection: ``plan_mode``,
       ``goal_json``, ``log_seq``, ``fold_state``, ``fold_format``,
       ``legacy_head_json``
+ 6    goal leases (``goal_leases``: one row per session with its holder,
+      fencing token, expiry and ttl)
 ====  ==========================================================================
 
 ``migrate`` runs every pending step in ONE ``BEGIN IMMEDIATE`` transaction
@@ -69,7 +71,7 @@ __all__ = [
 ]
 
 #: The newest layout this code reads and writes.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: The newest legacy layout (the sessions table before plan/build modes).
 LEGACY_VERSION = 2
 
@@ -159,6 +161,7 @@ LOG_COLUMNS = (
 )
 EVENT_COLUMNS = ("session_id", "seq", "kind", "at", "payload")
 KEY_COLUMNS = ("session_id", "key", "request_hash", "first_seq", "last_seq")
+LEASE_COLUMNS = ("session_id", "holder", "token", "expires_at", "ttl_ms")
 
 
 def _step_mode(conn: Connection) -> None:
@@ -200,6 +203,17 @@ def _step_log(conn: Connection) -> None:
     )
 
 
+def _step_leases(conn: Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS goal_leases ("
+        " session_id TEXT PRIMARY KEY NOT NULL,"
+        " holder TEXT NOT NULL,"
+        " token INTEGER NOT NULL,"
+        " expires_at INTEGER NOT NULL,"
+        " ttl_ms INTEGER NOT NULL) WITHOUT ROWID"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One forward migration: ``apply`` takes a file at ``version - 1`` to ``version``."""
@@ -215,6 +229,7 @@ STEPS: tuple[Step, ...] = (
     Step(3, "agent mode and current plan columns", _step_mode),
     Step(4, "plan summary cache column", _step_summary),
     Step(5, "event log, idempotency keys and projection columns", _step_log),
+    Step(6, "goal leases", _step_leases),
 )
 
 
@@ -239,6 +254,8 @@ def verify_schema(conn: Connection, version: int = SCHEMA_VERSION) -> None:
         wanted["sessions"] += [name for name, _ in LOG_COLUMNS]
         wanted["events"] = list(EVENT_COLUMNS)
         wanted["append_keys"] = list(KEY_COLUMNS)
+    if version >= 6:
+        wanted["goal_leases"] = list(LEASE_COLUMNS)
     for table, names in wanted.items():
         have = columns(conn, table)
         missing += [f"{table}.{n}" for n in names if n not in have]

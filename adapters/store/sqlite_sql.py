@@ -26,7 +26,9 @@ __all__ = [
     "INSERT_ROWS",
     "PROJECTION_COLUMNS",
     "SELECT_EVENTS",
+    "SELECT_LEASE",
     "TIME_COLUMNS",
+    "UPSERT_LEASE",
     "RowSql",
     "insert_events_sql",
     "row_sql",
@@ -51,14 +53,26 @@ TIME_COLUMNS = ("created_at_ms", "updated_at_ms")
 SELECT_EVENTS = "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
 
 #: What an append reads, in one statement: the log's head, whether the
-#: session row exists and its snapshot, and what the idempotency key (NULL
-#: when there is none) already answered. Parameters: session id, key.
+#: session row exists and its snapshot, what the idempotency key (NULL when
+#: there is none) already answered, and the session's goal lease.
+#: Parameters: session id, key.
 APPEND_READ = (
     "SELECT COALESCE((SELECT MAX(seq) FROM events WHERE session_id = ?1), 0),"
     " s.id IS NOT NULL, s.fold_format, s.fold_state,"
-    " k.request_hash, k.first_seq, k.last_seq, k.key IS NOT NULL"
+    " k.request_hash, k.first_seq, k.last_seq, k.key IS NOT NULL,"
+    " l.holder, l.token, l.expires_at, l.ttl_ms"
     " FROM (SELECT 1) LEFT JOIN sessions AS s ON s.id = ?1"
     " LEFT JOIN append_keys AS k ON k.session_id = ?1 AND k.key = ?2"
+    " LEFT JOIN goal_leases AS l ON l.session_id = ?1"
+)
+
+#: A session's goal lease.
+SELECT_LEASE = "SELECT holder, token, expires_at, ttl_ms FROM goal_leases WHERE session_id = ?"
+#: Write a session's goal lease (session id, holder, token, expiry, ttl).
+UPSERT_LEASE = (
+    "INSERT INTO goal_leases (session_id, holder, token, expires_at, ttl_ms) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, token = excluded.token,"
+    " expires_at = excluded.expires_at, ttl_ms = excluded.ttl_ms"
 )
 
 #: Events per multi-row INSERT (5 parameters each, far below SQLite's limit).

@@ -1,13 +1,19 @@
 """The published store contract (``planfold.adapters.store.contract``) run
-against every store planfold ships: the in-memory reference and SQLite."""
+against every store planfold ships: the in-memory reference, SQLite and
+PostgreSQL (on the test session's throwaway server, a schema per store)."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
+
 import pytest
 
-from planfold.adapters.store.contract import StoreContract, StoreKit, StoreMaker
+from planfold.adapters.store.contract import ManualClock, StoreContract, StoreKit, StoreMaker
 from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.sqlite import SqliteStore
+from tests.pg_cluster import Cluster
 
 
 class TestMemoryStore(StoreContract):
@@ -15,14 +21,28 @@ class TestMemoryStore(StoreContract):
 
     @pytest.fixture
     def store_maker(self) -> StoreMaker:
-        return lambda: StoreKit.same(MemoryStore())
+        return lambda clock: StoreKit.same(MemoryStore(clock=clock))
 
 
 class TestSqliteStore(StoreContract):
     @pytest.fixture
     def store_maker(self, tmp_path_factory: pytest.TempPathFactory) -> StoreMaker:
-        def make() -> StoreKit:
+        def make(clock: ManualClock) -> StoreKit:
             path = tmp_path_factory.mktemp("store") / "store.db"
-            return StoreKit.reopening(lambda: SqliteStore(path))
+            return StoreKit.reopening(lambda: SqliteStore(path, clock=clock, poll_interval=0.05))
+
+        return make
+
+
+class TestPostgresStore(StoreContract):
+    example_divisor = 6
+
+    @pytest.fixture
+    def store_maker(self, pg_cluster: Cluster) -> StoreMaker:
+        def make(clock: ManualClock) -> StoreKit:
+            schema = f"c_{uuid.uuid4().hex[:16]}"
+            url = pg_cluster.schema_url(schema)
+            opener: Callable[[], PostgresStore] = lambda: PostgresStore(url, clock=clock, pool_size=2)  # noqa: E731
+            return StoreKit.reopening(opener, lambda: pg_cluster.drop_schema(schema))
 
         return make

@@ -1,0 +1,409 @@
+"""The shared store: session logs in PostgreSQL, for many runtime processes on
+many hosts.
+
+Theory of operation
+-------------------
+``PostgresStore`` is ``LogStore`` (the one append algorithm, ``adapters.store.
+engine``) over ``PostgresBackend``, on psycopg 3 with a ``psycopg_pool``
+connection pool per process. Install it with ``pip install
+'planfold[postgres]'``. The tables (``adapters.store.postgres_schema``) mirror
+the SQLite store's: events keyed ``(session_id, seq)`` with the payload kept
+as the exact JSON text the codec wrote (so exports are byte-identical across
+backends), one session row with the projection and the fold snapshot,
+idempotency keys, goal leases.
+
+A write transaction runs at ``READ COMMITTED`` and takes the session's
+advisory transaction lock (``pg_advisory_xact_lock`` on a hash of the session
+id) before it reads anything, so the compare-and-set check and the writes of
+an append are atomic against every other writer on any host, and appends to
+different sessions do not wait for each other. The session row, the events,
+the key and a ``NOTIFY`` on ``planfold_events`` commit together. Read
+transactions run at ``REPEATABLE READ, READ ONLY``: one consistent view, so an
+audit never compares a log with a row from a later append.
+
+Driver errors are translated at this boundary (``postgres_schema.translate``):
+a conflict is always the kernel's ``ConflictError``, a lost server is
+``store-unavailable`` with ``outcome`` ``unknown`` when the ``COMMIT`` may
+have happened (retry with the same idempotency key) and ``not-applied``
+otherwise. A pooled connection found dead when its transaction begins (the
+server restarted since it was last used) is dropped and the transaction
+starts again on another one; nothing had been sent, so nothing can have
+happened twice.
+
+Goal leases use the database's clock (``clock_timestamp()``), one clock for
+every host, unless a ``clock`` is given (tests use a manual one). ``follow``
+holds its own connection with ``LISTEN planfold_events`` and sleeps until a
+notification names its session: no polling.
+
+A store used in a child process after a fork opens its own pool there and
+leaves the inherited one alone.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TypeVar
+
+import psycopg
+import psycopg_pool
+
+from planfold.adapters.store.base import InvalidRequestError, Lease, StoreClosedError
+from planfold.adapters.store.engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
+from planfold.adapters.store.postgres_schema import (
+    APPEND_READ,
+    CHANNEL,
+    HEAD,
+    INSERT_EVENTS,
+    INSERT_KEY,
+    LEASE_READ,
+    LOCK_SESSION,
+    SELECT_EVENTS,
+    SELECT_ROW,
+    SELECT_SNAPSHOT,
+    SESSION_IDS,
+    UPSERT_LEASE,
+    UPSERT_ROW,
+    Connection,
+    MigrationReport,
+    connection_lost,
+    migrate,
+    read_version,
+    translate,
+)
+from planfold.adapters.store.projection import Projection
+
+__all__ = ["PostgresBackend", "PostgresStore"]
+
+T = TypeVar("T")
+
+#: The longest NOTIFY payload PostgreSQL takes is 8000 bytes; a longer
+#: session id is announced as "" (every follower looks).
+_NOTIFY_MAX = 7000
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def _lease(session_id: str, holder: object, token: object, expires_at: object, ttl_ms: object) -> Lease | None:
+    if holder is None:
+        return None
+    return Lease(session_id, str(holder), _int(token), _int(expires_at), _int(ttl_ms))
+
+
+class _PostgresTransaction:
+    """The rows of one database, on a connection inside a transaction. A
+    write transaction locks each session it touches before reading it."""
+
+    def __init__(self, conn: Connection, write: bool, clock: Callable[[], int] | None) -> None:
+        self.conn = conn
+        self.write = write
+        self.clock = clock
+        self.locked: set[str] = set()
+
+    def _lock(self, session_id: str) -> None:
+        if self.write and session_id not in self.locked:
+            self.conn.execute(LOCK_SESSION, (session_id,))
+            self.locked.add(session_id)
+
+    def _now(self, server: object) -> int:
+        return self.clock() if self.clock is not None else _int(server)
+
+    def append_view(self, session_id: str, key: str | None) -> AppendView:
+        self._lock(session_id)
+        row = self.conn.execute(APPEND_READ, {"s": session_id, "k": key}).fetchone()
+        assert row is not None
+        head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known, *lease, now = row
+        hit = KnownKey(str(known_hash), _int(known_first), _int(known_last)) if known else None
+        return AppendView(
+            _int(head),
+            bool(has_row),
+            "" if fold_format is None else str(fold_format),
+            "" if fold_state is None else str(fold_state),
+            hit,
+            _lease(session_id, *lease),
+            self._now(now),
+        )
+
+    def head(self, session_id: str) -> int:
+        row = self.conn.execute(HEAD, (session_id,)).fetchone()
+        return 0 if row is None else _int(row[0])
+
+    def rows(self, session_id: str, after: int) -> Iterator[StoredEvent]:
+        # Streamed row by row: a fold of a long log never holds all of it.
+        return self.conn.cursor().stream(SELECT_EVENTS, (session_id, after))
+
+    def snapshot(self, session_id: str) -> tuple[str, str, int] | None:
+        row = self.conn.execute(SELECT_SNAPSHOT, (session_id,)).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]), _int(row[2]))
+
+    def session_row(self, session_id: str) -> SessionRow | None:
+        row = self.conn.execute(SELECT_ROW, (session_id,)).fetchone()
+        if row is None:
+            return None
+        proj = Projection(_int(row[0]), str(row[1]), row[2] is True, str(row[3]), str(row[4]), str(row[5]))
+        return SessionRow(proj, str(row[6]), str(row[7]))
+
+    def session_ids(self) -> tuple[str, ...]:
+        return tuple(str(r[0]) for r in self.conn.execute(SESSION_IDS))
+
+    def insert_events(self, session_id: str, rows: Sequence[tuple[int, str, int, str]]) -> None:
+        seqs, kinds, ats, payloads = (list(column) for column in zip(*rows, strict=True))
+        self.conn.execute(INSERT_EVENTS, (session_id, seqs, kinds, ats, payloads))
+        announce = session_id if len(session_id.encode()) <= _NOTIFY_MAX else ""
+        self.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, announce))
+
+    def write_row(self, session_id: str, row: SessionRow, *, exists: bool, first_at: int, last_at: int) -> None:
+        proj = row.projection
+        self.conn.execute(
+            UPSERT_ROW,
+            (
+                session_id,
+                proj.agent_mode,
+                proj.plan_mode,
+                proj.current_plan_json,
+                proj.current_plan_summary_json,
+                proj.goal_json,
+                proj.last_seq,
+                row.fold_state,
+                row.fold_format,
+                first_at,
+                last_at,
+            ),
+        )
+
+    def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
+        self.conn.execute(INSERT_KEY, (session_id, key, request_hash, first_seq, last_seq))
+
+    def lease_view(self, session_id: str) -> tuple[Lease | None, int]:
+        self._lock(session_id)
+        row = self.conn.execute(LEASE_READ, (session_id,)).fetchone()
+        assert row is not None
+        *lease, now = row
+        return _lease(session_id, *lease), self._now(now)
+
+    def write_lease(self, lease: Lease) -> None:
+        self.conn.execute(UPSERT_LEASE, (lease.session_id, lease.holder, lease.token, lease.expires_at, lease.ttl_ms))
+
+
+class _ListenWatch:
+    """Sleeps on a ``LISTEN`` connection until a notification names the session."""
+
+    def __init__(self, conn: Connection, session_id: str) -> None:
+        self.conn = conn
+        self.session_id = session_id
+
+    def wait(self, position: int, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                for notify in self.conn.notifies(timeout=left, stop_after=1):
+                    if notify.payload in (self.session_id, ""):
+                        return True
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+        except psycopg.Error as exc:
+            raise translate(exc, "follow") from exc
+
+
+class PostgresBackend:
+    """Transactions on one PostgreSQL database through a connection pool
+    (see the module docstring)."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        pool_size: int,
+        timeout: float,
+        clock: Callable[[], int] | None,
+    ) -> None:
+        self.conninfo = conninfo
+        self.pool_size = pool_size
+        self.timeout = timeout
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._pool: psycopg_pool.ConnectionPool[Connection] | None = None
+        self._inherited: list[psycopg_pool.ConnectionPool[Connection]] = []
+        self._closed = False
+        #: What opening the database did to its schema.
+        self.migration: MigrationReport | None = None
+        pool = self._current_pool()
+        try:
+            with pool.connection(timeout=timeout) as conn:
+                self.migration = migrate(conn)
+        except psycopg.Error as exc:
+            self.close()
+            raise translate(exc, "open") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    def _current_pool(self) -> psycopg_pool.ConnectionPool[Connection]:
+        with self._lock:
+            if self._closed:
+                raise StoreClosedError()
+            if self._pool is not None and os.getpid() != self._pid:
+                self._inherited.append(self._pool)  # a parent's pool: never touched here
+                self._pool = None
+            if self._pool is None:
+                self._pid = os.getpid()
+                pool: psycopg_pool.ConnectionPool[Connection] = psycopg_pool.ConnectionPool(
+                    self.conninfo,
+                    min_size=1,
+                    max_size=self.pool_size,
+                    kwargs={"autocommit": True, "connect_timeout": max(1, round(self.timeout))},
+                    timeout=self.timeout,
+                    open=False,
+                    name="planfold",
+                )
+                try:
+                    pool.open(wait=True, timeout=self.timeout)
+                except psycopg.Error as exc:
+                    pool.close(timeout=0)
+                    raise translate(exc, "open") from exc
+                self._pool = pool
+            return self._pool
+
+    def _begin(self, pool: psycopg_pool.ConnectionPool[Connection], operation: str, begin: str) -> Connection:
+        """A pooled connection with ``begin`` sent; a connection that turns out
+        dead is dropped and the next one tried (nothing was sent on it)."""
+        for attempt in range(self.pool_size + 1):
+            try:
+                conn = pool.getconn(timeout=self.timeout)
+            except psycopg.Error as exc:
+                raise translate(exc, operation) from exc
+            try:
+                conn.execute(begin)
+                return conn
+            except psycopg.Error as exc:
+                pool.putconn(conn)  # a broken connection is discarded by the pool
+                if not connection_lost(exc) or attempt == self.pool_size:
+                    raise translate(exc, operation) from exc
+        raise AssertionError("unreachable")
+
+    def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
+        pool = self._current_pool()
+        conn = self._begin(pool, operation, "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        committing = False
+        try:
+            result = body(_PostgresTransaction(conn, write, self.clock))
+            committing = True
+            conn.execute("COMMIT")
+            return result
+        except psycopg.Error as exc:
+            self._abort(conn)
+            lost = connection_lost(exc)
+            raise translate(exc, operation, "unknown" if committing and lost else "not-applied") from exc
+        except BaseException:
+            self._abort(conn)
+            raise
+        finally:
+            pool.putconn(conn)
+
+    def direct(self, operation: str, body: Callable[[Connection], T]) -> T:
+        """``body(conn)`` on a pooled connection outside any transaction."""
+        pool = self._current_pool()
+        try:
+            with pool.connection(timeout=self.timeout) as conn:
+                return body(conn)
+        except psycopg.Error as exc:
+            raise translate(exc, operation) from exc
+
+    @staticmethod
+    def _abort(conn: Connection) -> None:
+        """Roll back; a connection that cannot is closed (the server then
+        discards its transaction) and the pool drops it."""
+        try:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")
+        except psycopg.Error:
+            conn.close()
+
+    @contextmanager
+    def watch(self, session_id: str) -> Iterator[Watch]:
+        if self._closed:
+            raise StoreClosedError()
+        try:
+            conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=max(1, round(self.timeout)))
+        except psycopg.Error as exc:
+            raise translate(exc, "follow") from exc
+        try:
+            try:
+                conn.execute(f"LISTEN {CHANNEL}")
+            except psycopg.Error as exc:
+                raise translate(exc, "follow") from exc
+            yield _ListenWatch(conn, session_id)
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None and os.getpid() == self._pid:
+            pool.close(timeout=5)
+
+
+class PostgresStore(LogStore):
+    """A ``Store`` in a PostgreSQL database (see the module docstring).
+
+    ``conninfo`` is a ``postgresql://`` URL or a libpq connection string (its
+    ``options`` may set a ``search_path`` to keep planfold's tables in their
+    own schema). Opening migrates the database; ``SchemaTooNewError``,
+    ``SchemaMismatchError`` or a ``StorageError`` (``store-unavailable`` when
+    the server cannot be reached within ``timeout`` seconds) come out of the
+    constructor. ``pool_size`` bounds this process's connections; ``clock``
+    replaces the database's clock for leases (integer milliseconds).
+    """
+
+    backend: PostgresBackend
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        pool_size: int = 4,
+        timeout: float = 30.0,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        if not isinstance(conninfo, str) or not conninfo.strip():
+            raise InvalidRequestError("a PostgreSQL store needs a connection URL or string")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or not 1 <= pool_size <= 100:
+            raise InvalidRequestError("pool_size must be an integer in 1..100")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 3600:
+            raise InvalidRequestError("timeout must be a number of seconds in (0, 3600]")
+        self.conninfo = conninfo
+        super().__init__(PostgresBackend(conninfo, pool_size=pool_size, timeout=float(timeout), clock=clock))
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    @property
+    def migration(self) -> MigrationReport | None:
+        """What opening the database did to its schema."""
+        return self.backend.migration
+
+    def settings(self) -> dict[str, object]:
+        """The server's version, default isolation level, ``synchronous_commit``,
+        ``search_path`` and the schema version (for diagnostics and tests)."""
+
+        def body(conn: Connection) -> dict[str, object]:
+            names = ("server_version", "default_transaction_isolation", "synchronous_commit", "search_path")
+            values: dict[str, object] = {name: _one(conn, f"SHOW {name}") for name in names}
+            values["schema_version"] = read_version(conn)
+            return values
+
+        return self.backend.direct("settings", body)
+
+
+def _one(conn: Connection, sql: str) -> object:
+    row = conn.execute(sql).fetchone()
+    return None if row is None else row[0]
+

@@ -1,0 +1,335 @@
+"""The PostgreSQL schema: versions, forward migrations, the SQL, and
+driver-error translation.
+
+Theory of operation
+-------------------
+Every table is prefixed ``planfold_`` so the store can share a database (and
+a schema, chosen by the connection's ``search_path``) with other software.
+``planfold_schema`` records every step applied (version, name, time); the
+database's version is the largest. Each step in ``STEPS`` moves one version
+forward:
+
+====  ==========================================================================
+ 1    the event log (``planfold_events``, primary key ``(session_id, seq)``),
+      the session rows (``planfold_sessions``: the projection and the fold
+      snapshot) and idempotency keys (``planfold_append_keys``)
+ 2    goal leases (``planfold_leases``: holder, fencing token, expiry, ttl)
+====  ==========================================================================
+
+``migrate`` runs every pending step in ONE transaction under an advisory
+lock, re-reading the version under the lock, so concurrent openers migrate
+once and a failed migration leaves the database as it was. A database whose
+version is above ``SCHEMA_VERSION`` is refused with ``SchemaTooNewError`` and
+left untouched; one whose tables do not match its version is
+``SchemaMismatchError``.
+
+``translate`` turns any psycopg exception into the adapters' typed errors:
+lock and serialization failures are ``store-busy``, a lost or refused
+connection is ``store-unavailable``, anything else ``storage-failure``. No
+driver exception leaves the PostgreSQL modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from planfold.adapters.store.base import (
+    Outcome,
+    SchemaMismatchError,
+    SchemaTooNewError,
+    StorageError,
+    StoreBusyError,
+    StoreUnavailableError,
+)
+
+__all__ = [
+    "APPEND_READ",
+    "CHANNEL",
+    "HEAD",
+    "INSERT_EVENTS",
+    "INSERT_KEY",
+    "LEASE_READ",
+    "LOCK_SESSION",
+    "SCHEMA_VERSION",
+    "SELECT_EVENTS",
+    "SELECT_ROW",
+    "SELECT_SNAPSHOT",
+    "SESSION_IDS",
+    "STEPS",
+    "TABLES",
+    "UPSERT_LEASE",
+    "UPSERT_ROW",
+    "MigrationReport",
+    "Step",
+    "connection_lost",
+    "migrate",
+    "read_version",
+    "translate",
+]
+
+#: The newest layout this code reads and writes.
+SCHEMA_VERSION = 2
+
+#: The LISTEN/NOTIFY channel appends announce themselves on (payload: the session id).
+CHANNEL = "planfold_events"
+
+#: The advisory lock (two-key form) that serialises migrations.
+_MIGRATION_LOCK = (0x706C66, 1)
+
+#: The database's clock in integer milliseconds, read when the statement runs.
+_NOW_MS = "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
+#: The write lock of one session for the rest of the transaction. Advisory
+#: locks take effect at once; the statements after it read what was committed
+#: before it was granted (READ COMMITTED takes a new snapshot per statement).
+LOCK_SESSION = "SELECT pg_advisory_xact_lock(hashtextextended(%s::text, 0))"
+
+#: Everything an append reads, in one statement: the log's head, whether the
+#: session row exists and its snapshot, what the idempotency key (NULL when
+#: there is none) already answered, the goal lease, and the database's clock.
+APPEND_READ = (
+    "SELECT COALESCE((SELECT MAX(seq) FROM planfold_events WHERE session_id = %(s)s::text), 0),"
+    " s.id IS NOT NULL, s.fold_format, s.fold_state,"
+    " k.request_hash, k.first_seq, k.last_seq, k.key IS NOT NULL,"
+    f" l.holder, l.token, l.expires_at, l.ttl_ms, {_NOW_MS}"
+    " FROM (SELECT 1) AS one"
+    " LEFT JOIN planfold_sessions AS s ON s.id = %(s)s::text"
+    " LEFT JOIN planfold_append_keys AS k ON k.session_id = %(s)s::text AND k.key = %(k)s::text"
+    " LEFT JOIN planfold_leases AS l ON l.session_id = %(s)s::text"
+)
+
+#: A session's goal lease and the database's clock.
+LEASE_READ = (
+    f"SELECT l.holder, l.token, l.expires_at, l.ttl_ms, {_NOW_MS}"
+    " FROM (SELECT 1) AS one LEFT JOIN planfold_leases AS l ON l.session_id = %s::text"
+)
+
+UPSERT_LEASE = (
+    "INSERT INTO planfold_leases (session_id, holder, token, expires_at, ttl_ms) VALUES (%s, %s, %s, %s, %s)"
+    " ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, token = excluded.token,"
+    " expires_at = excluded.expires_at, ttl_ms = excluded.ttl_ms"
+)
+
+HEAD = "SELECT COALESCE(MAX(seq), 0) FROM planfold_events WHERE session_id = %s::text"
+
+SELECT_EVENTS = (
+    "SELECT seq, kind, at, payload FROM planfold_events WHERE session_id = %s::text AND seq > %s ORDER BY seq"
+)
+
+SELECT_SNAPSHOT = "SELECT fold_format, fold_state, log_seq FROM planfold_sessions WHERE id = %s::text"
+
+SELECT_ROW = (
+    "SELECT log_seq, agent_mode, plan_mode, current_plan_json, current_plan_summary_json, goal_json,"
+    " fold_format, fold_state FROM planfold_sessions WHERE id = %s::text"
+)
+
+#: Every session, in code-point order (as Python and SQLite sort text).
+SESSION_IDS = 'SELECT id FROM planfold_sessions ORDER BY id COLLATE "C"'
+
+#: The events of one append, in one statement whatever their number.
+INSERT_EVENTS = (
+    "INSERT INTO planfold_events (session_id, seq, kind, at, payload)"
+    " SELECT %s::text, * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::text[])"
+)
+
+#: The session row: the projection and the snapshot (created once, then updated).
+UPSERT_ROW = (
+    "INSERT INTO planfold_sessions (id, agent_mode, plan_mode, current_plan_json, current_plan_summary_json,"
+    " goal_json, log_seq, fold_state, fold_format, created_at, updated_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT (id) DO UPDATE SET agent_mode = excluded.agent_mode, plan_mode = excluded.plan_mode,"
+    " current_plan_json = excluded.current_plan_json,"
+    " current_plan_summary_json = excluded.current_plan_summary_json, goal_json = excluded.goal_json,"
+    " log_seq = excluded.log_seq, fold_state = excluded.fold_state, fold_format = excluded.fold_format,"
+    " updated_at = excluded.updated_at"
+)
+
+INSERT_KEY = (
+    "INSERT INTO planfold_append_keys (session_id, key, request_hash, first_seq, last_seq)"
+    " VALUES (%s, %s, %s, %s, %s)"
+)
+
+
+# --------------------------------------------------------------------------
+# Errors
+
+#: SQLSTATEs of a lock or snapshot that could not be had: try again.
+_BUSY = {"55P03", "40P01", "40001", "57014"}
+#: SQLSTATEs of a server that went away or refuses connections now.
+_GONE = {"57P01", "57P02", "57P03"}
+
+
+def connection_lost(exc: psycopg.Error) -> bool:
+    """True when ``exc`` says the connection failed rather than a statement."""
+    state = exc.sqlstate or ""
+    return isinstance(exc, psycopg.OperationalError) and (not state or state.startswith("08") or state in _GONE)
+
+
+def translate(exc: psycopg.Error, operation: str, outcome: Outcome = "not-applied") -> StorageError:
+    """The typed error for a driver exception raised during ``operation``."""
+    state = exc.sqlstate or ""
+    detail = f"{type(exc).__name__}{f' [{state}]' if state else ''}: {str(exc).strip()}"
+    if state in _BUSY:
+        return StoreBusyError(operation, detail, outcome=outcome)
+    if connection_lost(exc):
+        return StoreUnavailableError(operation, detail, outcome=outcome)
+    return StorageError(operation, detail, outcome=outcome)
+
+
+# --------------------------------------------------------------------------
+# Versions
+
+Connection = psycopg.Connection[Any]
+
+
+def _step_log(conn: Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS planfold_sessions ("
+        " id text PRIMARY KEY,"
+        " agent_mode text NOT NULL DEFAULT 'build',"
+        " plan_mode boolean NOT NULL DEFAULT false,"
+        " current_plan_json text NOT NULL DEFAULT '',"
+        " current_plan_summary_json text NOT NULL DEFAULT '',"
+        " goal_json text NOT NULL DEFAULT '',"
+        " log_seq bigint NOT NULL DEFAULT 0,"
+        " fold_state text NOT NULL DEFAULT '',"
+        " fold_format text NOT NULL DEFAULT '',"
+        " created_at bigint NOT NULL DEFAULT 0,"
+        " updated_at bigint NOT NULL DEFAULT 0)"
+    )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS planfold_events ("
+        " session_id text NOT NULL,"
+        " seq bigint NOT NULL CHECK (seq >= 1),"
+        " kind text NOT NULL,"
+        " at bigint NOT NULL,"
+        " payload text NOT NULL,"
+        " PRIMARY KEY (session_id, seq))"
+    )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS planfold_append_keys ("
+        " session_id text NOT NULL,"
+        " key text NOT NULL,"
+        " request_hash text NOT NULL,"
+        " first_seq bigint NOT NULL,"
+        " last_seq bigint NOT NULL,"
+        " PRIMARY KEY (session_id, key))"
+    )
+
+
+def _step_leases(conn: Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS planfold_leases ("
+        " session_id text PRIMARY KEY,"
+        " holder text NOT NULL,"
+        " token bigint NOT NULL,"
+        " expires_at bigint NOT NULL,"
+        " ttl_ms bigint NOT NULL)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One forward migration: ``apply`` takes a database at ``version - 1`` to ``version``."""
+
+    version: int
+    name: str
+    apply: Callable[[Connection], None]
+
+
+#: Every step, in order; the last one's version is ``SCHEMA_VERSION``.
+STEPS: tuple[Step, ...] = (
+    Step(1, "event log, session rows and idempotency keys", _step_log),
+    Step(2, "goal leases", _step_leases),
+)
+
+#: The columns each version promises, by table.
+TABLES: dict[int, dict[str, tuple[str, ...]]] = {
+    1: {
+        "planfold_sessions": (
+            "id", "agent_mode", "plan_mode", "current_plan_json", "current_plan_summary_json", "goal_json",
+            "log_seq", "fold_state", "fold_format", "created_at", "updated_at",
+        ),
+        "planfold_events": ("session_id", "seq", "kind", "at", "payload"),
+        "planfold_append_keys": ("session_id", "key", "request_hash", "first_seq", "last_seq"),
+    },
+    2: {"planfold_leases": ("session_id", "holder", "token", "expires_at", "ttl_ms")},
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationReport:
+    """What ``migrate`` did: the versions before and after and the steps run."""
+
+    from_version: int
+    to_version: int
+    applied: tuple[str, ...]
+
+
+def read_version(conn: Connection) -> int:
+    """The database's schema version (0 when planfold never touched it)."""
+    row = conn.execute("SELECT to_regclass('planfold_schema') IS NOT NULL").fetchone()
+    if row is None or not row[0]:
+        return 0
+    found = conn.execute("SELECT COALESCE(MAX(version), 0) FROM planfold_schema").fetchone()
+    return 0 if found is None else int(found[0])
+
+
+def _verify(conn: Connection, version: int) -> None:
+    missing: list[str] = []
+    for since, tables in TABLES.items():
+        if since > version:
+            continue
+        for table, names in tables.items():
+            have = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0"
+                    " AND NOT attisdropped",
+                    (table,),
+                )
+            }
+            missing += [f"{table}.{n}" for n in names if n not in have]
+    if missing:
+        raise SchemaMismatchError(f"schema version {version} promises {', '.join(missing)}, which are missing")
+
+
+def migrate(conn: Connection, target: int = SCHEMA_VERSION) -> MigrationReport:
+    """Bring the database forward to ``target`` atomically (see the module
+    docstring) on an autocommit connection. Raises ``SchemaTooNewError``,
+    ``SchemaMismatchError`` or ``StorageError``; on any failure the database
+    is as it was."""
+    if not 1 <= target <= SCHEMA_VERSION:
+        raise ValueError(f"no schema version {target}")
+    try:
+        before = read_version(conn)
+        if before > SCHEMA_VERSION:
+            raise SchemaTooNewError(before, SCHEMA_VERSION)
+        applied: list[str] = []
+        if before < target:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", _MIGRATION_LOCK)
+                before = read_version(conn)  # another process may have migrated meanwhile
+                if before > SCHEMA_VERSION:
+                    raise SchemaTooNewError(before, SCHEMA_VERSION)
+                if before < target:
+                    conn.execute(
+                        "CREATE TABLE IF NOT EXISTS planfold_schema (version integer PRIMARY KEY,"
+                        " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+                    )
+                for step in STEPS:
+                    if before < step.version <= target:
+                        step.apply(conn)
+                        conn.execute(
+                            "INSERT INTO planfold_schema (version, name) VALUES (%s, %s)", (step.version, step.name)
+                        )
+                        applied.append(step.name)
+        after = max(before, target)
+        _verify(conn, after)
+        return MigrationReport(before, after, tuple(applied))
+    except psycopg.Error as exc:
+        raise translate(exc, "schema migration", "unknown" if connection_lost(exc) else "not-applied") from exc
