@@ -79,6 +79,7 @@ def tool_decl(spec: ToolSpec) -> dict[str, Any]:
         "parameters": thaw_json(spec.parameters),
         "effect": spec.effect,
         "origin": spec.origin,
+        "target_args": list(spec.target_args),
     }
 
 

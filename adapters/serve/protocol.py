@@ -135,8 +135,10 @@ Stage = Literal["idle", "turn", "step", "calls", "execute", "review"]
 class ToolDecl:
     """One tool of the host: what the model is shown and what it declares.
     The gate reads only the declarations (``effect``, ``origin``,
-    ``read_only_hint``, ``category``); the runtime-owned tools are always
-    added by the server and may not be declared."""
+    ``read_only_hint``, ``category``); the plan's scope reads
+    ``target_args`` (a write that declares none fails closed under a scope
+    with paths); the runtime-owned tools are always added by the server and
+    may not be declared."""
 
     name: Name
     description: Text
@@ -145,6 +147,9 @@ class ToolDecl:
     origin: Literal["builtin", "mcp", "shell"] = "builtin"
     read_only_hint: bool | None = None
     category: Literal["memory-write", "task-state", "plan-state"] | None = None
+    target_args: Annotated[
+        tuple[str, ...], Meta(description="the arguments that name the paths a call acts on (the plan's scope)")
+    ] = ()
 
 
 @dataclass(frozen=True, slots=True)

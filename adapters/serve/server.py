@@ -152,7 +152,7 @@ def _standard(code: int, detail: str, planfold_code: str) -> _RpcError:
 def _tool_spec(decl: p.ToolDecl) -> ToolSpec:
     return ToolSpec(
         decl.name, decl.description, decl.parameters, effect=decl.effect, origin=decl.origin,
-        read_only_hint=decl.read_only_hint, category=decl.category,
+        read_only_hint=decl.read_only_hint, category=decl.category, target_args=decl.target_args,
     )
 
 
