@@ -10,23 +10,36 @@ file (``demo-1``, ``demo-2`` …), so earlier runs stay in the file and stay
 auditable.
 
 It prints numbered sections with one line per appended event (its seq, kind
-and meaning), then an honest summary of what the log says. The demo returns
-the session id and whether the final audit passed; the CLI exits non-zero
-when it did not. When the model cannot be used (a real server that is down,
-refuses or answers garbage, after the client's retries and the runtime's
-same-step retries) the first turn ends with a model error: the demo stops
-there, audits what it wrote, and says why (``model_error``).
+and meaning), then an honest summary of what the log says, and the command
+that audits it again (``command`` is how the user ran planfold, e.g.
+``.venv/bin/planfold`` after ``make demo``, so the hint works as printed).
+The demo returns the session id and whether the final audit passed; the CLI
+exits non-zero when it did not. When the model cannot be used (a real server
+that is down, refuses or answers garbage, after the retry budget is spent)
+the first turn ends with a model error: the demo stops there, audits what it
+wrote, and says why (``model_error``).
+
+A real model takes its own path, and the demo follows it without failing:
+when plan mode is still on after the first turn (the model never presented
+a plan) the user turns it off; a goal operation the goal's state does not
+allow (resuming a goal that is still active and armed) is skipped with a
+note instead of ending the run. Whatever the model did, the log it wrote is
+audited.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
+import shlex
+import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from planfold.adapters.cli.demo_script import DEMO_FILES, TASK, after_restart_model, demo_reviewer, first_model
-from planfold.adapters.cli.describe import describe, summarize
+from planfold.adapters.cli.describe import describe, goal_text, plan_text, shown, summarize
 from planfold.adapters.llm.model import ModelClient
 from planfold.adapters.llm.scripted import ScriptedClient
 from planfold.adapters.runtime.goal_service import GoalService
@@ -35,10 +48,11 @@ from planfold.adapters.runtime.review import ReviewPort
 from planfold.adapters.runtime.toolset import Session, open_runtime
 from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.store.sqlite import SqliteStore
+from planfold.kernel.errors import PlanfoldError
 from planfold.kernel.log import Event
 from planfold.kernel.session import fold_session
 
-__all__ = ["DemoResult", "next_session_id", "run_demo"]
+__all__ = ["DemoResult", "command_name", "next_session_id", "run_demo"]
 
 
 @dataclass
@@ -52,6 +66,22 @@ class DemoResult:
     counts: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     model_error: str | None = None
+
+
+def command_name(argv0: str | None = None) -> str:
+    """How to run planfold again as the user ran it: ``planfold`` when that
+    name on the PATH is this very program, else the program's path (relative
+    to the working directory when it lies below it, e.g.
+    ``.venv/bin/planfold``)."""
+    program = argv0 if argv0 is not None else sys.argv[0]
+    name = os.path.basename(program)
+    if not name.startswith("planfold"):
+        return "planfold"
+    found = shutil.which(name)
+    if found is not None and os.path.realpath(found) == os.path.realpath(program):
+        return name
+    relative = os.path.relpath(os.path.abspath(program))
+    return relative if not relative.startswith("..") else os.path.abspath(program)
 
 
 def next_session_id(store: SqliteStore) -> str:
@@ -74,7 +104,7 @@ class _Out:
         self.stream.flush()
 
     def event(self, event: Event) -> None:
-        self.line(f"   seq {event.seq:>3}  {event.kind:<17} {describe(event)}")
+        self.line(f"   seq {event.seq:>3}  {shown(event.kind):<17} {describe(event)}")
 
 
 def _ticks(start: int = 1_700_000_000_000) -> Callable[[], int]:
@@ -86,7 +116,18 @@ def _turn(out: _Out, report: TurnReport) -> None:
     extra = f", {report.retries} retr{'y' if report.retries == 1 else 'ies'}" if report.retries else ""
     out.line(f"   -> turn {report.turn}: {report.steps} request(s){extra}, ended by {report.ended_by}")
     if report.error:
-        out.line(f"   -> error: {report.error}")
+        out.line(f"   -> error: {shown(report.error)}")
+
+
+def _goal_op(out: _Out, what: str, op: Callable[[], object]) -> bool:
+    """Run a goal operation; a refusal (the goal's state does not allow it,
+    since a real model took its own path) is narrated, not fatal."""
+    try:
+        op()
+    except PlanfoldError as exc:
+        out.line(f"   ({what} skipped: [{exc.code}] {shown(exc.message)})")
+        return False
+    return True
 
 
 def run_demo(
@@ -96,15 +137,17 @@ def run_demo(
     model: ModelClient | None = None,
     review: ReviewPort | None = None,
     clock: Callable[[], int] | None = None,
+    command: str = "planfold",
 ) -> DemoResult:
-    """Run the demo session in ``db`` and print what happens to ``stream``."""
+    """Run the demo session in ``db`` and print what happens to ``stream``;
+    ``command`` is how the closing hint runs planfold."""
     out = _Out(stream)
     scripted = model is None
     tick = clock or _ticks()
     workspace = Workspace(dict(DEMO_FILES))
     store = SqliteStore(db)
     session_id = next_session_id(store)
-    out.line(f"planfold demo: a whole session in {db}, session {session_id!r}")
+    out.line(f"planfold demo: a whole session in {shown(db)}, session {session_id!r}")
     out.line("(each run starts a new session; earlier ones stay in the file)")
     out.line(f"model: {'the scripted demo model (offline)' if scripted else 'a real OpenAI-compatible server'}")
 
@@ -135,9 +178,12 @@ def run_demo(
     for plan in session.runtime.plans.shown:
         out.line("   the plan the reviewer saw:")
         for text in plan.splitlines()[:6]:
-            out.line(f"   | {text}")
-    written = "farewell" in workspace.files["greet.py"]
+            out.line(f"   | {shown(text)}")
+    written = "farewell" in workspace.files.get("greet.py", "")
     out.line(f"   workspace writes: {workspace.writes}; greet.py now has farewell(): {written}")
+    if session.log.state.plan_mode:
+        out.line("   plan mode is still on (the model did not present a plan): the user turns it off")
+        out.line(f"   /plan off -> {runtime.submit('/plan off')}")
 
     goals = GoalService(session.log, "agent-1", lambda: f"goal-{session.log.last_seq + 1}")
     out.section("A goal with a budget of 2 rounds, driven until the budget blocks it")
@@ -145,16 +191,17 @@ def run_demo(
     out.line("   minimal plan with bootstrap_plan (runtime-owned; it starts at the next step),")
     out.line("   writes README.md inside the plan's scope, fails its first verification (back")
     out.line("   to execution, recorded as verify-fail), fixes the file, and passes")
-    goals.create(goals.agent, "Keep README.md and greet.py consistent", max_rounds=2)
+    objective = "Keep README.md and greet.py consistent"
+    _goal_op(out, "creating the goal", lambda: goals.create(goals.agent, objective, max_rounds=2))
     drive = goals.drive(goals.agent, runtime, text=lambda n: f"Continue the goal (round {n}).")
     out.line(f"   -> rounds run: {list(drive.rounds)}; stopped: {drive.stopped}; armed: {goals.activation.armed}")
 
-    both = all(name in workspace.files["README.md"] for name in ("greet(", "farewell("))
+    both = all(name in workspace.files.get("README.md", "") for name in ("greet(", "farewell("))
     out.line(f"   README.md names greet() and farewell(): {both}")
 
     out.section("The human raises the cap to 3 and resumes (armed again)")
-    goals.edit(goals.agent, max_rounds=3)
-    goals.resume(goals.agent)
+    _goal_op(out, "raising the cap", lambda: goals.edit(goals.agent, max_rounds=3))
+    _goal_op(out, "resuming", lambda: goals.resume(goals.agent))
     out.line(f"   -> armed: {goals.activation.armed}")
 
     out.section("Simulated restart: the store is closed and reopened, process state is new")
@@ -173,7 +220,7 @@ def run_demo(
     out.line(f"   the round driver does nothing on its own: stopped: {drive.stopped}")
 
     out.section("The human resumes; the driver runs the last round and the budget blocks the goal")
-    goals.resume(goals.agent)
+    _goal_op(out, "resuming", lambda: goals.resume(goals.agent))
     drive = goals.drive(goals.agent, session.runtime)
     out.line(f"   -> rounds run: {list(drive.rounds)}; stopped: {drive.stopped}; armed: {goals.activation.armed}")
 
@@ -185,7 +232,7 @@ def run_demo(
             if isinstance(client, ScriptedClient) and client.remaining:
                 result.problems.append(f"the scripted model has {client.remaining} unused step(s)")
                 result.audit_ok = False
-    _summary(out, result, session, db)
+    _summary(out, result, session, db, command)
     return result
 
 
@@ -203,7 +250,7 @@ def _audit(store: SqliteStore, session_id: str, out: _Out) -> DemoResult:
     return DemoResult(session_id, state.last_seq, report.ok, counts, list(report.mismatches))
 
 
-def _summary(out: _Out, result: DemoResult, session: Session, db: str) -> None:
+def _summary(out: _Out, result: DemoResult, session: Session, db: str, command: str) -> None:
     state = session.log.state
     facts = summarize(state)
     out.section("Summary")
@@ -211,10 +258,11 @@ def _summary(out: _Out, result: DemoResult, session: Session, db: str) -> None:
     out.line(f"   {result.last_seq} events in {facts['turns']} turns; {c.get('request/header', 0)} model requests")
     calls, refused, results = (c.get(k, 0) for k in ("tool/call", "tool/refused", "tool/result"))
     out.line(f"   tools: {calls} calls, {refused} refused, {results} results")
-    out.line(f"   plan: {facts['plan']}")
-    out.line(f"   goal: {facts['goal']}")
+    out.line(f"   plan: {plan_text(facts['plan'])}")
+    out.line(f"   goal: {goal_text(facts['goal'])}")
     out.line(f"   mode now: {facts['agent_mode']}")
     verdict = "passes" if result.audit_ok else "FAILS"
-    out.line(f"   the log {verdict} the audit; check it again with: planfold audit {db} --session {result.session_id}")
+    again = f"{shlex.quote(command)} audit {shlex.quote(db)} --session {shlex.quote(result.session_id)}"
+    out.line(f"   the log {verdict} the audit; check it again with: {shown(again)}")
     for problem in result.problems:
-        out.line(f"   ! {problem}")
+        out.line(f"   ! {shown(problem)}")

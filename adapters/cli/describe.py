@@ -6,7 +6,11 @@ Theory of operation
 tool ran or was refused and why, what happened to the plan or the goal. It
 reads payloads defensively (a display must never fail on a log the fold has
 already accepted or is about to reject) and never decides anything.
-``summarize(state)`` says where a folded session stands.
+``summarize(state)`` says where a folded session stands, as plain data;
+``plan_text`` and ``goal_text`` say it in words (``plan-1 rev 2, completed``;
+``none``), never as a Python repr. ``shown(text)`` is any text as a terminal
+can print it: characters that are not Unicode (lone surrogates, a file name's
+undecodable bytes) become backslash escapes, so no output can fail to encode.
 """
 
 from __future__ import annotations
@@ -17,14 +21,34 @@ from collections.abc import Mapping
 from planfold.kernel.log import Event
 from planfold.kernel.session import SessionState
 
-__all__ = ["describe", "summarize"]
+__all__ = ["describe", "goal_text", "plan_text", "shown", "summarize"]
 
 _WIDTH = 72
 
 
+def shown(text: object) -> str:
+    """``text`` as any terminal can print it (see the module docstring):
+    bytes a file name could not decode come back as ``\\xff``, other lone
+    surrogates as ``\\udc80``."""
+    value = str(text)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
 def _short(text: object, width: int = _WIDTH) -> str:
-    line = " ".join(str(text).split())
+    line = " ".join(shown(text).split())
     return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _quoted(text: object) -> str:
+    """Text in double quotes, as JSON writes a string."""
+    return json.dumps(shown(text), ensure_ascii=False)
 
 
 def _source(source: object) -> str:
@@ -65,7 +89,11 @@ def _plan(payload: Mapping[str, object]) -> str:
 
 
 def describe(event: Event) -> str:
-    """What ``event`` records, in one line."""
+    """What ``event`` records, in one line (printable: see ``shown``)."""
+    return shown(_describe(event))
+
+
+def _describe(event: Event) -> str:
     p = event.payload
     kind = event.kind
     if kind in ("turn/start", "turn/end"):
@@ -77,7 +105,7 @@ def describe(event: Event) -> str:
         return "plan mode on" if p.get("active") else "plan mode off"
     if kind in ("user/message", "assistant/message"):
         who = "" if kind == "assistant/message" else f"[{_source(p.get('source'))}] "
-        return who + _short(repr(p.get("text", "")))
+        return who + _short(_quoted(p.get("text", "")))
     if kind == "tool/call":
         args = json.dumps(p.get("arguments"), ensure_ascii=False, sort_keys=True)
         return f"{p.get('tool')} {_short(args, 50)}"
@@ -91,6 +119,24 @@ def describe(event: Event) -> str:
     if kind == "goal/change":
         return _goal(p)
     return _short(json.dumps(p, sort_keys=True, default=str))
+
+
+def plan_text(plan: object) -> str:
+    """A summary's ``plan`` in words: ``plan-1 rev 2, completed`` or ``none``."""
+    if not isinstance(plan, Mapping):
+        return "none"
+    return shown(f"{plan.get('id')} rev {plan.get('revision')}, {plan.get('status')}")
+
+
+def goal_text(goal: object) -> str:
+    """A summary's ``goal`` in words: ``goal-7 rev 3, blocked (round-limit),
+    rounds 2/2`` or ``none``."""
+    if not isinstance(goal, Mapping):
+        return "none"
+    blocked = goal.get("blocked")
+    phase = f"{goal.get('phase')} ({blocked})" if blocked else str(goal.get("phase"))
+    rounds = f"rounds {goal.get('rounds_started')}/{goal.get('max_rounds')}"
+    return shown(f"{goal.get('id')} rev {goal.get('revision')}, {phase}, {rounds}")
 
 
 def summarize(state: SessionState) -> dict[str, object]:

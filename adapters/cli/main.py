@@ -3,114 +3,192 @@
 Theory of operation
 -------------------
 ``FILE`` is either a SQLite database written by planfold (recognised by the
-SQLite header, ``SQLite format 3``) or a JSON Lines export (one event record
-per line). For a database ``--session ID`` picks one session; without it every
-session in the file is checked. ``export`` and ``import`` move one session
-between the two forms.
+SQLite header, ``SQLite format 3``) or a JSON Lines log (one event record
+``{seq, kind, at, payload}`` per line); ``-`` is standard input. It is read
+once, so pipes and FIFOs work (``adapters.cli.inputs``). For a database
+``--session ID`` picks one session; without it every session in the file is
+checked. ``export`` and ``import`` move one session between the two forms.
 
 - ``replay FILE``: fold each log strictly, event by event, and say where it
-  stands (mode, plan, goal). A progress bar goes to stderr on a terminal, or
-  for long logs (``--progress`` forces it, ``--no-progress`` silences it).
+  stands (mode, plan, goal).
 - ``audit FILE``: the strict replay plus, for a database, the stored
   projection and snapshot compared with the fold.
 - ``export --db PATH --session ID [-o OUT]``: the session as JSON Lines.
 - ``import FILE --db PATH --session ID``: a JSON Lines log into an empty
-  session (folded strictly first; nothing is written on a bad log).
-- ``demo``: see ``adapters.demo``.
+  session (folded strictly first; nothing is written, and no database is
+  created, unless the whole log lands).
+- ``demo``: see ``adapters.cli.demo``.
+- ``conform DIR``: see ``adapters.specgen.vectors``.
 - ``serve --db FILE``: JSON-RPC 2.0 on stdin/stdout, see ``adapters.serve``.
 
-Output is for people by default; ``--json`` prints one JSON document. A bad
-log prints the position (seq) and the rule of its first bad event and exits
-with status 1; a usage or I/O problem exits with status 2.
+Reading never writes: ``replay``, ``audit`` and ``export`` open a database
+read-only and refuse one that is not planfold's. A JSON Lines log is read by
+the reader ``conform`` uses (``specgen.vectors.read_records``): an empty file
+is a log with no events; every line is one record, so a blank line is a
+malformed record. The first bad record is reported by its seq when that much
+of it is readable, else by its line, with the rule it breaks.
+
+Output is for people by default (plain words, no Python reprs); ``--json``
+prints one JSON document on stdout. Exit status (``EXIT_STATUS``): 0 when
+everything checked is sound, 1 for a bad log, a projection that does not
+match its log or a failed conformance check, 2 for a usage or input problem
+or a refused operation (nothing written). No input makes the command fail
+with a traceback: every refusal is a message and an exit status.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TextIO
+from importlib import metadata
+from typing import BinaryIO, NoReturn, TextIO
 
-from planfold.adapters.cli.demo import run_demo
-from planfold.adapters.cli.describe import summarize
+from planfold.adapters.cli.demo import command_name, run_demo
+from planfold.adapters.cli.describe import goal_text, plan_text, shown, summarize
+from planfold.adapters.cli.inputs import CliError, open_database, read_source, same_file
 from planfold.adapters.cli.progress import Progress
-from planfold.adapters.codec import CodecError, decode_jsonl, encode_jsonl
+from planfold.adapters.codec import CodecError, encode_jsonl, read_session_jsonl
+from planfold.adapters.llm.model import RetryBudget
 from planfold.adapters.llm.openai import OpenAIClient, RetryPolicy
 from planfold.adapters.serve.command import add_serve_arguments, run_serve
-from planfold.adapters.specgen.vectors import add_conform_arguments, run_conform
-from planfold.adapters.store.base import import_session
-from planfold.adapters.store.sqlite import SqliteStore
-from planfold.kernel.errors import PlanfoldError, ReplayError
+from planfold.adapters.specgen.vectors import MalformedRecordError, add_conform_arguments, read_records, run_conform
+from planfold.adapters.store.base import Store, import_session
+from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError
 from planfold.kernel.log import Event
 from planfold.kernel.session import SessionState, apply_session_event
 
-__all__ = ["main"]
+__all__ = ["EXIT_STATUS", "main"]
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
+EXIT_STATUS = """\
+exit status:
+  0  everything checked is sound (or the command did what it says)
+  1  a bad log (its first bad record is named by seq or line, with the rule
+     it breaks), a stored projection that does not match its log, or a
+     failed conformance check
+  2  a usage or input problem, or a refused operation: no such file or
+     session, not a planfold database, an import into a session that is not
+     empty; nothing was written"""
+
+FILE_HELP = """\
+FILE is a planfold SQLite database (recognised by its header) or a JSON Lines
+log, one {seq, kind, at, payload} record per line; - reads standard input.
+An empty file is a log with no events; a blank line is a malformed record."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """The first bad record of a log: its seq (None when unreadable), its line
+    in a JSON Lines log (None in a database), the rule and the detail."""
+
+    position: int | None
+    line: int | None
+    rule: str
+    detail: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"position": self.position, "line": self.line, "rule": self.rule, "detail": self.detail}
+
+    def text(self) -> str:
+        if self.position is None:
+            where = f"line {self.line}"
+        else:
+            where = f"seq {self.position}" + ("" if self.line is None else f" (line {self.line})")
+        return f"BAD LOG at {where} [{self.rule}]: {shown(self.detail)}"
 
 
 @dataclass
 class Checked:
-    """The outcome of checking one log."""
+    """The outcome of checking one log: how many events folded cleanly, the
+    state they give, the first bad record, and (audit of a database) the
+    projection's mismatches and snapshot."""
 
     session: str
     events: int
     state: SessionState | None
-    error: ReplayError | None = None
+    problem: Problem | None = None
     mismatches: tuple[str, ...] = ()
     snapshot: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.error is None and not self.mismatches
+        return self.problem is None and not self.mismatches
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {"session": self.session, "ok": self.ok, "events": self.events}
-        if self.error is not None:
-            out["error"] = {"position": self.error.position, "rule": self.error.rule, "detail": self.error.detail}
-        if self.state is not None and self.error is None:
+        if self.problem is not None:
+            out["error"] = self.problem.as_json()
+        if self.state is not None and self.problem is None:
             out["state"] = summarize(self.state)
         if self.snapshot is not None:
             out["projection"] = {"mismatches": list(self.mismatches), "snapshot": self.snapshot}
         return out
 
 
-def is_sqlite(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+def _from_replay(exc: ReplayError, line: int | None = None) -> Problem:
+    position = exc.position if isinstance(exc.position, int) and not isinstance(exc.position, bool) else None
+    return Problem(position, line, exc.rule, exc.detail)
 
 
-def fold_checked(session: str, events: Sequence[Event], progress: Progress) -> Checked:
-    """Fold strictly, one event at a time, stopping at the first bad one."""
+def fold_checked(session: str, events: Iterable[tuple[int | None, Event]], total: int, progress: Progress) -> Checked:
+    """Fold ``(line, event)`` pairs strictly, one at a time, stopping at the
+    first bad one (a malformed record of a JSON Lines log included)."""
     state = SessionState()
-    progress.start(len(events), session)
+    count = 0
+    progress.start(total, session)
     try:
-        for index, event in enumerate(events, 1):
-            state = apply_session_event(state, event)
-            progress.update(index)
-    except ReplayError as exc:
-        return Checked(session, len(events), state, exc)
+        for line, event in events:
+            try:
+                state = apply_session_event(state, event)
+            except ReplayError as exc:
+                return Checked(session, count, state, _from_replay(exc, line))
+            count += 1
+            progress.update(count)
+    except MalformedRecordError as exc:
+        return Checked(session, count, state, Problem(exc.seq, exc.line, "malformed-record", exc.detail))
     finally:
         progress.finish()
-    return Checked(session, len(events), state)
+    return Checked(session, count, state)
 
 
-def _check(args: argparse.Namespace, audit: bool, err: TextIO) -> list[Checked]:
+def _records(data: bytes) -> tuple[Iterable[tuple[int | None, Event]], int]:
+    lines = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+    return read_records(data), lines
+
+
+def _require_session(store: Store, session: str, where: str) -> None:
+    known = store.session_ids()
+    if session not in known:
+        listed = ", ".join(shown(s) for s in known) if known else "none"
+        raise CliError(f"no session {shown(session)!r} in {shown(where)} (sessions: {listed})", code="no-such-session")
+
+
+def _check(args: argparse.Namespace, audit: bool, err: TextIO, stdin: BinaryIO) -> list[Checked]:
     progress = Progress(err, enabled=args.progress)
-    path = Path(args.file)
-    if not is_sqlite(path):
-        return [fold_checked(args.session or path.stem, decode_jsonl(path.read_bytes()), progress)]
+    source = read_source(args.file, stdin)
+    if source.kind == "jsonl":
+        records, total = _records(source.data)
+        return [fold_checked(args.session or source.label, records, total, progress)]
     results = []
-    with SqliteStore(path) as store:
-        if args.session and args.session not in store.session_ids():
-            raise FileNotFoundError(f"no session {args.session!r} in {path}")
-        for sid in [args.session] if args.session else store.session_ids():
-            checked = fold_checked(sid, store.read(sid), progress)
-            if audit and checked.error is None:
+    with open_database(source, write=False) as store:
+        if args.session is not None:
+            _require_session(store, args.session, source.name)
+        sessions = [args.session] if args.session is not None else list(store.session_ids())
+        if not sessions:
+            raise CliError(f"{shown(source.name)} holds no sessions: nothing to check", code="no-sessions")
+        for sid in sessions:
+            try:
+                events = store.read(sid)
+            except ReplayError as exc:  # a stored payload that does not decode
+                results.append(Checked(sid, 0, None, _from_replay(exc)))
+                continue
+            checked = fold_checked(sid, ((None, e) for e in events), len(events), progress)
+            if audit and checked.problem is None:
                 report = store.audit(sid)
                 checked.mismatches, checked.snapshot = report.mismatches, report.snapshot
             results.append(checked)
@@ -118,147 +196,370 @@ def _check(args: argparse.Namespace, audit: bool, err: TextIO) -> list[Checked]:
 
 
 def _print_checked(results: list[Checked], audit: bool, out: TextIO) -> None:
-    if not results:
-        out.write("no sessions found\n")
     for r in results:
-        if r.error is not None:
-            out.write(f"{r.session}: BAD LOG at seq {r.error.position} [{r.error.rule}]: {r.error.detail}\n")
+        name = shown(r.session)
+        if r.problem is not None:
+            out.write(f"{name}: {r.problem.text()}\n")
             continue
         assert r.state is not None
         facts = summarize(r.state)
-        out.write(f"{r.session}: ok, {r.events} events, {facts['turns']} turns, mode {facts['agent_mode']}\n")
-        out.write(f"  plan: {facts['plan']}\n  goal: {facts['goal']}\n")
+        out.write(f"{name}: ok, {r.events} events, {facts['turns']} turns, mode {facts['agent_mode']}\n")
+        out.write(f"  plan: {plan_text(facts['plan'])}\n  goal: {goal_text(facts['goal'])}\n")
         if audit and r.snapshot is not None:
             verdict = "matches the fold" if not r.mismatches else "DOES NOT match the fold"
             out.write(f"  stored projection {verdict} (snapshot {r.snapshot})\n")
             for m in r.mismatches:
-                out.write(f"  ! {m}\n")
+                out.write(f"  ! {shown(m)}\n")
 
 
-def _cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO, audit: bool) -> int:
-    results = _check(args, audit, err)
+def _cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: BinaryIO, audit: bool) -> int:
+    results = _check(args, audit, err, stdin)
+    ok = all(r.ok for r in results)
     if args.json:
-        out.write(json.dumps({"ok": all(r.ok for r in results), "sessions": [r.as_json() for r in results]}) + "\n")
+        out.write(json.dumps({"ok": ok, "sessions": [r.as_json() for r in results]}) + "\n")
     else:
         _print_checked(results, audit, out)
-    return 0 if results and all(r.ok for r in results) else 1
+    return 0 if ok else 1
+
+
+# --------------------------------------------------------------------------
+# export and import
+
+
+def _side_files(db: str) -> list[str]:
+    return [db, *(db + side for side in ("-wal", "-shm", "-journal"))]
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same
+    directory, so a failed write leaves no half file behind."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".planfold-export-", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
 
 
 def _cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    with SqliteStore(args.db) as store:
+    output = args.output
+    if output not in (None, "-"):
+        if any(same_file(output, path) for path in _side_files(args.db)):
+            raise CliError(
+                f"{shown(output)} is the database itself; export writes to another file or to stdout",
+                code="output-is-the-database",
+            )
+        if os.path.isdir(output):
+            raise CliError(f"{shown(output)} is a directory", code="not-a-file")
+    with open_database(args.db, write=False) as store:
+        _require_session(store, args.session, args.db)
         data = encode_jsonl(store.read(args.session))
-    if args.output:
-        Path(args.output).write_bytes(data)
-    else:
-        out.write(data.decode())
     count = data.count(b"\n")
-    if args.json and args.output:
-        out.write(json.dumps({"session": args.session, "events": count, "output": args.output}) + "\n")
-    elif args.output:
-        out.write(f"exported {count} events of {args.session} to {args.output}\n")
-    return 0
-
-
-def _cmd_import(args: argparse.Namespace, out: TextIO) -> int:
-    with SqliteStore(args.db) as store:
-        result = import_session(store, args.session, Path(args.file).read_bytes())
-    count = 0 if result is None else result.last_seq
+    if output in (None, "-"):
+        out.write(data.decode("utf-8"))
+        return 0
+    _write_atomically(output, data)
     if args.json:
-        out.write(json.dumps({"session": args.session, "events": count}) + "\n")
+        out.write(json.dumps({"session": args.session, "events": count, "output": output}) + "\n")
     else:
-        out.write(f"imported {count} events into {args.session} in {args.db}\n")
+        out.write(f"exported {count} events of {shown(args.session)} to {shown(output)}\n")
     return 0
+
+
+def _refuse_a_filled_session(store: Store, session: str, events: Sequence[Event], db: str) -> None:
+    if store.head(session) == 0:
+        return
+    held = store.read(session)
+    if tuple(held) == tuple(events):
+        raise CliError(
+            f"nothing imported: session {shown(session)!r} in {shown(db)} already holds this log "
+            f"({len(events)} events)",
+            code="already-imported",
+        )
+    raise CliError(
+        f"nothing imported: session {shown(session)!r} in {shown(db)} already holds {len(held)} events; "
+        "import writes only into an empty session",
+        code="session-not-empty",
+    )
+
+
+def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
+    source = read_source(args.file, stdin)
+    if source.kind != "jsonl":
+        raise CliError(
+            f"{shown(args.file)} is a SQLite database; import reads a JSON Lines log (export a session first)",
+            code="not-a-jsonl-log",
+        )
+    events = read_session_jsonl(source.data)  # a bad log is refused before anything is opened
+    if not events:
+        raise CliError(f"nothing imported: {shown(args.file)} holds no events", code="nothing-to-import")
+    if os.path.exists(args.db):
+        try:
+            existing = open_database(args.db, write=False)
+        except CliError:
+            raise
+        except PlanfoldError:
+            existing = None  # not (yet) a planfold database: the writer migrates it or refuses it
+        if existing is not None:
+            with existing:
+                _refuse_a_filled_session(existing, args.session, events, args.db)
+    with open_database(args.db, write=True) as store:
+        try:
+            result = import_session(store, args.session, source.data)
+        except ConflictError as exc:
+            raise CliError(
+                f"nothing imported: session {shown(args.session)!r} gained events while importing "
+                "(another writer)",
+                code="session-not-empty",
+            ) from exc
+    if result is None or result.replayed:
+        raise CliError(
+            f"nothing imported: session {shown(args.session)!r} in {shown(args.db)} already holds this log",
+            code="already-imported",
+        )
+    if args.json:
+        out.write(json.dumps({"session": args.session, "events": result.last_seq}) + "\n")
+    else:
+        out.write(f"imported {result.last_seq} events into {shown(args.session)} in {shown(args.db)}\n")
+    return 0
+
+
+# --------------------------------------------------------------------------
+# demo
 
 
 def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     model = None
     if args.base_url:
         key = os.environ.get(args.api_key_env) if args.api_key_env else None
+        if args.api_key_env and key is None:
+            raise CliError(f"the environment variable {shown(args.api_key_env)} is not set", code="no-api-key")
         retry = RetryPolicy(max_retries=args.retries)
-        model = OpenAIClient(args.base_url, args.model, api_key=key, timeout_s=args.timeout, retry=retry)
+        model = OpenAIClient(
+            args.base_url, args.model, api_key=key, timeout_s=args.timeout, retry=retry,
+            retry_budget=RetryBudget(args.retries),
+        )
+    if os.path.isdir(args.db):
+        raise CliError(f"{shown(args.db)} is a directory, not a database", code="not-a-file")
     # with --json the narrative goes to stderr so that stdout is one JSON document
-    result = run_demo(args.db, err if args.json else out, model=model)
+    result = run_demo(args.db, err if args.json else out, model=model, command=command_name())
     if result.model_error is not None:
-        where = f"server at {args.base_url} " if args.base_url else ""
+        where = f"server at {shown(args.base_url)} " if args.base_url else ""
         _fail(args, out, err, {"code": "model-unusable", "detail": result.model_error},
-              f"planfold demo: the model {where}could not be used: {result.model_error}")
+              f"the model {where}could not be used: {shown(result.model_error)}")
         return 2
     if args.json:
         out.write(json.dumps({"session": result.session_id, "events": result.last_seq, "ok": result.audit_ok}) + "\n")
     return 0 if result.audit_ok else 1
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="planfold", description="Plan/build modes, plans and goals as folds of a log."
+# --------------------------------------------------------------------------
+# the parser
+
+
+class _Exit(Exception):
+    """argparse finished (help, version, or a usage error)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that writes to the command's own streams and
+    returns instead of exiting the process."""
+
+    streams: tuple[TextIO, TextIO] = (sys.stdout, sys.stderr)
+
+    def _print_message(self, message: str, file: object = None) -> None:
+        if message:
+            out, err = self.streams
+            (out if file is sys.stdout else err).write(message)
+
+    def print_usage(self, file: object = None) -> None:
+        self.streams[1].write(self.format_usage())
+
+    def print_help(self, file: object = None) -> None:
+        self.streams[0].write(self.format_help())
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            self.streams[1].write(message)
+        raise _Exit(status)
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage()
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return value
+
+
+def _version() -> str:
+    try:
+        return metadata.version("planfold")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _parser(out: TextIO, err: TextIO) -> _Parser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog="planfold",
+        description="Plan/build modes, plans and goals as folds of an append-only session log.",
+        epilog=f"{FILE_HELP}\n\n{EXIT_STATUS}",
+        formatter_class=formatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run a whole session on the embedded defaults")
-    demo.add_argument("--db", default="demo.sqlite", help="SQLite file (a new session is added each run)")
-    demo.add_argument("--base-url", help="an OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
-    demo.add_argument("--model", default="default", help="the model name to ask the server for")
-    demo.add_argument("--api-key-env", help="the environment variable holding the API key")
-    demo.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each model answer")
-    demo.add_argument("--retries", type=int, default=3, help="retries of a failed model request (backoff)")
+    parser.add_argument("--version", action="version", version=f"planfold {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, text: str, description: str | None = None) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=description, epilog=EXIT_STATUS, formatter_class=formatter)
+
+    demo = command("demo", "run a whole session and audit its log")
+    demo.add_argument("--db", default="demo.sqlite", help="SQLite file; each run adds a session (default demo.sqlite)")
+    demo.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
+    demo.add_argument("--model", default="default", help="the model name to ask the server for (default 'default')")
+    demo.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key")
+    demo.add_argument("--timeout", type=_positive_seconds, default=60.0, metavar="S",
+                      help="seconds one model request may take, connect to last byte (default 60)")
+    demo.add_argument("--retries", type=_count, default=3, metavar="N",
+                      help="retries of one step's model request, all layers together (default 3)")
+
     checks = (
         ("replay", "fold logs strictly and say where they stand"),
-        ("audit", "replay and compare the stored projection"),
+        ("audit", "replay, and compare a database's stored projection with the fold"),
     )
     for name, text in checks:
-        cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("file", help="a planfold SQLite database or a JSON Lines export")
-        cmd.add_argument("--session", help="one session of a database (default: all)")
-        cmd.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
-    export = sub.add_parser("export", help="write one session of a database as JSON Lines")
-    export.add_argument("--db", required=True)
-    export.add_argument("--session", required=True)
-    export.add_argument("-o", "--output", help="file to write (default: stdout)")
-    imp = sub.add_parser("import", help="load a JSON Lines log into an empty session of a database")
-    imp.add_argument("file")
-    imp.add_argument("--db", required=True)
-    imp.add_argument("--session", required=True)
+        cmd = command(name, text, FILE_HELP)
+        cmd.add_argument("file", metavar="FILE", help="a planfold SQLite database or a JSON Lines log (- for stdin)")
+        cmd.add_argument("--session", help="one session of a database (default: every session); names a JSON Lines log")
+        cmd.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                         help="report progress on stderr however short the log (--no-progress: never); "
+                         "by default only on a terminal or for logs of 10,000 events or more")
+
+    export = command("export", "write one session of a database as JSON Lines")
+    export.add_argument("--db", required=True, metavar="PATH", help="the planfold SQLite database (read-only)")
+    export.add_argument("--session", required=True, metavar="ID", help="the session to export")
+    export.add_argument(
+        "-o", "--output", metavar="OUT", help="file to write (default, or -: stdout); never the database"
+    )
+
+    imp = command(
+        "import",
+        "load a JSON Lines log into an empty session of a database",
+        "The log is folded strictly first; nothing is written, and no database is created, unless all of it "
+        "lands. A session that already holds events, even this very log, is refused.",
+    )
+    imp.add_argument("file", metavar="FILE", help="a JSON Lines log (- for stdin)")
+    imp.add_argument("--db", required=True, metavar="PATH", help="the SQLite database (created if missing)")
+    imp.add_argument("--session", required=True, metavar="ID", help="the session to create")
     for cmd in (demo, export, imp, *(sub.choices[n] for n in ("replay", "audit"))):
-        cmd.add_argument("--json", action="store_true", help="print JSON instead of text")
-    add_conform_arguments(sub.add_parser("conform", help="check an implementation against conformance vectors"))
+        cmd.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+
+    add_conform_arguments(command("conform", "check an implementation against conformance vectors"))
     add_serve_arguments(sub.add_parser("serve", help="JSON-RPC 2.0 on stdin/stdout, for runtimes in other languages"))
+    for each in (parser, *sub.choices.values()):
+        if isinstance(each, _Parser):
+            each.streams = (out, err)
     return parser
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run ``planfold``; returns the exit status (0 ok, 1 bad log or failed check, 2 usage or I/O)."""
-    out = out or sys.stdout
-    err = err or sys.stderr
-    args = _parser().parse_args(argv)
+# --------------------------------------------------------------------------
+# main
+
+
+def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: BinaryIO) -> int:
+    if args.command == "demo":
+        return _cmd_demo(args, out, err)
+    if args.command == "conform":
+        return run_conform(args, out, err)
+    if args.command == "serve":
+        return run_serve(args)
+    if args.command in ("replay", "audit"):
+        return _cmd_check(args, out, err, stdin, audit=args.command == "audit")
+    if args.command == "export":
+        return _cmd_export(args, out)
+    return _cmd_import(args, out, stdin)
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    stdin: BinaryIO | None = None,
+) -> int:
+    """Run ``planfold``; returns the exit status (``EXIT_STATUS``)."""
+    if out is None:
+        out = _printable(sys.stdout)
+    if err is None:
+        err = _printable(sys.stderr)
+    parser = _parser(out, err)
     try:
-        if args.command == "demo":
-            return _cmd_demo(args, out, err)
-        if args.command == "conform":
-            return run_conform(args)
-        if args.command == "serve":
-            return run_serve(args)
-        if args.command in ("replay", "audit"):
-            return _cmd_check(args, out, err, audit=args.command == "audit")
-        if args.command == "export":
-            return _cmd_export(args, out)
-        return _cmd_import(args, out)
+        args = parser.parse_args(argv)
+    except _Exit as done:
+        return done.status
+    try:
+        return _dispatch(args, out, err, stdin if stdin is not None else sys.stdin.buffer)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        if out is sys.stdout:  # the reader went away (``| head``): end quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except ReplayError as exc:
-        _fail(args, out, err, {"position": exc.position, "rule": exc.rule, "detail": exc.detail},
-              f"bad log at seq {exc.position} [{exc.rule}]: {exc.detail}")
+        problem = _from_replay(exc)
+        _fail(args, out, err, problem.as_json(), problem.text())
         return 1
     except CodecError as exc:
-        _fail(args, out, err, {"code": exc.code, "detail": exc.message}, f"bad log: {exc.message}")
+        problem = Problem(None, exc.line, exc.code, exc.message)
+        _fail(args, out, err, problem.as_json(), f"bad log: {shown(exc.message)} [{exc.code}]")
         return 1
-    except (PlanfoldError, OSError) as exc:
-        code = getattr(exc, "code", "io-error")
-        _fail(args, out, err, {"code": code, "detail": str(exc)}, f"planfold: {exc}")
+    except PlanfoldError as exc:
+        _fail(args, out, err, {"code": exc.code, "detail": shown(exc.message)}, shown(exc.message))
         return 2
+    except OSError as exc:
+        detail = f"{shown(exc.filename)}: {exc.strerror}" if exc.filename and exc.strerror else shown(exc)
+        _fail(args, out, err, {"code": "io-error", "detail": detail}, detail)
+        return 2
+
+
+def _printable(stream: TextIO) -> TextIO:
+    """``stream`` set to escape what it cannot encode instead of failing."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if callable(reconfigure):
+        with contextlib.suppress(ValueError, OSError):
+            reconfigure(errors="backslashreplace")
+    return stream
 
 
 def _fail(args: argparse.Namespace, out: TextIO, err: TextIO, body: dict[str, object], text: str) -> None:
     if getattr(args, "json", False):
         out.write(json.dumps({"ok": False, "error": body}) + "\n")
     else:
-        err.write(text + "\n")
+        err.write(f"planfold {args.command}: {text}\n")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,16 @@ the seq of the first bad event and the rule it breaks::
 
 The sidecar also carries a ``description`` for people; it is not compared.
 
+A log is read by ``read_records``, the one reader of JSON Lines logs that
+``planfold replay`` and ``conform`` share, so the two agree on every log. An
+empty text is a log with no events; every line is one record (a final
+newline ends the last line, so a blank line is not a record): a JSON object
+with exactly ``seq``, ``kind``, ``at`` and ``payload`` and a string ``kind``.
+The values are taken as they come (no other type checks: the fold judges
+them and names the seq and rule of the first bad event). A line that is not a
+record is ``MalformedRecordError`` (rule ``malformed-record``) with its line
+number and, when the line is an object with an integer ``seq``, that seq.
+
 ``write_vectors`` builds the cases of ``adapters.vector_cases``, folds each
 with ``kernel.session.fold_session``, refuses to write a case whose declared
 rule or position the fold does not confirm, and writes the files with a
@@ -24,7 +34,9 @@ stable encoding. ``conform(dir, implementation)`` reads them back and asks an
 implementation for its answer to every log: planfold itself by default, any
 Python callable, or a command run once per log with the log's path as its
 last argument, which must print its answer (the same JSON shape) on stdout
-and exit 0. ``conform_main`` is the ``planfold conform`` subcommand.
+and exit 0. A command that cannot be started at all stops the run with one
+``ConformCommandError``. ``run_conform`` is the ``planfold conform``
+subcommand (text, or one JSON document with ``--json``).
 """
 
 from __future__ import annotations
@@ -34,9 +46,10 @@ import json
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from planfold.adapters.errors import AdapterError
 from planfold.adapters.specgen.vector_cases import Case, cases
@@ -47,8 +60,10 @@ from planfold.kernel.session import SessionState, fold_session
 
 __all__ = [
     "VECTOR_DIR",
+    "ConformCommandError",
     "ConformReport",
     "Implementation",
+    "MalformedRecordError",
     "Outcome",
     "VectorFormatError",
     "add_conform_arguments",
@@ -58,6 +73,7 @@ __all__ = [
     "expected_result",
     "planfold_answer",
     "read_log",
+    "read_records",
     "run_conform",
     "summarize",
     "write_vectors",
@@ -75,6 +91,25 @@ class VectorFormatError(AdapterError):
     """A vector file is not a log of event lines (a broken or foreign file)."""
 
     code = "vector-format"
+
+
+class MalformedRecordError(VectorFormatError):
+    """A line of a JSON Lines log is not an event record: ``line`` is its
+    1-based number, ``seq`` the seq it names when that much is readable."""
+
+    code = "malformed-record"
+
+    def __init__(self, line: int, detail: str, seq: int | None = None) -> None:
+        super().__init__(f"line {line}: {detail}")
+        self.line = line
+        self.seq = seq
+        self.detail = detail
+
+
+class ConformCommandError(AdapterError):
+    """The implementation's command could not be started at all."""
+
+    code = "conform-command-failed"
 
 
 def summarize(state: SessionState) -> dict[str, JSON]:
@@ -111,24 +146,52 @@ def _no_constant(token: str) -> object:
     raise VectorFormatError(f"{token} is not JSON")
 
 
+_RECORD_KEYS = frozenset({"seq", "kind", "at", "payload"})
+
+
+def _record(number: int, raw: bytes) -> Event:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedRecordError(number, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    try:
+        line = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        what = "a blank line is not an event record" if not text.strip() else f"not JSON ({exc.msg})"
+        raise MalformedRecordError(number, what) from exc
+    except (VectorFormatError, RecursionError) as exc:
+        raise MalformedRecordError(number, f"not JSON ({exc})") from exc
+    if not isinstance(line, dict):
+        raise MalformedRecordError(number, "an event record is a JSON object {seq, kind, at, payload}")
+    seq = line.get("seq")
+    seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+    if set(line) != _RECORD_KEYS:
+        keys = ", ".join(sorted(map(repr, line)))
+        raise MalformedRecordError(number, f"an event record has exactly seq, kind, at and payload, not {keys}", seq)
+    if not isinstance(line["kind"], str):
+        raise MalformedRecordError(number, "kind must be a string", seq)
+    return Event(line["seq"], line["kind"], line["at"], line["payload"])
+
+
+def read_records(data: bytes) -> Iterator[tuple[int, Event]]:
+    """The records of a JSON Lines log as ``(line number, event)``, one at a
+    time and exactly as written (see the module docstring). Raises
+    ``MalformedRecordError`` at the first line that is not a record."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    for number, raw in enumerate(lines, start=1):
+        yield number, _record(number, raw)
+
+
 def read_log(path: Path) -> list[Event]:
-    """The events of a JSON Lines log, exactly as written (no type checks:
-    the fold judges them). Raises ``VectorFormatError`` for a line that is
-    not a JSON object with exactly ``seq``, ``kind``, ``at`` and ``payload``."""
-    events = []
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            line = json.loads(text, parse_constant=_no_constant)
-        except json.JSONDecodeError as exc:
-            raise VectorFormatError(f"{path.name}:{number}: not JSON ({exc.msg})") from exc
-        if not isinstance(line, dict) or set(line) != {"seq", "kind", "at", "payload"}:
-            raise VectorFormatError(f"{path.name}:{number}: an event line is {{seq, kind, at, payload}}")
-        if not isinstance(line["kind"], str):
-            raise VectorFormatError(f"{path.name}:{number}: kind must be a string")
-        events.append(Event(line["seq"], line["kind"], line["at"], line["payload"]))
-    return events
+    """The events of the JSON Lines log at ``path`` (``read_records``).
+    Raises ``VectorFormatError`` (``MalformedRecordError`` for a line that is
+    not a record) or ``OSError``."""
+    try:
+        return [event for _, event in read_records(path.read_bytes())]
+    except MalformedRecordError as exc:
+        raise MalformedRecordError(exc.line, f"{path.name}: {exc.detail}", exc.seq) from exc
 
 
 def planfold_answer(path: Path) -> dict[str, JSON]:
@@ -220,24 +283,45 @@ def _compared(result: Mapping[str, object]) -> dict[str, object]:
 
 def _run(command: Sequence[str], path: Path, timeout: float) -> object:
     try:
-        done = subprocess.run([*command, str(path)], capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise VectorFormatError(f"could not run {shlex.join(command)}: {exc}") from exc
+        done = subprocess.run(
+            [*command, str(path)], capture_output=True, text=True, errors="replace", timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise VectorFormatError(f"{shlex.join(command)} took longer than {timeout:g}s") from exc
+    except (OSError, ValueError) as exc:
+        raise ConformCommandError(f"could not run {shlex.join(command)}: {exc}") from exc
     if done.returncode != 0:
         raise VectorFormatError(f"exit status {done.returncode}: {done.stderr.strip()[:200]}")
     try:
         return json.loads(done.stdout)
-    except json.JSONDecodeError as exc:
-        raise VectorFormatError(f"stdout is not one JSON value ({exc.msg})") from exc
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise VectorFormatError(f"stdout is not one JSON value ({exc})") from exc
+
+
+def _expected(sidecar: Path) -> dict[str, object]:
+    """The compared part of a sidecar; ``VectorFormatError`` when it is not
+    a JSON object."""
+    try:
+        body = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise VectorFormatError(f"{sidecar.name} is not a JSON document ({exc})") from exc
+    if not isinstance(body, dict):
+        raise VectorFormatError(f"{sidecar.name} is not a JSON object")
+    return _compared(body)
 
 
 def conform(directory: Path, implementation: Implementation = None, *, timeout: float = 30.0) -> ConformReport:
-    """Check ``implementation`` against every vector in ``directory``."""
+    """Check ``implementation`` against every vector in ``directory``.
+    Raises ``ConformCommandError`` when a command cannot be started."""
     outcomes = []
     for sidecar in sorted(directory.glob(f"*{_EXPECTED}")):
         name = sidecar.name.removesuffix(_EXPECTED)
         log = directory / f"{name}.jsonl"
-        expected = _compared(json.loads(sidecar.read_text(encoding="utf-8")))
+        try:
+            expected = _expected(sidecar)
+        except VectorFormatError as exc:
+            outcomes.append(Outcome(name, {}, None, str(exc)))
+            continue
         try:
             if implementation is None:
                 actual: object = planfold_answer(log)
@@ -265,26 +349,66 @@ def add_conform_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         metavar="CMD",
         help="run CMD LOG per vector and read its JSON answer from stdout (default: planfold itself)",
     )
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per vector (default 30)")
+    parser.add_argument(
+        "--timeout", type=_seconds, default=30.0, metavar="S", help="seconds per vector (default 30)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     return parser
 
 
-def run_conform(args: argparse.Namespace) -> int:
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _plain(value: object) -> str:
+    """``value`` as one line of JSON (anything JSON cannot hold as its repr)."""
+    return json.dumps(value, default=repr)
+
+
+def run_conform(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run ``planfold conform`` with parsed ``args``: 0 when every vector
-    passes, 1 when one fails, 2 when there is nothing to check."""
+    passes, 1 when one fails, 2 when there is nothing to check or the
+    command cannot be run (said once)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    as_json = bool(getattr(args, "json", False))
     directory = Path(args.dir)
-    command = shlex.split(args.implementation) if args.implementation else None
-    report = conform(directory, command, timeout=args.timeout)
+    try:
+        command = shlex.split(args.implementation) if args.implementation else None
+        report = conform(directory, command, timeout=args.timeout)
+    except (ValueError, ConformCommandError) as exc:
+        return _conform_failed(out, err, as_json, getattr(exc, "code", "usage"), str(exc))
     if not report.outcomes:
-        print(f"no vectors in {directory}", file=sys.stderr)
-        return 2
-    for outcome in report.failures:
-        print(f"FAIL {outcome.name}: {outcome.problem}")
-        print(f"  expected {json.dumps(outcome.expected)}")
-        print(f"  got      {json.dumps(outcome.actual, default=repr)}")
+        return _conform_failed(out, err, as_json, "no-vectors", f"no vectors in {directory}")
     passed = len(report.outcomes) - len(report.failures)
-    print(f"{passed}/{len(report.outcomes)} vectors passed")
+    if as_json:
+        failures = [
+            {"name": o.name, "problem": o.problem, "expected": o.expected, "actual": o.actual}
+            for o in report.failures
+        ]
+        body = {"ok": report.ok, "passed": passed, "total": len(report.outcomes), "failures": failures}
+        out.write(json.dumps(body, default=repr) + "\n")
+        return 0 if report.ok else 1
+    for outcome in report.failures:
+        out.write(f"FAIL {outcome.name}: {outcome.problem}\n")
+        out.write(f"  expected {_plain(outcome.expected)}\n")
+        out.write(f"  got      {_plain(outcome.actual)}\n")
+    out.write(f"{passed}/{len(report.outcomes)} vectors passed\n")
     return 0 if report.ok else 1
+
+
+def _conform_failed(out: TextIO, err: TextIO, as_json: bool, code: str, detail: str) -> int:
+    if as_json:
+        out.write(json.dumps({"ok": False, "error": {"code": code, "detail": detail}}) + "\n")
+    else:
+        err.write(f"planfold conform: {detail}\n")
+    return 2
 
 
 def conform_main(argv: Sequence[str]) -> int:

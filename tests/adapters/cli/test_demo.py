@@ -1,5 +1,7 @@
 """``planfold demo`` on a temporary SQLite file: it runs end to end, its log
-passes the audit, and the log holds the expected events in order."""
+passes the audit, and the log holds the expected events in order; a real
+model that takes its own path still gets a clean run, and the closing hint
+works as printed."""
 
 from __future__ import annotations
 
@@ -7,11 +9,14 @@ import io
 import json
 from pathlib import Path
 
-from planfold.adapters.cli.demo import run_demo
+import pytest
+
+from planfold.adapters.cli.demo import command_name, run_demo
 from planfold.adapters.cli.main import main
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.log import Event
 from planfold.kernel.session import fold_session
+from tests.chat_server import Answer, ChatServer, completion
 
 
 def _subsequence(wanted: list[tuple[str, object]], events: list[tuple[str, object]]) -> bool:
@@ -115,3 +120,35 @@ def test_demo_json_prints_one_json_document_on_stdout(tmp_path: Path) -> None:
     assert main(["demo", "--db", str(tmp_path / "d.sqlite"), "--json"], out=out, err=err) == 0
     assert json.loads(out.getvalue()) == {"session": "demo-1", "events": 99, "ok": True}
     assert "Summary" in err.getvalue()
+
+
+def test_a_real_model_that_does_not_follow_the_script_gets_a_clean_run_and_audit(tmp_path: Path) -> None:
+    with ChatServer() as server:
+        server.plan(*[Answer(body=completion("done")) for _ in range(200)])
+        out, err = io.StringIO(), io.StringIO()
+        db = tmp_path / "real.sqlite"
+        argv = ["demo", "--db", str(db), "--base-url", server.base_url, "--timeout", "5", "--retries", "0"]
+        code = main(argv, out=out, err=err)
+        asked = len(server.received)
+    text = out.getvalue()
+    assert code == 0, text + err.getvalue()
+    assert "the log passes the audit" in text and "the user turns it off" in text
+    assert 0 < asked < 200
+    with SqliteStore(db) as store:
+        assert store.audit("demo-1").ok
+        fold_session(store.read("demo-1"))
+
+
+def test_the_closing_hint_runs_planfold_the_way_the_user_did(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = io.StringIO()
+    run_demo(str(tmp_path / "d b.sqlite"), out, command=".venv/bin/planfold")
+    assert f"check it again with: .venv/bin/planfold audit '{tmp_path}/d b.sqlite' --session demo-1" in out.getvalue()
+    program = tmp_path / ".venv" / "bin" / "planfold"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert command_name(str(program)) == ".venv/bin/planfold"  # as make demo runs it
+    monkeypatch.setenv("PATH", str(program.parent))
+    assert command_name(str(program)) == "planfold"  # installed on the PATH

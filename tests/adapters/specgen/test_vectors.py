@@ -27,6 +27,8 @@ from hypothesis import strategies as st
 
 from planfold.adapters.specgen.vector_cases import Case, cases
 from planfold.adapters.specgen.vectors import (
+    ConformCommandError,
+    MalformedRecordError,
     VectorFormatError,
     answer,
     conform,
@@ -34,6 +36,7 @@ from planfold.adapters.specgen.vectors import (
     expected_result,
     planfold_answer,
     read_log,
+    read_records,
     summarize,
     write_vectors,
 )
@@ -336,11 +339,39 @@ def test_a_command_is_run_per_log_and_its_stdout_read(vector_dir: Path, tmp_path
 
 def test_a_failing_or_silent_command_fails_every_vector(vector_dir: Path, tmp_path: Path) -> None:
     directory = _subset(vector_dir, tmp_path, SUBSET)
-    for command in ([sys.executable, "-c", "import sys; sys.exit(3)"], [sys.executable, "-c", "print('hello')"],
-                    ["/nonexistent/planfold-impl"]):
+    for command in ([sys.executable, "-c", "import sys; sys.exit(3)"], [sys.executable, "-c", "print('hello')"]):
         report = conform(directory, command)
         assert len(report.failures) == len(SUBSET), command
         assert all(outcome.problem for outcome in report.failures)
+
+
+def test_a_command_that_cannot_be_started_stops_the_run_once(vector_dir: Path, tmp_path: Path) -> None:
+    directory = _subset(vector_dir, tmp_path, SUBSET)
+    with pytest.raises(ConformCommandError, match="could not run /nonexistent/planfold-impl"):
+        conform(directory, ["/nonexistent/planfold-impl"])
+
+
+def test_a_sidecar_that_is_not_json_fails_that_vector_only(vector_dir: Path, tmp_path: Path) -> None:
+    directory = _subset(vector_dir, tmp_path, SUBSET)
+    (directory / "plan.wrong-mode.expected.json").write_bytes(b"\xff{")
+    report = conform(directory)
+    assert [o.name for o in report.failures] == ["plan.wrong-mode"]
+    assert "is not a JSON document" in report.failures[0].problem
+
+
+def test_the_reader_names_the_line_and_the_seq_of_a_malformed_record() -> None:
+    good = b'{"seq":1,"kind":"turn/start","at":1,"payload":{"turn":1}}\n'
+    assert [n for n, _ in read_records(good + good)] == [1, 2]
+    cases = {
+        good + b'{"seq":2,"kind":"turn/end","at":1}\n': (2, 2),
+        good + b"\n": (2, None),
+        good + b"\xff\n": (2, None),
+        b'{"seq":7,"kind":1,"at":1,"payload":{}}': (1, 7),
+    }
+    for data, (line, seq) in cases.items():
+        with pytest.raises(MalformedRecordError) as caught:
+            list(read_records(data))
+        assert (caught.value.line, caught.value.seq) == (line, seq), data
 
 
 def test_conform_main_exit_status(vector_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

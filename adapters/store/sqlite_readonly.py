@@ -1,0 +1,109 @@
+"""Opening a SQLite file for reading only, without changing anything.
+
+Theory of operation
+-------------------
+An audit must not change what it audits. ``connect_read_only(path)`` opens
+the file through a ``file:`` URI with ``mode=ro``, so SQLite itself refuses
+every write; when no journal or write-ahead log sits beside the file (the
+state a closed database is left in) it also says ``immutable=1``, so SQLite
+takes no locks and creates no ``-wal`` or ``-shm`` side file: nothing in the
+directory changes, and a file in a read-only directory can be read. When a
+write-ahead log is present (a writer is live, or left one behind) the
+connection reads it as well (without it the newest events would be missed),
+using the side files that are already there.
+
+``connect_image(data)`` opens a database held in memory (one read from a
+pipe or standard input); its header is set to the rollback journal, since an
+in-memory database cannot use the write-ahead log.
+
+``check_readable(conn)`` is the setup of such a connection: it switches
+nothing (no WAL, no ``synchronous``), runs no migration, turns on
+``query_only`` and refuses a file that is not a planfold database at the
+current schema version with ``NotPlanfoldDatabaseError``
+(``not-a-planfold-database``); a newer version is ``SchemaTooNewError``.
+
+``open_read_only(path)`` (or ``open_read_only(name, image=data)``) is the
+whole store on such a connection: the one append algorithm's ``LogStore``
+over a ``SqliteBackend`` whose setup is ``check_readable``. It reads, loads
+and audits like any store; every write fails (SQLite refuses it).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import urllib.parse
+
+from planfold.adapters.store.base import SchemaMismatchError, SchemaTooNewError, StoreError
+from planfold.adapters.store.engine import LogStore
+from planfold.adapters.store.sqlite import SqliteBackend
+from planfold.adapters.store.sqlite_schema import SCHEMA_VERSION, Connection, read_version, verify_schema
+
+__all__ = ["NotPlanfoldDatabaseError", "check_readable", "connect_image", "connect_read_only", "open_read_only"]
+
+
+class NotPlanfoldDatabaseError(StoreError):
+    """A SQLite file opened read-only that is not a planfold database
+    (another application's, or an older layout only a writer may migrate)."""
+
+    code = "not-a-planfold-database"
+
+
+def connect_read_only(path: str) -> Connection:
+    """A read-only connection to the file at ``path`` (see the module docstring)."""
+    absolute = os.path.abspath(path)
+    quiet = not any(os.path.exists(absolute + side) for side in ("-wal", "-journal"))
+    uri = "file:" + urllib.parse.quote(os.fsencode(absolute)) + ("?mode=ro&immutable=1" if quiet else "?mode=ro")
+    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+
+
+def connect_image(data: bytes) -> Connection:
+    """A read-only connection to the database image ``data``."""
+    image = bytearray(data)
+    if len(image) >= 20 and image[18:20] == b"\x02\x02":
+        image[18:20] = b"\x01\x01"  # WAL -> rollback journal: memory cannot hold a WAL
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    try:
+        conn.deserialize(bytes(image))
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def check_readable(conn: Connection, busy_timeout_ms: int = 15_000) -> None:
+    """The setup of a read-only connection (see the module docstring)."""
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    conn.execute("PRAGMA query_only = ON")
+    version = read_version(conn)
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNewError(version, SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+        what = "an empty SQLite file" if not tables else f"a SQLite file with schema version {version}"
+        raise NotPlanfoldDatabaseError(
+            f"{what}, not a planfold database (version {SCHEMA_VERSION}); nothing was changed"
+        )
+    try:
+        verify_schema(conn, SCHEMA_VERSION)
+    except SchemaMismatchError as exc:
+        raise NotPlanfoldDatabaseError(f"not a planfold database: {exc.message}") from exc
+
+
+class _ReadOnlyBackend(SqliteBackend):
+    """A ``SqliteBackend`` whose connection is set up by ``check_readable``."""
+
+    def _setup(self, conn: Connection) -> None:
+        check_readable(conn, self.busy_timeout_ms)
+
+
+def open_read_only(path: str, *, image: bytes | None = None, busy_timeout_ms: int = 15_000) -> LogStore:
+    """A store reading the planfold database at ``path`` (or, with
+    ``image``, the database held in those bytes; ``path`` is then only its
+    name) without changing it. Raises ``NotPlanfoldDatabaseError``,
+    ``SchemaTooNewError`` or ``StorageError``."""
+
+    def connect(name: str) -> Connection:
+        return connect_read_only(name) if image is None else connect_image(image)
+
+    return LogStore(_ReadOnlyBackend(path, synchronous="full", busy_timeout_ms=busy_timeout_ms, connect=connect))
