@@ -8,6 +8,7 @@ connection with the test process.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import random
 import sqlite3
@@ -17,11 +18,28 @@ from multiprocessing.context import ForkServerContext
 from multiprocessing.synchronize import Event as MpEvent
 from typing import Any
 
-from planfold.adapters.store.contract_logs import batch_after, event_at
-from planfold.adapters.store.sqlite import SqliteStore
-from planfold.kernel.errors import ConflictError
+import psycopg
 
-__all__ = ["batch_after", "contender", "crash_writer", "event_at", "opener", "stress_context"]
+from planfold.adapters.store.base import StorageError
+from planfold.adapters.store.contract_logs import batch_after, event_at
+from planfold.adapters.store.opener import open_store
+from planfold.adapters.store.postgres import PostgresStore
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.kernel.errors import ConflictError, PlanfoldError
+
+__all__ = [
+    "RAW_ERRORS",
+    "batch_after",
+    "contender",
+    "crash_writer",
+    "event_at",
+    "fault_writer",
+    "opener",
+    "stress_context",
+]
+
+#: The drivers' own exceptions: none may ever reach a caller of a store.
+RAW_ERRORS = (sqlite3.Error, psycopg.Error)
 
 
 def stress_context() -> ForkServerContext:
@@ -32,27 +50,28 @@ def stress_context() -> ForkServerContext:
     return ctx
 
 
-def contender(path: str, sessions: list[str], attempts: int, seed: int, *, start: MpEvent, out: Any) -> None:
+def contender(address: str, sessions: list[str], attempts: int, seed: int, *, start: MpEvent, out: Any) -> None:
     """Make ``attempts`` compare-and-set appends (read the head, append one to
-    three events after it) and put a report of every outcome on ``out``."""
+    three events after it) on the store at ``address`` (a SQLite file or a
+    PostgreSQL URL) and put a report of every outcome on ``out``."""
     report: dict[str, Any] = {"ok": 0, "conflict": 0, "events": 0, "raw": [], "other": []}
     rng = random.Random(seed)
     try:
-        store = SqliteStore(path)
+        store = open_store(address)
         start.wait(60)
         for _ in range(attempts):
             sid = rng.choice(sessions)
             try:
                 head = store.load(sid, incremental=True).last_seq if rng.random() < 0.5 else store.head(sid)
             except Exception as exc:  # reported, never expected
-                report["raw" if isinstance(exc, sqlite3.Error) else "other"].append(f"read: {exc!r}")
+                report["raw" if isinstance(exc, RAW_ERRORS) else "other"].append(f"read: {exc!r}")
                 continue
             size = rng.randint(1, 3)
             try:
                 store.append(sid, head, batch_after(head, size))
             except ConflictError:
                 report["conflict"] += 1
-            except sqlite3.Error as exc:
+            except RAW_ERRORS as exc:
                 report["raw"].append(repr(exc))
             except Exception as exc:
                 report["other"].append(repr(exc))
@@ -78,6 +97,50 @@ def crash_writer(path: str, session: str, seed: int, acks: Connection) -> None:
         except ConflictError:
             continue
         acks.send(result.last_seq)
+
+
+def fault_writer(url: str, session: str, name: str, seed: int, reports: Connection) -> None:
+    """Append to ``session`` of the PostgreSQL store at ``url`` until killed,
+    through server crashes: every append carries an idempotency key; an
+    append whose outcome is ``unknown`` is retried with its key until it is
+    answered. Sends ``("ready",)`` once the store is open, ``("ack", last_seq,
+    key, replayed)`` after every append that returned, and ``("error", code,
+    typed, text)`` for every exception (``typed`` is False for anything that
+    is not a planfold error)."""
+    rng = random.Random(seed)
+    store = PostgresStore(url, timeout=5.0, pool_size=2)
+    reports.send(("ready",))
+    numbers = itertools.count(1)
+
+    def report(exc: BaseException) -> None:
+        typed = isinstance(exc, PlanfoldError) and not isinstance(exc, RAW_ERRORS)
+        reports.send(("error", getattr(exc, "code", type(exc).__name__), typed, repr(exc)[:300]))
+
+    while True:
+        try:
+            head = store.head(session)
+        except Exception as exc:
+            report(exc)
+            time.sleep(0.05)
+            continue
+        key = f"{name}-{next(numbers)}"
+        batch = batch_after(head, rng.randint(1, 3))
+        while True:
+            try:
+                result = store.append(session, head, batch, key)
+            except ConflictError:
+                break
+            except StorageError as exc:
+                report(exc)
+                if exc.outcome != "unknown":
+                    break
+                time.sleep(0.05)  # it may have landed: ask again with the same key
+                continue
+            except Exception as exc:
+                report(exc)
+                break
+            reports.send(("ack", result.last_seq, key, result.replayed))
+            break
 
 
 def opener(path: str) -> None:

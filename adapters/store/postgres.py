@@ -37,6 +37,14 @@ notification names its session: no polling.
 
 A store used in a child process after a fork opens its own pool there and
 leaves the inherited one alone.
+
+A writer waits up to ``busy_timeout_ms`` for a session's lock (the server's
+``lock_timeout``, set on every pooled connection); past it the append is
+``store-busy`` and nothing was written.
+
+``read_only=True`` (audits, exports) migrates nothing: it refuses a database
+that is not planfold's at the current schema version, and every transaction
+is read-only, so the server refuses any write.
 """
 
 from __future__ import annotations
@@ -51,7 +59,13 @@ from typing import TypeVar
 import psycopg
 import psycopg_pool
 
-from planfold.adapters.store.base import InvalidRequestError, Lease, StoreClosedError
+from planfold.adapters.store.base import (
+    InvalidRequestError,
+    Lease,
+    SchemaMismatchError,
+    SchemaTooNewError,
+    StoreClosedError,
+)
 from planfold.adapters.store.engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
 from planfold.adapters.store.postgres_schema import (
     APPEND_READ,
@@ -61,6 +75,7 @@ from planfold.adapters.store.postgres_schema import (
     INSERT_KEY,
     LEASE_READ,
     LOCK_SESSION,
+    SCHEMA_VERSION,
     SELECT_EVENTS,
     SELECT_ROW,
     SELECT_SNAPSHOT,
@@ -211,6 +226,19 @@ class _ListenWatch:
             raise translate(exc, "follow") from exc
 
 
+def _check_readable(conn: Connection) -> None:
+    """Refuse a database a read-only store cannot read as it is."""
+    found = read_version(conn)
+    if found > SCHEMA_VERSION:
+        raise SchemaTooNewError(found, SCHEMA_VERSION)
+    if found == 0:
+        raise SchemaMismatchError("not a planfold database: it has no planfold_schema table in its search_path")
+    if found < SCHEMA_VERSION:
+        raise SchemaMismatchError(
+            f"the database is at schema version {found}; open it for writing once to migrate it to {SCHEMA_VERSION}"
+        )
+
+
 class PostgresBackend:
     """Transactions on one PostgreSQL database through a connection pool
     (see the module docstring)."""
@@ -222,11 +250,15 @@ class PostgresBackend:
         pool_size: int,
         timeout: float,
         clock: Callable[[], int] | None,
+        read_only: bool = False,
+        busy_timeout_ms: int = 15_000,
     ) -> None:
         self.conninfo = conninfo
         self.pool_size = pool_size
         self.timeout = timeout
         self.clock = clock
+        self.read_only = read_only
+        self.busy_timeout_ms = busy_timeout_ms
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._pool: psycopg_pool.ConnectionPool[Connection] | None = None
@@ -237,7 +269,10 @@ class PostgresBackend:
         pool = self._current_pool()
         try:
             with pool.connection(timeout=timeout) as conn:
-                self.migration = migrate(conn)
+                if read_only:
+                    _check_readable(conn)
+                else:
+                    self.migration = migrate(conn)
         except psycopg.Error as exc:
             self.close()
             raise translate(exc, "open") from exc
@@ -262,6 +297,8 @@ class PostgresBackend:
                     timeout=self.timeout,
                     open=False,
                     name="planfold",
+                    num_workers=2,
+                    configure=self._configure,
                 )
                 try:
                     pool.open(wait=True, timeout=self.timeout)
@@ -270,6 +307,12 @@ class PostgresBackend:
                     raise translate(exc, "open") from exc
                 self._pool = pool
             return self._pool
+
+    def _configure(self, conn: Connection) -> None:
+        """Every new pooled connection: the lock timeout, and read-only transactions if asked."""
+        conn.execute(f"SET lock_timeout = {int(self.busy_timeout_ms)}")
+        if self.read_only:
+            conn.execute("SET default_transaction_read_only = on")
 
     def _begin(self, pool: psycopg_pool.ConnectionPool[Connection], operation: str, begin: str) -> Connection:
         """A pooled connection with ``begin`` sent; a connection that turns out
@@ -360,7 +403,9 @@ class PostgresStore(LogStore):
     ``SchemaMismatchError`` or a ``StorageError`` (``store-unavailable`` when
     the server cannot be reached within ``timeout`` seconds) come out of the
     constructor. ``pool_size`` bounds this process's connections; ``clock``
-    replaces the database's clock for leases (integer milliseconds).
+    replaces the database's clock for leases (integer milliseconds);
+    ``busy_timeout_ms`` bounds the wait for a session's lock; ``read_only``
+    opens without writing (see the module docstring).
     """
 
     backend: PostgresBackend
@@ -372,15 +417,29 @@ class PostgresStore(LogStore):
         pool_size: int = 4,
         timeout: float = 30.0,
         clock: Callable[[], int] | None = None,
+        read_only: bool = False,
+        busy_timeout_ms: int = 15_000,
     ) -> None:
         if not isinstance(conninfo, str) or not conninfo.strip():
             raise InvalidRequestError("a PostgreSQL store needs a connection URL or string")
+        if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int) or busy_timeout_ms < 0:
+            raise InvalidRequestError("busy_timeout_ms must be a non-negative integer")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or not 1 <= pool_size <= 100:
             raise InvalidRequestError("pool_size must be an integer in 1..100")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 3600:
             raise InvalidRequestError("timeout must be a number of seconds in (0, 3600]")
         self.conninfo = conninfo
-        super().__init__(PostgresBackend(conninfo, pool_size=pool_size, timeout=float(timeout), clock=clock))
+        self.read_only = read_only
+        super().__init__(
+            PostgresBackend(
+                conninfo,
+                pool_size=pool_size,
+                timeout=float(timeout),
+                clock=clock,
+                read_only=read_only,
+                busy_timeout_ms=busy_timeout_ms,
+            )
+        )
 
     def __enter__(self) -> PostgresStore:
         return self

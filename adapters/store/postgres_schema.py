@@ -313,14 +313,18 @@ def migrate(conn: Connection, target: int = SCHEMA_VERSION) -> MigrationReport:
         if before < target:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", _MIGRATION_LOCK)
-                before = read_version(conn)  # another process may have migrated meanwhile
+                # Under the lock, read the version from the table itself: a
+                # name lookup may still see the catalog as it was before the
+                # lock was granted, but creating (or finding) and reading the
+                # table takes its locks, which brings the catalog up to date.
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS planfold_schema (version integer PRIMARY KEY,"
+                    " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+                )
+                found = conn.execute("SELECT COALESCE(MAX(version), 0) FROM planfold_schema").fetchone()
+                before = 0 if found is None else int(found[0])  # another process may have migrated meanwhile
                 if before > SCHEMA_VERSION:
                     raise SchemaTooNewError(before, SCHEMA_VERSION)
-                if before < target:
-                    conn.execute(
-                        "CREATE TABLE IF NOT EXISTS planfold_schema (version integer PRIMARY KEY,"
-                        " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-                    )
                 for step in STEPS:
                     if before < step.version <= target:
                         step.apply(conn)

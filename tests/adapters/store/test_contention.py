@@ -1,4 +1,5 @@
-"""Many processes racing compare-and-set appends on one SQLite file.
+"""Many processes racing compare-and-set appends on one SQLite file or one
+PostgreSQL database.
 
 Eight worker processes each make 500 append attempts (read the head, append
 one to three events after it), once all onto one session and once spread over
@@ -13,12 +14,15 @@ import multiprocessing
 import os
 import queue
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from planfold.adapters.store.base import StoreBusyError
+from planfold.adapters.store.opener import open_store
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.session import fold_session
 from tests.storage_workers import batch_after, contender, event_at, stress_context
@@ -28,15 +32,43 @@ ATTEMPTS = 500
 DEADLINE = 240.0
 
 
-def race(path: Path, sessions: list[str]) -> list[dict[str, Any]]:
-    SqliteStore(path).close()  # migrate once up front; the workers race only on appends
+@pytest.fixture(params=["sqlite", "postgres"])
+def address(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where the workers race: a SQLite file or a PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "race.db")
+    else:
+        yield request.getfixturevalue("pg_url")
+
+
+def count_rows(address: str) -> tuple[int, int, int]:
+    """Event rows, distinct (session, seq) pairs, and idempotency keys, by SQL."""
+    events, keys = ("planfold_events", "planfold_append_keys") if address.startswith("postgresql") else (
+        "events", "append_keys")  # fmt: skip
+    count = f"SELECT COUNT(*), COUNT(DISTINCT session_id || '/' || seq) FROM {events}"
+    keyed = f"SELECT COUNT(*) FROM {keys}"
+    if address.startswith("postgresql"):
+        with psycopg.connect(address) as pg:
+            found = [pg.execute(count).fetchone(), pg.execute(keyed).fetchone()]
+    else:
+        conn = sqlite3.connect(address)
+        try:
+            found = [conn.execute(count).fetchone(), conn.execute(keyed).fetchone()]
+        finally:
+            conn.close()
+    (rows, distinct), (key_rows,) = found  # type: ignore[misc]
+    return int(rows), int(distinct), int(key_rows)
+
+
+def race(address: str, sessions: list[str]) -> list[dict[str, Any]]:
+    open_store(address).close()  # migrate once up front; the workers race only on appends
     ctx = stress_context()
     start = ctx.Event()
     out = ctx.Queue()
     procs = [
         ctx.Process(
             target=contender,
-            args=(str(path), sessions, ATTEMPTS, seed),
+            args=(address, sessions, ATTEMPTS, seed),
             kwargs={"start": start, "out": out},
             daemon=True,
         )
@@ -59,16 +91,17 @@ def race(path: Path, sessions: list[str]) -> list[dict[str, Any]]:
     return reports
 
 
-def check_outcome(path: Path, sessions: list[str], reports: list[dict[str, Any]]) -> None:
-    assert [r["raw"] for r in reports] == [[]] * WORKERS, "a raw sqlite3 error reached a caller"
+def check_outcome(address: str, sessions: list[str], reports: list[dict[str, Any]]) -> None:
+    assert [r["raw"] for r in reports] == [[]] * WORKERS, "a raw driver error reached a caller"
     assert [r["other"] for r in reports] == [[]] * WORKERS
     ok = sum(r["ok"] for r in reports)
     conflicts = sum(r["conflict"] for r in reports)
     assert ok + conflicts == WORKERS * ATTEMPTS
     assert ok > 0 and conflicts > 0  # it really was a race
     total = 0
-    with SqliteStore(path) as store:
-        assert store.integrity_check() == ("ok",)
+    with open_store(address) as store:
+        if isinstance(store, SqliteStore):
+            assert store.integrity_check() == ("ok",)
         for sid in sessions:
             events = store.read(sid)
             assert [e.seq for e in events] == list(range(1, len(events) + 1))
@@ -79,27 +112,20 @@ def check_outcome(path: Path, sessions: list[str], reports: list[dict[str, Any]]
             assert report.ok, report.mismatches
             total += len(events)
     assert total == sum(r["events"] for r in reports)
-    conn = sqlite3.connect(path)
-    try:
-        count = "SELECT COUNT(*), COUNT(DISTINCT session_id || '/' || seq) FROM events"
-        rows, distinct = conn.execute(count).fetchone()
-        assert rows == distinct == total
-        assert conn.execute("SELECT COUNT(*) FROM append_keys").fetchone()[0] == 0
-    finally:
-        conn.close()
+    rows, distinct, keys = count_rows(address)
+    assert rows == distinct == total
+    assert keys == 0
 
 
 @pytest.mark.slow
-def test_eight_processes_race_compare_and_set_appends_onto_one_session(tmp_path: Path) -> None:
-    path = tmp_path / "one.db"
-    check_outcome(path, ["s"], race(path, ["s"]))
+def test_eight_processes_race_compare_and_set_appends_onto_one_session(address: str) -> None:
+    check_outcome(address, ["s"], race(address, ["s"]))
 
 
 @pytest.mark.slow
-def test_eight_processes_race_compare_and_set_appends_onto_four_sessions(tmp_path: Path) -> None:
-    path = tmp_path / "four.db"
+def test_eight_processes_race_compare_and_set_appends_onto_four_sessions(address: str) -> None:
     sessions = ["s1", "s2", "s3", "s4"]
-    check_outcome(path, sessions, race(path, sessions))
+    check_outcome(address, sessions, race(address, sessions))
 
 
 # --------------------------------------------------------------------------

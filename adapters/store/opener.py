@@ -1,0 +1,49 @@
+"""Opening a store by its address: a ``postgresql://`` URL or a SQLite file.
+
+Theory of operation
+-------------------
+Everything that takes ``--db`` (the CLI, the JSON-RPC server, the benchmarks)
+opens its store here. ``open_store(target)`` gives a ``PostgresStore`` for a
+``postgresql://`` or ``postgres://`` URL (psycopg is imported only then, so
+the embedded default needs nothing beyond the base install) and a
+``SqliteStore`` for anything else, taken as a file path. For a URL,
+``read_only=True`` opens without migrating or writing anything: read-only
+transactions, after checking that the database is planfold's at the current
+schema version.
+
+A URL given when psycopg is not installed is ``InvalidRequestError`` saying
+which extra to install.
+"""
+
+from __future__ import annotations
+
+import os
+
+from planfold.adapters.store.base import InvalidRequestError
+from planfold.adapters.store.engine import LogStore
+from planfold.adapters.store.sqlite import SqliteStore
+
+__all__ = ["POSTGRES_SCHEMES", "is_postgres_url", "open_store"]
+
+#: The URL schemes that name a PostgreSQL database.
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(target: object) -> bool:
+    """True when ``target`` is a PostgreSQL URL rather than a file path."""
+    return isinstance(target, str) and target.lower().startswith(POSTGRES_SCHEMES)
+
+
+def open_store(target: str | os.PathLike[str], *, read_only: bool = False) -> LogStore:
+    """The store at ``target`` (see the module docstring); ``read_only``
+    applies to PostgreSQL URLs."""
+    if is_postgres_url(target):
+        try:
+            # The postgres extra is optional: psycopg is imported only for a URL.
+            from planfold.adapters.store.postgres import PostgresStore  # noqa: PLC0415
+        except ImportError as exc:
+            raise InvalidRequestError(
+                f"a PostgreSQL URL needs the postgres extra: pip install 'planfold[postgres]' ({exc})"
+            ) from exc
+        return PostgresStore(os.fspath(target), read_only=read_only)
+    return SqliteStore(target)

@@ -1,0 +1,225 @@
+"""Crashes around the PostgreSQL store: writers killed with SIGKILL at random
+points, and the server itself stopped with ``pg_ctl -m immediate`` (no
+shutdown checkpoint, as a crash) and started again while they write.
+
+These tests run a server of their own, so stopping it disturbs no other test;
+they are all marked slow (the server of their own takes seconds to start).
+In each of ``ROUNDS`` rounds two writer processes race keyed appends onto one
+session, reporting every append that returned (an acknowledged append) and
+every error, and are killed with SIGKILL after random delays; in every
+``RESTART_EVERY``-th round the server crashes and restarts under them first.
+Writers retry an append whose outcome is unknown with its idempotency key.
+After every round a fresh store must find: no acknowledged event lost, none
+duplicated (the log is exactly ``event_at(1..N)``, every acknowledged key
+names the seqs it was acknowledged with), strict replay and audit passing, and
+the writers must have seen only typed errors.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import random
+import signal
+import time
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
+from multiprocessing.context import ForkServerContext
+
+import psycopg
+import pytest
+
+from planfold.adapters.store.base import StoreUnavailableError
+from planfold.adapters.store.postgres import PostgresStore
+from planfold.kernel.session import fold_session
+from tests.pg_cluster import Cluster
+from tests.storage_workers import batch_after, event_at, fault_writer, stress_context
+
+ROUNDS = 30
+RESTART_EVERY = 5
+SESSION = "crash"
+
+
+@pytest.fixture(scope="module")
+def own_cluster() -> Iterator[Cluster]:
+    """A server only this module uses (its tests stop and start it)."""
+    cluster = Cluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def url(own_cluster: Cluster) -> Iterator[str]:
+    if not own_cluster.running:
+        own_cluster.start()
+    schema = f"crash_{os.getpid()}_{random.randrange(10**9)}"
+    yield own_cluster.schema_url(schema)
+    if not own_cluster.running:
+        own_cluster.start()
+    own_cluster.drop_schema(schema)
+
+
+# --------------------------------------------------------------------------
+# One store through a restart
+
+
+@pytest.mark.slow
+def test_a_store_keeps_working_after_the_server_restarts(own_cluster: Cluster, url: str) -> None:
+    with PostgresStore(url, pool_size=3) as store:
+        store.append("s", 0, batch_after(0, 2))
+        for _ in range(3):  # every pooled connection is dead afterwards
+            own_cluster.stop("immediate")
+            own_cluster.start()
+            head = store.head("s")
+            store.append("s", head, batch_after(head, 1))
+        assert store.read("s") == tuple(batch_after(0, 5))
+        assert store.audit("s").ok
+
+
+@pytest.mark.slow
+def test_calls_while_the_server_is_down_get_store_unavailable_and_change_nothing(
+    own_cluster: Cluster, url: str
+) -> None:
+    with PostgresStore(url, timeout=1) as store:
+        store.append("s", 0, batch_after(0, 1))
+        own_cluster.stop("immediate")
+        try:
+            for call in (lambda: store.append("s", 1, batch_after(1, 1)), lambda: store.head("s")):
+                with pytest.raises(StoreUnavailableError) as info:
+                    call()
+                assert info.value.outcome == "not-applied"
+        finally:
+            own_cluster.start()
+    with PostgresStore(url) as fresh:
+        assert fresh.read("s") == tuple(batch_after(0, 1))
+
+
+@pytest.mark.slow
+def test_a_follower_whose_server_goes_away_gets_store_unavailable(own_cluster: Cluster, url: str) -> None:
+    with PostgresStore(url) as store:
+        store.append("s", 0, batch_after(0, 1))
+        follower = store.follow("s", 0, timeout=30)
+        assert next(follower) == event_at(1)
+        own_cluster.stop("immediate")
+        try:
+            with pytest.raises(StoreUnavailableError):
+                next(follower)
+        finally:
+            own_cluster.start()
+        assert tuple(store.follow("s", 0, timeout=0)) == (event_at(1),)
+
+
+# --------------------------------------------------------------------------
+# Writers killed and the server crashed, round after round
+
+
+def kill(proc: multiprocessing.process.BaseProcess) -> None:
+    if proc.pid is not None and proc.is_alive():
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.join(timeout=30)
+    assert not proc.is_alive(), "a killed writer did not exit"
+
+
+def drain(reader: Connection, acks: dict[str, tuple[int, int]], errors: list[tuple[str, bool, str]]) -> None:
+    """Every message a writer sent before it died."""
+    while reader.poll(2):
+        try:
+            message = reader.recv()
+        except EOFError:
+            break
+        if message[0] == "ack":
+            _, last, key, _ = message
+            acks[key] = (last, acks.get(key, (last, 0))[1] + 1)
+        elif message[0] == "error":
+            errors.append((message[1], message[2], message[3]))
+
+
+def writer_round(
+    ctx: ForkServerContext,
+    cluster: Cluster,
+    url: str,
+    *,
+    rng: random.Random,
+    number: int,
+    acks: dict[str, tuple[int, int]],
+    errors: list[tuple[str, bool, str]],
+    crash: bool,
+) -> None:
+    procs, readers = [], []
+    try:
+        for index in range(2):
+            reader, writer = ctx.Pipe(duplex=False)
+            name = f"r{number}w{index}"
+            proc = ctx.Process(
+                target=fault_writer, args=(url, SESSION, name, rng.randrange(2**32), writer), daemon=True
+            )
+            proc.start()
+            writer.close()  # the child holds the only write end: EOF once it dies
+            procs.append(proc)
+            readers.append(reader)
+        for reader in readers:
+            assert reader.poll(60), "a writer never became ready"
+            assert reader.recv() == ("ready",)
+        if crash:
+            time.sleep(rng.uniform(0.05, 0.3))
+            cluster.stop("immediate")
+            time.sleep(rng.uniform(0, 0.3))
+            cluster.start()
+            time.sleep(rng.uniform(0.3, 0.8))  # the writers reconnect and go on
+        for proc in sorted(procs, key=lambda _: rng.random()):
+            time.sleep(rng.uniform(0, 0.2))
+            kill(proc)
+        for reader in readers:
+            drain(reader, acks, errors)
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=10)
+        for reader in readers:
+            reader.close()
+
+
+def verify(url: str, acks: dict[str, tuple[int, int]]) -> int:
+    with PostgresStore(url) as store:
+        events = store.read(SESSION)
+        head = len(events)
+        acked = max((last for last, _ in acks.values()), default=0)
+        assert head >= acked, f"acknowledged seq {acked} lost: the log ends at {head}"
+        assert list(events) == [event_at(seq) for seq in range(1, head + 1)]  # no gap, no duplicate
+        state = store.load(SESSION)  # strict replay
+        assert state == fold_session(events)
+        assert store.load(SESSION, incremental=True) == state
+        report = store.audit(SESSION)
+        assert report.ok, report.mismatches
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT key, last_seq FROM planfold_append_keys WHERE session_id = %s", (SESSION,))
+        keys: dict[str, int] = dict(rows)
+    for key, (last, _) in acks.items():
+        assert keys.get(key) == last, f"acknowledged append {key} (to seq {last}) is not recorded once"
+    return head
+
+
+@pytest.mark.slow
+def test_writers_killed_and_server_crashes_never_lose_or_duplicate_an_acknowledged_event(
+    own_cluster: Cluster, url: str
+) -> None:
+    ctx = stress_context()
+    rng = random.Random(20240612)
+    PostgresStore(url).close()
+    acks: dict[str, tuple[int, int]] = {}
+    errors: list[tuple[str, bool, str]] = []
+    crashes = 0
+    for number in range(ROUNDS):
+        crash = number % RESTART_EVERY == RESTART_EVERY - 1
+        crashes += crash
+        writer_round(ctx, own_cluster, url, rng=rng, number=number, acks=acks, errors=errors, crash=crash)
+        verify(url, acks)
+    assert crashes >= 5
+    assert acks, "no append was ever acknowledged"
+    assert all(typed for _, typed, _ in errors), [e for e in errors if not e[1]]
+    assert {code for code, _, _ in errors} <= {"store-unavailable", "store-busy", "storage-failure"}
+    assert any(code == "store-unavailable" for code, _, _ in errors)  # the crashes were seen

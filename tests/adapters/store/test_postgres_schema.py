@@ -1,0 +1,238 @@
+"""The PostgreSQL store's schema, connections and errors: forward migrations
+run once and atomically, a newer or broken database is refused and left as it
+is, a read-only store writes nothing, a session lock held too long is
+``store-busy``, an unreachable server is ``store-unavailable``, and a store
+used in a forked child opens its own connections."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+
+from planfold.adapters.store.base import (
+    SchemaMismatchError,
+    SchemaTooNewError,
+    StorageError,
+    StoreBusyError,
+    StoreUnavailableError,
+)
+from planfold.adapters.store.opener import is_postgres_url, open_store
+from planfold.adapters.store.postgres import PostgresStore
+from planfold.adapters.store.postgres_schema import SCHEMA_VERSION, STEPS, migrate
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.kernel.session import fold_session
+from tests.storage_helpers import FULL_SCRIPT, batch_after, build_log
+
+
+def dump(url: str) -> dict[str, Any]:
+    """Every planfold table of the URL's schema with all its rows."""
+    with psycopg.connect(url) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+                " ORDER BY table_name"
+            )
+        ]
+        rows = {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in tables}
+        rows.pop("planfold_schema", None)  # its times differ from run to run
+        versions = (
+            conn.execute("SELECT version, name FROM planfold_schema ORDER BY version").fetchall()
+            if "planfold_schema" in tables
+            else []
+        )
+    return {"tables": tables, "rows": rows, "versions": versions}
+
+
+def sql(url: str, statement: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(statement)
+
+
+# --------------------------------------------------------------------------
+# Migrations
+
+
+def test_a_fresh_database_gets_every_step_and_records_them(pg_url: str) -> None:
+    with PostgresStore(pg_url) as store:
+        assert store.migration is not None
+        assert (store.migration.from_version, store.migration.applied) == (0, tuple(s.name for s in STEPS))
+        assert store.settings()["schema_version"] == SCHEMA_VERSION
+        store.append("s", 0, batch_after(0, 3))
+        assert store.audit("s").ok
+    assert dump(pg_url)["versions"] == [(s.version, s.name) for s in STEPS]
+
+
+def test_a_database_at_version_1_moves_forward_and_keeps_its_log(pg_url: str) -> None:
+    log = build_log(FULL_SCRIPT).events
+    with PostgresStore(pg_url) as store:
+        store.append("s", 0, log, "k")
+    sql(pg_url, "DROP TABLE planfold_leases; DELETE FROM planfold_schema WHERE version = 2")
+    with PostgresStore(pg_url) as store:
+        assert store.migration is not None
+        assert (store.migration.from_version, store.migration.to_version) == (1, SCHEMA_VERSION)
+        assert store.migration.applied == ("goal leases",)
+        assert store.load("s") == fold_session(log)
+        assert store.audit("s").ok
+        assert store.append("s", 0, log, "k").replayed
+        assert store.acquire_lease("s", "host-a", 1_000).token == 1
+
+
+def test_opening_a_migrated_database_again_changes_nothing(pg_url: str) -> None:
+    with PostgresStore(pg_url) as store:
+        store.append("s", 0, batch_after(0, 2))
+    once = dump(pg_url)
+    with PostgresStore(pg_url) as store:
+        assert store.migration is not None and store.migration.applied == ()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert migrate(conn).applied == ()
+    assert dump(pg_url) == once
+
+
+def test_no_such_target_version(pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn, pytest.raises(ValueError, match="no schema version"):
+        migrate(conn, SCHEMA_VERSION + 1)
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_concurrent_openers_migrate_the_database_once(pg_url: str, round_: int) -> None:
+    openers = 6
+    barrier = threading.Barrier(openers)
+    outcomes: list[object] = []
+
+    def open_one() -> None:
+        barrier.wait(30)
+        try:
+            with PostgresStore(pg_url, pool_size=1) as store:
+                outcomes.append(store.migration.applied if store.migration else None)
+        except Exception as exc:  # reported below
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(openers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    applied = [o for o in outcomes if o]
+    assert len(outcomes) == openers and all(isinstance(o, tuple) for o in outcomes), outcomes
+    assert applied == [tuple(s.name for s in STEPS)]  # exactly one opener migrated
+    assert dump(pg_url)["versions"] == [(s.version, s.name) for s in STEPS]
+
+
+def test_a_newer_database_is_refused_clearly_and_left_untouched(pg_url: str) -> None:
+    with PostgresStore(pg_url) as store:
+        store.append("s", 0, batch_after(0, 2))
+    sql(pg_url, f"INSERT INTO planfold_schema (version, name) VALUES ({SCHEMA_VERSION + 1}, 'from the future')")
+    before = dump(pg_url)
+    for read_only in (False, True):
+        with pytest.raises(SchemaTooNewError) as info:
+            PostgresStore(pg_url, read_only=read_only)
+        err = info.value
+        assert (err.found, err.supported, err.code) == (SCHEMA_VERSION + 1, SCHEMA_VERSION, "schema-too-new")
+    assert dump(pg_url) == before
+
+
+def test_a_database_missing_what_its_version_promises_is_refused(pg_url: str) -> None:
+    PostgresStore(pg_url).close()
+    sql(pg_url, "DROP TABLE planfold_append_keys")
+    with pytest.raises(SchemaMismatchError, match=r"planfold_append_keys\.session_id"):
+        PostgresStore(pg_url)
+
+
+# --------------------------------------------------------------------------
+# Read-only stores
+
+
+def test_a_read_only_store_reads_and_audits_but_the_server_refuses_its_writes(pg_url: str) -> None:
+    log = build_log(FULL_SCRIPT).events
+    with PostgresStore(pg_url) as store:
+        store.append("s", 0, log)
+    before = dump(pg_url)
+    with open_store(pg_url, read_only=True) as store:
+        assert store.load("s") == fold_session(log)
+        assert store.audit("s").ok and store.session_ids() == ("s",)
+        with pytest.raises(StorageError) as info:
+            store.append("s", len(log), batch_after(len(log), 1))
+        assert info.value.outcome == "not-applied" and "ReadOnlySqlTransaction" in info.value.detail
+        with pytest.raises(StorageError):
+            store.acquire_lease("s", "host-a", 1_000)
+    assert dump(pg_url) == before
+
+
+def test_a_read_only_store_refuses_a_database_that_is_not_planfolds_and_creates_nothing(pg_url: str) -> None:
+    with pytest.raises(SchemaMismatchError, match="not a planfold database"):
+        PostgresStore(pg_url, read_only=True)
+    assert dump(pg_url)["tables"] == []
+
+
+def test_a_read_only_store_refuses_an_older_layout_only_a_writer_may_migrate(pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        migrate(conn, 1)
+    with pytest.raises(SchemaMismatchError, match="open it for writing once"):
+        PostgresStore(pg_url, read_only=True)
+
+
+# --------------------------------------------------------------------------
+# Connections and their errors
+
+
+def test_a_session_lock_held_past_the_busy_timeout_is_store_busy_and_writes_nothing(pg_url: str) -> None:
+    with PostgresStore(pg_url, busy_timeout_ms=50) as store, psycopg.connect(pg_url, autocommit=True) as blocker:
+        store.append("s", 0, batch_after(0, 1))
+        blocker.execute("SELECT pg_advisory_lock(hashtextextended('s', 0))")
+        with pytest.raises(StoreBusyError) as info:
+            store.append("s", 1, batch_after(1, 1))
+        assert (info.value.code, info.value.outcome) == ("store-busy", "not-applied")
+        assert store.append("other", 0, batch_after(0, 1)).last_seq == 1  # other sessions do not wait
+        blocker.execute("SELECT pg_advisory_unlock_all()")
+        assert store.append("s", 1, batch_after(1, 1)).last_seq == 2
+
+
+def test_an_unreachable_server_is_a_typed_store_unavailable_error(tmp_path: Any) -> None:
+    url = f"postgresql://postgres@/postgres?host={tmp_path}"
+    with pytest.raises(StoreUnavailableError) as info:
+        PostgresStore(url, timeout=1)
+    assert (info.value.code, info.value.operation) == ("store-unavailable", "open")
+    assert isinstance(info.value.__cause__, psycopg.Error)  # kept for debugging, never raised
+
+
+def test_urls_open_postgresql_and_anything_else_a_sqlite_file(pg_url: str, tmp_path: Any) -> None:
+    assert is_postgres_url(pg_url) and is_postgres_url("postgres://h/db") and not is_postgres_url("x.db")
+    with open_store(pg_url) as store:
+        assert isinstance(store, PostgresStore)
+    with open_store(str(tmp_path / "x.db")) as store:
+        assert isinstance(store, SqliteStore)
+
+
+def forked_child(store: PostgresStore, out: Any) -> None:
+    try:
+        head = store.head("s")
+        store.append("s", head, batch_after(head, 2))
+        out.put(("ok", store.head("s")))
+    except Exception as exc:
+        out.put(("error", repr(exc)))
+
+
+def test_a_store_used_in_a_forked_child_opens_its_own_connections(pg_url: str) -> None:
+    ctx = multiprocessing.get_context("fork")  # the point of the test is a plain fork
+    with PostgresStore(pg_url) as store:
+        store.append("s", 0, batch_after(0, 1))
+        out = ctx.Queue()
+        proc = ctx.Process(target=forked_child, args=(store, out), daemon=True)
+        proc.start()
+        try:
+            result = out.get(timeout=60)
+        finally:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+        assert result == ("ok", 3)
+        assert store.head("s") == 3  # the parent's pool still works and sees the child's commit
+        store.append("s", 3, batch_after(3, 1))
+        assert store.audit("s").ok
+        assert os.getpid() == store.backend._pid
