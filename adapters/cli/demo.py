@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-The demo runs a session against a SQLite file and, by default, the scripted
+The demo runs a session against a SQLite file (or the PostgreSQL database of
+a ``postgresql://`` URL, through ``store.opener.open_store``) and, by default, the scripted
 model of ``adapters.demo_script`` (``--base-url``/``--model`` point it at a
 real OpenAI-compatible server instead; a real model's path is its own, so only
 the scripted run is checked step by step). Each run starts a NEW session in the
@@ -47,7 +48,8 @@ from planfold.adapters.runtime.loop import TurnReport
 from planfold.adapters.runtime.review import ReviewPort
 from planfold.adapters.runtime.toolset import Session, open_runtime
 from planfold.adapters.runtime.workspace import Workspace
-from planfold.adapters.store.sqlite import SqliteStore
+from planfold.adapters.store.engine import LogStore
+from planfold.adapters.store.opener import open_store
 from planfold.kernel.errors import PlanfoldError
 from planfold.kernel.log import Event
 from planfold.kernel.session import fold_session
@@ -84,7 +86,7 @@ def command_name(argv0: str | None = None) -> str:
     return relative if not relative.startswith("..") else os.path.abspath(program)
 
 
-def next_session_id(store: SqliteStore) -> str:
+def next_session_id(store: LogStore) -> str:
     """``demo-N`` for the first N not used in the file yet."""
     used = set(store.session_ids())
     return next(f"demo-{n}" for n in itertools.count(1) if f"demo-{n}" not in used)
@@ -145,7 +147,7 @@ def run_demo(
     scripted = model is None
     tick = clock or _ticks()
     workspace = Workspace(dict(DEMO_FILES))
-    store = SqliteStore(db)
+    store = open_store(db)
     session_id = next_session_id(store)
     out.line(f"planfold demo: a whole session in {shown(db)}, session {session_id!r}")
     out.line("(each run starts a new session; earlier ones stay in the file)")
@@ -206,7 +208,7 @@ def run_demo(
 
     out.section("Simulated restart: the store is closed and reopened, process state is new")
     store.close()
-    store = SqliteStore(db)
+    store = open_store(db)
     second = model or after_restart_model()
     session = open_runtime(store, session_id, second, review or demo_reviewer(), workspace, clock=tick)
     session.log.observers.append(out.event)
@@ -236,7 +238,7 @@ def run_demo(
     return result
 
 
-def _audit(store: SqliteStore, session_id: str, out: _Out) -> DemoResult:
+def _audit(store: LogStore, session_id: str, out: _Out) -> DemoResult:
     events = store.read(session_id)
     state = fold_session(events)  # raises ReplayError at the first bad event
     report = store.audit(session_id)

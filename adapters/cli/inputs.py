@@ -12,7 +12,9 @@ else is a JSON Lines log, held as its bytes.
 
 ``open_database(target, write=...)`` is the one place a database is opened
 (``--db`` and database FILEs), so another kind of database (a URL scheme)
-is added here and nowhere else. A SQLite path opened for reading is opened
+is added here and nowhere else: a ``postgresql://`` URL (a FILE or ``--db``)
+is a PostgreSQL store (``store.opener.open_store``), read-only unless
+written to. A SQLite path opened for reading is opened
 read-only: nothing is created, migrated or switched (no WAL), the file's
 bytes, mode and side files stay as they were, it works on read-only files
 and directories, and a file that is not a planfold database is refused
@@ -34,6 +36,7 @@ from typing import BinaryIO, Literal
 from planfold.adapters.cli.describe import shown
 from planfold.adapters.errors import AdapterError
 from planfold.adapters.store.engine import LogStore
+from planfold.adapters.store.opener import is_postgres_url, open_store
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_readonly import open_read_only
 
@@ -73,10 +76,11 @@ class CliError(AdapterError):
 @dataclass(frozen=True, slots=True)
 class Source:
     """A FILE argument, read: a JSON Lines log (``data``), a database file
-    SQLite opens by ``path``, or a database image in memory (``data``)."""
+    SQLite opens by ``path``, a database image in memory (``data``), or a
+    database URL (``path``)."""
 
     name: str
-    kind: Literal["jsonl", "sqlite"]
+    kind: Literal["jsonl", "sqlite", "url"]
     data: bytes = b""
     path: str | None = None
 
@@ -100,6 +104,8 @@ def _opened(name: str) -> BinaryIO:
 def read_source(name: str, stdin: BinaryIO) -> Source:
     """Read FILE ``name`` (``-``: ``stdin``) once (see the module docstring).
     Raises ``CliError`` when it cannot be read."""
+    if is_postgres_url(name):
+        return Source(name, "url", path=name)
     if name == "-":
         data = stdin.read()
         return Source(name, "sqlite" if data.startswith(SQLITE_MAGIC) else "jsonl", data)
@@ -124,6 +130,8 @@ def open_database(target: str | Source, *, write: bool) -> LogStore:
         if target.path is None:
             return open_read_only(target.name, image=target.data)
         target = target.path
+    if is_postgres_url(target):
+        return open_store(target, read_only=not write)
     if write:
         return SqliteStore(target)
     if not os.path.exists(target):

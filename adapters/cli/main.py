@@ -59,6 +59,7 @@ from planfold.adapters.llm.openai import OpenAIClient, RetryPolicy
 from planfold.adapters.serve.command import add_serve_arguments, run_serve
 from planfold.adapters.specgen.vectors import MalformedRecordError, add_conform_arguments, read_records, run_conform
 from planfold.adapters.store.base import Store, import_session
+from planfold.adapters.store.opener import is_postgres_url
 from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError
 from planfold.kernel.log import Event
 from planfold.kernel.session import SessionState, apply_session_event
@@ -76,8 +77,9 @@ exit status:
      empty; nothing was written"""
 
 FILE_HELP = """\
-FILE is a planfold SQLite database (recognised by its header) or a JSON Lines
-log, one {seq, kind, at, payload} record per line; - reads standard input.
+FILE is a planfold SQLite database (recognised by its header), a
+postgresql:// URL, or a JSON Lines log, one {seq, kind, at, payload} record
+per line; - reads standard input.
 An empty file is a log with no events; a blank line is a malformed record."""
 
 
@@ -297,7 +299,7 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
     events = read_session_jsonl(source.data)  # a bad log is refused before anything is opened
     if not events:
         raise CliError(f"nothing imported: {shown(args.file)} holds no events", code="nothing-to-import")
-    if os.path.exists(args.db):
+    if is_postgres_url(args.db) or os.path.exists(args.db):
         try:
             existing = open_database(args.db, write=False)
         except CliError:
@@ -438,7 +440,11 @@ def _parser(out: TextIO, err: TextIO) -> _Parser:
         return sub.add_parser(name, help=text, description=description, epilog=EXIT_STATUS, formatter_class=formatter)
 
     demo = command("demo", "run a whole session and audit its log")
-    demo.add_argument("--db", default="demo.sqlite", help="SQLite file; each run adds a session (default demo.sqlite)")
+    demo.add_argument(
+        "--db",
+        default="demo.sqlite",
+        help="SQLite file or postgresql:// URL; each run adds a session (default demo.sqlite)",
+    )
     demo.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
     demo.add_argument("--model", default="default", help="the model name to ask the server for (default 'default')")
     demo.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key")
@@ -453,14 +459,20 @@ def _parser(out: TextIO, err: TextIO) -> _Parser:
     )
     for name, text in checks:
         cmd = command(name, text, FILE_HELP)
-        cmd.add_argument("file", metavar="FILE", help="a planfold SQLite database or a JSON Lines log (- for stdin)")
+        cmd.add_argument(
+            "file",
+            metavar="FILE",
+            help="a planfold SQLite database, a postgresql:// URL or a JSON Lines log (- for stdin)",
+        )
         cmd.add_argument("--session", help="one session of a database (default: every session); names a JSON Lines log")
         cmd.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                          help="report progress on stderr however short the log (--no-progress: never); "
                          "by default only on a terminal or for logs of 10,000 events or more")
 
     export = command("export", "write one session of a database as JSON Lines")
-    export.add_argument("--db", required=True, metavar="PATH", help="the planfold SQLite database (read-only)")
+    export.add_argument(
+        "--db", required=True, metavar="PATH", help="the planfold SQLite database or postgresql:// URL (read-only)"
+    )
     export.add_argument("--session", required=True, metavar="ID", help="the session to export")
     export.add_argument(
         "-o", "--output", metavar="OUT", help="file to write (default, or -: stdout); never the database"
@@ -473,7 +485,9 @@ def _parser(out: TextIO, err: TextIO) -> _Parser:
         "lands. A session that already holds events, even this very log, is refused.",
     )
     imp.add_argument("file", metavar="FILE", help="a JSON Lines log (- for stdin)")
-    imp.add_argument("--db", required=True, metavar="PATH", help="the SQLite database (created if missing)")
+    imp.add_argument(
+        "--db", required=True, metavar="PATH", help="the SQLite database (created if missing) or postgresql:// URL"
+    )
     imp.add_argument("--session", required=True, metavar="ID", help="the session to create")
     for cmd in (demo, export, imp, *(sub.choices[n] for n in ("replay", "audit"))):
         cmd.add_argument("--json", action="store_true", help="print one JSON document instead of text")
