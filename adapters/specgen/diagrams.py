@@ -5,19 +5,30 @@ Theory of operation
 ``kernel.graph`` reads each machine's transition table into a ``Graph``.
 This module only prints them: ``mermaid`` and ``dot`` are separate pure
 renderers whose output depends on nothing but the graph (states and edges
-come sorted, so the text is stable), and ``readme_section`` embeds every
-Mermaid diagram in the README between the markers ``<!-- diagrams:start -->``
-and ``<!-- diagrams:end -->``, under a "## State diagrams" heading.
+come sorted, so the text is stable), and ``readme_section`` embeds them in
+the README between the markers ``<!-- diagrams:start -->`` and
+``<!-- diagrams:end -->``, under the "## State diagrams and decision tables"
+heading.
+
+A machine with states (plan mode, plan status, runtime phase, goal) is drawn
+as a state diagram. A decision table is not a machine: the tool gate's
+verdicts (phase x tool class -> verdict and basis, ``VERDICT_TABLE``) have
+no states to move between, and drawn as a graph they are a tangle of
+crossing edges, so ``DECISION_TABLES`` renders them as a Markdown table
+(``gate_table``) in ``specs/gate.md`` and in the README instead.
 
 ``write_all(out_dir)`` writes every generated file of ``specs/``: one
-``.mmd`` and one ``.dot`` per machine (and an ``.svg`` where Graphviz's
-``dot`` program is installed; it is never required), the event schema
-``events.schema.json``, the OpenRPC document of ``planfold serve``
-(``rpc.openrpc.json``) and the conformance vectors in ``vectors/``. It
-removes generated files that no longer correspond to anything, so a removed
-machine or vector cannot linger. ``python -m adapters.diagrams specs`` runs it
-and also refreshes the README section; the CI freshness test regenerates
-into a temporary directory and compares.
+``.mmd`` and one ``.dot`` per machine, and its ``.svg`` rendered by
+Graphviz's ``dot`` where it is installed (CI installs it; the README links
+the committed SVGs, which the freshness check leaves alone because their
+bytes vary with the Graphviz version); one ``.md`` per decision table; the
+event schema ``events.schema.json``, the OpenRPC document of ``planfold
+serve`` (``rpc.openrpc.json``), the table of errors (``errors.md``) and the
+conformance vectors in ``vectors/``. It removes generated files that no
+longer correspond to anything, so a removed machine or vector cannot linger.
+``python -m adapters.diagrams specs`` runs it and also refreshes the README
+section; the CI freshness test regenerates into a temporary directory and
+compares.
 """
 
 from __future__ import annotations
@@ -26,20 +37,25 @@ import argparse
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from planfold.adapters.serve.openrpc import OPENRPC_FILE, openrpc_text
+from planfold.adapters.specgen.errors_table import error_table
 from planfold.adapters.specgen.event_types import schema_text
 from planfold.adapters.specgen.vectors import VECTOR_DIR, write_vectors
-from planfold.kernel.graph import Edge, Graph, all_graphs
+from planfold.kernel.graph import RULE_TEXT, Edge, Graph, all_graphs
+from planfold.kernel.phase import RUNTIME_PHASES, RuntimePhase
+from planfold.kernel.tools.gate import TOOL_CLASSES, VERDICT_TABLE, PhaseRule, ToolClass
 
 __all__ = [
+    "DECISION_TABLES",
     "END_MARKER",
     "HEADING",
     "SCHEMA_FILE",
     "START_MARKER",
     "dot",
+    "gate_table",
     "main",
     "mermaid",
     "readme_section",
@@ -49,8 +65,9 @@ __all__ = [
 
 START_MARKER = "<!-- diagrams:start -->"
 END_MARKER = "<!-- diagrams:end -->"
-HEADING = "## State diagrams"
+HEADING = "## State diagrams and decision tables"
 SCHEMA_FILE = "events.schema.json"
+ERRORS_FILE = "errors.md"
 _NOTICE = "Generated from the transition tables by `make diagrams`; do not edit by hand."
 
 
@@ -108,13 +125,45 @@ def dot(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def readme_section(graphs: Iterable[Graph]) -> str:
-    """The README text between (and including) the two markers."""
+def gate_table(table: Mapping[tuple[RuntimePhase, ToolClass], PhaseRule] = VERDICT_TABLE) -> str:
+    """The tool gate's verdicts as a Markdown decision table: a row per tool
+    class, a column per runtime phase, each cell the verdict and the code a
+    refusal carries."""
+    lines = [
+        "| tool class | " + " | ".join(f"`{phase}`" for phase in RUNTIME_PHASES) + " |",
+        "|---|" + "---|" * len(RUNTIME_PHASES),
+    ]
+    for tool_class in TOOL_CLASSES:
+        cells = []
+        for phase in RUNTIME_PHASES:
+            row = table[(phase, tool_class)]
+            cells.append(RULE_TEXT[row.rule] + (f" (`{row.code}`)" if row.code else ""))
+        lines.append(f"| `{tool_class}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+#: The graphs that are decision tables, not machines, and their renderers.
+DECISION_TABLES: Mapping[str, Callable[[], str]] = {"gate": gate_table}
+
+
+def _table_file(graph: Graph) -> str:
+    """The Markdown file of a decision table."""
+    lines = [f"# {graph.title}", "", f"<!-- {_NOTICE} -->", "", f"From `{graph.source}`.", ""]
+    return "\n".join([*lines, DECISION_TABLES[graph.name]()])
+
+
+def readme_section(graphs: Iterable[Graph], specs: str = "specs") -> str:
+    """The README text between (and including) the two markers; ``specs`` is
+    where the README finds the SVG files."""
     parts = [START_MARKER, f"<!-- {_NOTICE} -->", ""]
     for graph in graphs:
         parts += [f"### {graph.title}", ""]
-        if graph.source:
-            parts += [f"From `{graph.source}`.", ""]
+        table = DECISION_TABLES.get(graph.name)
+        source = f"From `{graph.source}`" if graph.source else ""
+        if table is not None:
+            parts += [f"{source}, a decision table (not a machine).", "", table().rstrip("\n"), ""]
+            continue
+        parts += [f"{source} ([SVG]({specs}/{graph.name}.svg)).", ""]
         parts += ["```mermaid", mermaid(graph).rstrip("\n"), "```", ""]
     parts.append(END_MARKER)
     return "\n".join(parts)
@@ -160,19 +209,24 @@ def write_all(out_dir: Path, readme: Path | None = None, *, svg: bool = True) ->
     out_dir.mkdir(parents=True, exist_ok=True)
     graphs = all_graphs()
     written: list[Path] = []
+    program = shutil.which("dot") if svg else None
     for graph in graphs:
+        if graph.name in DECISION_TABLES:
+            _write(out_dir / f"{graph.name}.md", _table_file(graph), written)
+            continue
         _write(out_dir / f"{graph.name}.mmd", mermaid(graph), written)
         _write(out_dir / f"{graph.name}.dot", dot(graph), written)
-        program = shutil.which("dot") if svg else None
         if program is not None:
             target = out_dir / f"{graph.name}.svg"
             subprocess.run([program, "-Tsvg", "-o", str(target), str(out_dir / f"{graph.name}.dot")], check=True)
             written.append(target)
-    names = {graph.name for graph in graphs}
-    keep = set(written) | {out_dir / f"{name}.svg" for name in names}
+    machines = {graph.name for graph in graphs if graph.name not in DECISION_TABLES}
+    keep = set(written) | {out_dir / f"{name}.svg" for name in machines}
     _remove_stale(out_dir, ("*.mmd", "*.dot", "*.svg"), keep)
+    _remove_stale(out_dir, tuple(f"{name}.*" for name in DECISION_TABLES), keep)
     _write(out_dir / SCHEMA_FILE, schema_text(), written)
     _write(out_dir / OPENRPC_FILE, openrpc_text(), written)
+    _write(out_dir / ERRORS_FILE, error_table(), written)
     written += write_vectors(out_dir / VECTOR_DIR)
     if readme is not None:
         current = readme.read_text(encoding="utf-8") if readme.exists() else ""

@@ -1,30 +1,35 @@
-"""The graph values, the renderers, the README section, and the freshness
-check: what is committed in specs/ is exactly what the code generates."""
+"""The graph values, the renderers (machines as state diagrams and SVG by
+Graphviz, the tool gate as a decision table), the README section, and the
+freshness check: what is committed in specs/ is exactly what the code
+generates."""
 
 from __future__ import annotations
 
 import random
 import shutil
-import stat
-import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from planfold.adapters.specgen.diagrams import (
+    DECISION_TABLES,
     END_MARKER,
     HEADING,
     START_MARKER,
     dot,
+    gate_table,
     main,
     mermaid,
     readme_section,
     update_readme,
     write_all,
 )
-from planfold.kernel.graph import Edge, GraphError, all_graphs, make_graph
+from planfold.kernel.graph import RULE_TEXT, Edge, GraphError, all_graphs, make_graph
+from planfold.kernel.phase import RUNTIME_PHASES
+from planfold.kernel.tools.gate import TOOL_CLASSES, VERDICT_TABLE
 
 ROOT = Path(__file__).resolve().parents[3]
 SPECS = ROOT / "specs"
@@ -182,13 +187,32 @@ def test_broken_markers_are_refused(broken: str) -> None:
         update_readme(broken, SECTION)
 
 
-def test_the_section_embeds_every_mermaid_diagram() -> None:
+def test_the_section_embeds_every_machine_as_a_diagram_linked_to_its_svg_and_the_gate_as_a_table() -> None:
     section = readme_section(all_graphs())
     assert section.startswith(START_MARKER) and section.endswith(END_MARKER)
+    machines = [graph for graph in all_graphs() if graph.name not in DECISION_TABLES]
+    assert [graph.name for graph in machines] == ["plan_mode", "plan_status", "runtime_phase", "goal"]
     for graph in all_graphs():
         assert f"### {graph.title}" in section
+    for graph in machines:
         assert mermaid(graph).rstrip("\n") in section
-    assert section.count("```mermaid") == len(all_graphs())
+        assert f"([SVG](specs/{graph.name}.svg))" in section
+    assert section.count("```mermaid") == len(machines)
+    assert gate_table() in section and "stateDiagram" not in section.split("### Tool-gate verdicts")[1].split("###")[0]
+
+
+def test_the_gate_is_a_decision_table_of_phase_and_tool_class() -> None:
+    text = gate_table()
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert [row.split(" | ")[0] for row in rows] == [f"| `{name}`" for name in TOOL_CLASSES]
+    header = next(line for line in text.splitlines() if line.startswith("| tool class"))
+    assert header == "| tool class | " + " | ".join(f"`{phase}`" for phase in RUNTIME_PHASES) + " |"
+    for row, tool_class in zip(rows, TOOL_CLASSES, strict=True):
+        cells = [cell.strip() for cell in row.strip("|").split("|")][1:]
+        for cell, phase in zip(cells, RUNTIME_PHASES, strict=True):
+            rule = VERDICT_TABLE[(phase, tool_class)]
+            assert cell.startswith(RULE_TEXT[rule.rule]), (phase, tool_class)
+            assert (f"`{rule.code}`" in cell) == bool(rule.code), (phase, tool_class)
 
 
 # --------------------------------------------------------------------------
@@ -209,21 +233,37 @@ def test_write_all_refreshes_the_readme_and_removes_stale_files(tmp_path: Path) 
     assert readme not in write_all(out, readme, svg=False)  # unchanged the second time
 
 
-def test_svg_is_written_only_where_graphviz_is_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _states_drawn(svg: Path) -> set[str]:
+    root = ElementTree.parse(svg).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    return {"".join(node.itertext()) for node in root.iter("{http://www.w3.org/2000/svg}text")}
+
+
+def test_graphviz_renders_an_svg_of_every_machine(tmp_path: Path) -> None:
+    assert shutil.which("dot") is not None, "Graphviz's dot must be installed (apt-get install graphviz), as CI does"
+    written = write_all(tmp_path / "with")
+    svgs = sorted(path.name for path in written if path.suffix == ".svg")
+    machines = [graph for graph in all_graphs() if graph.name not in DECISION_TABLES]
+    assert svgs == sorted(f"{graph.name}.svg" for graph in machines)
+    for graph in machines:
+        assert set(graph.states) <= _states_drawn(tmp_path / "with" / f"{graph.name}.svg"), graph.name
+    assert not (tmp_path / "with" / "gate.svg").exists() and (tmp_path / "with" / "gate.md").exists()
+
+
+def test_without_graphviz_no_svg_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: None)
     assert not [path for path in write_all(tmp_path / "none") if path.suffix == ".svg"]
     assert not list((tmp_path / "none").glob("*.svg"))
-    fake = tmp_path / "dot"
-    fake.write_text(
-        f"#!{sys.executable}\nimport sys\nopen(sys.argv[sys.argv.index('-o') + 1], 'w').write('<svg/>')\n",
-        encoding="utf-8",
-    )
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(shutil, "which", lambda name: str(fake) if name == "dot" else None)
-    written = write_all(tmp_path / "with")
-    svgs = sorted(path.name for path in written if path.suffix == ".svg")
-    assert svgs == sorted(f"{graph.name}.svg" for graph in all_graphs())
-    assert (tmp_path / "with" / "goal.svg").read_text(encoding="utf-8") == "<svg/>"
+
+
+def test_the_svgs_the_readme_links_are_committed() -> None:
+    for graph in all_graphs():
+        svg = SPECS / f"{graph.name}.svg"
+        if graph.name in DECISION_TABLES:
+            assert not svg.exists() and not (SPECS / f"{graph.name}.mmd").exists()
+            continue
+        assert f"specs/{graph.name}.svg" in README.read_text(encoding="utf-8")
+        assert set(graph.states) <= _states_drawn(svg), f"specs/{graph.name}.svg is stale: {FIX}"
 
 
 def test_the_entry_point_writes_everything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
