@@ -381,7 +381,7 @@ _LOG_FLAGS = _DIFF_FLAGS | _words(
 _LOG_OPTIONAL = _DIFF_OPTIONAL | _words("--decorate --branches --tags --remotes --no-walk --pretty")
 _LOG_VALUED = _DIFF_VALUED | _words(
     "-n --max-count --skip --since --after --until --before --author --committer --grep "
-    "--format --pretty --date -L --min-parents --max-parents --decorate-refs "
+    "--format --date -L --min-parents --max-parents --decorate-refs "
     "--decorate-refs-exclude --exclude"
 )
 _BLAME_FLAGS = _words(

@@ -174,6 +174,7 @@ GIT_READ_LINES = [
     "git log -p -- app.py",
     "git log --stat --since=2.weeks --author=ann",
     "git log --format='%h %an %s' -10",
+    "git log --pretty=oneline --pretty HEAD",
     "git log -S needle --pickaxe-all",
     "git diff",
     "git diff --cached --stat",
