@@ -1,4 +1,6 @@
-"""Runtime phases: what the runtime is doing, derived from mode and plan.
+"""The session's mode and runtime phase: what the runtime is doing.
+
+``AgentMode`` is ``plan`` while plan mode is active, else ``build``.
 
 - ``plan``: plan mode is active; read, research, ask, produce a plan.
 - ``build_bootstrap``: build mode with no executable plan yet; read-only until
@@ -14,7 +16,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["READ_ONLY_PHASES", "RUNTIME_PHASES", "RuntimePhase"]
+__all__ = ["READ_ONLY_PHASES", "RUNTIME_PHASES", "AgentMode", "RuntimePhase"]
+
+AgentMode = Literal["plan", "build"]
 
 RuntimePhase = Literal["plan", "build_bootstrap", "build_execute", "verify"]
 

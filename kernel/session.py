@@ -39,7 +39,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Literal
 
 from .errors import PayloadError, ReplayError
 from .goal.fold import GoalState, apply_goal_change, apply_goal_event, check_goal_round, with_rounds
@@ -67,6 +66,7 @@ from .log import (
     read_request_header,
 )
 from .payload import JSONObject
+from .phase import AgentMode
 from .plan.artifact import PlanState
 from .plan.mode import apply_plan_mode_event
 from .plan.status import apply_plan_event
@@ -75,7 +75,6 @@ from .tools.events import check_tool_event
 __all__ = [
     "REDUCERS",
     "ROUTES",
-    "AgentMode",
     "Route",
     "Row",
     "SessionState",
@@ -85,7 +84,6 @@ __all__ = [
     "fold_session",
 ]
 
-AgentMode = Literal["plan", "build"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ from planfold.adapters.runtime.prompt import DEFAULT_BASE_PROMPT, DEFAULT_PLAN_P
 from planfold.kernel.goal.command import GoalVerb
 from planfold.kernel.goal.continuation import StopReason
 from planfold.kernel.goal.values import BlockedReason, GoalRef, GoalSnapshot
-from planfold.kernel.phase import RuntimePhase
+from planfold.kernel.phase import AgentMode, RuntimePhase
 from planfold.kernel.plan.artifact import PlanArtifact
 from planfold.kernel.plan.context import (
     DEFAULT_BUILD_OVERLAY,
@@ -58,7 +58,6 @@ from planfold.kernel.plan.context import (
     ViewRequest,
 )
 from planfold.kernel.plan.mode import ChoiceOutcome, PendingChoice, StepVerdict
-from planfold.kernel.session import AgentMode
 from planfold.kernel.tools.gate import Refused
 
 __all__ = [

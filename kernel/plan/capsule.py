@@ -24,16 +24,18 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..errors import PayloadError
 from ..payload import JSON, JSONObject, check_keys, read_str
-from ..phase import RUNTIME_PHASES, RuntimePhase
-from ..session import AgentMode, SessionState
+from ..phase import RUNTIME_PHASES, AgentMode, RuntimePhase
 from .artifact import PLAN_STATUSES, PlanStatus
 from .context import runtime_phase
 from .spec import SummaryView, spec_hash
 from .spec_json import summary_from_json, summary_to_json
+
+if TYPE_CHECKING:
+    from ..session import SessionState
 
 __all__ = [
     "CAPSULE_FIELDS",

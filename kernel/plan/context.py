@@ -36,13 +36,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..phase import RuntimePhase
-from ..session import AgentMode, SessionState
+from ..phase import AgentMode, RuntimePhase
 from .artifact import PlanArtifact, PlanRef, PlanState
 from .review import PlanPolicy
 from .views import render_plan_content
+
+if TYPE_CHECKING:
+    from ..session import SessionState
 
 __all__ = [
     "DEFAULT_BUILD_OVERLAY",

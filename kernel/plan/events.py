@@ -25,9 +25,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+# The session fold reads this package's lower modules (artifact, status), and
+# these builders fold through the session: the session is imported as a module
+# and its names resolved when called, so either may be imported first.
+from .. import session
 from ..errors import PlanError, ReplayError
 from ..log import PLAN_ARTIFACT, Event
-from ..session import SessionState, apply_session_event
 from .artifact import PlanArtifact, PlanRef
 from .payload import PlanAction, PlanActionName, plan_action_payload
 from .spec import PlanSpec, TodoStatus, spec_hash
@@ -90,23 +93,23 @@ class PlanChangeError(PlanError):
         self.detail = detail
 
 
-def _checked(state: SessionState, act: PlanAction, at: int) -> Event:
+def _checked(state: session.SessionState, act: PlanAction, at: int) -> Event:
     event = Event(state.last_seq + 1, PLAN_ARTIFACT, at, plan_action_payload(act))
     try:
-        apply_session_event(state, event)
+        session.apply_session_event(state, event)
     except ReplayError as exc:
         raise PlanChangeError(act.action, exc.rule, exc.detail) from exc
     return event
 
 
-def _current(state: SessionState, action: PlanActionName) -> PlanArtifact:
+def _current(state: session.SessionState, action: PlanActionName) -> PlanArtifact:
     if state.plan.current is None:
         raise PlanChangeError(action, "no-plan", "the session has no plan")
     return state.plan.current
 
 
 def _content(
-    state: SessionState,
+    state: session.SessionState,
     action: PlanActionName,
     *,
     plan_id: str,
@@ -129,19 +132,21 @@ def _content(
     return _checked(state, act, at)
 
 
-def draft_event(state: SessionState, plan_id: str, spec: PlanSpec, candidate: object | None, at: int) -> Event:
+def draft_event(state: session.SessionState, plan_id: str, spec: PlanSpec, candidate: object | None, at: int) -> Event:
     """A new plan in ``draft`` from ``exit_plan_mode`` (plan mode, no live
     plan, a fresh id). The candidate is adopted or replaced, never retried."""
     return _content(state, "draft", plan_id=plan_id, revision=1, spec=spec, candidate=candidate, at=at)
 
 
-def bootstrap_event(state: SessionState, plan_id: str, spec: PlanSpec, candidate: object | None, at: int) -> Event:
+def bootstrap_event(
+    state: session.SessionState, plan_id: str, spec: PlanSpec, candidate: object | None, at: int
+) -> Event:
     """A minimal ``implicit`` plan made by build bootstrap (build mode, no
     live plan, a fresh id, no blocking question)."""
     return _content(state, "bootstrap", plan_id=plan_id, revision=1, spec=spec, candidate=candidate, at=at)
 
 
-def rewrite_event(state: SessionState, spec: PlanSpec, candidate: object | None, at: int) -> Event:
+def rewrite_event(state: session.SessionState, spec: PlanSpec, candidate: object | None, at: int) -> Event:
     """A substantive rewrite of the current plan: revision + 1 and a fresh
     summary; voids any approval and aborts execution."""
     cur = _current(state, "rewrite")
@@ -156,60 +161,60 @@ def rewrite_event(state: SessionState, spec: PlanSpec, candidate: object | None,
     )
 
 
-def approve_event(state: SessionState, ref: PlanRef, at: int) -> Event:
+def approve_event(state: session.SessionState, ref: PlanRef, at: int) -> Event:
     """The user approved exactly ``ref``; refused unless it is the current
     draft's id, revision and content hash."""
     act = PlanAction("approve", ref.plan_id, ref.revision, spec_hash=ref.spec_hash)
     return _checked(state, act, at)
 
 
-def reject_event(state: SessionState, ref: PlanRef, feedback: str | None, at: int) -> Event:
+def reject_event(state: session.SessionState, ref: PlanRef, feedback: str | None, at: int) -> Event:
     """The reviewer sent the draft ``ref`` back with ``feedback``."""
     act = PlanAction("reject", ref.plan_id, ref.revision, spec_hash=ref.spec_hash, note=feedback)
     return _checked(state, act, at)
 
 
-def start_event(state: SessionState, ref: PlanRef, at: int) -> Event:
+def start_event(state: session.SessionState, ref: PlanRef, at: int) -> Event:
     """Start executing exactly ``ref``: an approved plan whose approval covers
     it, or an implicit plan. A draft never starts."""
     act = PlanAction("start", ref.plan_id, ref.revision, spec_hash=ref.spec_hash)
     return _checked(state, act, at)
 
 
-def _simple(state: SessionState, action: PlanActionName, at: int, note: str | None = None) -> Event:
+def _simple(state: session.SessionState, action: PlanActionName, at: int, note: str | None = None) -> Event:
     cur = _current(state, action)
     return _checked(state, PlanAction(action, cur.id, cur.revision, note=note), at)
 
 
-def todo_event(state: SessionState, todo_id: str, status: TodoStatus, at: int) -> Event:
+def todo_event(state: session.SessionState, todo_id: str, status: TodoStatus, at: int) -> Event:
     """Progress on one todo of the executing plan (no new revision)."""
     cur = _current(state, "todo")
     act = PlanAction("todo", cur.id, cur.revision, todo_id=todo_id, todo_status=status)
     return _checked(state, act, at)
 
 
-def verify_event(state: SessionState, at: int) -> Event:
+def verify_event(state: session.SessionState, at: int) -> Event:
     """Execution is done; enter the verify phase."""
     return _simple(state, "verify", at)
 
 
-def verify_fail_event(state: SessionState, detail: str | None, at: int) -> Event:
+def verify_fail_event(state: session.SessionState, detail: str | None, at: int) -> Event:
     """Verification failed; go back to execution."""
     return _simple(state, "verify-fail", at, note=detail)
 
 
-def complete_event(state: SessionState, at: int) -> Event:
+def complete_event(state: session.SessionState, at: int) -> Event:
     """Verification passed; the plan is completed."""
     return _simple(state, "complete", at)
 
 
-def realign_event(state: SessionState, reason: str, at: int) -> Event:
+def realign_event(state: session.SessionState, reason: str, at: int) -> Event:
     """Send a live, non-draft plan back to ``draft`` for realignment (for
     example after an effect outside its scope); voids the approval."""
     return _simple(state, "realign", at, note=reason)
 
 
-def supersede_event(state: SessionState, at: int, reason: str | None = None) -> Event:
+def supersede_event(state: session.SessionState, at: int, reason: str | None = None) -> Event:
     """Retire the live plan so that a new one may be made."""
     return _simple(state, "supersede", at, note=reason)
 
@@ -230,7 +235,7 @@ def classify_change(old: PlanSpec, new: PlanSpec) -> ChangeKind:
     return "progress"
 
 
-def exit_plan_events(state: SessionState, args: ExitPlanArgs, new_plan_id: str, at: int) -> tuple[Event, ...]:
+def exit_plan_events(state: session.SessionState, args: ExitPlanArgs, new_plan_id: str, at: int) -> tuple[Event, ...]:
     """Record a decoded ``exit_plan_mode`` call: a draft with ``new_plan_id``
     when no plan is live, a rewrite of the live plan when its substance
     changed, nothing otherwise. Raises ``PlanError`` as the builders do."""
@@ -242,7 +247,9 @@ def exit_plan_events(state: SessionState, args: ExitPlanArgs, new_plan_id: str, 
     return (rewrite_event(state, args.spec, args.summary_candidate, at),)
 
 
-def update_plan_events(state: SessionState, spec: PlanSpec, candidate: object | None, at: int) -> tuple[Event, ...]:
+def update_plan_events(
+    state: session.SessionState, spec: PlanSpec, candidate: object | None, at: int
+) -> tuple[Event, ...]:
     """Record a proposed new version of the current plan: nothing when it is
     the same (ordinary discussion), one todo event per changed todo for
     progress, a rewrite for a substantive change. Raises ``PlanError``."""
@@ -256,6 +263,6 @@ def update_plan_events(state: SessionState, spec: PlanSpec, candidate: object | 
     for old, new in zip(cur.spec.todos, spec.todos, strict=True):
         if old.status != new.status:
             event = todo_event(state, new.id, new.status, at)
-            state = apply_session_event(state, event)
+            state = session.apply_session_event(state, event)
             events.append(event)
     return tuple(events)

@@ -32,12 +32,14 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..log import Event
-from ..session import SessionState
 from .events import realign_event
 from .spec import PlanScope, PlanSpec
+
+if TYPE_CHECKING:
+    from ..session import SessionState
 
 __all__ = [
     "Effect",

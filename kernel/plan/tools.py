@@ -46,18 +46,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..errors import PlanError
 from ..log import Event
 from ..payload import JSONObject
-from ..session import SessionState
 from ..tools.gate import tool_class
 from ..tools.shell import shell_write_targets
 from ..tools.spec import ToolSpec
 from .events import complete_event, verify_event, verify_fail_event
 from .scope import Effect, ScopeVerdict, check_scope, scope_realign_event
 from .spec import TODO_STATUSES, SpecProblem, SummaryView, TodoStatus, active_todo_ids
+
+if TYPE_CHECKING:
+    from ..session import SessionState
 
 __all__ = [
     "TodoUpdate",
