@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from tests.mutation.import_time import load_rechecked, recheck
+from tests.mutation.import_time import load_rechecked, mutated_path, recheck
 from tests.mutation.score import SEPARATOR, Mutant, Score, load_equivalents, load_mutants, module_of, score
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +88,15 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, re
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *patterns]
     # Every Hypothesis test is capped (through the tests.fuzz.budget plugin
     # that [tool.mutmut] loads) so that thousands of test runs stay affordable.
-    env = {**os.environ, "HYPOTHESIS_PROFILE": "default", "HYPOTHESIS_MAX_EXAMPLES": str(examples)}
+    # mutmut orders sys.path for its own processes; the mutated tree also goes
+    # first on PYTHONPATH so that a process a test starts (python -m
+    # planfold...) runs the mutated copy too, never the installed one. The
+    # folders must exist before mutmut starts: Python skips, for good, a path
+    # entry that was not a folder when it first looked there.
+    (root / "mutants" / "src").mkdir(parents=True, exist_ok=True)
+    env = mutated_path(
+        root, {**os.environ, "HYPOTHESIS_PROFILE": "default", "HYPOTHESIS_MAX_EXAMPLES": str(examples)}
+    )
     return subprocess.run(command, cwd=root, env=env, check=False).returncode
 
 

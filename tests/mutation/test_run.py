@@ -3,8 +3,9 @@ namespace: in a project laid out like this one (``kernel/`` linked into
 ``src/planfold``, mutmut configured by this repository's ``source_paths`` and
 ``also_copy``), with an unmutated copy of the same ``planfold`` installed
 ahead of the checkout, a planted mutant is killed by a test that imports it
-as ``planfold.kernel...``, and so is a mutant of a function that only runs at
-import time (which the harness re-tests in fresh interpreters)."""
+as ``planfold.kernel...``, and so are a mutant that only a process the test
+starts can see and a mutant of a function that only runs at import time
+(which the harness re-tests in fresh interpreters)."""
 
 from __future__ import annotations
 
@@ -31,10 +32,17 @@ FLOORS = _floors()
 
 def reaches(value, name):
     return value >= FLOORS[name]
+
+
+def label():
+    return "tiny"
 '''
 
 TEST_TINY = """\
-from planfold.kernel.tiny import FLOORS, reaches
+import subprocess
+import sys
+
+from planfold.kernel.tiny import FLOORS, label, reaches
 
 
 def test_a_value_reaches_the_floor_it_equals_and_not_one_below() -> None:
@@ -44,6 +52,12 @@ def test_a_value_reaches_the_floor_it_equals_and_not_one_below() -> None:
 
 def test_the_high_floor_is_ten() -> None:
     assert FLOORS == {"high": 10}
+
+
+def test_a_process_the_test_starts_reads_the_label_exactly() -> None:
+    assert label()
+    code = "from planfold.kernel.tiny import label; assert label() == 'tiny', label()"
+    subprocess.run([sys.executable, "-c", code], check=True)
 """
 
 
@@ -101,7 +115,8 @@ def test_a_planted_kernel_mutant_is_killed_under_the_namespace_not_tested_agains
     assert all(m.name.startswith("planfold.kernel.tiny.x_") for m in mutants)
     planted = [m for m in mutants if m.function == "reaches"]
     at_import = [m for m in mutants if m.function == "_floors"]
-    assert planted and at_import
+    in_a_child = [m for m in mutants if m.function == "label"]
+    assert planted and at_import and in_a_child
     assert [m for m in mutants if not m.killed] == []
     assert f"{len(mutants)} killed / {len(mutants)} non-equivalent mutants = 100.0 %" in out
 
