@@ -13,7 +13,7 @@ from planfold.adapters.llm.model import ModelTimeoutError
 from planfold.adapters.runtime.loop import ProposedStep, TurnReport
 from planfold.adapters.runtime.review import approve, keep_planning
 from planfold.adapters.runtime.toolset import Session
-from planfold.adapters.store.base import AppendResult, StorageError
+from planfold.adapters.store.base import AppendResult, Lease, StorageError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSON
@@ -113,12 +113,18 @@ class FlakyStore(MemoryStore):
     fail_plan_mode = 0
 
     def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None = None,
+        *,
+        lease: Lease | None = None,
     ) -> AppendResult:
         if self.fail_plan_mode and any(e.kind == "plan/mode" for e in events):
             self.fail_plan_mode -= 1
             raise StorageError("append", "disk unplugged")
-        return super().append(session_id, expected_seq, events, idempotency_key)
+        return super().append(session_id, expected_seq, events, idempotency_key, lease=lease)
 
 
 def test_a_failed_flush_keeps_the_choice_pending_and_the_turn_goes_on() -> None:
