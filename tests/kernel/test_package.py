@@ -4,6 +4,7 @@ imported on first use so that importing the core stays cheap."""
 
 from __future__ import annotations
 
+import pkgutil
 import subprocess
 import sys
 from types import ModuleType
@@ -45,3 +46,17 @@ def test_a_star_import_brings_the_core_and_every_machine() -> None:
         module = namespace[machine]
         assert isinstance(module, ModuleType) and module.__name__ == f"planfold.kernel.{machine}"
         assert all(hasattr(module, name) for name in module.__all__)
+
+
+def test_every_kernel_module_can_be_imported_first() -> None:
+    """No import cycle: each module imports cleanly in a fresh interpreter,
+    whatever a program happens to import first."""
+    names = [info.name for info in pkgutil.walk_packages(kernel.__path__, "planfold.kernel.")]
+    assert "planfold.kernel.plan.capsule" in names and "planfold.kernel.session" in names
+    code = (
+        "import subprocess, sys\n"
+        "failed = [n for n in sys.argv[1:] if subprocess.run([sys.executable, '-c', 'import ' + n]).returncode]\n"
+        "print(failed)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stderr
