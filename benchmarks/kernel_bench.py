@@ -1,4 +1,4 @@
-"""The kernel alone: fold throughput and the cost of ``import kernel``.
+"""The kernel alone: fold throughput and the cost of ``import planfold.kernel``.
 
 Theory of operation
 -------------------
@@ -8,20 +8,21 @@ Fold throughput folds logs already in memory (no storage, no decoding):
 event read), and ``fold_goal`` over a goal-only log (``benchmarks.workloads``);
 each is repeated and its median events/s reported.
 
-Import cost runs fresh interpreters (the one running the benchmark) from the
-repository root, in turns: ``python -c "import kernel"`` and
-``python -c "pass"``; what ``import kernel`` adds is the difference of their
-median wall times. Each run of the first also passes ``-X importtime`` and the
-median of the interpreter's own cumulative figure for ``kernel`` is reported
-beside it, split into the kernel modules' own bodies (defining classes and
-tables) and the standard-library modules they pull in that ``pass`` does
+Import cost is measured as an embedder pays it: the wheel is built from this
+checkout and installed into a fresh virtual environment (not the editable
+install, whose finder changes what an import costs), and fresh interpreters
+of that environment run, in turns, ``python -c "import planfold.kernel"`` and
+``python -c "pass"``; what the import adds is the difference of their median
+wall times. Each run of the first also passes ``-X importtime`` and the
+median of the interpreter's own cumulative figure for ``planfold.kernel`` is
+reported beside it, split into planfold's own module bodies (defining classes
+and tables) and the standard-library modules they pull in that ``pass`` does
 not. One untimed run of each comes first so that bytecode caches exist.
 
-``import kernel`` resolves its public names lazily, so the first use of a
-machine pays for importing its module. A third program,
-``import kernel`` followed by resolving every name in ``kernel.__all__``,
-measures that whole cost (the worst first use) the same way; it is reported,
-not held to a goal.
+``import planfold.kernel`` loads the core only; each machine is imported on
+first use. A third program imports every machine (``plan``, ``goal``,
+``tools``, ``session``, ``graph``) and measures that whole cost (the worst
+first use) the same way; it is reported, not held to a goal.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import re
 import subprocess
 import sys
 import time
+import venv
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -45,7 +47,7 @@ __all__ = ["ROOT", "import_cost", "importtime_split", "run_folds", "run_import"]
 
 FOLD = "kernel-fold"
 IMPORT = "kernel-import"
-#: The repository root: ``kernel`` is importable from here.
+#: The repository root: the wheel is built from here.
 ROOT = Path(__file__).resolve().parent.parent
 _IMPORTTIME = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|( *)(\S+)\s*$")
 
@@ -77,24 +79,39 @@ def run_folds(scale: Scale, workdir: Path) -> FamilyResult:
     return FamilyResult(FOLD, tuple(found), ())
 
 
-def _run(code: str, *flags: str) -> tuple[float, str]:
+def install_fresh(workdir: Path) -> Path:
+    """A fresh virtual environment under ``workdir`` with planfold's wheel
+    installed (no dependencies: the kernel needs none); its python."""
+    wheels = workdir / "wheel"
+    pip = (sys.executable, "-m", "pip")
+    build = (*pip, "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT))
+    subprocess.run(build, check=True, capture_output=True)
+    [wheel] = wheels.glob("planfold-*.whl")
+    env = workdir / "import-env"
+    venv.create(env, with_pip=False, clear=True)
+    python = env / "bin" / "python"
+    install = (*pip, "--python", str(python), "install", "--quiet", "--no-deps", "--no-index", str(wheel))
+    subprocess.run(install, check=True, capture_output=True)
+    return python
+
+
+def _run(python: Path, code: str, *flags: str) -> tuple[float, str]:
     start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, *flags, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    )
+    command = [str(python), *flags, "-c", code]
+    done = subprocess.run(command, cwd=python.parent, capture_output=True, text=True, check=True)
     return time.perf_counter() - start, done.stderr
 
 
 def importtime_split(stderr: str) -> tuple[float, float, float] | None:
-    """From ``-X importtime`` output: the cumulative ms of ``kernel`` and how
-    it splits into the kernel's own modules (their bodies: class and table
-    creation) and the other modules they pull in, or None if absent."""
+    """From ``-X importtime`` output: the cumulative ms of ``planfold.kernel``
+    and how it splits into planfold's own modules (their bodies: class and
+    table creation) and the other modules they pull in, or None if absent."""
     rows = []
     for line in stderr.splitlines():
         found = _IMPORTTIME.match(line)
         if found:
             rows.append((int(found.group(1)), int(found.group(2)), len(found.group(3)), found.group(4)))
-    top = next((i for i in range(len(rows) - 1, -1, -1) if rows[i][3] == "kernel"), None)
+    top = next((i for i in range(len(rows) - 1, -1, -1) if rows[i][3] == "planfold.kernel"), None)
     if top is None:
         return None
     own = float(rows[top][0])
@@ -102,7 +119,7 @@ def importtime_split(stderr: str) -> tuple[float, float, float] | None:
     index = top - 1
     while index >= 0 and rows[index][2] > rows[top][2]:  # the subtree is printed just before its root
         self_us, _, _, name = rows[index]
-        if name == "kernel" or name.startswith("kernel."):
+        if name == "planfold" or name.startswith("planfold."):
             own += self_us
         else:
             other += self_us
@@ -110,29 +127,32 @@ def importtime_split(stderr: str) -> tuple[float, float, float] | None:
     return rows[top][1] / 1000, own / 1000, other / 1000
 
 
-#: ``import kernel``, then every public name resolved (every machine loaded).
-EVERY_NAME = "import kernel; [getattr(kernel, name) for name in kernel.__all__]"
+IMPORT_KERNEL = "import planfold.kernel"
+#: ``import planfold.kernel``, then every machine imported (the worst first use).
+EVERY_NAME = "import planfold.kernel; from planfold.kernel import goal, graph, plan, session, tools"
 
 
-def import_cost(runs: int) -> tuple[list[float], list[float], list[tuple[float, float, float]], list[float]]:
-    """Wall ms of ``import kernel`` runs, of ``pass`` runs, the
-    ``-X importtime`` split of ``kernel`` (``importtime_split``), and wall ms
-    of ``EVERY_NAME`` runs; ``runs`` of each in turns."""
-    _run("import kernel")
-    _run("pass")
-    _run(EVERY_NAME)
+def import_cost(
+    python: Path, runs: int
+) -> tuple[list[float], list[float], list[tuple[float, float, float]], list[float]]:
+    """Wall ms of ``import planfold.kernel`` runs, of ``pass`` runs, the
+    ``-X importtime`` split of ``planfold.kernel`` (``importtime_split``),
+    and wall ms of ``EVERY_NAME`` runs, by ``python``; ``runs`` of each in
+    turns."""
+    for code in (IMPORT_KERNEL, "pass", EVERY_NAME):
+        _run(python, code)
     with_kernel: list[float] = []
     bare: list[float] = []
     reported: list[tuple[float, float, float]] = []
     every_name: list[float] = []
     for _ in range(runs):
-        seconds, _ = _run("import kernel")
+        seconds, _ = _run(python, IMPORT_KERNEL)
         with_kernel.append(seconds * 1000)
-        seconds, _ = _run("pass")
+        seconds, _ = _run(python, "pass")
         bare.append(seconds * 1000)
-        seconds, _ = _run(EVERY_NAME)
+        seconds, _ = _run(python, EVERY_NAME)
         every_name.append(seconds * 1000)
-        _, stderr = _run("import kernel", "-X", "importtime")
+        _, stderr = _run(python, IMPORT_KERNEL, "-X", "importtime")
         split = importtime_split(stderr)
         if split is not None:
             reported.append(split)
@@ -140,22 +160,22 @@ def import_cost(runs: int) -> tuple[list[float], list[float], list[tuple[float, 
 
 
 def run_import(scale: Scale, workdir: Path) -> FamilyResult:
-    """What ``import kernel`` adds to a fresh interpreter's start, in ms."""
-    del workdir
-    with_kernel, bare, reported, every_name = import_cost(scale.import_runs)
+    """What ``import planfold.kernel`` adds to a fresh interpreter's start,
+    in ms, in a non-editable install."""
+    python = install_fresh(workdir)
+    with_kernel, bare, reported, every_name = import_cost(python, scale.import_runs)
     added = median(with_kernel) - median(bare)
     found = [
-        Measurement(IMPORT, "python -c 'import kernel'", "ms", median(with_kernel), tuple(with_kernel)),
+        Measurement(IMPORT, f"python -c '{IMPORT_KERNEL}'", "ms", median(with_kernel), tuple(with_kernel)),
         Measurement(IMPORT, "python -c 'pass'", "ms", median(bare), tuple(bare)),
-        Measurement(IMPORT, "import kernel adds (wall, difference of medians)", "ms", added, ()),
-        Measurement(IMPORT, "import kernel + every public name resolved", "ms", median(every_name),
-                    tuple(every_name)),
-        Measurement(IMPORT, "every public name resolved adds (wall, difference of medians)", "ms",
+        Measurement(IMPORT, "import planfold.kernel adds (wall, difference of medians)", "ms", added, ()),
+        Measurement(IMPORT, "import planfold.kernel + every machine", "ms", median(every_name), tuple(every_name)),
+        Measurement(IMPORT, "every machine adds (wall, difference of medians)", "ms",
                     median(every_name) - median(bare), (), "the first use of every machine; no goal"),
     ]
     labels = (
-        "import kernel (-X importtime, cumulative)",
-        "  of which kernel modules' own bodies",
+        "import planfold.kernel (-X importtime, cumulative)",
+        "  of which planfold modules' own bodies",
         "  of which other modules they import",
     )
     for column, label in enumerate(labels):
@@ -163,7 +183,7 @@ def run_import(scale: Scale, workdir: Path) -> FamilyResult:
         if values:
             found.append(Measurement(IMPORT, label, "ms", median(values), tuple(values)))
     ratios: tuple[Ratio, ...] = (
-        Ratio(IMPORT, "import kernel adds (ms)", added, "at-most", 15.0,
-              "median wall ms of 'import kernel' minus median of 'pass', fresh interpreters"),
+        Ratio(IMPORT, "import planfold.kernel adds (ms)", added, "at-most", 15.0,
+              "median wall ms of 'import planfold.kernel' minus median of 'pass', fresh interpreters, wheel install"),
     )
     return FamilyResult(IMPORT, tuple(found), ratios)

@@ -133,9 +133,9 @@ def test_kernel_import_smoke(tmp_path: Path) -> None:
     reported = [m for m in result.measurements if "importtime" in m.subject or "of which" in m.subject]
     assert len(reported) == 3 and reported[0].value > 0
     by_subject = {m.subject: m for m in result.measurements}
-    every = by_subject["import kernel + every public name resolved"]
+    every = by_subject["import planfold.kernel + every machine"]
     assert len(every.samples) == TINY.import_runs and every.value > 0
-    added = by_subject["every public name resolved adds (wall, difference of medians)"].value
+    added = by_subject["every machine adds (wall, difference of medians)"].value
     assert added == every.value - by_subject["python -c 'pass'"].value
 
 
@@ -144,10 +144,10 @@ def test_importtime_split_takes_only_the_kernel_subtree() -> None:
         "import time: self [us] | cumulative | imported package",
         "import time:       500 |        500 | site",
         "import time:       100 |        100 |       re",
-        "import time:      2000 |       2100 |     kernel.errors",
+        "import time:      2000 |       2100 |     planfold.kernel.errors",
         "import time:       300 |        300 |     dataclasses",
-        "import time:      1000 |       3400 |   kernel.log",
-        "import time:       700 |       4100 | kernel",
+        "import time:      1000 |       3400 |   planfold.kernel.log",
+        "import time:       700 |       4100 | planfold.kernel",
     ])
     assert importtime_split(stderr) == (4.1, 3.7, 0.4)
     assert importtime_split("import time:  5 |  5 | site") is None
