@@ -20,12 +20,17 @@ from typing import Any
 
 import psycopg
 
+from planfold.adapters.runtime.goal_lease import LeasedDriver
+from planfold.adapters.runtime.goal_service import GoalService
 from planfold.adapters.store.base import StorageError
 from planfold.adapters.store.contract_logs import batch_after, event_at
 from planfold.adapters.store.opener import open_store
 from planfold.adapters.store.postgres import PostgresStore
+from planfold.adapters.store.session_log import SessionLog
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.errors import ConflictError, PlanfoldError
+from planfold.kernel.log import TURN_END, TURN_START, USER_MESSAGE, Event
+from planfold.kernel.payload import JSONObject
 
 __all__ = [
     "RAW_ERRORS",
@@ -34,6 +39,7 @@ __all__ = [
     "crash_writer",
     "event_at",
     "fault_writer",
+    "goal_driver",
     "opener",
     "stress_context",
 ]
@@ -147,3 +153,52 @@ def opener(path: str) -> None:
     """Open (and so migrate) a store, then idle until killed."""
     SqliteStore(path)
     time.sleep(60)
+
+
+class _RoundAppender:
+    """A round runner that appends a whole round (turn start, the goal's
+    message, turn end) in one append through the session log's store, after a
+    short pause, and reports it: a killed driver never leaves a turn open."""
+
+    def __init__(self, log: SessionLog, driver: LeasedDriver, name: str, reports: Connection) -> None:
+        self.log, self.driver, self.name, self.reports = log, driver, name, reports
+
+    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+        time.sleep(0.05)
+        head, at, turn = self.log.last_seq, self.log.now(), self.log.state.turns.turn + 1
+        round_ = [
+            Event(head + 1, TURN_START, at, {"turn": turn}),
+            Event(head + 2, USER_MESSAGE, at, {"text": text, "source": source}),
+            Event(head + 3, TURN_END, at, {"turn": turn}),
+        ]
+        self.log.store.append(self.log.session_id, head, round_)  # fenced while the driver drives
+        self.log.reload()
+        lease = self.driver.lease
+        assert lease is not None and source is not None
+        self.reports.send(("round", self.name, source["round"], lease.token, lease.expires_at - lease.ttl_ms))
+        return None
+
+
+def goal_driver(url: str, session: str, name: str, ttl_ms: int, commands: Connection) -> None:
+    """One process of a goal driven from two: a fresh start (disarmed), then
+    commands from the test: ``resume`` (a human's resume) and ``drive`` (a
+    leased drive), each answered on ``commands``; rounds are reported as
+    they land."""
+    store = PostgresStore(url, pool_size=2)
+    log = SessionLog(store, session)
+    goals = GoalService(log, "agent", lambda: "unused")
+    driver = LeasedDriver(goals, store, holder=name, ttl_ms=ttl_ms)
+    runner = _RoundAppender(log, driver, name, commands)
+    commands.send(("ready", name, goals.activation.armed))
+    while True:
+        command = commands.recv()
+        try:
+            log.reload()
+            if command == "resume":
+                goals.resume(goals.agent)
+                commands.send(("resumed", name, goals.activation.armed))
+            else:
+                report = driver.drive(goals.agent, runner)
+                commands.send(("drove", name, report.rounds, report.stopped, report.holder, report.expires_at))
+        except PlanfoldError as exc:
+            commands.send(("error", name, exc.code, str(exc)))

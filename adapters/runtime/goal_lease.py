@@ -1,0 +1,196 @@
+"""Driving a goal from one of many processes that share a store.
+
+Theory of operation
+-------------------
+Activation (armed or disarmed) belongs to one process. When several processes
+on several hosts share a store, at most one may drive a goal's rounds, so
+``LeasedDriver`` puts a ``GoalService`` to work under the session's goal
+lease (``adapters.store.base``: a holder and an expiry in the store, fenced
+writes):
+
+- Before every round it acquires the lease, or extends it when it already
+  holds it. While it drives, every append of the session log carries the
+  lease (the log's store is wrapped for the drive), so the store checks the
+  lease in the same transaction as the round's append and refuses it
+  (``lease-lost``) once the lease expired, was released or was taken over; a
+  live lease is extended by every such append.
+- A lease another holder keeps live stops the drive before the round
+  (``lease-held``), and so does a lease lost during a round (``lease-lost``):
+  either way this process is disarmed. Nothing resumes a goal on its own, so
+  taking over a goal needs both the other holder's lease to have expired (a
+  crashed holder's lease simply expires) and a human resume here.
+- The lease is released when the drive stops on the kernel's word (the
+  budget block, a paused or completed goal, ...), and whenever the service
+  blocks, pauses, completes or clears the goal (a listener on its changes).
+
+A process that starts comes back disarmed (``GoalService``), holding no lease.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from planfold.adapters.runtime.goal_service import AgentHandle, GoalChanged, GoalService, RoundRunner
+from planfold.adapters.store.base import (
+    AppendResult,
+    AuditReport,
+    Lease,
+    LeaseHeldError,
+    LeaseLostError,
+    SharedStore,
+    Store,
+)
+from planfold.adapters.store.projection import Projection
+from planfold.kernel.log import Event
+from planfold.kernel.payload import JSONObject
+from planfold.kernel.session import SessionState
+
+__all__ = ["RELEASING_OPERATIONS", "LeasedDrive", "LeasedDriver", "default_holder"]
+
+#: The goal operations after which the driver gives its lease back.
+RELEASING_OPERATIONS = frozenset({"block", "pause", "complete", "clear"})
+
+
+def default_holder(agent_id: str) -> str:
+    """A lease holder name unique to this process: agent, host, pid and a nonce."""
+    return f"{agent_id}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+@dataclass(frozen=True, slots=True)
+class LeasedDrive:
+    """What a leased drive did: the rounds it ran, why it stopped (the
+    kernel's reason, ``lease-held``, ``lease-lost`` or ``None`` at its own
+    limit), the seq of a budget block it appended, and for ``lease-held`` the
+    other holder and when its lease expires."""
+
+    rounds: tuple[int, ...]
+    stopped: str | None
+    blocked_at: int | None = None
+    holder: str | None = None
+    expires_at: int | None = None
+
+
+class _FencedStore:
+    """``store`` with ``lease()`` passed to every append (when there is one)."""
+
+    def __init__(self, store: SharedStore, lease: Callable[[], Lease | None]) -> None:
+        self.inner = store
+        self.lease = lease
+
+    def append(
+        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
+    ) -> AppendResult:
+        return self.inner.append(session_id, expected_seq, events, idempotency_key, lease=self.lease())
+
+    def head(self, session_id: str) -> int:
+        return self.inner.head(session_id)
+
+    def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
+        return self.inner.read(session_id, after)
+
+    def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
+        return self.inner.load(session_id, incremental=incremental)
+
+    def projection(self, session_id: str) -> Projection:
+        return self.inner.projection(session_id)
+
+    def audit(self, session_id: str) -> AuditReport:
+        return self.inner.audit(session_id)
+
+    def session_ids(self) -> tuple[str, ...]:
+        return self.inner.session_ids()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _LeasedRunner:
+    """Takes (or extends) the lease before each round, then runs it; keeps
+    the numbers of the rounds it started."""
+
+    def __init__(self, driver: LeasedDriver, runner: RoundRunner) -> None:
+        self.driver = driver
+        self.runner = runner
+        self.rounds: list[int] = []
+
+    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+        self.driver.take()
+        number = None if source is None else source.get("round")
+        self.rounds.append(number if isinstance(number, int) else len(self.rounds) + 1)
+        return self.runner.run_turn(text, source)
+
+
+class LeasedDriver:
+    """A ``GoalService``'s round driver under the session's goal lease in
+    ``store`` (see the module docstring); ``ttl_ms`` is how long the lease
+    lasts past its last use."""
+
+    def __init__(
+        self, goals: GoalService, store: SharedStore, *, holder: str | None = None, ttl_ms: int = 60_000
+    ) -> None:
+        self.goals = goals
+        self.store = store
+        self.holder = holder or default_holder(goals.agent_id)
+        self.ttl_ms = ttl_ms
+        self.lease: Lease | None = None
+        goals.subscribe(goals.agent_id, self._changed)
+
+    @property
+    def session_id(self) -> str:
+        return self.goals.log.session_id
+
+    def take(self) -> Lease:
+        """Acquire the lease, or extend it; ``LeaseHeldError`` while another
+        holder's is live."""
+        self.lease = self.store.acquire_lease(self.session_id, self.holder, self.ttl_ms)
+        return self.lease
+
+    def release(self) -> bool:
+        """Give the lease back now (False when it was no longer ours)."""
+        lease, self.lease = self.lease, None
+        return lease is not None and self.store.release_lease(lease)
+
+    def _changed(self, change: GoalChanged) -> None:
+        if change.operation in RELEASING_OPERATIONS:
+            self.release()
+
+    def drive(
+        self,
+        agent: AgentHandle,
+        runner: RoundRunner,
+        *,
+        text: Callable[[int], str] = lambda n: f"Continue the goal (round {n}).",
+        limit: int = 1_000,
+    ) -> LeasedDrive:
+        """Run goal rounds like ``GoalService.drive``, each under the lease."""
+        leased = _LeasedRunner(self, runner)
+        try:
+            with self._fenced():
+                report = self.goals.drive(agent, leased, text=text, limit=limit)
+        except LeaseHeldError as exc:
+            self.goals.disarm(agent)
+            self.lease = None
+            return LeasedDrive(tuple(leased.rounds), exc.code, holder=exc.holder, expires_at=exc.expires_at)
+        except LeaseLostError as exc:
+            self.goals.disarm(agent)
+            self.lease = None
+            return LeasedDrive(tuple(leased.rounds), exc.code)
+        if report.stopped is not None:
+            self.release()
+        return LeasedDrive(report.rounds, report.stopped, report.blocked_at)
+
+    @contextmanager
+    def _fenced(self) -> Iterator[None]:
+        """The session log appends through the fenced store for the drive."""
+        log = self.goals.log
+        saved: Store = log.store
+        log.store = _FencedStore(self.store, lambda: self.lease)
+        try:
+            yield
+        finally:
+            log.store = saved

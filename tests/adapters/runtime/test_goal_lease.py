@@ -1,0 +1,237 @@
+"""Driving one goal from several processes: the goal lease.
+
+At most one process drives a goal's rounds: it holds the session's lease and
+its rounds' appends are fenced by it. Another process is refused (and
+disarmed) while the lease is live; it takes over only once the lease has
+expired and a human has resumed it; the lease is given back when the goal
+stops, is paused, completed or blocked. No round is ever appended twice.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import pytest
+
+from planfold.adapters.runtime.goal_lease import LeasedDriver
+from planfold.adapters.runtime.goal_service import GoalService
+from planfold.adapters.store.base import AppendResult, Lease
+from planfold.adapters.store.contract import ManualClock
+from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.postgres import PostgresStore
+from planfold.adapters.store.session_log import SessionLog
+from planfold.kernel.log import TURN_END, TURN_START, USER_MESSAGE, Event
+from planfold.kernel.payload import JSONObject
+from tests.storage_workers import goal_driver, stress_context
+
+SESSION = "goal"
+
+
+class Rounds:
+    """A round runner appending a whole round at once through the log's store."""
+
+    def __init__(self, log: SessionLog) -> None:
+        self.log = log
+        self.seen: list[int] = []
+
+    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+        head, at, turn = self.log.last_seq, self.log.now(), self.log.state.turns.turn + 1
+        self.log.store.append(
+            self.log.session_id,
+            head,
+            [
+                Event(head + 1, TURN_START, at, {"turn": turn}),
+                Event(head + 2, USER_MESSAGE, at, {"text": text, "source": source}),
+                Event(head + 3, TURN_END, at, {"turn": turn}),
+            ],
+        )
+        self.log.reload()
+        assert source is not None and isinstance(source["round"], int)
+        self.seen.append(source["round"])
+        return None
+
+
+def process(store: MemoryStore, name: str) -> tuple[GoalService, LeasedDriver, Rounds]:
+    """A process's view of the goal: its own log, service (disarmed) and driver."""
+    log = SessionLog(store, SESSION, lambda: 1_000)
+    goals = GoalService(log, "agent", lambda: "g1")
+    return goals, LeasedDriver(goals, store, holder=name, ttl_ms=1_000), Rounds(log)
+
+
+def round_numbers(store: MemoryStore | PostgresStore) -> list[int]:
+    """The round number of every goal-attributed message in the log, in order."""
+    numbers: list[int] = []
+    for event in store.read(SESSION):
+        source = event.payload.get("source")
+        if event.kind == USER_MESSAGE and isinstance(source, dict) and isinstance(source.get("round"), int):
+            numbers.append(source["round"])
+    return numbers
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def store(clock: ManualClock) -> MemoryStore:
+    store = MemoryStore(clock=clock)
+    goals, _, _ = process(store, "setup")
+    goals.create(goals.agent, "keep the docs in step", max_rounds=4)
+    return store
+
+
+def test_a_leased_drive_fences_its_rounds_and_gives_the_lease_back_when_the_budget_blocks(store: MemoryStore) -> None:
+    goals, driver, rounds = process(store, "host-a")
+    goals.resume(goals.agent)
+    seen: list[Lease | None] = []
+    inner = store.append
+
+    def recording(*args: Any, **kwargs: Any) -> AppendResult:
+        seen.append(kwargs.get("lease"))
+        return inner(*args, **kwargs)
+
+    store.append = recording  # type: ignore[method-assign]
+    report = driver.drive(goals.agent, rounds)
+    assert (report.rounds, report.stopped) == ((1, 2, 3, 4), "budget-spent")
+    assert seen and all(lease is not None and lease.holder == "host-a" for lease in seen)
+    assert store.lease(SESSION) is None
+    assert round_numbers(store) == [1, 2, 3, 4]
+
+
+def test_a_second_process_is_refused_and_disarmed_while_the_lease_is_live(
+    store: MemoryStore, clock: ManualClock
+) -> None:
+    a_goals, a_driver, _ = process(store, "host-a")
+    b_goals, b_driver, b_rounds = process(store, "host-b")
+    a_goals.resume(a_goals.agent)
+    a_driver.take()
+    b_goals.log.reload()
+    b_goals.resume(b_goals.agent)
+    report = b_driver.drive(b_goals.agent, b_rounds)
+    assert (report.rounds, report.stopped, report.holder) == ((), "lease-held", "host-a")
+    assert not b_goals.activation.armed and round_numbers(store) == []
+    clock.advance(1_000)  # host-a's lease expires, but nothing resumes the goal on its own
+    assert b_driver.drive(b_goals.agent, b_rounds).rounds == ()
+    b_goals.resume(b_goals.agent)
+    assert b_driver.drive(b_goals.agent, b_rounds).rounds == (1, 2, 3, 4)
+
+
+def test_pausing_the_goal_gives_the_lease_back(store: MemoryStore) -> None:
+    goals, driver, rounds = process(store, "host-a")
+    goals.resume(goals.agent)
+    report = driver.drive(goals.agent, rounds, limit=1)
+    assert (report.rounds, report.stopped) == ((1,), None)
+    assert store.lease(SESSION) is not None  # still driving
+    goals.pause(goals.agent)
+    assert store.lease(SESSION) is None
+
+
+# --------------------------------------------------------------------------
+# Two processes on PostgreSQL
+
+
+ROUNDS = 8
+TTL_MS = 1_500
+
+
+def expect(conn: Connection, kind: str, timeout: float = 60) -> tuple[Any, ...]:
+    assert conn.poll(timeout), f"no {kind!r} answer within {timeout}s"
+    message = conn.recv()
+    assert message[0] == kind, message
+    return tuple(message)
+
+
+@pytest.mark.slow
+def test_two_processes_drive_one_goal_one_at_a_time_and_take_over_only_after_expiry_and_a_resume(
+    pg_url: str,
+) -> None:
+    with PostgresStore(pg_url) as store:
+        goals = GoalService(SessionLog(store, SESSION), "agent", lambda: "g1")
+        goals.create(goals.agent, "keep the docs in step", max_rounds=ROUNDS)
+    ctx = stress_context()
+    conns: dict[str, Connection] = {}
+    procs: dict[str, multiprocessing.process.BaseProcess] = {}
+    try:
+        for name in ("A", "B"):
+            mine, theirs = ctx.Pipe()
+            procs[name] = ctx.Process(target=goal_driver, args=(pg_url, SESSION, name, TTL_MS, theirs), daemon=True)
+            procs[name].start()
+            theirs.close()
+            conns[name] = mine
+        for name, conn in conns.items():
+            assert expect(conn, "ready") == ("ready", name, False)  # a started process comes back disarmed
+        for name, conn in conns.items():
+            conn.send("resume")
+            assert expect(conn, "resumed") == ("resumed", name, True)
+        for conn in conns.values():
+            conn.send("drive")
+        # Exactly one drives; the other is refused at once and disarmed.
+        rounds: dict[str, list[tuple[int, int, int]]] = {"A": [], "B": []}
+        refused: dict[str, tuple[Any, ...]] = {}
+        while len(refused) < 1 or sum(map(len, rounds.values())) < 3:
+            for name, conn in conns.items():
+                while conn.poll(0.01):
+                    message = conn.recv()
+                    if message[0] == "round":
+                        rounds[name].append(message[2:])
+                    else:
+                        assert message[0] == "drove", message
+                        refused[name] = message
+        (loser,) = refused
+        holder = "B" if loser == "A" else "A"
+        assert refused[loser][2:4] == ((), "lease-held") and refused[loser][4] == holder
+        assert rounds[loser] == []
+        os.kill(procs[holder].pid or 0, signal.SIGKILL)
+        procs[holder].join(30)
+        while conns[holder].poll(0.5):  # rounds it reported before it died
+            try:
+                message = conns[holder].recv()
+            except EOFError:
+                break
+            if message[0] == "round":
+                rounds[holder].append(message[2:])
+        held_token = max(token for _, token, _ in rounds[holder])
+        other = conns[loser]
+        # Disarmed after the refusal: without a human resume it does nothing.
+        other.send("drive")
+        drove = expect(other, "drove")
+        assert drove[2] == () and drove[3] not in (None, "lease-held")
+        # A human resumes it until the lease has expired; only then does it drive.
+        expiries: list[int] = []
+        deadline = time.monotonic() + 60
+        while True:
+            assert time.monotonic() < deadline, "the other process never took over"
+            other.send("resume")
+            expect(other, "resumed")
+            other.send("drive")
+            answer: tuple[Any, ...] = other.recv() if other.poll(60) else ("timeout",)
+            if answer[0] == "drove" and answer[3] == "lease-held":
+                assert answer[4] == holder
+                expiries.append(answer[5])
+                continue
+            break
+        taken: list[tuple[int, int, int]] = []
+        while answer[0] == "round":
+            taken.append(answer[2:])
+            answer = other.recv() if other.poll(60) else ("timeout",)
+        assert answer[0] == "drove" and answer[3] == "budget-spent", answer
+        assert taken, "the other process ran no round"
+        assert all(granted >= max(expiries, default=0) for _, _, granted in taken)  # only after expiry
+        assert all(token > held_token for _, token, _ in taken)  # a new grant, fencing the dead holder out
+        with PostgresStore(pg_url) as store:
+            numbers = round_numbers(store)
+            assert numbers == list(range(1, ROUNDS + 1))  # no round twice, none missing
+            assert [n for n, _, _ in rounds[holder]] + [n for n, _, _ in taken] == numbers
+            assert store.audit(SESSION).ok
+            assert store.lease(SESSION) is None  # given back when the budget blocked the goal
+    finally:
+        for proc in procs.values():
+            if proc.is_alive():
+                proc.kill()
+                proc.join(10)
