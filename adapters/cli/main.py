@@ -58,7 +58,7 @@ from planfold.adapters.llm.model import RetryBudget
 from planfold.adapters.llm.openai import OpenAIClient, RetryPolicy
 from planfold.adapters.serve.command import add_serve_arguments, run_serve
 from planfold.adapters.specgen.vectors import MalformedRecordError, add_conform_arguments, read_records, run_conform
-from planfold.adapters.store.base import Store, import_session
+from planfold.adapters.store.base import Store, check_session_id, import_session
 from planfold.adapters.store.opener import is_postgres_url
 from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError
 from planfold.kernel.log import Event
@@ -290,6 +290,7 @@ def _refuse_a_filled_session(store: Store, session: str, events: Sequence[Event]
 
 
 def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
+    check_session_id(args.session)  # before anything is read, opened or created
     source = read_source(args.file, stdin)
     if source.kind != "jsonl":
         raise CliError(

@@ -13,12 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from planfold.adapters.cli.demo import run_demo
 from planfold.adapters.cli.main import EXIT_STATUS, main
 from planfold.adapters.codec import decode_jsonl, encode_jsonl
 from planfold.adapters.specgen.vectors import VECTOR_DIR
 from planfold.kernel.log import Event
+from tests.fuzz.cli_targets import CLI_TARGETS
+from tests.fuzz.harness import check
 
 SPECS = Path(__file__).resolve().parents[3] / "specs"
 
@@ -281,3 +284,31 @@ def test_progress_goes_to_stderr_only_when_asked_or_long(demo_db: Path) -> None:
     assert "\r" not in err and out.startswith("demo-1: ok")
     code, _, err = _run("replay", str(demo_db), "--session", "demo-1")
     assert err == ""  # not a terminal, not long
+
+
+# --------------------------------------------------------------------------
+# No input ends in a traceback
+
+(CLI,) = CLI_TARGETS
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(CLI.inputs)
+def test_no_arguments_and_no_file_contents_end_in_a_traceback(data: bytes) -> None:
+    check(CLI, data)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["import", "{FILE}", "--db", "{DB}", "--session", ""],
+        ["import", "{FILE}", "--db", "{DB}", "--session", "\udcff"],
+        ["replay", "{FILE}", "--session", "\udcff", "--json"],
+        ["export", "--db", "{FILE}", "--session", "demo-1", "-o", "{FILE}"],
+        ["audit", "{DIR}", "--json"],
+        ["conform", "{DIR}", "--json"],
+    ],
+)
+def test_hostile_arguments_get_a_message_and_an_exit_status(demo_db: Path, argv: list[str]) -> None:
+    for content in (demo_db.read_bytes(), _export(demo_db, Path(os.path.dirname(demo_db))).read_bytes(), b"\n"):
+        assert check(CLI, json.dumps(argv).encode() + b"\n" + content).startswith("returned exit ")
