@@ -66,3 +66,37 @@ def pg_url(pg_cluster: Cluster) -> Iterator[str]:
     schema = f"t_{uuid.uuid4().hex[:16]}"
     yield pg_cluster.schema_url(schema)
     pg_cluster.drop_schema(schema)
+
+
+# --------------------------------------------------------------------------
+# CI: PLANFOLD_REQUIRE_POSTGRES=1 fails a run in which any test was skipped or
+# no test that uses the PostgreSQL server passed (a server that cannot start
+# fails its tests; this catches them being skipped or left out instead).
+
+_ran: dict[str, int] = {"skipped": 0, "postgres": 0}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "pg_cluster" in getattr(item, "fixturenames", ()):
+            item.user_properties.append(("uses_postgres", True))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped:
+        _ran["skipped"] += 1
+    elif report.when == "call" and report.passed and ("uses_postgres", True) in report.user_properties:
+        _ran["postgres"] += 1
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get("PLANFOLD_REQUIRE_POSTGRES") != "1" or exitstatus != 0:
+        return
+    problems = []
+    if _ran["skipped"]:
+        problems.append(f"{_ran['skipped']} test(s) were skipped")
+    if not _ran["postgres"]:
+        problems.append("no PostgreSQL test ran")
+    if problems:
+        session.config.get_terminal_writer().line(f"PLANFOLD_REQUIRE_POSTGRES: {'; '.join(problems)}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -39,15 +39,25 @@ class ClusterError(RuntimeError):
 
 
 def bindir() -> Path:
-    """The folder of ``initdb``, ``pg_ctl`` and ``postgres``."""
+    """The folder of ``initdb``, ``pg_ctl`` and ``postgres``: ``PLANFOLD_PG_BINDIR``,
+    else what ``pg_config --bindir`` says, else Debian's newest
+    ``/usr/lib/postgresql/N/bin``."""
     configured = os.environ.get("PLANFOLD_PG_BINDIR")
     if configured:
         return Path(configured)
     try:
         done = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, check=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ClusterError(f"no PostgreSQL server found (pg_config --bindir failed: {exc})") from exc
-    return Path(done.stdout.strip())
+        found = Path(done.stdout.strip())
+        if (found / "initdb").exists():
+            return found
+    except (OSError, subprocess.SubprocessError):
+        pass
+    versions = [p.parent for p in Path("/usr/lib/postgresql").glob("*/bin/initdb") if p.parts[-3].isdigit()]
+    if versions:
+        return max(versions, key=lambda folder: int(folder.parts[-2]))
+    raise ClusterError(
+        "no PostgreSQL server found: install it (Debian: apt-get install postgresql) or set PLANFOLD_PG_BINDIR"
+    )
 
 
 class Cluster:
