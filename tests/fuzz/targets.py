@@ -28,6 +28,7 @@ from planfold.kernel.plan.views import adopt_summary, render_plan_content
 from planfold.kernel.session import SessionState, apply_session_event, fold_more, fold_rows, fold_session
 from planfold.kernel.tools.shell import MAX_COMMAND_LENGTH, classify_command, classify_shell_call
 from planfold.kernel.tools.spec import Classification, ToolSpec
+from tests.fuzz.cli_targets import CLI_TARGETS
 from tests.fuzz.harness import (
     Clock,
     FuzzFinding,
@@ -334,7 +335,7 @@ KERNEL_TARGETS: tuple[Target, ...] = (
 
 
 #: Every fuzz target, kernel entry points first.
-TARGETS: tuple[Target, ...] = KERNEL_TARGETS + TOOL_TARGETS + STORE_TARGETS
+TARGETS: tuple[Target, ...] = KERNEL_TARGETS + TOOL_TARGETS + STORE_TARGETS + CLI_TARGETS
 
 
 def by_name(name: str) -> Target:
