@@ -455,8 +455,10 @@ def test_a_connection_dropped_mid_body_is_retried_like_any_transient_failure(ser
 
 def test_a_connection_dropped_mid_body_says_so_when_it_is_the_last_failure(server: ChatServer) -> None:
     server.plan(Answer(body=completion("z" * 300), cut_body=40))
+    started = time.monotonic()
     with pytest.raises(ModelRetriesExhaustedError) as caught:
-        client_for(server, [], policy=RetryPolicy(max_retries=0)).complete(REQUEST)
+        client_for(server, [], policy=RetryPolicy(max_retries=0), timeout_s=T).complete(REQUEST)
+    assert time.monotonic() - started < T + 1.0
     assert isinstance(caught.value.last, ModelUnreachableError)
     assert "closed after 40 of" in caught.value.last.message
 
