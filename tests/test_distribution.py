@@ -10,6 +10,7 @@ path entry, so nothing is fetched."""
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 import sysconfig
@@ -27,7 +28,9 @@ MACHINES = ("plan", "goal", "tools", "session", "graph")
 
 
 def _run(*command: str | Path, cwd: Path | None = None) -> str:
-    done = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True, text=True, check=False)
+    # nothing from the caller's environment may put another planfold on the path
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME"}}
+    done = subprocess.run([str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, f"{command} failed:\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
