@@ -6,9 +6,11 @@ Theory of operation
 same two tables as planfold (an ``events`` table keyed ``(session_id, seq)``
 without rowid, and a ``sessions`` row per session), WAL with
 ``synchronous=FULL``, and per append one ``BEGIN IMMEDIATE`` transaction
-holding the event inserts and one upsert of the session row (last seq, time
-and the last payload as its "view"). It checks nothing: no compare-and-set,
-no fold, no validation. Payloads are encoded with the standard ``json``.
+holding a compare-and-set read of the session row (its last seq must be the
+seq before the first new event), the event inserts and one upsert of the
+session row (last seq, time and the last payload as its "view"). It checks
+nothing else: no fold, no validation. Payloads are encoded with the standard
+``json``.
 
 ``naive_replay`` reads a session back with one ``SELECT``, ``json.loads`` on
 every payload and a fold that builds a new frozen ``NaiveGoal`` with
@@ -40,6 +42,7 @@ _SCHEMA = (
     " updated_at_ms INTEGER NOT NULL, view_json TEXT NOT NULL)",
 )
 _INSERT = "INSERT INTO events (session_id, seq, kind, at, payload) VALUES (?, ?, ?, ?, ?)"
+_HEAD = "SELECT log_seq FROM sessions WHERE id = ?"
 _UPSERT = (
     "INSERT INTO sessions (id, log_seq, updated_at_ms, view_json) VALUES (?, ?, ?, ?)"
     " ON CONFLICT (id) DO UPDATE SET log_seq = excluded.log_seq,"
@@ -64,10 +67,14 @@ class RawLog:
         return str(mode), int(level)
 
     def append(self, session_id: str, events: Sequence[Event]) -> None:
-        """Insert ``events`` and upsert the session row in one transaction."""
+        """Compare-and-set: insert ``events`` and upsert the session row in one
+        transaction, after checking that the log ends just before them."""
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
+            row = conn.execute(_HEAD, (session_id,)).fetchone()
+            if (0 if row is None else row[0]) != events[0].seq - 1:
+                raise ValueError(f"conflict: the log of {session_id!r} is not at {events[0].seq - 1}")
             text = ""
             for event in events:
                 text = json.dumps(event.payload, separators=(",", ":"))

@@ -7,11 +7,14 @@ from its own module. ``main`` picks the scale (``--scale``, else the
 ``BENCH_SCALE`` environment variable, else 1.0 = full size), runs the chosen
 families in order in a scratch directory (``--workdir``/``BENCH_DIR`` keeps
 the files; by default a temporary directory is removed afterwards), prints
-every measurement and then the goal table, and writes everything as JSON
-(``--json``, default ``bench-results.json`` at the repository root).
+every measurement and then the goal table (each ratio with its spread: the
+lowest and highest quotient of one repetition), and writes everything as
+JSON (``--json``, default ``bench-results.json`` at the repository root).
+The stored logs the families share (``benchmarks.logs``) are built once, in
+the first family that needs them; the time each took is in the notes.
 
-The exit status is 0 whether or not goals are met: speed goals are reported,
-not enforced. It is 2 for a bad command line.
+The exit status is 0 when every goal was met, 1 when a goal was missed or
+could not be measured (a baseline not installed), 2 for a bad command line.
 """
 
 from __future__ import annotations
@@ -30,14 +33,16 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from benchmarks.append_bench import run_durable_append, run_group_append
+from benchmarks.append_bench import run_append_growth, run_durable_append, run_group_append
 from benchmarks.es_baseline import MISSING, load_eventsourcing
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale
 from benchmarks.kernel_bench import ROOT, run_folds, run_import
+from benchmarks.lg_baseline import LG_MISSING, load_langgraph
+from benchmarks.memory_bench import run_memory
 from benchmarks.open_bench import run_open
 from benchmarks.replay_bench import run_replay
 
-__all__ = ["FAMILIES", "format_table", "main", "results_json", "run"]
+__all__ = ["FAMILIES", "format_table", "main", "missed", "results_json", "run"]
 
 Family = Callable[[Scale, Path], FamilyResult]
 
@@ -46,9 +51,11 @@ FAMILIES: dict[str, Family] = {
     "kernel-import": run_import,
     "kernel-fold": run_folds,
     "durable-append": run_durable_append,
+    "append-growth": run_append_growth,
     "group-append": run_group_append,
     "cold-replay": run_replay,
     "open-session": run_open,
+    "replay-memory": run_memory,
 }
 
 
@@ -57,6 +64,8 @@ def _value(m: Measurement) -> str:
         return f"{m.value:,.0f} events/s"
     if m.unit == "s":
         return f"{m.value:.3f} s"
+    if m.unit == "us":
+        return f"{m.value:.2f} \u00b5s"
     return f"{m.value:.2f} {m.unit}"
 
 
@@ -66,8 +75,12 @@ def _verdict(r: Ratio) -> str:
     return {True: "met", False: "MISSED", None: "info"}[r.met]
 
 
+def _shown(r: Ratio, value: float) -> str:
+    return f"{value:.2f}" if r.name.endswith("(ms)") else f"{value:.2f}x"
+
+
 def format_table(results: Sequence[FamilyResult]) -> str:
-    """Every measurement, then every ratio with its goal and verdict, as text."""
+    """Every measurement, then every ratio with its spread, goal and verdict, as text."""
     lines = ["", "Measurements (medians; absolute values vary from run to run)", ""]
     width = max((len(m.subject) for r in results for m in r.measurements), default=10)
     for result in results:
@@ -78,15 +91,22 @@ def format_table(results: Sequence[FamilyResult]) -> str:
         )
         lines.extend(f"  note: {note}" for note in result.notes)
     ratios = [r for result in results for r in result.ratios]
-    lines += ["", "Goals (ratios measured in this run)", ""]
+    lines += ["", "Goals (ratios measured in this run; spread = lowest..highest of one repetition)", ""]
     width = max((len(r.name) for r in ratios), default=10)
-    lines.append(f"  {'':<{width}}  {'value':>8}  {'goal':>7}  result")
+    lines.append(f"  {'':<{width}}  {'value':>8}  {'spread':>15}  {'goal':>7}  result")
     for r in ratios:
-        shown = "-" if r.value is None else (f"{r.value:.2f}" if r.name.endswith("(ms)") else f"{r.value:.2f}x")
-        lines.append(f"  {r.name:<{width}}  {shown:>8}  {r.goal:>7}  {_verdict(r)}")
+        shown = "-" if r.value is None else _shown(r, r.value)
+        spread = "-" if r.spread is None else f"{_shown(r, r.spread[0])}..{_shown(r, r.spread[1])}"
+        spread += f" n={len(r.samples)}" if r.samples else ""
+        lines.append(f"  {r.name:<{width}}  {shown:>8}  {spread:>15}  {r.goal:>7}  {_verdict(r)}")
         if r.note:
             lines.append(f"  {'':<{width}}  ({r.note})")
     return "\n".join(lines) + "\n"
+
+
+def missed(results: Sequence[FamilyResult]) -> list[Ratio]:
+    """The goals missed, and those that could not be measured."""
+    return [r for result in results for r in result.ratios if r.bound is not None and r.met is not True]
 
 
 def _git_commit() -> str | None:
@@ -102,6 +122,7 @@ def _git_commit() -> str | None:
 def results_json(results: Sequence[FamilyResult], scale: Scale, seconds: float) -> dict[str, object]:
     """The run as one JSON-ready object: environment, measurements and ratios."""
     lib = load_eventsourcing()
+    lg = load_langgraph()
     return {
         "meta": {
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -113,6 +134,7 @@ def results_json(results: Sequence[FamilyResult], scale: Scale, seconds: float) 
             "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
             "scale": scale.factor,
             "eventsourcing": None if lib is None else lib.version,
+            "langgraph_checkpoint_sqlite": None if lg is None else lg.version,
             "seconds": round(seconds, 1),
         },
         "families": [
@@ -155,7 +177,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmarks; 0 when they ran (goals met or not), 2 for bad arguments."""
+    """Run the benchmarks; 0 when every goal was met, 1 when one was missed or
+    not measured, 2 for bad arguments."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -172,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if load_eventsourcing() is None:
         print(f"note: {MISSING}; its comparisons are reported as not measured", file=sys.stderr)
+    if load_langgraph() is None:
+        print(f"note: {LG_MISSING}; its comparison is reported as not measured", file=sys.stderr)
     keep = args.workdir is not None
     workdir = Path(args.workdir) if keep else Path(tempfile.mkdtemp(prefix="planfold-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -186,4 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = results_json(results, scale, elapsed)
     Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(f"\nscale {scale.factor:g}, {os.cpu_count()} cores, {elapsed:.0f} s; results written to {args.json}")
+    short = missed(results)
+    if short:
+        print(f"{len(short)} goal(s) missed or not measured: " + "; ".join(r.name for r in short))
+        return 1
     return 0

@@ -4,19 +4,23 @@ Theory of operation
 -------------------
 Absolute times on a shared two-core machine are noise, so every claim the
 benchmark makes is a *ratio* between two things measured in the same run,
-interleaved where that is possible (system A, system B, system A, ...), each
-side summarised by its median. A family module exposes ``run(scale, workdir)``
-and returns a ``FamilyResult``: its ``Measurement`` rows (what was timed, in
-which unit, every sample) and its ``Ratio`` rows (a quotient of two
-measurements, with the goal it is held to and whether the goal was met).
+interleaved where that is possible (system A, system B, system A, ...). A
+family module exposes ``run(scale, workdir)`` and returns a ``FamilyResult``:
+its ``Measurement`` rows (what was timed, in which unit, every sample, their
+median as the value) and its ``Ratio`` rows (a quotient of two measurements,
+with the goal it is held to and whether the goal was met). A ratio of two
+measurements taken in interleaved repetitions is the median of the
+repetitions' own quotients, and their range is printed as its spread.
 
 ``Scale`` derives every workload size from one factor (``BENCH_SCALE``,
-default 1.0 = the sizes the goals are stated for); a tiny factor runs the same
-code paths in well under a second, which is what the smoke test does.
+default 1.0 = the sizes the goals are stated for: histories of 1k, 100k and
+1M events); a tiny factor runs the same code paths in seconds, which is what
+the smoke test does, and a quick factor (0.1) is for a first look only.
 
-A ratio whose baseline could not be measured (eventsourcing not installed) has
-``value`` ``None`` and ``met`` ``None``, and says why in its note. Nothing in
-here asserts a speed: goals are reported, never enforced.
+A ratio whose baseline could not be measured (eventsourcing or LangGraph not
+installed) has ``value`` ``None`` and ``met`` ``None``, and says why in its
+note. Nothing in here decides what a miss means: ``benchmarks.bench`` exits
+non-zero when a goal is missed or not measured.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ __all__ = [
     "Ratio",
     "Scale",
     "batched",
+    "difference",
     "median",
     "ratio",
     "stopwatch",
@@ -45,17 +50,22 @@ T = TypeVar("T")
 Direction = Literal["at-least", "at-most"]
 
 #: Full-size workloads (BENCH_SCALE=1): the sizes the goals are stated for.
+#: ``small``/``mid``/``large`` are the three history lengths every growth
+#: ratio compares (1k, 100k, 1M events).
 _FULL = {
     "append_events": 1_500,
     "append_rounds": 10,
+    "growth_appends": 400,
+    "growth_repeats": 3,
     "group_events": 50_000,
     "group_batch": 1_000,
-    "replay_events": 100_000,
+    "small_events": 1_000,
+    "mid_events": 100_000,
+    "large_events": 1_000_000,
+    "build_batch": 20_000,
     "replay_repeats": 3,
-    "open_small": 1_000,
-    "open_large": 1_000_000,
-    "open_batch": 20_000,
     "open_repeats": 25,
+    "memory_repeats": 3,
     "fold_events": 100_000,
     "fold_repeats": 3,
     "import_runs": 15,
@@ -64,14 +74,17 @@ _FULL = {
 _FLOOR = {
     "append_events": 6,
     "append_rounds": 2,
+    "growth_appends": 5,
+    "growth_repeats": 1,
     "group_events": 40,
     "group_batch": 10,
-    "replay_events": 60,
+    "small_events": 20,
+    "mid_events": 60,
+    "large_events": 180,
+    "build_batch": 25,
     "replay_repeats": 1,
-    "open_small": 20,
-    "open_large": 60,
-    "open_batch": 25,
     "open_repeats": 3,
+    "memory_repeats": 1,
     "fold_events": 60,
     "fold_repeats": 1,
     "import_runs": 2,
@@ -87,12 +100,15 @@ class Scale:
     append_rounds: int
     group_events: int
     group_batch: int
-    replay_events: int
+    growth_appends: int
+    growth_repeats: int
+    small_events: int
+    mid_events: int
+    large_events: int
+    build_batch: int
     replay_repeats: int
-    open_small: int
-    open_large: int
-    open_batch: int
     open_repeats: int
+    memory_repeats: int
     fold_events: int
     fold_repeats: int
     import_runs: int
@@ -109,8 +125,8 @@ class Scale:
         for name, full in _FULL.items():
             shrink = math.sqrt(factor) if name.endswith(("_repeats", "_rounds", "_runs")) else factor
             sizes[name] = max(_FLOOR[name], round(full * shrink))
-        if sizes["open_large"] <= sizes["open_small"]:
-            sizes["open_large"] = sizes["open_small"] * 3
+        sizes["mid_events"] = max(sizes["mid_events"], sizes["small_events"] * 3)
+        sizes["large_events"] = max(sizes["large_events"], sizes["mid_events"] * 3)
         return cls(factor=factor, **sizes)
 
 
@@ -143,6 +159,9 @@ class Ratio:
 
     ``value`` is ``None`` (and ``met`` ``None``) when one side is missing.
     ``bound`` is ``None`` for an informational ratio with no goal.
+    ``samples`` are the quotient of each repetition (the sides' samples
+    taken pairwise, in the order they were interleaved), whose range is the
+    ``spread`` printed beside the value.
     """
 
     family: str
@@ -152,6 +171,7 @@ class Ratio:
     bound: float | None
     how: str
     note: str = ""
+    samples: tuple[float, ...] = ()
 
     @property
     def met(self) -> bool | None:
@@ -165,6 +185,11 @@ class Ratio:
             return "-"
         return f"{'>=' if self.direction == 'at-least' else '<='} {self.bound:g}"
 
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """The lowest and highest quotient of one repetition, if there were any."""
+        return (min(self.samples), max(self.samples)) if self.samples else None
+
     def to_json(self) -> dict[str, object]:
         return {
             "family": self.family,
@@ -174,6 +199,8 @@ class Ratio:
             "met": self.met,
             "how": self.how,
             "note": self.note,
+            "samples": list(self.samples),
+            "spread": None if self.spread is None else list(self.spread),
         }
 
 
@@ -225,11 +252,29 @@ def ratio(
     how: str,
     missing: str = "",
 ) -> Ratio:
-    """``numerator.value / denominator.value`` as a ``Ratio``; ``None`` (with
-    ``missing`` as the note) when either side was not measured."""
+    """``numerator / denominator`` as a ``Ratio``; ``None`` (with ``missing``
+    as the note) when either side was not measured. When both sides have as
+    many samples (repetitions interleaved one against the other), the value
+    is the median of the pairwise quotients and they are its samples;
+    otherwise it is the quotient of the two medians."""
     if numerator is None or denominator is None or denominator.value <= 0:
         return Ratio(family, name, None, direction, bound, how, missing or "a side was not measured")
+    pairs = tuple(
+        a / b for a, b in zip(numerator.samples, denominator.samples, strict=False) if b > 0
+    )
+    if pairs and len(numerator.samples) == len(denominator.samples) == len(pairs):
+        return Ratio(family, name, median(pairs), direction, bound, how, samples=pairs)
     return Ratio(family, name, numerator.value / denominator.value, direction, bound, how)
+
+
+def difference(
+    family: str, name: str, minuend: Measurement, subtrahend: Measurement, *, bound: float, how: str
+) -> Ratio:
+    """``minuend - subtrahend`` (same unit) held to at most ``bound``: the
+    median of the pairwise differences, with them as its samples."""
+    pairs = tuple(a - b for a, b in zip(minuend.samples, subtrahend.samples, strict=False))
+    value = median(pairs) if pairs else minuend.value - subtrahend.value
+    return Ratio(family, name, value, "at-most", bound, how, samples=pairs)
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:

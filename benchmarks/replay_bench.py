@@ -1,38 +1,45 @@
-"""Cold strict replay of a goal log from SQLite.
+"""Cold strict replay of a goal log from SQLite, at 100k and at 1M events.
 
 Theory of operation
 -------------------
-One goal log of ``replay_events`` events (see ``benchmarks.workloads``) is
-written three times: through planfold's ``SqliteStore`` (in large appends),
-into a ``RawLog`` file, and into eventsourcing (one aggregate, saved in large
-batches: only reading is timed here). Then, in interleaved repetitions, each
-reader starts cold (a new store, connection or application on the file; the
-operating system's page cache stays warm, as it would for a session reopened
-on the same machine) and rebuilds the state from every event:
+The goal log (one goal per about 50 events, ``benchmarks.workloads``) is
+stored at ``mid_events`` and ``large_events`` (``benchmarks.logs``: through
+planfold's ``SqliteStore``, in large appends); the ``mid`` one is also saved
+into eventsourcing (one aggregate, in large batches: only reading is timed).
+Then, in interleaved repetitions, each reader starts cold (a new store,
+connection or application on the file; the operating system's page cache
+stays warm, as it would for a session reopened on the same machine) and
+rebuilds the state from every event:
 
 - planfold ``SqliteStore.load`` (not incremental): ``SELECT``, msgspec decode
   of every payload, and the strict session fold, which checks every event
-  (envelope, payload shapes, goal revisions and rounds, turns, plan mode);
+  (envelope, payload shapes, goal revisions, rounds and ids, turns, plan
+  mode); its wall time and its process CPU time are both taken;
 - planfold ``fold_goal`` over ``SqliteStore.read``: the goal machine alone,
-  for comparison;
-- the naive reader: ``SELECT``, ``json.loads`` and a ``dataclasses.replace``
-  fold that checks nothing;
-- eventsourcing ``repository.get`` of the aggregate.
+  for comparison (``mid`` only);
+- the naive reader (``benchmarks.baselines``): ``SELECT`` from the same
+  file's events table, ``json.loads`` and a ``dataclasses.replace`` fold
+  that checks nothing;
+- eventsourcing ``repository.get`` of the aggregate (``mid`` only).
 
 Each reader's result is checked against the others (same last seq, goal and
-round count), so a fast wrong answer cannot pass. The ratios are median
-seconds of the baseline over median seconds of planfold's ``load``.
+round count), so a fast wrong answer cannot pass. The ratios are seconds of
+the baseline over seconds of planfold's ``load``, per repetition; and the CPU
+time per event of ``load`` at 1M over that at 100k, which is 1 for a replay
+whose cost per event does not grow with the history.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.baselines import NaiveGoal, RawLog, naive_replay
+from benchmarks.baselines import NaiveGoal, naive_replay
 from benchmarks.es_baseline import MISSING, EsLog, EventSourcing, load_eventsourcing
-from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, median, ratio, stopwatch
+from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, median, ratio
+from benchmarks.logs import SESSION, StoredLog, stored_log
 from benchmarks.workloads import goal_events
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.goal.fold import GoalState, fold_goal
@@ -41,7 +48,6 @@ from planfold.kernel.session import SessionState
 __all__ = ["ReplayMismatchError", "check_replays", "run_replay"]
 
 REPLAY = "cold-replay"
-SESSION = "bench-replay"
 BUILD_BATCH = 5_000
 
 
@@ -49,27 +55,16 @@ class ReplayMismatchError(RuntimeError):
     """Two readers rebuilt different states from the same log: a benchmark bug."""
 
 
-def _build(scale: Scale, workdir: Path, lib: EventSourcing | None) -> Any:
-    """Write the goal log to every system; the eventsourcing aggregate id (or None)."""
-    aggregate_id = None
-    store = SqliteStore(workdir / "replay-planfold.db")
-    raw = RawLog(workdir / "replay-raw.db")
-    es = None if lib is None else EsLog(lib, workdir / "replay-es.db")
+def _build_es(log: StoredLog, workdir: Path, lib: EventSourcing) -> Any:
+    """Save the log into eventsourcing; the aggregate id."""
+    es = EsLog(lib, workdir / "replay-es.db")
     try:
-        aggregate = None if es is None else es.start()
-        for batch in batched(goal_events(scale.replay_events), BUILD_BATCH):
-            store.append(SESSION, batch[0].seq - 1, batch)
-            raw.append_many(SESSION, batch)
-            if es is not None:
-                es.append_many(aggregate, batch)
-        if aggregate is not None:
-            aggregate_id = aggregate.id
+        aggregate = es.start()
+        for batch in batched(goal_events(log.count), BUILD_BATCH):
+            es.append_many(aggregate, batch)
+        return aggregate.id
     finally:
-        store.close()
-        raw.close()
-        if es is not None:
-            es.close()
-    return aggregate_id
+        es.close()
 
 
 def _planfold_load(path: Path) -> SessionState:
@@ -111,41 +106,76 @@ def check_replays(session: SessionState, goal: GoalState, naive: NaiveGoal, es_s
             raise ReplayMismatchError(f"eventsourcing gives {got}, planfold {want}")
 
 
+def _timed(read: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Wall seconds, process CPU seconds and the result of ``read()``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = read()
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
 def run_replay(scale: Scale, workdir: Path) -> FamilyResult:
-    """Cold strict replay: planfold against the naive fold and eventsourcing."""
+    """Cold strict replay: planfold against the naive fold and eventsourcing, at 100k and 1M."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    root = workdir.parent / "logs"
+    mid = stored_log(root, "goal", scale.mid_events, scale.build_batch)
+    large = stored_log(root, "goal", scale.large_events, scale.build_batch)
     lib = load_eventsourcing()
-    aggregate_id = _build(scale, workdir, lib)
+    aggregate_id = None if lib is None else _build_es(mid, workdir, lib)
+    size = {"mid": f"{mid.count:,}", "large": f"{large.count:,}"}
+    load = {name: f"planfold load (strict session fold), {n} events" for name, n in size.items()}
+    naive = {name: f"naive json.loads + replace, {n} events" for name, n in size.items()}
     readers: dict[str, Callable[[], Any]] = {
-        "planfold load (strict session fold)": lambda: _planfold_load(workdir / "replay-planfold.db"),
-        "planfold read + fold_goal": lambda: _planfold_goal(workdir / "replay-planfold.db"),
-        "naive json.loads + replace": lambda: naive_replay(workdir / "replay-raw.db", SESSION),
+        load["mid"]: lambda: _planfold_load(mid.db),
+        naive["mid"]: lambda: naive_replay(mid.db, SESSION),
+        f"planfold read + fold_goal, {size['mid']} events": lambda: _planfold_goal(mid.db),
     }
+    es_name = f"eventsourcing repository.get, {size['mid']} events"
     if lib is not None:
-        readers["eventsourcing repository.get"] = lambda: _es_get(lib, workdir / "replay-es.db", aggregate_id)
+        readers[es_name] = lambda: _es_get(lib, workdir / "replay-es.db", aggregate_id)
+    readers[load["large"]] = lambda: _planfold_load(large.db)
+    readers[naive["large"]] = lambda: naive_replay(large.db, SESSION)
     samples: dict[str, list[float]] = {name: [] for name in readers}
+    cpu: dict[str, list[float]] = {name: [] for name in size}
     results: dict[str, Any] = {}
     for _ in range(scale.replay_repeats):
         for name, read in readers.items():
-            seconds, results[name] = stopwatch(read)
+            seconds, cpu_seconds, results[name] = _timed(read)
             samples[name].append(seconds)
+            for which, count in (("mid", mid.count), ("large", large.count)):
+                if name == load[which]:
+                    cpu[which].append(cpu_seconds / count * 1e6)
     check_replays(
-        results["planfold load (strict session fold)"],
-        results["planfold read + fold_goal"],
-        results["naive json.loads + replace"],
-        results.get("eventsourcing repository.get"),
+        results[load["mid"]],
+        results[f"planfold read + fold_goal, {size['mid']} events"],
+        results[naive["mid"]],
+        results.get(es_name),
     )
-    detail = f"{scale.replay_events} goal-log events, new connection each time"
-    found = {name: Measurement(REPLAY, name, "s", median(s), tuple(s), detail) for name, s in samples.items()}
-    load = found["planfold load (strict session fold)"]
-    how = "median seconds of the baseline / median seconds of planfold load"
+    check_replays(results[load["large"]], results[load["large"]].goal, results[naive["large"]], None)
+    found = {
+        name: Measurement(REPLAY, name, "s", median(s), tuple(s), "new connection each time")
+        for name, s in samples.items()
+    }
+    per_event = {
+        which: Measurement(REPLAY, f"planfold load CPU per event, {size[which]} events", "us", median(s), tuple(s),
+                           "process CPU time of the load / events")
+        for which, s in cpu.items()
+    }
+    how = "seconds of the baseline / seconds of planfold load, median of the interleaved repetitions' ratios"
     ratios: tuple[Ratio, ...] = (
-        ratio(REPLAY, "cold replay: eventsourcing get / planfold load", found.get("eventsourcing repository.get"),
-              load, direction="at-least", bound=5.0, how=how, missing=MISSING),
-        ratio(REPLAY, "cold replay: naive fold / planfold load", found["naive json.loads + replace"], load,
-              direction="at-least", bound=1.5, how=how),
-        ratio(REPLAY, "cold replay: naive fold / planfold read + fold_goal", found["naive json.loads + replace"],
-              found["planfold read + fold_goal"], direction="at-least", bound=None,
+        ratio(REPLAY, f"cold replay {size['mid']}: eventsourcing get / planfold load", found.get(es_name),
+              found[load["mid"]], direction="at-least", bound=5.0, how=how, missing=MISSING),
+        ratio(REPLAY, f"cold replay {size['mid']}: naive fold / planfold load", found[naive["mid"]],
+              found[load["mid"]], direction="at-least", bound=1.5, how=how),
+        ratio(REPLAY, f"cold replay {size['large']}: naive fold / planfold load", found[naive["large"]],
+              found[load["large"]], direction="at-least", bound=1.5, how=how),
+        ratio(REPLAY, f"replay CPU per event: {size['large']} / {size['mid']}", per_event["large"],
+              per_event["mid"], direction="at-most", bound=1.15,
+              how="process CPU microseconds per event of planfold load, per repetition"),
+        ratio(REPLAY, f"cold replay {size['mid']}: naive fold / planfold read + fold_goal", found[naive["mid"]],
+              found[f"planfold read + fold_goal, {size['mid']} events"], direction="at-least", bound=None,
               how="the goal machine alone, for comparison"),
     )
-    notes = () if lib is not None else (MISSING,)
-    return FamilyResult(REPLAY, tuple(found.values()), ratios, notes)
+    notes = [mid.describe(), large.describe()]
+    if lib is None:
+        notes.append(MISSING)
+    return FamilyResult(REPLAY, (*found.values(), *per_event.values()), ratios, tuple(notes))

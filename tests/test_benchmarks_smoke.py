@@ -19,10 +19,12 @@ from hypothesis import strategies as st
 
 from benchmarks import append_bench, replay_bench
 from benchmarks.baselines import NaiveGoal, RawLog, naive_fold, naive_replay
-from benchmarks.bench import FAMILIES, format_table, main
+from benchmarks.bench import FAMILIES, format_table, main, missed
 from benchmarks.es_baseline import MISSING, load_eventsourcing
-from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, ratio
+from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, difference, ratio
 from benchmarks.kernel_bench import importtime_split
+from benchmarks.lg_baseline import LG_MISSING, load_langgraph
+from benchmarks.logs import SESSION, TAIL, stored_log
 from benchmarks.workloads import goal_events, session_events
 from planfold.adapters.codec import MAX_DEPTH, _json_problem, _plain_json
 from planfold.adapters.store.base import StorageError
@@ -33,6 +35,7 @@ from planfold.kernel.session import fold_session
 #: The smallest scale: every workload at its floor.
 TINY = replace(Scale.of(1e-6), import_runs=1, open_repeats=2)
 HAVE_ES = load_eventsourcing() is not None
+HAVE_LG = load_langgraph() is not None
 
 
 def budget(cap: int) -> int:
@@ -48,7 +51,7 @@ def check_family(result: FamilyResult, family: str) -> None:
     assert result.measurements
     for m in result.measurements:
         assert m.family == family
-        assert m.unit in ("events/s", "s", "ms")
+        assert m.unit in ("events/s", "s", "ms", "us", "MiB")
         assert math.isfinite(m.value)
         assert all(math.isfinite(s) and s > 0 for s in m.samples)
         if m.unit in {"events/s", "s"}:
@@ -60,6 +63,8 @@ def check_family(result: FamilyResult, family: str) -> None:
         else:
             assert math.isfinite(r.value)
             assert (r.met is None) == (r.bound is None)
+            if r.samples:
+                assert r.spread is not None and r.spread[0] <= r.value <= r.spread[1]
     json.dumps([m.to_json() for m in result.measurements] + [r.to_json() for r in result.ratios])
 
 
@@ -75,7 +80,29 @@ def test_durable_append_smoke(tmp_path: Path) -> None:
     es_ratio = next(r for r in result.ratios if r.name.endswith("/ eventsourcing"))
     assert ("eventsourcing" in subjects) == HAVE_ES
     assert (es_ratio.value is not None) == HAVE_ES
-    assert next(r for r in result.ratios if r.name.endswith("/ raw sqlite3")).value is not None
+    lg_ratio = next(r for r in result.ratios if r.name.endswith("/ LangGraph SQLite checkpointer"))
+    assert ("langgraph-sqlite" in subjects) == HAVE_LG
+    assert (lg_ratio.value is not None) == HAVE_LG and lg_ratio.bound == 1.0
+    raw = next(r for r in result.ratios if r.name == "durable append: planfold / raw sqlite3")
+    assert raw.value is not None and raw.bound == 0.9 and len(raw.samples) == TINY.append_rounds
+    normal = next(r for r in result.ratios if "synchronous=NORMAL" in r.name)
+    assert normal.bound == 0.5 and normal.direction == "at-least"
+
+
+def test_durable_append_without_langgraph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(append_bench, "load_langgraph", lambda: None)
+    result = append_bench.run_durable_append(TINY, tmp_path)
+    lg_ratio = next(r for r in result.ratios if r.name.endswith("/ LangGraph SQLite checkpointer"))
+    assert lg_ratio.value is None and lg_ratio.note == LG_MISSING and LG_MISSING in result.notes
+    assert missed([result]).count(lg_ratio) == 1
+
+
+def test_append_growth_smoke(tmp_path: Path) -> None:
+    result = FAMILIES["append-growth"](TINY, tmp_path / "append-growth")
+    check_family(result, "append-growth")
+    (growth,) = result.ratios
+    assert growth.bound == 1.2 and growth.direction == "at-most" and len(growth.samples) == TINY.growth_repeats
+    assert all(len(m.samples) == TINY.growth_repeats for m in result.measurements)
 
 
 def test_durable_append_without_eventsourcing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,27 +123,53 @@ def test_group_append_smoke(tmp_path: Path) -> None:
 
 
 def test_replay_smoke(tmp_path: Path) -> None:
-    result = replay_bench.run_replay(TINY, tmp_path)
+    result = replay_bench.run_replay(TINY, tmp_path / "cold-replay")
     check_family(result, "cold-replay")
-    assert (result.measurement("eventsourcing repository.get") is not None) == HAVE_ES
-    naive = next(r for r in result.ratios if r.name == "cold replay: naive fold / planfold load")
-    assert naive.value is not None and naive.bound == 1.5
+    es_name = f"eventsourcing repository.get, {TINY.mid_events} events"
+    assert (result.measurement(es_name) is not None) == HAVE_ES
+    naive = [r for r in result.ratios if "naive fold / planfold load" in r.name]
+    assert len(naive) == 2 and all(r.value is not None and r.bound == 1.5 for r in naive)
+    growth = next(r for r in result.ratios if r.name.startswith("replay CPU per event"))
+    assert growth.bound == 1.15 and growth.direction == "at-most"
 
 
 def test_replay_without_eventsourcing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(replay_bench, "load_eventsourcing", lambda: None)
-    result = replay_bench.run_replay(TINY, tmp_path)
+    result = replay_bench.run_replay(TINY, tmp_path / "cold-replay")
     check_family(result, "cold-replay")
-    es_ratio = next(r for r in result.ratios if r.name.startswith("cold replay: eventsourcing"))
+    es_ratio = next(r for r in result.ratios if "eventsourcing get" in r.name)
     assert es_ratio.value is None and es_ratio.note == MISSING
 
 
 def test_open_smoke(tmp_path: Path) -> None:
-    result = FAMILIES["open-session"](TINY, tmp_path)
+    result = FAMILIES["open-session"](TINY, tmp_path / "open-session")
     check_family(result, "open-session")
-    assert len(result.measurements) == 2
+    assert len(result.measurements) == 4
     assert all(len(m.samples) == TINY.open_repeats for m in result.measurements)
-    assert result.ratios[0].direction == "at-most" and result.ratios[0].bound == 2.0
+    assert [r.name.rsplit(", ", 1)[1] for r in result.ratios] == ["goal log", "session log"]
+    assert all(r.direction == "at-most" and r.bound == 2.0 for r in result.ratios)
+
+
+def test_replay_memory_smoke(tmp_path: Path) -> None:
+    result = FAMILIES["replay-memory"](replace(TINY, memory_repeats=1), tmp_path / "replay-memory")
+    check_family(result, "replay-memory")
+    assert [r.name.split(",")[1].split(":")[0].strip() for r in result.ratios] == ["SQLite", "JSON Lines"]
+    assert all(r.bound == 2.0 and r.direction == "at-most" for r in result.ratios)
+
+
+def test_stored_logs_are_built_once_and_continue_validly(tmp_path: Path) -> None:
+    log = stored_log(tmp_path, "goal", 50, 20)
+    assert stored_log(tmp_path, "goal", 50, 20) is log
+    assert len(log.tail) == TAIL and log.tail[0].seq == 51
+    assert log.jsonl.read_bytes().count(b"\n") == 50
+    store = SqliteStore(log.db)
+    try:
+        assert store.head(SESSION) == 50
+        store.append(SESSION, 50, log.tail[:30])
+        assert store.load(SESSION) == fold_session([*store.read(SESSION, 0)])
+        assert store.audit(SESSION).ok
+    finally:
+        store.close()
 
 
 def test_kernel_fold_smoke(tmp_path: Path) -> None:
@@ -161,15 +214,31 @@ def test_main_writes_json_and_prints_the_goal_table(tmp_path: Path, capsys: pyte
     out = tmp_path / "results.json"
     code = main(["--scale", "1e-6", "--only", "kernel-fold,open-session", "--json", str(out),
                  "--workdir", str(tmp_path / "work")])
-    assert code == 0
     data: dict[str, Any] = json.loads(out.read_text())
     assert data["meta"]["scale"] == 1e-6 and data["meta"]["cpu_count"] >= 1
     assert [f["family"] for f in data["families"]] == ["kernel-fold", "open-session"]
-    (open_ratio,) = data["ratios"]
-    assert open_ratio["goal"] == "<= 2" and isinstance(open_ratio["met"], bool)
+    open_ratios = data["ratios"]
+    assert [r["goal"] for r in open_ratios] == ["<= 2", "<= 2"]
+    assert all(isinstance(r["met"], bool) and len(r["spread"]) == 2 for r in open_ratios)
+    assert code == (0 if all(r["met"] for r in open_ratios) else 1)
     printed = capsys.readouterr().out
-    assert "Goals (ratios measured in this run)" in printed and open_ratio["name"] in printed
-    assert (tmp_path / "work" / "open-session" / "open-large.db").exists()
+    assert "Goals (ratios measured in this run" in printed and all(r["name"] in printed for r in open_ratios)
+    assert (tmp_path / "work" / "logs" / f"goal-{Scale.of(1e-6).large_events}.db").exists()
+
+
+def test_main_exits_one_when_a_goal_is_missed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    def family(verdict: float | None) -> Any:
+        def run(scale: Scale, workdir: Path) -> FamilyResult:
+            m = Measurement("f", "a", "ms", 1.0, (1.0,))
+            return FamilyResult("f", (m,), (Ratio("f", "the goal", verdict, "at-most", 2.0, "x"),))
+        return run
+
+    args = ["--scale", "1e-6", "--only", "f", "--json", str(tmp_path / "r.json"), "--workdir", str(tmp_path)]
+    for verdict, status in ((1.0, 0), (3.0, 1), (None, 1)):
+        monkeypatch.setitem(FAMILIES, "f", family(verdict))
+        assert main(args) == status
+    assert "1 goal(s) missed or not measured: the goal" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -193,6 +262,18 @@ def test_table_marks_met_missed_info_and_unmeasured() -> None:
     verdicts = [line.split()[-1] for line in text.splitlines() if line.strip().startswith(("goal ", "no goal", "base"))]
     assert verdicts == ["met", "MISSED", "info", "measured"]
     assert "(why)" in text
+    assert [r.name for r in missed([FamilyResult("f", (m,), rows)])] == ["goal missed", "baseline missing"]
+
+
+def test_table_prints_the_spread_of_paired_repetitions() -> None:
+    fast = Measurement("f", "a", "events/s", 300.0, (200.0, 300.0, 400.0))
+    slow = Measurement("f", "b", "events/s", 100.0, (100.0, 100.0, 100.0))
+    paired = ratio("f", "paired", fast, slow, direction="at-least", bound=2.5, how="h")
+    assert paired.samples == (2.0, 3.0, 4.0) and paired.value == 3.0 and paired.spread == (2.0, 4.0)
+    assert "2.00x..4.00x n=3" in format_table([FamilyResult("f", (fast, slow), (paired,))])
+    gap = difference("f", "gap (ms)", Measurement("f", "x", "ms", 0, (12.0, 15.0)),
+                     Measurement("f", "y", "ms", 0, (10.0, 10.0)), bound=4.0, how="h")
+    assert gap.samples == (2.0, 5.0) and gap.value == 3.5 and gap.met is True
 
 
 # --------------------------------------------------------------------------
@@ -201,10 +282,11 @@ def test_table_marks_met_missed_info_and_unmeasured() -> None:
 
 def test_scale_sizes() -> None:
     full = Scale.of(1.0)
-    assert (full.replay_events, full.open_small, full.open_large) == (100_000, 1_000, 1_000_000)
-    assert Scale.of(2.0).replay_events == 200_000
+    assert (full.small_events, full.mid_events, full.large_events) == (1_000, 100_000, 1_000_000)
+    assert min(full.replay_repeats, full.memory_repeats, full.growth_repeats) >= 3
+    assert Scale.of(2.0).mid_events == 200_000
     tiny = Scale.of(1e-9)
-    assert tiny.open_large > tiny.open_small and tiny.replay_repeats >= 1
+    assert tiny.large_events > tiny.mid_events > tiny.small_events and tiny.replay_repeats >= 1
     for bad in (0.0, -0.5, math.inf, math.nan):
         with pytest.raises(ValueError, match="positive"):
             Scale.of(bad)
@@ -260,7 +342,7 @@ def test_raw_log_round_trip_and_rollback(tmp_path: Path) -> None:
         assert raw.settings() == ("wal", 2)
         raw.append("s", events[:10])
         raw.append_many("s", events[10:])
-        with pytest.raises(Exception, match="UNIQUE"):
+        with pytest.raises(ValueError, match="conflict"):
             raw.append("s", events[-1:])
         assert not raw.conn.in_transaction
     finally:
