@@ -40,6 +40,7 @@ from benchmarks.kernel_bench import ROOT, run_folds, run_import
 from benchmarks.lg_baseline import LG_MISSING, load_langgraph
 from benchmarks.memory_bench import run_memory
 from benchmarks.open_bench import run_open
+from benchmarks.pg_bench import run_postgres
 from benchmarks.replay_bench import run_replay
 
 __all__ = ["FAMILIES", "format_table", "main", "missed", "results_json", "run"]
@@ -55,6 +56,7 @@ FAMILIES: dict[str, Family] = {
     "group-append": run_group_append,
     "cold-replay": run_replay,
     "open-session": run_open,
+    "postgres-append": run_postgres,
     "replay-memory": run_memory,
 }
 

@@ -52,9 +52,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg_pool
@@ -75,6 +75,7 @@ from planfold.adapters.store.postgres_schema import (
     INSERT_KEY,
     LEASE_READ,
     LOCK_SESSION,
+    NOTIFY,
     SCHEMA_VERSION,
     SELECT_EVENTS,
     SELECT_ROW,
@@ -110,27 +111,76 @@ def _lease(session_id: str, holder: object, token: object, expires_at: object, t
     return Lease(session_id, str(holder), _int(token), _int(expires_at), _int(ttl_ms))
 
 
+class _StaleConnection(Exception):
+    """The transaction's first round trip found its pooled connection dead."""
+
+    def __init__(self, cause: psycopg.Error) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+Params = Sequence[object] | Mapping[str, object] | None
+
+
 class _PostgresTransaction:
-    """The rows of one database, on a connection inside a transaction. A
-    write transaction locks each session it touches before reading it."""
+    """The rows of one database, on a connection inside a transaction.
+
+    Round trips are what an append costs, so they are few: ``BEGIN``, the
+    session lock and the first read go out together in one pipeline, and the
+    writes wait until the body is done and go out with the ``COMMIT`` in
+    another (every check is made before the first write, so nothing read
+    later depends on them). A write transaction locks each session it touches
+    before it reads it.
+    """
 
     def __init__(self, conn: Connection, write: bool, clock: Callable[[], int] | None) -> None:
         self.conn = conn
         self.write = write
         self.clock = clock
+        self.begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+        self.started = False
         self.locked: set[str] = set()
+        self.writes: list[tuple[str, Params]] = []
 
-    def _lock(self, session_id: str) -> None:
-        if self.write and session_id not in self.locked:
-            self.conn.execute(LOCK_SESSION, (session_id,))
-            self.locked.add(session_id)
+    def _query(self, sql: str, params: Params, lock: str | None = None) -> psycopg.Cursor[Any]:
+        """Run ``sql``, with ``BEGIN`` and the lock of ``lock``'s session
+        ahead of it when they are still due, all in one round trip."""
+        lock_first = lock is not None and self.write and lock not in self.locked
+        if self.started and not lock_first:
+            return self.conn.execute(sql, params)
+        try:
+            with self.conn.pipeline():
+                if not self.started:
+                    self.conn.execute(self.begin)
+                if lock_first:
+                    self.conn.execute(LOCK_SESSION, (lock,))
+                cursor = self.conn.execute(sql, params)
+        except psycopg.Error as exc:
+            if not self.started and connection_lost(exc):
+                raise _StaleConnection(exc) from exc
+            raise
+        self.started = True
+        if lock_first:
+            self.locked.add(str(lock))
+        return cursor
+
+    def _one(self, sql: str, params: Params, lock: str | None = None) -> tuple[Any, ...] | None:
+        return self._query(sql, params, lock).fetchone()
+
+    def commit(self) -> None:
+        """The queued writes and ``COMMIT``, in one round trip."""
+        if not self.started:
+            return
+        with self.conn.pipeline():
+            for sql, params in self.writes:
+                self.conn.execute(sql, params)
+            self.conn.execute("COMMIT")
 
     def _now(self, server: object) -> int:
         return self.clock() if self.clock is not None else _int(server)
 
     def append_view(self, session_id: str, key: str | None) -> AppendView:
-        self._lock(session_id)
-        row = self.conn.execute(APPEND_READ, {"s": session_id, "k": key}).fetchone()
+        row = self._one(APPEND_READ, {"s": session_id, "k": key}, lock=session_id)
         assert row is not None
         head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known, *lease, now = row
         hit = KnownKey(str(known_hash), _int(known_first), _int(known_last)) if known else None
@@ -145,64 +195,65 @@ class _PostgresTransaction:
         )
 
     def head(self, session_id: str) -> int:
-        row = self.conn.execute(HEAD, (session_id,)).fetchone()
+        row = self._one(HEAD, (session_id,))
         return 0 if row is None else _int(row[0])
 
     def rows(self, session_id: str, after: int) -> Iterator[StoredEvent]:
-        # Streamed row by row: a fold of a long log never holds all of it.
+        # Streamed row by row: a fold of a long log never holds all of it. A
+        # stream cannot share a pipeline, so BEGIN goes first when still due.
+        if not self.started:
+            self._query("SELECT 1", None)
         return self.conn.cursor().stream(SELECT_EVENTS, (session_id, after))
 
     def snapshot(self, session_id: str) -> tuple[str, str, int] | None:
-        row = self.conn.execute(SELECT_SNAPSHOT, (session_id,)).fetchone()
+        row = self._one(SELECT_SNAPSHOT, (session_id,))
         return None if row is None else (str(row[0]), str(row[1]), _int(row[2]))
 
     def session_row(self, session_id: str) -> SessionRow | None:
-        row = self.conn.execute(SELECT_ROW, (session_id,)).fetchone()
+        row = self._one(SELECT_ROW, (session_id,))
         if row is None:
             return None
         proj = Projection(_int(row[0]), str(row[1]), row[2] is True, str(row[3]), str(row[4]), str(row[5]))
         return SessionRow(proj, str(row[6]), str(row[7]))
 
     def session_ids(self) -> tuple[str, ...]:
-        return tuple(str(r[0]) for r in self.conn.execute(SESSION_IDS))
+        return tuple(str(r[0]) for r in self._query(SESSION_IDS, None).fetchall())
 
     def insert_events(self, session_id: str, rows: Sequence[tuple[int, str, int, str]]) -> None:
         seqs, kinds, ats, payloads = (list(column) for column in zip(*rows, strict=True))
-        self.conn.execute(INSERT_EVENTS, (session_id, seqs, kinds, ats, payloads))
+        self.writes.append((INSERT_EVENTS, (session_id, seqs, kinds, ats, payloads)))
         announce = session_id if len(session_id.encode()) <= _NOTIFY_MAX else ""
-        self.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, announce))
+        self.writes.append((NOTIFY, (CHANNEL, announce)))
 
     def write_row(self, session_id: str, row: SessionRow, *, exists: bool, first_at: int, last_at: int) -> None:
         proj = row.projection
-        self.conn.execute(
-            UPSERT_ROW,
-            (
-                session_id,
-                proj.agent_mode,
-                proj.plan_mode,
-                proj.current_plan_json,
-                proj.current_plan_summary_json,
-                proj.goal_json,
-                proj.last_seq,
-                row.fold_state,
-                row.fold_format,
-                first_at,
-                last_at,
-            ),
+        values = (
+            session_id,
+            proj.agent_mode,
+            proj.plan_mode,
+            proj.current_plan_json,
+            proj.current_plan_summary_json,
+            proj.goal_json,
+            proj.last_seq,
+            row.fold_state,
+            row.fold_format,
+            first_at,
+            last_at,
         )
+        self.writes.append((UPSERT_ROW, values))
 
     def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
-        self.conn.execute(INSERT_KEY, (session_id, key, request_hash, first_seq, last_seq))
+        self.writes.append((INSERT_KEY, (session_id, key, request_hash, first_seq, last_seq)))
 
     def lease_view(self, session_id: str) -> tuple[Lease | None, int]:
-        self._lock(session_id)
-        row = self.conn.execute(LEASE_READ, (session_id,)).fetchone()
+        row = self._one(LEASE_READ, (session_id,), lock=session_id)
         assert row is not None
         *lease, now = row
         return _lease(session_id, *lease), self._now(now)
 
     def write_lease(self, lease: Lease) -> None:
-        self.conn.execute(UPSERT_LEASE, (lease.session_id, lease.holder, lease.token, lease.expires_at, lease.ttl_ms))
+        values = (lease.session_id, lease.holder, lease.token, lease.expires_at, lease.ttl_ms)
+        self.writes.append((UPSERT_LEASE, values))
 
 
 class _ListenWatch:
@@ -314,32 +365,35 @@ class PostgresBackend:
         if self.read_only:
             conn.execute("SET default_transaction_read_only = on")
 
-    def _begin(self, pool: psycopg_pool.ConnectionPool[Connection], operation: str, begin: str) -> Connection:
-        """A pooled connection with ``begin`` sent; a connection that turns out
-        dead is dropped and the next one tried (nothing was sent on it)."""
+    def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
+        pool = self._current_pool()
         for attempt in range(self.pool_size + 1):
             try:
                 conn = pool.getconn(timeout=self.timeout)
             except psycopg.Error as exc:
                 raise translate(exc, operation) from exc
             try:
-                conn.execute(begin)
-                return conn
-            except psycopg.Error as exc:
+                return self._transaction(conn, operation, write, body)
+            except _StaleConnection as stale:
+                # Its first round trip failed: nothing of this transaction
+                # reached the server, so it runs again on another connection.
+                if attempt == self.pool_size:
+                    raise translate(stale.cause, operation) from stale.cause
+            finally:
                 pool.putconn(conn)  # a broken connection is discarded by the pool
-                if not connection_lost(exc) or attempt == self.pool_size:
-                    raise translate(exc, operation) from exc
         raise AssertionError("unreachable")
 
-    def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
-        pool = self._current_pool()
-        conn = self._begin(pool, operation, "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    def _transaction(self, conn: Connection, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
+        tx = _PostgresTransaction(conn, write, self.clock)
         committing = False
         try:
-            result = body(_PostgresTransaction(conn, write, self.clock))
+            result = body(tx)
             committing = True
-            conn.execute("COMMIT")
+            tx.commit()
             return result
+        except _StaleConnection:
+            self._abort(conn)
+            raise
         except psycopg.Error as exc:
             self._abort(conn)
             lost = connection_lost(exc)
@@ -347,8 +401,6 @@ class PostgresBackend:
         except BaseException:
             self._abort(conn)
             raise
-        finally:
-            pool.putconn(conn)
 
     def direct(self, operation: str, body: Callable[[Connection], T]) -> T:
         """``body(conn)`` on a pooled connection outside any transaction."""

@@ -54,6 +54,7 @@ __all__ = [
     "INSERT_KEY",
     "LEASE_READ",
     "LOCK_SESSION",
+    "NOTIFY",
     "SCHEMA_VERSION",
     "SELECT_EVENTS",
     "SELECT_ROW",
@@ -113,6 +114,9 @@ UPSERT_LEASE = (
     " ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, token = excluded.token,"
     " expires_at = excluded.expires_at, ttl_ms = excluded.ttl_ms"
 )
+
+#: Announce an append to followers (channel, session id).
+NOTIFY = "SELECT pg_notify(%s, %s)"
 
 HEAD = "SELECT COALESCE(MAX(seq), 0) FROM planfold_events WHERE session_id = %s::text"
 
