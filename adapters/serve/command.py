@@ -8,8 +8,9 @@ carries responses only: while the server runs, ``sys.stdout`` points at
 standard error, so nothing printed by accident can corrupt the protocol.
 Logs go to standard error (``--verbose`` adds one line per request).
 
-``--db`` is a SQLite file, or ``:memory:`` for a store that lives only as
-long as the process (to try the protocol). ``--ticks START[:STEP]`` replaces
+``--db`` is a SQLite file, a ``postgresql://`` URL (with the postgres
+extra installed), or ``:memory:`` for a store that lives only as long as the
+process (to try the protocol). ``--ticks START[:STEP]`` replaces
 the wall clock with one that reads START, START+STEP, … milliseconds (STEP
 defaults to 1000), so a scripted session writes the same log on every run.
 """
@@ -25,10 +26,10 @@ from collections.abc import Callable
 from planfold.adapters.serve.server import Server
 from planfold.adapters.store.base import Store
 from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.opener import open_store
 from planfold.adapters.store.session_log import Clock, system_clock
-from planfold.adapters.store.sqlite import SqliteStore
 
-__all__ = ["MEMORY", "add_serve_arguments", "open_store", "parse_ticks", "run_serve", "ticks"]
+__all__ = ["MEMORY", "add_serve_arguments", "parse_ticks", "run_serve", "store_for", "ticks"]
 
 #: The ``--db`` value of a store kept in memory.
 MEMORY = ":memory:"
@@ -49,13 +50,16 @@ def parse_ticks(text: str) -> tuple[int, int]:
     return values
 
 
-def open_store(db: str) -> Store:
-    """The store ``--db`` names."""
-    return MemoryStore() if db == MEMORY else SqliteStore(db)
+def store_for(db: str) -> Store:
+    """The store ``--db`` names: a SQLite file, a ``postgresql://`` URL, or
+    ``:memory:``."""
+    return MemoryStore() if db == MEMORY else open_store(db)
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", required=True, help=f"the store: a SQLite file, or {MEMORY} (kept in memory)")
+    parser.add_argument(
+        "--db", required=True, help=f"the store: a SQLite file, a postgresql:// URL, or {MEMORY} (kept in memory)"
+    )
     parser.add_argument(
         "--ticks", type=parse_ticks, metavar="START[:STEP]",
         help="a deterministic clock (milliseconds) instead of the wall clock, for reproducible runs",
@@ -69,7 +73,7 @@ def run_serve(args: argparse.Namespace, clock: Callable[[], int] | None = None) 
                         format="planfold serve: %(message)s")
     if clock is None:
         clock = ticks(*args.ticks) if args.ticks else system_clock
-    store = open_store(args.db)
+    store = store_for(args.db)
     stdout, sys.stdout = sys.stdout, sys.stderr
     try:
         logging.getLogger("planfold.serve").info("ready on stdin/stdout (store %s)", args.db)

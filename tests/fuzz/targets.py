@@ -50,6 +50,7 @@ from tests.fuzz.inputs import (
     text_inputs,
 )
 from tests.fuzz.seeds import EXIT_PLAN_ARGS, LOG_KEYS, PLAN_SPEC_KEYS, SEED_LOGS
+from tests.fuzz.serve_targets import SERVE_TARGETS
 from tests.fuzz.store_targets import STORE_TARGETS
 from tests.fuzz.tool_targets import TOOL_TARGETS
 from tests.fuzz.views import derived_views
@@ -335,7 +336,7 @@ KERNEL_TARGETS: tuple[Target, ...] = (
 
 
 #: Every fuzz target, kernel entry points first.
-TARGETS: tuple[Target, ...] = KERNEL_TARGETS + TOOL_TARGETS + STORE_TARGETS + CLI_TARGETS
+TARGETS: tuple[Target, ...] = KERNEL_TARGETS + TOOL_TARGETS + STORE_TARGETS + SERVE_TARGETS + CLI_TARGETS
 
 
 def by_name(name: str) -> Target:

@@ -116,3 +116,12 @@ def test_fuzz_tool_spec(data: bytes) -> None:
 @given(CAPSULE.inputs)
 def test_fuzz_capsule(data: bytes) -> None:
     check(CAPSULE, data)
+
+
+SERVE = by_name("serve")
+
+
+@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
+@given(SERVE.inputs)
+def test_fuzz_serve(data: bytes) -> None:
+    check(SERVE, data)
