@@ -89,22 +89,21 @@ class GoalTracker:
         if current is None or current.phase == "complete":
             self.made += 1
             seq, at = self.stamp()
-            return self.take(
-                create(self.state, f"goal-{self.made}", f"objective {self.made}", cap, actor="user", seq=seq, at=at)
-            )
+            made = create(self.state, f"goal-{self.made}", f"objective {self.made}", cap, actor="user", at=at)
+            return self.take(made.numbered(seq, at))
         if current.phase == "paused":
             seq, at = self.stamp()
-            return self.take(resume(self.state, current.ref, DISARMED, actor="user", seq=seq, at=at))
+            return self.take(resume(self.state, current.ref, DISARMED, actor="user", at=at).numbered(seq, at))
         if current.rounds_started >= current.max_rounds:
             seq, at = self.stamp()
-            return self.take(complete(self.state, current.ref, actor="model", seq=seq, at=at))
+            return self.take(complete(self.state, current.ref, actor="model", at=at).numbered(seq, at))
         if tick % 11 == 5:
             seq, at = self.stamp()
-            return self.take(pause(self.state, current.ref, actor="user", seq=seq, at=at))
+            return self.take(pause(self.state, current.ref, actor="user", at=at).numbered(seq, at))
         if tick % 13 == 7:
             seq, at = self.stamp()
             text = f"objective {self.made}, take {current.revision + 1}"
-            return self.take(edit(self.state, current.ref, objective=text, actor="user", seq=seq, at=at))
+            return self.take(edit(self.state, current.ref, objective=text, actor="user", at=at).numbered(seq, at))
         return None
 
     def round(self, text: str) -> Event | None:
@@ -113,7 +112,7 @@ class GoalTracker:
         if current is None or current.phase != "active" or current.rounds_started >= current.max_rounds:
             return None
         seq, at = self.stamp()
-        return self.take(round_message(self.state, text, seq=seq, at=at))
+        return self.take(round_message(self.state, text).numbered(seq, at))
 
 
 def goal_events(count: int) -> Iterator[Event]:

@@ -39,6 +39,7 @@ __all__ = [
     "TURN_END",
     "TURN_START",
     "USER_MESSAGE",
+    "Draft",
     "Event",
     "MessageSource",
     "RequestHeader",
@@ -49,6 +50,7 @@ __all__ = [
     "fold_turns",
     "last_seq",
     "next_event",
+    "number_drafts",
     "read_message",
     "read_message_round",
     "read_request_header",
@@ -94,6 +96,33 @@ class Event:
     kind: str
     at: int
     payload: JSONObject
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """An event before the log numbers it: what a decision returns. The
+    session log gives it its ``seq`` (the next of the log) and its time when
+    it appends it (``number_drafts``); nothing else numbers events.
+    ``payload`` is the event's JSON payload."""
+
+    kind: str
+    payload: JSONObject
+
+    @classmethod
+    def of(cls, event: Event) -> Draft:
+        """The draft of a candidate ``event`` a decision built to check it
+        against the fold."""
+        return cls(event.kind, event.payload)
+
+    def numbered(self, seq: int, at: int) -> Event:
+        """This draft as the event at ``seq``, stamped ``at``."""
+        return Event(seq, self.kind, at, self.payload)
+
+
+def number_drafts(drafts: Iterable[Draft], after: int, at: int) -> tuple[Event, ...]:
+    """``drafts`` as the events that follow seq ``after`` (``after + 1``,
+    ``after + 2`` …), all stamped ``at``: how the log numbers what it appends."""
+    return tuple(draft.numbered(after + i, at) for i, draft in enumerate(drafts, 1))
 
 
 def last_seq(events: Sequence[Event]) -> int:

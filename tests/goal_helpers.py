@@ -10,7 +10,7 @@ from planfold.kernel.goal.continuation import round_message
 from planfold.kernel.goal.fold import GoalState, fold_goal
 from planfold.kernel.goal.ops import block, complete, create, pause
 from planfold.kernel.goal.values import DISARMED, BlockedReason, GoalRef, GoalSnapshot
-from planfold.kernel.log import Event, last_seq
+from planfold.kernel.log import Draft, Event, last_seq
 
 REASON = BlockedReason("needs-input", "which database should it use?")
 
@@ -42,9 +42,11 @@ class GoalLog:
         self.clock += 10
         return self.clock
 
-    def run(self, decide: Callable[..., Event], *args: Any, **kwargs: Any) -> Event:
-        """Decide with ``decide(state, *args, seq=, at=, **kwargs)`` and append."""
-        event = decide(self.state, *args, seq=self.seq, at=self.tick(), **kwargs)
+    def run(self, decide: Callable[..., Draft], *args: Any, **kwargs: Any) -> Event:
+        """Decide with ``decide(state, *args, at=, **kwargs)`` and append the
+        draft it returns, numbered to follow the log."""
+        at = self.tick()
+        event = decide(self.state, *args, at=at, **kwargs).numbered(self.seq, at)
         self.events.append(event)
         return event
 
@@ -54,7 +56,9 @@ class GoalLog:
         return event
 
     def round(self) -> Event:
-        return self.run(round_message, "continue")
+        event = round_message(self.state, "continue").numbered(self.seq, self.tick())
+        self.events.append(event)
+        return event
 
 
 def goal_in(phase: str | None, *, max_rounds: int = 3, rounds: int = 0) -> GoalLog:

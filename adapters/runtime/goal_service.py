@@ -3,8 +3,11 @@
 Theory of operation
 -------------------
 The durable goal lives in the session log as ``goal/change`` events and
-goal-attributed ``user/message`` rounds; the kernel decides every change
-(``kernel.goal_ops``) and folds it (``kernel.goal_fold``). This service adds
+goal-attributed ``user/message`` rounds; the kernel decides every operation in
+one call (``kernel.goal.ops.decide_goal``: the draft to append, the
+activation after it, the change) and folds it (``kernel.goal.fold``); the
+session log numbers the draft and appends it with compare-and-set, deciding
+again on fresh state after a conflict. This service adds
 the three things that exist only in a running process:
 
 - **Activation.** Whether this process may start goal rounds on its own. It
@@ -41,24 +44,22 @@ from planfold.kernel.goal.continuation import (
     ContinueDecision,
     ContinueFacts,
     StopReason,
-    budget_block,
+    decide_budget_block,
     round_message,
     should_continue,
 )
 from planfold.kernel.goal.fold import GoalState
+from planfold.kernel.goal.ops import GoalDecision, GoalRequest
 from planfold.kernel.goal.values import (
     DISARMED,
     Activation,
     BlockedReason,
-    ClearChange,
     GoalOperation,
     GoalRef,
     GoalSnapshot,
-    activation_after,
-    read_goal_change,
     session_started,
 )
-from planfold.kernel.log import Event
+from planfold.kernel.log import Draft, Event
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.session import SessionState
 
@@ -226,23 +227,31 @@ class GoalService:
 
     # -- operations -------------------------------------------------------
 
-    def _apply(
-        self, operation: GoalOperation, decide: Callable[[GoalState, int, int], Event]
-    ) -> GoalChanged:
-        def decision(state: SessionState, _: Sequence[Event], seq: int, at: int) -> Sequence[Event]:
-            return (decide(state.goal, seq, at),)
+    def _apply(self, request: GoalRequest) -> GoalChanged:
+        """Decide ``request`` on fresh state (``decide_goal``, one call),
+        append its draft (deciding again after a conflict), take the
+        activation it gives and broadcast the change."""
+        decided: list[GoalDecision] = []
 
-        (event,) = self.log.append_decided(decision)
-        change = read_goal_change(event.payload)
-        self.activation = activation_after(self.activation, operation)
-        if isinstance(change, ClearChange):
-            notice = GoalChanged(self.agent_id, operation, change.cleared, event.seq, None)
-        else:
-            notice = GoalChanged(self.agent_id, operation, change.goal.ref, event.seq, change.goal)
+        def decision(state: SessionState, at: int) -> Sequence[Draft]:
+            decided.append(goal_ops.decide_goal(state.goal, request, self.activation, at))
+            return (decided[-1].draft,)
+
+        return self._record(self.log.append_decided(decision), decided[-1])
+
+    def _record(self, written: Sequence[Event], decision: GoalDecision) -> GoalChanged:
+        (event,) = written
+        self.activation = decision.activation
+        notice = GoalChanged(self.agent_id, decision.operation, decision.ref, event.seq, decision.goal)
         self._notify(notice)
         return notice
 
-    def _ref(self) -> GoalRef:
+    def _ref(self, ref: GoalRef | None) -> GoalRef:
+        """``ref``, or the current goal's as the caller sees it now (a
+        decision retried after a conflict keeps it, so it cannot act on a
+        goal the caller never saw)."""
+        if ref is not None:
+            return ref
         current = self.state().current
         return GoalRef("", 0) if current is None else current.ref
 
@@ -250,12 +259,8 @@ class GoalService:
         self, agent: AgentHandle, objective: str, max_rounds: int | None = None
     ) -> GoalChanged:
         self._check(agent)
-        goal_id = self.new_goal_id()
         return self._apply(
-            "create",
-            lambda s, seq, at: goal_ops.create(
-                s, goal_id, objective, max_rounds, actor="user", seq=seq, at=at
-            ),
+            GoalRequest("create", "user", goal_id=self.new_goal_id(), objective=objective, max_rounds=max_rounds)
         )
 
     def edit(
@@ -267,37 +272,22 @@ class GoalService:
         max_rounds: int | None = None,
     ) -> GoalChanged:
         self._check(agent)
-        target = ref or self._ref()
-        return self._apply(
-            "edit",
-            lambda s, seq, at: goal_ops.edit(
-                s, target, objective=objective, max_rounds=max_rounds, actor="user", seq=seq, at=at
-            ),
-        )
+        return self._apply(GoalRequest("edit", "user", self._ref(ref), objective=objective, max_rounds=max_rounds))
 
     def pause(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
         self._check(agent)
-        target = ref or self._ref()
-        return self._apply("pause", lambda s, seq, at: goal_ops.pause(s, target, actor="user", seq=seq, at=at))
+        return self._apply(GoalRequest("pause", "user", self._ref(ref)))
 
     def resume(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
         """A human's resume: re-arms this process (after a restart too)."""
         self._check(agent)
-        target = ref or self._ref()
-        activation = self.activation
-        return self._apply(
-            "resume",
-            lambda s, seq, at: goal_ops.resume(s, target, activation, actor="user", seq=seq, at=at),
-        )
+        return self._apply(GoalRequest("resume", "user", self._ref(ref)))
 
     def complete(
         self, agent: AgentHandle, ref: GoalRef | None = None, *, actor: goal_ops.Actor = "user"
     ) -> GoalChanged:
         self._check(agent)
-        target = ref or self._ref()
-        return self._apply(
-            "complete", lambda s, seq, at: goal_ops.complete(s, target, actor=actor, seq=seq, at=at)
-        )
+        return self._apply(GoalRequest("complete", actor, self._ref(ref)))
 
     def block(
         self,
@@ -308,15 +298,11 @@ class GoalService:
         actor: goal_ops.Actor = "user",
     ) -> GoalChanged:
         self._check(agent)
-        target = ref or self._ref()
-        return self._apply(
-            "block", lambda s, seq, at: goal_ops.block(s, target, reason, actor=actor, seq=seq, at=at)
-        )
+        return self._apply(GoalRequest("block", actor, self._ref(ref), reason=reason))
 
     def clear(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
         self._check(agent)
-        target = ref or self._ref()
-        return self._apply("clear", lambda s, seq, at: goal_ops.clear(s, target, actor="user", seq=seq, at=at))
+        return self._apply(GoalRequest("clear", "user", self._ref(ref)))
 
     # -- the round driver -------------------------------------------------
 
@@ -348,7 +334,7 @@ class GoalService:
                 blocked_at = self._block_spent() if decision.reason == "budget-spent" else None
                 return DriveReport(tuple(rounds), decision.reason, blocked_at)
             number = decision.next_round or 0
-            message = round_message(self.state(), text(number), seq=0, at=0)
+            message = round_message(self.state(), text(number))
             source = message.payload["source"]
             assert isinstance(source, dict)
             runner.run_turn(text(number), source)
@@ -356,13 +342,10 @@ class GoalService:
         return DriveReport(tuple(rounds), None)
 
     def _block_spent(self) -> int | None:
-        def decide(state: GoalState, seq: int, at: int) -> Event:
-            event = budget_block(state, seq=seq, at=at)
-            if event is None:
-                raise goal_ops.GoalOperationError(
-                    "the goal's budget is not spent", code="invalid-transition",
-                    operation="block", current=None if state.current is None else state.current.ref,
-                )
-            return event
+        decided: list[GoalDecision] = []
 
-        return self._apply("block", decide).seq
+        def decision(state: SessionState, at: int) -> Sequence[Draft]:
+            decided.append(decide_budget_block(state.goal, self.activation, at))
+            return (decided[-1].draft,)
+
+        return self._record(self.log.append_decided(decision), decided[-1]).seq

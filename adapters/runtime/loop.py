@@ -10,12 +10,12 @@ appended:
 
 1. the downstream step listeners are asked first (``step_listeners``); any
    ``rejected`` or ``aborted`` verdict stops the step and ends the turn;
-2. ``flush_pre_step`` decides what to append for the pending choice (nothing
+2. ``decide_pre_step`` decides what to append for the pending choice (nothing
    unless the step was accepted inside an open turn; nothing when the choice
    nets out). A failed append keeps the choice pending and the step goes on;
 3. the plan lifecycle gets its say (``PlanRunner.before_request``: in build
    mode an approved plan starts executing, bound to its exact version);
-4. ``derive_request_header`` records the request header: turn, step, and the
+4. ``decide_request_header`` records the request header: turn, step, and the
    plan state the fold gives at that point.
 
 Only then is the request derived (``assemble_request``) and sent. When the
@@ -69,8 +69,10 @@ turn goes on with the next step. A filtered or refused one ends the turn
 visibly (``ended_by`` ``content-filter`` or ``refused``, with ``error``); the
 plan does not advance on either.
 
-Every append goes through ``SessionLog`` (strict fold first, then a
-compare-and-set append); the runtime keeps only process state of its own: the
+Every decision is one call into the kernel (``kernel.plan.decisions``), which
+returns drafts; every append goes through ``SessionLog``, which numbers and
+stamps them (strict fold first, then a compare-and-set append); the runtime
+keeps only process state of its own: the
 pending plan-mode choice. ``plan_mode`` reads the mode as the user sees it
 (recorded and pending). A request is derived from the recorded state alone:
 the pending choice is never an input of ``assemble_request``, so when a
@@ -89,23 +91,15 @@ from dataclasses import dataclass, field
 from planfold.adapters.llm.model import ChatResponse, ModelClient, ModelError, RetryBudget, ToolCall
 from planfold.adapters.runtime.plan_runner import PlanRunner
 from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
-from planfold.adapters.runtime.tool_runner import ToolRunner, error_output, kernel_call, result_event
+from planfold.adapters.runtime.tool_runner import ToolRunner, error_output, kernel_call, result_draft
 from planfold.adapters.store.session_log import SessionLog
-from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Event
+from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Draft
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.plan.context import ViewRequest, runtime_phase
-from planfold.kernel.plan.mode import (
-    ChoiceOutcome,
-    PendingChoice,
-    PlanModeView,
-    StepVerdict,
-    choice_events,
-    decide_choice,
-    derive_request_header,
-    flush_pre_step,
-)
+from planfold.kernel.plan.decisions import decide_plan_choice, decide_pre_step, decide_request_header, decide_scope
+from planfold.kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
 from planfold.kernel.plan.review import PlanCommand, ReviewOutcome, parse_plan_command
-from planfold.kernel.plan.tools import execution_effects, scope_decision
+from planfold.kernel.plan.tools import execution_effects
 from planfold.kernel.session import SessionState
 from planfold.kernel.tools.events import verdict_events
 from planfold.kernel.tools.gate import Allowed, Refused, Verdict
@@ -288,13 +282,12 @@ class Runtime:
         While a tool runs the log is sealed (the tool cannot append); a
         choice made then is the user's and is queued like any in-turn choice,
         to be recorded by the runtime at the next accepted pre-step."""
-        state = self.log.state
-        in_turn = state.turns.open or self.log.sealed_by is not None
-        decision = decide_choice(state.plan_mode, self._pending, in_turn, target)
-        if decision.append_now:
-            self.log.append(choice_events(self.log.events, target, self.log.now(), plan_status=state.plan.status))
-        self._pending = decision.pending
-        return decision.outcome
+        choice = decide_plan_choice(
+            self.log.state, self.log.events, self._pending, target, tool_running=self.log.sealed_by is not None
+        )
+        self.log.append(choice.drafts)
+        self._pending = choice.pending
+        return choice.outcome
 
     def plan_command(self, command: PlanCommand) -> ChoiceOutcome:
         """Apply a parsed ``/plan``: choose the mode (``/plan off`` also drops
@@ -338,19 +331,15 @@ class Runtime:
         turn needs (the user asked for the full plan …). Model failures end
         the turn cleanly; the report says how it ended."""
         number = self.log.state.turns.turn + 1
-        at = self.log.now()
         opened = self.log.append(
-            (
-                Event(self.log.last_seq + 1, TURN_START, at, {"turn": number}),
-                Event(self.log.last_seq + 2, USER_MESSAGE, at, {"text": text, "source": source}),
-            )
+            (Draft(TURN_START, {"turn": number}), Draft(USER_MESSAGE, {"text": text, "source": source}))
         )
         self._view = view or ViewRequest()
         report = TurnReport(number, opened[0].seq)
         try:
             self._steps(report)
         finally:
-            self.log.append((Event(self.log.last_seq + 1, TURN_END, self.log.now(), {"turn": number}),))
+            self.log.append((Draft(TURN_END, {"turn": number}),))
             report.last_seq = self.log.last_seq
         return report
 
@@ -364,7 +353,7 @@ class Runtime:
                 return
             response, prepared = asked
             outcome = self._record_reply(response, prepared, report)
-            if outcome == "stop" or (outcome == "final" and not self.plans.after_final_reply(self.log.append)):
+            if outcome == "stop" or (outcome == "final" and not self.plans.after_final_reply()):
                 return
         report.ended_by = "max-steps"
 
@@ -404,12 +393,10 @@ class Runtime:
             verdict = listener(proposed)
             if verdict != "accepted":
                 break
-        flush = flush_pre_step(
-            self.log.events, self._pending, verdict, self.log.now(), plan_status=self.log.state.plan.status
-        )
-        if flush.events:
+        flush = decide_pre_step(self.log.state, self.log.events, self._pending, verdict)
+        if flush.drafts:
             try:
-                self.log.append(flush.events)
+                self.log.append(flush.drafts)
                 self._pending = flush.pending_after_success
             except Exception:  # a failed append keeps the choice; the turn goes on
                 self._pending = flush.pending_after_failure
@@ -418,12 +405,12 @@ class Runtime:
             self._pending = flush.pending_after_success
         if verdict != "accepted":
             return False
-        self.plans.before_request(self.log.append)
+        self.plans.before_request()
         # The plan view is chosen from the fold the header describes. A new
         # plan counts as seen only once a build-mode reply is recorded, so a
         # retry of this step carries the same view.
         self._view_state = self.log.state
-        self.log.append((derive_request_header(self.log.events, proposed.step, self.log.now()),))
+        self.log.append((decide_request_header(self.log.events, proposed.step),))
         return True
 
     def _prepare(self) -> PreparedRequest:
@@ -462,12 +449,11 @@ class Runtime:
             why = f"nothing in this reply ran: it {what} (finish_reason: {response.finish_reason})"
             hint = "Send the call again in a complete reply."
             verdicts = [Refused(code, why, call.name, prepared.phase, hint) for call in calls]
-        at = self.log.now()
-        batch = [Event(self.log.last_seq + 1, ASSISTANT_MESSAGE, at, {"text": text, "source": None})]
+        batch = [Draft(ASSISTANT_MESSAGE, {"text": text, "source": None})]
         notices: list[list[tuple[str, JSONObject]]] = []
         for call, verdict in zip(calls, verdicts, strict=True):
             (call_kind, call_payload), *rest = verdict_events(kernel_call(call), verdict)
-            batch.append(Event(self.log.last_seq + 1 + len(batch), call_kind, at, call_payload))
+            batch.append(Draft(call_kind, call_payload))
             notices.append(list(rest))
         self.log.append(batch)
         for call, verdict, rest in zip(calls, verdicts, notices, strict=True):
@@ -502,11 +488,10 @@ class Runtime:
     def _reply_notice(self, text: str) -> None:
         """Record a notice about the last reply (after its calls' answers)."""
         payload: JSONObject = {"text": text, "source": REPLY_NOTICE_SOURCE}
-        self.log.append((Event(self.log.last_seq + 1, USER_MESSAGE, self.log.now(), payload),))
+        self.log.append((Draft(USER_MESSAGE, payload),))
 
     def _notices(self, notices: list[tuple[str, JSONObject]]) -> None:
-        if notices:
-            self.log.append(self.log.renumber([Event(0, k, 0, p) for k, p in notices], self.log.now()))
+        self.log.append([Draft(kind, payload) for kind, payload in notices])
 
     def _answer(self, call: ToolCall, verdict: Verdict, prepared: PreparedRequest) -> None:
         phase = runtime_phase(self.log.state)
@@ -518,15 +503,14 @@ class Runtime:
         if isinstance(verdict, Refused):
             return
         if verdict.route == "runtime":
-            self.plans.handle(call, self.log.append, self._queue_exit)
+            self.plans.handle(call, self._queue_exit)
             return
-        self.plans.before_request(self.log.append)  # a plan made executable in this reply
+        self.plans.before_request()  # a plan made executable in this reply
         if self._outside_scope(call):
             return
         with self.log.sealed(f"tool {call.name}"):
             ok, output = self.tools.execute(call)
-        seq, at = self.log.last_seq + 1, self.log.now()
-        self.log.append((result_event(seq, at, call.id, call.name, ok=ok, output=output),))
+        self.log.append((result_draft(call.id, call.name, ok=ok, output=output),))
 
     def _outside_scope(self, call: ToolCall) -> bool:
         """Check the call's effects against the executing plan's scope; when
@@ -535,18 +519,17 @@ class Runtime:
         if spec is None:
             return False
         effects = execution_effects(spec, call.arguments or {})
-        verdict, realign = scope_decision(self.log.state, effects, self.log.now())
-        if realign is None:
+        verdict, realign = decide_scope(self.log.state, effects)
+        if not realign:
             return False
-        self.log.append((realign,))
+        self.log.append(realign)
         output = error_output(
             "outside-plan-scope",
             f"nothing ran: {verdict.reason}; execution stops until the plan is realigned",
             violations=[{"code": v.code, "message": v.message} for v in verdict.violations],
             hint="Tell the user what you need; the plan must be presented and approved again.",
         )
-        seq, at = self.log.last_seq + 1, self.log.now()
-        self.log.append((result_event(seq, at, call.id, call.name, ok=False, output=output),))
+        self.log.append((result_draft(call.id, call.name, ok=False, output=output),))
         return True
 
     def _queue_exit(self, outcome: ReviewOutcome) -> None:

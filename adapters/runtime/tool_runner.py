@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 from planfold.adapters.llm import model
 from planfold.adapters.runtime.workspace import Executor
 from planfold.kernel.errors import PlanfoldError
-from planfold.kernel.log import TOOL_REFUSED, TOOL_RESULT, Event
+from planfold.kernel.log import TOOL_REFUSED, TOOL_RESULT, Draft, Event
 from planfold.kernel.payload import JSON, JSONObject
 from planfold.kernel.phase import RuntimePhase
+from planfold.kernel.plan.decisions import tool_error_text
 from planfold.kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload
 from planfold.kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
 from planfold.kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolRegistry, ToolSpec, ToolSpecError, thaw_json
@@ -47,7 +48,7 @@ __all__ = [
     "error_output",
     "kernel_call",
     "read_call",
-    "result_event",
+    "result_draft",
     "tool_message_text",
 ]
 
@@ -70,13 +71,15 @@ def read_call(payload: JSONObject) -> model.ToolCall:
 
 
 def error_output(code: str, message: str, **extra: JSON) -> str:
-    """The output text of a failed call: ``{"error": {code, message, …}}``."""
-    body: dict[str, JSON] = {"code": code, "message": message, **extra}
-    return json.dumps({"error": body}, ensure_ascii=False, sort_keys=True)
+    """The output text of a failed call: ``{"error": {code, message, …}}``
+    (the kernel's ``tool_error_text``, so every error the model reads has one
+    form)."""
+    return tool_error_text(code, message, **extra)
 
 
-def result_event(seq: int, at: int, call_id: str, tool: str, *, ok: bool, output: str) -> Event:
-    return Event(seq, TOOL_RESULT, at, tool_result_payload(call_id, tool, ok=ok, output=output))
+def result_draft(call_id: str, tool: str, *, ok: bool, output: str) -> Draft:
+    """The ``tool/result`` of a call, for the log to number and append."""
+    return Draft(TOOL_RESULT, tool_result_payload(call_id, tool, ok=ok, output=output))
 
 
 def tool_message_text(event: Event) -> str:

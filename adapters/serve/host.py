@@ -55,7 +55,7 @@ from planfold.adapters.runtime.tool_runner import (
     ToolRunner,
     error_output,
     kernel_call,
-    result_event,
+    result_draft,
     tool_message_text,
 )
 from planfold.adapters.runtime.toolset import BOOTSTRAP_PLAN, EXIT_PLAN_MODE, REPORT_VERIFICATION, UPDATE_TODO
@@ -81,21 +81,24 @@ from planfold.adapters.serve.protocol import (
 from planfold.adapters.store.base import AppendResult, AuditReport, Store
 from planfold.adapters.store.projection import Projection
 from planfold.adapters.store.session_log import Clock, LogSealedError, SessionLog
-from planfold.kernel.errors import ConflictError, PlanfoldError
+from planfold.kernel.errors import ConflictError
 from planfold.kernel.goal.command import parse_goal_command
 from planfold.kernel.goal.continuation import round_message
 from planfold.kernel.goal.values import BlockedReason, GoalRef
-from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Event
+from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Draft, Event
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.plan.context import ViewRequest, plan_to_start, runtime_phase
-from planfold.kernel.plan.mode import PendingChoice, StepVerdict, choice_events, decide_choice, flush_pre_step
-from planfold.kernel.plan.mode import derive_request_header as header_event
-from planfold.kernel.plan.review import ChannelLost, ReviewAnswer, ReviewOutcome, ReviewRequest, start_review
+from planfold.kernel.plan.decisions import (
+    decide_plan_choice,
+    decide_pre_step,
+    decide_request_header,
+    decide_scope,
+    decide_tool_call,
+)
+from planfold.kernel.plan.mode import PendingChoice, StepVerdict
+from planfold.kernel.plan.review import ChannelLost, ReviewAnswer, ReviewOutcome, ReviewRequest
 from planfold.kernel.plan.review import parse_plan_command as parse_plan
-from planfold.kernel.plan.spec import SpecProblem
-from planfold.kernel.plan.spec_json import decode_exit_plan_args
-from planfold.kernel.plan.tools import ToolArgumentsError, execution_effects, scope_decision
-from planfold.kernel.plan.views import render_plan_content
+from planfold.kernel.plan.tools import execution_effects
 from planfold.kernel.session import SessionState
 from planfold.kernel.tools.events import read_tool_result, verdict_events
 from planfold.kernel.tools.gate import Allowed, GatePolicy, Refused, Verdict
@@ -286,13 +289,6 @@ class _NoRounds:
         raise AssertionError("no round may start here")
 
 
-def _arguments(call: model.ToolCall) -> object:
-    if call.arguments is None:
-        problem = SpecProblem("bad-json", "arguments", call.arguments_error or "arguments did not decode")
-        raise ToolArgumentsError(call.name, [problem])
-    return call.arguments
-
-
 # --------------------------------------------------------------------------
 # The session
 
@@ -393,12 +389,10 @@ class HostSession:
         return self._atomic(lambda: self._choose(active))
 
     def _choose(self, active: bool) -> ChoiceResult:
-        state = self.log.state
-        decision = decide_choice(state.plan_mode, self._p.pending, state.turns.open, active)
-        if decision.append_now:
-            self.log.append(choice_events(self.log.events, active, self.log.now(), plan_status=state.plan.status))
-        self._p.pending = decision.pending
-        return ChoiceResult(decision.outcome, decision.pending, self.log.last_seq)
+        choice = decide_plan_choice(self.log.state, self.log.events, self._p.pending, active)
+        self.log.append(choice.drafts)
+        self._p.pending = choice.pending
+        return ChoiceResult(choice.outcome, choice.pending, self.log.last_seq)
 
     def command(self, text: str) -> CommandResult:
         """A line a human typed: ``/plan`` (``Runtime.submit``), ``/goal`` or
@@ -444,16 +438,12 @@ class HostSession:
             decision = self.goals.decide()
             if not decision.proceed:
                 raise RoundNotAdmittedError(decision.reason or "stop")
-            attributed = round_message(self.log.state.goal, text, seq=0, at=0).payload["source"]
+            attributed = round_message(self.log.state.goal, text).payload["source"]
             assert isinstance(attributed, dict)
             source, number = attributed, decision.next_round
         turn = self.log.state.turns.turn + 1
-        at = self.log.now()
         opened = self.log.append(
-            (
-                Event(self.log.last_seq + 1, TURN_START, at, {"turn": turn}),
-                Event(self.log.last_seq + 2, USER_MESSAGE, at, {"text": text, "source": source}),
-            )
+            (Draft(TURN_START, {"turn": turn}), Draft(USER_MESSAGE, {"text": text, "source": source}))
         )
         self._p.view, self._p.step_open, self._p.prepared = view, False, None
         return TurnStarted(turn, opened[0].seq, self.log.last_seq, number)
@@ -465,7 +455,7 @@ class HostSession:
     def _end_turn(self) -> TurnEnded:
         self._require("turn/end", "turn", "step")
         turn = self.log.state.turns.turn
-        self.log.append((Event(self.log.last_seq + 1, TURN_END, self.log.now(), {"turn": turn}),))
+        self.log.append((Draft(TURN_END, {"turn": turn}),))
         self._p.step_open, self._p.prepared = False, None
         return TurnEnded(turn, self.log.last_seq)
 
@@ -479,21 +469,18 @@ class HostSession:
     def _begin_step(self, step: int, verdict: StepVerdict) -> StepBegun:
         self._require("step/begin", "turn", "step")
         p = self._p
-        flush = flush_pre_step(
-            self.log.events, p.pending, verdict, self.log.now(), plan_status=self.log.state.plan.status
-        )
-        if flush.events:
-            self.log.append(flush.events)
+        flush = decide_pre_step(self.log.state, self.log.events, p.pending, verdict)
+        self.log.append(flush.drafts)
         p.pending = flush.pending_after_success
         if verdict != "accepted":
             p.step_open, p.prepared = False, None
-            return StepBegun(False, bool(flush.events), False, None, runtime_phase(self.log.state), self.log.last_seq)
+            return StepBegun(False, bool(flush.drafts), False, None, runtime_phase(self.log.state), self.log.last_seq)
         started = plan_to_start(self.log.state) is not None
-        self.plans.before_request(self.log.append)
+        self.plans.before_request()
         p.view_state = self.log.state
-        (header,) = self.log.append((header_event(self.log.events, step, self.log.now()),))
+        (header,) = self.log.append((decide_request_header(self.log.events, step),))
         p.step_open, p.prepared = True, None
-        return StepBegun(True, bool(flush.events), started, header.seq, runtime_phase(p.view_state), header.seq)
+        return StepBegun(True, bool(flush.drafts), started, header.seq, runtime_phase(p.view_state), header.seq)
 
     def _prepared(self) -> PreparedRequest:
         """The step's request, derived once (``Runtime._prepare``)."""
@@ -538,19 +525,18 @@ class HostSession:
         self._require("step/reply", "step")
         prepared = self._prepared()
         verdicts = [self.tools.check(call, prepared.phase, prepared.offered) for call in calls]
-        at = self.log.now()
-        batch = [Event(self.log.last_seq + 1, ASSISTANT_MESSAGE, at, {"text": text or "", "source": None})]
+        batch = [Draft(ASSISTANT_MESSAGE, {"text": text or "", "source": None})]
         waiting: list[_Call] = []
         for call, verdict in zip(calls, verdicts, strict=True):
             (call_kind, call_payload), *rest = verdict_events(kernel_call(call), verdict)
-            batch.append(Event(self.log.last_seq + 1 + len(batch), call_kind, at, call_payload))
+            batch.append(Draft(call_kind, call_payload))
             waiting.append(_Call(call, verdict, tuple(rest)))
         self.log.append(batch)
         self._p.step_open, self._p.calls = False, tuple(waiting)
         if calls:
             follow: Literal["dispatch", "continue", "end"] = "dispatch"
         else:
-            follow = "continue" if self.plans.after_final_reply(self.log.append) else "end"
+            follow = "continue" if self.plans.after_final_reply() else "end"
         return ReplyRecorded(
             tuple(_verdict(call, verdict) for call, verdict in zip(calls, verdicts, strict=True)),
             follow,
@@ -584,19 +570,16 @@ class HostSession:
         if verdict.route == "runtime":
             if call.name == EXIT_PLAN_MODE.name:
                 return self._present(entry, review_available)
-            self.plans.handle(call, self.log.append, self._queue_exit)
+            self.plans.handle(call, self._queue_exit)
             return self._action(call, "done", None)
-        self.plans.before_request(self.log.append)  # a plan made executable in this reply
+        self.plans.before_request()  # a plan made executable in this reply
         if self._outside_scope(call):
             return self._action(call, "done", None)
         p.current, p.awaiting = entry, "execute"
         return ToolAction(call.id, call.name, "execute", None, None, None, len(p.calls), self.log.last_seq)
 
     def _notices(self, notices: Sequence[tuple[str, JSONObject]]) -> None:
-        if notices:
-            at = self.log.now()
-            seq = self.log.last_seq
-            self.log.append(tuple(Event(seq + i, kind, at, payload) for i, (kind, payload) in enumerate(notices, 1)))
+        self.log.append([Draft(kind, payload) for kind, payload in notices])
 
     def _action(self, call: model.ToolCall, action: Literal["refused", "done"], ok: bool | None) -> ToolAction:
         """The answer the log now holds for ``call`` (its last event)."""
@@ -614,38 +597,39 @@ class HostSession:
         if spec is None:
             return False
         effects = execution_effects(spec, call.arguments or {})
-        verdict, realign = scope_decision(self.log.state, effects, self.log.now())
-        if realign is None:
+        verdict, realign = decide_scope(self.log.state, effects)
+        if not realign:
             return False
-        self.log.append((realign,))
+        self.log.append(realign)
         output = error_output(
             "outside-plan-scope",
             f"nothing ran: {verdict.reason}; execution stops until the plan is realigned",
             violations=[{"code": v.code, "message": v.message} for v in verdict.violations],
             hint="Tell the user what you need; the plan must be presented and approved again.",
         )
-        seq, at = self.log.last_seq + 1, self.log.now()
-        self.log.append((result_event(seq, at, call.id, call.name, ok=False, output=output),))
+        self.log.append((result_draft(call.id, call.name, ok=False, output=output),))
         return True
 
     def _present(self, entry: _Call, available: bool) -> ToolAction:
-        """``exit_plan_mode``: check the call as the plan runner will and put
-        the rendered plan before the host's human; a call that fails its
-        checks is answered by the plan runner at once (nothing to review)."""
+        """``exit_plan_mode``: decide the call as the plan runner will
+        (``decide_tool_call``) and put the rendered plan before the host's
+        human; a call the kernel answers at once (it failed its checks) is
+        answered by the plan runner now (nothing to review)."""
         call = entry.call
-        try:
-            state = self.log.state
-            if not state.plan_mode:
-                start_review(False, True, "")
-            args = decode_exit_plan_args(_arguments(call))
-            request = start_review(True, available, render_plan_content(args.spec))
-        except PlanfoldError:
+        decision = decide_tool_call(
+            self.log.state,
+            kernel_call(call),
+            new_plan_id=self.plans.new_plan_id(),
+            review_available=available,
+        )
+        if decision.review is None:
             self.plans.review = _HostReview(available)
             try:
-                self.plans.handle(call, self.log.append, self._queue_exit)
+                self.plans.handle(call, self._queue_exit)
             finally:
                 self.plans.review = None
             return self._action(call, "done", None)
+        request = decision.review.request
         p = self._p
         p.current, p.awaiting, p.review = entry, "review", request
         review = ReviewInfo(request.plan, request.options)
@@ -662,10 +646,9 @@ class HostSession:
     def _tool_result(self, call_id: str, ok: bool, output: str) -> ToolAnswered:
         entry = self._expect_call(call_id, "execute")
         call = entry.call
-        seq, at = self.log.last_seq + 1, self.log.now()
-        self.log.append((result_event(seq, at, call.id, call.name, ok=ok, output=output),))
+        (written,) = self.log.append((result_draft(call.id, call.name, ok=ok, output=output),))
         self._p.current, self._p.awaiting = None, None
-        return ToolAnswered(call.id, ok, output, seq, len(self._p.calls))
+        return ToolAnswered(call.id, ok, output, written.seq, len(self._p.calls))
 
     def review_answer(self, call_id: str, answer: ReviewAnswer) -> ToolAnswered:
         """The human's answer to the plan review of an ``exit_plan_mode`` call:
@@ -679,7 +662,7 @@ class HostSession:
         port: ReviewPort = _HostReview(True, answer)
         self.plans.review = port
         try:
-            self.plans.handle(entry.call, self.log.append, self._queue_exit)
+            self.plans.handle(entry.call, self._queue_exit)
         finally:
             self.plans.review = None
         last = self.log.state.last
@@ -759,10 +742,7 @@ class HostSession:
             source = payload.get("source")
             if kind == USER_MESSAGE and isinstance(source, dict) and source.get("type") == "goal":
                 raise NotRecordableError("a goal round is admitted by turn/start, not recorded")
-        at = self.log.now()
-        seq = self.log.last_seq
-        batch = tuple(Event(seq + i, kind, at, payload) for i, (kind, payload) in enumerate(events, 1))
-        written = self.log.append(batch)
+        written = self.log.append([Draft(kind, payload) for kind, payload in events])
         return Appended(written[0].seq, written[-1].seq)
 
 

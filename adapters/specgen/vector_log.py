@@ -95,7 +95,8 @@ class LogBuilder:
 
     def create(self, goal_id: str = "g1", max_rounds: int | None = None) -> LogBuilder:
         g = self.state.goal
-        self.append(goal_ops.create(g, goal_id, "Ship the parser", max_rounds, actor="user", seq=self.seq, at=self.at))
+        draft = goal_ops.create(g, goal_id, "Ship the parser", max_rounds, actor="user", at=self.at)
+        self.append(draft.numbered(self.seq, self.at))
         return self
 
     def round(self, number: int | None = None) -> LogBuilder:
@@ -108,12 +109,12 @@ class LogBuilder:
         g, ref, seq, at = self.state.goal, self.goal, self.seq, self.at
         if name == "block":
             reason = BlockedReason("needs-review", "Waiting for a review")
-            self.append(goal_ops.block(g, ref, reason, actor="model", seq=seq, at=at))
+            self.append(goal_ops.block(g, ref, reason, actor="model", at=at).numbered(seq, at))
         elif name == "resume":
-            self.append(goal_ops.resume(g, ref, DISARMED, actor="user", seq=seq, at=at))
+            self.append(goal_ops.resume(g, ref, DISARMED, actor="user", at=at).numbered(seq, at))
         else:
             operation = {"pause": goal_ops.pause, "complete": goal_ops.complete, "clear": goal_ops.clear}[name]
-            self.append(operation(g, ref, actor="user", seq=seq, at=at))
+            self.append(operation(g, ref, actor="user", at=at).numbered(seq, at))
         return self
 
     # -- plans

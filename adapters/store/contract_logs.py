@@ -150,16 +150,17 @@ class LogBuilder:
         def make(s: int, at: int) -> list[Event]:
             if operation == "create":
                 self.goals += 1
-                return [goal_ops.create(state, f"g{self.goals}", "finish the work", 8, actor="user", seq=s, at=at)]
+                made = goal_ops.create(state, f"g{self.goals}", "finish the work", 8, actor="user", at=at)
+                return [made.numbered(s, at)]
             if ref is None:
                 raise KernelError("no goal")
             if operation == "block":
                 reason = BlockedReason("needs-input", "waiting for the user")
-                return [goal_ops.block(state, ref, reason, actor="user", seq=s, at=at)]
+                return [goal_ops.block(state, ref, reason, actor="user", at=at).numbered(s, at)]
             if operation == "resume":
-                return [goal_ops.resume(state, ref, ARMED, actor="user", seq=s, at=at)]
+                return [goal_ops.resume(state, ref, ARMED, actor="user", at=at).numbered(s, at)]
             op = getattr(goal_ops, operation)
-            return [op(state, ref, actor="user", seq=s, at=at)]
+            return [op(state, ref, actor="user", at=at).numbered(s, at)]
 
         return self._try(make)
 

@@ -14,15 +14,17 @@ state was folded from). Afterwards the log keeps the folded ``SessionState``
 (and the events, once read) in memory and changes them only through
 ``append``.
 
-Every append is a compare-and-set: the events are numbered after the last
-event this process has seen, folded strictly first (so planfold never writes
-a log it would refuse to read back), and handed to the store with that seq as
-``expected_seq``. When another writer got there first the store raises
-``ConflictError`` and nothing of ours is written. ``append_decided`` is for
-decisions that must be made on fresh state (goal operations): it calls the
-decision with the current events, the next seq and the time, appends what it
-returns, and on a conflict reloads and decides again, a bounded number of
-times.
+Decisions return drafts (``kernel.log.Draft``: a kind and a payload); the
+log is the one place that numbers them. Every append is a compare-and-set:
+the drafts become the events that follow the last event this process has
+seen, stamped with one time (``number_drafts``), are folded strictly first
+(so planfold never writes a log it would refuse to read back), and are handed
+to the store with that seq as ``expected_seq``. When another writer got there
+first the store raises ``ConflictError`` and nothing of ours is written.
+``append_decided`` is for decisions that must be made on fresh state (goal
+operations): it calls the decision with the current state and the time the
+drafts will carry (a goal's snapshot records it), appends what it returns,
+and on a conflict reloads and decides again, a bounded number of times.
 
 ``observers`` are told about every event after it is written (the demo
 prints them); an observer that raises propagates to the appender, so only
@@ -41,12 +43,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 
 from planfold.adapters.errors import AdapterError
 from planfold.adapters.store.base import Store
 from planfold.kernel.errors import ConflictError
-from planfold.kernel.log import Event
+from planfold.kernel.log import Draft, Event, number_drafts
 from planfold.kernel.session import SessionState, fold_more
 
 __all__ = [
@@ -134,26 +135,22 @@ class SessionLog:
         last = self._state.last
         return at if last is None or at >= last.at else last.at
 
-    def renumber(self, drafts: Sequence[Event], at: int | None = None) -> tuple[Event, ...]:
-        """``drafts`` numbered to follow the log (and stamped ``at`` if given)."""
-        seq = self.last_seq
-        return tuple(
-            replace(event, seq=seq + i, at=event.at if at is None else at)
-            for i, event in enumerate(drafts, 1)
-        )
-
-    def append(self, events: Sequence[Event], idempotency_key: str | None = None) -> tuple[Event, ...]:
-        """Append events that already follow the log (seq and time).
+    def append(
+        self, drafts: Sequence[Draft], idempotency_key: str | None = None, *, at: int | None = None
+    ) -> tuple[Event, ...]:
+        """Append ``drafts``, numbered to follow the log and stamped ``at``
+        (``now()`` when not given); returns the events written (none for no
+        drafts, which is never an error).
 
         Raises ``ReplayError`` (nothing written) when they would break the
         strict fold, ``ConflictError`` when another writer appended first,
         ``LogSealedError`` while a tool runs.
         """
+        if not drafts:
+            return ()
         if self._sealed_by is not None:
             raise LogSealedError(self._sealed_by)
-        batch = tuple(events)
-        if not batch:
-            return ()
+        batch = number_drafts(drafts, self.last_seq, self.now() if at is None else at)
         state = fold_more(self._state, batch)
         self.store.append(self.session_id, self.last_seq, batch, idempotency_key)
         if self._events is not None:
@@ -164,25 +161,20 @@ class SessionLog:
                 observer(event)
         return batch
 
-    def add(self, kind: str, payload: dict[str, object], at: int | None = None) -> Event:
-        """Append one event of ``kind`` now; returns it."""
-        stamp = self.now() if at is None else at
-        event = Event(self.last_seq + 1, kind, stamp, payload)  # type: ignore[arg-type]
-        return self.append((event,))[0]
-
     def append_decided(
         self,
-        decide: Callable[[SessionState, Sequence[Event], int, int], Sequence[Event]],
+        decide: Callable[[SessionState, int], Sequence[Draft]],
         *,
         attempts: int = 3,
     ) -> tuple[Event, ...]:
-        """Append what ``decide(state, events, next_seq, at)`` returns, deciding
+        """Append what ``decide(state, at)`` returns, stamped ``at``, deciding
         again on fresh state after a conflict (at most ``attempts`` times).
         Whatever ``decide`` raises propagates and nothing is written."""
         for attempt in range(1, attempts + 1):
-            decided = decide(self._state, self.events, self.last_seq + 1, self.now())
+            at = self.now()
+            decided = decide(self._state, at)
             try:
-                return self.append(decided)
+                return self.append(decided, at=at)
             except ConflictError:
                 if attempt == attempts:
                     raise

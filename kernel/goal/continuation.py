@@ -36,9 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..log import USER_MESSAGE, Event
+from ..log import USER_MESSAGE, Draft
 from .fold import GoalState
-from .ops import BUDGET_BLOCK_CODE, GoalOperationError, block
+from .ops import BUDGET_BLOCK_CODE, GoalDecision, GoalOperationError, block
 from .values import Activation, BlockedReason, GoalSnapshot
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "StopReason",
     "budget_block",
     "budget_spent",
+    "decide_budget_block",
     "round_message",
     "round_source",
     "should_continue",
@@ -92,8 +93,9 @@ def round_source(goal: GoalSnapshot) -> dict[str, str | int]:
     }
 
 
-def round_message(state: GoalState, text: str, *, seq: int, at: int) -> Event:
-    """The ``user/message`` that admits the next round of the current goal.
+def round_message(state: GoalState, text: str) -> Draft:
+    """The draft of the ``user/message`` that admits the next round of the
+    current goal.
 
     Raises ``GoalError``: ``not-found`` (no current goal),
     ``invalid-transition`` (the goal is not active, or its rounds are spent:
@@ -119,10 +121,10 @@ def round_message(state: GoalState, text: str, *, seq: int, at: int) -> Event:
             operation="round",
             current=goal.ref,
         )
-    return Event(seq, USER_MESSAGE, at, {"text": text, "source": round_source(goal)})
+    return Draft(USER_MESSAGE, {"text": text, "source": round_source(goal)})
 
 
-def budget_block(state: GoalState, *, seq: int, at: int) -> Event | None:
+def budget_block(state: GoalState, *, at: int) -> Draft | None:
     """The system's block of an active goal whose rounds are all started
     (code ``BUDGET_BLOCK_CODE``), or ``None`` when there is nothing to block."""
     goal = state.current
@@ -133,7 +135,26 @@ def budget_block(state: GoalState, *, seq: int, at: int) -> Event | None:
         f"the goal has started all {goal.max_rounds} of its rounds; "
         "raise max_rounds and resume to continue",
     )
-    return block(state, goal.ref, reason, actor="system", seq=seq, at=at)
+    return block(state, goal.ref, reason, actor="system", at=at)
+
+
+def decide_budget_block(state: GoalState, activation: Activation, at: int) -> GoalDecision:
+    """The system's block of the current goal when all its rounds are
+    started, decided in one call as ``kernel.goal.ops.decide_goal`` decides
+    an operation.
+
+    Raises ``GoalOperationError`` (``invalid-transition``) when there is
+    nothing to block: no active goal, or rounds left.
+    """
+    draft = budget_block(state, at=at)
+    if draft is None:
+        raise GoalOperationError(
+            "the goal's budget is not spent",
+            code="invalid-transition",
+            operation="block",
+            current=None if state.current is None else state.current.ref,
+        )
+    return GoalDecision.of("block", draft, activation)
 
 
 @dataclass(frozen=True, slots=True)

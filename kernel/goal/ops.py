@@ -3,12 +3,12 @@
 Theory of operation
 -------------------
 Each operation (create, edit, pause, resume, complete, block, clear) is a pure
-decision over the folded ``GoalState``: it returns the one ``goal/change``
-event to append, or raises. The caller supplies everything that is not in the
-log: the new goal's id, the event's ``seq`` (the next seq of the session) and
-its time ``at``; the envelope check at append time rejects a bad seq or a time
-that goes backwards. An event returned here is always one the strict fold
-accepts right after ``state``.
+decision over the folded ``GoalState``: it returns the draft of the one
+``goal/change`` event to append (``kernel.log.Draft``), or raises. The caller
+supplies everything that is not in the log: the new goal's id and the time
+``at`` the event will carry (the goal's snapshot records it); the session log
+numbers the draft and stamps it with that time. A draft returned here, so
+appended, is always an event the strict fold accepts right after ``state``.
 
 Refusals, in the order they are checked:
 
@@ -32,16 +32,23 @@ Refusals, in the order they are checked:
 ``resume`` is the one operation that reads process state: the caller's
 ``Activation`` (see ``kernel.goal``), because re-arming an active goal is only
 meaningful when this process holds it disarmed.
+
+``decide_goal(state, request, activation, at)`` is the one call a runtime
+makes for an operation (the goal service, a host over JSON-RPC): it runs the
+operation a ``GoalRequest`` names and returns a ``GoalDecision``: the draft to
+append, the process's activation afterwards and the change made (the goal
+after it, its ref). ``kernel.goal.continuation.decide_budget_block`` is the
+same for the system's block of a goal whose rounds are all started.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..errors import GoalError, is_kebab_case
-from ..log import GOAL_CHANGE, Event
+from ..log import GOAL_CHANGE, Draft
 from .fold import GoalState
 from .values import (
     DEFAULT_MAX_ROUNDS,
@@ -54,8 +61,11 @@ from .values import (
     GoalPhase,
     GoalRef,
     GoalSnapshot,
+    SnapshotChange,
     Transition,
+    activation_after,
     clear_payload,
+    read_goal_change,
     snapshot_payload,
 )
 
@@ -67,13 +77,16 @@ __all__ = [
     "SYSTEM_BLOCK_CODES",
     "Actor",
     "GoalAuthorityError",
+    "GoalDecision",
     "GoalError",
     "GoalOperationError",
+    "GoalRequest",
     "authorize",
     "block",
     "clear",
     "complete",
     "create",
+    "decide_goal",
     "edit",
     "pause",
     "resume",
@@ -241,8 +254,8 @@ def _row(state: GoalState, current: GoalSnapshot, operation: GoalOperation) -> T
     return row
 
 
-def _change(operation: GoalOperation, goal: GoalSnapshot, seq: int, at: int) -> Event:
-    return Event(seq, GOAL_CHANGE, at, snapshot_payload(operation, goal))
+def _change(operation: GoalOperation, goal: GoalSnapshot) -> Draft:
+    return Draft(GOAL_CHANGE, snapshot_payload(operation, goal))
 
 
 def _next(
@@ -277,9 +290,8 @@ def create(
     max_rounds: int | None = None,
     *,
     actor: Actor,
-    seq: int,
     at: int,
-) -> Event:
+) -> Draft:
     """Create an active goal at revision 1 (``max_rounds`` defaults to
     ``DEFAULT_MAX_ROUNDS``); allowed when there is no goal or it is complete.
 
@@ -304,7 +316,7 @@ def create(
             "already-exists", f"goal id {goal_id!r} was already used in this session", "create", state
         )
     goal = GoalSnapshot(goal_id, text, "active", None, cap, 1, 0, at, at)
-    return _change("create", goal, seq, at)
+    return _change("create", goal)
 
 
 def edit(
@@ -314,9 +326,8 @@ def edit(
     objective: str | None = None,
     max_rounds: int | None = None,
     actor: Actor,
-    seq: int,
     at: int,
-) -> Event:
+) -> Draft:
     """Change the objective and/or ``max_rounds`` (at least one); the phase,
     blocked reason and activation are kept.
 
@@ -335,29 +346,29 @@ def edit(
     goal = _next(
         current, at, current.phase, current.blocked_reason, objective=text, max_rounds=cap
     )
-    return _change("edit", goal, seq, at)
+    return _change("edit", goal)
 
 
 def _simple(
-    state: GoalState, ref: GoalRef, operation: GoalOperation, *, actor: Actor, seq: int, at: int
-) -> Event:
+    state: GoalState, ref: GoalRef, operation: GoalOperation, *, actor: Actor, at: int
+) -> Draft:
     authorize(actor, operation)
     current = _current(state, ref, operation)
     target = _row(state, current, operation).target
     goal = _next(current, at, current.phase if target is None else target, None)
-    return _change(operation, goal, seq, at)
+    return _change(operation, goal)
 
 
-def pause(state: GoalState, ref: GoalRef, *, actor: Actor, seq: int, at: int) -> Event:
+def pause(state: GoalState, ref: GoalRef, *, actor: Actor, at: int) -> Draft:
     """Pause an active goal. Raises ``not-found``, ``stale-revision``,
     ``invalid-transition``."""
-    return _simple(state, ref, "pause", actor=actor, seq=seq, at=at)
+    return _simple(state, ref, "pause", actor=actor, at=at)
 
 
-def complete(state: GoalState, ref: GoalRef, *, actor: Actor, seq: int, at: int) -> Event:
+def complete(state: GoalState, ref: GoalRef, *, actor: Actor, at: int) -> Draft:
     """Mark a goal complete from any other phase. Raises ``not-found``,
     ``stale-revision``, ``invalid-transition``."""
-    return _simple(state, ref, "complete", actor=actor, seq=seq, at=at)
+    return _simple(state, ref, "complete", actor=actor, at=at)
 
 
 def resume(
@@ -366,9 +377,8 @@ def resume(
     activation: Activation,
     *,
     actor: Actor,
-    seq: int,
     at: int,
-) -> Event:
+) -> Draft:
     """Make a paused or blocked goal active again, or re-arm an active one that
     this process holds disarmed; the blocked reason is dropped.
 
@@ -393,7 +403,7 @@ def resume(
             "resume",
             state,
         )
-    return _change("resume", _next(current, at, "active", None), seq, at)
+    return _change("resume", _next(current, at, "active", None))
 
 
 def block(
@@ -402,9 +412,8 @@ def block(
     reason: BlockedReason,
     *,
     actor: Actor,
-    seq: int,
     at: int,
-) -> Event:
+) -> Draft:
     """Block an active goal with a reason (its message is trimmed).
 
     Raises ``not-found``, ``stale-revision``, ``invalid-transition``,
@@ -414,10 +423,10 @@ def block(
     current = _current(state, ref, "block")
     _row(state, current, "block")
     checked = _reason(reason, state)
-    return _change("block", _next(current, at, "blocked", checked), seq, at)
+    return _change("block", _next(current, at, "blocked", checked))
 
 
-def clear(state: GoalState, ref: GoalRef, *, actor: Actor, seq: int, at: int) -> Event:
+def clear(state: GoalState, ref: GoalRef, *, actor: Actor, at: int) -> Draft:
     """Clear the current goal from any phase: a tombstone at the next revision.
 
     Raises ``not-found``, ``stale-revision``.
@@ -425,4 +434,87 @@ def clear(state: GoalState, ref: GoalRef, *, actor: Actor, seq: int, at: int) ->
     authorize(actor, "clear")
     current = _current(state, ref, "clear")
     _row(state, current, "clear")
-    return Event(seq, GOAL_CHANGE, at, clear_payload(GoalRef(current.id, current.revision + 1), at))
+    return Draft(GOAL_CHANGE, clear_payload(GoalRef(current.id, current.revision + 1), at))
+
+
+# --------------------------------------------------------------------------
+# One call per operation
+
+
+@dataclass(frozen=True, slots=True)
+class GoalRequest:
+    """An operation someone asks for: ``operation`` by ``actor`` on the goal
+    ``ref`` names (every operation but create), with what the operation
+    takes: ``goal_id`` and ``objective`` (and ``max_rounds``) to create,
+    ``objective`` and/or ``max_rounds`` to edit, ``reason`` to block.
+    Anything an operation does not take is ignored."""
+
+    operation: GoalOperation
+    actor: Actor
+    ref: GoalRef | None = None
+    goal_id: str = ""
+    objective: str | None = None
+    max_rounds: int | None = None
+    reason: BlockedReason | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GoalDecision:
+    """An accepted operation: append ``draft`` (stamped with the time it was
+    decided at), then hold ``activation``. ``goal`` is the goal after it
+    (``None`` after clear) and ``ref`` its ref (for clear, the tombstone's)."""
+
+    operation: GoalOperation
+    draft: Draft
+    activation: Activation
+    goal: GoalSnapshot | None
+    ref: GoalRef
+
+    @classmethod
+    def of(cls, operation: GoalOperation, draft: Draft, activation: Activation) -> GoalDecision:
+        """The decision to append ``draft``, an accepted ``operation``, by a
+        process that held ``activation``."""
+        change = read_goal_change(draft.payload)
+        after = activation_after(activation, operation)
+        if isinstance(change, SnapshotChange):
+            return cls(operation, draft, after, change.goal, change.goal.ref)
+        return cls(operation, draft, after, None, change.cleared)
+
+
+def _ref_of(request: GoalRequest, state: GoalState) -> GoalRef:
+    if request.ref is not None:
+        return request.ref
+    if state.current is None:
+        raise _error("not-found", f"there is no current goal to {request.operation}", request.operation, state)
+    return state.current.ref
+
+
+def _draft(state: GoalState, request: GoalRequest, activation: Activation, at: int) -> Draft:
+    operation, actor = request.operation, request.actor
+    if operation == "create":
+        return create(state, request.goal_id, request.objective or "", request.max_rounds, actor=actor, at=at)
+    ref = _ref_of(request, state)
+    if operation == "edit":
+        return edit(state, ref, objective=request.objective, max_rounds=request.max_rounds, actor=actor, at=at)
+    if operation == "resume":
+        return resume(state, ref, activation, actor=actor, at=at)
+    if operation == "block":
+        return block(state, ref, request.reason, actor=actor, at=at)  # type: ignore[arg-type]  # checked there
+    if operation == "pause":
+        return pause(state, ref, actor=actor, at=at)
+    if operation == "complete":
+        return complete(state, ref, actor=actor, at=at)
+    if operation == "clear":
+        return clear(state, ref, actor=actor, at=at)
+    raise _error("invalid-transition", f"unknown goal operation {operation!r}", operation, state)
+
+
+def decide_goal(state: GoalState, request: GoalRequest, activation: Activation, at: int) -> GoalDecision:
+    """Decide ``request`` on ``state`` for a process holding ``activation``,
+    at time ``at`` (the time the draft will carry; its snapshot records it).
+    A request without a ``ref`` acts on the current goal.
+
+    Raises ``GoalAuthorityError`` or ``GoalOperationError`` (see the module
+    doc) and nothing is to be appended.
+    """
+    return GoalDecision.of(request.operation, _draft(state, request, activation, at), activation)

@@ -11,7 +11,9 @@ Modules, in the order data flows through them:
 - ``events``: builders of every ``plan/artifact`` event;
 - ``review``: ``exit_plan_mode`` review, ``/plan`` and the plan policy;
 - ``context``, ``capsule``: what plan view and prompt a request carries;
-- ``scope``, ``tools``: the plan's scope and the runtime-owned plan tools.
+- ``scope``, ``tools``: the plan's scope and the runtime-owned plan tools;
+- ``decisions``: what a runtime asks, one call per decision (a runtime-owned
+  tool call, a review answer, a plan-mode choice, around requests).
 """
 
 from . import (
@@ -19,6 +21,7 @@ from . import (
     capsule,
     checks,
     context,
+    decisions,
     events,
     mode,
     payload,
@@ -34,6 +37,7 @@ from .artifact import *
 from .capsule import *
 from .checks import *
 from .context import *
+from .decisions import *
 from .events import *
 from .mode import *
 from .payload import *
@@ -60,4 +64,5 @@ __all__ = [
     *capsule.__all__,
     *scope.__all__,
     *tools.__all__,
+    *decisions.__all__,
 ]

@@ -21,7 +21,7 @@ from planfold.kernel.goal.continuation import ContinueFacts, budget_block, round
 from planfold.kernel.goal.fold import event_ref
 from planfold.kernel.goal.ops import block, clear, complete, create, edit, pause, resume
 from planfold.kernel.goal.values import DISARMED, Activation, BlockedReason, GoalRef
-from planfold.kernel.log import GOAL_CHANGE, Event
+from planfold.kernel.log import GOAL_CHANGE, Draft, Event
 from planfold.kernel.plan.capsule import build_capsule, capsule_matches, render_capsule
 from planfold.kernel.plan.context import (
     PromptParts,
@@ -100,6 +100,8 @@ class _Views:
         except PlanfoldError as exc:
             self.add(name, exc)
             return None
+        if isinstance(value, Draft):
+            value = value.numbered(self.seq, self.at)  # as the log would append it next
         self.add(name, value)
         written = value if isinstance(value, tuple) else (value,)
         events = [item for item in written if isinstance(item, Event)]
@@ -176,7 +178,7 @@ def _goals(v: _Views) -> None:
     refs = [goal.ref, GoalRef(goal.id, goal.revision + 1)] if goal is not None else [GoalRef("none", 1)]
     reason = BlockedReason("needs-input", " Which API? ")
     for actor in _ACTORS:
-        stamp: dict[str, Any] = {"actor": actor, "seq": seq, "at": at}
+        stamp: dict[str, Any] = {"actor": actor, "at": at}
         v.attempt("create", partial(create, state, f"g{seq}", " New goal ", 3, **stamp))
         for ref in refs:
             v.attempt("pause", partial(pause, state, ref, **stamp))
@@ -193,12 +195,12 @@ def _goals(v: _Views) -> None:
         for goal_id, objective, rounds in (("", "x", 3), (f"g{seq}", "  ", 3), (f"g{seq}", "x", 0), ("g1", "x", None)):
             v.attempt("create refused", partial(create, state, goal_id, objective, rounds, **stamp))
     unknown: Any = "robot"
-    v.attempt("unknown actor", partial(pause, state, refs[0], actor=unknown, seq=seq, at=at))
+    v.attempt("unknown actor", partial(pause, state, refs[0], actor=unknown, at=at))
     for event in v.events:
         if event.kind == GOAL_CHANGE:
             v.attempt("goal ref", partial(event_ref, event))
-    v.attempt("round", lambda: round_message(state, "continue", seq=seq, at=at))
-    v.attempt("budget block", lambda: budget_block(state, seq=seq, at=at))
+    v.attempt("round", lambda: round_message(state, "continue"))
+    v.attempt("budget block", lambda: budget_block(state, at=at))
     for armed in (False, True):
         for plan_mode in (False, True):
             for turn_open in (False, True):

@@ -54,7 +54,7 @@ from planfold.kernel.graph import (
     reachable,
     runtime_phase_graph,
 )
-from planfold.kernel.log import PLAN_MODE, USER_MESSAGE, Event
+from planfold.kernel.log import PLAN_MODE, USER_MESSAGE, Draft, Event
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.phase import RUNTIME_PHASES
 from planfold.kernel.plan import events as plan_events
@@ -134,12 +134,12 @@ def _goal_key(world: GoalWorld) -> Hashable:
     return goal, activation.armed, state.used_ids
 
 
-def _goal_attempts(state: GoalState, activation: Activation) -> Iterator[tuple[str, Callable[[], Event]]]:
+def _goal_attempts(state: GoalState, activation: Activation) -> Iterator[tuple[str, Callable[[], Draft]]]:
     """Every operation with a small domain of arguments: both ids, both
     caps, every actor, the current ref and a stale one."""
     for goal_id in ("g1", "g2"):
         for cap in (1, 2):
-            yield "create", partial(goal_ops.create, state, goal_id, "Ship", cap, actor="user", seq=1, at=1)
+            yield "create", partial(goal_ops.create, state, goal_id, "Ship", cap, actor="user", at=1)
     cur = state.current
     if cur is None:
         return
@@ -147,14 +147,14 @@ def _goal_attempts(state: GoalState, activation: Activation) -> Iterator[tuple[s
     reason = BlockedReason("needs-input", "Which file?")
     for ref in (cur.ref, replace(cur.ref, revision=cur.revision - 1)):
         for actor in goal_ops.ACTORS:
-            yield "edit", partial(goal_ops.edit, state, ref, objective=objective, actor=actor, seq=1, at=1)
+            yield "edit", partial(goal_ops.edit, state, ref, objective=objective, actor=actor, at=1)
             cap = 3 - cur.max_rounds
-            yield "edit", partial(goal_ops.edit, state, ref, max_rounds=cap, actor=actor, seq=1, at=1)
-            yield "pause", partial(goal_ops.pause, state, ref, actor=actor, seq=1, at=1)
-            yield "resume", partial(goal_ops.resume, state, ref, activation, actor=actor, seq=1, at=1)
-            yield "complete", partial(goal_ops.complete, state, ref, actor=actor, seq=1, at=1)
-            yield "block", partial(goal_ops.block, state, ref, reason, actor=actor, seq=1, at=1)
-            yield "clear", partial(goal_ops.clear, state, ref, actor=actor, seq=1, at=1)
+            yield "edit", partial(goal_ops.edit, state, ref, max_rounds=cap, actor=actor, at=1)
+            yield "pause", partial(goal_ops.pause, state, ref, actor=actor, at=1)
+            yield "resume", partial(goal_ops.resume, state, ref, activation, actor=actor, at=1)
+            yield "complete", partial(goal_ops.complete, state, ref, actor=actor, at=1)
+            yield "block", partial(goal_ops.block, state, ref, reason, actor=actor, at=1)
+            yield "clear", partial(goal_ops.clear, state, ref, actor=actor, at=1)
 
 
 def explore_goal() -> set[Edge]:
@@ -164,7 +164,7 @@ def explore_goal() -> set[Edge]:
         before = goal_phase_state(None if cur is None else cur.phase)
         for operation, attempt in _goal_attempts(state, activation):
             try:
-                event = attempt()
+                event = attempt().numbered(1, 1)
             except KernelError:
                 continue
             after = apply_goal_event(state, event)

@@ -15,7 +15,7 @@ from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.goal.ops import GoalAuthorityError, GoalError
 from planfold.kernel.goal.values import BlockedReason
-from planfold.kernel.log import Event
+from planfold.kernel.log import Draft
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.session import fold_session
 from tests.runtime_helpers import make_session, say, ticking
@@ -36,23 +36,15 @@ class Turns:
 
     def run_turn(self, text: str, source: JSONObject | None = None) -> object:
         n = self.log.state.turns.turn + 1
-        at = self.log.now()
         self.log.append(
-            self.log.renumber(
-                [
-                    _ev("turn/start", {"turn": n}),
-                    _ev("user/message", {"text": text, "source": source}),
-                    _ev("turn/end", {"turn": n}),
-                ],
-                at,
+            (
+                Draft("turn/start", {"turn": n}),
+                Draft("user/message", {"text": text, "source": source}),
+                Draft("turn/end", {"turn": n}),
             )
         )
         self.seen.append(source)
         return None
-
-
-def _ev(kind: str, payload: JSONObject) -> Event:
-    return Event(0, kind, 0, payload)
 
 
 def test_activation_starts_disarmed_and_follows_the_operations() -> None:

@@ -20,6 +20,7 @@ from planfold.adapters.runtime.toolset import Session, default_registry
 from planfold.adapters.runtime.workspace import Executor
 from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.errors import PlanfoldError
+from planfold.kernel.log import Draft
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import runtime_phase
 from planfold.kernel.plan.events import bootstrap_event
@@ -128,8 +129,8 @@ def test_a_deployment_tool_cannot_write_plan_state_or_the_mode(swallow: bool) ->
     def sneaky(arguments: Mapping[str, object]) -> Mapping[str, JSON]:
         log: SessionLog = holder[0].log
         attempts: tuple[Callable[[], object], ...] = (
-            lambda: log.append((bootstrap_event(log.state, "plan-x", _spec(), None, log.now()),)),
-            lambda: log.append(choice_events(log.events, True, log.now())),
+            lambda: log.append((Draft.of(bootstrap_event(log.state, "plan-x", _spec(), None, log.now())),)),
+            lambda: log.append([Draft.of(event) for event in choice_events(log.events, True, log.now())]),
         )
         for attempt in attempts:
             try:

@@ -99,9 +99,10 @@ def _extra_seeds() -> list[tuple[str, JSONObject]]:
         (log.ASSISTANT_MESSAGE, {"text": "done", "source": None}),
         (log.TOOL_WARNING, {"call_id": "c", "tool": "t", "code": "a-b", "reason": "r", "phase": "verify"}),
     ]
-    goal = apply_goal_event(GoalState(), goal_ops.create(GoalState(), "g1", "Ship", 2, actor="user", seq=1, at=5))
+    created = goal_ops.create(GoalState(), "g1", "Ship", 2, actor="user", at=5).numbered(1, 5)
+    goal = apply_goal_event(GoalState(), created)
     assert goal.current is not None
-    edit = goal_ops.edit(goal, goal.current.ref, objective="Ship more", actor="user", seq=2, at=6)
+    edit = goal_ops.edit(goal, goal.current.ref, objective="Ship more", actor="user", at=6).numbered(2, 6)
     out.append((log.GOAL_CHANGE, edit.payload))
     state = SessionState()
     state = apply_session_event(state, Event(1, log.PLAN_MODE, 1, {"active": True}))

@@ -20,7 +20,7 @@ from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.session_log import SessionLog
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.errors import ReplayError
-from planfold.kernel.log import Event
+from planfold.kernel.log import Draft, Event
 from planfold.kernel.session import SessionState, fold_session
 
 
@@ -82,11 +82,17 @@ def test_appends_before_and_after_the_events_are_read_are_among_them(store: Stor
     events = list(session_events(40))
     store.append("s", 0, events[:20])
     log = SessionLog(store, "s", clock)
-    log.append(events[20:30])
+    _append(log, events[20:30])
     assert log.events == store.read("s")
-    log.append(events[30:])
+    _append(log, events[30:])
     assert log.events == store.read("s")
     assert log.state == fold_session(events)
+
+
+def _append(log: SessionLog, events: Sequence[Event]) -> None:
+    """Append ``events`` through ``log`` as drafts, each at its own time."""
+    for event in events:
+        assert log.append((Draft.of(event),), at=event.at) == (event,)
 
 
 def test_a_bad_event_after_the_snapshot_fails_the_open(tmp_path: Path) -> None:

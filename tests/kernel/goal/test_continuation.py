@@ -66,7 +66,7 @@ def test_round_message_refuses(phase: str | None, rounds: int, code: str) -> Non
 
 def test_a_round_without_a_goal_is_refused_naming_the_round() -> None:
     with pytest.raises(GoalOperationError) as caught:
-        round_message(GoalState(), "go on", seq=1, at=1)
+        round_message(GoalState(), "go on")
     err = caught.value
     assert (err.code, err.operation, err.current) == ("not-found", "round", None)
     assert str(err) == "there is no current goal to start a round of"
@@ -92,18 +92,19 @@ def test_a_round_past_the_budget_is_refused_with_the_count() -> None:
 
 def test_reaching_the_cap_blocks_with_the_policy_code() -> None:
     log = goal_in("active", max_rounds=2, rounds=1)
-    assert budget_block(log.state, seq=log.seq, at=log.tick()) is None
+    assert budget_block(log.state, at=log.tick()) is None
     log.round()
     decision = should_continue(log.goal, ARMED, FACTS)
     assert decision == ContinueDecision(False, "budget-spent", None)
-    block_event = budget_block(log.state, seq=log.seq, at=log.tick())
-    assert block_event is not None
-    log.events.append(block_event)
+    at = log.tick()
+    block_draft = budget_block(log.state, at=at)
+    assert block_draft is not None
+    log.events.append(block_draft.numbered(log.seq, at))
     goal = log.goal
     assert goal.phase == "blocked"
     assert goal.blocked_reason is not None
     assert goal.blocked_reason.code == BUDGET_BLOCK_CODE
-    assert budget_block(log.state, seq=log.seq, at=log.tick()) is None  # nothing left to block
+    assert budget_block(log.state, at=log.tick()) is None  # nothing left to block
     with pytest.raises(GoalError) as info:
         log.run(resume, log.ref, DISARMED, actor="user")
     assert info.value.code == "invalid-transition"
@@ -114,7 +115,7 @@ def test_reaching_the_cap_blocks_with_the_policy_code() -> None:
 
 def test_a_spent_budget_blocks_the_goal_saying_how_to_go_on() -> None:
     log = goal_in("active", max_rounds=1, rounds=1)
-    event = budget_block(log.state, seq=log.seq, at=log.tick())
+    event = budget_block(log.state, at=log.tick())
     assert event is not None
     goal = event.payload["goal"]
     assert isinstance(goal, dict)

@@ -171,7 +171,7 @@ class GoalMachine(RuleBasedStateMachine):
         at = self.tick()
         event = self.attempt(
             expected,
-            lambda: create(self.fold.state, gid, objective, cap, actor=actor, seq=self.seq, at=at),
+            lambda: create(self.fold.state, gid, objective, cap, actor=actor, at=at).numbered(self.seq, at),
         )
         if event is not None:
             self.next_id += 1
@@ -209,8 +209,8 @@ class GoalMachine(RuleBasedStateMachine):
             expected or "ok",
             lambda: edit(
                 self.fold.state, ref, objective=objective, max_rounds=cap,
-                actor=actor, seq=self.seq, at=at,
-            ),
+                actor=actor, at=at,
+            ).numbered(self.seq, at),
         )
         changes: dict[str, Any] = {}
         if objective is not None:
@@ -225,7 +225,7 @@ class GoalMachine(RuleBasedStateMachine):
         expected = self.refusal("pause", actor, ref) or "ok"
         at = self.tick()
         event = self.attempt(
-            expected, lambda: pause(self.fold.state, ref, actor=actor, seq=self.seq, at=at)
+            expected, lambda: pause(self.fold.state, ref, actor=actor, at=at).numbered(self.seq, at)
         )
         self.accept(event, "pause", phase="paused")
 
@@ -242,8 +242,8 @@ class GoalMachine(RuleBasedStateMachine):
         event = self.attempt(
             expected or "ok",
             lambda: resume(
-                self.fold.state, ref, self.activation, actor=actor, seq=self.seq, at=at
-            ),
+                self.fold.state, ref, self.activation, actor=actor, at=at
+            ).numbered(self.seq, at),
         )
         self.accept(event, "resume", phase="active", reason=None)
 
@@ -253,7 +253,7 @@ class GoalMachine(RuleBasedStateMachine):
         expected = self.refusal("complete", actor, ref) or "ok"
         at = self.tick()
         event = self.attempt(
-            expected, lambda: complete(self.fold.state, ref, actor=actor, seq=self.seq, at=at)
+            expected, lambda: complete(self.fold.state, ref, actor=actor, at=at).numbered(self.seq, at)
         )
         self.accept(event, "complete", phase="complete", reason=None)
 
@@ -269,7 +269,7 @@ class GoalMachine(RuleBasedStateMachine):
         at = self.tick()
         event = self.attempt(
             expected or "ok",
-            lambda: block(self.fold.state, ref, reason, actor=actor, seq=self.seq, at=at),
+            lambda: block(self.fold.state, ref, reason, actor=actor, at=at).numbered(self.seq, at),
         )
         self.accept(event, "block", phase="blocked", reason=(reason.code, reason.message.strip()))
 
@@ -279,7 +279,7 @@ class GoalMachine(RuleBasedStateMachine):
         expected = self.refusal("clear", actor, ref) or "ok"
         at = self.tick()
         event = self.attempt(
-            expected, lambda: clear(self.fold.state, ref, actor=actor, seq=self.seq, at=at)
+            expected, lambda: clear(self.fold.state, ref, actor=actor, at=at).numbered(self.seq, at)
         )
         self.accept(event, "clear")
 
@@ -325,7 +325,7 @@ class GoalMachine(RuleBasedStateMachine):
             expected = "ok"
         at = self.tick()
         event = self.attempt(
-            expected, lambda: round_message(self.fold.state, "continue", seq=self.seq, at=at)
+            expected, lambda: round_message(self.fold.state, "continue").numbered(self.seq, at)
         )
         if event is not None and goal is not None:
             goal["rounds"] += 1
@@ -335,7 +335,8 @@ class GoalMachine(RuleBasedStateMachine):
         goal = self.model.goal
         due = goal is not None and goal["phase"] == "active" and goal["rounds"] >= goal["max_rounds"]
         at = self.tick()
-        event = budget_block(self.fold.state, seq=self.seq, at=at)
+        draft = budget_block(self.fold.state, at=at)
+        event = None if draft is None else draft.numbered(self.seq, at)
         assert (event is not None) == due
         if event is not None:
             self.attempt("ok", lambda: event)

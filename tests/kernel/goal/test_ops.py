@@ -17,11 +17,13 @@ from planfold.kernel.goal.ops import (
     GoalAuthorityError,
     GoalError,
     GoalOperationError,
+    GoalRequest,
     authorize,
     block,
     clear,
     complete,
     create,
+    decide_goal,
     edit,
     pause,
     resume,
@@ -436,3 +438,50 @@ def test_activation_after_each_operation(operation: str) -> None:
     for before in (ARMED, DISARMED):
         after = activation_after(before, operation)  # type: ignore[arg-type]
         assert after == expected.get(operation, before)
+
+
+# --------------------------------------------------------------------------
+# One call per operation
+
+
+@pytest.mark.parametrize(
+    ("phase", "asked", "operation"),
+    [
+        (None, GoalRequest("create", "user", goal_id="g9", objective=" Ship "), "create"),
+        ("active", GoalRequest("edit", "user", max_rounds=7), "edit"),
+        ("active", GoalRequest("pause", "user"), "pause"),
+        ("paused", GoalRequest("resume", "user"), "resume"),
+        ("active", GoalRequest("complete", "model"), "complete"),
+        ("active", GoalRequest("block", "model", reason=REASON), "block"),
+        ("paused", GoalRequest("clear", "user"), "clear"),
+    ],
+)
+def test_one_call_decides_an_operation_its_draft_the_activation_after_it_and_the_change(
+    phase: str | None, asked: GoalRequest, operation: str
+) -> None:
+    log = goal_in(phase)
+    at = log.tick()
+    decision = decide_goal(log.state, asked, DISARMED, at)
+    event = decision.draft.numbered(log.seq, at)
+    log.events.append(event)
+    change = read_goal_change(event.payload)
+    assert decision.operation == operation
+    assert decision.activation == activation_after(DISARMED, asked.operation)
+    if isinstance(change, ClearChange):
+        assert (decision.goal, decision.ref) == (None, change.cleared) and log.state.current is None
+    else:
+        assert isinstance(change, SnapshotChange)
+        assert decision.goal == change.goal == log.state.current and decision.ref == change.goal.ref
+
+
+def test_a_request_refused_by_its_operation_raises_as_the_operation_does() -> None:
+    log = goal_in("active")
+    stale = GoalRef(log.ref.id, log.ref.revision + 1)
+    with pytest.raises(GoalOperationError) as caught:
+        decide_goal(log.state, GoalRequest("pause", "user", stale), DISARMED, log.tick())
+    assert caught.value.code == "stale-revision"
+    with pytest.raises(GoalAuthorityError):
+        decide_goal(log.state, GoalRequest("pause", "model"), DISARMED, log.tick())
+    with pytest.raises(GoalOperationError) as missing:
+        decide_goal(goal_in(None).state, GoalRequest("pause", "user"), DISARMED, log.tick())
+    assert missing.value.code == "not-found"

@@ -1,0 +1,404 @@
+"""What the runtime asks the plan machines: one call per decision.
+
+Theory of operation
+-------------------
+A runtime (the loop in ``adapters.runtime``, or a host in another language
+over JSON-RPC) hands the kernel one thing that happened and gets back, in one
+call, everything to do about it: the drafts to append (``kernel.log.Draft``;
+the session log numbers and stamps them) and what to tell the model. The
+entry points, each pure and total over its inputs:
+
+- ``decide_tool_call(state, call, new_plan_id=, review_available=)``: a
+  call of a runtime-owned tool (``exit_plan_mode``, ``bootstrap_plan``,
+  ``update_todo``, ``report_verification``) that the gate routed to the
+  runtime. Returns a ``ToolDecision``: append its ``drafts``; then either
+  answer the model with ``result`` (the ``tool/result`` draft is already the
+  last of the drafts), or, for an ``exit_plan_mode`` that recorded a plan,
+  put ``review`` to a human and decide the answer with
+  ``decide_review_answer``.
+- ``decide_review_answer(state, review, answer)``: the human's answer to the
+  review of ``exit_plan_mode``: ``approve`` or ``reject`` drafts, the
+  ``tool/result``, and the outcome (whose ``pending`` is the silent exit to
+  queue when the plan was approved).
+- ``decide_plan_choice(state, events, pending, target, tool_running=)``: the
+  user's choice of plan mode (``/plan``, a toggle): the drafts to append now
+  (when nothing runs), the choice left pending, and the outcome.
+- ``decide_pre_step(state, events, pending, verdict)``: the turn-boundary
+  flush of a pending plan-mode choice for a proposed step;
+  ``decide_before_request(state)``: the start of an approved or implicit plan
+  waiting to run, bound to its exact version; ``decide_request_header(events,
+  step)``: the header that records the request;
+- ``decide_scope(state, effects)``: whether an executor call may run within
+  the executing plan's scope, and the ``realign`` when it may not;
+- ``decide_after_final_reply(state)``: ``verify`` when the model stopped and
+  that ended the execution.
+
+The model's mistakes are never raised: a refusal is a failed ``result`` with
+a structured error (``{"error": {code, message, …}}``, with every problem of
+bad arguments), exactly what the model is told. These functions raise only
+for a programming error of the caller (a state that is not a fold).
+
+Each decision proves its drafts as the plan-event builders do: it builds the
+candidate events with the real reducer at the state it is given (stamped
+with the state's last time, which the log's own time never goes below) and
+returns their drafts, so a decision and a replay never disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .. import session
+from ..errors import PlanfoldError
+from ..log import TOOL_RESULT, Draft, Event
+from ..payload import JSON
+from ..tools.events import tool_result_payload
+from ..tools.spec import ToolCall
+from .artifact import PlanRef
+from .context import plan_to_start
+from .events import approve_event, bootstrap_event, exit_plan_events, reject_event, start_event, todo_event
+from .mode import (
+    ChoiceOutcome,
+    PendingChoice,
+    StepVerdict,
+    choice_events,
+    decide_choice,
+    derive_request_header,
+    flush_pre_step,
+)
+from .review import ReviewAnswer, ReviewOutcome, ReviewRequest, decide_review, start_review
+from .scope import Effect, ScopeVerdict
+from .spec import PlanSpecError, SpecProblem
+from .spec_json import decode_exit_plan_args
+from .tools import (
+    ToolArgumentsError,
+    decode_todo_update,
+    decode_verification,
+    execution_end_event,
+    open_todo_ids,
+    scope_decision,
+    summary_refreshed,
+    verification_event,
+)
+from .views import render_plan_content
+
+__all__ = [
+    "PendingReview",
+    "PlanChoice",
+    "PreStep",
+    "ReviewDecision",
+    "ToolDecision",
+    "ToolResult",
+    "decide_after_final_reply",
+    "decide_before_request",
+    "decide_plan_choice",
+    "decide_pre_step",
+    "decide_request_header",
+    "decide_review_answer",
+    "decide_scope",
+    "decide_tool_call",
+    "tool_error_text",
+    "tool_ok_text",
+]
+
+
+def tool_error_text(code: str, message: str, **extra: JSON) -> str:
+    """The text of a failed call as the model reads it: ``{"error": {code, message, …}}``."""
+    body: dict[str, JSON] = {"code": code, "message": message, **extra}
+    return json.dumps({"error": body}, ensure_ascii=False, sort_keys=True)
+
+
+def tool_ok_text(body: dict[str, JSON]) -> str:
+    """The text of a successful runtime-owned call as the model reads it."""
+    return json.dumps(body, sort_keys=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What the model is told about a call: whether it succeeded, and the text."""
+
+    ok: bool
+    output: str
+
+
+@dataclass(frozen=True, slots=True)
+class PendingReview:
+    """An ``exit_plan_mode`` call waiting for a human: the call, the request
+    to show (the rendered plan and the answers offered) and the exact plan
+    version under review."""
+
+    call_id: str
+    tool: str
+    request: ReviewRequest
+    ref: PlanRef
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDecision:
+    """What to do for one runtime-owned tool call: append ``drafts`` (in
+    order), then answer the model with ``result``; or, when ``review`` is set
+    (and ``result`` is ``None``), ask a human and decide the answer with
+    ``decide_review_answer``."""
+
+    drafts: tuple[Draft, ...]
+    result: ToolResult | None
+    review: PendingReview | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewDecision:
+    """What to do with a review answer: append ``drafts`` (the plan's
+    ``approve`` or ``reject`` when there is one, then the ``tool/result``),
+    answer the model with ``result``, and queue ``exit`` when it is set (the
+    silent exit from plan mode after an approval). ``outcome`` is what the
+    answer meant."""
+
+    drafts: tuple[Draft, ...]
+    result: ToolResult
+    outcome: ReviewOutcome
+    exit: PendingChoice | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanChoice:
+    """A user's plan-mode choice decided: append ``drafts`` now (none when the
+    choice waits for the next accepted pre-step), keep ``pending`` as the
+    choice waiting (``None``: none), and report ``outcome``."""
+
+    drafts: tuple[Draft, ...]
+    pending: PendingChoice | None
+    outcome: ChoiceOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class PreStep:
+    """The flush for a proposed step: append ``drafts`` (possibly none); the
+    pending choice is then ``pending_after_success``, or stays
+    ``pending_after_failure`` when the append fails (it is never lost)."""
+
+    drafts: tuple[Draft, ...]
+    pending_after_success: PendingChoice | None
+    pending_after_failure: PendingChoice | None
+
+
+# --------------------------------------------------------------------------
+# Helpers
+
+
+def _at(state: session.SessionState) -> int:
+    """The time candidate events are checked at: the log's last time (the
+    session log's own time never goes below it)."""
+    return 0 if state.last is None else state.last.at
+
+
+def _after(state: session.SessionState, events: Sequence[Event]) -> session.SessionState:
+    for event in events:
+        state = session.apply_session_event(state, event)
+    return state
+
+
+def _drafts(events: Sequence[Event]) -> tuple[Draft, ...]:
+    return tuple(Draft.of(event) for event in events)
+
+
+def _result_draft(call_id: str, tool: str, result: ToolResult) -> Draft:
+    return Draft(TOOL_RESULT, tool_result_payload(call_id, tool, ok=result.ok, output=result.output))
+
+
+def _failure(exc: PlanfoldError) -> ToolResult:
+    if isinstance(exc, PlanSpecError | ToolArgumentsError):
+        problems: list[JSON] = [{"code": p.code, "where": p.where, "message": p.message} for p in exc.problems]
+        return ToolResult(False, tool_error_text(exc.code, exc.message, problems=problems))
+    return ToolResult(False, tool_error_text(exc.code, exc.message))
+
+
+def _arguments(call: ToolCall) -> object:
+    """The decoded arguments (an object); the gate refuses any other before this."""
+    if not isinstance(call.arguments, Mapping):
+        problem = SpecProblem("bad-json", "arguments", "the arguments did not decode to an object")
+        raise ToolArgumentsError(call.tool, [problem])
+    return call.arguments
+
+
+def _answer(call: ToolCall, events: Sequence[Event], result: ToolResult) -> ToolDecision:
+    return ToolDecision((*_drafts(events), _result_draft(call.call_id, call.tool, result)), result)
+
+
+# --------------------------------------------------------------------------
+# The runtime-owned tools
+
+
+def decide_tool_call(
+    state: session.SessionState, call: ToolCall, *, new_plan_id: str, review_available: bool
+) -> ToolDecision:
+    """Decide one call of a runtime-owned tool routed to the runtime by the
+    gate. ``new_plan_id`` names a plan the call may create (``exit_plan_mode``
+    with no live plan, ``bootstrap_plan``); ``review_available`` says whether
+    a human can be asked (``exit_plan_mode`` fails closed without one).
+
+    Never raises for the model's mistakes: those are a failed ``result``.
+    """
+    try:
+        if call.tool == "exit_plan_mode":
+            return _exit(state, call, new_plan_id, review_available)
+        if call.tool == "bootstrap_plan":
+            return _bootstrap(state, call, new_plan_id)
+        if call.tool == "update_todo":
+            return _todo(state, call)
+        if call.tool == "report_verification":
+            return _verification(state, call)
+        result = ToolResult(False, tool_error_text("no-runtime-handler", f"the runtime does not handle {call.tool}"))
+    except PlanfoldError as exc:
+        result = _failure(exc)
+    return _answer(call, (), result)
+
+
+def _exit(state: session.SessionState, call: ToolCall, new_plan_id: str, review_available: bool) -> ToolDecision:
+    if not state.plan_mode:
+        start_review(False, True, "")  # raises not-in-plan-mode
+    args = decode_exit_plan_args(_arguments(call))
+    rendered = render_plan_content(args.spec)
+    request = start_review(True, review_available, rendered)
+    events = exit_plan_events(state, args, new_plan_id, _at(state))
+    artifact = _after(state, events).plan.current
+    assert artifact is not None  # a draft, a rewrite, or the live plan unchanged
+    return ToolDecision(_drafts(events), None, PendingReview(call.call_id, call.tool, request, artifact.ref))
+
+
+def _bootstrap(state: session.SessionState, call: ToolCall, new_plan_id: str) -> ToolDecision:
+    args = decode_exit_plan_args(_arguments(call))
+    event = bootstrap_event(state, new_plan_id, args.spec, args.summary_candidate, _at(state))
+    artifact = _after(state, (event,)).plan.current
+    assert artifact is not None
+    body: dict[str, JSON] = {
+        "plan_id": artifact.id,
+        "revision": artifact.revision,
+        "status": artifact.status,
+        "next": "the plan starts executing with your next step",
+    }
+    return _answer(call, (event,), ToolResult(True, tool_ok_text(body)))
+
+
+def _todo(state: session.SessionState, call: ToolCall) -> ToolDecision:
+    update = decode_todo_update(_arguments(call))
+    event = todo_event(state, update.todo_id, update.status, _at(state))
+    before = state.plan.current
+    assert before is not None  # todo_event refuses without a plan
+    after = _after(state, (event,))
+    body: dict[str, JSON] = {
+        "todo_id": update.todo_id,
+        "status": update.status,
+        "summary_refreshed": summary_refreshed(before.summary, after),
+        "open_todos": list(open_todo_ids(after)),
+    }
+    return _answer(call, (event,), ToolResult(True, tool_ok_text(body)))
+
+
+def _verification(state: session.SessionState, call: ToolCall) -> ToolDecision:
+    report = decode_verification(_arguments(call))
+    event = verification_event(state, report, _at(state))
+    cur = _after(state, (event,)).plan.current
+    assert cur is not None
+    body: dict[str, JSON] = {"passed": report.passed, "plan_id": cur.id, "status": cur.status}
+    if not report.passed:
+        body["next"] = "execution continues: fix what failed, then stop again to verify"
+    return _answer(call, (event,), ToolResult(True, tool_ok_text(body)))
+
+
+def decide_review_answer(state: session.SessionState, review: PendingReview, answer: ReviewAnswer) -> ReviewDecision:
+    """Decide a human's ``answer`` to ``review``, on ``state`` (the session as
+    it is once the drafts of the ``exit_plan_mode`` decision were appended).
+    Exactly one clean approval records ``approve`` bound to the reviewed
+    version and succeeds; "Keep planning" records ``reject`` with the typed
+    feedback; any other answer records nothing. Every answer but an approval
+    fails the call with the corrective message. Never raises for an answer."""
+    outcome = decide_review(answer)
+    events: tuple[Event, ...] = ()
+    try:
+        if outcome.approved:
+            events = (approve_event(state, review.ref, _at(state)),)
+            body: dict[str, JSON] = {"approved": True, "plan_id": review.ref.plan_id, "revision": review.ref.revision}
+            if outcome.feedback is not None:
+                body["notes"] = outcome.feedback
+            result = ToolResult(True, tool_ok_text(body))
+        else:
+            if outcome.status == "keep-planning":
+                events = (reject_event(state, review.ref, outcome.feedback, _at(state)),)
+            result = ToolResult(False, tool_error_text(outcome.status, outcome.message))
+    except PlanfoldError as exc:
+        failed = _failure(exc)
+        return ReviewDecision((_result_draft(review.call_id, review.tool, failed),), failed, outcome)
+    drafts = (*_drafts(events), _result_draft(review.call_id, review.tool, result))
+    return ReviewDecision(drafts, result, outcome, outcome.pending if outcome.approved else None)
+
+
+# --------------------------------------------------------------------------
+# Around requests
+
+
+def decide_before_request(state: session.SessionState) -> tuple[Draft, ...]:
+    """Before a request (and before an executor runs): ``start`` for the
+    approved or implicit plan version waiting to run, else nothing. Never
+    raises."""
+    ref = plan_to_start(state)
+    return () if ref is None else (Draft.of(start_event(state, ref, _at(state))),)
+
+
+def decide_pre_step(
+    state: session.SessionState, events: Sequence[Event], pending: PendingChoice | None, verdict: StepVerdict
+) -> PreStep:
+    """The turn-boundary flush for a proposed step with ``verdict`` in the
+    session folded to ``state`` from ``events``: only an accepted step inside
+    an open turn records the pending choice (with its notice when one is
+    due); a choice equal to the recorded mode is dropped. Never raises."""
+    flush = flush_pre_step(events, pending, verdict, _at(state), plan_status=state.plan.status)
+    return PreStep(_drafts(flush.events), flush.pending_after_success, flush.pending_after_failure)
+
+
+def decide_request_header(events: Sequence[Event], step: int) -> Draft:
+    """The ``request/header`` of ``step`` in the open turn of ``events``,
+    recording the plan mode the fold gives now. Raises ``ReplayError``
+    (``transition-not-allowed``) when no turn is open."""
+    last = events[-1].at if events else 0
+    return Draft.of(derive_request_header(events, step, last))
+
+
+def decide_scope(state: session.SessionState, effects: Sequence[Effect]) -> tuple[ScopeVerdict, tuple[Draft, ...]]:
+    """Check the effects an executor call is about to have against the
+    executing plan's scope: the verdict, and the ``realign`` to append (the
+    call must not run then). Never raises."""
+    verdict, realign = scope_decision(state, effects, _at(state))
+    return verdict, () if realign is None else (Draft.of(realign),)
+
+
+def decide_after_final_reply(state: session.SessionState) -> tuple[Draft, ...]:
+    """The model ended a step without tool calls: ``verify`` when that ended
+    the execution (no todo open), else nothing (the turn ends). Never raises."""
+    event = execution_end_event(state, _at(state))
+    return () if event is None else (Draft.of(event),)
+
+
+# --------------------------------------------------------------------------
+# The user's choice of plan mode
+
+
+def decide_plan_choice(
+    state: session.SessionState,
+    events: Sequence[Event],
+    pending: PendingChoice | None,
+    target: bool,
+    *,
+    tool_running: bool = False,
+) -> PlanChoice:
+    """The user chooses plan mode ``target`` (``/plan``, a toggle) in the
+    session folded to ``state`` from ``events``, with ``pending`` the choice
+    already waiting. Between turns it is recorded now (with a notice when
+    one is due); in a turn, or while a tool runs (the log is sealed then), it
+    waits for the next accepted pre-step. Never raises."""
+    decision = decide_choice(state.plan_mode, pending, state.turns.open or tool_running, target)
+    drafts: tuple[Draft, ...] = ()
+    if decision.append_now:
+        drafts = _drafts(choice_events(events, target, _at(state), plan_status=state.plan.status))
+    return PlanChoice(drafts, decision.pending, decision.outcome)

@@ -1,0 +1,87 @@
+"""The session log numbers what decisions return: seq and time in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.session_log import LogSealedError, SessionLog
+from planfold.kernel.errors import ConflictError
+from planfold.kernel.goal.ops import GoalRequest, decide_goal
+from planfold.kernel.goal.values import DISARMED
+from planfold.kernel.log import TURN_END, TURN_START, USER_MESSAGE, Draft, Event
+from planfold.kernel.session import SessionState
+
+
+def ticks(start: int = 100) -> Iterator[int]:
+    at = start
+    while True:
+        yield at
+        at += 10
+
+
+def open_log(store: MemoryStore) -> SessionLog:
+    clock = ticks()
+    return SessionLog(store, "s", lambda: next(clock))
+
+
+def turn(number: int, text: str = "hi") -> tuple[Draft, ...]:
+    return (
+        Draft(TURN_START, {"turn": number}),
+        Draft(USER_MESSAGE, {"text": text, "source": None}),
+        Draft(TURN_END, {"turn": number}),
+    )
+
+
+def test_the_log_numbers_drafts_after_its_last_event_and_stamps_them_with_one_time() -> None:
+    store = MemoryStore()
+    log = open_log(store)
+    first = log.append(turn(1))
+    second = log.append(turn(2), at=500)
+    assert [(e.seq, e.at) for e in first] == [(1, 100), (2, 100), (3, 100)]
+    assert [(e.seq, e.at) for e in second] == [(4, 500), (5, 500), (6, 500)]
+    assert store.read("s") == first + second and log.state.last_seq == 6
+    assert log.append(()) == ()  # nothing to append is never an error
+
+
+def test_a_sealed_log_refuses_drafts_and_writes_nothing() -> None:
+    store = MemoryStore()
+    log = open_log(store)
+    with log.sealed("tool read_file"), pytest.raises(LogSealedError):
+        log.append(turn(1))
+    assert store.read("s") == ()
+
+
+def test_a_decision_is_made_again_on_fresh_state_after_a_conflict_and_carries_its_time() -> None:
+    store = MemoryStore()
+    log = open_log(store)
+    other = open_log(store)
+    other.append(turn(1, "another writer"))  # after ours opened: our head is stale
+    seen: list[tuple[int, int]] = []
+
+    def create(state: SessionState, at: int) -> Sequence[Draft]:
+        seen.append((state.last_seq, at))
+        request = GoalRequest("create", "user", goal_id="g1", objective="Ship")
+        return (decide_goal(state.goal, request, DISARMED, at).draft,)
+
+    (event,) = log.append_decided(create)
+    assert [last for last, _ in seen] == [0, 3]  # refused at 0, decided again after the other's turn
+    assert event.seq == 4 and event.at == seen[-1][1]
+    assert log.state.goal.current is not None and log.state.goal.current.created_at == event.at
+
+
+def test_a_conflict_that_outlasts_the_attempts_is_raised_and_nothing_is_written() -> None:
+    store = MemoryStore()
+    log = open_log(store)
+    other = open_log(store)
+
+    def racing(state: SessionState, at: int) -> Sequence[Draft]:
+        other.reload()
+        other.append(turn(other.state.turns.turn + 1, "again"))  # another writer wins every time
+        return turn(state.turns.turn + 1)
+
+    with pytest.raises(ConflictError):
+        log.append_decided(racing, attempts=2)
+    assert all(isinstance(e, Event) and e.payload.get("text") != "hi" for e in store.read("s"))

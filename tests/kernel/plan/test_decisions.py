@@ -1,0 +1,126 @@
+"""One call per decision: what a runtime asks the plan machines and gets back."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from planfold.kernel.log import PLAN_ARTIFACT, TOOL_RESULT, TURN_START, Draft, number_drafts
+from planfold.kernel.plan.decisions import (
+    decide_after_final_reply,
+    decide_before_request,
+    decide_plan_choice,
+    decide_review_answer,
+    decide_tool_call,
+)
+from planfold.kernel.plan.review import APPROVE, KEEP_PLANNING, Dismissed, Selected
+from planfold.kernel.plan.spec_json import spec_to_json
+from planfold.kernel.session import SessionState, apply_session_event
+from planfold.kernel.tools.spec import ToolCall
+from tests.plan_helpers import Session, drafted, executing, spec
+
+
+def in_turn(s: Session) -> Session:
+    """``s`` with a turn open (tool calls happen inside one)."""
+    s.turn += 1
+    s.raw(TURN_START, {"turn": s.turn})
+    return s
+
+
+def appended(s: Session, drafts: tuple[Draft, ...]) -> SessionState:
+    """``drafts`` appended as the log would: numbered after the session, stamped later."""
+    for event in number_drafts(drafts, s.state.last_seq, s.at()):
+        s.add(event)
+    return s.state
+
+
+def exit_call(**arguments: Any) -> ToolCall:
+    return ToolCall("c1", "exit_plan_mode", {"plan_spec": spec_to_json(spec()), **arguments})
+
+
+def planning() -> Session:
+    s = Session()
+    s.mode(True)
+    return in_turn(s)
+
+
+def test_an_exit_plan_mode_call_records_the_draft_and_asks_for_a_review_of_that_exact_version() -> None:
+    s = planning()
+    decision = decide_tool_call(s.state, exit_call(), new_plan_id="p7", review_available=True)
+    assert decision.result is None and decision.review is not None
+    assert [d.kind for d in decision.drafts] == [PLAN_ARTIFACT]
+    state = appended(s, decision.drafts)
+    assert state.plan.current is not None and state.plan.current.ref == decision.review.ref
+    assert decision.review.ref.plan_id == "p7" and decision.review.request.plan.startswith("# ")
+
+
+def test_an_approval_records_approve_and_the_result_and_queues_the_silent_exit() -> None:
+    s = planning()
+    asked = decide_tool_call(s.state, exit_call(), new_plan_id="p1", review_available=True)
+    assert asked.review is not None
+    answered = decide_review_answer(appended(s, asked.drafts), asked.review, Selected((APPROVE,), "ship it"))
+    assert [d.kind for d in answered.drafts] == [PLAN_ARTIFACT, TOOL_RESULT]
+    assert answered.result.ok and json.loads(answered.result.output)["notes"] == "ship it"
+    assert answered.exit is not None and answered.exit.silent and answered.exit.target is False
+    assert appended(s, answered.drafts).plan.status == "approved"
+
+
+def test_keep_planning_records_the_rejection_and_any_other_answer_records_nothing() -> None:
+    s = planning()
+    asked = decide_tool_call(s.state, exit_call(), new_plan_id="p1", review_available=True)
+    assert asked.review is not None
+    state = appended(s, asked.drafts)
+    kept = decide_review_answer(state, asked.review, Selected((KEEP_PLANNING,), "split step two"))
+    assert [d.kind for d in kept.drafts] == [PLAN_ARTIFACT, TOOL_RESULT] and kept.exit is None
+    assert not kept.result.ok and json.loads(kept.result.output)["error"]["code"] == "keep-planning"
+    dismissed = decide_review_answer(state, asked.review, Dismissed())
+    assert [d.kind for d in dismissed.drafts] == [TOOL_RESULT] and not dismissed.result.ok
+
+
+def test_the_models_mistakes_are_a_failed_result_never_raised_and_record_nothing_else() -> None:
+    outside = decide_tool_call(SessionState(), exit_call(), new_plan_id="p1", review_available=True)
+    unreviewed = decide_tool_call(planning().state, exit_call(), new_plan_id="p1", review_available=False)
+    bad = decide_tool_call(planning().state, exit_call(extra=1), new_plan_id="p1", review_available=True)
+    unknown = decide_tool_call(SessionState(), ToolCall("c9", "nope", {}), new_plan_id="", review_available=True)
+    codes = []
+    for decision in (outside, unreviewed, bad, unknown):
+        assert decision.review is None and decision.result is not None and not decision.result.ok
+        assert [d.kind for d in decision.drafts] == [TOOL_RESULT]
+        assert decision.drafts[-1].payload["output"] == decision.result.output
+        codes.append(json.loads(decision.result.output)["error"]["code"])
+    assert codes == ["not-in-plan-mode", "no-review-channel", "invalid-plan-spec", "no-runtime-handler"]
+    assert json.loads(bad.result.output)["error"]["problems"]  # type: ignore[union-attr]
+
+
+def test_a_todo_update_is_recorded_and_answered_in_one_call() -> None:
+    s = in_turn(executing())
+    call = ToolCall("c2", "update_todo", {"todo_id": "t1", "status": "done"})
+    decision = decide_tool_call(s.state, call, new_plan_id="", review_available=False)
+    assert [d.kind for d in decision.drafts] == [PLAN_ARTIFACT, TOOL_RESULT]
+    assert decision.result is not None and decision.result.ok
+    assert json.loads(decision.result.output)["open_todos"] == ["t2"]
+    state = appended(s, decision.drafts)
+    assert state.plan.current is not None and state.plan.current.spec.todos[0].status == "done"
+
+
+def test_around_requests_an_approved_plan_starts_and_a_finished_execution_verifies() -> None:
+    s = drafted()
+    assert decide_before_request(s.state) == ()  # a draft never starts
+    s = in_turn(executing())
+    assert decide_before_request(s.state) == ()  # already executing
+    assert decide_after_final_reply(s.state) == ()  # todos still open
+    for todo in ("t1", "t2"):
+        call = ToolCall("c", "update_todo", {"todo_id": todo, "status": "done"})
+        appended(s, decide_tool_call(s.state, call, new_plan_id="", review_available=False).drafts)
+    (verify,) = decide_after_final_reply(s.state)
+    assert verify.kind == PLAN_ARTIFACT and appended(s, (verify,)).plan.verifying
+
+
+def test_a_plan_mode_choice_between_turns_is_recorded_now_and_in_a_turn_it_waits() -> None:
+    s = Session()
+    now = decide_plan_choice(s.state, s.log, None, True)
+    assert (now.outcome, now.pending, [d.kind for d in now.drafts]) == ("committed", None, ["plan/mode"])
+    waiting = decide_plan_choice(s.state, s.log, None, True, tool_running=True)
+    assert (waiting.outcome, waiting.drafts) == ("queued", ())
+    assert waiting.pending is not None and waiting.pending.target is True
+    assert apply_session_event(s.state, number_drafts(now.drafts, 0, 1)[0]).plan_mode
