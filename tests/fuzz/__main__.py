@@ -7,6 +7,12 @@ module that defines a ``RuleBasedStateMachine``, run by pytest under the
 ``fuzz`` profile in rounds sized to fit ``MACHINE_SHARE`` of the budget). A
 round that has started is finished, so the pass may overrun by one round.
 
+``--seed S`` makes the pass reproducible: a fixed amount of work instead of
+a time budget (``--rounds`` rounds of every target, ``--machine-examples``
+examples of every state machine) with every round's generation seeded from
+``S`` (CI passes the commit), so the same commit always gets the same verdict
+and a finding replays with the command the report prints.
+
 ``--record`` instead records the outcome of every corpus input in
 ``outcomes.json`` (after an intended change of a result or a message).
 
@@ -20,6 +26,7 @@ reproduction blob. The exit status is 1 when anything failed.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import subprocess
 import sys
@@ -28,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import tests.conftest  # noqa: F401  (registers the Hypothesis profiles)
 from tests.fuzz.harness import (
@@ -62,8 +69,14 @@ class Report:
     lines: list[str] = field(default_factory=list)
 
 
-def fuzz_target(target: Target, budget: float) -> Report:
-    """Fuzz ``target`` for ``budget`` seconds; keep a failing input in the corpus."""
+def round_seed(base: str, name: str, number: int) -> int:
+    """The Hypothesis seed of round ``number`` of ``name`` in a pass seeded ``base``."""
+    return int.from_bytes(hashlib.sha256(f"{base}/{name}/{number}".encode()).digest()[:8], "big")
+
+
+def fuzz_target(target: Target, budget: float, *, base_seed: str | None = None, rounds: int = 0) -> Report:
+    """Fuzz ``target`` for ``budget`` seconds, or with ``base_seed`` for exactly
+    ``rounds`` seeded rounds; keep a failing input in the corpus."""
     report = Report(target.name)
     start = time.monotonic()
     last_failing: list[bytes] = []
@@ -87,16 +100,27 @@ def fuzz_target(target: Target, budget: float) -> Report:
             last_failing[:] = [data]
             raise
 
-    while time.monotonic() - start < budget:
+    def more() -> bool:
+        if base_seed is not None:
+            return report.rounds < rounds
+        return time.monotonic() - start < budget
+
+    while more():
         report.rounds += 1
+        run = one_round if base_seed is None else seed(round_seed(base_seed, target.name, report.rounds))(one_round)
         try:
-            one_round()
+            run()
         except Exception as exc:
             report.failure = f"{type(exc).__name__}: {exc!s:.500}"
             if last_failing:
                 data = minimize(target, last_failing[0])
                 path = save_to_corpus(target.name, data)
                 report.lines.append(f"kept as {path.relative_to(ROOT)} ({len(data)} bytes): {data[:160]!r}")
+            if base_seed is not None:
+                report.lines.append(
+                    f"replay: python -m tests.fuzz --seed {base_seed} --rounds {report.rounds} "
+                    f"--target {target.name} --no-machines"
+                )
             break
     report.seconds = time.monotonic() - start
     return report
@@ -111,24 +135,28 @@ def machine_modules() -> list[Path]:
     )
 
 
-def fuzz_machines(budget: float) -> Report:
-    """Run the state machines under the ``fuzz`` profile in rounds that fit ``budget``."""
+def fuzz_machines(budget: float, *, base_seed: str | None = None, examples_each: int = 0) -> Report:
+    """Run the state machines under the ``fuzz`` profile in rounds that fit
+    ``budget``, or with ``base_seed`` in one seeded round of ``examples_each``
+    examples."""
     report = Report("state machines")
     modules = [str(path.relative_to(ROOT)) for path in machine_modules()]
     if not modules:
         report.failure = "no state machine modules found"
         return report
     start = time.monotonic()
-    examples = 10
+    examples = examples_each if base_seed is not None else 10
     env = {**os.environ, "HYPOTHESIS_PROFILE": "fuzz"}
+    seeded = [] if base_seed is None else [f"--hypothesis-seed={round_seed(base_seed, 'machines', 1)}"]
     while True:
         remaining = budget - (time.monotonic() - start)
-        if remaining <= 0:
+        if base_seed is None and remaining <= 0:
             break
         env["HYPOTHESIS_MAX_EXAMPLES"] = str(examples)
         began = time.monotonic()
+        pytest = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "tests.fuzz.budget", "-p", "no:cacheprovider"]
         result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-x", "-p", "tests.fuzz.budget", "-p", "no:cacheprovider", *modules],
+            [*pytest, *seeded, *modules],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -141,6 +169,13 @@ def fuzz_machines(budget: float) -> Report:
         if result.returncode != 0:
             report.failure = f"pytest exited with {result.returncode}"
             report.lines.extend((result.stdout + result.stderr).strip().splitlines()[-60:])
+            if base_seed is not None:
+                report.lines.append(
+                    f"replay: HYPOTHESIS_PROFILE=fuzz HYPOTHESIS_MAX_EXAMPLES={examples_each} "
+                    f"python -m pytest -p tests.fuzz.budget {seeded[0]} {' '.join(modules)}"
+                )
+            break
+        if base_seed is not None:
             break
         remaining = budget - (time.monotonic() - start)
         # Size the next round to fill about 80 % of what is left.
@@ -172,6 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--target", action="append", choices=[t.name for t in TARGETS], help="only these targets")
     parser.add_argument("--no-machines", action="store_true", help="skip the state machines")
     parser.add_argument("--record", action="store_true", help="only record the corpus outcomes, then exit")
+    parser.add_argument("--seed", help="reproducible pass: fixed work, every round seeded from this text (a commit)")
+    parser.add_argument("--rounds", type=int, default=3, help=f"with --seed: rounds of {ROUND_EXAMPLES} per target")
+    parser.add_argument("--machine-examples", type=int, default=200, help="with --seed: examples per state machine")
     args = parser.parse_args(argv)
     if args.record:
         return record()
@@ -179,9 +217,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     targets = [t for t in TARGETS if not args.target or t.name in args.target]
     machines = 0.0 if args.no_machines else args.seconds * (MACHINE_SHARE if targets else 1.0)
     share = (args.seconds - machines) / max(len(targets), 1)
-    reports = [fuzz_target(target, share) for target in targets]
+    if args.seed is not None:
+        print(f"reproducible pass, seed {args.seed!r}: {args.rounds} rounds a target, "
+              f"{args.machine_examples} examples a machine")
+    reports = [fuzz_target(target, share, base_seed=args.seed, rounds=args.rounds) for target in targets]
     if not args.no_machines:
-        reports.append(fuzz_machines(machines))
+        reports.append(fuzz_machines(machines, base_seed=args.seed, examples_each=args.machine_examples))
 
     failed = False
     for report in reports:

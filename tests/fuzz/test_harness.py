@@ -176,3 +176,27 @@ def test_tweaking_any_hostile_int_draws_a_value(scalar: int) -> None:
     assert floats, "the float tweak was never drawn"
     assert all(value == float(scalar) for value in floats if abs(scalar) < 2**1023)
     assert all(math.isinf(value) and (value < 0) == (scalar < 0) for value in floats if abs(scalar) >= 2**1024)
+
+
+def _recorded_pass(monkeypatch: pytest.MonkeyPatch, base_seed: str) -> list[bytes]:
+    seen: list[bytes] = []
+
+    def record(target: harness.Target, data: bytes) -> str:
+        del target
+        seen.append(data)
+        return ""
+
+    monkeypatch.setattr(fuzz_main, "check", record)
+    report = fuzz_main.fuzz_target(by_name("plan_policy"), 0.0, base_seed=base_seed, rounds=2)
+    assert report.rounds == 2 and report.failure is None
+    return seen
+
+
+def test_a_seeded_fuzz_pass_does_a_fixed_amount_of_work_and_repeats_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _recorded_pass(monkeypatch, "0123abcd")
+    again = _recorded_pass(monkeypatch, "0123abcd")
+    other = _recorded_pass(monkeypatch, "4567ef01")
+    assert len(first) == 2 * fuzz_main.ROUND_EXAMPLES
+    assert first == again
+    assert first != other
+    assert fuzz_main.round_seed("c", "t", 1) != fuzz_main.round_seed("c", "t", 2)
