@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import PayloadError, ReplayError
-from .payload import JSON, JSONObject, check_keys, read_bool, read_int  # noqa: F401  # JSON: resolves Event's annotations at run time
+from .payload import JSON, JSONObject, check_keys, read_bool, read_int  # JSON: resolves Event's annotations at run time
 
 __all__ = [
     "ASSISTANT_MESSAGE",
@@ -46,6 +46,7 @@ __all__ = [
     "TurnState",
     "apply_request_header",
     "apply_turn_event",
+    "assistant_message",
     "check_envelope",
     "fold_turns",
     "last_seq",
@@ -54,6 +55,9 @@ __all__ = [
     "read_message",
     "read_message_round",
     "read_request_header",
+    "turn_end",
+    "turn_start",
+    "user_message",
 ]
 
 TURN_START = "turn/start"
@@ -335,3 +339,50 @@ def read_message_round(payload: JSONObject) -> tuple[str, int, int] | None:
     if found.kind != "goal" or found.goal_id is None or found.revision is None:
         return None
     return found.goal_id, found.revision, found.round if found.round is not None else 0
+
+
+# --------------------------------------------------------------------------
+# Builders: the drafts of the turn and message kinds, checked by their readers
+# (the other kinds' builders live with their machines: ``plan.choice_events``,
+# ``plan.events``, ``goal.ops``, ``tools.events``, ``plan.derive_request_header``).
+
+
+def turn_start(turn: int) -> Draft:
+    """The ``turn/start`` that opens turn ``turn`` (1, 2, 3 …). Raises
+    ``PayloadError`` for a turn that is not a positive integer."""
+    payload: JSONObject = {"turn": turn}
+    _read_turn(payload, TURN_START)
+    return Draft(TURN_START, payload)
+
+
+def turn_end(turn: int) -> Draft:
+    """The ``turn/end`` that closes turn ``turn``. Raises ``PayloadError`` for
+    a turn that is not a positive integer."""
+    payload: JSONObject = {"turn": turn}
+    _read_turn(payload, TURN_END)
+    return Draft(TURN_END, payload)
+
+
+def _source_payload(source: MessageSource) -> JSON:
+    if source.kind == "human":
+        return None
+    if source.kind == "plugin":
+        return {"type": "plugin", "plugin": source.plugin}
+    return {"type": "goal", "goal_id": source.goal_id, "revision": source.revision, "round": source.round}
+
+
+def user_message(text: str, source: MessageSource = HUMAN) -> Draft:
+    """A ``user/message`` from a human (the default), a plugin notice
+    (``MessageSource("plugin", plugin=...)``) or a goal round. Raises
+    ``PayloadError`` for text that is not a string or an incomplete source."""
+    payload: JSONObject = {"text": text, "source": _source_payload(source)}
+    read_message(payload)
+    return Draft(USER_MESSAGE, payload)
+
+
+def assistant_message(text: str) -> Draft:
+    """An ``assistant/message``: the model's reply text. Raises
+    ``PayloadError`` for text that is not a string."""
+    payload: JSONObject = {"text": text, "source": None}
+    read_message(payload)
+    return Draft(ASSISTANT_MESSAGE, payload)

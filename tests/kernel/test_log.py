@@ -3,24 +3,35 @@ request headers, message sources, and ``next_event``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from planfold.kernel.errors import PayloadError, ReplayError
 from planfold.kernel.log import (
+    ASSISTANT_MESSAGE,
+    HUMAN,
     REQUEST_HEADER,
     TURN_END,
     TURN_START,
+    USER_MESSAGE,
+    Draft,
     Event,
     MessageSource,
     RequestHeader,
     TurnState,
     apply_turn_event,
+    assistant_message,
     fold_turns,
     next_event,
+    number_drafts,
     read_message,
+    read_message_round,
     read_request_header,
+    turn_end,
+    turn_start,
+    user_message,
 )
 
 # --------------------------------------------------------------------------
@@ -101,3 +112,46 @@ def test_next_event_follows_the_last_seq_with_the_given_fields() -> None:
     assert next_event([], "turn/start", 5, {"turn": 1}) == Event(1, "turn/start", 5, {"turn": 1})
     log = [Event(1, "turn/start", 5, {"turn": 1}), Event(2, "turn/end", 6, {"turn": 1})]
     assert next_event(log, "turn/start", 9, {"turn": 2}) == Event(3, "turn/start", 9, {"turn": 2})
+
+
+# --------------------------------------------------------------------------
+# Builders of the turn and message kinds
+
+
+def test_the_turn_and_message_builders_make_the_drafts_the_fold_reads() -> None:
+    drafts = (
+        turn_start(1),
+        user_message("hello"),
+        user_message("from a plugin", MessageSource("plugin", plugin="ci")),
+        assistant_message("hi"),
+        turn_end(1),
+    )
+    events = number_drafts(drafts, 0, 10)
+    assert [e.kind for e in events] == [TURN_START, USER_MESSAGE, USER_MESSAGE, ASSISTANT_MESSAGE, TURN_END]
+    assert read_message(events[2].payload) == ("from a plugin", MessageSource("plugin", plugin="ci"))
+    assert read_message(events[3].payload) == ("hi", HUMAN)
+    state = fold_turns(events)
+    assert (state.turn, state.open) == (1, False)
+
+
+def test_a_goal_round_message_carries_its_attribution() -> None:
+    source = MessageSource("goal", goal_id="g1", revision=2, round=3)
+    draft = user_message("keep going", source)
+    assert read_message_round(draft.payload) == ("g1", 2, 3)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: turn_start(0),
+        lambda: turn_end(-1),
+        lambda: turn_start(True),
+        lambda: user_message(7),  # type: ignore[arg-type]
+        lambda: user_message("x", MessageSource("plugin")),
+        lambda: user_message("x", MessageSource("goal", goal_id="g1")),
+        lambda: assistant_message(None),  # type: ignore[arg-type]
+    ],
+)
+def test_a_builder_refuses_what_its_reader_would_refuse(build: Callable[[], Draft]) -> None:
+    with pytest.raises(PayloadError):
+        build()
