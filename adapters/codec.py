@@ -12,6 +12,9 @@ are not a JSON object is the log's fault: a positioned ``ReplayError`` with
 rule ``malformed-payload``.
 
 A session travels as JSON Lines: one event object per line, in seq order.
+``JsonlLines`` reads the lines of a stream one at a time, in chunks of
+``CHUNK`` bytes, so a reader that folds as it reads holds one line and one
+chunk, never the log; its ``consumed`` says how far it got.
 ``decode_jsonl`` reports a line that is not an event record as a
 ``CodecError`` carrying the line number; ``read_session_jsonl`` also folds
 the events strictly and reports the first bad one as a positioned
@@ -24,9 +27,11 @@ here, where stores and tools have always found them.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -42,6 +47,8 @@ __all__ = [
     "MAX_DEPTH",
     "SESSION_SNAPSHOT",
     "CodecError",
+    "JsonlLines",
+    "Readable",
     "Projection",
     "SnapshotCodec",
     "SnapshotError",
@@ -326,6 +333,46 @@ def decode_event(data: bytes | str, *, line: int | None = None) -> Event:
 
 # --------------------------------------------------------------------------
 # JSON Lines
+
+
+#: Bytes read from a JSON Lines stream at a time.
+CHUNK = 1 << 16
+
+
+class Readable(Protocol):
+    """What ``JsonlLines`` reads from: a binary file, a pipe, standard input."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class JsonlLines:
+    """The lines of a JSON Lines stream: ``head`` (bytes already read from it)
+    followed by what ``stream`` holds, one line at a time, each without its
+    ``\\n``. The lines are those of ``data.split(b"\\n")`` with one empty last
+    line dropped (a final newline ends the last line, so a blank line is a
+    line); ``consumed`` is how many bytes were read so far. Iterate once."""
+
+    def __init__(self, stream: Readable | None, head: bytes = b"") -> None:
+        self.stream = stream
+        self.head = head
+        self.consumed = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        more: Iterable[bytes] = () if self.stream is None else iter(functools.partial(self.stream.read, CHUNK), b"")
+        parts: list[bytes] = []
+        for chunk in itertools.chain((self.head,), more):
+            self.consumed += len(chunk)
+            if b"\n" not in chunk:
+                parts.append(chunk)
+                continue
+            *complete, rest = chunk.split(b"\n")
+            if parts:
+                complete[0] = b"".join((*parts, complete[0]))
+            yield from complete
+            parts = [rest]
+        last = b"".join(parts)
+        if last:
+            yield last
 
 
 def encode_jsonl(events: Iterable[Event]) -> bytes:

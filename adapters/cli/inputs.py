@@ -8,7 +8,11 @@ input, anything else is opened once and read from that one handle, so a pipe
 regular file that starts with the SQLite header (``SQLite format 3``) is a
 database, left for SQLite to open by its path; a database arriving any other
 way (a pipe, standard input) is read whole and opened from memory. Anything
-else is a JSON Lines log, held as its bytes.
+else is a JSON Lines log, left open to be read as a stream
+(``Source.lines``: one line at a time, so a replay holds no more than a
+line of it, and ``Source.bytes_read`` says how many bytes were read so far, of
+``Source.size`` for a regular file); the caller closes it
+(``Source.close``, or ``with``).
 
 ``open_database(target, write=...)`` is the one place a database is opened
 (``--db`` and database FILEs), so another kind of database (a URL scheme)
@@ -29,11 +33,14 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import BinaryIO, Literal
 
 from planfold.adapters.cli.describe import shown
+from planfold.adapters.codec import JsonlLines
 from planfold.adapters.errors import AdapterError
 from planfold.adapters.store.engine import LogStore
 from planfold.adapters.store.opener import is_postgres_url, open_store
@@ -75,19 +82,52 @@ class CliError(AdapterError):
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """A FILE argument, read: a JSON Lines log (``data``), a database file
-    SQLite opens by ``path``, a database image in memory (``data``), or a
-    database URL (``path``)."""
+    """A FILE argument, read: a JSON Lines log (its first bytes ``data``, the
+    rest still in ``stream``), a database file SQLite opens by ``path``, a
+    database image in memory (``data``), or a database URL (``path``)."""
 
     name: str
     kind: Literal["jsonl", "sqlite", "url"]
     data: bytes = b""
     path: str | None = None
+    #: The rest of a JSON Lines log, unread; ``size`` is the whole log's
+    #: length in bytes when it is a regular file, else 0 (unknown).
+    stream: BinaryIO | None = None
+    size: int = 0
+    owned: bool = False
+    _lines: list[JsonlLines] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def label(self) -> str:
         """What a JSON Lines log is called in reports: its file name's stem."""
         return "stdin" if self.name == "-" else Path(self.name).stem or self.name
+
+    def lines(self) -> Iterator[bytes]:
+        """The lines of a JSON Lines log, one at a time, each without its line
+        end (``codec.JsonlLines``); read once."""
+        reader = JsonlLines(self.stream, self.data)
+        self._lines.append(reader)
+        return iter(reader)
+
+    @property
+    def bytes_read(self) -> int:
+        """How many bytes of a JSON Lines log were read so far."""
+        return sum(reader.consumed for reader in self._lines)
+
+    def read_all(self) -> bytes:
+        """The whole JSON Lines log as bytes (what is left of it)."""
+        return self.data + (b"" if self.stream is None else self.stream.read())
+
+    def close(self) -> None:
+        """Close the stream if this source opened it."""
+        if self.owned and self.stream is not None:
+            self.stream.close()
+
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
 
 
 def _opened(name: str) -> BinaryIO:
@@ -102,23 +142,31 @@ def _opened(name: str) -> BinaryIO:
 
 
 def read_source(name: str, stdin: BinaryIO) -> Source:
-    """Read FILE ``name`` (``-``: ``stdin``) once (see the module docstring).
-    Raises ``CliError`` when it cannot be read."""
+    """Open FILE ``name`` (``-``: ``stdin``) to be read once (see the module
+    docstring). Raises ``CliError`` when it cannot be read."""
     if is_postgres_url(name):
         return Source(name, "url", path=name)
     if name == "-":
-        data = stdin.read()
-        return Source(name, "sqlite" if data.startswith(SQLITE_MAGIC) else "jsonl", data)
-    with _opened(name) as handle:
-        try:
-            regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
-            head = handle.read(len(SQLITE_MAGIC))
-            if head == SQLITE_MAGIC and regular:
+        head = stdin.read(len(SQLITE_MAGIC))
+        if head == SQLITE_MAGIC:
+            return Source(name, "sqlite", head + stdin.read())
+        return Source(name, "jsonl", head, stream=stdin)
+    handle = _opened(name)
+    try:
+        status = os.fstat(handle.fileno())
+        regular = stat.S_ISREG(status.st_mode)
+        head = handle.read(len(SQLITE_MAGIC))
+        if head == SQLITE_MAGIC:
+            if regular:
+                handle.close()
                 return Source(name, "sqlite", path=name)
             data = head + handle.read()
-        except OSError as exc:
-            raise CliError(f"{shown(name)}: cannot be read ({exc.strerror or exc})", code="unreadable-file") from exc
-    return Source(name, "sqlite" if data.startswith(SQLITE_MAGIC) else "jsonl", data)
+            handle.close()
+            return Source(name, "sqlite", data)
+    except OSError as exc:
+        handle.close()
+        raise CliError(f"{shown(name)}: cannot be read ({exc.strerror or exc})", code="unreadable-file") from exc
+    return Source(name, "jsonl", head, stream=handle, size=status.st_size if regular else 0, owned=True)
 
 
 def open_database(target: str | Source, *, write: bool) -> LogStore:

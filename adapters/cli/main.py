@@ -23,7 +23,9 @@ checked. ``export`` and ``import`` move one session between the two forms.
 
 Reading never writes: ``replay``, ``audit`` and ``export`` open a database
 read-only and refuse one that is not planfold's. A JSON Lines log is read by
-the reader ``conform`` uses (``specgen.vectors.read_records``): an empty file
+the reader ``conform`` uses (``specgen.vectors.read_record_lines``), as a
+stream: a line at a time, folded as it is read, with progress in bytes of
+the file; a database's events are read in pages (``LogStore.scan``). An empty file
 is a log with no events; every line is one record, so a blank line is a
 malformed record. The first bad record is reported by its seq when that much
 of it is readable, else by its line, with the rule it breaks.
@@ -44,20 +46,25 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from typing import BinaryIO, NoReturn, TextIO
 
 from planfold.adapters.cli.demo import command_name, run_demo
 from planfold.adapters.cli.describe import goal_text, plan_text, shown, summarize
-from planfold.adapters.cli.inputs import CliError, open_database, read_source, same_file
+from planfold.adapters.cli.inputs import CliError, Source, open_database, read_source, same_file
 from planfold.adapters.cli.progress import Progress
 from planfold.adapters.codec import CodecError, encode_jsonl, read_session_jsonl
 from planfold.adapters.llm.model import RetryBudget
 from planfold.adapters.llm.openai import OpenAIClient, RetryPolicy
 from planfold.adapters.serve.command import add_serve_arguments, run_serve
-from planfold.adapters.specgen.vectors import MalformedRecordError, add_conform_arguments, read_records, run_conform
+from planfold.adapters.specgen.vectors import (
+    MalformedRecordError,
+    add_conform_arguments,
+    read_record_lines,
+    run_conform,
+)
 from planfold.adapters.store.base import Store, check_session_id, import_session
 from planfold.adapters.store.opener import is_postgres_url
 from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError
@@ -137,12 +144,21 @@ def _from_replay(exc: ReplayError, line: int | None = None) -> Problem:
     return Problem(position, line, exc.rule, exc.detail)
 
 
-def fold_checked(session: str, events: Iterable[tuple[int | None, Event]], total: int, progress: Progress) -> Checked:
-    """Fold ``(line, event)`` pairs strictly, one at a time, stopping at the
-    first bad one (a malformed record of a JSON Lines log included)."""
+def fold_checked(
+    session: str,
+    events: Iterable[tuple[int | None, Event]],
+    total: int,
+    progress: Progress,
+    done: Callable[[int], int] | None = None,
+) -> Checked:
+    """Fold ``(line, event)`` pairs strictly, one at a time as they are read,
+    stopping at the first bad one (a malformed record of a JSON Lines log, or
+    a stored payload that does not decode, included). Progress counts events
+    of ``total``, or, with ``done``, what ``done(events folded)`` says (the
+    bytes of a log read so far)."""
     state = SessionState()
     count = 0
-    progress.start(total, session)
+    progress.start(total, session, unit="events" if done is None else "bytes")
     try:
         for line, event in events:
             try:
@@ -150,17 +166,14 @@ def fold_checked(session: str, events: Iterable[tuple[int | None, Event]], total
             except ReplayError as exc:
                 return Checked(session, count, state, _from_replay(exc, line))
             count += 1
-            progress.update(count)
+            progress.update(count if done is None else done(count), events=count)
     except MalformedRecordError as exc:
         return Checked(session, count, state, Problem(exc.seq, exc.line, "malformed-record", exc.detail))
+    except ReplayError as exc:  # a stored payload that does not decode
+        return Checked(session, count, state, _from_replay(exc))
     finally:
         progress.finish()
     return Checked(session, count, state)
-
-
-def _records(data: bytes) -> tuple[Iterable[tuple[int | None, Event]], int]:
-    lines = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
-    return read_records(data), lines
 
 
 def _require_session(store: Store, session: str, where: str) -> None:
@@ -172,10 +185,15 @@ def _require_session(store: Store, session: str, where: str) -> None:
 
 def _check(args: argparse.Namespace, audit: bool, err: TextIO, stdin: BinaryIO) -> list[Checked]:
     progress = Progress(err, enabled=args.progress)
-    source = read_source(args.file, stdin)
-    if source.kind == "jsonl":
-        records, total = _records(source.data)
-        return [fold_checked(args.session or source.label, records, total, progress)]
+    with read_source(args.file, stdin) as source:
+        if source.kind == "jsonl":
+            records = read_record_lines(source.lines())
+            return [fold_checked(args.session or source.label, records, source.size, progress,
+                                 lambda _: source.bytes_read)]
+        return _check_database(args, source, audit, progress)
+
+
+def _check_database(args: argparse.Namespace, source: Source, audit: bool, progress: Progress) -> list[Checked]:
     results = []
     with open_database(source, write=False) as store:
         if args.session is not None:
@@ -184,12 +202,7 @@ def _check(args: argparse.Namespace, audit: bool, err: TextIO, stdin: BinaryIO) 
         if not sessions:
             raise CliError(f"{shown(source.name)} holds no sessions: nothing to check", code="no-sessions")
         for sid in sessions:
-            try:
-                events = store.read(sid)
-            except ReplayError as exc:  # a stored payload that does not decode
-                results.append(Checked(sid, 0, None, _from_replay(exc)))
-                continue
-            checked = fold_checked(sid, ((None, e) for e in events), len(events), progress)
+            checked = fold_checked(sid, ((None, e) for e in store.scan(sid)), store.head(sid), progress)
             if audit and checked.problem is None:
                 report = store.audit(sid)
                 checked.mismatches, checked.snapshot = report.mismatches, report.snapshot
@@ -291,13 +304,16 @@ def _refuse_a_filled_session(store: Store, session: str, events: Sequence[Event]
 
 def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
     check_session_id(args.session)  # before anything is read, opened or created
-    source = read_source(args.file, stdin)
-    if source.kind != "jsonl":
-        raise CliError(
-            f"{shown(args.file)} is a SQLite database; import reads a JSON Lines log (export a session first)",
-            code="not-a-jsonl-log",
-        )
-    events = read_session_jsonl(source.data)  # a bad log is refused before anything is opened
+    with read_source(args.file, stdin) as source:
+        if source.kind != "jsonl":
+            raise CliError(
+                f"{shown(args.file)} is a SQLite database; import reads a JSON Lines log (export a session first)",
+                code="not-a-jsonl-log",
+            )
+        # An import lands in one transaction (all of it or nothing), so it
+        # holds the log it writes; a replay streams it instead.
+        data = source.read_all()
+    events = read_session_jsonl(data)  # a bad log is refused before anything is opened
     if not events:
         raise CliError(f"nothing imported: {shown(args.file)} holds no events", code="nothing-to-import")
     if is_postgres_url(args.db) or os.path.exists(args.db):
@@ -312,7 +328,7 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
                 _refuse_a_filled_session(existing, args.session, events, args.db)
     with open_database(args.db, write=True) as store:
         try:
-            result = import_session(store, args.session, source.data)
+            result = import_session(store, args.session, data)
         except ConflictError as exc:
             raise CliError(
                 f"nothing imported: session {shown(args.session)!r} gained events while importing "

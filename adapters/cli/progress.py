@@ -13,9 +13,13 @@ writes depends on where the stream goes:
   (``label: 6000/10000 events (60%)``), so a fast replay prints nothing, and
   a final line only when it printed before or was asked for.
 
+A log read from a file as a stream is measured in bytes (``unit="bytes"``:
+the bar moves as the file is read, ``12.5/37.0 MB``, and the rate and the
+closing line count the events folded); a database's log in events.
+
 Whether to report at all: on a terminal, always; elsewhere only for long logs
-(``LONG_REPLAY`` events or more), so that a slow replay in a pipeline still
-says it is alive. ``enabled=True`` (``--progress``) reports however short the
+(``LONG_REPLAY`` events, or ``LONG_REPLAY_BYTES`` bytes, or more), so that a
+slow replay in a pipeline still says it is alive. ``enabled=True`` (``--progress``) reports however short the
 log is, ``False`` (``--no-progress``) never. It never writes to stdout, so
 ``--json`` output stays clean. ``clock`` is injectable so that tests need not
 wait.
@@ -25,12 +29,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Literal, TextIO
 
-__all__ = ["LONG_REPLAY", "Progress"]
+__all__ = ["LONG_REPLAY", "LONG_REPLAY_BYTES", "Progress", "Unit"]
 
+Unit = Literal["events", "bytes"]
 #: Logs at least this long are reported even when stderr is not a terminal.
 LONG_REPLAY = 10_000
+#: The same for a log measured in bytes (about as many events).
+LONG_REPLAY_BYTES = 1_000_000
 #: Seconds between two plain lines on a stream that is not a terminal.
 INTERVAL = 10.0
 _WIDTH = 30
@@ -63,7 +70,10 @@ class Progress:
         self.drawn = 0
         self._total = 0
         self._label = ""
+        self._unit: Unit = "events"
         self._every = 1
+        self._next = 0
+        self._events = 0
         self._active = False
         self._started = 0.0
         self._last_line = 0.0
@@ -77,28 +87,36 @@ class Progress:
     def _wanted(self, total: int) -> bool:
         if self.enabled is not None:
             return self.enabled and total > 0
-        return total > 0 and (self.terminal or total >= LONG_REPLAY)
+        long = LONG_REPLAY if self._unit == "events" else LONG_REPLAY_BYTES
+        return total > 0 and (self.terminal or total >= long)
 
-    def start(self, total: int, label: str) -> None:
-        self._total, self._label = total, label
+    def start(self, total: int, label: str, *, unit: Unit = "events") -> None:
+        """A new log of ``total`` ``unit``s (0: unknown, nothing reported)."""
+        self._total, self._label, self._unit = total, label, unit
         self._every = max(1, total // self.steps)
+        self._next = self._every
+        self._events = 0
         self._active = self._wanted(total)
         self._started = self._last_line = self.clock()
         self._lines = 0
         if self._active and self.terminal:
             self._frame(0)
 
-    def update(self, done: int) -> None:
+    def update(self, done: int, *, events: int | None = None) -> None:
+        """``done`` of the total so far (``events`` folded so far, when the
+        log is measured in bytes)."""
+        self._events = done if events is None else events
         if not self._active:
             return
         if self.terminal:
-            if done % self._every == 0 or done == self._total:
+            if done >= self._next or done == self._total:
+                self._next = done + self._every
                 self._frame(done)
             return
         now = self.clock()
         if now - self._last_line >= self.interval:
             self._last_line = now
-            self._write(f"{self._label}: {done}/{self._total} events ({100 * done // self._total}%)\n")
+            self._write(f"{self._label}: {self._amount(done)} ({100 * done // self._total}%)\n")
             self._lines += 1
 
     def finish(self) -> None:
@@ -107,22 +125,28 @@ class Progress:
                 self._write("\n")
             elif self._lines or self.enabled:
                 elapsed = self.clock() - self._started
-                self._write(f"{self._label}: {self._total} events in {elapsed:.1f}s\n")
+                count = self._total if self._unit == "events" else self._events
+                self._write(f"{self._label}: {count} events in {elapsed:.1f}s\n")
         self._active = False
+
+    def _amount(self, done: int) -> str:
+        if self._unit == "events":
+            return f"{done}/{self._total} events"
+        return f"{done / 1e6:.1f}/{self._total / 1e6:.1f} MB"
 
     def _rate(self, done: int) -> str:
         elapsed = self.clock() - self._started
         if done <= 0 or elapsed <= 0:
             return ""
-        rate = done / elapsed
-        left = (self._total - done) / rate
-        return f" {rate:,.0f} ev/s ETA {_clock_text(left)}"
+        left = (self._total - done) / (done / elapsed)
+        return f" {self._events / elapsed:,.0f} ev/s ETA {_clock_text(left)}"
 
     def _frame(self, done: int) -> None:
         filled = _WIDTH * done // self._total if self._total else _WIDTH
         bar = "#" * filled + "." * (_WIDTH - filled)
         percent = 100 * done // self._total if self._total else 100
-        self._write(f"\r{self._label} [{bar}] {done}/{self._total} {percent}%{self._rate(done)}")
+        amount = f"{done}/{self._total}" if self._unit == "events" else self._amount(done)
+        self._write(f"\r{self._label} [{bar}] {amount} {percent}%{self._rate(done)}")
 
     def _write(self, text: str) -> None:
         self.stream.write(text)

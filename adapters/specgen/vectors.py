@@ -46,7 +46,7 @@ import json
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -73,6 +73,7 @@ __all__ = [
     "expected_result",
     "planfold_answer",
     "read_log",
+    "read_record_lines",
     "read_records",
     "run_conform",
     "summarize",
@@ -180,6 +181,12 @@ def read_records(data: bytes) -> Iterator[tuple[int, Event]]:
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()
+    return read_record_lines(lines)
+
+
+def read_record_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, Event]]:
+    """``read_records`` over the lines of a log (each without its line end)
+    as they are read, so a reader of a stream holds one line at a time."""
     for number, raw in enumerate(lines, start=1):
         yield number, _record(number, raw)
 

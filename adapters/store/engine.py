@@ -57,9 +57,11 @@ next snapshot encodes only what the new events changed (``snapshot_reusing``).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
@@ -88,6 +90,7 @@ from planfold.kernel.log import USER_MESSAGE, Event
 from planfold.kernel.session import SessionState, fold_rows
 
 __all__ = [
+    "SCAN_PAGE",
     "AppendView",
     "Backend",
     "KnownKey",
@@ -108,6 +111,8 @@ StoredEvent = tuple[Any, Any, Any, Any]
 
 #: Sessions whose last snapshot a store keeps decoded (least recently used dropped).
 _MEMO_SIZE = 64
+#: Events per read transaction of ``LogStore.scan``.
+SCAN_PAGE = 5_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,6 +401,27 @@ class LogStore:
         start = check_after(after)
         return self._read("read", session_id, lambda tx, sid: _events(tx.rows(sid, start)))
 
+    def scan(self, session_id: str, after: int = 0, *, page: int = SCAN_PAGE) -> Iterator[Event]:
+        """``read``, one page of ``page`` events per read transaction, as the
+        caller consumes them: a reader that folds as it goes never holds the
+        log. The log only grows, so the pages join into the log as it stood
+        at the first page plus whatever was appended since. A stored payload
+        that is not a JSON object raises the positioned ``ReplayError`` when
+        its page is read."""
+        start = check_after(after)
+        check_session_id(session_id)
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            raise InvalidRequestError(f"page must be a positive integer, got {page!r}")
+        return self._scan(session_id, start, page)
+
+    def _scan(self, session_id: str, position: int, page: int) -> Iterator[Event]:
+        while True:
+            events = self.backend.run("read", False, functools.partial(_page, session_id, position, page))
+            yield from events
+            if len(events) < page:
+                return
+            position = events[-1].seq
+
     def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
         """The strict fold of the log (``ReplayError`` at the first bad event),
         or (``incremental``) the stored snapshot plus the fold of what follows."""
@@ -449,6 +475,11 @@ def _check_fence(lease: Lease, current: Lease | None, now: int) -> None:
         raise LeaseLostError(lease.session_id, lease.holder, lease.token, "it was released or taken over")
     if current.expires_at <= now:
         raise LeaseLostError(lease.session_id, lease.holder, lease.token, f"it expired at {current.expires_at}")
+
+
+def _page(session_id: str, after: int, page: int, tx: Transaction) -> tuple[Event, ...]:
+    """At most ``page`` events of the session after seq ``after``."""
+    return _events(itertools.islice(tx.rows(session_id, after), page))
 
 
 def _events(rows: Iterable[StoredEvent]) -> tuple[Event, ...]:

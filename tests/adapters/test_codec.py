@@ -4,6 +4,7 @@ snapshots decode to equal states; bad input gets typed, positioned errors."""
 from __future__ import annotations
 
 import enum
+import io
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -18,6 +19,7 @@ from planfold.adapters.codec import (
     MAX_DEPTH,
     SESSION_SNAPSHOT,
     CodecError,
+    JsonlLines,
     Projection,
     canonical_event,
     check_json,
@@ -461,3 +463,55 @@ def test_read_only_containers_from_the_kernel_encode_like_plain_ones() -> None:
     empty: JSONObject = MappingProxyType({})
     frozen: JSONObject = MappingProxyType({"a": inner, "c": [empty]})
     assert encode_payload(frozen) == encode_payload({"a": {"b": [1, 2]}, "c": [{}]})
+
+
+# --------------------------------------------------------------------------
+# JSON Lines read as a stream
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.sampled_from([b"", b"a", b"{}", b"\n", b"xyz\n", b"\n\n"]), max_size=12).map(b"".join),
+    st.integers(0, 4),
+    st.integers(1, 7),
+)
+def test_a_stream_is_split_into_the_lines_of_its_whole_text(data: bytes, head: int, chunk: int) -> None:
+    expected = data.split(b"\n")
+    if expected[-1] == b"":
+        expected.pop()  # a final newline ends the last line
+    reader = JsonlLines(_Chunked(data[head:], chunk), data[:head])
+    assert list(reader) == expected
+    assert reader.consumed == len(data)
+
+
+class _Chunked(io.RawIOBase):
+    """A stream that hands out at most ``size`` bytes per read, like a pipe."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data, self.size, self.at = data, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        step = self.size if n < 0 else min(n, self.size)
+        piece = self.data[self.at : self.at + step]
+        self.at += len(piece)
+        return piece
+
+
+def test_a_stream_is_read_no_further_than_the_line_asked_for() -> None:
+    class Endless(io.RawIOBase):
+        reads = 0
+
+        def readable(self) -> bool:
+            return True
+
+        def read(self, n: int = -1) -> bytes:
+            self.reads += 1
+            return b"{}\n" * 10
+
+    stream = Endless()
+    lines = iter(JsonlLines(stream))
+    assert [next(lines) for _ in range(25)] == [b"{}"] * 25
+    assert stream.reads == 3

@@ -11,10 +11,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from benchmarks.workloads import session_events
 from planfold.adapters.cli.demo import run_demo
 from planfold.adapters.cli.main import EXIT_STATUS, main
 from planfold.adapters.codec import decode_jsonl, encode_jsonl
@@ -312,3 +314,56 @@ def test_no_arguments_and_no_file_contents_end_in_a_traceback(data: bytes) -> No
 def test_hostile_arguments_get_a_message_and_an_exit_status(demo_db: Path, argv: list[str]) -> None:
     for content in (demo_db.read_bytes(), _export(demo_db, Path(os.path.dirname(demo_db))).read_bytes(), b"\n"):
         assert check(CLI, json.dumps(argv).encode() + b"\n" + content).startswith("returned exit ")
+
+
+# --------------------------------------------------------------------------
+# A JSON Lines log is read as a stream
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_json_lines_replay_moves_its_bar_as_the_file_is_read(tmp_path: Path) -> None:
+    log = tmp_path / "long.jsonl"
+    log.write_bytes(encode_jsonl(session_events(4_000)))
+    out, err = io.StringIO(), _Terminal()
+    assert main(["replay", str(log), "--progress"], out=out, err=err, stdin=io.BytesIO()) == 0
+    frames = err.getvalue().split("\r")[1:]
+    read = [float(frame.split("] ")[1].split("/")[0]) for frame in frames]
+    size = log.stat().st_size / 1e6
+    assert len(set(read)) >= 4 and read == sorted(read) and read[-1] == pytest.approx(size, abs=0.05)
+    assert all(" MB " in frame and "ev/s" in frame for frame in frames[1:])
+    assert out.getvalue().startswith("long: ok, 4000 events")
+
+
+def test_a_json_lines_replay_reads_no_further_than_its_first_bad_record() -> None:
+    class Endless(io.RawIOBase):
+        """Three good records, a bad one, then more text than anyone should read."""
+
+        reads = 0
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            self.reads += 1
+            if self.reads == 1:
+                data = encode_jsonl(session_events(3)) + b"not a record\n"
+            else:
+                assert self.reads < 50, "the replay kept reading past the bad record"
+                data = b"x" * len(buffer)
+            buffer[: len(data)] = data
+            return len(data)
+
+    stdin = Endless()
+    code, out, _ = _run_with(stdin, "replay", "-")
+    assert code == 1 and "BAD LOG at line 4 [malformed-record]" in out
+    assert stdin.reads < 10  # a chunk or two past the bad record, never the rest
+
+
+def _run_with(stdin: io.RawIOBase, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err, stdin=io.BufferedReader(stdin))
+    return code, out.getvalue(), err.getvalue()

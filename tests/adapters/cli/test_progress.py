@@ -67,3 +67,29 @@ def test_no_progress_means_nothing_even_on_a_terminal() -> None:
     bar = Progress(stream, enabled=False)
     _replay(bar, LONG_REPLAY)
     assert bar.drawn == 0 and stream.getvalue() == ""
+
+
+def test_a_log_measured_in_bytes_shows_megabytes_read_and_counts_events_folded() -> None:
+    stream = Terminal()
+    bar = Progress(stream, steps=4, clock=_clock(0.001))
+    bar.start(4_000_000, "log", unit="bytes")
+    for done in (65_536, 1_200_000, 2_100_000, 2_200_000, 4_000_000):
+        bar.update(done, events=done // 100)
+    bar.finish()
+    frames = stream.getvalue().split("\r")[1:]
+    assert [f.split("] ")[1].split(" MB")[0] for f in frames] == ["0.0/4.0", "1.2/4.0", "2.2/4.0", "4.0/4.0"]
+    quiet = io.StringIO()
+    bar = Progress(quiet, enabled=True, clock=_clock(0.0))
+    bar.start(500, "small", unit="bytes")
+    bar.update(500, events=7)
+    bar.finish()
+    assert quiet.getvalue() == "small: 7 events in 0.0s\n"
+
+
+def test_a_log_of_unknown_length_reports_nothing() -> None:
+    stream = Terminal()
+    bar = Progress(stream, enabled=True)
+    bar.start(0, "pipe", unit="bytes")
+    bar.update(10_000, events=100)
+    bar.finish()
+    assert stream.getvalue() == "" and bar.drawn == 0

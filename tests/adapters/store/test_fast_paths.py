@@ -1,13 +1,16 @@
-"""The SQLite store's faster paths keep every promise of the slow ones.
+"""The stores' faster paths keep every promise of the slow ones.
 
-A large append inserts its events with several multi-row ``INSERT``s; a
-failure in any of them leaves nothing written. Loads fold rows as they are
-decoded, so a bad stored row still stops the fold at its position.
+A large SQLite append inserts its events with several multi-row ``INSERT``s;
+a failure in any of them leaves nothing written. Loads fold rows as they are
+decoded, so a bad stored row still stops the fold at its position. A scan
+reads a log in pages (on every store) and gives what ``read`` gives.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +18,17 @@ import pytest
 
 from benchmarks.workloads import goal_events, session_events
 from planfold.adapters.codec import canonical_event
-from planfold.adapters.store.base import StorageError
+from planfold.adapters.store.base import InvalidRequestError, StorageError
+from planfold.adapters.store.engine import LogStore
+from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_conn import connect_sqlite
 from planfold.adapters.store.sqlite_schema import Connection
 from planfold.adapters.store.sqlite_sql import INSERT_ROWS
 from planfold.kernel.errors import ReplayError
 from planfold.kernel.session import fold_session
+from tests.pg_cluster import Cluster
 
 ROWS = INSERT_ROWS
 
@@ -98,3 +105,47 @@ def test_a_bad_row_deep_in_a_long_log_stops_a_streamed_load_at_its_seq(tmp_path:
             with pytest.raises(ReplayError) as info:
                 store.load("s")
             assert (info.value.position, info.value.rule) == (ROWS + 5, "malformed-payload")
+
+
+# --------------------------------------------------------------------------
+# A scan reads the log in pages, each its own read transaction
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LogStore]:
+    if request.param == "memory":
+        store: LogStore = MemoryStore()
+    elif request.param == "sqlite":
+        store = SqliteStore(tmp_path / "scan.db")
+    else:
+        cluster: Cluster = request.getfixturevalue("pg_cluster")
+        schema = f"s_{uuid.uuid4().hex[:16]}"
+        store = PostgresStore(cluster.schema_url(schema), pool_size=1)
+        request.addfinalizer(lambda: cluster.drop_schema(schema))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(("count", "page"), [(0, 3), (7, 3), (9, 3), (9, 1), (40, 100)])
+def test_a_scan_in_pages_reads_exactly_what_read_reads(any_store: LogStore, count: int, page: int) -> None:
+    events = list(session_events(count))
+    if events:
+        any_store.append("s", 0, events)
+    assert tuple(any_store.scan("s", page=page)) == any_store.read("s") == tuple(map(canonical_event, events))
+    assert tuple(any_store.scan("s", 4, page=page)) == any_store.read("s", 4)
+
+
+def test_a_scan_goes_on_into_what_was_appended_while_it_read(any_store: LogStore) -> None:
+    events = list(session_events(12))
+    any_store.append("s", 0, events[:6])
+    scan = any_store.scan("s", page=3)
+    first = [next(scan) for _ in range(3)]
+    any_store.append("s", 6, events[6:])
+    assert [e.seq for e in [*first, *scan]] == list(range(1, 13))
+
+
+def test_a_scan_refuses_a_page_that_is_not_a_positive_count() -> None:
+    with MemoryStore() as store, pytest.raises(InvalidRequestError, match="page"):
+        store.scan("s", page=0)
