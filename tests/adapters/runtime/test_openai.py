@@ -137,6 +137,25 @@ def test_a_failure_the_client_will_not_retry_is_not_retried_by_the_runtime(serve
     assert len(server.received) == 1
 
 
+def test_a_refusal_and_a_cut_off_reply_over_http_are_recorded_and_never_complete(server: ChatServer) -> None:
+    refusal = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
+    server.plan(
+        Answer(body=completion("Half of my ans", finish_reason="length")),
+        Answer(body={"choices": [{"index": 0, "message": refusal, "finish_reason": "stop"}]}),
+    )
+    client = OpenAIClient(server.base_url, "test-model", retry=RetryPolicy(max_retries=0), timeout_s=10)
+    session = open_runtime(MemoryStore(), "refused", client, None, Workspace(dict(FILES)), clock=ticking())
+    report = session.runtime.submit("Hello?")
+    assert isinstance(report, TurnReport)
+    assert report.ended_by == "refused" and len(server.received) == 2
+    events = session.log.events
+    texts = [e.payload["text"] for e in events if e.kind == "assistant/message"]
+    assert texts == ["Half of my ans", "I can't help with that."]
+    notices = [str(e.payload["text"]) for e in events if e.kind == "user/message"][1:]
+    assert "finish_reason: length" in notices[0] and "I can't help with that." in notices[1]
+    assert fold_session(events) == session.log.state
+
+
 def _demo_answers() -> list[Answer]:
     """The scripted demo's replies, in order, as a server would send them."""
     steps = (*first_model().steps, *after_restart_model().steps)
