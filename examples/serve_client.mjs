@@ -222,7 +222,6 @@ async function runTurn(client, text) {
       const recorded = await client.call("step/reply", { session, text: reply.text ?? null, tool_calls: calls });
       const said = reply.text ? ` "${reply.text}"` : "";
       console.log(`  step ${step} [${context.phase}, ${context.sections.map((s) => s.name).join(" ")}]${said}`);
-      if (recorded.next === "end") return;
       for (const call of reply.tool_calls ?? []) {
         /** @type {ToolAction} */
         const action = await client.call("tool/dispatch", { session, call_id: call.id });
@@ -235,6 +234,7 @@ async function runTurn(client, text) {
         }
         console.log(`    ${call.name}: ${action.action}${action.output ? ` ${action.output.slice(0, 60)}` : ""}`);
       }
+      if (recorded.next === "end") return;
     }
   } finally {
     await client.call("turn/end", { session });

@@ -11,7 +11,7 @@ that sends one request and returns its result: the pipe client, or
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import msgspec
@@ -131,6 +131,7 @@ class PyHost:
     reviewer: ReviewPort | None
     max_steps: int = 16
     step_retries: int = 2
+    _calls: dict[str, ToolCall] = field(default_factory=dict)
 
     def call(self, method: str, **params: Any) -> Any:
         return self.server.call(method, session=self.session, **params)
@@ -169,25 +170,30 @@ class PyHost:
                     continue
                 return "model-error"
             attempt = 0
+            self._calls = {c.id: c for c in response.tool_calls}
             calls = [_call_params(c) for c in response.tool_calls]
-            reply = self.call("step/reply", text=response.text, tool_calls=calls)
+            reply = self.call(
+                "step/reply", text=response.text, tool_calls=calls,
+                finish_reason=response.finish_reason, refusal=response.refusal,
+            )
+            for verdict in reply["verdicts"]:
+                self._answer(verdict["call_id"])
             if reply["next"] == "end":
-                return "reply"
-            for call in response.tool_calls:
-                self._answer(call)
+                return str(reply["ended_by"] or "reply")
             step += 1
         return "max-steps"
 
-    def _answer(self, call: ToolCall) -> None:
+    def _answer(self, call_id: str) -> None:
         available = self.reviewer is not None and bool(self.reviewer.available)
-        action = self.call("tool/dispatch", call_id=call.id, review_available=available)
+        action = self.call("tool/dispatch", call_id=call_id, review_available=available)
         if action["action"] == "execute":
+            call = self._calls[call_id]
             ok, output = self.executors.execute(call)
             self.call("tool/result", call_id=call.id, ok=ok, output=output)
         elif action["action"] == "review":
             review = action["review"]
             answer = ask(self.reviewer, ReviewRequest(review["plan"], tuple(review["options"])))
-            self.call("review/answer", call_id=call.id, **answer_params(answer))
+            self.call("review/answer", call_id=call_id, **answer_params(answer))
 
     def drive(self, text: Callable[[int], str] = lambda n: f"Continue the goal (round {n}).") -> Any:
         """Goal rounds until the server says stop (``GoalService.drive``)."""

@@ -87,6 +87,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from planfold.adapters.llm.model import ChatResponse, ModelClient, ModelError, RetryBudget, ToolCall
 from planfold.adapters.runtime.plan_runner import PlanRunner
@@ -109,9 +110,13 @@ __all__ = [
     "RECOVERABLE_MODEL_ERRORS",
     "REPLY_NOTICE_SOURCE",
     "ProposedStep",
+    "RecordedReply",
+    "ReplyOutcome",
     "Runtime",
     "StepListener",
     "TurnReport",
+    "record_reply",
+    "with_attachments",
 ]
 
 #: Model failures after which the same step is proposed again.
@@ -191,13 +196,96 @@ def _unfinished(response: ChatResponse) -> str | None:
     return None
 
 
-def _with_attachments(text: str, attachments: Sequence[str]) -> str:
+def with_attachments(text: str, attachments: Sequence[str]) -> str:
     """The text of a user message with the names of its attachments listed
     after it (the message as recorded and sent to the model)."""
     if not attachments:
         return text
     listed = "\n".join(f"- {name}" for name in attachments)
     return f"{text}\n\nAttachments:\n{listed}" if text else f"Attachments:\n{listed}"
+
+
+ReplyOutcome = Literal["calls", "final", "again", "stop"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedReply:
+    """How one reply goes into the log (``record_reply``): append ``batch``
+    (the assistant message and every call taken); then, for each call in
+    order, append its gate ``notices`` and answer it when its ``verdict``
+    allows it; then append each of ``trailing`` on its own (the notice of
+    calls past the cap, the notice of a reply that was not the model's final
+    word). ``outcome``: ``calls`` (the reply made calls), ``final`` (it
+    finished without calls), ``again`` (it was cut off: the turn goes on) or
+    ``stop`` (the turn ends, ``ended_by`` and ``error`` say why)."""
+
+    text: str | None
+    batch: tuple[Draft, ...]
+    calls: tuple[ToolCall, ...]
+    verdicts: tuple[Verdict, ...]
+    notices: tuple[tuple[Draft, ...], ...]
+    trailing: tuple[Draft, ...]
+    outcome: ReplyOutcome
+    ended_by: str | None = None
+    error: str | None = None
+
+
+def _reply_notice(text: str) -> Draft:
+    """A notice about the last reply, for the model to read."""
+    return Draft(USER_MESSAGE, {"text": text, "source": REPLY_NOTICE_SOURCE})
+
+
+def record_reply(
+    response: ChatResponse, tools: ToolRunner, prepared: PreparedRequest, max_tool_calls: int
+) -> RecordedReply:
+    """Decide how ``response`` to ``prepared`` is recorded (see the module
+    docstring): the calls taken (at most ``max_tool_calls``, each as the log
+    can hold it) with the gate's verdicts against the tools offered, every
+    call of a reply that is not the model's final word refused, and the
+    notices that say so."""
+    text = _text(response.text if response.text is not None else response.refusal or "")
+    shown = text if response.text is not None or response.refusal else None
+    offered = response.tool_calls
+    calls = tuple(_recorded_call(call, i) for i, call in enumerate(offered[: max(0, max_tool_calls)]))
+    unfinished = _unfinished(response)
+    if unfinished is None:
+        verdicts: tuple[Verdict, ...] = tuple(tools.check(call, prepared.phase, prepared.offered) for call in calls)
+    else:
+        code, _, what = _UNFINISHED[unfinished]
+        why = f"nothing in this reply ran: it {what} (finish_reason: {response.finish_reason})"
+        hint = "Send the call again in a complete reply."
+        verdicts = tuple(Refused(code, why, call.name, prepared.phase, hint) for call in calls)
+    batch = [Draft(ASSISTANT_MESSAGE, {"text": text, "source": None})]
+    notices: list[tuple[Draft, ...]] = []
+    for call, verdict in zip(calls, verdicts, strict=True):
+        (call_kind, call_payload), *rest = verdict_events(kernel_call(call), verdict)
+        batch.append(Draft(call_kind, call_payload))
+        notices.append(tuple(Draft(kind, payload) for kind, payload in rest))
+    trailing: list[Draft] = []
+    if len(offered) > len(calls):
+        trailing.append(
+            _reply_notice(
+                f"Your reply made {len(offered)} tool calls; only the first {len(calls)} were taken "
+                f"(at most {max_tool_calls} per reply) and the other {len(offered) - len(calls)} "
+                "were refused without running. Send fewer calls per reply."
+            )
+        )
+    if unfinished is None:
+        outcome: ReplyOutcome = "calls" if calls else "final"
+        return RecordedReply(shown, tuple(batch), calls, verdicts, tuple(notices), tuple(trailing), outcome)
+    code, ended_by, what = _UNFINISHED[unfinished]
+    said = f"Your last reply {what} (finish_reason: {response.finish_reason})"
+    if response.refusal:
+        said += f": {_text(response.refusal)!r}"
+    if ended_by is None:
+        going_on = f"{said}. It was not taken as your final answer and nothing in it ran; continue."
+        trailing.append(_reply_notice(going_on))
+        return RecordedReply(shown, tuple(batch), calls, verdicts, tuple(notices), tuple(trailing), "again")
+    trailing.append(_reply_notice(f"{said}. Nothing in it ran, and the runtime ended the turn."))
+    error = f"[{code}] the model's reply {what} (finish_reason: {response.finish_reason})"
+    return RecordedReply(
+        shown, tuple(batch), calls, verdicts, tuple(notices), tuple(trailing), "stop", ended_by, error
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,14 +395,14 @@ class Runtime:
         nothing."""
         command = parse_plan_command(text, attachments)
         if command is None:
-            return self.run_turn(_with_attachments(text, attachments), view=view)
+            return self.run_turn(with_attachments(text, attachments), view=view)
         outcome = self.plan_command(command)
         if command.message is None and not command.attachments:
             return outcome
         rewriting = self.log.state.plan.live
         base = view or ViewRequest()
         return self.run_turn(
-            _with_attachments(command.message or "", command.attachments),
+            with_attachments(command.message or "", command.attachments),
             view=ViewRequest(
                 base.user_asked_full, base.summary_insufficient, base.rewriting or rewriting,
                 base.first_since_resume,
@@ -432,63 +520,21 @@ class Runtime:
         return prepared
 
     def _record_reply(self, response: ChatResponse, prepared: PreparedRequest, report: TurnReport) -> str:
-        """Record the reply and answer each tool call through the gate (see
-        the module docstring). The outcome: ``calls`` (the reply made calls),
-        ``final`` (a finished reply without calls), ``again`` (a cut-off
-        reply: the turn goes on) or ``stop`` (the turn ends; the report says
-        why)."""
-        text = _text(response.text if response.text is not None else response.refusal or "")
-        report.reply = text if response.text is not None or response.refusal else None
-        offered = response.tool_calls
-        calls = [_recorded_call(call, i) for i, call in enumerate(offered[: max(0, self.max_tool_calls)])]
-        unfinished = _unfinished(response)
-        if unfinished is None:
-            verdicts: list[Verdict] = [self.tools.check(call, prepared.phase, prepared.offered) for call in calls]
-        else:
-            code, _, what = _UNFINISHED[unfinished]
-            why = f"nothing in this reply ran: it {what} (finish_reason: {response.finish_reason})"
-            hint = "Send the call again in a complete reply."
-            verdicts = [Refused(code, why, call.name, prepared.phase, hint) for call in calls]
-        batch = [Draft(ASSISTANT_MESSAGE, {"text": text, "source": None})]
-        notices: list[list[tuple[str, JSONObject]]] = []
-        for call, verdict in zip(calls, verdicts, strict=True):
-            (call_kind, call_payload), *rest = verdict_events(kernel_call(call), verdict)
-            batch.append(Draft(call_kind, call_payload))
-            notices.append(list(rest))
-        self.log.append(batch)
-        for call, verdict, rest in zip(calls, verdicts, notices, strict=True):
-            self._notices(rest)
+        """Record the reply and answer each tool call through the gate
+        (``record_reply``). The outcome: ``calls``, ``final``, ``again`` or
+        ``stop`` (the report says why)."""
+        recorded = record_reply(response, self.tools, prepared, self.max_tool_calls)
+        report.reply = recorded.text
+        self.log.append(recorded.batch)
+        for call, verdict, rest in zip(recorded.calls, recorded.verdicts, recorded.notices, strict=True):
+            self.log.append(rest)
             if isinstance(verdict, Allowed):
                 self._answer(call, verdict, prepared)
-        if len(offered) > len(calls):
-            self._reply_notice(
-                f"Your reply made {len(offered)} tool calls; only the first {len(calls)} were taken "
-                f"(at most {self.max_tool_calls} per reply) and the other {len(offered) - len(calls)} "
-                "were refused without running. Send fewer calls per reply."
-            )
-        if unfinished is None:
-            return "calls" if calls else "final"
-        return self._unfinished_reply(response, unfinished, report)
-
-    def _unfinished_reply(self, response: ChatResponse, unfinished: str, report: TurnReport) -> str:
-        """Record why ``response`` is not the model's final word; ``again``
-        when the turn goes on, ``stop`` when it ends."""
-        code, ended_by, what = _UNFINISHED[unfinished]
-        said = f"Your last reply {what} (finish_reason: {response.finish_reason})"
-        if response.refusal:
-            said += f": {_text(response.refusal)!r}"
-        if ended_by is None:
-            self._reply_notice(f"{said}. It was not taken as your final answer and nothing in it ran; continue.")
-            return "again"
-        self._reply_notice(f"{said}. Nothing in it ran, and the runtime ended the turn.")
-        report.error = f"[{code}] the model's reply {what} (finish_reason: {response.finish_reason})"
-        report.ended_by = ended_by
-        return "stop"
-
-    def _reply_notice(self, text: str) -> None:
-        """Record a notice about the last reply (after its calls' answers)."""
-        payload: JSONObject = {"text": text, "source": REPLY_NOTICE_SOURCE}
-        self.log.append((Draft(USER_MESSAGE, payload),))
+        for notice in recorded.trailing:
+            self.log.append((notice,))
+        if recorded.ended_by is not None:
+            report.error, report.ended_by = recorded.error, recorded.ended_by
+        return recorded.outcome
 
     def _notices(self, notices: list[tuple[str, JSONObject]]) -> None:
         self.log.append([Draft(kind, payload) for kind, payload in notices])

@@ -16,15 +16,20 @@ The cuts:
 
 - the model call: ``begin_step`` is the pre-step (flush, plan start,
   request header), ``context`` is the request derived from it, and
-  ``reply`` records what the model answered, with the gate's verdicts;
+  ``reply`` records what the model answered (``record_reply``: the gate's
+  verdicts, the cap on calls, a cut-off, filtered or refused reply); the
+  notices owed after a reply's calls are appended when its last call is
+  answered;
 - the executor: ``dispatch`` answers the reply's calls one by one, in order,
   and says ``execute`` for a call the host runs; ``tool_result`` records its
   output. Until then the session is sealed (``log-sealed``), as the log is
   while an executor runs in-process;
-- the review: for ``exit_plan_mode`` ``dispatch`` checks the call exactly as
-  the plan runner will and returns the rendered plan; ``review_answer``
-  then runs the plan runner with the human's answer, which records the
-  draft, the approval or rejection and the call's result together.
+- the review: for ``exit_plan_mode`` ``dispatch`` has the kernel decide the
+  call (``decide_tool_call``), appends the draft it records and returns the
+  rendered plan; ``review_answer`` decides the human's answer
+  (``decide_review_answer``) and appends the approval or rejection and the
+  call's result, exactly the two appends ``PlanRunner.handle`` makes around
+  its review port.
 
 Process state (the pending plan-mode choice, the turn's plan-view request,
 the calls still to answer, the goal's activation) lives here and never in
@@ -48,9 +53,9 @@ from planfold.adapters.errors import AdapterError
 from planfold.adapters.llm import model
 from planfold.adapters.llm.openai_wire import encode_message, plain_json
 from planfold.adapters.runtime.goal_service import GoalChanged, GoalService
+from planfold.adapters.runtime.loop import record_reply, with_attachments
 from planfold.adapters.runtime.plan_runner import PlanRunner
 from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
-from planfold.adapters.runtime.review import ReviewPort
 from planfold.adapters.runtime.tool_runner import (
     ToolRunner,
     error_output,
@@ -89,14 +94,16 @@ from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_ME
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.plan.context import ViewRequest, plan_to_start, runtime_phase
 from planfold.kernel.plan.decisions import (
+    PendingReview,
     decide_plan_choice,
     decide_pre_step,
     decide_request_header,
+    decide_review_answer,
     decide_scope,
     decide_tool_call,
 )
 from planfold.kernel.plan.mode import PendingChoice, StepVerdict
-from planfold.kernel.plan.review import ChannelLost, ReviewAnswer, ReviewOutcome, ReviewRequest
+from planfold.kernel.plan.review import ReviewAnswer, ReviewOutcome
 from planfold.kernel.plan.review import parse_plan_command as parse_plan
 from planfold.kernel.plan.tools import execution_effects
 from planfold.kernel.session import SessionState
@@ -162,11 +169,13 @@ def runtime_registry(tools: Sequence[ToolSpec]) -> ToolRegistry:
 
 @dataclass(frozen=True, slots=True)
 class HostConfig:
-    """The host's tools, its gate policy and its prompt texts."""
+    """The host's tools, its gate policy, its prompt texts and how many calls
+    of one reply are taken (``Runtime.max_tool_calls``)."""
 
     tools: tuple[ToolSpec, ...] = ()
     policy: GatePolicy = field(default_factory=GatePolicy)
     prompt: PromptConfig = field(default_factory=PromptConfig)
+    max_tool_calls: int = 32
 
 
 # --------------------------------------------------------------------------
@@ -249,7 +258,7 @@ class _Call:
 
     call: model.ToolCall
     verdict: Verdict
-    notices: tuple[tuple[str, JSONObject], ...]
+    notices: tuple[Draft, ...]
 
 
 @dataclass
@@ -266,20 +275,9 @@ class _Process:
     calls: tuple[_Call, ...] = ()
     current: _Call | None = None
     awaiting: Literal["execute", "review"] | None = None
-    review: ReviewRequest | None = None
+    review: PendingReview | None = None
+    trailing: tuple[Draft, ...] = ()
     goal_id: str | None = None
-
-
-@dataclass
-class _HostReview:
-    """The review port for one ``exit_plan_mode`` call: the host's answer,
-    already given (``ChannelLost`` when none is)."""
-
-    available: bool
-    answer: ReviewAnswer | None = None
-
-    def review(self, request: ReviewRequest) -> ReviewAnswer:
-        return self.answer if self.answer is not None else ChannelLost()
 
 
 class _NoRounds:
@@ -302,6 +300,7 @@ class HostSession:
         self.log = SessionLog(self.unit, session_id, clock)
         self.tools = ToolRunner(runtime_registry(config.tools), config.policy)
         self.prompt = config.prompt
+        self.max_tool_calls = config.max_tool_calls
         self.plans = PlanRunner(self.log, None, lambda: f"plan-{self.log.last_seq + 1}")
         self.goals = GoalService(self.log, "host", self._new_goal_id)
         self.resumed = self.log.last_seq > 0
@@ -394,20 +393,24 @@ class HostSession:
         self._p.pending = choice.pending
         return ChoiceResult(choice.outcome, choice.pending, self.log.last_seq)
 
-    def command(self, text: str) -> CommandResult:
-        """A line a human typed: ``/plan`` (``Runtime.submit``), ``/goal`` or
-        a message."""
-        return self._atomic(lambda: self._command(text))
+    def command(self, text: str, attachments: Sequence[str] = ()) -> CommandResult:
+        """A line a human typed, with the names of any files attached to it:
+        ``/plan`` (``Runtime.submit``), ``/goal`` or a message. ``message`` is
+        the text to start a turn with (attachments listed after it)."""
+        return self._atomic(lambda: self._command(text, tuple(attachments)))
 
-    def _command(self, text: str) -> CommandResult:
-        plan = parse_plan(text)
+    def _command(self, text: str, attachments: tuple[str, ...]) -> CommandResult:
+        plan = parse_plan(text, attachments)
         if plan is not None:
             outcome = self._choose(plan.target).outcome
-            rewriting = plan.message is not None and self.log.state.plan.live
-            return CommandResult("plan", outcome, plan.message, rewriting, last_seq=self.log.last_seq)
+            if plan.message is None and not plan.attachments:
+                return CommandResult("plan", outcome, last_seq=self.log.last_seq)
+            message = with_attachments(plan.message or "", plan.attachments)
+            rewriting = self.log.state.plan.live
+            return CommandResult("plan", outcome, message, rewriting, last_seq=self.log.last_seq)
         goal = parse_goal_command(text)
         if goal is None:
-            return CommandResult("message", last_seq=self.log.last_seq)
+            return CommandResult("message", message=with_attachments(text, attachments), last_seq=self.log.last_seq)
         if goal.verb == "show":
             return CommandResult("goal", verb="show", goal=self.log.state.goal.current, last_seq=self.log.last_seq)
         self._require(f"/goal {goal.verb}", "idle", "turn", "step")
@@ -516,32 +519,40 @@ class HostSession:
             messages = tuple(encode_message(m) for m in prepared.request.messages if m.role != "system")
         return RequestContext(prepared.phase, state.agent_mode, prepared.view, prepared.sections, tools, messages)
 
-    def reply(self, text: str | None, calls: Sequence[model.ToolCall]) -> ReplyRecorded:
-        """Record the model's reply (``Runtime._record_reply``'s batch): the
-        assistant message and every call, each with the gate's verdict."""
-        return self._atomic(lambda: self._reply(text, tuple(calls)))
+    def reply(self, response: model.ChatResponse) -> ReplyRecorded:
+        """Record the model's reply (``record_reply``, as ``Runtime`` does):
+        the assistant message and the calls taken, each with the gate's
+        verdict; a reply cut off, filtered or refused has its calls refused.
+        The notices owed after the calls are appended once the last call is
+        answered (at once when there are none)."""
+        return self._atomic(lambda: self._reply(response))
 
-    def _reply(self, text: str | None, calls: tuple[model.ToolCall, ...]) -> ReplyRecorded:
+    def _reply(self, response: model.ChatResponse) -> ReplyRecorded:
         self._require("step/reply", "step")
         prepared = self._prepared()
-        verdicts = [self.tools.check(call, prepared.phase, prepared.offered) for call in calls]
-        batch = [Draft(ASSISTANT_MESSAGE, {"text": text or "", "source": None})]
-        waiting: list[_Call] = []
-        for call, verdict in zip(calls, verdicts, strict=True):
-            (call_kind, call_payload), *rest = verdict_events(kernel_call(call), verdict)
-            batch.append(Draft(call_kind, call_payload))
-            waiting.append(_Call(call, verdict, tuple(rest)))
-        self.log.append(batch)
-        self._p.step_open, self._p.calls = False, tuple(waiting)
-        if calls:
-            follow: Literal["dispatch", "continue", "end"] = "dispatch"
-        else:
-            follow = "continue" if self.plans.after_final_reply() else "end"
-        return ReplyRecorded(
-            tuple(_verdict(call, verdict) for call, verdict in zip(calls, verdicts, strict=True)),
-            follow,
-            self.log.last_seq,
-        )
+        recorded = record_reply(response, self.tools, prepared, self.max_tool_calls)
+        self.log.append(recorded.batch)
+        p = self._p
+        p.step_open = False
+        answers = zip(recorded.calls, recorded.verdicts, recorded.notices, strict=True)
+        p.calls = tuple(_Call(call, verdict, notices) for call, verdict, notices in answers)
+        p.trailing = recorded.trailing
+        self._settle()
+        follow: Literal["continue", "end"] = "end" if recorded.outcome == "stop" else "continue"
+        if recorded.outcome == "final" and not self.plans.after_final_reply():
+            follow = "end"
+        verdicts = tuple(_verdict(c, v) for c, v in zip(recorded.calls, recorded.verdicts, strict=True))
+        return ReplyRecorded(verdicts, follow, recorded.ended_by, recorded.error, self.log.last_seq)
+
+    def _settle(self) -> None:
+        """Once every call of the reply is answered, append the notices owed
+        after them, each on its own (``Runtime._record_reply``)."""
+        p = self._p
+        if p.calls or p.current is not None:
+            return
+        for notice in p.trailing:
+            self.log.append((notice,))
+        p.trailing = ()
 
     # -- answering the calls ------------------------------------------------
 
@@ -556,7 +567,7 @@ class HostSession:
         p.calls = p.calls[1:]
         prepared = p.prepared
         assert prepared is not None
-        self._notices(entry.notices)
+        self.log.append(entry.notices)
         call, verdict = entry.call, entry.verdict
         if isinstance(verdict, Allowed):
             phase = runtime_phase(self.log.state)
@@ -564,30 +575,29 @@ class HostSession:
                 # An earlier call of this reply moved the phase: ask the gate
                 # again, at the phase this call would now run in.
                 verdict = self.tools.check(call, phase, prepared.offered)
-                self._notices(verdict_events(kernel_call(call), verdict)[1:])
+                again = verdict_events(kernel_call(call), verdict)[1:]
+                self.log.append([Draft(kind, payload) for kind, payload in again])
         if isinstance(verdict, Refused):
-            return self._action(call, "refused", False)
+            return self._action(call, "refused")
         if verdict.route == "runtime":
             if call.name == EXIT_PLAN_MODE.name:
                 return self._present(entry, review_available)
             self.plans.handle(call, self._queue_exit)
-            return self._action(call, "done", None)
+            return self._action(call, "done")
         self.plans.before_request()  # a plan made executable in this reply
         if self._outside_scope(call):
-            return self._action(call, "done", None)
+            return self._action(call, "done")
         p.current, p.awaiting = entry, "execute"
         return ToolAction(call.id, call.name, "execute", None, None, None, len(p.calls), self.log.last_seq)
 
-    def _notices(self, notices: Sequence[tuple[str, JSONObject]]) -> None:
-        self.log.append([Draft(kind, payload) for kind, payload in notices])
-
-    def _action(self, call: model.ToolCall, action: Literal["refused", "done"], ok: bool | None) -> ToolAction:
-        """The answer the log now holds for ``call`` (its last event)."""
-        last = self.log.state.last
-        assert last is not None
-        output = tool_message_text(last)
-        if ok is None:
-            ok = read_tool_result(last.payload).ok
+    def _action(self, call: model.ToolCall, action: Literal["refused", "done"]) -> ToolAction:
+        """The answer the log holds for ``call`` (its refusal or its result),
+        once the notices owed after the reply's last call are appended."""
+        answer = self.log.state.last
+        assert answer is not None
+        ok = False if action == "refused" else read_tool_result(answer.payload).ok
+        output = tool_message_text(answer)
+        self._settle()
         return ToolAction(call.id, call.name, action, ok, output, None, len(self._p.calls), self.log.last_seq)
 
     def _outside_scope(self, call: model.ToolCall) -> bool:
@@ -611,27 +621,21 @@ class HostSession:
         return True
 
     def _present(self, entry: _Call, available: bool) -> ToolAction:
-        """``exit_plan_mode``: decide the call as the plan runner will
-        (``decide_tool_call``) and put the rendered plan before the host's
-        human; a call the kernel answers at once (it failed its checks) is
-        answered by the plan runner now (nothing to review)."""
+        """``exit_plan_mode`` (``PlanRunner.handle``, cut where the human
+        answers): the kernel decides the call and its drafts are appended (the
+        draft, or the rewrite, of the plan); the rendered plan goes to the
+        host's human. A call the kernel answered at once (bad arguments, no
+        review channel) is done."""
         call = entry.call
         decision = decide_tool_call(
-            self.log.state,
-            kernel_call(call),
-            new_plan_id=self.plans.new_plan_id(),
-            review_available=available,
+            self.log.state, kernel_call(call), new_plan_id=self.plans.new_plan_id(), review_available=available
         )
+        self.log.append(decision.drafts)
         if decision.review is None:
-            self.plans.review = _HostReview(available)
-            try:
-                self.plans.handle(call, self._queue_exit)
-            finally:
-                self.plans.review = None
-            return self._action(call, "done", None)
-        request = decision.review.request
+            return self._action(call, "done")
         p = self._p
-        p.current, p.awaiting, p.review = entry, "review", request
+        p.current, p.awaiting, p.review = entry, "review", decision.review
+        request = decision.review.request
         review = ReviewInfo(request.plan, request.options)
         return ToolAction(call.id, call.name, "review", None, None, review, len(p.calls), self.log.last_seq)
 
@@ -648,30 +652,27 @@ class HostSession:
         call = entry.call
         (written,) = self.log.append((result_draft(call.id, call.name, ok=ok, output=output),))
         self._p.current, self._p.awaiting = None, None
+        self._settle()
         return ToolAnswered(call.id, ok, output, written.seq, len(self._p.calls))
 
     def review_answer(self, call_id: str, answer: ReviewAnswer) -> ToolAnswered:
-        """The human's answer to the plan review of an ``exit_plan_mode`` call:
-        the plan runner records the draft, the approval (which queues the
-        silent exit) or the rejection, and the call's result."""
+        """The human's answer to the plan review of an ``exit_plan_mode`` call
+        (``decide_review_answer``): the approval (which queues the silent
+        exit) or the rejection, and the call's result."""
         return self._atomic(lambda: self._review_answer(call_id, answer))
 
     def _review_answer(self, call_id: str, answer: ReviewAnswer) -> ToolAnswered:
         entry = self._expect_call(call_id, "review")
-        before = len(self.plans.outcomes)
-        port: ReviewPort = _HostReview(True, answer)
-        self.plans.review = port
-        try:
-            self.plans.handle(entry.call, self._queue_exit)
-        finally:
-            self.plans.review = None
-        last = self.log.state.last
-        assert last is not None
-        result = read_tool_result(last.payload)
-        status = self.plans.outcomes[-1].status if len(self.plans.outcomes) > before else None
         p = self._p
+        assert p.review is not None
+        reviewed = decide_review_answer(self.log.state, p.review, answer)
+        written = self.log.append(reviewed.drafts)
+        if reviewed.exit is not None:
+            p.pending = reviewed.exit
         p.current, p.awaiting, p.review = None, None, None
-        return ToolAnswered(entry.call.id, result.ok, result.output, last.seq, len(p.calls), status)
+        self._settle()
+        result, status = reviewed.result, reviewed.outcome.status
+        return ToolAnswered(entry.call.id, result.ok, result.output, written[-1].seq, len(p.calls), status)
 
     # -- goals --------------------------------------------------------------
 

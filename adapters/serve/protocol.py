@@ -185,12 +185,14 @@ class PromptConfigParams:
 @dataclass(frozen=True, slots=True)
 class SessionOpenParams:
     """Open (or create) a session of the store in this process. Process
-    state starts fresh: no pending choice, the goal disarmed."""
+    state starts fresh: no pending choice, the goal disarmed. A reply's calls
+    past ``max_tool_calls`` are refused in one notice."""
 
     session: SessionId
     tools: tuple[ToolDecl, ...] = ()
     gate: GateConfig = field(default_factory=GateConfig)
     prompt: PromptConfigParams = field(default_factory=PromptConfigParams)
+    max_tool_calls: Annotated[int, Meta(ge=0, le=10_000, description="calls of one reply taken")] = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,10 +254,12 @@ class ChoiceResult:
 
 @dataclass(frozen=True, slots=True)
 class CommandParams:
-    """One line a human typed."""
+    """One line a human typed, with the names of any files attached to it
+    (``/plan off`` takes none)."""
 
     session: SessionId
     text: Text
+    attachments: tuple[Annotated[str, Meta(max_length=4096)], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +269,8 @@ class CommandResult:
     starts a turn with it, passing ``rewriting`` in the turn's view.
     ``goal``: a ``/goal`` command was applied (``verb``; ``goal`` is the goal
     after it, ``seq`` the event appended). ``message``: not a command; the
-    host starts a turn with the text."""
+    host starts a turn with ``message`` (the text, attachments listed after
+    it)."""
 
     kind: Literal["plan", "goal", "message"]
     outcome: ChoiceOutcome | None = None
@@ -311,13 +316,11 @@ class TurnEnded:
 @dataclass(frozen=True, slots=True)
 class StepBeginParams:
     """The pre-step of a proposed step: ``step`` counts 1, 2, 3 … per turn
-    (a same-step retry after a failed model call repeats it, with
-    ``attempt`` + 1); ``verdict`` is what the host's own step listeners
-    said."""
+    (a same-step retry after a failed model call repeats it); ``verdict`` is
+    what the host's own step listeners said."""
 
     session: SessionId
     step: Positive
-    attempt: Count = 0
     verdict: StepVerdict = "accepted"
 
 
@@ -381,11 +384,16 @@ class ModelToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ReplyParams:
-    """The model's reply to the step's request."""
+    """The model's reply to the step's request, with the server's
+    ``finish_reason`` (``stop``, ``tool_calls``, ``length``,
+    ``content_filter`` …) and the model's ``refusal`` text, if any: a reply
+    cut off, filtered or refused is never taken as the model's final word."""
 
     session: SessionId
     text: Text | None = None
-    tool_calls: tuple[ModelToolCall, ...] = ()
+    tool_calls: Annotated[tuple[ModelToolCall, ...], Meta(max_length=10_000)] = ()
+    finish_reason: Annotated[str, Meta(max_length=64)] | None = None
+    refusal: Text | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,12 +413,17 @@ class CallVerdict:
 
 @dataclass(frozen=True, slots=True)
 class ReplyRecorded:
-    """``next``: ``dispatch`` (answer every call with ``tool/dispatch``, in
-    order), ``continue`` (no calls, and that ended the plan's execution:
-    verification started, begin another step) or ``end`` (end the turn)."""
+    """The calls taken, each with the gate's verdict: answer every one with
+    ``tool/dispatch``, in order. ``next`` is what follows once they are
+    answered: ``continue`` (begin the next step: the reply made calls, was
+    cut off, or ended the plan's execution so verification starts) or
+    ``end`` (end the turn; when the reply was filtered or refused,
+    ``ended_by`` and ``error`` say so)."""
 
     verdicts: tuple[CallVerdict, ...]
-    next: Literal["dispatch", "continue", "end"]
+    next: Literal["continue", "end"]
+    ended_by: str | None
+    error: str | None
     last_seq: int
 
 

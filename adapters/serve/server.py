@@ -180,6 +180,11 @@ def _tool_call(call: p.ModelToolCall) -> model.ToolCall:
     return model.ToolCall.parse(call.id, call.name, raw)
 
 
+def _response(params: p.ReplyParams) -> model.ChatResponse:
+    calls = tuple(_tool_call(c) for c in params.tool_calls)
+    return model.ChatResponse(params.text, calls, params.finish_reason, refusal=params.refusal)
+
+
 def _answer(params: p.ReviewAnswerParams) -> ReviewAnswer:
     if params.answer == "selected":
         return Selected(params.options, params.text or "")
@@ -206,11 +211,11 @@ class Server:
             "session/read": lambda q: self._session(q.session).info(),
             "session/close": self._close,
             "user/choose": lambda q: self._session(q.session).choose(q.active),
-            "user/command": lambda q: self._session(q.session).command(q.text),
+            "user/command": lambda q: self._session(q.session).command(q.text, q.attachments),
             "turn/start": lambda q: self._session(q.session).start_turn(q.text, goal_round=q.goal_round, view=q.view),
             "step/begin": lambda q: self._session(q.session).begin_step(q.step, q.verdict),
             "step/context": lambda q: self._session(q.session).context(q.conversation),
-            "step/reply": lambda q: self._session(q.session).reply(q.text, [_tool_call(c) for c in q.tool_calls]),
+            "step/reply": lambda q: self._session(q.session).reply(_response(q)),
             "tool/dispatch": lambda q: self._session(q.session).dispatch(
                 q.call_id, review_available=q.review_available
             ),
@@ -248,7 +253,8 @@ class Server:
                 self.sessions[params.session].stage,
                 code="session-open",
             )
-        config = HostConfig(tuple(_tool_spec(t) for t in params.tools), _policy(params.gate), _prompt(params.prompt))
+        tools = tuple(_tool_spec(t) for t in params.tools)
+        config = HostConfig(tools, _policy(params.gate), _prompt(params.prompt), params.max_tool_calls)
         session = HostSession(self.store, params.session, self.clock, config)
         self.sessions[params.session] = session
         return session.info()
