@@ -69,6 +69,7 @@ _FULL = {
     "fold_events": 100_000,
     "fold_repeats": 3,
     "import_runs": 15,
+    "serve_steps": 400,
 }
 #: The smallest size each workload is cut to, so a tiny scale still runs every path.
 _FLOOR = {
@@ -88,6 +89,7 @@ _FLOOR = {
     "fold_events": 60,
     "fold_repeats": 1,
     "import_runs": 2,
+    "serve_steps": 20,
 }
 
 
@@ -112,6 +114,7 @@ class Scale:
     fold_events: int
     fold_repeats: int
     import_runs: int
+    serve_steps: int
 
     @classmethod
     def of(cls, factor: float) -> Scale:

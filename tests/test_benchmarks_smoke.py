@@ -150,6 +150,17 @@ def test_open_smoke(tmp_path: Path) -> None:
     assert all(r.direction == "at-most" and r.bound == 2.0 for r in result.ratios)
 
 
+def test_serve_step_smoke(tmp_path: Path) -> None:
+    result = FAMILIES["serve-step"](TINY, tmp_path / "serve-step")
+    check_family(result, "serve-step")
+    served, direct = result.measurements
+    assert len(served.samples) == len(direct.samples) == TINY.serve_steps
+    added, overhead = result.ratios
+    assert (added.direction, added.bound, len(added.samples)) == ("at-most", 1.0, TINY.serve_steps)
+    assert overhead.bound is None and overhead.met is None
+    assert result.notes == (f"{TINY.serve_steps} steps each way; the server exited with status 0",)
+
+
 def test_replay_memory_smoke(tmp_path: Path) -> None:
     result = FAMILIES["replay-memory"](replace(TINY, memory_repeats=1), tmp_path / "replay-memory")
     check_family(result, "replay-memory")
