@@ -13,6 +13,9 @@
  * decides everything else and writes the log: plan mode, the plan and its
  * approval, which tools the model may see and call, the plan context of
  * each request. Afterwards `planfold audit DB` checks the log.
+ *
+ * To type-check it: npx -p typescript -p @types/node tsc --noEmit --allowJs
+ * --checkJs --strict --target es2022 --module nodenext examples/serve_client.mjs
  */
 
 import { spawn } from "node:child_process";

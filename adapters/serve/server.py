@@ -307,10 +307,13 @@ class Server:
         if problem is not None:
             return _error(rid, _standard(-32600, problem, "invalid-request"))
         notification = "id" not in message
+        method = str(message["method"])
         try:
-            result = self._call(str(message["method"]), message.get("params", {}))
+            result = self._call(method, message.get("params", {}))
         except _RpcError as exc:
+            log.debug("%s: error %s [%s]", method, exc.code, exc.data.get("code"))
             return None if notification else _error(rid, exc)
+        log.debug("%s: ok", method)
         if notification:
             return None
         return {"jsonrpc": "2.0", "id": rid, "result": result}
