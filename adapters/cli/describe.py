@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from planfold.adapters.specgen.vectors import summarize as canonical_summary
 from planfold.kernel.log import Event
 from planfold.kernel.session import SessionState
 
@@ -140,25 +141,11 @@ def goal_text(goal: object) -> str:
 
 
 def summarize(state: SessionState) -> dict[str, object]:
-    """Where a folded session stands, as plain data."""
-    plan = state.plan.current
-    goal = state.goal.current
-    return {
-        "last_seq": state.last_seq,
-        "turns": state.turns.turn,
-        "turn_open": state.turns.open,
-        "agent_mode": state.agent_mode,
-        "plan": None
-        if plan is None
-        else {"id": plan.id, "revision": plan.revision, "status": plan.status},
-        "goal": None
-        if goal is None
-        else {
-            "id": goal.id,
-            "revision": goal.revision,
-            "phase": goal.phase,
-            "rounds_started": goal.rounds_started,
-            "max_rounds": goal.max_rounds,
-            "blocked": None if goal.blocked_reason is None else goal.blocked_reason.code,
-        },
-    }
+    """Where a folded session stands, as plain data: the conformance summary
+    (``vectors.summarize``) with the turns and a blocked goal's code."""
+    summary = canonical_summary(state)
+    facts: dict[str, object] = {**summary, "turns": state.turns.turn, "turn_open": state.turns.open}
+    goal, found = state.goal.current, summary["goal"]
+    if goal is not None and isinstance(found, dict):
+        facts["goal"] = {**found, "blocked": None if goal.blocked_reason is None else goal.blocked_reason.code}
+    return facts

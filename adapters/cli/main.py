@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import BinaryIO, NoReturn, TextIO
 
+from planfold.adapters.cli.args import count, positive_seconds
 from planfold.adapters.cli.demo import command_name, run_demo
 from planfold.adapters.cli.describe import goal_text, plan_text, shown, summarize
 from planfold.adapters.cli.inputs import CliError, Source, open_database, read_source, same_file
@@ -415,26 +416,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
-    return value
-
-
 def _version() -> str:
     try:
         return metadata.version("planfold")
@@ -465,9 +446,9 @@ def _parser(out: TextIO, err: TextIO) -> _Parser:
     demo.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
     demo.add_argument("--model", default="default", help="the model name to ask the server for (default 'default')")
     demo.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key")
-    demo.add_argument("--timeout", type=_positive_seconds, default=60.0, metavar="S",
+    demo.add_argument("--timeout", type=positive_seconds, default=60.0, metavar="S",
                       help="seconds one model request may take, connect to last byte (default 60)")
-    demo.add_argument("--retries", type=_count, default=3, metavar="N",
+    demo.add_argument("--retries", type=count, default=3, metavar="N",
                       help="retries of one step's model request, all layers together (default 3)")
 
     checks = (

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from planfold.adapters.cli.args import positive_seconds
 from planfold.adapters.errors import AdapterError
 from planfold.adapters.specgen.vector_cases import Case, cases
 from planfold.kernel.errors import ReplayError
@@ -357,20 +358,10 @@ def add_conform_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         help="run CMD LOG per vector and read its JSON answer from stdout (default: planfold itself)",
     )
     parser.add_argument(
-        "--timeout", type=_seconds, default=30.0, metavar="S", help="seconds per vector (default 30)"
+        "--timeout", type=positive_seconds, default=30.0, metavar="S", help="seconds per vector (default 30)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     return parser
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 def _plain(value: object) -> str:
