@@ -116,6 +116,7 @@ __all__ = [
     "StepListener",
     "TurnReport",
     "record_reply",
+    "scope_refusal",
     "with_attachments",
 ]
 
@@ -286,6 +287,26 @@ def record_reply(
     return RecordedReply(
         shown, tuple(batch), calls, verdicts, tuple(notices), tuple(trailing), "stop", ended_by, error
     )
+
+
+def scope_refusal(state: SessionState, tools: ToolRunner, call: ToolCall) -> tuple[tuple[Draft, ...], Draft] | None:
+    """When ``call``'s effects fall outside the executing plan's scope
+    (``decide_scope``): the realignment to record, then the call's failed
+    result (append each on its own); ``None`` when the call may run."""
+    spec = tools.registry.get(call.name)
+    if spec is None:
+        return None
+    effects = execution_effects(spec, call.arguments or {})
+    verdict, realign = decide_scope(state, effects)
+    if not realign:
+        return None
+    output = error_output(
+        "outside-plan-scope",
+        f"nothing ran: {verdict.reason}; execution stops until the plan is realigned",
+        violations=[{"code": v.code, "message": v.message} for v in verdict.violations],
+        hint="Tell the user what you need; the plan must be presented and approved again.",
+    )
+    return tuple(realign), result_draft(call.id, call.name, ok=False, output=output)
 
 
 @dataclass(frozen=True, slots=True)
@@ -561,21 +582,12 @@ class Runtime:
     def _outside_scope(self, call: ToolCall) -> bool:
         """Check the call's effects against the executing plan's scope; when
         any is outside, record the realignment and answer without running."""
-        spec = self.tools.registry.get(call.name)
-        if spec is None:
+        refusal = scope_refusal(self.log.state, self.tools, call)
+        if refusal is None:
             return False
-        effects = execution_effects(spec, call.arguments or {})
-        verdict, realign = decide_scope(self.log.state, effects)
-        if not realign:
-            return False
+        realign, result = refusal
         self.log.append(realign)
-        output = error_output(
-            "outside-plan-scope",
-            f"nothing ran: {verdict.reason}; execution stops until the plan is realigned",
-            violations=[{"code": v.code, "message": v.message} for v in verdict.violations],
-            hint="Tell the user what you need; the plan must be presented and approved again.",
-        )
-        self.log.append((result_draft(call.id, call.name, ok=False, output=output),))
+        self.log.append((result,))
         return True
 
     def _queue_exit(self, outcome: ReviewOutcome) -> None:

@@ -53,12 +53,11 @@ from planfold.adapters.errors import AdapterError
 from planfold.adapters.llm import model
 from planfold.adapters.llm.openai_wire import encode_message, plain_json
 from planfold.adapters.runtime.goal_service import GoalChanged, GoalService
-from planfold.adapters.runtime.loop import record_reply, with_attachments
+from planfold.adapters.runtime.loop import record_reply, scope_refusal, with_attachments
 from planfold.adapters.runtime.plan_runner import PlanRunner
 from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
 from planfold.adapters.runtime.tool_runner import (
     ToolRunner,
-    error_output,
     kernel_call,
     result_draft,
     tool_message_text,
@@ -99,13 +98,11 @@ from planfold.kernel.plan.decisions import (
     decide_pre_step,
     decide_request_header,
     decide_review_answer,
-    decide_scope,
     decide_tool_call,
 )
 from planfold.kernel.plan.mode import PendingChoice, StepVerdict
 from planfold.kernel.plan.review import ReviewAnswer, ReviewOutcome
 from planfold.kernel.plan.review import parse_plan_command as parse_plan
-from planfold.kernel.plan.tools import execution_effects
 from planfold.kernel.session import SessionState
 from planfold.kernel.tools.events import read_tool_result, verdict_events
 from planfold.kernel.tools.gate import Allowed, GatePolicy, Refused, Verdict
@@ -603,21 +600,12 @@ class HostSession:
     def _outside_scope(self, call: model.ToolCall) -> bool:
         """``Runtime._outside_scope``: an effect outside the executing plan's
         scope records the realignment and a failed result; nothing runs."""
-        spec = self.tools.registry.get(call.name)
-        if spec is None:
+        refusal = scope_refusal(self.log.state, self.tools, call)
+        if refusal is None:
             return False
-        effects = execution_effects(spec, call.arguments or {})
-        verdict, realign = decide_scope(self.log.state, effects)
-        if not realign:
-            return False
+        realign, result = refusal
         self.log.append(realign)
-        output = error_output(
-            "outside-plan-scope",
-            f"nothing ran: {verdict.reason}; execution stops until the plan is realigned",
-            violations=[{"code": v.code, "message": v.message} for v in verdict.violations],
-            hint="Tell the user what you need; the plan must be presented and approved again.",
-        )
-        self.log.append((result_draft(call.id, call.name, ok=False, output=output),))
+        self.log.append((result,))
         return True
 
     def _present(self, entry: _Call, available: bool) -> ToolAction:
