@@ -38,17 +38,15 @@ from dataclasses import dataclass
 from planfold.adapters.runtime.goal_service import AgentHandle, GoalChanged, GoalService, RoundRunner
 from planfold.adapters.store.base import (
     AppendResult,
-    AuditReport,
+    ForwardingStore,
     Lease,
     LeaseHeldError,
     LeaseLostError,
     SharedStore,
     Store,
 )
-from planfold.adapters.store.projection import Projection
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSONObject
-from planfold.kernel.session import SessionState
 
 __all__ = ["RELEASING_OPERATIONS", "LeasedDrive", "LeasedDriver", "default_holder"]
 
@@ -75,38 +73,18 @@ class LeasedDrive:
     expires_at: int | None = None
 
 
-class _FencedStore:
+class _FencedStore(ForwardingStore):
     """``store`` with ``lease()`` passed to every append (when there is one)."""
 
     def __init__(self, store: SharedStore, lease: Callable[[], Lease | None]) -> None:
-        self.inner = store
+        super().__init__(store)
+        self.shared = store
         self.lease = lease
 
     def append(
         self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
     ) -> AppendResult:
-        return self.inner.append(session_id, expected_seq, events, idempotency_key, lease=self.lease())
-
-    def head(self, session_id: str) -> int:
-        return self.inner.head(session_id)
-
-    def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
-        return self.inner.read(session_id, after)
-
-    def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
-        return self.inner.load(session_id, incremental=incremental)
-
-    def projection(self, session_id: str) -> Projection:
-        return self.inner.projection(session_id)
-
-    def audit(self, session_id: str) -> AuditReport:
-        return self.inner.audit(session_id)
-
-    def session_ids(self) -> tuple[str, ...]:
-        return self.inner.session_ids()
-
-    def close(self) -> None:
-        self.inner.close()
+        return self.shared.append(session_id, expected_seq, events, idempotency_key, lease=self.lease())
 
 
 class _LeasedRunner:

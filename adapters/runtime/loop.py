@@ -116,6 +116,7 @@ __all__ = [
     "StepListener",
     "TurnReport",
     "record_reply",
+    "refuse_outside_scope",
     "scope_refusal",
     "with_attachments",
 ]
@@ -307,6 +308,19 @@ def scope_refusal(state: SessionState, tools: ToolRunner, call: ToolCall) -> tup
         hint="Tell the user what you need; the plan must be presented and approved again.",
     )
     return tuple(realign), result_draft(call.id, call.name, ok=False, output=output)
+
+
+def refuse_outside_scope(log: SessionLog, tools: ToolRunner, call: ToolCall) -> bool:
+    """Append ``scope_refusal``'s realignment and failed result, each on its
+    own, when ``call`` falls outside the executing plan's scope; whether it
+    did (then nothing may run)."""
+    refusal = scope_refusal(log.state, tools, call)
+    if refusal is None:
+        return False
+    realign, result = refusal
+    log.append(realign)
+    log.append((result,))
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -582,13 +596,7 @@ class Runtime:
     def _outside_scope(self, call: ToolCall) -> bool:
         """Check the call's effects against the executing plan's scope; when
         any is outside, record the realignment and answer without running."""
-        refusal = scope_refusal(self.log.state, self.tools, call)
-        if refusal is None:
-            return False
-        realign, result = refusal
-        self.log.append(realign)
-        self.log.append((result,))
-        return True
+        return refuse_outside_scope(self.log, self.tools, call)
 
     def _queue_exit(self, outcome: ReviewOutcome) -> None:
         """An approved review queues its silent exit for the next pre-step."""

@@ -53,7 +53,7 @@ from planfold.adapters.errors import AdapterError
 from planfold.adapters.llm import model
 from planfold.adapters.llm.openai_wire import encode_message, plain_json
 from planfold.adapters.runtime.goal_service import GoalChanged, GoalService
-from planfold.adapters.runtime.loop import record_reply, scope_refusal, with_attachments
+from planfold.adapters.runtime.loop import record_reply, refuse_outside_scope, with_attachments
 from planfold.adapters.runtime.plan_runner import PlanRunner
 from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
 from planfold.adapters.runtime.tool_runner import (
@@ -82,8 +82,7 @@ from planfold.adapters.serve.protocol import (
     TurnEnded,
     TurnStarted,
 )
-from planfold.adapters.store.base import AppendResult, AuditReport, Store
-from planfold.adapters.store.projection import Projection
+from planfold.adapters.store.base import AppendResult, ForwardingStore, Store
 from planfold.adapters.store.session_log import Clock, LogSealedError, SessionLog
 from planfold.kernel.errors import ConflictError
 from planfold.kernel.goal.command import parse_goal_command
@@ -179,13 +178,14 @@ class HostConfig:
 # A unit of work over a store
 
 
-class UnitStore:
+class UnitStore(ForwardingStore):
     """A ``Store`` that, inside a unit, holds one session's appends and
     writes them at ``commit`` in one compare-and-set append; outside a unit
-    it passes everything through. Reads see the held events."""
+    it passes everything through. Reads see the held events; closing it
+    leaves the shared store open (only its owner closes it)."""
 
     def __init__(self, inner: Store, session_id: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.session_id = session_id
         self._open = False
         self._base = 0
@@ -228,20 +228,8 @@ class UnitStore:
         held = self._held if session_id == self.session_id else []
         return self.inner.read(session_id, after) + tuple(e for e in held if e.seq > after)
 
-    def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
-        return self.inner.load(session_id, incremental=incremental)
-
-    def projection(self, session_id: str) -> Projection:
-        return self.inner.projection(session_id)
-
-    def audit(self, session_id: str) -> AuditReport:
-        return self.inner.audit(session_id)
-
-    def session_ids(self) -> tuple[str, ...]:
-        return self.inner.session_ids()
-
     def close(self) -> None:
-        """The shared store stays open; only its owner closes it."""
+        """The shared store stays open."""
 
 
 # --------------------------------------------------------------------------
@@ -582,7 +570,7 @@ class HostSession:
             self.plans.handle(call, self._queue_exit)
             return self._action(call, "done")
         self.plans.before_request()  # a plan made executable in this reply
-        if self._outside_scope(call):
+        if refuse_outside_scope(self.log, self.tools, call):  # realigned: nothing runs
             return self._action(call, "done")
         p.current, p.awaiting = entry, "execute"
         return ToolAction(call.id, call.name, "execute", None, None, None, len(p.calls), self.log.last_seq)
@@ -596,17 +584,6 @@ class HostSession:
         output = tool_message_text(answer)
         self._settle()
         return ToolAction(call.id, call.name, action, ok, output, None, len(self._p.calls), self.log.last_seq)
-
-    def _outside_scope(self, call: model.ToolCall) -> bool:
-        """``Runtime._outside_scope``: an effect outside the executing plan's
-        scope records the realignment and a failed result; nothing runs."""
-        refusal = scope_refusal(self.log.state, self.tools, call)
-        if refusal is None:
-            return False
-        realign, result = refusal
-        self.log.append(realign)
-        self.log.append((result,))
-        return True
 
     def _present(self, entry: _Call, available: bool) -> ToolAction:
         """``exit_plan_mode`` (``PlanRunner.handle``, cut where the human

@@ -80,6 +80,7 @@ __all__ = [
     "AppendRejectedError",
     "AppendResult",
     "AuditReport",
+    "ForwardingStore",
     "IdempotencyMismatchError",
     "InvalidRequestError",
     "Lease",
@@ -317,6 +318,41 @@ class Store(Protocol):
     def session_ids(self) -> tuple[str, ...]: ...
 
     def close(self) -> None: ...
+
+
+class ForwardingStore:
+    """A ``Store`` that hands every call to ``inner``: a wrapper subclasses it
+    and overrides only what it changes (a unit of work that holds appends, a
+    lease passed with every append)."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+
+    def append(
+        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
+    ) -> AppendResult:
+        return self.inner.append(session_id, expected_seq, events, idempotency_key)
+
+    def head(self, session_id: str) -> int:
+        return self.inner.head(session_id)
+
+    def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
+        return self.inner.read(session_id, after)
+
+    def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
+        return self.inner.load(session_id, incremental=incremental)
+
+    def projection(self, session_id: str) -> Projection:
+        return self.inner.projection(session_id)
+
+    def audit(self, session_id: str) -> AuditReport:
+        return self.inner.audit(session_id)
+
+    def session_ids(self) -> tuple[str, ...]:
+        return self.inner.session_ids()
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 @runtime_checkable
