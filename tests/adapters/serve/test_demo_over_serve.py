@@ -1,5 +1,6 @@
 """The demo's whole session, driven through ``planfold serve`` by a Python
-host over a pipe, writes the very log ``planfold demo`` writes."""
+host over a pipe, writes the very log ``planfold demo`` writes, on SQLite
+and on PostgreSQL alike (``--db`` opens whatever the store opener opens)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.serve.client import ServeClient
+from planfold.adapters.store.opener import open_store
 from planfold.adapters.store.sqlite import SqliteStore
 from tests.serve_host import PyHost
 
@@ -21,22 +23,20 @@ from tests.serve_host import PyHost
 TICKS = (1_700_000_000_000, 1000)
 
 
-def _export(db: Path, session: str) -> bytes:
-    with SqliteStore(db) as store:
-        return encode_jsonl(store.read(session))
-
-
-def test_the_demo_driven_through_serve_writes_the_demos_very_log(tmp_path: Path) -> None:
+def _demo_log(tmp_path: Path) -> tuple[str, bytes]:
     result = run_demo(str(tmp_path / "demo.sqlite"), io.StringIO())
     assert result.audit_ok
-    expected = _export(tmp_path / "demo.sqlite", result.session_id)
+    with SqliteStore(tmp_path / "demo.sqlite") as store:
+        return result.session_id, encode_jsonl(store.read(result.session_id))
 
+
+def _serve_demo(db: str, session: str) -> bytes:
+    """Drive the demo's session through ``planfold serve --db DB``; its log."""
     workspace = Workspace(dict(DEMO_FILES))
     executors = ToolRunner(default_registry(), executors=workspace.executors())
-    served = tmp_path / "served.sqlite"
     first, second = first_model(), after_restart_model()
-    with ServeClient.spawn(str(served), ticks=TICKS) as client:
-        host = PyHost(client, result.session_id, first, executors, demo_reviewer())
+    with ServeClient.spawn(db, ticks=TICKS) as client:
+        host = PyHost(client, session, first, executors, demo_reviewer())
         host.open()
         assert host.submit("/plan")["outcome"] == "committed"
         assert host.submit(TASK) == "reply"
@@ -44,8 +44,8 @@ def test_the_demo_driven_through_serve_writes_the_demos_very_log(tmp_path: Path)
         assert created["armed"]
         stopped = host.drive()
         assert stopped["reason"] == "budget-spent" and stopped["blocked_at"] is not None
-        ref = stopped["goal"]["id"], stopped["goal"]["revision"]
-        edited = host.call("goal/edit", ref={"id": ref[0], "revision": ref[1]}, max_rounds=3)
+        ref = {"id": stopped["goal"]["id"], "revision": stopped["goal"]["revision"]}
+        edited = host.call("goal/edit", ref=ref, max_rounds=3)
         host.call("goal/resume", ref=edited["ref"])
         # the restart: the session's process state is dropped and opened afresh
         host.call("session/close")
@@ -58,6 +58,19 @@ def test_the_demo_driven_through_serve_writes_the_demos_very_log(tmp_path: Path)
         assert client.close() == 0
     for model in (first, second):
         assert isinstance(model, ScriptedClient) and model.remaining == 0
-    assert _export(served, result.session_id) == expected
-    with SqliteStore(served) as store:
-        assert store.audit(result.session_id).ok
+    store = open_store(db)
+    try:
+        assert store.audit(session).ok
+        return encode_jsonl(store.read(session))
+    finally:
+        store.close()
+
+
+def test_the_demo_driven_through_serve_writes_the_demos_very_log(tmp_path: Path) -> None:
+    session, expected = _demo_log(tmp_path)
+    assert _serve_demo(str(tmp_path / "served.sqlite"), session) == expected
+
+
+def test_the_demo_driven_through_serve_on_postgresql_writes_the_demos_very_log(tmp_path: Path, pg_url: str) -> None:
+    session, expected = _demo_log(tmp_path)
+    assert _serve_demo(pg_url, session) == expected
