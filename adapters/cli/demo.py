@@ -195,7 +195,7 @@ def run_demo(
     out.line("   to execution, recorded as verify-fail), fixes the file, and passes")
     objective = "Keep README.md and greet.py consistent"
     _goal_op(out, "creating the goal", lambda: goals.create(goals.agent, objective, max_rounds=2))
-    drive = goals.drive(goals.agent, runtime, text=lambda n: f"Continue the goal (round {n}).")
+    drive = goals.drive(goals.agent, runtime)
     out.line(f"   -> rounds run: {list(drive.rounds)}; stopped: {drive.stopped}; armed: {goals.activation.armed}")
 
     both = all(name in workspace.files.get("README.md", "") for name in ("greet(", "farewell("))

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from planfold.adapters.runtime.goal_service import AgentHandle, GoalChanged, GoalService, RoundRunner
+from planfold.adapters.runtime.goal_service import AgentHandle, GoalChanged, GoalService, RoundRunner, round_text
 from planfold.adapters.store.base import (
     AppendResult,
     ForwardingStore,
@@ -142,7 +142,7 @@ class LeasedDriver:
         agent: AgentHandle,
         runner: RoundRunner,
         *,
-        text: Callable[[int], str] = lambda n: f"Continue the goal (round {n}).",
+        text: Callable[[int], str] = round_text,
         limit: int = 1_000,
     ) -> LeasedDrive:
         """Run goal rounds like ``GoalService.drive``, each under the lease."""

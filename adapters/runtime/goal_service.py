@@ -73,7 +73,13 @@ __all__ = [
     "ListenerFailure",
     "RoundRunner",
     "StaleAgentError",
+    "round_text",
 ]
+
+
+def round_text(number: int) -> str:
+    """The message that opens goal round ``number`` unless a caller words it."""
+    return f"Continue the goal (round {number})."
 
 
 class StaleAgentError(AdapterError):
@@ -317,7 +323,7 @@ class GoalService:
         agent: AgentHandle,
         runner: RoundRunner,
         *,
-        text: Callable[[int], str] = lambda n: f"Continue the goal (round {n}).",
+        text: Callable[[int], str] = round_text,
         limit: int = 1_000,
     ) -> DriveReport:
         """Run goal rounds until the kernel says stop or ``limit`` rounds ran.
