@@ -7,7 +7,7 @@ envelope type and kind names):
   returns the state after the valid prefix plus ``(position, rule)`` of the
   first bad event, or ``None`` when the whole log is valid;
 - ``to_state(model)``: the kernel ``GoalState`` the model's state stands for,
-  so a test can compare the two.
+  so a test can compare the two (``same_goal_state``: used ids included).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 from planfold.kernel.goal.fold import GoalState
 from planfold.kernel.goal.values import BlockedReason, GoalRef, GoalSnapshot
+from planfold.kernel.idset import IdSet
 from planfold.kernel.log import KNOWN_KINDS, Event
 
 KEBAB = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -56,7 +57,13 @@ def to_state(model: Model) -> GoalState:
             updated_at=goal["updated"],
         )
     last = None if model.last_ref is None else GoalRef(*model.last_ref)
-    return GoalState(current, last, frozenset(model.used))
+    return GoalState(current, last, IdSet(model.used))
+
+
+def same_goal_state(one: GoalState, other: GoalState) -> bool:
+    """Equal goal states with the same ids used (``used_ids`` is an index the
+    state's equality leaves out, so it is compared here on its own)."""
+    return one == other and one.used_ids == other.used_ids
 
 
 # --------------------------------------------------------------------------

@@ -36,7 +36,10 @@ round-trip; a state machine of random appends, conflicts, retries, bad
 appends and reopens agrees with a model that is a list of events per session;
 ``follow`` yields what is there and then what another store on the same
 storage appends; goal leases are granted, extended, refused, expire, pass to
-the next holder with a larger token, are released, and fence appends.
+the next holder with a larger token, are released, and fence appends; a
+goal id is never created twice, whether the store folds onto a state it
+just wrote or one it resumed from its snapshot, and that snapshot does not
+grow with the number of goals a log has had.
 """
 
 from __future__ import annotations
@@ -68,12 +71,43 @@ from planfold.adapters.store.base import (
     import_session,
 )
 from planfold.adapters.store.contract_logs import FULL_SCRIPT, MOVES, LogBuilder, batch_after, build_log, logs
-from planfold.adapters.store.projection import Projection, project
+from planfold.adapters.store.projection import Projection, project, snapshot_of
 from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError, is_kebab_case
-from planfold.kernel.log import USER_MESSAGE, Event
+from planfold.kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
+from planfold.kernel.payload import JSONObject
 from planfold.kernel.session import SessionState, fold_session
 
 __all__ = ["ManualClock", "StoreContract", "StoreKit", "StoreMaker"]
+
+
+def _goal_create(goal_id: str, seq: int) -> Event:
+    """A create of an active goal ``goal_id`` at ``seq`` (time = seq)."""
+    goal: JSONObject = {"id": goal_id, "revision": 1, "objective": "finish", "phase": "active", "max_rounds": 5,
+                        "blocked_reason": None}
+    payload: JSONObject = {"version": 1, "operation": "create", "goal": goal, "rounds_started": 0, "created_at": seq,
+               "updated_at": seq}
+    return Event(seq, GOAL_CHANGE, seq, payload)
+
+
+def _goal_clear(goal_id: str, seq: int) -> Event:
+    """The clear of goal ``goal_id``, created just before at revision 1, at ``seq``."""
+    cleared: JSONObject = {"id": goal_id, "revision": 2}
+    payload: JSONObject = {"version": 1, "operation": "clear", "cleared": cleared, "cleared_at": seq}
+    return Event(seq, GOAL_CHANGE, seq, payload)
+
+
+def fold_refusal(events: list[Event]) -> ReplayError:
+    """The refusal of a replay of ``events`` (which must hold one)."""
+    try:
+        fold_session(events)
+    except ReplayError as exc:
+        return exc
+    raise AssertionError("the log folds cleanly")
+
+
+def _snapshot_size(store: Store, session_id: str) -> int:
+    """How long the fold snapshot of a session's state is."""
+    return len(snapshot_of(store.load(session_id, incremental=True))[1])
 
 
 class ManualClock:
@@ -406,6 +440,41 @@ class StoreContract:
         assert err.position >= 5
         assert _session_facts(kit.store, "s") == before
         assert _session_facts(kit.reopen(), "s") == before
+
+    @pytest.mark.parametrize("reopened", [False, True], ids=["same-store", "reopened"])
+    def test_a_goal_id_is_never_created_twice_however_the_store_resumed(
+        self, kit: StoreKit, reopened: bool
+    ) -> None:
+        first = [_goal_create("g1", 1), _goal_clear("g1", 2), _goal_create("g2", 3), _goal_clear("g2", 4)]
+        kit.store.append("s", 0, first)
+        store = kit.reopen() if reopened else kit.store
+        before = _session_facts(store, "s")
+        # g1 again at seq 7, and a later event that breaks another rule: the
+        # reuse is what is reported, at its own seq, as a replay reports it.
+        reused = [_goal_create("g3", 5), _goal_clear("g3", 6), _goal_create("g1", 7), Event(8, GOAL_CHANGE, 1, {})]
+        with pytest.raises(AppendRejectedError) as info:
+            store.append("s", 4, reused)
+        assert (info.value.position, info.value.rule) == (7, "id-reused")
+        assert info.value.detail == fold_refusal([*first, *reused]).detail
+        assert _session_facts(store, "s") == before
+        store.append("s", 4, reused[:2])
+        again = kit.reopen()
+        for goal_id in ("g2", "g3"):
+            with pytest.raises(AppendRejectedError, match="id-reused"):
+                again.append("s", 6, [_goal_create(goal_id, 7)])
+        again.append("s", 6, [_goal_create("g4", 7)])
+        assert again.load("s", incremental=True) == again.load("s") == fold_session(again.read("s"))
+        assert again.audit("s").ok
+
+    def test_the_snapshot_does_not_grow_with_the_goals_a_log_has_had(self, kit: StoreKit) -> None:
+        events: list[Event] = []
+        for n in range(40):
+            events += [_goal_create(f"goal-{n:03}", 2 * n + 1), _goal_clear(f"goal-{n:03}", 2 * n + 2)]
+        kit.store.append("s", 0, events[:2])
+        one = _snapshot_size(kit.store, "s")
+        kit.store.append("s", 2, events[2:])
+        assert _snapshot_size(kit.store, "s") <= one + 8  # the seq and time of the last event may get longer
+        assert kit.reopen().load("s", incremental=True).goal == fold_session(events).goal
 
     @pytest.mark.parametrize(("error", "call"), BAD_REQUESTS, ids=BAD_REQUEST_IDS)
     def test_a_bad_request_gets_a_typed_error_and_changes_nothing(

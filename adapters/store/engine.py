@@ -18,15 +18,24 @@ supplies only what differs between storage engines:
   before it decides (the log's last seq, the session row's snapshot, what the
   idempotency key already answered); ``rows`` yields stored
   ``(seq, kind, at, payload text)`` rows in seq order; ``snapshot``,
-  ``session_row`` and ``head`` read; ``insert_events``, ``write_row`` and
-  ``insert_key`` write. Payloads are stored as the compact JSON text the codec
+  ``session_row``, ``head`` and ``used_goal_ids`` read; ``insert_events``,
+  ``write_row``, ``insert_key`` and ``insert_goal_ids`` write. Payloads are stored as the compact JSON text the codec
   produced, so every backend hands back byte-identical events.
 
 An append is: validate (``prepare_append``, outside any transaction); in one
 write transaction read the view; answer a known key (or refuse a key reused
 for another request); refuse a stale ``expected_seq`` with ``ConflictError``;
 fold the new events strictly (``AppendRejectedError``); insert the events,
-write the session row (projection and snapshot) and the key; commit. All
+write the session row (projection and snapshot) and the key; commit.
+
+The goal ids a session has created are an index the backend keeps
+(``used_goal_ids``/``insert_goal_ids``: a table keyed by session and id),
+not part of the snapshot, which would otherwise grow with every goal and be
+rewritten on every append. When the new events create goals, the append
+looks their ids up in the index first and hands the ones already used to the
+fold's state (``knowing_goal_ids``), so a reused id is ``id-reused`` at its
+seq, in the order of every other check, exactly as in a replay; the ids the
+events create join the index in the same transaction. All
 checks come before the first write, and a backend writes nothing unless the
 transaction commits, so nothing is ever partly written.
 
@@ -86,7 +95,7 @@ from planfold.adapters.store.base import (
 from planfold.adapters.store.projection import Projection, project, resume_state, snapshot_reusing, with_summary
 from planfold.adapters.store.snapshot import SnapshotParts
 from planfold.kernel.errors import ConflictError
-from planfold.kernel.log import USER_MESSAGE, Event
+from planfold.kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
 from planfold.kernel.session import SessionState, fold_rows
 
 __all__ = [
@@ -99,6 +108,8 @@ __all__ = [
     "StoredEvent",
     "Transaction",
     "Watch",
+    "created_goal_ids",
+    "knowing_goal_ids",
     "starts_a_round",
 ]
 
@@ -168,6 +179,10 @@ class Transaction(Protocol):
 
     def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None: ...
 
+    def used_goal_ids(self, session_id: str, ids: Sequence[str]) -> frozenset[str]: ...
+
+    def insert_goal_ids(self, session_id: str, rows: Sequence[tuple[str, int]]) -> None: ...
+
     def lease_view(self, session_id: str) -> tuple[Lease | None, int]: ...
 
     def write_lease(self, lease: Lease) -> None: ...
@@ -190,6 +205,31 @@ class Backend(Protocol):
     def watch(self, session_id: str) -> AbstractContextManager[Watch]: ...
 
     def close(self) -> None: ...
+
+
+def created_goal_ids(events: Sequence[Event]) -> list[tuple[str, int]]:
+    """The goal ids the ``goal/change`` creates among ``events`` name, each
+    with the seq of its create. Only the shape is looked at: once the fold
+    has accepted the events, each of these is a create it folded."""
+    created = []
+    for event in events:
+        if event.kind == GOAL_CHANGE and event.payload.get("operation") == "create":
+            goal = event.payload.get("goal")
+            goal_id = goal.get("id") if isinstance(goal, Mapping) else None
+            if isinstance(goal_id, str):
+                created.append((goal_id, event.seq))
+    return created
+
+
+def knowing_goal_ids(state: SessionState, used: Iterable[str]) -> SessionState:
+    """``state`` whose goal fold also knows ``used`` (ids the store's index
+    holds) as used, so that folding a create of one is ``id-reused`` exactly
+    as in a replay of the whole log."""
+    goal = state.goal
+    known = goal.used_ids
+    for goal_id in sorted(used):
+        known = known.with_id(goal_id)
+    return state if known is goal.used_ids else replace(state, goal=replace(goal, used_ids=known))
 
 
 def starts_a_round(events: Sequence[Event]) -> bool:
@@ -254,6 +294,9 @@ class LogStore:
         state = self._resume(sid, view.fold_format, view.fold_state, view.head) if view.has_row else None
         if state is None:
             state = fold_rows(SessionState(), decode_rows(tx.rows(sid, 0)))
+        created = created_goal_ids(p.events)
+        if created:
+            state = knowing_goal_ids(state, tx.used_goal_ids(sid, [goal_id for goal_id, _ in created]))
         new_state = fold_new_events(sid, state, p.events)
         live = view.lease
         if lease is None and _is_live(live, view.now) and starts_a_round(p.events):
@@ -263,6 +306,8 @@ class LogStore:
         if lease is not None:
             tx.write_lease(replace(lease, expires_at=view.now + lease.ttl_ms))
         tx.insert_events(sid, [(e.seq, e.kind, e.at, text) for e, text in zip(p.events, p.payloads, strict=True)])
+        if created:
+            tx.insert_goal_ids(sid, created)
         with self._memo_lock:
             known = self._memo.get(sid)
         fold_format, fold_state, parts = snapshot_reusing(new_state, None if known is None else known[3])

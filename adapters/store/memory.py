@@ -5,7 +5,7 @@ Theory of operation
 ``MemoryStore`` is ``LogStore`` (the one append algorithm) over the simplest
 backend there is: one lock, a dict of sessions, each with its events
 (payloads kept as the same compact JSON text the other backends write), its
-session row and its idempotency keys. A transaction holds the lock and keeps
+session row, its idempotency keys and the goal ids it created. A transaction holds the lock and keeps
 its writes aside until the body returns, so a failed body changes nothing.
 Every read decodes fresh values, so a caller can never mutate what the store
 holds. Leases run on ``clock`` (integer milliseconds, the system clock by
@@ -34,6 +34,7 @@ class _Session:
     events: list[tuple[int, str, int, str]] = field(default_factory=list)
     row: SessionRow | None = None
     keys: dict[str, KnownKey] = field(default_factory=dict)
+    goal_ids: set[str] = field(default_factory=set)
 
 
 class _MemoryTransaction:
@@ -94,6 +95,13 @@ class _MemoryTransaction:
     def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
         known = KnownKey(request_hash, first_seq, last_seq)
         self.pending.append(lambda: self._session(session_id).keys.__setitem__(key, known))
+
+    def used_goal_ids(self, session_id: str, ids: Sequence[str]) -> frozenset[str]:
+        session = self.sessions.get(session_id)
+        return frozenset() if session is None else frozenset(ids) & session.goal_ids
+
+    def insert_goal_ids(self, session_id: str, rows: Sequence[tuple[str, int]]) -> None:
+        self.pending.append(lambda: self._session(session_id).goal_ids.update(goal_id for goal_id, _ in rows))
 
     def lease_view(self, session_id: str) -> tuple[Lease | None, int]:
         return self.leases.get(session_id), self.clock()

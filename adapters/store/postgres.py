@@ -72,6 +72,7 @@ from planfold.adapters.store.postgres_schema import (
     CHANNEL,
     HEAD,
     INSERT_EVENTS,
+    INSERT_GOAL_IDS,
     INSERT_KEY,
     LEASE_READ,
     LOCK_SESSION,
@@ -83,6 +84,7 @@ from planfold.adapters.store.postgres_schema import (
     SESSION_IDS,
     UPSERT_LEASE,
     UPSERT_ROW,
+    USED_GOAL_IDS,
     Connection,
     MigrationReport,
     connection_lost,
@@ -244,6 +246,14 @@ class _PostgresTransaction:
 
     def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
         self.writes.append((INSERT_KEY, (session_id, key, request_hash, first_seq, last_seq)))
+
+    def used_goal_ids(self, session_id: str, ids: Sequence[str]) -> frozenset[str]:
+        found = self._query(USED_GOAL_IDS, (session_id, list(ids)), lock=session_id).fetchall()
+        return frozenset(str(row[0]) for row in found)
+
+    def insert_goal_ids(self, session_id: str, rows: Sequence[tuple[str, int]]) -> None:
+        goal_ids, seqs = (list(column) for column in zip(*rows, strict=True))
+        self.writes.append((INSERT_GOAL_IDS, (session_id, goal_ids, seqs)))
 
     def lease_view(self, session_id: str) -> tuple[Lease | None, int]:
         row = self._one(LEASE_READ, (session_id,), lock=session_id)

@@ -14,6 +14,10 @@ forward:
       the session rows (``planfold_sessions``: the projection and the fold
       snapshot) and idempotency keys (``planfold_append_keys``)
  2    goal leases (``planfold_leases``: holder, fencing token, expiry, ttl)
+ 3    the goal ids each session has created (``planfold_goal_ids``, primary
+      key ``(session_id, goal_id)``, with the seq of the create), filled from
+      the log: an append checks a create against it instead of carrying
+      every id in the snapshot it rewrites
 ====  ==========================================================================
 
 ``migrate`` runs every pending step in ONE transaction under an advisory
@@ -31,6 +35,7 @@ driver exception leaves the PostgreSQL modules.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +56,7 @@ __all__ = [
     "CHANNEL",
     "HEAD",
     "INSERT_EVENTS",
+    "INSERT_GOAL_IDS",
     "INSERT_KEY",
     "LEASE_READ",
     "LOCK_SESSION",
@@ -64,6 +70,7 @@ __all__ = [
     "TABLES",
     "UPSERT_LEASE",
     "UPSERT_ROW",
+    "USED_GOAL_IDS",
     "MigrationReport",
     "Step",
     "connection_lost",
@@ -73,7 +80,7 @@ __all__ = [
 ]
 
 #: The newest layout this code reads and writes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The LISTEN/NOTIFY channel appends announce themselves on (payload: the session id).
 CHANNEL = "planfold_events"
@@ -157,6 +164,15 @@ INSERT_KEY = (
     " VALUES (%s, %s, %s, %s, %s)"
 )
 
+#: Which of some goal ids (an array) the session has created.
+USED_GOAL_IDS = "SELECT goal_id FROM planfold_goal_ids WHERE session_id = %s::text AND goal_id = ANY(%s::text[])"
+
+#: Record the goal ids an append creates (session id, ids, seqs of the creates).
+INSERT_GOAL_IDS = (
+    "INSERT INTO planfold_goal_ids (session_id, goal_id, seq)"
+    " SELECT %s::text, * FROM unnest(%s::text[], %s::bigint[])"
+)
+
 
 # --------------------------------------------------------------------------
 # Errors
@@ -236,6 +252,46 @@ def _step_leases(conn: Connection) -> None:
     )
 
 
+def _step_goal_ids(conn: Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS planfold_goal_ids ("
+        " session_id text NOT NULL,"
+        " goal_id text NOT NULL,"
+        " seq bigint NOT NULL,"
+        " PRIMARY KEY (session_id, goal_id))"
+    )
+    # Every create already in the log (a log that reuses an id is refused by
+    # its replay anyway; the first create of the id is the one kept). Read
+    # here rather than cast in SQL: a stored payload that is not JSON would
+    # make a cast fail the whole migration.
+    rows = conn.execute(
+        "SELECT session_id, seq, payload FROM planfold_events WHERE kind = 'goal/change' ORDER BY session_id, seq"
+    )
+    created: dict[tuple[str, str], int] = {}
+    for session_id, seq, payload in rows:
+        goal_id = _created_goal_id(payload)
+        if goal_id is not None:
+            created.setdefault((session_id, goal_id), seq)
+    if created:
+        sessions, goal_ids = zip(*created, strict=True)
+        conn.execute(
+            "INSERT INTO planfold_goal_ids (session_id, goal_id, seq)"
+            " SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[])",
+            (list(sessions), list(goal_ids), list(created.values())),
+        )
+
+
+def _created_goal_id(payload: object) -> str | None:
+    """The goal id a stored ``goal/change`` payload creates, if it is a create."""
+    try:
+        body = json.loads(payload) if isinstance(payload, str) else None
+    except ValueError:
+        return None
+    goal = body.get("goal") if isinstance(body, dict) and body.get("operation") == "create" else None
+    goal_id = goal.get("id") if isinstance(goal, dict) else None
+    return goal_id if isinstance(goal_id, str) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One forward migration: ``apply`` takes a database at ``version - 1`` to ``version``."""
@@ -249,6 +305,7 @@ class Step:
 STEPS: tuple[Step, ...] = (
     Step(1, "event log, session rows and idempotency keys", _step_log),
     Step(2, "goal leases", _step_leases),
+    Step(3, "goal ids created by each session", _step_goal_ids),
 )
 
 #: The columns each version promises, by table.
@@ -262,6 +319,7 @@ TABLES: dict[int, dict[str, tuple[str, ...]]] = {
         "planfold_append_keys": ("session_id", "key", "request_hash", "first_seq", "last_seq"),
     },
     2: {"planfold_leases": ("session_id", "holder", "token", "expires_at", "ttl_ms")},
+    3: {"planfold_goal_ids": ("session_id", "goal_id", "seq")},
 }  # fmt: skip
 
 

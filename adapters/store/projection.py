@@ -7,7 +7,10 @@ human-readable columns from a fold state (agent mode, the current plan and its
 summary in the kernel's stored JSON forms, the goal view). ``SESSION_SNAPSHOT``
 encodes whole fold states exactly for fast incremental opens; its ``format``
 changes whenever the state's shape or the reducer list changes, which makes
-older snapshots stale rather than wrong.
+older snapshots stale rather than wrong. The goal ids a session has used
+(``GoalState.used_ids``, an ``IdSet``) are transient: a store keeps them in
+an index of its own (see ``adapters.store.engine``), so the snapshot written
+on every append stays the same size however many goals the log has had.
 
 Stores write both in the same transaction as the events they derive from.
 ``snapshot_reusing`` encodes a state reusing the encoded parts of an earlier
@@ -26,6 +29,7 @@ import msgspec
 
 from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
 from planfold.kernel.goal.values import GoalSnapshot
+from planfold.kernel.idset import IdSet
 from planfold.kernel.plan.artifact import PlanArtifact
 from planfold.kernel.plan.spec_json import spec_to_json, summary_to_json
 from planfold.kernel.session import REDUCERS, SessionState
@@ -105,7 +109,7 @@ def project(state: SessionState) -> Projection:
 def _build_snapshot_codec() -> SnapshotCodec[SessionState] | None:
     reducers = ",".join(f"{r.__module__}.{r.__qualname__}" for r in REDUCERS)
     try:
-        return SnapshotCodec(SessionState, extra=reducers)
+        return SnapshotCodec(SessionState, extra=reducers, transient=(IdSet,))
     except SnapshotError:
         return None
 

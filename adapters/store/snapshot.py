@@ -28,8 +28,18 @@ reachable from ``root`` so that the round trip is exact and strict:
 
 A type with no exact encoding (a mutable ``set``, ``bytes``, a union of two
 members that JSON cannot tell apart such as ``str | SomeStrEnum``) is refused
-when the codec is built. Bad bytes are refused with every problem at once,
-each with its path (``cattrs.transform_error``), in ``SnapshotError.problems``.
+when the codec is built.
+
+A *transient* type (``transient=``) is not written at all: a value of it is
+``null`` in the snapshot and reads back as the type's empty value (``cls()``).
+That is for an index that grows with the history and that the store keeps
+elsewhere, where a write costs the same however long the log is (the goal
+ids a log has used, ``kernel.idset.IdSet``: a snapshot rewritten on every
+append must not carry them); the field holding it must not take part in the
+state's equality, or a decoded state would not equal the state encoded.
+
+Bad bytes are refused with every problem at once, each with its path
+(``cattrs.transform_error``), in ``SnapshotError.problems``.
 
 ``SnapshotCodec.format`` fingerprints the type tree plus any extra text (the
 store adds the reducer names). A snapshot written under a different format is
@@ -139,14 +149,15 @@ class _Shapes:
     encoding, describes them for the format fingerprint and tells which are
     immutable all the way down (so their encoding can be kept by identity)."""
 
-    def __init__(self, root: type) -> None:
+    def __init__(self, root: type, transient: tuple[type, ...] = ()) -> None:
         self.classes: dict[type, dict[str, Any]] = {}
         self.unions: set[Any] = set()
         self.enums: set[type[enum.Enum]] = set()
+        self.transient = transient
         self._visit(root)
 
     def _visit(self, tp: Any) -> None:
-        if tp is _NONE or tp is None or tp in SCALARS or is_json(tp):
+        if tp is _NONE or tp is None or tp in SCALARS or is_json(tp) or tp in self.transient:
             return
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             if not all(type(m.value) in SCALARS for m in tp):
@@ -190,7 +201,8 @@ class _Shapes:
             for c, hints in self.classes.items()
         )
         enums = (f"{_name(e)}{sorted(repr(m.value) for m in e)}" for e in self.enums)
-        return ";".join(sorted([*classes, *enums]))
+        transient = (f"transient {_name(t)}" for t in self.transient)
+        return ";".join(sorted([*classes, *enums, *transient]))
 
     def immutable(self, tp: Any, seen: frozenset[Any] = frozenset()) -> bool:
         """Whether every value of ``tp`` is immutable all the way down (frozen
@@ -198,7 +210,7 @@ class _Shapes:
         payloads can change in place, so they never are."""
         if tp in seen:
             return True  # a recursive type: decided by its other members
-        if tp is _NONE or tp in SCALARS or tp in self.enums:
+        if tp is _NONE or tp in SCALARS or tp in self.enums or tp in self.transient:
             return True
         if tp in self.classes:
             params = getattr(tp, "__dataclass_params__", None)
@@ -213,6 +225,17 @@ class _Shapes:
         return False
 
 
+def _as_null(value: object) -> None:
+    """A transient value is not written."""
+
+
+def _empty_of(value: object, cls: type[T]) -> T:
+    """A transient value reads back empty; anything but ``null`` is malformed."""
+    if value is not None:
+        raise ValueError(f"a transient {cls.__qualname__} is stored as null, not {type(value).__name__}")
+    return cls()
+
+
 class SnapshotCodec(Generic[T]):
     """Exact JSON snapshots of values of the dataclass type ``root``.
 
@@ -220,10 +243,13 @@ class SnapshotCodec(Generic[T]):
     annotation reachable from ``root`` has no exact encoding.
     """
 
-    def __init__(self, root: type[T], *, extra: str = "") -> None:
-        shapes = _Shapes(root)
+    def __init__(self, root: type[T], *, extra: str = "", transient: tuple[type, ...] = ()) -> None:
+        shapes = _Shapes(root, transient)
         self.root = root
         self._conv = exact_converter()
+        for cls in transient:
+            self._conv.register_unstructure_hook(cls, _as_null)
+            self._conv.register_structure_hook(cls, _empty_of)
         try:
             for union in shapes.unions:
                 tag_union(union, self._conv, tag_name=TAG, tag_generator=_name)

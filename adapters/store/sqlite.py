@@ -9,7 +9,8 @@ columns, the projection ``project(state)`` of the fold (``agent_mode``,
 ``current_plan_json``, ``current_plan_summary_json``, ``plan_mode``,
 ``goal_json``), ``log_seq`` and a snapshot of the whole fold state
 (``fold_state`` with its ``fold_format``). ``append_keys`` remembers
-idempotency keys.
+idempotency keys. ``goal_ids`` holds the goal ids each session has created
+(an append checks the creates it carries against it).
 
 An append is one ``BEGIN IMMEDIATE`` transaction, which takes the file's
 write lock before the append reads anything; a single statement
@@ -54,6 +55,7 @@ from planfold.adapters.store.sqlite_schema import (
 )
 from planfold.adapters.store.sqlite_sql import (
     APPEND_READ,
+    INSERT_GOAL_ID,
     INSERT_ROWS,
     SELECT_EVENTS,
     SELECT_LEASE,
@@ -61,6 +63,7 @@ from planfold.adapters.store.sqlite_sql import (
     RowSql,
     insert_events_sql,
     row_sql,
+    used_goal_ids_sql,
 )
 
 __all__ = ["SqliteBackend", "SqliteStore", "Synchronous", "connect_sqlite"]
@@ -167,6 +170,18 @@ class _SqliteTransaction:
             "INSERT INTO append_keys (session_id, key, request_hash, first_seq, last_seq) VALUES (?, ?, ?, ?, ?)",
             (session_id, key, request_hash, first_seq, last_seq),
         )
+
+    def used_goal_ids(self, session_id: str, ids: Sequence[str]) -> frozenset[str]:
+        found: set[str] = set()
+        for start in range(0, len(ids), INSERT_ROWS):
+            chunk = ids[start : start + INSERT_ROWS]
+            rows = self.conn.execute(used_goal_ids_sql(len(chunk)), (session_id, *chunk)).fetchall()
+            found.update(str(row[0]) for row in rows)
+        return frozenset(found)
+
+    def insert_goal_ids(self, session_id: str, rows: Sequence[tuple[str, int]]) -> None:
+        for goal_id, seq in rows:
+            self.conn.execute(INSERT_GOAL_ID, (session_id, goal_id, seq))
 
     def lease_view(self, session_id: str) -> tuple[Lease | None, int]:
         row = self.conn.execute(SELECT_LEASE, (session_id,)).fetchone()

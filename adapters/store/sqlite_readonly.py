@@ -18,9 +18,12 @@ in-memory database cannot use the write-ahead log.
 
 ``check_readable(conn)`` is the setup of such a connection: it switches
 nothing (no WAL, no ``synchronous``), runs no migration, turns on
-``query_only`` and refuses a file that is not a planfold database at the
-current schema version with ``NotPlanfoldDatabaseError``
-(``not-a-planfold-database``); a newer version is ``SchemaTooNewError``.
+``query_only`` and refuses a file that is not a planfold database with an
+event log (schema version ``LOG_VERSION`` up to the current one, its tables
+as that version promises) with ``NotPlanfoldDatabaseError``
+(``not-a-planfold-database``); a newer version is ``SchemaTooNewError``. An
+older version with a log is read as it is: reading needs no table a later
+version added.
 
 ``open_read_only(path)`` (or ``open_read_only(name, image=data)``) is the
 whole store on such a connection: the one append algorithm's ``LogStore``
@@ -37,7 +40,7 @@ import urllib.parse
 from planfold.adapters.store.base import SchemaMismatchError, SchemaTooNewError, StoreError
 from planfold.adapters.store.engine import LogStore
 from planfold.adapters.store.sqlite import SqliteBackend
-from planfold.adapters.store.sqlite_schema import SCHEMA_VERSION, Connection, read_version, verify_schema
+from planfold.adapters.store.sqlite_schema import LOG_VERSION, SCHEMA_VERSION, Connection, read_version, verify_schema
 
 __all__ = ["NotPlanfoldDatabaseError", "check_readable", "connect_image", "connect_read_only", "open_read_only"]
 
@@ -78,14 +81,14 @@ def check_readable(conn: Connection, busy_timeout_ms: int = 15_000) -> None:
     version = read_version(conn)
     if version > SCHEMA_VERSION:
         raise SchemaTooNewError(version, SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
+    if version < LOG_VERSION:
         tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
         what = "an empty SQLite file" if not tables else f"a SQLite file with schema version {version}"
         raise NotPlanfoldDatabaseError(
-            f"{what}, not a planfold database (version {SCHEMA_VERSION}); nothing was changed"
+            f"{what}, not a planfold database (version {LOG_VERSION} to {SCHEMA_VERSION}); nothing was changed"
         )
     try:
-        verify_schema(conn, SCHEMA_VERSION)
+        verify_schema(conn, version)
     except SchemaMismatchError as exc:
         raise NotPlanfoldDatabaseError(f"not a planfold database: {exc.message}") from exc
 

@@ -18,6 +18,10 @@ step in ``STEPS`` moves one version forward:
       ``legacy_head_json``
  6    goal leases (``goal_leases``: one row per session with its holder,
       fencing token, expiry and ttl)
+ 7    the goal ids each session has created (``goal_ids``, keyed
+      ``(session_id, goal_id)``, with the seq of the create), filled from
+      the log: an append checks a create against it instead of carrying
+      every id in the snapshot it rewrites
 ====  ==========================================================================
 
 ``migrate`` runs every pending step in ONE ``BEGIN IMMEDIATE`` transaction
@@ -56,6 +60,7 @@ from planfold.adapters.store.base import (
 
 __all__ = [
     "LEGACY_VERSION",
+    "LOG_VERSION",
     "SCHEMA_VERSION",
     "STEPS",
     "Connection",
@@ -71,7 +76,9 @@ __all__ = [
 ]
 
 #: The newest layout this code reads and writes.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
+#: The first layout with the event log: a read-only open reads any from here on.
+LOG_VERSION = 5
 #: The newest legacy layout (the sessions table before plan/build modes).
 LEGACY_VERSION = 2
 
@@ -162,6 +169,7 @@ LOG_COLUMNS = (
 EVENT_COLUMNS = ("session_id", "seq", "kind", "at", "payload")
 KEY_COLUMNS = ("session_id", "key", "request_hash", "first_seq", "last_seq")
 LEASE_COLUMNS = ("session_id", "holder", "token", "expires_at", "ttl_ms")
+GOAL_ID_COLUMNS = ("session_id", "goal_id", "seq")
 
 
 def _step_mode(conn: Connection) -> None:
@@ -214,6 +222,29 @@ def _step_leases(conn: Connection) -> None:
     )
 
 
+def _step_goal_ids(conn: Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS goal_ids ("
+        " session_id TEXT NOT NULL,"
+        " goal_id TEXT NOT NULL,"
+        " seq INTEGER NOT NULL,"
+        " PRIMARY KEY (session_id, goal_id)) WITHOUT ROWID"
+    )
+    # Every create already in the log (a log that reuses an id is refused by
+    # its replay anyway; the first create of the id is the one kept).
+    # CASE, not AND: SQLite may evaluate the terms of a WHERE in any order,
+    # and json_extract of a payload that is not JSON is an error.
+    conn.execute(
+        "INSERT OR IGNORE INTO goal_ids (session_id, goal_id, seq)"
+        " SELECT session_id, goal_id, seq FROM ("
+        "  SELECT session_id, seq, CASE WHEN json_valid(payload) THEN"
+        "   CASE WHEN json_extract(payload, '$.operation') = 'create' AND json_type(payload, '$.goal.id') = 'text'"
+        "   THEN json_extract(payload, '$.goal.id') END END AS goal_id"
+        "  FROM events WHERE kind = 'goal/change')"
+        " WHERE goal_id IS NOT NULL ORDER BY session_id, seq"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One forward migration: ``apply`` takes a file at ``version - 1`` to ``version``."""
@@ -230,6 +261,7 @@ STEPS: tuple[Step, ...] = (
     Step(4, "plan summary cache column", _step_summary),
     Step(5, "event log, idempotency keys and projection columns", _step_log),
     Step(6, "goal leases", _step_leases),
+    Step(7, "goal ids created by each session", _step_goal_ids),
 )
 
 
@@ -256,6 +288,8 @@ def verify_schema(conn: Connection, version: int = SCHEMA_VERSION) -> None:
         wanted["append_keys"] = list(KEY_COLUMNS)
     if version >= 6:
         wanted["goal_leases"] = list(LEASE_COLUMNS)
+    if version >= 7:
+        wanted["goal_ids"] = list(GOAL_ID_COLUMNS)
     for table, names in wanted.items():
         have = columns(conn, table)
         missing += [f"{table}.{n}" for n in names if n not in have]

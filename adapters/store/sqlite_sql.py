@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "APPEND_READ",
+    "INSERT_GOAL_ID",
     "INSERT_ROWS",
     "PROJECTION_COLUMNS",
     "SELECT_EVENTS",
@@ -32,6 +33,7 @@ __all__ = [
     "RowSql",
     "insert_events_sql",
     "row_sql",
+    "used_goal_ids_sql",
 ]
 
 #: The session row's columns that every append writes, in the order the
@@ -74,6 +76,16 @@ UPSERT_LEASE = (
     " ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, token = excluded.token,"
     " expires_at = excluded.expires_at, ttl_ms = excluded.ttl_ms"
 )
+
+#: Record a goal id a session created (session id, goal id, seq of the create).
+INSERT_GOAL_ID = "INSERT INTO goal_ids (session_id, goal_id, seq) VALUES (?, ?, ?)"
+
+
+@functools.lru_cache(maxsize=8)
+def used_goal_ids_sql(count: int) -> str:
+    """Which of ``count`` goal ids (after the session id) the session has created."""
+    return "SELECT goal_id FROM goal_ids WHERE session_id = ? AND goal_id IN (" + ", ".join("?" * count) + ")"
+
 
 #: Events per multi-row INSERT (5 parameters each, far below SQLite's limit).
 INSERT_ROWS = 200

@@ -33,9 +33,10 @@ however often it is asked.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import PayloadError, ReplayError
+from ..idset import IdSet
 from ..log import GOAL_CHANGE, USER_MESSAGE, Event, check_envelope, read_message_round
 from ..payload import JSON, JSONObject
 from .values import (
@@ -108,15 +109,26 @@ GOAL_REPLAY_RULES: Mapping[str, str] = {
 }
 
 
+_NO_IDS = IdSet()
+
+
 @dataclass(frozen=True, slots=True)
 class GoalState:
     """What the log determines about goals: the current goal (``None`` before
     the first create and after a clear), the ref of the latest change
-    (including a clear tombstone) and every goal id ever created."""
+    (including a clear tombstone) and the goal ids created (``used_ids``).
+
+    ``used_ids`` grows with the history, so it is an ``IdSet`` (an insert
+    does not copy it) and it is an index rather than part of the state's
+    value: it takes no part in equality, and a store does not snapshot it.
+    A fold of the whole log holds every id; a state a store resumed from its
+    snapshot holds only the ids the store looked up for the events it folds
+    next (the store keeps every id in an index of its own and checks each
+    create against it), which is all the fold ever asks about."""
 
     current: GoalSnapshot | None = None
     last_ref: GoalRef | None = None
-    used_ids: frozenset[str] = frozenset()
+    used_ids: IdSet = field(default=_NO_IDS, compare=False)
 
 
 def _check_target(seq: int, current: GoalSnapshot | None, ref: GoalRef) -> GoalSnapshot:
@@ -150,7 +162,7 @@ def _apply_create(state: GoalState, seq: int, at: int, goal: GoalSnapshot) -> Go
         raise ReplayError(seq, "rounds-mismatch", "a new goal starts with rounds_started 0")
     if goal.created_at != at or goal.updated_at != at:
         raise ReplayError(seq, "timestamp-mismatch", f"created_at and updated_at must equal the event's at {at}")
-    return GoalState(goal, goal.ref, state.used_ids | {goal.id})
+    return GoalState(goal, goal.ref, state.used_ids.with_id(goal.id))
 
 
 def _apply_snapshot(state: GoalState, seq: int, at: int, change: SnapshotChange, rounds: int) -> GoalState:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -34,6 +34,7 @@ from planfold.adapters.codec import (
 )
 from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError
 from planfold.kernel.errors import ReplayError, is_kebab_case
+from planfold.kernel.idset import IdSet
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.plan.spec_json import spec_from_json, summary_from_json
@@ -515,3 +516,28 @@ def test_a_stream_is_read_no_further_than_the_line_asked_for() -> None:
     lines = iter(JsonlLines(stream))
     assert [next(lines) for _ in range(25)] == [b"{}"] * 25
     assert stream.reads == 3
+
+
+# --------------------------------------------------------------------------
+# A transient index is not snapshotted
+
+
+@dataclass(frozen=True, slots=True)
+class _Indexed:
+    last: int
+    seen: IdSet = field(default_factory=IdSet, compare=False)
+
+
+def test_a_transient_index_is_written_as_null_and_reads_back_empty() -> None:
+    codec = SnapshotCodec(_Indexed, transient=(IdSet,))
+    small = _Indexed(1, IdSet(["a"]))
+    large = _Indexed(1, IdSet(f"goal-{n}" for n in range(10_000)))
+    assert codec.encode(small) == codec.encode(large) == b'{"last":1,"seen":null}'
+    decoded = codec.decode(codec.encode(large))
+    assert decoded == large and len(decoded.seen) == 0
+    with pytest.raises(SnapshotError) as caught:
+        codec.decode(b'{"last":1,"seen":["a"]}')
+    assert caught.value.problems and "$.seen" in caught.value.problems[0]
+    with pytest.raises(SnapshotError, match="cannot snapshot"):
+        SnapshotCodec(_Indexed)
+    assert SnapshotCodec(_Indexed, transient=(IdSet,), extra="x").format != codec.format

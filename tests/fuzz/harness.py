@@ -23,6 +23,7 @@ import json
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
@@ -200,7 +201,7 @@ def stable_repr(value: object) -> str:
         return "{" + ", ".join(f"{stable_repr(k)}: {stable_repr(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(stable_repr(item) for item in value) + "]"
-    if isinstance(value, set | frozenset):
+    if isinstance(value, AbstractSet):
         return "{" + ", ".join(sorted(stable_repr(item) for item in value)) + "}"
     return repr(value)
 

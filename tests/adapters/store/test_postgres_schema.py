@@ -72,15 +72,24 @@ def test_a_database_at_version_1_moves_forward_and_keeps_its_log(pg_url: str) ->
     log = build_log(FULL_SCRIPT).events
     with PostgresStore(pg_url) as store:
         store.append("s", 0, log, "k")
-    sql(pg_url, "DROP TABLE planfold_leases; DELETE FROM planfold_schema WHERE version = 2")
+    sql(pg_url, "DROP TABLE planfold_leases, planfold_goal_ids; DELETE FROM planfold_schema WHERE version >= 2")
+    # A hand-edited row whose payload is not JSON does not stop the migration.
+    sql(pg_url, "INSERT INTO planfold_events VALUES ('t', 1, 'goal/change', 1, 'not json')")
     with PostgresStore(pg_url) as store:
         assert store.migration is not None
         assert (store.migration.from_version, store.migration.to_version) == (1, SCHEMA_VERSION)
-        assert store.migration.applied == ("goal leases",)
+        assert store.migration.applied == ("goal leases", "goal ids created by each session")
         assert store.load("s") == fold_session(log)
         assert store.audit("s").ok
         assert store.append("s", 0, log, "k").replayed
         assert store.acquire_lease("s", "host-a", 1_000).token == 1
+    created = sorted(("s", goal["id"], e.seq) for e in log if (goal := _created_goal(e.payload)) is not None)
+    assert created and dump(pg_url)["rows"]["planfold_goal_ids"] == created
+
+
+def _created_goal(payload: Any) -> Any:
+    """The goal a goal/change create payload creates, else None."""
+    return payload.get("goal") if payload.get("operation") == "create" else None
 
 
 def test_opening_a_migrated_database_again_changes_nothing(pg_url: str) -> None:

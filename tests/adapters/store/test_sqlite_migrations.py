@@ -321,3 +321,30 @@ def test_a_new_session_in_a_legacy_table_fills_its_required_columns(legacy: Path
         " WHERE id = 'fresh'"
     ).fetchone()
     assert row == ("", 10, 20, "", "", 0)
+
+
+def test_a_file_with_a_log_gets_the_goal_ids_its_creates_used(tmp_path: Path) -> None:
+    path = tmp_path / "v6.db"
+    log = build_log(FULL_SCRIPT).events
+    with SqliteStore(path) as store:
+        store.append("s", 0, log)
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE goal_ids")
+    # A hand-edited row whose payload is not JSON does not stop the migration.
+    conn.execute("INSERT INTO events VALUES ('t', 1, 'goal/change', 1, 'not json')")
+    conn.execute("PRAGMA user_version = 6")
+    conn.commit()
+    conn.close()
+    with SqliteStore(path) as store:
+        assert store.migration is not None and store.migration.applied == ("goal ids created by each session",)
+        assert store.load("s", incremental=True) == store.load("s") and store.audit("s").ok
+    created = sorted(
+        ("s", e.payload["goal"]["id"], e.seq)  # type: ignore[index,call-overload]
+        for e in log
+        if e.kind == "goal/change" and e.payload.get("operation") == "create"
+    )
+    conn = sqlite3.connect(path)
+    try:
+        assert created and conn.execute("SELECT * FROM goal_ids ORDER BY 1, 2").fetchall() == created
+    finally:
+        conn.close()

@@ -30,6 +30,7 @@ from planfold.kernel.goal.values import (
     clear_payload,
     snapshot_payload,
 )
+from planfold.kernel.idset import IdSet
 from planfold.kernel.log import ASSISTANT_MESSAGE, GOAL_CHANGE, PLAN_MODE, TURN_START, USER_MESSAGE, Event
 from planfold.kernel.payload import JSON
 from planfold.kernel.session import fold_session
@@ -434,7 +435,7 @@ def test_clear_records_a_tombstone_and_the_history_stays() -> None:
     event = log.run(clear, log.ref, actor="user")
     assert event_ref(event) == GoalRef("g1", 3)
     state = log.state
-    assert state == GoalState(None, GoalRef("g1", 3), frozenset({"g1"}))
+    assert state == GoalState(None, GoalRef("g1", 3)) and state.used_ids == {"g1"}
 
 
 def test_event_ref_of_a_bad_payload_is_a_replay_error() -> None:
@@ -453,7 +454,7 @@ def test_event_ref_of_an_unknown_version_reports_the_payload_error() -> None:
 
 def test_with_rounds_keeps_the_blocked_reason_of_a_blocked_goal() -> None:
     blocked = replace(G1, phase="blocked", blocked_reason=REASON, revision=2, rounds_started=1)
-    state = GoalState(blocked, blocked.ref, frozenset({"g1"}))
+    state = GoalState(blocked, blocked.ref, IdSet(["g1"]))
     counted = with_rounds(state, 2)
     assert counted.current == replace(blocked, rounds_started=2)
     assert (counted.last_ref, counted.used_ids) == (state.last_ref, state.used_ids)
