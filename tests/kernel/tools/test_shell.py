@@ -27,6 +27,7 @@ from planfold.kernel.tools.shell import (
     WRITE_COMMANDS,
     classify_command,
     classify_shell_call,
+    shell_write_targets,
 )
 from planfold.kernel.tools.spec import Classification, ToolSpec
 from tests.gate_helpers import READ_TOOLS, SHELL_TOOLS, any_shell_write, read_command
@@ -282,6 +283,44 @@ def test_git_fails_closed_on_everything_but_its_reads(line: str, code: str) -> N
     assert verdict.reason and verdict.hint == SHELL_HINTS[code]
 
 
+@pytest.mark.parametrize(
+    ("line", "code", "reason"),
+    [
+        ("git -c core.pager=sh log", "shell-git-option", "git -c sets configuration, which can name programs to run"),
+        # the reason is looked up by the option's name before its first '='
+        (
+            "git --config-env=core.pager=X log",
+            "shell-git-option",
+            "git --config-env=core.pager=X sets configuration, which can name programs to run",
+        ),
+        ("git --version", "shell-git-option", "git --version is not a known read-only option"),
+        ("git", "shell-git-subcommand", "git without a subcommand runs nothing to read"),
+        ("git lg", "shell-git-subcommand", "git lg is not one of git's reads (aliases are refused too)"),
+        ("git log -", "shell-git-option", "git log - is not a known read-only option"),
+        ("git log --bogus", "shell-git-option", "git log --bogus is not a known read-only option"),
+        ("git log -Q", "shell-git-option", "git log -Q is not a known read-only option"),
+        ("git status -5", "shell-git-option", "git status -5 is not a known read-only option"),
+        ("git log --author", "shell-git-option", "git log --author needs a value that is not an option"),
+        ("git grep -e", "shell-git-option", "git grep -e needs a value that is not an option"),
+        ("git grep -e --cached foo", "shell-git-option", "git grep -e needs a value that is not an option"),
+        ("git log --format='%G?'", "shell-git-option", "git log --format=%G? checks signatures, which runs a program"),
+        ("git branch new-feature", "shell-git-subcommand", "git branch new-feature creates a branch; list with --list"),
+        # names after '--' are names too, and options after a name are still checked
+        ("git branch -- new", "shell-git-subcommand", "git branch new creates a branch; list with --list"),
+        ("git log HEAD --output=x", "shell-git-option", "git log --output=x is not a known read-only option"),
+        # a scored letter takes digits and '%' only
+        ("git diff -Mx5", "shell-git-option", "git diff -Mx5 is not a known read-only option"),
+    ],
+)
+def test_a_refused_git_line_names_the_word_and_why(line: str, code: str, reason: str) -> None:
+    verdict = classify_command(line)
+    assert (verdict.read_only, verdict.code, verdict.reason) == (False, code, reason)
+
+
+def test_a_scored_git_letter_with_digits_and_a_percent_is_a_read() -> None:
+    assert classify_command("git diff -M50%").read_only
+
+
 GIT_VOCABULARY = (
     *GIT_READS_BY_NAME, "commit", "push", "config", "co",
     "-p", "-n", "5", "-5", "--stat", "--oneline", "-l", "--list", "-e", "-A", "3", "--format=%h", "--cached",
@@ -470,3 +509,37 @@ def test_a_command_that_is_not_text_or_a_tool_that_is_not_a_shell_is_refused_say
     reader = ToolSpec("reader", "Read", {}, "read", "builtin")
     verdict = classify_shell_call(reader, {"command": "ls"})
     assert (verdict.code, verdict.reason) == ("shell-not-applicable", "reader is not a shell tool")
+
+
+@pytest.mark.parametrize(
+    ("line", "targets"),
+    [
+        ("ls", ()),  # a read-only line writes nothing
+        ("ls | tee out", ("out",)),
+        ("rm -- a b", ("a", "b")),
+        ("truncate -s 0 f", ("f",)),  # a valued letter takes the next word
+        ("truncate -cs 0 f", ("f",)),
+        ("cp a b", ("b",)),  # the last of two or more
+        ("cp a b c", ("c",)),
+        ("mv a b", ("a", "b")),  # every operand
+        ("chmod 644 f", ("f",)),  # all but the mode
+        ("chmod 644 f g", ("f", "g")),
+        # targets that cannot be named
+        ("python x", None),
+        ("touch -", None),
+        ("touch ~/x", None),
+        ("touch ''", None),
+        ("rm -- -f", None),
+        ("truncate -xs 0 f", None),
+        ("touch --no-create f", None),
+    ],
+)
+def test_the_paths_a_shell_line_writes_are_the_operands_of_plain_writers_or_none(
+    line: str, targets: tuple[str, ...] | None
+) -> None:
+    assert shell_write_targets({"command": line}) == targets
+
+
+def test_shell_write_targets_of_arguments_that_are_not_exactly_a_command_are_unknown() -> None:
+    assert shell_write_targets({"command": "ls", "cwd": "/"}) is None
+    assert shell_write_targets(["ls"]) is None  # type: ignore[arg-type]
