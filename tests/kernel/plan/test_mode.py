@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from planfold.kernel.errors import ReplayError
-from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, USER_MESSAGE, Event
+from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, TURN_START, USER_MESSAGE, Event
 from planfold.kernel.plan.events import approve_event
 from planfold.kernel.plan.mode import (
     CHOICE_TABLE,
@@ -259,6 +259,16 @@ def test_the_off_notice_names_the_executing_plan_when_one_runs() -> None:
     assert "executing" in text and "approved" not in text
 
 
+def test_each_notice_reads_as_written() -> None:
+    assert notice_text(True) == (
+        "Plan mode is now active: research, read and ask questions, then present a "
+        "complete plan with exit_plan_mode before changing anything."
+    )
+    assert notice_text(False) == "Plan mode is now off: you are in build mode again."
+    assert notice_text(False, "approved") == "Plan mode is now off: carry out the approved plan."
+    assert notice_text(False, "executing") == "Plan mode is now off: continue the plan that is executing."
+
+
 # -- the pre-step flush ---------------------------------------------------------
 
 
@@ -293,6 +303,17 @@ def test_accepted_step_appends_pending_choice_before_the_header() -> None:
     assert hdr.kind == REQUEST_HEADER
     assert hdr.payload == {"turn": 1, "step": 1, "plan_mode": True}
     fold_session([*log, hdr])  # the whole log is valid
+
+
+def test_the_pre_step_flush_words_its_notice_from_the_plan_status() -> None:
+    s = executing()
+    s.mode(True)
+    s.request()  # a plan-mode request was answered: leaving now owes a notice
+    s.turn += 1
+    s.raw(TURN_START, {"turn": s.turn})
+    flush = flush_pre_step(s.log, PendingChoice(False), "accepted", s.at(), plan_status=s.state.plan.status)
+    assert kinds(flush.events) == [PLAN_MODE, USER_MESSAGE]
+    assert flush.events[1].payload["text"] == notice_text(False, "executing")
 
 
 def test_flush_outside_a_turn_appends_nothing() -> None:

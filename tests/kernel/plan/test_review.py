@@ -125,6 +125,11 @@ def test_an_approval_may_carry_typed_notes() -> None:
     assert outcome.message == "The user approved the plan. Their notes: keep the old flag working"
 
 
+def test_a_selected_label_that_was_not_offered_comes_before_the_typed_text_in_the_feedback() -> None:
+    outcome = decide_review(Selected((KEEP_PLANNING, "Split it up", " "), "  start with step 2 "))
+    assert outcome.feedback == "Split it up, start with step 2"
+
+
 def test_blank_typed_text_adds_nothing_to_an_answer() -> None:
     assert decide_review(Selected((APPROVE,), "  \n")) == decide_review(Selected((APPROVE,)))
     assert decide_review(Selected((KEEP_PLANNING,), " ")).feedback is None

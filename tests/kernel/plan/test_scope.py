@@ -93,6 +93,9 @@ def test_every_violation_is_listed() -> None:
 def test_an_effect_whose_targets_cannot_be_determined_is_outside_a_scope_with_paths() -> None:
     verdict = check_scope(SCOPED, [Effect.unknown("write"), Effect("write"), Effect("write", "src/a.py")])
     assert [(v.effect, v.code) for v in verdict.violations] == [(Effect.unknown("write"), "target-unknown")]
+    assert [v.message for v in verdict.violations] == [
+        "what the write effect acts on cannot be determined, so it cannot be kept inside the plan's scope"
+    ]
     assert "cannot be determined" in verdict.reason
     # without a path axis the targets do not matter; the effect kind still does
     effects_only = spec(scope=PlanScope(effects=("write",)))
