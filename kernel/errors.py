@@ -9,6 +9,8 @@ caller's input, the stored log, or a concurrent writer.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "PayloadError",
     "PlanError",
     "PlanfoldError",
+    "Problem",
     "ReplayError",
     "is_kebab_case",
 ]
@@ -98,15 +101,32 @@ class ReplayError(KernelError):
         self.detail = detail
 
 
-class PayloadError(KernelError):
-    """An event payload does not have the exact shape its kind requires.
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a value: a kebab-case ``code``, where it is (a
+    path such as ``payload.goal.max_rounds`` or ``plan_spec.todos[2].id``) and
+    a sentence."""
 
-    Raised by the payload readers; folds turn it into a positioned
-    ``ReplayError`` with rule ``malformed-payload``.
+    code: str
+    where: str
+    message: str
+
+
+class PayloadError(KernelError):
+    """A payload does not have the exact shape its kind requires.
+
+    Raised by the typed reader (``kernel.payload``) with every ``problem``
+    it found; folds turn it into a positioned ``ReplayError`` whose rule is
+    the error's code: ``malformed-payload``, or the code a field declares for
+    its own refusal (``unknown-version``, ``unknown-operation``).
     """
 
     code = "malformed-payload"
     codes = frozenset({"unknown-operation", "unknown-version"})
+
+    def __init__(self, message: str, *, code: str | None = None, problems: Sequence[Problem] = ()) -> None:
+        super().__init__(message, code=code)
+        self.problems = tuple(problems)
 
 
 class ConflictError(KernelError):

@@ -18,16 +18,16 @@ number).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence  # noqa: F401  # Mapping: resolves Event's annotations
 from dataclasses import dataclass
+from typing import Literal
 
 from .errors import PayloadError, ReplayError
-from .payload import JSON, JSONObject, check_keys, read_bool, read_int  # JSON: resolves Event's annotations at run time
+from .payload import JSON, MAX_SAFE_INTEGER, JSONObject, NonEmpty, Positive, SafeInt, object_of, read_as  # noqa: F401  # JSON: resolves Event's annotations at run time
 
 __all__ = [
     "ASSISTANT_MESSAGE",
     "GOAL_CHANGE",
-    "HUMAN",
     "KNOWN_KINDS",
     "PLAN_ARTIFACT",
     "PLAN_MODE",
@@ -41,19 +41,24 @@ __all__ = [
     "USER_MESSAGE",
     "Draft",
     "Event",
-    "MessageSource",
+    "GoalSource",
+    "Message",
+    "PluginSource",
     "RequestHeader",
+    "TurnPayload",
     "TurnState",
     "apply_request_header",
     "apply_turn_event",
     "assistant_message",
     "check_envelope",
+    "check_next",
+    "close_turn",
     "fold_turns",
     "last_seq",
     "next_event",
     "number_drafts",
+    "open_turn",
     "read_message",
-    "read_message_round",
     "read_request_header",
     "turn_end",
     "turn_start",
@@ -143,24 +148,39 @@ def check_envelope(prev: Event | None, event: Event) -> None:
     """Raise ``ReplayError`` unless ``event`` may follow ``prev``.
 
     Rules: ``seq-gap`` (seq must be prev + 1, starting at 1),
-    ``time-regressed`` (``at`` must be a non-negative integer, never below the
+    ``malformed-payload`` (``at`` must be an integer from 0 to
+    ``MAX_SAFE_INTEGER``), ``time-regressed`` (``at`` never below the
     previous one), ``unknown-kind``.
     """
-    expected = 1 if prev is None else prev.seq + 1
-    if isinstance(event.seq, bool) or not isinstance(event.seq, int) or event.seq != expected:
+    if prev is None:
+        check_next(0, 0, event.seq, event.kind, event.at)
+    else:
+        check_next(prev.seq, prev.at, event.seq, event.kind, event.at)
+
+
+def check_next(last: int, last_at: int, seq: object, kind: object, at: object) -> None:
+    """``check_envelope`` for an event given by its parts, after an event
+    ``last`` at ``last_at`` (``0, 0`` for the first event of a log)."""
+    if (
+        type(seq) is int and seq == last + 1 and type(at) is int and 0 <= at <= MAX_SAFE_INTEGER and at >= last_at
+        and type(kind) is str and kind in KNOWN_KINDS
+    ):
+        return
+    expected = last + 1
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq != expected:
         raise ReplayError(
-            event.seq if isinstance(event.seq, int) else expected,
-            "seq-gap",
-            f"expected seq {expected}, found {event.seq!r}",
+            seq if isinstance(seq, int) else expected, "seq-gap", f"expected seq {expected}, found {seq!r}"
         )
-    if isinstance(event.at, bool) or not isinstance(event.at, int) or event.at < 0:
-        raise ReplayError(event.seq, "malformed-payload", f"'at' must be a non-negative integer, got {event.at!r}")
-    if prev is not None and event.at < prev.at:
+    if isinstance(at, bool) or not isinstance(at, int) or at < 0:
+        raise ReplayError(seq, "malformed-payload", f"'at' must be a non-negative integer, got {at!r}")
+    if at > MAX_SAFE_INTEGER:
         raise ReplayError(
-            event.seq, "time-regressed", f"at={event.at} is earlier than the previous event's at={prev.at}"
+            seq, "malformed-payload", f"'at' must be <= {MAX_SAFE_INTEGER} (the largest safe integer), got {at}"
         )
-    if not isinstance(event.kind, str) or event.kind not in KNOWN_KINDS:
-        raise ReplayError(event.seq, "unknown-kind", f"unknown event kind {event.kind!r}")
+    if at < last_at:
+        raise ReplayError(seq, "time-regressed", f"at={at} is earlier than the previous event's at={last_at}")
+    if not isinstance(kind, str) or kind not in KNOWN_KINDS:
+        raise ReplayError(seq, "unknown-kind", f"unknown event kind {kind!r}")
 
 
 # --------------------------------------------------------------------------
@@ -168,11 +188,19 @@ def check_envelope(prev: Event | None, event: Event) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class RequestHeader:
-    """What one model request was derived with."""
+class TurnPayload:
+    """The payload of ``turn/start`` and ``turn/end``: the turn's number."""
 
-    turn: int
-    step: int
+    turn: Positive
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    """The payload of ``request/header``: one model request, and the plan
+    state it was derived with."""
+
+    turn: Positive
+    step: Positive
     plan_mode: bool
 
 
@@ -187,52 +215,32 @@ class TurnState:
     last_header: RequestHeader | None = None
 
 
-_TURN_KEYS = frozenset({"turn"})
-_HEADER_KEYS = frozenset({"turn", "step", "plan_mode"})
-
-
 def read_request_header(payload: JSONObject) -> RequestHeader:
     """Read a ``request/header`` payload; raise ``PayloadError`` on a bad shape."""
-    body = check_keys(payload, _HEADER_KEYS, where="request/header payload")
-    return RequestHeader(
-        turn=read_int(body, "turn", minimum=1),
-        step=read_int(body, "step", minimum=1),
-        plan_mode=read_bool(body, "plan_mode"),
-    )
+    header: RequestHeader = read_as(RequestHeader, payload)
+    return header
 
 
-def _read_turn(payload: JSONObject, kind: str) -> int:
-    return read_int(check_keys(payload, _TURN_KEYS, where=f"{kind} payload"), "turn", minimum=1)
+def open_turn(state: TurnState, seq: int, body: TurnPayload) -> TurnState:
+    """The turn state after a ``turn/start`` (already read) at ``seq``.
+
+    Raises ``ReplayError`` (``transition-not-allowed``) when a turn is still
+    open or the number is not the next one."""
+    if state.open:
+        raise ReplayError(seq, "transition-not-allowed", f"turn {state.turn} is still open")
+    if body.turn != state.turn + 1:
+        raise ReplayError(seq, "transition-not-allowed", f"expected turn {state.turn + 1}, found {body.turn}")
+    return TurnState(turn=body.turn, open=True, step=0, last_header=state.last_header)
 
 
-def apply_turn_event(state: TurnState, event: Event) -> TurnState:
-    """Fold one event into the turn state (events of other kinds pass through).
+def close_turn(state: TurnState, seq: int, body: TurnPayload) -> TurnState:
+    """The turn state after a ``turn/end`` (already read) at ``seq``.
 
-    Raises ``ReplayError``: ``malformed-payload``, or
-    ``transition-not-allowed`` for a turn opened twice, closed while not open,
-    numbered out of order, or a request header outside its open turn or with a
-    step that goes backwards or skips.
-    """
-    try:
-        if event.kind == TURN_START:
-            turn = _read_turn(event.payload, event.kind)
-            if state.open:
-                raise ReplayError(event.seq, "transition-not-allowed", f"turn {state.turn} is still open")
-            if turn != state.turn + 1:
-                raise ReplayError(
-                    event.seq, "transition-not-allowed", f"expected turn {state.turn + 1}, found {turn}"
-                )
-            return TurnState(turn=turn, open=True, step=0, last_header=state.last_header)
-        if event.kind == TURN_END:
-            turn = _read_turn(event.payload, event.kind)
-            if not state.open or turn != state.turn:
-                raise ReplayError(event.seq, "transition-not-allowed", f"turn {turn} is not open")
-            return TurnState(turn=state.turn, open=False, step=state.step, last_header=state.last_header)
-        if event.kind == REQUEST_HEADER:
-            return apply_request_header(state, read_request_header(event.payload), event.seq)
-    except PayloadError as exc:
-        raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
-    return state
+    Raises ``ReplayError`` (``transition-not-allowed``) unless it closes the
+    open turn."""
+    if not state.open or body.turn != state.turn:
+        raise ReplayError(seq, "transition-not-allowed", f"turn {body.turn} is not open")
+    return TurnState(turn=state.turn, open=False, step=state.step, last_header=state.last_header)
 
 
 def apply_request_header(state: TurnState, header: RequestHeader, seq: int) -> TurnState:
@@ -245,11 +253,31 @@ def apply_request_header(state: TurnState, header: RequestHeader, seq: int) -> T
         raise ReplayError(
             seq, "transition-not-allowed", f"request header for turn {header.turn} outside an open turn"
         )
-    if header.step not in (state.step, state.step + 1) or header.step < 1:
+    if header.step not in (state.step, state.step + 1):
         raise ReplayError(
             seq, "transition-not-allowed", f"request step {header.step} does not follow step {state.step}"
         )
     return TurnState(turn=state.turn, open=True, step=header.step, last_header=header)
+
+
+def apply_turn_event(state: TurnState, event: Event) -> TurnState:
+    """Fold one event into the turn state (events of other kinds pass through).
+
+    Raises ``ReplayError``: ``malformed-payload``, or
+    ``transition-not-allowed`` for a turn opened twice, closed while not open,
+    numbered out of order, or a request header outside its open turn or with a
+    step that goes backwards or skips.
+    """
+    kind = event.kind
+    if kind not in (TURN_START, TURN_END, REQUEST_HEADER):
+        return state
+    try:
+        if kind == REQUEST_HEADER:
+            return apply_request_header(state, read_request_header(event.payload), event.seq)
+        body: TurnPayload = read_as(TurnPayload, event.payload)
+    except PayloadError as exc:
+        raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
+    return open_turn(state, event.seq, body) if kind == TURN_START else close_turn(state, event.seq, body)
 
 
 def fold_turns(events: Iterable[Event]) -> TurnState:
@@ -263,82 +291,40 @@ def fold_turns(events: Iterable[Event]) -> TurnState:
 # --------------------------------------------------------------------------
 # Messages
 
-_MESSAGE_KEYS = frozenset({"text", "source"})
-_PLUGIN_SOURCE_KEYS = frozenset({"type", "plugin"})
-_GOAL_SOURCE_KEYS = frozenset({"type", "goal_id", "revision", "round"})
+
+@dataclass(frozen=True, slots=True)
+class PluginSource:
+    """A message a plugin sent (for example the plan-mode notice)."""
+
+    type: Literal["plugin"]
+    plugin: NonEmpty
 
 
 @dataclass(frozen=True, slots=True)
-class MessageSource:
-    """Who sent a ``user/message``: a human (``kind == "human"``), a plugin
-    notice, or a goal continuation attributed to ``goal_id`` at ``revision``
-    as round ``round``."""
+class GoalSource:
+    """A goal continuation: round ``round`` of goal ``goal_id`` at
+    ``revision`` (the goal fold judges the numbers)."""
 
-    kind: str
-    plugin: str | None = None
-    goal_id: str | None = None
-    revision: int | None = None
-    round: int | None = None
+    type: Literal["goal"]
+    goal_id: NonEmpty
+    revision: SafeInt
+    round: SafeInt
 
 
-HUMAN = MessageSource("human")
+@dataclass(frozen=True, slots=True)
+class Message:
+    """The payload of ``user/message`` and ``assistant/message``: the text,
+    and who sent it (``None``: a human, or the model)."""
+
+    text: str
+    source: PluginSource | GoalSource | None
 
 
-def read_message(payload: JSONObject) -> tuple[str, MessageSource]:
-    """Read a ``user/message`` or ``assistant/message`` payload:
-    ``{text: str, source: null | {type: "plugin", plugin} |
-    {type: "goal", goal_id, revision, round}}``."""
-    body = check_keys(payload, _MESSAGE_KEYS, where="message payload")
-    text = body["text"]
-    if not isinstance(text, str):
-        raise PayloadError("'text' must be a string")
-    source = body["source"]
-    if source is None:
-        return text, HUMAN
-    if not isinstance(source, Mapping):
-        raise PayloadError("'source' must be null or an object")
-    kind = source.get("type")
-    if kind == "plugin":
-        src = check_keys(source, _PLUGIN_SOURCE_KEYS, where="plugin source")
-        plugin = src["plugin"]
-        if not isinstance(plugin, str) or not plugin:
-            raise PayloadError("'plugin' must be a non-empty string")
-        return text, MessageSource("plugin", plugin=plugin)
-    if kind == "goal":
-        src = check_keys(source, _GOAL_SOURCE_KEYS, where="goal source")
-        goal_id = src["goal_id"]
-        if not isinstance(goal_id, str) or not goal_id:
-            raise PayloadError("'goal_id' must be a non-empty string")
-        return text, MessageSource(
-            "goal",
-            goal_id=goal_id,
-            revision=read_int(src, "revision"),
-            round=read_int(src, "round"),
-        )
-    raise PayloadError(f"unknown message source type {kind!r}")
-
-
-def read_message_round(payload: JSONObject) -> tuple[str, int, int] | None:
-    """Check a message payload exactly as ``read_message`` does (the same
-    ``PayloadError`` for the same bad shape) and return its goal attribution
-    ``(goal_id, revision, round)``, or ``None`` for a human or plugin message.
-
-    Folds call this for every message, so the common shapes (plain dicts of
-    exact types) are checked here directly; anything else is left to
-    ``read_message``, which stays the one definition of the shape.
-    """
-    if type(payload) is dict and payload.keys() == _MESSAGE_KEYS and type(payload["text"]) is str:
-        source = payload["source"]
-        if source is None:
-            return None
-        if type(source) is dict and source.get("type") == "goal" and source.keys() == _GOAL_SOURCE_KEYS:
-            goal_id, revision, round_ = source["goal_id"], source["revision"], source["round"]
-            if type(goal_id) is str and goal_id and type(revision) is int and type(round_) is int:
-                return goal_id, revision, round_
-    _, found = read_message(payload)
-    if found.kind != "goal" or found.goal_id is None or found.revision is None:
-        return None
-    return found.goal_id, found.revision, found.round if found.round is not None else 0
+def read_message(payload: JSONObject) -> Message:
+    """Read a ``user/message`` or ``assistant/message`` payload; raise
+    ``PayloadError`` on a bad shape."""
+    message: Message = read_as(Message, payload)
+    return message
 
 
 # --------------------------------------------------------------------------
@@ -347,42 +333,34 @@ def read_message_round(payload: JSONObject) -> tuple[str, int, int] | None:
 # ``plan.events``, ``goal.ops``, ``tools.events``, ``plan.derive_request_header``).
 
 
+def _draft(kind: str, body: object) -> Draft:
+    """The draft of ``kind`` carrying ``body``, once its kind's reader takes
+    it; ``PayloadError`` (the caller's fault) otherwise."""
+    payload = object_of(body)
+    read_as(type(body), payload)
+    return Draft(kind, payload)
+
+
 def turn_start(turn: int) -> Draft:
     """The ``turn/start`` that opens turn ``turn`` (1, 2, 3 …). Raises
     ``PayloadError`` for a turn that is not a positive integer."""
-    payload: JSONObject = {"turn": turn}
-    _read_turn(payload, TURN_START)
-    return Draft(TURN_START, payload)
+    return _draft(TURN_START, TurnPayload(turn))
 
 
 def turn_end(turn: int) -> Draft:
     """The ``turn/end`` that closes turn ``turn``. Raises ``PayloadError`` for
     a turn that is not a positive integer."""
-    payload: JSONObject = {"turn": turn}
-    _read_turn(payload, TURN_END)
-    return Draft(TURN_END, payload)
+    return _draft(TURN_END, TurnPayload(turn))
 
 
-def _source_payload(source: MessageSource) -> JSON:
-    if source.kind == "human":
-        return None
-    if source.kind == "plugin":
-        return {"type": "plugin", "plugin": source.plugin}
-    return {"type": "goal", "goal_id": source.goal_id, "revision": source.revision, "round": source.round}
-
-
-def user_message(text: str, source: MessageSource = HUMAN) -> Draft:
-    """A ``user/message`` from a human (the default), a plugin notice
-    (``MessageSource("plugin", plugin=...)``) or a goal round. Raises
-    ``PayloadError`` for text that is not a string or an incomplete source."""
-    payload: JSONObject = {"text": text, "source": _source_payload(source)}
-    read_message(payload)
-    return Draft(USER_MESSAGE, payload)
+def user_message(text: str, source: PluginSource | GoalSource | None = None) -> Draft:
+    """A ``user/message`` from a human (no source, the default), a plugin
+    notice or a goal round. Raises ``PayloadError`` for text that is not a
+    string or a source its type refuses."""
+    return _draft(USER_MESSAGE, Message(text, source))
 
 
 def assistant_message(text: str) -> Draft:
     """An ``assistant/message``: the model's reply text. Raises
     ``PayloadError`` for text that is not a string."""
-    payload: JSONObject = {"text": text, "source": None}
-    read_message(payload)
-    return Draft(ASSISTANT_MESSAGE, payload)
+    return _draft(ASSISTANT_MESSAGE, Message(text, None))

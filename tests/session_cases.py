@@ -1,18 +1,16 @@
-"""Shared by the tests of the session fold's routes and fast readers: the
-reference fold (every reducer, in order, for every event), outcomes to
-compare, valid payload templates of every kind, their near misses, and
-generated hostile events."""
+"""Shared by the tests of the session fold: outcomes to compare, valid
+payload templates of every kind, and generated hostile events (a valid log
+and one more event whose payload is a near miss of a valid one)."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
 
-from planfold.kernel.errors import PayloadError, PlanfoldError, ReplayError
+from planfold.kernel.errors import PlanfoldError, ReplayError
 from planfold.kernel.goal.values import BlockedReason, GoalSnapshot, snapshot_payload
 from planfold.kernel.log import (
     ASSISTANT_MESSAGE,
@@ -29,29 +27,11 @@ from planfold.kernel.log import (
     TURN_START,
     USER_MESSAGE,
     Event,
-    check_envelope,
 )
-from planfold.kernel.session import REDUCERS, Row, SessionState
-from tests.storage_helpers import FULL_SCRIPT, build_log, logs
+from planfold.kernel.session import Row
+from tests.storage_helpers import logs
 
 Outcome = tuple[str, object]
-
-
-def reference_apply(state: SessionState, event: Event) -> SessionState:
-    """The fold as the machines define it: all seven reducers, in order."""
-    check_envelope(state.last, event)
-    try:
-        for reducer in REDUCERS:
-            state = reducer(state, event)
-    except PayloadError as exc:
-        raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
-    return replace(state, last=event)
-
-
-def reference_fold(state: SessionState, events: Sequence[Event]) -> SessionState:
-    for event in events:
-        state = reference_apply(state, event)
-    return state
 
 
 def outcome(run: Any, *args: Any) -> Outcome:
@@ -159,67 +139,6 @@ def hostile_case(draw: st.DrawFn) -> tuple[list[Event], Event]:
     seq = (last.seq if last else 0) + draw(st.sampled_from([1, 1, 1, 1, 0, 2]))
     at = (last.at if last else 0) + draw(st.sampled_from([0, 1, 1, -1]))
     return events, Event(seq, kind, at, payload)
-
-
-def near_misses(value: Any) -> list[Any]:
-    """Values a careless reader might take for ``value``."""
-    if isinstance(value, bool):
-        return [int(value), None, str(value).lower()]
-    if isinstance(value, int):
-        return [value + 1, value - 1, 0, -1, True, False, float(value), str(value), None]
-    if isinstance(value, str):
-        return ["", " ", value + " ", 1, None, [value]]
-    if value is None:
-        return [{}, "", 0, False, []]
-    if isinstance(value, dict):
-        return [None, [], "", {**value, "x": 1}, dict(list(value.items())[1:])]
-    return [None, {}, ""]
-
-
-def contexts() -> list[SessionState]:
-    """States to fold a near miss onto: empty, a rich log, and an open turn
-    with an active goal that has run one round."""
-    builder = build_log(("goal:create",))
-    goal = builder.state.goal.current
-    assert goal is not None
-    at = builder.clock
-    seq = builder.state.last_seq
-    more = [
-        Event(seq + 1, TURN_START, at, {"turn": 1}),
-        Event(seq + 2, USER_MESSAGE, at,
-              {"text": "go", "source": {"type": "goal", "goal_id": goal.id, "revision": goal.revision, "round": 1}}),
-    ]
-    return [SessionState(), build_log(FULL_SCRIPT).state, reference_fold(builder.state, more)]
-
-
-def templates_for(state: SessionState) -> list[tuple[str, dict[str, Any]]]:
-    out = [(kind, payload) for kind, payloads in sorted(TEMPLATES.items()) for payload in payloads]
-    goal = state.goal.current
-    if goal is not None:
-        source = {"type": "goal", "goal_id": goal.id, "revision": goal.revision, "round": goal.rounds_started + 1}
-        out.append((USER_MESSAGE, {"text": "go", "source": source}))
-        at = state.last.at if state.last else 0
-        paused = replace(goal, phase="paused", revision=goal.revision + 1, updated_at=at)
-        out.append((GOAL_CHANGE, dict(snapshot_payload("pause", paused))))
-        edited = replace(goal, objective="ship it twice", revision=goal.revision + 1, updated_at=at)
-        out.append((GOAL_CHANGE, dict(snapshot_payload("edit", edited))))
-    return out
-
-
-def get_path(value: Any, path: tuple[Any, ...]) -> Any:
-    for step in path:
-        value = value[step]
-    return value
-
-
-def with_miss(template: Any, path: tuple[Any, ...], miss: Any) -> Any:
-    """A deep copy of ``template`` with the value at ``path`` replaced by
-    ``miss`` (the whole of it for the empty path)."""
-    if not path:
-        return miss
-    payload = copy.deepcopy(template)
-    get_path(payload, path[:-1])[path[-1]] = miss
-    return payload
 
 
 def rows_of(events: Sequence[Event]) -> list[Row]:

@@ -32,9 +32,12 @@ from planfold.adapters.runtime.prompt import PromptConfig
 from planfold.adapters.runtime.review import ReviewPort
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.workspace import Executor, Workspace
+from planfold.adapters.specgen.schema import tool_parameters
 from planfold.adapters.store.base import Store
 from planfold.adapters.store.session_log import Clock, SessionLog, system_clock
 from planfold.kernel.payload import JSONObject
+from planfold.kernel.plan.spec_json import PlanArgs
+from planfold.kernel.plan.tools import TodoUpdate, VerificationReport
 from planfold.kernel.tools.gate import GatePolicy
 from planfold.kernel.tools.spec import ToolRegistry, ToolSpec
 
@@ -52,47 +55,8 @@ __all__ = [
 ]
 
 _PATH: JSONObject = {"type": "string", "description": "workspace-relative path"}
-_LIST: JSONObject = {"type": "array", "items": {"type": "string"}}
-_PLAN_ARGS: JSONObject = {
-    "type": "object",
-    "properties": {
-        "plan_spec": {
-            "type": "object",
-            "properties": {
-                "goal": {"type": "string"},
-                "steps": _LIST,
-                "constraints": _LIST,
-                "verify": _LIST,
-                "todos": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {"id": {"type": "string"}, "text": {"type": "string"}},
-                        "required": ["id", "text"],
-                    },
-                },
-                "open_questions": _LIST,
-                "scope": {
-                    "type": "object",
-                    "description": "where execution may act: workspace paths and effect kinds (write, shell)",
-                    "properties": {"paths": _LIST, "effects": _LIST},
-                },
-            },
-            "required": ["goal", "steps", "verify", "todos"],
-        },
-        "summary_candidate": {
-            "type": "object",
-            "properties": {
-                "goal": {"type": "string"},
-                "key_steps": _LIST,
-                "constraints": _LIST,
-                "verify": _LIST,
-                "active_todo_ids": _LIST,
-            },
-        },
-    },
-    "required": ["plan_spec"],
-}
+#: The runtime-owned tools' arguments, as the kernel's decoders read them.
+_PLAN_ARGS: JSONObject = tool_parameters(PlanArgs)
 
 READ_FILE = ToolSpec(
     "read_file",
@@ -133,28 +97,14 @@ BOOTSTRAP_PLAN = ToolSpec(
 UPDATE_TODO = ToolSpec(
     "update_todo",
     "Report the progress of one todo of the plan you are executing.",
-    {
-        "type": "object",
-        "properties": {
-            "todo_id": {"type": "string", "description": "a todo id of the current plan"},
-            "status": {"type": "string", "enum": ["pending", "in_progress", "done", "dropped"]},
-        },
-        "required": ["todo_id", "status"],
-    },
+    tool_parameters(TodoUpdate),
     effect="unknown",
     origin="builtin",
 )
 REPORT_VERIFICATION = ToolSpec(
     "report_verification",
     "After execution: report whether the plan's verify list holds. A failure sends the plan back to execution.",
-    {
-        "type": "object",
-        "properties": {
-            "passed": {"type": "boolean"},
-            "notes": {"type": "string", "description": "what you checked; required when it failed"},
-        },
-        "required": ["passed"],
-    },
+    tool_parameters(VerificationReport),
     effect="unknown",
     origin="builtin",
 )

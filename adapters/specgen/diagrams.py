@@ -42,7 +42,7 @@ from pathlib import Path
 
 from planfold.adapters.serve.openrpc import OPENRPC_FILE, openrpc_text
 from planfold.adapters.specgen.errors_table import error_table
-from planfold.adapters.specgen.event_types import schema_text
+from planfold.adapters.specgen.schema import schema_text
 from planfold.adapters.specgen.vectors import VECTOR_DIR, write_vectors
 from planfold.kernel.graph import RULE_TEXT, Edge, Graph, all_graphs
 from planfold.kernel.phase import RUNTIME_PHASES, RuntimePhase

@@ -33,10 +33,11 @@ Otherwise it continues with round ``rounds_started + 1``.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 from typing import Literal
 
-from ..log import USER_MESSAGE, Draft
+from ..log import Draft, GoalSource, user_message
 from .fold import GoalState
 from .ops import BUDGET_BLOCK_CODE, GoalDecision, GoalOperationError, block
 from .values import Activation, BlockedReason, GoalSnapshot
@@ -65,17 +66,9 @@ StopReason = Literal[
     "turn-open",
 ]
 
-#: The stop reasons in the order ``should_continue`` checks them.
-CONTINUE_CHECKS: tuple[StopReason, ...] = (
-    "no-goal",
-    "goal-complete",
-    "goal-paused",
-    "goal-blocked",
-    "disarmed",
-    "budget-spent",
-    "plan-mode",
-    "turn-open",
-)
+#: The stop reasons in the order ``should_continue`` checks them (the order
+#: of ``StopReason``).
+CONTINUE_CHECKS: tuple[StopReason, ...] = typing.get_args(StopReason)
 
 
 def budget_spent(goal: GoalSnapshot) -> bool:
@@ -83,14 +76,9 @@ def budget_spent(goal: GoalSnapshot) -> bool:
     return goal.rounds_started >= goal.max_rounds
 
 
-def round_source(goal: GoalSnapshot) -> dict[str, str | int]:
+def round_source(goal: GoalSnapshot) -> GoalSource:
     """The message source attributing the next round to ``goal``."""
-    return {
-        "type": "goal",
-        "goal_id": goal.id,
-        "revision": goal.revision,
-        "round": goal.rounds_started + 1,
-    }
+    return GoalSource("goal", goal.id, goal.revision, goal.rounds_started + 1)
 
 
 def round_message(state: GoalState, text: str) -> Draft:
@@ -121,7 +109,7 @@ def round_message(state: GoalState, text: str) -> Draft:
             operation="round",
             current=goal.ref,
         )
-    return Draft(USER_MESSAGE, {"text": text, "source": round_source(goal)})
+    return user_message(text, round_source(goal))
 
 
 def budget_block(state: GoalState, *, at: int) -> Draft | None:

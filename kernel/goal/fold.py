@@ -17,6 +17,14 @@ every event). Anything else is a violation: the fold raises ``ReplayError`` at
 the first bad event with one of the rules in ``GOAL_REPLAY_RULES``. A corrupt
 record is never skipped or repaired.
 
+A change is judged by named checks (``CHECKS``), as the plan machine's are:
+first the ones that name the goal it is about (``goal-ref``; a create's
+``fresh-id`` and ``first-revision``), then its row of ``TRANSITION_TABLE``
+(none, or another target phase: ``transition-not-allowed``), then the row's
+checks (``row_checks``: what the operation must keep, the row's guards the
+log can show, the counters and the times). The operations in
+``kernel.goal.ops`` prove each change they decide with the same checks.
+
 Checks run in a fixed order, so a bad event always reports the same rule:
 envelope (seq-gap, malformed ``at``, time-regressed, unknown-kind), payload
 shape (malformed-payload, unknown-version, unknown-operation), identity
@@ -32,29 +40,32 @@ however often it is asked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from ..errors import PayloadError, ReplayError
 from ..idset import IdSet
-from ..log import GOAL_CHANGE, USER_MESSAGE, Event, check_envelope, read_message_round
-from ..payload import JSON, JSONObject
+from ..log import GOAL_CHANGE, USER_MESSAGE, Event, GoalSource, check_envelope, read_message
 from .values import (
-    GOAL_CHANGE_VERSION,
-    OPERATIONS,
-    PHASES,
     TRANSITION_TABLE,
     ClearChange,
+    GoalBody,
     GoalChange,
+    GoalOperation,
     GoalRef,
     GoalSnapshot,
     SnapshotChange,
+    Transition,
     change_ref,
     read_goal_change,
 )
 
 __all__ = [
+    "CHECKS",
     "GOAL_REPLAY_RULES",
+    "ChangeContext",
     "GoalFailure",
     "GoalFold",
     "GoalState",
@@ -64,6 +75,7 @@ __all__ = [
     "check_goal_round",
     "event_ref",
     "fold_goal",
+    "row_checks",
     "with_rounds",
 ]
 
@@ -74,8 +86,8 @@ GOAL_REPLAY_RULES: Mapping[str, str] = {
     "time-regressed": "the event's at is earlier than the previous event's",
     "unknown-kind": "the event kind is not one the session log knows",
     "malformed-payload": (
-        "a bad payload shape: a missing or extra key, a wrong type, a bad value "
-        "(also a negative or non-integer at)"
+        "a bad payload shape: a missing or extra key, a wrong type, a bad value, an integer "
+        "beyond the safe integers (also a negative, non-integer or unsafe at)"
     ),
     "unknown-version": "a goal/change payload whose version is not 1",
     "unknown-operation": "a goal/change payload whose operation is not a goal operation",
@@ -131,105 +143,216 @@ class GoalState:
     used_ids: IdSet = field(default=_NO_IDS, compare=False)
 
 
-def _check_target(seq: int, current: GoalSnapshot | None, ref: GoalRef) -> GoalSnapshot:
-    """Identity and compare-and-set for a change other than create."""
-    if current is None or ref.id != current.id:
+# --------------------------------------------------------------------------
+# The named checks of a change
+
+#: What a check reads: the state before the change, the change as a snapshot
+#: change (``None`` for a clear), as a clear (``None`` otherwise), the current
+#: goal's folded round count, and the event's seq and time.
+ChangeContext = tuple[GoalState, SnapshotChange | None, ClearChange | None, int, int, int]
+Check = Callable[[ChangeContext], None]
+
+
+def _goal_ref(ctx: ChangeContext) -> None:
+    state, change, clear, _, seq, _ = ctx
+    named: GoalRef | GoalBody = clear.cleared if clear is not None else change.goal  # type: ignore[union-attr]
+    current = state.current
+    if current is None or named.id != current.id:
         have = "no current goal" if current is None else f"the current goal is {current.id!r}"
-        raise ReplayError(seq, "goal-mismatch", f"the change names goal {ref.id!r}, but {have}")
-    if ref.revision <= current.revision:
+        raise ReplayError(seq, "goal-mismatch", f"the change names goal {named.id!r}, but {have}")
+    revision = named.revision
+    if revision <= current.revision:
         raise ReplayError(
-            seq, "stale-revision", f"revision {ref.revision} is not above the current revision {current.revision}"
+            seq, "stale-revision", f"revision {revision} is not above the current revision {current.revision}"
         )
-    if ref.revision > current.revision + 1:
+    if revision > current.revision + 1:
         raise ReplayError(
-            seq, "revision-gap", f"revision {ref.revision} skips past the next revision {current.revision + 1}"
+            seq, "revision-gap", f"revision {revision} skips past the next revision {current.revision + 1}"
         )
-    return current
 
 
-def _apply_create(state: GoalState, seq: int, at: int, goal: GoalSnapshot) -> GoalState:
-    if goal.id in state.used_ids:
-        raise ReplayError(seq, "id-reused", f"goal id {goal.id!r} was already used in this log")
-    if goal.revision != 1:
-        raise ReplayError(seq, "revision-gap", f"a create must be revision 1, not {goal.revision}")
-    source = None if state.current is None else state.current.phase
-    row = TRANSITION_TABLE.get(("create", source))
-    if row is None or goal.phase != row.target:
-        raise ReplayError(
-            seq, "transition-not-allowed", f"create from {source or 'no goal'} to {goal.phase} is not allowed"
-        )
-    if goal.rounds_started != 0:
-        raise ReplayError(seq, "rounds-mismatch", "a new goal starts with rounds_started 0")
-    if goal.created_at != at or goal.updated_at != at:
-        raise ReplayError(seq, "timestamp-mismatch", f"created_at and updated_at must equal the event's at {at}")
-    return GoalState(goal, goal.ref, state.used_ids.with_id(goal.id))
+# The checks below run on snapshot changes only (after goal-ref, or a create
+# row, where the checks that read the current goal have one).
 
 
-def _apply_snapshot(state: GoalState, seq: int, at: int, change: SnapshotChange, rounds: int) -> GoalState:
-    goal = change.goal
-    if change.operation == "create":
-        return _apply_create(state, seq, at, goal)
-    ref = goal.ref
-    current = _check_target(seq, state.current, ref)
-    row = TRANSITION_TABLE.get((change.operation, current.phase))
-    if row is None or goal.phase != row.target:
+def _fresh_id(ctx: ChangeContext) -> None:
+    change = ctx[1]
+    assert change is not None
+    if change.goal.id in ctx[0].used_ids:
+        raise ReplayError(ctx[4], "id-reused", f"goal id {change.goal.id!r} was already used in this log")
+
+
+def _first_revision(ctx: ChangeContext) -> None:
+    change = ctx[1]
+    assert change is not None
+    if change.goal.revision != 1:
+        raise ReplayError(ctx[4], "revision-gap", f"a create must be revision 1, not {change.goal.revision}")
+
+
+def _keeps_reason(ctx: ChangeContext) -> None:
+    change, current = ctx[1], ctx[0].current
+    assert change is not None and current is not None
+    if change.goal.blocked_reason != current.blocked_reason:
+        raise ReplayError(ctx[4], "transition-not-allowed", "an edit cannot change the blocked reason")
+
+
+def _keeps_objective_and_cap(ctx: ChangeContext) -> None:
+    change, current = ctx[1], ctx[0].current
+    assert change is not None and current is not None
+    if change.goal.objective != current.objective or change.goal.max_rounds != current.max_rounds:
         raise ReplayError(
-            seq, "transition-not-allowed", f"{change.operation} from {current.phase} to {goal.phase} is not allowed"
+            ctx[4],
+            "transition-not-allowed",
+            f"only edit may change the objective or max_rounds, not {change.operation}",
         )
-    if change.operation == "edit":
-        if goal.blocked_reason != current.blocked_reason:
-            raise ReplayError(seq, "transition-not-allowed", "an edit cannot change the blocked reason")
-    elif goal.objective != current.objective or goal.max_rounds != current.max_rounds:
+
+
+def _rounds_remaining(ctx: ChangeContext) -> None:
+    current, rounds = ctx[0].current, ctx[3]
+    assert current is not None
+    if rounds >= current.max_rounds:
         raise ReplayError(
-            seq, "transition-not-allowed", f"only edit may change the objective or max_rounds, not {change.operation}"
+            ctx[4], "transition-not-allowed", f"resume with no rounds left ({rounds}/{current.max_rounds})"
         )
-    if "rounds-remaining" in row.guards and rounds >= current.max_rounds:
-        raise ReplayError(seq, "transition-not-allowed", f"resume with no rounds left ({rounds}/{current.max_rounds})")
-    if goal.rounds_started != rounds:
+
+
+def _starts_counting(ctx: ChangeContext) -> None:
+    change = ctx[1]
+    assert change is not None
+    if change.rounds_started != 0:
+        raise ReplayError(ctx[4], "rounds-mismatch", "a new goal starts with rounds_started 0")
+
+
+def _rounds_carried(ctx: ChangeContext) -> None:
+    change, rounds = ctx[1], ctx[3]
+    assert change is not None
+    if change.rounds_started != rounds:
         raise ReplayError(
-            seq, "rounds-mismatch", f"rounds_started {goal.rounds_started} differs from the folded {rounds}"
+            ctx[4], "rounds-mismatch", f"rounds_started {change.rounds_started} differs from the folded {rounds}"
         )
-    if goal.created_at != current.created_at or goal.updated_at != at:
+
+
+def _stamped_at_create(ctx: ChangeContext) -> None:
+    change, at = ctx[1], ctx[5]
+    assert change is not None
+    if change.created_at != at or change.updated_at != at:
+        raise ReplayError(ctx[4], "timestamp-mismatch", f"created_at and updated_at must equal the event's at {at}")
+
+
+def _stamped(ctx: ChangeContext) -> None:
+    change, current, at = ctx[1], ctx[0].current, ctx[5]
+    assert change is not None and current is not None
+    if change.created_at != current.created_at or change.updated_at != at:
         raise ReplayError(
-            seq,
+            ctx[4],
             "timestamp-mismatch",
-            f"created_at must stay {current.created_at} and updated_at must equal the event's at "
-            f"{at}",
+            f"created_at must stay {current.created_at} and updated_at must equal the event's at {at}",
         )
-    return GoalState(goal, ref, state.used_ids)
 
 
-def _apply_clear(state: GoalState, seq: int, at: int, change: ClearChange) -> GoalState:
-    _check_target(seq, state.current, change.cleared)
-    if change.cleared_at != at:
-        raise ReplayError(seq, "timestamp-mismatch", f"cleared_at must equal the event's at {at}")
-    return GoalState(None, change.cleared, state.used_ids)
+def _cleared_now(ctx: ChangeContext) -> None:
+    clear, at = ctx[2], ctx[5]
+    assert clear is not None
+    if clear.cleared_at != at:
+        raise ReplayError(ctx[4], "timestamp-mismatch", f"cleared_at must equal the event's at {at}")
 
 
-def apply_goal_change(state: GoalState, seq: int, at: int, payload: JSONObject, rounds: int) -> GoalState:
-    """Fold a ``goal/change`` event (its seq, time and payload) into the goal
-    state, whose current goal has started ``rounds`` rounds (a fold that
+#: Every named check of a ``goal/change``, each raising the rule it enforces:
+#: ``goal-ref`` (``goal-mismatch``, ``stale-revision``, ``revision-gap``: the
+#: change names the current goal at the next revision), ``fresh-id``
+#: (``id-reused``), ``first-revision`` (``revision-gap``), ``keeps-reason``
+#: and ``keeps-objective-and-cap`` (``transition-not-allowed``: what only an
+#: edit may change, and what not even an edit may), ``rounds-remaining``
+#: (``transition-not-allowed``), ``starts-counting`` and ``rounds-carried``
+#: (``rounds-mismatch``), ``stamped-at-create``, ``stamped`` and
+#: ``cleared-now`` (``timestamp-mismatch``).
+CHECKS: Mapping[str, Check] = MappingProxyType(
+    {
+        "goal-ref": _goal_ref,
+        "fresh-id": _fresh_id,
+        "first-revision": _first_revision,
+        "keeps-reason": _keeps_reason,
+        "keeps-objective-and-cap": _keeps_objective_and_cap,
+        "rounds-remaining": _rounds_remaining,
+        "starts-counting": _starts_counting,
+        "rounds-carried": _rounds_carried,
+        "stamped-at-create": _stamped_at_create,
+        "stamped": _stamped,
+        "cleared-now": _cleared_now,
+    }
+)
+
+#: The checks that name the goal a change is about, run before its row is
+#: looked up (identity and revision come before the transition).
+_IDENTITY: Mapping[GoalOperation, tuple[str, ...]] = MappingProxyType(
+    {"create": ("fresh-id", "first-revision")}
+)
+
+
+@functools.cache
+def row_checks(row: Transition) -> tuple[str, ...]:
+    """The checks a change must pass once ``row`` allows it: what it must
+    keep, the row's guards that the log can show (``disarmed`` is process
+    state, for the operations alone), and its counters and times."""
+    guards = tuple(g for g in row.guards if g in CHECKS and g not in _IDENTITY.get(row.operation, ()))
+    if row.operation == "create":
+        return (*guards, "starts-counting", "stamped-at-create")
+    if row.operation == "clear":
+        return (*guards, "cleared-now")
+    keeps = "keeps-reason" if row.operation == "edit" else "keeps-objective-and-cap"
+    return (keeps, *guards, "rounds-carried", "stamped")
+
+
+@functools.cache
+def _checks(names: tuple[str, ...]) -> tuple[Check, ...]:
+    return tuple(CHECKS[name] for name in names)
+
+
+def _row(state: GoalState, change: GoalChange, seq: int) -> Transition:
+    source = None if state.current is None else state.current.phase
+    row = TRANSITION_TABLE.get((change.operation, source))
+    target = None if isinstance(change, ClearChange) else change.goal.phase
+    if row is None or row.target != target:
+        raise ReplayError(
+            seq, "transition-not-allowed", f"{change.operation} from {source or 'no goal'} to {target} is not allowed"
+        )
+    return row
+
+
+def apply_goal_change(state: GoalState, seq: int, at: int, change: GoalChange, rounds: int) -> GoalState:
+    """Fold a ``goal/change`` (already read) at ``seq`` and ``at`` into the
+    goal state, whose current goal has started ``rounds`` rounds (a fold that
     counts rounds apart from the snapshot passes its count; see
-    ``with_rounds``). The result holds the change's own snapshot, so it is
-    never behind. Raises a positioned ``ReplayError`` for a bad change."""
-    try:
-        change = _read_change(payload)
-    except PayloadError as exc:
-        raise ReplayError(seq, exc.code, exc.message) from exc
+    ``with_rounds``): its identity checks, then its row of
+    ``TRANSITION_TABLE``, then the row's checks (``row_checks``). The result
+    holds the change's own snapshot, so it is never behind. Raises a
+    positioned ``ReplayError`` for a bad change."""
     if isinstance(change, ClearChange):
-        return _apply_clear(state, seq, at, change)
-    return _apply_snapshot(state, seq, at, change, rounds)
+        ctx: ChangeContext = (state, None, change, rounds, seq, at)
+    else:
+        ctx = (state, change, None, rounds, seq, at)
+    for check in _checks(_IDENTITY.get(change.operation, ("goal-ref",))):
+        check(ctx)
+    for check in _checks(row_checks(_row(state, change, seq))):
+        check(ctx)
+    if isinstance(change, ClearChange):
+        return GoalState(None, change.cleared, state.used_ids)
+    goal = change.snapshot
+    if change.operation == "create":
+        return GoalState(goal, goal.ref, state.used_ids.with_id(goal.id))
+    return GoalState(goal, goal.ref, state.used_ids)
 
 
-def check_goal_round(
-    current: GoalSnapshot | None, rounds_started: int, seq: int, attributed: tuple[str, int, int]
-) -> None:
-    """Check a goal-attributed ``user/message`` (already read: ``attributed``
-    is the goal id, revision and round it names, see
-    ``kernel.log.read_message_round``) against the current goal, whose rounds
-    so far are ``rounds_started``. Raises a positioned ``ReplayError`` for a
-    round the goal does not allow."""
-    goal_id, revision, round_ = attributed
+# --------------------------------------------------------------------------
+# Rounds
+
+
+def check_goal_round(current: GoalSnapshot | None, rounds_started: int, seq: int, source: GoalSource) -> None:
+    """Check a goal-attributed ``user/message`` (its source, already read)
+    against the current goal, whose rounds so far are ``rounds_started``.
+    Raises a positioned ``ReplayError`` for a round the goal does not
+    allow; otherwise the goal has started ``source.round`` rounds."""
+    goal_id, revision, round_ = source.goal_id, source.revision, source.round
     if current is None or goal_id != current.id:
         have = "no current goal" if current is None else f"the current goal is {current.id!r}"
         raise ReplayError(seq, "goal-mismatch", f"a round names goal {goal_id!r}, but {have}")
@@ -270,44 +393,6 @@ def with_rounds(state: GoalState, rounds_started: int) -> GoalState:
     return GoalState(snapshot, state.last_ref, state.used_ids)
 
 
-_SNAPSHOT_KEYS = frozenset({"version", "operation", "goal", "rounds_started", "created_at", "updated_at"})
-_GOAL_KEYS = frozenset({"id", "revision", "objective", "phase", "max_rounds", "blocked_reason"})
-_SNAPSHOT_OPERATIONS = frozenset(OPERATIONS) - {"clear"}
-_UNBLOCKED_PHASES = frozenset(PHASES) - {"blocked"}
-
-
-def _read_change(payload: JSONObject) -> GoalChange:
-    """``read_goal_change``, with the most common payload (a snapshot of a
-    goal that is not blocked, as a plain dict of exact types) read here
-    directly. Anything else, valid or not, is read by ``read_goal_change``,
-    which stays the one definition of the payload and of its errors."""
-    if type(payload) is dict and payload.keys() == _SNAPSHOT_KEYS:
-        goal, operation, version = payload["goal"], payload["operation"], payload["version"]
-        plain = type(goal) is dict and goal.keys() == _GOAL_KEYS and type(version) is int and type(operation) is str
-        if plain and version == GOAL_CHANGE_VERSION and operation in _SNAPSHOT_OPERATIONS:
-            snapshot = _plain_snapshot(goal, payload)
-            if snapshot is not None:
-                return SnapshotChange(operation, snapshot)
-    return read_goal_change(payload)
-
-
-def _plain_snapshot(goal: dict[str, JSON], payload: dict[str, JSON]) -> GoalSnapshot | None:
-    ident, objective, phase = goal["id"], goal["objective"], goal["phase"]
-    max_rounds, revision = goal["max_rounds"], goal["revision"]
-    rounds, created_at, updated_at = payload["rounds_started"], payload["created_at"], payload["updated_at"]
-    if not (type(ident) is str and ident and type(objective) is str and objective and objective == objective.strip()):
-        return None
-    if not (type(phase) is str and phase in _UNBLOCKED_PHASES and goal["blocked_reason"] is None):
-        return None
-    if not (type(max_rounds) is int and max_rounds >= 1 and type(revision) is int and revision >= 1):
-        return None
-    if not (type(rounds) is int and rounds >= 0 and type(created_at) is int and created_at >= 0):
-        return None
-    if not (type(updated_at) is int and updated_at >= 0):
-        return None
-    return GoalSnapshot(ident, objective, phase, None, max_rounds, revision, rounds, created_at, updated_at)
-
-
 def apply_goal_event(state: GoalState, event: Event) -> GoalState:
     """Fold one event into the goal state (no envelope check; other kinds
     pass through). Raises a positioned ``ReplayError`` for a bad event."""
@@ -318,17 +403,22 @@ def apply_goal_event(state: GoalState, event: Event) -> GoalState:
 def _counted(state: GoalState, rounds: int, event: Event) -> tuple[GoalState, int]:
     """``apply_goal_event`` with the current goal's rounds counted apart from
     its snapshot (``rounds``, which may be ahead of it; see ``with_rounds``)."""
-    try:
-        if event.kind == GOAL_CHANGE:
-            state = apply_goal_change(state, event.seq, event.at, event.payload, rounds)
-            return state, 0 if state.current is None else state.current.rounds_started
-        if event.kind == USER_MESSAGE:
-            attributed = read_message_round(event.payload)
-            if attributed is not None:
-                check_goal_round(state.current, rounds, event.seq, attributed)
-                return state, attributed[2]
-    except PayloadError as exc:
-        raise ReplayError(event.seq, exc.code, exc.message) from exc
+    kind = event.kind
+    if kind == GOAL_CHANGE:
+        try:
+            change = read_goal_change(event.payload)
+        except PayloadError as exc:
+            raise ReplayError(event.seq, exc.code, exc.message) from exc
+        state = apply_goal_change(state, event.seq, event.at, change, rounds)
+        return state, 0 if state.current is None else state.current.rounds_started
+    if kind == USER_MESSAGE:
+        try:
+            source = read_message(event.payload).source
+        except PayloadError as exc:
+            raise ReplayError(event.seq, exc.code, exc.message) from exc
+        if isinstance(source, GoalSource):
+            check_goal_round(state.current, rounds, event.seq, source)
+            return state, source.round
     return state, rounds
 
 

@@ -47,26 +47,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ..errors import GoalError, is_kebab_case
+from ..errors import GoalError, Problem, ReplayError
 from ..log import GOAL_CHANGE, Draft
-from .fold import GoalState
+from ..payload import MAX_SAFE_INTEGER, object_of, read_problems
+from .fold import GoalState, apply_goal_change
 from .values import (
     DEFAULT_MAX_ROUNDS,
+    GOAL_CHANGE_VERSION,
     OPERATIONS,
     TRANSITION_TABLE,
     TRANSITIONS,
     Activation,
     BlockedReason,
+    ClearChange,
+    GoalChange,
     GoalOperation,
     GoalPhase,
     GoalRef,
     GoalSnapshot,
     SnapshotChange,
+    SnapshotOperation,
     Transition,
     activation_after,
-    clear_payload,
     read_goal_change,
-    snapshot_payload,
 )
 
 __all__ = [
@@ -191,10 +194,10 @@ def _objective(value: object, operation: GoalOperation, state: GoalState) -> str
 
 
 def _max_rounds(value: object, operation: GoalOperation, state: GoalState) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SAFE_INTEGER:
         raise _error(
             "invalid-max-rounds",
-            f"max_rounds must be a positive integer, got {value!r}",
+            f"max_rounds must be an integer from 1 to {MAX_SAFE_INTEGER}, got {value!r}",
             operation,
             state,
         )
@@ -202,20 +205,20 @@ def _max_rounds(value: object, operation: GoalOperation, state: GoalState) -> in
 
 
 def _reason(value: object, state: GoalState) -> BlockedReason:
-    if (
-        not isinstance(value, BlockedReason)
-        or not isinstance(value.code, str)
-        or not is_kebab_case(value.code)
-        or not isinstance(value.message, str)
-        or not value.message.strip()
-    ):
+    # The message trimmed, then the reason's own rules (kebab-case code,
+    # non-blank message) as the log states them.
+    reason: BlockedReason | None = None
+    problems: tuple[Problem, ...] = ()
+    if isinstance(value, BlockedReason) and isinstance(value.message, str):
+        reason, problems = read_problems(BlockedReason, {"code": value.code, "message": value.message.strip()})
+    if reason is None or problems:
         raise _error(
             "invalid-block-reason",
             "a block needs a reason with a kebab-case code and a non-empty message",
             "block",
             state,
         )
-    return BlockedReason(value.code, value.message.strip())
+    return reason
 
 
 def _current(state: GoalState, ref: GoalRef, operation: GoalOperation) -> GoalSnapshot:
@@ -254,8 +257,26 @@ def _row(state: GoalState, current: GoalSnapshot, operation: GoalOperation) -> T
     return row
 
 
-def _change(operation: GoalOperation, goal: GoalSnapshot) -> Draft:
-    return Draft(GOAL_CHANGE, snapshot_payload(operation, goal))
+#: The operations' codes for what the strict fold refuses of a candidate
+#: change (the operations check everything else themselves first).
+_FOLD_CODES: Mapping[str, str] = {"id-reused": "already-exists", "transition-not-allowed": "invalid-transition"}
+
+
+def _proved(state: GoalState, change: GoalChange, at: int) -> Draft:
+    """The draft recording ``change``, once the strict fold accepts it right
+    after ``state`` (so an operation and a replay cannot disagree): the
+    fold's checks (``kernel.goal.fold.CHECKS``) decide the guards the log can
+    show, ``fresh-id`` and ``rounds-remaining``."""
+    rounds = 0 if state.current is None else state.current.rounds_started
+    try:
+        apply_goal_change(state, 0, at, change, rounds)
+    except ReplayError as exc:
+        raise _error(_FOLD_CODES.get(exc.rule, "invalid-transition"), exc.detail, change.operation, state) from exc
+    return Draft(GOAL_CHANGE, object_of(change))
+
+
+def _change(state: GoalState, operation: SnapshotOperation, goal: GoalSnapshot, at: int) -> Draft:
+    return _proved(state, SnapshotChange.of(operation, goal), at)
 
 
 def _next(
@@ -311,12 +332,8 @@ def create(
             "create",
             state,
         )
-    if goal_id in state.used_ids:
-        raise _error(
-            "already-exists", f"goal id {goal_id!r} was already used in this session", "create", state
-        )
     goal = GoalSnapshot(goal_id, text, "active", None, cap, 1, 0, at, at)
-    return _change("create", goal)
+    return _change(state, "create", goal, at)
 
 
 def edit(
@@ -346,17 +363,17 @@ def edit(
     goal = _next(
         current, at, current.phase, current.blocked_reason, objective=text, max_rounds=cap
     )
-    return _change("edit", goal)
+    return _change(state, "edit", goal, at)
 
 
 def _simple(
-    state: GoalState, ref: GoalRef, operation: GoalOperation, *, actor: Actor, at: int
+    state: GoalState, ref: GoalRef, operation: SnapshotOperation, *, actor: Actor, at: int
 ) -> Draft:
     authorize(actor, operation)
     current = _current(state, ref, operation)
     target = _row(state, current, operation).target
     goal = _next(current, at, current.phase if target is None else target, None)
-    return _change(operation, goal)
+    return _change(state, operation, goal, at)
 
 
 def pause(state: GoalState, ref: GoalRef, *, actor: Actor, at: int) -> Draft:
@@ -388,14 +405,6 @@ def resume(
     authorize(actor, "resume")
     current = _current(state, ref, "resume")
     row = _row(state, current, "resume")
-    if "rounds-remaining" in row.guards and current.rounds_started >= current.max_rounds:
-        raise _error(
-            "invalid-transition",
-            f"goal {current.id!r} has used all {current.max_rounds} rounds; "
-            "raise max_rounds with an edit before resuming",
-            "resume",
-            state,
-        )
     if "disarmed" in row.guards and activation.armed:
         raise _error(
             "invalid-transition",
@@ -403,7 +412,7 @@ def resume(
             "resume",
             state,
         )
-    return _change("resume", _next(current, at, "active", None))
+    return _change(state, "resume", _next(current, at, "active", None), at)
 
 
 def block(
@@ -423,7 +432,7 @@ def block(
     current = _current(state, ref, "block")
     _row(state, current, "block")
     checked = _reason(reason, state)
-    return _change("block", _next(current, at, "blocked", checked))
+    return _change(state, "block", _next(current, at, "blocked", checked), at)
 
 
 def clear(state: GoalState, ref: GoalRef, *, actor: Actor, at: int) -> Draft:
@@ -434,7 +443,8 @@ def clear(state: GoalState, ref: GoalRef, *, actor: Actor, at: int) -> Draft:
     authorize(actor, "clear")
     current = _current(state, ref, "clear")
     _row(state, current, "clear")
-    return Draft(GOAL_CHANGE, clear_payload(GoalRef(current.id, current.revision + 1), at))
+    cleared = GoalRef(current.id, current.revision + 1)
+    return _proved(state, ClearChange(GOAL_CHANGE_VERSION, "clear", cleared, at), at)
 
 
 # --------------------------------------------------------------------------
@@ -477,7 +487,8 @@ class GoalDecision:
         change = read_goal_change(draft.payload)
         after = activation_after(activation, operation)
         if isinstance(change, SnapshotChange):
-            return cls(operation, draft, after, change.goal, change.goal.ref)
+            goal = change.snapshot
+            return cls(operation, draft, after, goal, goal.ref)
         return cls(operation, draft, after, None, change.cleared)
 
 

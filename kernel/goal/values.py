@@ -31,35 +31,38 @@ carries them: ``updated_at`` (``cleared_at`` for a tombstone) equals the
 event's ``at``, ``created_at`` equals the ``at`` of the goal's ``create`` and
 never changes afterwards.
 
-Payload of a snapshot change::
-
-    {"version": 1, "operation": "create" | "edit" | "pause" | "resume" |
-                                "complete" | "block",
-     "goal": {"id": str, "revision": int >= 1, "objective": str (trimmed,
-              non-empty), "phase": phase, "max_rounds": int >= 1,
-              "blocked_reason": null | {"code": kebab-case, "message": str}},
-     "rounds_started": int >= 0, "created_at": int >= 0, "updated_at": int >= 0}
-
-``blocked_reason`` is an object exactly when the phase is ``blocked``.
-
-Payload of a clear tombstone::
-
-    {"version": 1, "operation": "clear",
-     "cleared": {"id": str, "revision": int >= 1}, "cleared_at": int >= 0}
-
-The readers raise ``PayloadError`` with code ``unknown-version`` or
-``unknown-operation`` for those two cases and ``malformed-payload`` for any
-other bad shape; the fold turns the code into the replay rule.
+The two payload variants are ``SnapshotChange`` (the goal after the change,
+as a ``GoalBody``, plus the counters) and ``ClearChange`` (the tombstone);
+their annotations are the whole contract (see ``kernel.payload``). A
+``version`` other than 1 is refused with code ``unknown-version``, an
+operation outside ``OPERATIONS`` with ``unknown-operation`` and any other bad
+shape with ``malformed-payload``; the fold turns the code into the replay
+rule.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Annotated, ClassVar, Literal, TypeAlias
 
-from ..errors import PayloadError, is_kebab_case
-from ..payload import JSONObject, check_keys, read_int, read_object
+from ..payload import (
+    Code,
+    Count,
+    JSONObject,
+    Kebab,
+    Millis,
+    NonEmpty,
+    Positive,
+    PresentWhen,
+    Trimmed,
+    object_of,
+    read_as,
+    record_maker,
+    shape_of,
+)
 
 __all__ = [
     "ARMED",
@@ -74,6 +77,7 @@ __all__ = [
     "ActivationEffect",
     "BlockedReason",
     "ClearChange",
+    "GoalBody",
     "GoalChange",
     "GoalOperation",
     "GoalPhase",
@@ -81,6 +85,7 @@ __all__ = [
     "GoalSnapshot",
     "Guard",
     "SnapshotChange",
+    "SnapshotOperation",
     "Transition",
     "activation_after",
     "change_ref",
@@ -91,40 +96,34 @@ __all__ = [
 ]
 
 GoalPhase = Literal["active", "paused", "blocked", "complete"]
-GoalOperation = Literal["create", "edit", "pause", "resume", "complete", "block", "clear"]
+SnapshotOperation = Literal["create", "edit", "pause", "resume", "complete", "block"]
+GoalOperation = Literal[SnapshotOperation, "clear"]
 
-PHASES: tuple[GoalPhase, ...] = ("active", "paused", "blocked", "complete")
-OPERATIONS: tuple[GoalOperation, ...] = (
-    "create",
-    "edit",
-    "pause",
-    "resume",
-    "complete",
-    "block",
-    "clear",
-)
+PHASES: tuple[GoalPhase, ...] = typing.get_args(GoalPhase)
+OPERATIONS: tuple[GoalOperation, ...] = typing.get_args(GoalOperation)
 
 #: The round cap a goal gets when ``create`` is not given one.
 DEFAULT_MAX_ROUNDS = 256
 #: The only ``goal/change`` payload version this kernel reads and writes.
-GOAL_CHANGE_VERSION = 1
+GOAL_CHANGE_VERSION: Literal[1] = 1
 
 
 @dataclass(frozen=True, slots=True)
 class GoalRef:
-    """The compare-and-set handle of one revision of one goal."""
+    """The compare-and-set handle of one revision of one goal (in a clear
+    tombstone: the goal it clears, at the tombstone's own revision)."""
 
-    id: str
-    revision: int
+    id: NonEmpty
+    revision: Positive
 
 
 @dataclass(frozen=True, slots=True)
 class BlockedReason:
     """Why a goal is blocked: a kebab-case ``code`` for routing and a trimmed,
-    non-empty ``message``. ``goal_ops.block`` validates and trims it."""
+    non-empty ``message``. ``goal.ops.block`` checks and trims it."""
 
-    code: str
-    message: str
+    code: Kebab
+    message: Trimmed
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,132 +239,98 @@ def session_started(activation: Activation) -> Activation:
 
 
 # --------------------------------------------------------------------------
-# goal/change payloads: builders
+# goal/change payloads
+
+#: ``version`` of every ``goal/change``: only 1 is read.
+ChangeVersion: TypeAlias = Annotated[Literal[1], Code("unknown-version")]
 
 
-def _reason_json(reason: BlockedReason | None) -> JSONObject | None:
-    return None if reason is None else {"code": reason.code, "message": reason.message}
+@dataclass(frozen=True, slots=True)
+class GoalBody:
+    """The goal a snapshot change records (its counters sit beside it)."""
+
+    __rules__: ClassVar = (
+        PresentWhen("blocked_reason", "phase", "blocked", "must be an object exactly when the phase is blocked"),
+    )
+
+    id: NonEmpty
+    revision: Positive
+    objective: Trimmed
+    phase: GoalPhase
+    max_rounds: Positive
+    blocked_reason: BlockedReason | None
 
 
-def snapshot_payload(operation: GoalOperation, goal: GoalSnapshot) -> JSONObject:
+@dataclass(frozen=True, slots=True)
+class SnapshotChange:
+    """The payload of a ``goal/change`` that records the goal after
+    ``operation`` (any operation but ``clear``)."""
+
+    version: ChangeVersion
+    operation: Annotated[SnapshotOperation, Code("unknown-operation")]
+    goal: GoalBody
+    rounds_started: Count
+    created_at: Millis
+    updated_at: Millis
+
+    @property
+    def snapshot(self) -> GoalSnapshot:
+        """The goal this change records, counters included."""
+        body = self.goal
+        snapshot = _snapshot_maker()(
+            body.id,
+            body.objective,
+            body.phase,
+            body.blocked_reason,
+            body.max_rounds,
+            body.revision,
+            self.rounds_started,
+            self.created_at,
+            self.updated_at,
+        )
+        assert isinstance(snapshot, GoalSnapshot)
+        return snapshot
+
+    @staticmethod
+    def of(operation: SnapshotOperation, goal: GoalSnapshot) -> SnapshotChange:
+        """The change recording ``goal`` as the result of ``operation``."""
+        body = GoalBody(goal.id, goal.revision, goal.objective, goal.phase, goal.max_rounds, goal.blocked_reason)
+        return SnapshotChange(
+            GOAL_CHANGE_VERSION, operation, body, goal.rounds_started, goal.created_at, goal.updated_at
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ClearChange:
+    """The payload of a ``goal/change`` tombstone: ``cleared`` is the goal at
+    the tombstone's own revision (one past the cleared snapshot)."""
+
+    version: ChangeVersion
+    operation: Annotated[Literal["clear"], Code("unknown-operation")]
+    cleared: GoalRef
+    cleared_at: Millis
+
+
+GoalChange: TypeAlias = SnapshotChange | ClearChange
+
+
+@functools.cache
+def _snapshot_maker() -> Callable[..., object]:
+    # A goal is made for every change a fold reads: without __init__ (see
+    # kernel.payload.record_maker), which costs about twice as much.
+    return record_maker(shape_of(GoalSnapshot))
+
+
+def snapshot_payload(operation: SnapshotOperation, goal: GoalSnapshot) -> JSONObject:
     """The ``goal/change`` payload recording ``goal`` as the result of
     ``operation`` (any operation but ``clear``)."""
-    return {
-        "version": GOAL_CHANGE_VERSION,
-        "operation": operation,
-        "goal": {
-            "id": goal.id,
-            "revision": goal.revision,
-            "objective": goal.objective,
-            "phase": goal.phase,
-            "max_rounds": goal.max_rounds,
-            "blocked_reason": _reason_json(goal.blocked_reason),
-        },
-        "rounds_started": goal.rounds_started,
-        "created_at": goal.created_at,
-        "updated_at": goal.updated_at,
-    }
+    return object_of(SnapshotChange.of(operation, goal))
 
 
 def clear_payload(cleared: GoalRef, at: int) -> JSONObject:
     """The ``goal/change`` tombstone clearing a goal; ``cleared`` is the goal at
     the tombstone's own revision (one past the cleared snapshot)."""
-    return {
-        "version": GOAL_CHANGE_VERSION,
-        "operation": "clear",
-        "cleared": {"id": cleared.id, "revision": cleared.revision},
-        "cleared_at": at,
-    }
-
-
-# --------------------------------------------------------------------------
-# goal/change payloads: strict readers
-
-
-@dataclass(frozen=True, slots=True)
-class SnapshotChange:
-    """A decoded snapshot change; ``goal`` carries the top-level counters."""
-
-    operation: GoalOperation
-    goal: GoalSnapshot
-
-
-@dataclass(frozen=True, slots=True)
-class ClearChange:
-    """A decoded clear tombstone."""
-
-    cleared: GoalRef
-    cleared_at: int
-
-
-GoalChange: TypeAlias = SnapshotChange | ClearChange
-
-_SNAPSHOT_KEYS = frozenset(
-    {"version", "operation", "goal", "rounds_started", "created_at", "updated_at"}
-)
-_CLEAR_KEYS = frozenset({"version", "operation", "cleared", "cleared_at"})
-_GOAL_KEYS = frozenset({"id", "revision", "objective", "phase", "max_rounds", "blocked_reason"})
-_REF_KEYS = frozenset({"id", "revision"})
-_REASON_KEYS = frozenset({"code", "message"})
-
-
-def _read_id(body: JSONObject, where: str) -> str:
-    value = body["id"]
-    if not isinstance(value, str) or not value:
-        raise PayloadError(f"{where} 'id' must be a non-empty string")
-    return value
-
-
-def _read_trimmed(body: JSONObject, key: str, where: str) -> str:
-    value = body[key]
-    if not isinstance(value, str) or not value.strip() or value != value.strip():
-        raise PayloadError(f"{where} {key!r} must be a non-empty string without surrounding space")
-    return value
-
-
-def _read_reason(value: object) -> BlockedReason:
-    body = check_keys(value, _REASON_KEYS, where="goal 'blocked_reason'")
-    code = body["code"]
-    if not isinstance(code, str) or not is_kebab_case(code):
-        raise PayloadError("goal 'blocked_reason' 'code' must be a kebab-case string")
-    return BlockedReason(code, _read_trimmed(body, "message", "goal 'blocked_reason'"))
-
-
-def _read_snapshot(body: JSONObject, operation: GoalOperation) -> SnapshotChange:
-    goal = check_keys(read_object(body, "goal"), _GOAL_KEYS, where="goal/change 'goal'")
-    phase = _as_phase(goal["phase"])
-    raw_reason = goal["blocked_reason"]
-    reason = None if raw_reason is None else _read_reason(raw_reason)
-    if (reason is None) != (phase != "blocked"):
-        raise PayloadError(
-            "goal 'blocked_reason' must be an object exactly when the phase is blocked"
-        )
-    snapshot = GoalSnapshot(
-        id=_read_id(goal, "goal"),
-        objective=_read_trimmed(goal, "objective", "goal"),
-        phase=phase,
-        blocked_reason=reason,
-        max_rounds=read_int(goal, "max_rounds", minimum=1),
-        revision=read_int(goal, "revision", minimum=1),
-        rounds_started=read_int(body, "rounds_started", minimum=0),
-        created_at=read_int(body, "created_at", minimum=0),
-        updated_at=read_int(body, "updated_at", minimum=0),
-    )
-    return SnapshotChange(operation, snapshot)
-
-
-def _as_phase(value: object) -> GoalPhase:
-    for phase in PHASES:
-        if isinstance(value, str) and phase == value:
-            return phase
-    raise PayloadError(f"goal 'phase' must be one of {list(PHASES)}, got {value!r}")
-
-
-def _as_operation(value: object) -> GoalOperation:
-    for operation in OPERATIONS:
-        if isinstance(value, str) and operation == value:
-            return operation
-    raise PayloadError(f"unknown goal operation {value!r}", code="unknown-operation")
+    return object_of(ClearChange(GOAL_CHANGE_VERSION, "clear", cleared, at))
 
 
 def read_goal_change(payload: JSONObject) -> GoalChange:
@@ -375,25 +340,10 @@ def read_goal_change(payload: JSONObject) -> GoalChange:
     1, ``unknown-operation`` for an operation outside ``OPERATIONS``, and
     ``malformed-payload`` for a missing or extra key or a bad value.
     """
-    if not isinstance(payload, Mapping):
-        raise PayloadError(f"goal/change payload must be an object, got {type(payload).__name__}")
-    if "version" not in payload or "operation" not in payload:
-        raise PayloadError("goal/change payload needs 'version' and 'operation'")
-    version = payload["version"]
-    if isinstance(version, bool) or not isinstance(version, int) or version != GOAL_CHANGE_VERSION:
-        raise PayloadError(f"unknown goal/change version {version!r}", code="unknown-version")
-    operation = _as_operation(payload["operation"])
-    if operation == "clear":
-        body = check_keys(payload, _CLEAR_KEYS, where="goal/change clear payload")
-        ref = check_keys(read_object(body, "cleared"), _REF_KEYS, where="goal/change 'cleared'")
-        return ClearChange(
-            GoalRef(_read_id(ref, "cleared"), read_int(ref, "revision", minimum=1)),
-            read_int(body, "cleared_at", minimum=0),
-        )
-    body = check_keys(payload, _SNAPSHOT_KEYS, where="goal/change snapshot payload")
-    return _read_snapshot(body, operation)
+    change: GoalChange = read_as(GoalChange, payload)
+    return change
 
 
 def change_ref(change: GoalChange) -> GoalRef:
     """The goal and revision a decoded change records."""
-    return change.cleared if isinstance(change, ClearChange) else change.goal.ref
+    return change.cleared if isinstance(change, ClearChange) else GoalRef(change.goal.id, change.goal.revision)

@@ -24,15 +24,15 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 from ..errors import PayloadError
-from ..payload import JSON, JSONObject, check_keys, read_str
-from ..phase import RUNTIME_PHASES, AgentMode, RuntimePhase
-from .artifact import PLAN_STATUSES, PlanStatus
+from ..payload import JSON, Opaque, SafeInt, read_as
+from ..phase import AgentMode, RuntimePhase
+from .artifact import PlanStatus
 from .context import runtime_phase
 from .spec import SummaryView, spec_hash
-from .spec_json import summary_from_json, summary_to_json
+from .spec_json import summary_to_json
 
 if TYPE_CHECKING:
     from ..session import SessionState
@@ -164,39 +164,46 @@ def capsule_to_json(capsule: StateCapsule) -> dict[str, JSON]:
     return {**_fields(capsule), "hash": capsule.hash}
 
 
-def _optional(body: JSONObject, key: str, kind: type) -> object:
-    value = body[key]
-    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-        raise PayloadError(f"capsule {key!r} must be {kind.__name__} or null")
+def _object_or_null(value: object) -> bool:
+    return value is None or isinstance(value, Mapping)
+
+
+def _same(value: object) -> object:
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class _StoredCapsule:
+    """A capsule as it is stored: ``goal`` is the goal summary itself."""
+
+    mode: AgentMode
+    phase: RuntimePhase
+    plan_id: str | None
+    revision: SafeInt | None
+    status: PlanStatus | None
+    spec_hash: str | None
+    realign: str | None
+    summary: SummaryView | None
+    goal: Annotated[object, Opaque(_object_or_null, _same)]
+    hash: str
 
 
 def capsule_from_json(payload: object) -> StateCapsule:
     """Read a stored capsule strictly; raise ``PayloadError`` on a bad shape
     or when its hash does not match its content."""
-    body = check_keys(payload, frozenset((*CAPSULE_FIELDS, "hash")), where="capsule")
-    mode, phase = read_str(body, "mode"), read_str(body, "phase")
-    if mode not in ("plan", "build"):
-        raise PayloadError(f"capsule 'mode' must be plan or build, got {mode!r}")
-    if phase not in RUNTIME_PHASES:
-        raise PayloadError(f"capsule 'phase' must be one of {list(RUNTIME_PHASES)}")
-    status = _optional(body, "status", str)
-    if status is not None and status not in PLAN_STATUSES:
-        raise PayloadError(f"capsule 'status' must be one of {list(PLAN_STATUSES)}")
-    goal = body["goal"]
-    if goal is not None and not isinstance(goal, Mapping):
-        raise PayloadError("capsule 'goal' must be an object or null")
+    body: _StoredCapsule = read_as(_StoredCapsule, payload, "capsule")
+    goal = cast("Mapping[str, JSON] | None", body.goal)
     capsule = StateCapsule(
-        mode=cast(AgentMode, mode),
-        phase=phase,
-        plan_id=cast("str | None", _optional(body, "plan_id", str)),
-        revision=cast("int | None", _optional(body, "revision", int)),
-        status=status,
-        spec_hash=cast("str | None", _optional(body, "spec_hash", str)),
-        realign=cast("str | None", _optional(body, "realign", str)),
-        summary=None if body["summary"] is None else summary_from_json(body["summary"]),
+        mode=body.mode,
+        phase=body.phase,
+        plan_id=body.plan_id,
+        revision=body.revision,
+        status=body.status,
+        spec_hash=body.spec_hash,
+        realign=body.realign,
+        summary=body.summary,
         goal_json=None if goal is None else _canonical_goal(goal),
-        hash=read_str(body, "hash"),
+        hash=body.hash,
     )
     if _with_hash(capsule).hash != capsule.hash:
         raise PayloadError("capsule hash does not match its content")

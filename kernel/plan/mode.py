@@ -50,7 +50,7 @@ from ..log import (
     last_seq,
     read_request_header,
 )
-from ..payload import JSONObject, check_keys, read_bool
+from ..payload import JSONObject, read_as
 from .artifact import PlanStatus
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "Flush",
     "PendingChoice",
     "PendingRelation",
+    "PlanModePayload",
     "PlanModeView",
     "StepVerdict",
     "apply_plan_mode_event",
@@ -169,12 +170,18 @@ def decide_choice(
 # --------------------------------------------------------------------------
 # The fold
 
-_PLAN_MODE_KEYS = frozenset({"active"})
+
+@dataclass(frozen=True, slots=True)
+class PlanModePayload:
+    """The payload of ``plan/mode``: the recorded plan-mode state."""
+
+    active: bool
 
 
 def read_plan_mode(payload: JSONObject) -> bool:
     """Read a ``plan/mode`` payload (exactly ``{active: bool}``)."""
-    return read_bool(check_keys(payload, _PLAN_MODE_KEYS, where="plan/mode payload"), "active")
+    body: PlanModePayload = read_as(PlanModePayload, payload)
+    return body.active
 
 
 def apply_plan_mode_event(active: bool, event: Event) -> bool:

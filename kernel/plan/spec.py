@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import PlanError
+from ..errors import PlanError, Problem
 
 __all__ = [
     "ACTIVE_TODO_STATUSES",
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 TodoStatus = Literal["pending", "in_progress", "done", "dropped"]
-TODO_STATUSES: tuple[TodoStatus, ...] = ("pending", "in_progress", "done", "dropped")
+TODO_STATUSES: tuple[TodoStatus, ...] = typing.get_args(TodoStatus)
 #: Todos the summary refers to: the work that is still ahead.
 ACTIVE_TODO_STATUSES: frozenset[TodoStatus] = frozenset({"pending", "in_progress"})
 
@@ -111,14 +112,10 @@ class SummaryView:
     active_todo_ids: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class SpecProblem:
-    """One thing wrong with a spec or a summary: a kebab-case ``code``, where
-    (``todos[2].id``) and a sentence."""
-
-    code: str
-    where: str
-    message: str
+#: One thing wrong with a spec, a summary or a tool's arguments: the typed
+#: reader's ``Problem`` (a kebab-case ``code``, where, e.g. ``todos[2].id``,
+#: and a sentence).
+SpecProblem = Problem
 
 
 class PlanSpecError(PlanError):

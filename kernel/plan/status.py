@@ -56,9 +56,11 @@ from .views import refresh_summary
 __all__ = [
     "TRANSITIONS",
     "Transition",
+    "apply_plan_action",
     "apply_plan_event",
     "find_transition",
     "fold_plans",
+    "mark_answered",
 ]
 
 Mode = Literal["plan", "build"]
@@ -175,6 +177,28 @@ def _effect(state: PlanState, act: PlanAction, row: Transition, at: int) -> Plan
     return replace(state, current=moved, approval=approval, verifying=False)
 
 
+def apply_plan_action(state: PlanState, act: PlanAction, seq: int, at: int, plan_mode: bool) -> PlanState:
+    """Fold one ``plan/artifact`` (already read) at ``seq`` and ``at`` into the
+    plan state; ``plan_mode`` is the plan-mode fold just before it: its row of
+    ``TRANSITIONS``, then the row's checks, then its effect.
+
+    Raises ``ReplayError`` at a bad action (rules above).
+    """
+    row = find_transition(state.status, act.action, "plan" if plan_mode else "build", seq)
+    for check in row.checks:
+        CHECKS[check]((state, act, seq))
+    return _effect(state, act, row, at)
+
+
+def mark_answered(state: PlanState, plan_mode: bool) -> PlanState:
+    """The plan state after an ``assistant/message`` with plan mode
+    ``plan_mode``: a build-mode answer means the request that carried the
+    plan's content reached the model, so the content is no longer unseen."""
+    if state.unseen and not plan_mode:
+        return replace(state, unseen=False)
+    return state
+
+
 def apply_plan_event(state: PlanState, event: Event, plan_mode: bool) -> PlanState:
     """Fold one event into the plan state; ``plan_mode`` is the plan-mode fold
     just before ``event``. Other kinds pass through, except that a build-mode
@@ -183,19 +207,14 @@ def apply_plan_event(state: PlanState, event: Event, plan_mode: bool) -> PlanSta
     Raises ``ReplayError`` at a bad ``plan/artifact`` event (rules above).
     """
     if event.kind == ASSISTANT_MESSAGE:
-        if state.unseen and not plan_mode:
-            return replace(state, unseen=False)
-        return state
+        return mark_answered(state, plan_mode)
     if event.kind != PLAN_ARTIFACT:
         return state
     try:
         act = read_plan_action(event.payload)
     except PayloadError as exc:
         raise ReplayError(event.seq, "malformed-payload", exc.message) from exc
-    row = find_transition(state.status, act.action, "plan" if plan_mode else "build", event.seq)
-    for check in row.checks:
-        CHECKS[check]((state, act, event.seq))
-    return _effect(state, act, row, event.at)
+    return apply_plan_action(state, act, event.seq, event.at, plan_mode)
 
 
 def fold_plans(events: Iterable[Event]) -> PlanState:

@@ -46,20 +46,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Annotated, ClassVar, TypeVar, cast
 
 from ..errors import PlanError
 from ..log import Event
-from ..payload import JSONObject
+from ..payload import OMISSIBLE, Code, JSONObject, NonBlank, NonBlankWhen, read_problems
 from ..tools.gate import tool_class
 from ..tools.shell import shell_write_targets
 from ..tools.spec import ToolSpec
 from .events import complete_event, verify_event, verify_fail_event
 from .scope import Effect, ScopeVerdict, check_scope, scope_realign_event
-from .spec import TODO_STATUSES, SpecProblem, SummaryView, TodoStatus, active_todo_ids
+from .spec import SpecProblem, SummaryView, TodoStatus, active_todo_ids
 
 if TYPE_CHECKING:
     from ..session import SessionState
+
+_Args = TypeVar("_Args")
 
 __all__ = [
     "TodoUpdate",
@@ -93,61 +95,39 @@ class ToolArgumentsError(PlanError):
 class TodoUpdate:
     """``update_todo``: set todo ``todo_id`` of the executing plan to ``status``."""
 
-    todo_id: str
-    status: TodoStatus
+    todo_id: NonBlank
+    status: Annotated[TodoStatus, Code("unknown-todo-status")]
 
 
 @dataclass(frozen=True, slots=True)
 class VerificationReport:
     """``report_verification``: whether the plan's verify list holds, and notes
-    (what was checked, or what failed)."""
+    (what was checked, or what failed: required when it failed)."""
+
+    __rules__: ClassVar = (NonBlankWhen("notes", "passed", False, "missing-notes", "must say what failed"),)
 
     passed: bool
-    notes: str
+    notes: Annotated[str, OMISSIBLE] = ""
 
 
-def _fields(tool: str, args: object, required: frozenset[str], optional: frozenset[str]) -> Mapping[str, object]:
-    if not isinstance(args, Mapping):
-        raise ToolArgumentsError(tool, [SpecProblem("wrong-type", "arguments", "must be an object")])
-    missing = sorted(required - set(args))
-    problems = [SpecProblem("missing-field", f"arguments.{k}", "required field is missing") for k in missing]
-    extra = sorted(str(k) for k in args if k not in required | optional)
-    problems += [SpecProblem("unexpected-field", f"arguments.{k}", "is not a known field") for k in extra]
+def _decode(tool: str, arguments_type: type[_Args], args: object) -> _Args:
+    decoded, problems = read_problems(arguments_type, args, "arguments")
     if problems:
         raise ToolArgumentsError(tool, problems)
-    return cast(Mapping[str, object], args)
+    result: _Args = decoded
+    return result
 
 
 def decode_todo_update(args: object) -> TodoUpdate:
     """Decode ``update_todo {todo_id, status}``; raises ``ToolArgumentsError``."""
-    body = _fields("update_todo", args, frozenset({"todo_id", "status"}), frozenset())
-    problems: list[SpecProblem] = []
-    todo_id, status = body["todo_id"], body["status"]
-    if not isinstance(todo_id, str) or not todo_id.strip():
-        problems.append(SpecProblem("wrong-type", "arguments.todo_id", "must be a non-empty string"))
-    if status not in TODO_STATUSES:
-        problems.append(SpecProblem("unknown-todo-status", "arguments.status", f"must be one of {list(TODO_STATUSES)}"))
-    if problems:
-        raise ToolArgumentsError("update_todo", problems)
-    return TodoUpdate(cast(str, todo_id), cast(TodoStatus, status))
+    return _decode("update_todo", TodoUpdate, args)
 
 
 def decode_verification(args: object) -> VerificationReport:
     """Decode ``report_verification {passed, notes}``; ``notes`` may be left
     out when it passed, and must say what failed when it did not. Raises
     ``ToolArgumentsError``."""
-    body = _fields("report_verification", args, frozenset({"passed"}), frozenset({"notes"}))
-    problems: list[SpecProblem] = []
-    passed, notes = body["passed"], body.get("notes", "")
-    if not isinstance(passed, bool):
-        problems.append(SpecProblem("wrong-type", "arguments.passed", "must be true or false"))
-    if not isinstance(notes, str):
-        problems.append(SpecProblem("wrong-type", "arguments.notes", "must be a string"))
-    elif passed is False and not notes.strip():
-        problems.append(SpecProblem("missing-notes", "arguments.notes", "must say what failed"))
-    if problems:
-        raise ToolArgumentsError("report_verification", problems)
-    return VerificationReport(cast(bool, passed), cast(str, notes))
+    return _decode("report_verification", VerificationReport, args)
 
 
 def open_todo_ids(state: SessionState) -> tuple[str, ...]:

@@ -26,22 +26,26 @@ open turn, is a ``ReplayError`` at its seq.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Annotated, cast
 
-from ..errors import PayloadError, ReplayError, is_kebab_case
+from ..errors import PayloadError, ReplayError
 from ..log import TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, TOOL_WARNING, Event
-from ..payload import JSON, JSONObject, check_keys, read_bool, read_str
-from ..phase import RUNTIME_PHASES, RuntimePhase
+from ..payload import JSON, NONE_IS_ABSENT, JSONObject, Kebab, NonBlank, Opaque, object_of, read_as
+from ..phase import RuntimePhase
 from .gate import Allowed, Refused, Verdict
-from .spec import ToolCall, freeze_json, is_json, thaw_json
+from .spec import ToolCall, freeze_json, is_json
 
 __all__ = [
     "TOOL_KINDS",
+    "TOOL_PAYLOADS",
+    "ToolCallPayload",
     "ToolNotice",
     "ToolResult",
     "check_tool_event",
+    "check_tool_turn",
     "read_tool_call",
     "read_tool_notice",
     "read_tool_result",
@@ -53,17 +57,23 @@ __all__ = [
 
 TOOL_KINDS: frozenset[str] = frozenset({TOOL_CALL, TOOL_RESULT, TOOL_REFUSED, TOOL_WARNING})
 
-_CALL_KEYS = frozenset({"call_id", "tool", "arguments"})
-_RESULT_KEYS = frozenset({"call_id", "tool", "ok", "output"})
-_NOTICE_KEYS = frozenset({"call_id", "tool", "code", "reason", "phase"})
-_NOTICE_OPTIONAL = frozenset({"hint"})
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPayload:
+    """The payload of ``tool/call``: the call exactly as the model sent it
+    (``tool`` may name no tool; ``arguments`` is any JSON value)."""
+
+    call_id: NonBlank
+    tool: str
+    arguments: Annotated[object, Opaque(is_json, freeze_json)]
 
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What a call that ran returned: ``ok`` false for a tool's own failure."""
+    """The payload of ``tool/result``: what a call that ran returned
+    (``ok`` false for a tool's own failure)."""
 
-    call_id: str
+    call_id: NonBlank
     tool: str
     ok: bool
     output: str
@@ -71,15 +81,16 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True)
 class ToolNotice:
-    """The body of ``tool/refused`` and ``tool/warning``: why the gate
-    refused (or, in advisory mode, would have refused) a call."""
+    """The payload of ``tool/refused`` and ``tool/warning``: why the gate
+    refused (or, in advisory mode, would have refused) a call, and what the
+    model may do instead (``hint``, left out when there is none)."""
 
-    call_id: str
+    call_id: NonBlank
     tool: str
-    code: str
-    reason: str
+    code: Kebab
+    reason: NonBlank
     phase: RuntimePhase
-    hint: str | None = None
+    hint: Annotated[str | None, NONE_IS_ABSENT] = None
 
 
 # --------------------------------------------------------------------------
@@ -88,48 +99,23 @@ class ToolNotice:
 
 def read_tool_call(payload: JSONObject) -> ToolCall:
     """Read a ``tool/call`` payload; raise ``PayloadError`` on a bad shape."""
-    body = check_keys(payload, _CALL_KEYS, where="tool/call payload")
-    call_id = read_str(body, "call_id", non_empty=True)
-    tool = read_str(body, "tool")
-    arguments = body["arguments"]
-    if not is_json(arguments):
-        raise PayloadError("'arguments' must be a JSON value")
-    return ToolCall(call_id=call_id, tool=tool, arguments=freeze_json(arguments))
+    body: ToolCallPayload = read_as(ToolCallPayload, payload)
+    return ToolCall(call_id=body.call_id, tool=body.tool, arguments=cast(JSON, body.arguments))
 
 
 def read_tool_result(payload: JSONObject) -> ToolResult:
     """Read a ``tool/result`` payload; raise ``PayloadError`` on a bad shape."""
-    body = check_keys(payload, _RESULT_KEYS, where="tool/result payload")
-    return ToolResult(
-        call_id=read_str(body, "call_id", non_empty=True),
-        tool=read_str(body, "tool"),
-        ok=read_bool(body, "ok"),
-        output=read_str(body, "output"),
-    )
+    result: ToolResult = read_as(ToolResult, payload)
+    return result
 
 
 def read_tool_notice(payload: JSONObject, kind: str = TOOL_REFUSED) -> ToolNotice:
     """Read a ``tool/refused`` or ``tool/warning`` payload; raise
     ``PayloadError`` on a bad shape, a code that is not kebab-case, an empty
     reason or an unknown phase."""
-    body = check_keys(payload, _NOTICE_KEYS, _NOTICE_OPTIONAL, where=f"{kind} payload")
-    code = read_str(body, "code")
-    if not is_kebab_case(code):
-        raise PayloadError(f"'code' must be kebab-case, got {code!r}")
-    phase = read_str(body, "phase")
-    if phase not in RUNTIME_PHASES:
-        raise PayloadError(f"'phase' must be one of {list(RUNTIME_PHASES)}, got {phase!r}")
-    hint = None
-    if "hint" in body:
-        hint = read_str(body, "hint")
-    return ToolNotice(
-        call_id=read_str(body, "call_id", non_empty=True),
-        tool=read_str(body, "tool"),
-        code=code,
-        reason=read_str(body, "reason", non_empty=True),
-        phase=phase,
-        hint=hint,
-    )
+    del kind  # both kinds have the one shape
+    notice: ToolNotice = read_as(ToolNotice, payload)
+    return notice
 
 
 # --------------------------------------------------------------------------
@@ -140,34 +126,23 @@ def tool_call_payload(call: ToolCall) -> JSONObject:
     """The ``tool/call`` payload for ``call``; ``PayloadError`` when the call
     has no id or its arguments are not JSON."""
     if not is_json(call.arguments):
-        raise PayloadError("'arguments' must be a JSON value")
-    payload: dict[str, JSON] = {
-        "call_id": call.call_id,
-        "tool": call.tool,
-        "arguments": thaw_json(call.arguments),
-    }
+        raise PayloadError("payload.arguments: must be a JSON value")
+    payload = object_of(ToolCallPayload(call.call_id, call.tool, call.arguments))
     read_tool_call(payload)
     return payload
 
 
 def tool_result_payload(call_id: str, tool: str, *, ok: bool, output: str) -> JSONObject:
     """The ``tool/result`` payload; ``PayloadError`` on a bad field."""
-    payload: dict[str, JSON] = {"call_id": call_id, "tool": tool, "ok": ok, "output": output}
+    payload = object_of(ToolResult(call_id, tool, ok, output))
     read_tool_result(payload)
     return payload
 
 
 def tool_notice_payload(call_id: str, refused: Refused, kind: str = TOOL_REFUSED) -> JSONObject:
     """The ``tool/refused`` (or ``tool/warning``) payload for ``refused``."""
-    payload: dict[str, JSON] = {
-        "call_id": call_id,
-        "tool": refused.tool,
-        "code": refused.code,
-        "reason": refused.reason,
-        "phase": refused.phase,
-    }
-    if refused.hint:
-        payload["hint"] = refused.hint
+    notice = ToolNotice(call_id, refused.tool, refused.code, refused.reason, refused.phase, refused.hint or None)
+    payload = object_of(notice)
     read_tool_notice(payload, kind)
     return payload
 
@@ -189,22 +164,17 @@ def verdict_events(call: ToolCall, verdict: Verdict) -> tuple[tuple[str, JSONObj
 # --------------------------------------------------------------------------
 # The fold's check
 
-def _read_refused(payload: JSONObject) -> ToolNotice:
-    return read_tool_notice(payload, TOOL_REFUSED)
-
-
-def _read_warning(payload: JSONObject) -> ToolNotice:
-    return read_tool_notice(payload, TOOL_WARNING)
-
-
-_READERS: Mapping[str, Callable[[JSONObject], object]] = MappingProxyType(
-    {
-        TOOL_CALL: read_tool_call,
-        TOOL_RESULT: read_tool_result,
-        TOOL_REFUSED: _read_refused,
-        TOOL_WARNING: _read_warning,
-    }
+#: The payload type of each tool kind.
+TOOL_PAYLOADS: Mapping[str, type] = MappingProxyType(
+    {TOOL_CALL: ToolCallPayload, TOOL_RESULT: ToolResult, TOOL_REFUSED: ToolNotice, TOOL_WARNING: ToolNotice}
 )
+
+
+def check_tool_turn(kind: str, seq: int, turn_open: bool) -> None:
+    """Raise ``ReplayError`` rule ``tool-outside-turn`` for a tool event (its
+    payload already read) while no turn is open."""
+    if not turn_open:
+        raise ReplayError(seq, "tool-outside-turn", f"{kind} while no turn is open")
 
 
 def check_tool_event(event: Event, *, turn_open: bool) -> None:
@@ -214,11 +184,8 @@ def check_tool_event(event: Event, *, turn_open: bool) -> None:
     as ``malformed-payload``) and ``ReplayError`` rule ``tool-outside-turn``
     for a tool event while no turn is open.
     """
-    reader = _READERS.get(event.kind)
-    if reader is None:
+    payload_type = TOOL_PAYLOADS.get(event.kind)
+    if payload_type is None:
         return
-    if not isinstance(event.payload, Mapping):
-        raise PayloadError(f"{event.kind} payload must be an object")
-    reader(event.payload)
-    if not turn_open:
-        raise ReplayError(event.seq, "tool-outside-turn", f"{event.kind} while no turn is open")
+    read_as(payload_type, event.payload)
+    check_tool_turn(event.kind, event.seq, turn_open)

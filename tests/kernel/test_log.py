@@ -11,14 +11,15 @@ import pytest
 from planfold.kernel.errors import PayloadError, ReplayError
 from planfold.kernel.log import (
     ASSISTANT_MESSAGE,
-    HUMAN,
     REQUEST_HEADER,
     TURN_END,
     TURN_START,
     USER_MESSAGE,
     Draft,
     Event,
-    MessageSource,
+    GoalSource,
+    Message,
+    PluginSource,
     RequestHeader,
     TurnState,
     apply_turn_event,
@@ -27,7 +28,6 @@ from planfold.kernel.log import (
     next_event,
     number_drafts,
     read_message,
-    read_message_round,
     read_request_header,
     turn_end,
     turn_start,
@@ -41,13 +41,17 @@ from planfold.kernel.log import (
 @pytest.mark.parametrize(
     ("event", "detail"),
     [
-        (Event(1, TURN_START, 0, {"turn": 1, "x": 0}), "turn/start payload has unexpected key(s) ['x']"),
-        (Event(1, TURN_START, 0, {}), "turn/start payload is missing key(s) ['turn']"),
-        (Event(1, TURN_END, 0, {"turn": 1, "x": 0}), "turn/end payload has unexpected key(s) ['x']"),
-        (Event(1, TURN_END, 0, []), "turn/end payload must be an object, got list"),  # type: ignore[arg-type]
+        (Event(1, TURN_START, 0, {"turn": 1, "x": 0}), "payload.x: is not a known field"),
+        (Event(1, TURN_START, 0, {}), "payload.turn: required field is missing"),
+        (Event(1, TURN_END, 0, {"turn": 1, "x": 0}), "payload.x: is not a known field"),
+        (Event(1, TURN_END, 0, []), "payload: must be an object"),  # type: ignore[arg-type]
+        (
+            Event(1, TURN_END, 0, {"turn": 2**53}),
+            "payload.turn: must be <= 9007199254740991 (the largest safe integer), got 9007199254740992",
+        ),
     ],
 )
-def test_a_bad_turn_payload_is_refused_naming_its_kind(event: Event, detail: str) -> None:
+def test_a_bad_turn_payload_is_refused_naming_the_key_at_fault(event: Event, detail: str) -> None:
     with pytest.raises(ReplayError) as caught:
         apply_turn_event(TurnState(turn=1, open=True), event)
     err = caught.value
@@ -83,9 +87,9 @@ def test_a_new_turn_keeps_the_last_request_header_of_the_log() -> None:
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
-        ({"turn": 0, "step": 1, "plan_mode": False}, "'turn' must be >= 1, got 0"),
-        ({"turn": 1, "step": 0, "plan_mode": False}, "'step' must be >= 1, got 0"),
-        ({"turn": 1, "step": -2, "plan_mode": False}, "'step' must be >= 1, got -2"),
+        ({"turn": 0, "step": 1, "plan_mode": False}, "payload.turn: must be >= 1, got 0"),
+        ({"turn": 1, "step": 0, "plan_mode": False}, "payload.step: must be >= 1, got 0"),
+        ({"turn": 1, "step": -2, "plan_mode": False}, "payload.step: must be >= 1, got -2"),
     ],
 )
 def test_a_request_header_numbers_turns_and_steps_from_one(payload: dict[str, Any], message: str) -> None:
@@ -100,8 +104,7 @@ def test_a_request_header_numbers_turns_and_steps_from_one(payload: dict[str, An
 
 def test_a_plugin_message_is_attributed_to_its_plugin() -> None:
     payload: dict[str, Any] = {"text": "hello", "source": {"type": "plugin", "plugin": "plan-mode"}}
-    assert read_message(payload) == ("hello", MessageSource("plugin", plugin="plan-mode"))
-    assert read_message(payload)[1].kind == "plugin"
+    assert read_message(payload) == Message("hello", PluginSource("plugin", "plan-mode"))
 
 
 # --------------------------------------------------------------------------
@@ -122,22 +125,22 @@ def test_the_turn_and_message_builders_make_the_drafts_the_fold_reads() -> None:
     drafts = (
         turn_start(1),
         user_message("hello"),
-        user_message("from a plugin", MessageSource("plugin", plugin="ci")),
+        user_message("from a plugin", PluginSource("plugin", "ci")),
         assistant_message("hi"),
         turn_end(1),
     )
     events = number_drafts(drafts, 0, 10)
     assert [e.kind for e in events] == [TURN_START, USER_MESSAGE, USER_MESSAGE, ASSISTANT_MESSAGE, TURN_END]
-    assert read_message(events[2].payload) == ("from a plugin", MessageSource("plugin", plugin="ci"))
-    assert read_message(events[3].payload) == ("hi", HUMAN)
+    assert read_message(events[2].payload) == Message("from a plugin", PluginSource("plugin", "ci"))
+    assert read_message(events[3].payload) == Message("hi", None)
     state = fold_turns(events)
     assert (state.turn, state.open) == (1, False)
 
 
 def test_a_goal_round_message_carries_its_attribution() -> None:
-    source = MessageSource("goal", goal_id="g1", revision=2, round=3)
+    source = GoalSource("goal", "g1", 2, 3)
     draft = user_message("keep going", source)
-    assert read_message_round(draft.payload) == ("g1", 2, 3)
+    assert read_message(draft.payload).source == source
 
 
 @pytest.mark.parametrize(
@@ -147,8 +150,9 @@ def test_a_goal_round_message_carries_its_attribution() -> None:
         lambda: turn_end(-1),
         lambda: turn_start(True),
         lambda: user_message(7),  # type: ignore[arg-type]
-        lambda: user_message("x", MessageSource("plugin")),
-        lambda: user_message("x", MessageSource("goal", goal_id="g1")),
+        lambda: user_message("x", PluginSource("plugin", "")),
+        lambda: user_message("x", GoalSource("goal", "", 1, 1)),
+        lambda: user_message("x", GoalSource("goal", "g1", 1, 2**53)),
         lambda: assistant_message(None),  # type: ignore[arg-type]
     ],
 )

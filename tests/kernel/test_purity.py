@@ -45,10 +45,18 @@ def imported_roots(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+#: The one module that may call ``exec``: the typed reader makes a reading
+#: function per payload type from the type's own fields, as ``dataclasses``
+#: makes ``__init__`` (no input ever reaches the source it runs).
+EXEC_ALLOWED = frozenset({"payload.py"})
+
+
 def violations(path: Path) -> list[str]:
     out = []
     for line, root in imported_roots(path):
         if root == "kernel" or (root in STDLIB and root not in IMPURE):
+            continue
+        if root == "<call exec>" and path.name in EXEC_ALLOWED and path.parent == KERNEL:
             continue
         out.append(f"{path.name}:{line}: {root}")
     return out

@@ -1,17 +1,47 @@
-"""The strict session fold: envelope rules, the request-header check, and the
-incremental folds (``fold_more`` over events, ``fold_rows`` over stored rows)."""
+"""The strict session fold: envelope rules, the request-header check, each
+kind's refusals, and the one fold behind every entry point
+(``fold_session``, ``fold_more`` over events, ``fold_rows`` over stored rows,
+``apply_session_event``): the same state, or the same error at the same
+position with the same rule and detail."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from planfold.kernel.errors import ReplayError
-from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, TURN_END, TURN_START, USER_MESSAGE, Event, TurnState
-from planfold.kernel.session import SessionState, apply_session_event, fold_more, fold_rows, fold_session
+from planfold.kernel.log import (
+    ASSISTANT_MESSAGE,
+    GOAL_CHANGE,
+    KNOWN_KINDS,
+    PLAN_MODE,
+    REQUEST_HEADER,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+    Event,
+    TurnState,
+)
+from planfold.kernel.payload import read_as
+from planfold.kernel.session import (
+    KINDS,
+    PAYLOAD_TYPES,
+    REDUCERS,
+    SessionState,
+    apply_session_event,
+    fold_more,
+    fold_rows,
+    fold_session,
+)
+from tests.goal_logs import MUTATIONS, valid_logs
+from tests.session_cases import hostile_case, outcome, rows_of
+from tests.storage_helpers import FULL_SCRIPT, build_log, logs
 
 
 def ev(seq: int, kind: str, payload: dict[str, object], at: int = 0) -> Event:
@@ -163,3 +193,114 @@ def test_a_continued_fold_refuses_a_negative_time_even_after_a_stored_negative_o
     assert (err.position, err.rule, err.detail) == (expected.position, expected.rule, expected.detail)
     assert (err.rule, err.detail) == ("malformed-payload", "'at' must be a non-negative integer, got -3")
     assert fold(stored, [Event(2, USER_MESSAGE, 0, USER)]).last == Event(2, USER_MESSAGE, 0, USER)
+
+
+# --------------------------------------------------------------------------
+# One fold: every entry point gives the same state, or the same error
+
+
+@given(hostile_case())
+@settings(max_examples=min(settings().max_examples, 300))
+def test_folding_rows_answers_exactly_as_folding_events_on_hostile_logs(case: tuple[list[Event], Event]) -> None:
+    events, event = case
+    note(f"kind={event.kind} seq={event.seq} at={event.at} payload={event.payload!r}")
+    whole = [*events, event]
+    expected = outcome(fold_session, whole)
+    assert outcome(fold_rows, SessionState(), rows_of(whole)) == expected
+    cut = len(events) // 2
+    start = fold_session(events[:cut])
+    assert outcome(fold_rows, start, rows_of(whole[cut:])) == outcome(fold_more, start, whole[cut:])
+    folded = fold_session(events)
+    assert outcome(apply_session_event, folded, event) == outcome(fold_more, folded, [event])
+
+
+@given(valid_logs(), st.sampled_from(sorted(MUTATIONS)), st.integers(0, 40), st.integers(0, 40))
+@settings(max_examples=min(settings().max_examples, 300))
+def test_an_incremental_fold_from_any_valid_prefix_reports_what_the_whole_fold_reports(
+    log: list[Event], name: str, where: int, cut: int
+) -> None:
+    mutant = MUTATIONS[name](log, where % len(log)) if log else None
+    events = log if mutant is None else mutant
+    cut = min(cut, len(events))
+    note(f"mutation {name} at {where % max(len(log), 1)}, cut at {cut}")
+    expected = outcome(fold_session, events)
+    start = outcome(fold_session, events[:cut])
+    if start[0] == "state":
+        assert outcome(fold_more, start[1], events[cut:]) == expected
+        assert outcome(fold_rows, start[1], rows_of(events[cut:])) == expected
+
+
+@given(logs(25), st.integers(0, 200))
+def test_a_valid_session_log_folds_the_same_whole_or_continued(builder: Any, cut: int) -> None:
+    events = builder.events
+    cut = min(cut, len(events))
+    whole = fold_session(events)
+    assert fold_more(fold_session(events[:cut]), events[cut:]) == whole
+    assert fold_rows(SessionState(), rows_of(events)) == whole
+
+
+def test_fold_rows_keeps_the_last_row_as_the_last_event() -> None:
+    events = build_log(FULL_SCRIPT).events
+    state = fold_rows(SessionState(), rows_of(events))
+    assert state == fold_session(events) and state.last == events[-1]
+    assert fold_rows(state, []) == state
+
+
+def test_a_row_whose_payload_is_already_read_is_not_read_again() -> None:
+    events = build_log(FULL_SCRIPT).events
+    typed = [(e.seq, e.kind, e.at, read_as(PAYLOAD_TYPES[e.kind], e.payload)) for e in events]
+    assert fold_rows(SessionState(), typed) == fold_session(events)
+
+
+def test_a_batch_that_ends_in_a_run_of_rounds_builds_the_goal_with_its_count() -> None:
+    builder = build_log(("goal:create",))
+    goal = builder.state.goal.current
+    assert goal is not None
+    rounds = [
+        Event(builder.state.last_seq + n, USER_MESSAGE, builder.clock,
+              {"text": "go", "source": {"type": "goal", "goal_id": goal.id, "revision": goal.revision, "round": n}})
+        for n in (1, 2, 3)
+    ]
+    state = fold_more(builder.state, rounds)
+    assert state.goal.current is not None and state.goal.current.rounds_started == 3
+    one_by_one = builder.state
+    for event in rounds:
+        one_by_one = apply_session_event(one_by_one, event)
+    assert state == one_by_one
+    assert state.last == rounds[-1]
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload", "rule"),
+    [
+        (USER_MESSAGE, {"text": "hi", "source": {"type": "goal", "goal_id": "nope", "revision": 1, "round": 1}},
+         "goal-mismatch"),
+        (USER_MESSAGE, {"text": 5, "source": None}, "malformed-payload"),
+        (ASSISTANT_MESSAGE, {"text": "hi", "source": None, "x": 1}, "malformed-payload"),
+        (REQUEST_HEADER, {"turn": 9, "step": 1, "plan_mode": True}, "header-mismatch"),
+        (TURN_START, {"turn": 1}, "transition-not-allowed"),
+        (TOOL_CALL, {"call_id": "c", "tool": "t", "arguments": {}}, "tool-outside-turn"),
+        (TOOL_RESULT, {"call_id": "c", "tool": "t", "ok": 1, "output": ""}, "malformed-payload"),
+        (GOAL_CHANGE, {"version": 2, "operation": "create"}, "unknown-version"),
+        (GOAL_CHANGE, {"version": 1, "operation": "archive"}, "unknown-operation"),
+    ],
+)
+def test_each_kind_refuses_a_bad_event_with_its_machine_s_rule(kind: str, payload: dict[str, Any], rule: str) -> None:
+    state = build_log(FULL_SCRIPT).state
+    event = Event(state.last_seq + 1, kind, state.last.at if state.last else 0, payload)
+    err = replay_error(lambda: apply_session_event(state, event))
+    assert (err.position, err.rule) == (event.seq, rule)
+    assert outcome(fold_more, state, [event]) == outcome(apply_session_event, state, event)
+
+
+def test_every_known_kind_has_a_payload_type_and_a_reducer() -> None:
+    assert set(KINDS) == set(PAYLOAD_TYPES) == KNOWN_KINDS
+    assert all(entry.reduce in REDUCERS for entry in KINDS.values())
+
+
+@pytest.mark.parametrize("at", [2**53, 2**63])
+def test_a_time_beyond_the_safe_integers_is_malformed_at_its_seq(at: int) -> None:
+    err = replay_error(lambda: fold_session([ev(1, PLAN_MODE, {"active": True}, at=at)]))
+    assert (err.position, err.rule) == (1, "malformed-payload")
+    assert err.detail == f"'at' must be <= {2**53 - 1} (the largest safe integer), got {at}"
+    assert fold_session([ev(1, PLAN_MODE, {"active": True}, at=2**53 - 1)]).last_seq == 1

@@ -212,7 +212,8 @@ def test_bootstrap_plan_reports_every_problem_at_once() -> None:
     error = result["error"]
     assert result["ok"] is False and error["code"] == "invalid-plan-spec"
     wheres = {p["where"] for p in error["problems"]}
-    assert {"arguments.extra", "plan_spec.goal", "plan_spec.steps", "plan_spec.todos[0].text"} <= wheres
+    spec_fields = {"arguments.plan_spec.goal", "arguments.plan_spec.steps", "arguments.plan_spec.todos[0].text"}
+    assert {"arguments.extra", *spec_fields} <= wheres
     assert plan_actions(session.log.events) == []
     assert runtime_phase(session.log.state) == "build_bootstrap"
 
@@ -272,6 +273,8 @@ def test_update_todo_errors_are_reported_and_record_nothing() -> None:
         "invalid-tool-arguments",
     ]
     assert {p["where"] for p in results[2]["error"]["problems"]} == {
+        "arguments.todo_id",
+        "arguments.status",
         "arguments.extra",
     }
     assert {p["where"] for p in results[3]["error"]["problems"]} == {"arguments.status"}

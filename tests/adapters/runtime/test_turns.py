@@ -266,7 +266,7 @@ def test_exit_plan_mode_reports_every_problem_at_once_and_records_nothing() -> N
     error = json.loads(str(result.payload["output"]))["error"]
     assert error["code"] == "invalid-plan-spec"
     wheres = {p["where"] for p in error["problems"]}
-    assert {"plan_spec.extra", "plan_spec.todos[0].text", "plan_spec.goal"} <= wheres
+    assert {"arguments.plan_spec.extra", "arguments.plan_spec.todos[0].text", "arguments.plan_spec.goal"} <= wheres
     assert plan_actions(session.log.events) == []
     assert reviewer.shown == []
 

@@ -1,10 +1,15 @@
-"""The wire types agree with the kernel's strict readers, and the schema is
-made from them.
+"""The JSON Schemas made from the kernel's payload types say what the kernel
+reads: the event schema, and the argument schemas the runtime-owned tools are
+offered with.
 
 The spine is a property: for payloads of every kind, valid ones taken from
-the conformance cases and the kernel's builders, then mutated (a key
-dropped or added, a value replaced by a near miss or by arbitrary JSON, a tag
-switched), the kernel's reader and the msgspec type accept or reject alike.
+the conformance cases and the kernel's builders, then mutated (a key dropped
+or added, a value replaced by a near miss or by arbitrary JSON, a tag
+switched), every payload the kernel accepts validates against the schema,
+and every schema-valid payload the kernel refuses is refused only for a rule
+the schema documents in words (an integer written with a fraction, a JSON
+value nested past the limit, a plan's content rules). The tools' arguments
+are held to the same property against their decoders.
 """
 
 from __future__ import annotations
@@ -12,216 +17,113 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from functools import cache
 from typing import Any
 
-import msgspec
+import jsonschema
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from planfold.adapters.specgen.event_types import (
-    EVENT_TYPES,
+from planfold.adapters.runtime.toolset import BOOTSTRAP_PLAN, EXIT_PLAN_MODE, REPORT_VERIFICATION, UPDATE_TODO
+from planfold.adapters.specgen.schema import (
     KEBAB,
     NON_BLANK,
-    PAYLOAD_TYPES,
     TRIMMED,
     WHITESPACE,
-    EventLine,
-    decode_typed,
     event_schema,
+    tool_parameters,
 )
 from planfold.adapters.specgen.vector_cases import cases
 from planfold.adapters.specgen.vector_log import SPEC
 from planfold.kernel import log
-from planfold.kernel.errors import PayloadError, ReplayError, is_kebab_case
-from planfold.kernel.goal import ops as goal_ops
-from planfold.kernel.goal.fold import GoalState, apply_goal_event
-from planfold.kernel.goal.values import read_goal_change
-from planfold.kernel.log import Event, TurnState, apply_turn_event, read_message, read_request_header
-from planfold.kernel.payload import JSON, JSONObject
-from planfold.kernel.plan import events as plan_events
-from planfold.kernel.plan.mode import read_plan_mode
-from planfold.kernel.plan.payload import read_plan_action
-from planfold.kernel.session import SessionState, apply_session_event
-from planfold.kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result
+from planfold.kernel.errors import PayloadError, Problem, is_kebab_case
+from planfold.kernel.payload import JSON, read_as
+from planfold.kernel.plan.spec import PlanSpecError
+from planfold.kernel.plan.spec_json import PlanArgs, decode_exit_plan_args, spec_to_json
+from planfold.kernel.plan.tools import (
+    TodoUpdate,
+    ToolArgumentsError,
+    VerificationReport,
+    decode_todo_update,
+    decode_verification,
+)
+from planfold.kernel.session import PAYLOAD_TYPES
+from planfold.kernel.tools.spec import thaw_json
+from tests.payload_cases import SEEDS, mutated
 
 SHAPE_RULES = frozenset({"malformed-payload", "unknown-version", "unknown-operation"})
 
 
-def _turn(kind: str) -> Callable[[JSONObject], object]:
-    # The turn reader is private; the public fold reports a shape problem as
-    # malformed-payload and anything else (a turn out of order) as another rule.
-    return lambda payload: apply_turn_event(TurnState(), Event(1, kind, 0, payload))
+@cache
+def validator() -> jsonschema.protocols.Validator:
+    schema = event_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
 
 
-READERS: Mapping[str, Callable[[JSONObject], object]] = {
-    log.TURN_START: _turn(log.TURN_START),
-    log.TURN_END: _turn(log.TURN_END),
-    log.REQUEST_HEADER: read_request_header,
-    log.USER_MESSAGE: read_message,
-    log.ASSISTANT_MESSAGE: read_message,
-    log.PLAN_MODE: read_plan_mode,
-    log.GOAL_CHANGE: read_goal_change,
-    log.PLAN_ARTIFACT: read_plan_action,
-    log.TOOL_CALL: read_tool_call,
-    log.TOOL_RESULT: read_tool_result,
-    log.TOOL_REFUSED: lambda payload: read_tool_notice(payload, log.TOOL_REFUSED),
-    log.TOOL_WARNING: lambda payload: read_tool_notice(payload, log.TOOL_WARNING),
-}
+def schema_accepts(kind: str, payload: JSON) -> bool:
+    return validator().is_valid({"seq": 1, "kind": kind, "at": 0, "payload": payload})
 
 
-def kernel_accepts(kind: str, payload: JSON) -> bool:
+def kernel_refusal(kind: str, payload: JSON) -> PayloadError | None:
     try:
-        READERS[kind](payload)  # type: ignore[arg-type]
-    except PayloadError:
-        return False
-    except ReplayError as exc:
-        return exc.rule not in SHAPE_RULES
-    return True
+        read_as(PAYLOAD_TYPES[kind], payload)
+    except PayloadError as exc:
+        return exc
+    return None
 
 
-def types_accept(kind: str, payload: JSON) -> bool:
-    try:
-        decode_typed(kind, json.dumps(payload).encode())
-    except msgspec.ValidationError:
-        return False
-    return True
+def _at(value: Any, where: str) -> Any:
+    """The value at a problem's path (``payload.todos[2].id``)."""
+    for key, index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", re.sub(r"^[^.\[]*", "", where)):
+        value = value[key] if key else value[int(index)]
+    return value
 
 
-# --------------------------------------------------------------------------
-# Seeds: valid payloads of every kind
-
-
-def _extra_seeds() -> list[tuple[str, JSONObject]]:
-    """Kinds and variants the valid conformance logs do not contain."""
-    out: list[tuple[str, JSONObject]] = [
-        (log.ASSISTANT_MESSAGE, {"text": "done", "source": None}),
-        (log.TOOL_WARNING, {"call_id": "c", "tool": "t", "code": "a-b", "reason": "r", "phase": "verify"}),
-    ]
-    created = goal_ops.create(GoalState(), "g1", "Ship", 2, actor="user", at=5).numbered(1, 5)
-    goal = apply_goal_event(GoalState(), created)
-    assert goal.current is not None
-    edit = goal_ops.edit(goal, goal.current.ref, objective="Ship more", actor="user", at=6).numbered(2, 6)
-    out.append((log.GOAL_CHANGE, edit.payload))
-    state = SessionState()
-    state = apply_session_event(state, Event(1, log.PLAN_MODE, 1, {"active": True}))
-    draft = plan_events.draft_event(state, "p1", SPEC, None, 2)
-    state = apply_session_event(state, draft)
-    out.append((log.PLAN_ARTIFACT, plan_events.supersede_event(state, 3, "replaced").payload))
-    assert state.plan.current is not None
-    state = apply_session_event(state, plan_events.approve_event(state, state.plan.current.ref, 3))
-    out.append((log.PLAN_ARTIFACT, plan_events.realign_event(state, "out of scope", 4).payload))
-    out.append((log.PLAN_ARTIFACT, plan_events.supersede_event(state, 3, None).payload))
-    return out
-
-
-def _seeds() -> dict[str, list[JSONObject]]:
-    seeds: dict[str, list[JSONObject]] = {}
-    lines = [(str(line["kind"]), line["payload"]) for case in cases() if case.rule is None for line in case.lines]
-    for kind, payload in [*lines, *_extra_seeds()]:
-        assert isinstance(payload, Mapping)
-        known = seeds.setdefault(kind, [])
-        if payload not in known:
-            known.append(copy.deepcopy(dict(payload)))
-    return seeds
-
-
-SEEDS = _seeds()
-TAGS = {
-    "type": ["plugin", "goal", "human"],
-    "operation": ["create", "edit", "pause", "resume", "complete", "block", "clear", "archive"],
-    "phase": ["active", "paused", "blocked", "complete", "plan", "verify", "done"],
-    "action": ["draft", "bootstrap", "rewrite", "approve", "reject", "start", "todo", "verify", "verify-fail",
-               "complete", "realign", "supersede", "archive"],
-    "status": ["pending", "in_progress", "done", "dropped", "finished"],
-    "summary_source": ["model", "runtime", "user"],
-}
-
-
-# --------------------------------------------------------------------------
-# Mutations
-
-text = st.text(alphabet=st.sampled_from([*"ab-Z1 _", *WHITESPACE[:8], "\u3000", "\u00e9"]), max_size=6)
-near_misses = st.sampled_from(
-    [True, False, 0, 1, -1, 2, 1.0, 2.5, 10**20, "", " ", "x", " x", "x ", "x\n", "\u3000x", "a-b", "a--b", "A-b",
-     "a-b\n", None, [], {}, ["x"], [1], [" "], {"x": 1}]
-)
-json_values: st.SearchStrategy[Any] = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | text,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(text, children, max_size=3),
-    max_leaves=6,
-)
-
-
-def containers(value: Any) -> list[Any]:
-    """Every object and list inside ``value``, itself included."""
-    found = []
-    if isinstance(value, dict | list):
-        found.append(value)
-        for child in value.values() if isinstance(value, dict) else value:
-            found += containers(child)
-    return found
-
-
-@st.composite
-def mutated(draw: st.DrawFn, kind: str) -> Any:
-    def value() -> Any:
-        # A copy: the near misses are shared objects a later mutation may change.
-        return copy.deepcopy(draw(near_misses | json_values))
-
-    payload: Any = copy.deepcopy(draw(st.sampled_from(SEEDS[kind])))
-    for _ in range(draw(st.integers(0, 3))):
-        target = draw(st.sampled_from(containers(payload)))
-        how = draw(st.sampled_from(["replace", "drop", "add", "retag"]))
-        if isinstance(target, list):
-            if target:
-                index = draw(st.integers(0, len(target) - 1))
-                target[index] = value()
-            else:
-                target.append(value())
-            continue
-        keys = sorted(target)
-        if how == "add" or not keys:
-            target[draw(text | st.sampled_from(sorted(TAGS)))] = value()
-        elif how == "drop":
-            del target[draw(st.sampled_from(keys))]
-        elif how == "retag" and any(key in TAGS for key in keys):
-            key = draw(st.sampled_from([key for key in keys if key in TAGS]))
-            target[key] = draw(st.sampled_from(TAGS[key]))
-        else:
-            target[draw(st.sampled_from(keys))] = value()
-    if draw(st.integers(0, 19)) == 0:
-        payload = draw(json_values)
-    return payload
+def documented(problem: Problem, payload: JSON) -> bool:
+    """Whether the schema can accept what the kernel refused here because
+    the schema only says it in words: an integer written with a fraction
+    (JSON Schema's integer takes 1.0) or a JSON value nested too deep."""
+    if problem.message == "must be an integer":
+        value = _at(payload, problem.where)
+        return isinstance(value, float) and value.is_integer()
+    return problem.message == "must be a JSON value"
 
 
 @pytest.mark.parametrize("kind", sorted(log.KNOWN_KINDS))
 @given(data=st.data())
-def test_kernel_readers_and_wire_types_agree(kind: str, data: st.DataObject) -> None:
-    payload = data.draw(mutated(kind), label="payload")
-    accepted = kernel_accepts(kind, payload)
-    event("accepted" if accepted else "rejected")
-    assert types_accept(kind, payload) == accepted, f"{kind}: kernel {'accepts' if accepted else 'rejects'}"
+def test_the_schema_takes_what_the_kernel_reads_and_refuses_nothing_it_does_not_document(
+    kind: str, data: st.DataObject
+) -> None:
+    payload = data.draw(mutated(SEEDS[kind]), label="payload")
+    refusal = kernel_refusal(kind, payload)
+    event("accepted" if refusal is None else "refused")
+    if refusal is None:
+        assert schema_accepts(kind, payload), f"{kind}: the kernel reads it, the schema refuses it"
+    elif schema_accepts(kind, payload):
+        assert all(documented(p, payload) for p in refusal.problems), refusal.message
 
 
 @pytest.mark.parametrize("kind", sorted(log.KNOWN_KINDS))
 def test_every_seed_is_accepted_by_both(kind: str) -> None:
     assert SEEDS[kind], f"no valid payload of {kind} to mutate"
     for payload in SEEDS[kind]:
-        assert kernel_accepts(kind, payload)
-        assert types_accept(kind, payload)
+        assert kernel_refusal(kind, payload) is None
+        assert schema_accepts(kind, payload)
 
 
 @pytest.mark.parametrize(
     ("kind", "payload"),
     [
         (log.TURN_START, {"turn": True}),
-        (log.TURN_START, {"turn": 1.0}),
         (log.TURN_END, {"turn": 0}),
+        (log.TURN_END, {"turn": 2**53}),
         (log.REQUEST_HEADER, {"turn": 1, "step": 1}),
-        (log.USER_MESSAGE, {"text": "x", "source": {"type": "plugin", "plugin": "", }}),
+        (log.USER_MESSAGE, {"text": "x", "source": {"type": "plugin", "plugin": ""}}),
         (log.USER_MESSAGE, {"text": "x", "source": {"type": "goal", "goal_id": "g", "revision": 1}}),
+        (log.USER_MESSAGE, {"text": "x", "source": {"type": "goal", "goal_id": "g", "revision": 1, "round": 2**53}}),
         (log.PLAN_MODE, {"active": 1}),
         (log.PLAN_MODE, {"active": True, "extra": None}),
         (log.TOOL_REFUSED, {"call_id": "c", "tool": "t", "code": "Bad", "reason": "r", "phase": "plan"}),
@@ -229,9 +131,24 @@ def test_every_seed_is_accepted_by_both(kind: str) -> None:
         (log.TOOL_CALL, {"call_id": " ", "tool": "t", "arguments": {}}),
     ],
 )
-def test_known_bad_payloads_are_rejected_by_both(kind: str, payload: JSON) -> None:
-    assert not kernel_accepts(kind, payload)
-    assert not types_accept(kind, payload)
+def test_known_bad_payloads_are_refused_by_both(kind: str, payload: JSON) -> None:
+    assert kernel_refusal(kind, payload) is not None
+    assert not schema_accepts(kind, payload)
+
+
+def test_a_goal_whose_cap_is_not_a_safe_integer_is_refused_by_the_schema_and_the_kernel() -> None:
+    payload = copy.deepcopy(next(p for p in SEEDS[log.GOAL_CHANGE] if p["operation"] == "create"))
+    payload["goal"]["max_rounds"] = 2**53  # type: ignore[index]
+    refusal = kernel_refusal(log.GOAL_CHANGE, payload)
+    assert refusal is not None and refusal.code == "malformed-payload"
+    assert not schema_accepts(log.GOAL_CHANGE, payload)
+
+
+def test_an_integer_written_with_a_fraction_is_the_one_thing_the_schema_takes_and_says_in_words() -> None:
+    refusal = kernel_refusal(log.TURN_START, {"turn": 1.0})
+    assert refusal is not None and schema_accepts(log.TURN_START, {"turn": 1.0})
+    assert all(documented(p, {"turn": 1.0}) for p in refusal.problems)
+    assert "without a fraction" in json.dumps(event_schema())
 
 
 # --------------------------------------------------------------------------
@@ -252,33 +169,99 @@ def test_whitespace_is_exactly_what_strip_removes() -> None:
 
 
 # --------------------------------------------------------------------------
-# Event lines and the schema
+# Event lines
 
 
-def test_every_kind_has_a_payload_type_and_a_line_type() -> None:
-    assert set(PAYLOAD_TYPES) == set(log.KNOWN_KINDS) == set(EVENT_TYPES)
-
-
-def test_schema_names_every_kind_and_demands_the_envelope() -> None:
+def test_the_schema_names_every_kind_and_demands_the_envelope_within_the_safe_integers() -> None:
     schema = event_schema()
     assert schema["$schema"].startswith("https://json-schema.org/")
     assert set(schema["discriminator"]["mapping"]) == set(log.KNOWN_KINDS)
-    for name in schema["discriminator"]["mapping"].values():
-        body = schema["$defs"][name.rsplit("/", 1)[1]]
+    for ref in schema["discriminator"]["mapping"].values():
+        body = schema["$defs"][ref.rsplit("/", 1)[1]]
         assert set(body["required"]) == {"kind", "seq", "at", "payload"}
         assert body["additionalProperties"] is False
+        for name in ("seq", "at"):
+            assert body["properties"][name]["maximum"] == 2**53 - 1
 
 
-def test_valid_vector_lines_decode_as_event_lines_and_shape_errors_do_not() -> None:
+def test_valid_vector_lines_are_schema_valid_and_shape_errors_are_not() -> None:
     for case in cases():
         lines = list(case.lines)
         for index, line in enumerate(lines):
-            raw = json.dumps(line).encode()
             bad = case.rule is not None and index == len(lines) - 1
-            typed_seq = isinstance(line["seq"], int)
-            if bad and (case.rule in (*SHAPE_RULES, "unknown-kind") or not typed_seq):
-                with pytest.raises(msgspec.ValidationError):
-                    msgspec.json.decode(raw, type=EventLine)
-            elif not bad:
-                decoded = msgspec.json.decode(raw, type=EventLine)
-                assert msgspec.to_builtins(decoded) == line, case.name
+            valid = validator().is_valid(line)
+            seq = line["seq"]
+            if not bad:
+                assert valid, case.name
+            elif not isinstance(seq, int):
+                # 2.0 is an integer to JSON Schema; the description says it is not one here.
+                assert not valid or (isinstance(seq, float) and seq.is_integer()), case.name
+            elif case.rule in (*SHAPE_RULES, "unknown-kind"):
+                kind, payload = str(line["kind"]), line["payload"]
+                refusal = kernel_refusal(kind, payload) if kind in PAYLOAD_TYPES else None
+                documented_only = refusal is not None and all(documented(p, payload) for p in refusal.problems)
+                assert not valid or documented_only, case.name
+
+
+# --------------------------------------------------------------------------
+# The runtime-owned tools' arguments
+
+#: The content rules of a plan, which the plan's description states.
+PLAN_RULES = frozenset(
+    {"empty-goal", "no-steps", "no-verify", "no-todos", "blank-item", "blank-todo-id", "duplicate-todo-id",
+     "blocking-question"}
+)
+PLAN_ARGS_SEEDS: list[Any] = [
+    {"plan_spec": spec_to_json(SPEC)},
+    {"plan_spec": {"goal": "g", "steps": ["s"], "verify": ["v"], "todos": [{"id": "t1", "text": "do"}],
+                   "open_questions": ["why?", {"text": "db?"}], "scope": {"paths": ["src"]}},
+     "summary_candidate": {"goal": "g"}},
+]
+TOOLS: list[tuple[Any, type, Callable[[object], object], list[Any]]] = [
+    (EXIT_PLAN_MODE, PlanArgs, decode_exit_plan_args, PLAN_ARGS_SEEDS),
+    (BOOTSTRAP_PLAN, PlanArgs, decode_exit_plan_args, PLAN_ARGS_SEEDS),
+    (UPDATE_TODO, TodoUpdate, decode_todo_update, [{"todo_id": "t1", "status": "done"}]),
+    (REPORT_VERIFICATION, VerificationReport, decode_verification,
+     [{"passed": True}, {"passed": False, "notes": "the tests fail"}]),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments_type"), [(t[0], t[1]) for t in TOOLS], ids=lambda t: getattr(t, "name", "")
+)
+def test_each_runtime_owned_tool_is_offered_the_schema_of_its_arguments_type(tool: Any, arguments_type: type) -> None:
+    offered = thaw_json(tool.parameters)
+    assert offered == tool_parameters(arguments_type)
+    assert offered["additionalProperties"] is False
+    jsonschema.Draft202012Validator.check_schema(offered)
+
+
+def offered(tool: Any) -> Any:
+    return thaw_json(tool.parameters)
+
+
+def test_the_todo_status_the_decoder_takes_is_offered() -> None:
+    assert offered(UPDATE_TODO)["properties"]["status"]["enum"] == ["pending", "in_progress", "done", "dropped"]
+    plan = offered(EXIT_PLAN_MODE)["properties"]["plan_spec"]
+    assert plan["properties"]["todos"]["items"]["properties"]["status"]["enum"] == [
+        "pending", "in_progress", "done", "dropped"
+    ]
+
+
+@pytest.mark.parametrize(("tool", "decode", "seeds"), [(t[0], t[2], t[3]) for t in TOOLS],
+                         ids=lambda t: getattr(t, "name", ""))
+@given(data=st.data())
+def test_a_tool_s_schema_takes_what_its_decoder_takes(
+    tool: Any, decode: Callable[[object], object], seeds: list[Any], data: st.DataObject
+) -> None:
+    arguments = data.draw(mutated(seeds), label="arguments")
+    schema = jsonschema.Draft202012Validator(offered(tool))
+    try:
+        decode(arguments)
+    except (PlanSpecError, ToolArgumentsError) as exc:
+        event("refused")
+        if schema.is_valid(arguments):
+            assert all(p.code in PLAN_RULES or documented(p, arguments) for p in exc.problems), exc
+    else:
+        event("accepted")
+        assert schema.is_valid(arguments), f"{tool.name}: the decoder takes it, the schema refuses it"

@@ -5,9 +5,11 @@ callable and a command alike.
 The rules are collected from the kernel's source, not listed by hand: every
 string that reaches the ``rule`` of a ``ReplayError`` (directly, or through a
 helper whose parameter flows there, such as ``_fail(seq, rule, ...)``), every
-``code=`` of a ``PayloadError`` (the goal fold reports it as the rule; one
-without a code is ``malformed-payload``), and
-every key of a ``*_REPLAY_RULES`` mapping.
+``code=`` of a ``PayloadError`` and every ``Code`` a payload type gives a
+field (the fold reports it as the rule), ``malformed-payload`` for a module
+that reads payloads with the typed reader (``read_as``, ``reader_of``) or
+raises a ``PayloadError`` without a code, and every key of a
+``*_REPLAY_RULES`` mapping.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ NOT_FOLDED: Mapping[str, str] = {
     "errors": "defines the errors",
     "payload": "the generic readers every machine's readers call",
     "plan/capsule": "reads a stored state capsule, which is not a log event",
+    "plan/tools": "decodes the arguments of the runtime-owned tools, which are not log events",
 }
 
 #: Rules a module can raise that no log can trigger, and why.
@@ -70,6 +73,10 @@ NOT_REPLAY: Mapping[tuple[str, str], str] = {
     ("plan_mode", "transition-not-allowed"): (
         "raised by derive_request_header when asked for a header outside a turn, never by a fold; "
         "the turn fold reports the same rule on replay (log.transition-not-allowed-header)"
+    ),
+    ("plan", "unknown-todo-status"): (
+        "the exit_plan_mode decoder's code for a todo status it does not know (the model's arguments, not a "
+        "log event); a stored spec with an unknown status is malformed-payload (plan.malformed-payload)"
     ),
 }
 
@@ -115,6 +122,12 @@ def rules_in(source: str) -> set[str]:
             # A payload error without a code has the class's: malformed-payload.
             codes = [_literal(kw.value) for kw in call.keywords if kw.arg == "code"]
             found.update(filter(None, codes or ["malformed-payload"]))
+        if name in ("read_as", "reader_of"):
+            # The typed reader refuses a bad shape as malformed-payload ...
+            found.add("malformed-payload")
+        if name == "Code":
+            # ... or with the code the field declares.
+            found.update(filter(None, [_literal(call.args[0]) if call.args else None]))
     return found
 
 

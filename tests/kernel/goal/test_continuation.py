@@ -29,7 +29,7 @@ from planfold.kernel.goal.values import (
     activation_after,
     session_started,
 )
-from planfold.kernel.log import USER_MESSAGE, read_message
+from planfold.kernel.log import USER_MESSAGE, GoalSource, read_message
 from tests.goal_helpers import goal_in
 
 GOAL = GoalSnapshot("g1", "ship it", "active", None, 3, 4, 1, 10, 20)
@@ -39,9 +39,9 @@ FACTS = ContinueFacts(plan_mode=False, turn_open=False)
 def test_round_message_attributes_the_next_round() -> None:
     log = goal_in("active", rounds=1)
     event = log.round()
-    text, source = read_message(event.payload)
-    assert (event.kind, text) == (USER_MESSAGE, "continue")
-    assert (source.kind, source.goal_id, source.revision, source.round) == ("goal", "g1", 1, 2)
+    message = read_message(event.payload)
+    assert (event.kind, message.text) == (USER_MESSAGE, "continue")
+    assert message.source == GoalSource("goal", "g1", 1, 2)
     assert log.goal.rounds_started == 2
 
 

@@ -24,9 +24,9 @@ from planfold.kernel.goal.fold import (
 from planfold.kernel.goal.ops import clear, complete, edit, pause
 from planfold.kernel.goal.values import (
     BlockedReason,
-    GoalOperation,
     GoalRef,
     GoalSnapshot,
+    SnapshotOperation,
     clear_payload,
     snapshot_payload,
 )
@@ -229,7 +229,7 @@ def test_malformed_change_payloads_are_refused(payload: object) -> None:
 G1 = GoalSnapshot("g1", "ship the importer", "active", None, 2, 1, 0, 10, 10)
 
 
-def change(seq: int, at: int, operation: GoalOperation, goal: GoalSnapshot) -> Event:
+def change(seq: int, at: int, operation: SnapshotOperation, goal: GoalSnapshot) -> Event:
     """A goal/change snapshot event recording ``goal`` (stamped ``at``)."""
     return Event(seq, GOAL_CHANGE, at, snapshot_payload(operation, replace(goal, updated_at=at)))
 
@@ -321,7 +321,7 @@ def test_a_clear_stamped_at_another_time_is_refused_with_the_event_time() -> Non
 
 def test_a_clear_at_revision_zero_is_a_malformed_payload_in_the_fold() -> None:
     log = [*created(), Event(2, GOAL_CHANGE, 20, clear_payload(GoalRef("g1", 0), 20))]
-    assert refusal(log) == (2, "malformed-payload", "'revision' must be >= 1, got 0")
+    assert refusal(log) == (2, "malformed-payload", "payload.cleared.revision: must be >= 1, got 0")
 
 
 def test_a_recorded_resume_with_every_round_started_is_refused() -> None:
@@ -449,7 +449,8 @@ def test_event_ref_of_an_unknown_version_reports_the_payload_error() -> None:
     with pytest.raises(ReplayError) as caught:
         event_ref(event)
     err = caught.value
-    assert (err.position, err.rule, err.detail) == (7, "unknown-version", "unknown goal/change version 2")
+    assert (err.position, err.rule) == (7, "unknown-version")
+    assert err.detail.startswith("payload.version: must be one of [1], got 2; payload.goal: required field is missing")
 
 
 def test_with_rounds_keeps_the_blocked_reason_of_a_blocked_goal() -> None:
@@ -524,3 +525,28 @@ def test_session_fold_agrees_with_fold_goal(log: list[Event]) -> None:
             mutant = mutation(log, position)
             if mutant is not None:
                 record_event(f"mutant: {_agree(mutant)}")
+
+
+# --------------------------------------------------------------------------
+# Safe integers: every integer a JSON reader using doubles reads exactly
+
+UNSAFE = 2**53
+
+
+@pytest.mark.parametrize("cap", [UNSAFE, 2**63])
+def test_a_goal_whose_round_cap_is_not_a_safe_integer_is_refused_at_its_seq_on_replay(cap: int) -> None:
+    events = [change(1, 10, "create", replace(G1, max_rounds=cap))]
+    position, rule, detail = refusal(events)
+    assert (position, rule) == (1, "malformed-payload")
+    assert detail == f"payload.goal.max_rounds: must be <= {UNSAFE - 1} (the largest safe integer), got {cap}"
+    assert fold_goal([change(1, 10, "create", replace(G1, max_rounds=UNSAFE - 1))]).current is not None
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("revision", UNSAFE), ("round", UNSAFE), ("revision", -UNSAFE), ("round", -UNSAFE)]
+)
+def test_a_round_numbered_beyond_the_safe_integers_is_malformed_not_judged(field: str, value: int) -> None:
+    source = {**goal_source("g1", 1, 1), field: value}
+    events = [*created(), Event(2, USER_MESSAGE, 20, {"text": "continue", "source": source})]
+    position, rule, _ = refusal(events)
+    assert (position, rule) == (2, "malformed-payload")

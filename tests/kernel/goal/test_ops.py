@@ -115,7 +115,7 @@ def test_transition_allowed(pair: tuple[str, str | None]) -> None:
         return
     assert isinstance(change, SnapshotChange)
     assert change.operation == operation
-    assert after.current == change.goal
+    assert after.current == change.snapshot
     expected_phase = RESULT.get(operation, source)
     assert after.current.phase == expected_phase
     if operation == "create":
@@ -471,7 +471,7 @@ def test_one_call_decides_an_operation_its_draft_the_activation_after_it_and_the
         assert (decision.goal, decision.ref) == (None, change.cleared) and log.state.current is None
     else:
         assert isinstance(change, SnapshotChange)
-        assert decision.goal == change.goal == log.state.current and decision.ref == change.goal.ref
+        assert decision.goal == change.snapshot == log.state.current and decision.ref == change.snapshot.ref
 
 
 def test_a_request_refused_by_its_operation_raises_as_the_operation_does() -> None:
@@ -485,3 +485,18 @@ def test_a_request_refused_by_its_operation_raises_as_the_operation_does() -> No
     with pytest.raises(GoalOperationError) as missing:
         decide_goal(goal_in(None).state, GoalRequest("pause", "user"), DISARMED, log.tick())
     assert missing.value.code == "not-found"
+
+
+@pytest.mark.parametrize("cap", [2**53, 2**63])
+def test_a_round_cap_beyond_the_safe_integers_is_refused_by_create_and_edit(cap: int) -> None:
+    with pytest.raises(GoalOperationError) as info:
+        GoalLog().run(create, "g1", "ship it", cap, actor="user")
+    assert info.value.code == "invalid-max-rounds"
+    assert str(info.value) == f"max_rounds must be an integer from 1 to {2**53 - 1}, got {cap}"
+    log = goal_in("active")
+    with pytest.raises(GoalOperationError) as edited:
+        log.run(edit, log.ref, max_rounds=cap, actor="user")
+    assert edited.value.code == "invalid-max-rounds"
+    largest = GoalLog().run(create, "g1", "ship it", 2**53 - 1, actor="user")
+    goal = largest.payload["goal"]
+    assert isinstance(goal, dict) and goal["max_rounds"] == 2**53 - 1

@@ -54,14 +54,15 @@ def snapshots(draw: st.DrawFn) -> GoalSnapshot:
 @given(snapshots(), st.sampled_from([op for op in OPERATIONS if op != "clear"]))
 def test_snapshot_payload_round_trips(goal: GoalSnapshot, operation: str) -> None:
     payload = snapshot_payload(operation, goal)  # type: ignore[arg-type]
-    assert read_goal_change(payload) == SnapshotChange(operation, goal)  # type: ignore[arg-type]
+    assert read_goal_change(payload) == SnapshotChange.of(operation, goal)  # type: ignore[arg-type]
+    assert read_goal_change(payload).snapshot == goal  # type: ignore[union-attr]
     assert change_ref(read_goal_change(payload)) == goal.ref
 
 
 @given(st.text(min_size=1, max_size=8), st.integers(1, 10**6), ints)
 def test_clear_payload_round_trips(goal_id: str, revision: int, at: int) -> None:
     payload = clear_payload(GoalRef(goal_id, revision), at)
-    assert read_goal_change(payload) == ClearChange(GoalRef(goal_id, revision), at)
+    assert read_goal_change(payload) == ClearChange(1, "clear", GoalRef(goal_id, revision), at)
 
 
 SNAPSHOT = snapshot_payload(
@@ -173,17 +174,17 @@ def payload_refusal(payload: JSONObject) -> tuple[str, str]:
         (
             ("goal", "blocked_reason"),
             {"code": "Needs Input", "message": "which database?"},
-            "goal 'blocked_reason' 'code' must be a kebab-case string",
+            "payload.goal.blocked_reason.code: must be kebab-case, got 'Needs Input'",
         ),
         (
             ("goal", "blocked_reason"),
             {"code": "needs-input", "message": " which database? "},
-            "goal 'blocked_reason' 'message' must be a non-empty string without surrounding space",
+            "payload.goal.blocked_reason.message: must be non-blank text without surrounding space",
         ),
         (
             ("goal", "phase"),
             "active",
-            "goal 'blocked_reason' must be an object exactly when the phase is blocked",
+            "payload.goal.blocked_reason: must be an object exactly when the phase is blocked",
         ),
     ],
     ids=["code-not-kebab-case", "padded-message", "reason-on-an-active-goal"],
@@ -197,7 +198,8 @@ def test_a_bad_blocked_reason_is_refused_saying_what_is_wrong(
 def test_an_unknown_version_is_refused_naming_it() -> None:
     assert payload_refusal({"version": 3, "operation": "clear"}) == (
         "unknown-version",
-        "unknown goal/change version 3",
+        "payload.version: must be one of [1], got 3; payload.cleared: required field is missing; "
+        "payload.cleared_at: required field is missing",
     )
 
 
@@ -210,12 +212,12 @@ def clear_with(**fields: JSON) -> JSONObject:
     [
         (
             {"version": 1, "operation": "clear", "cleared": {"id": "g1", "revision": 2}},
-            "goal/change clear payload is missing key(s) ['cleared_at']",
+            "payload.cleared_at: required field is missing",
         ),
-        (clear_with(cleared={"id": "g1"}), "goal/change 'cleared' is missing key(s) ['revision']"),
-        (clear_with(cleared={"id": "", "revision": 2}), "cleared 'id' must be a non-empty string"),
-        (clear_with(cleared={"id": "g1", "revision": 0}), "'revision' must be >= 1, got 0"),
-        (clear_with(cleared_at=-1), "'cleared_at' must be >= 0, got -1"),
+        (clear_with(cleared={"id": "g1"}), "payload.cleared.revision: required field is missing"),
+        (clear_with(cleared={"id": "", "revision": 2}), "payload.cleared.id: must not be empty"),
+        (clear_with(cleared={"id": "g1", "revision": 0}), "payload.cleared.revision: must be >= 1, got 0"),
+        (clear_with(cleared_at=-1), "payload.cleared_at: must be >= 0, got -1"),
     ],
     ids=["missing-cleared-at", "cleared-without-revision", "empty-id", "revision-zero", "negative-time"],
 )

@@ -220,7 +220,7 @@ def test_a_malformed_header_is_refused_when_deciding_a_notice() -> None:
     assert (err.position, err.rule, err.detail) == (
         2,
         "malformed-payload",
-        "request/header payload is missing key(s) ['plan_mode']",
+        "payload.plan_mode: required field is missing",
     )
 
 

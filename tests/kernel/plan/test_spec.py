@@ -340,14 +340,14 @@ def test_a_stored_open_question_that_is_not_an_object_is_named_in_the_error() ->
     payload = {**spec_to_json(spec()), "open_questions": [5]}
     with pytest.raises(PayloadError) as info:
         spec_from_json(payload)
-    assert info.value.message == "open question must be an object, got int"
+    assert info.value.message == "spec.open_questions[0]: must be an object"
 
 
 def test_a_stored_scope_without_effects_is_named_in_the_error() -> None:
     payload = {**spec_to_json(spec()), "scope": {"paths": []}}
     with pytest.raises(PayloadError) as info:
         spec_from_json(payload)
-    assert info.value.message == "scope is missing key(s) ['effects']"
+    assert info.value.message == "spec.scope.effects: required field is missing"
 
 
 # --------------------------------------------------------------------------
@@ -388,14 +388,14 @@ def test_decoder_reports_shape_and_content_problems_together() -> None:
     found = {(p.code, p.where) for p in info.value.problems}
     assert found == {
         ("unexpected-field", "arguments.summary"),
-        ("missing-field", "plan_spec.verify"),
-        ("unexpected-field", "plan_spec.colour"),
-        ("wrong-type", "plan_spec.steps"),
-        ("unknown-todo-status", "plan_spec.todos[0].status"),
-        ("wrong-type", "plan_spec.todos[1]"),
-        ("wrong-type", "plan_spec.scope.paths[0]"),
-        ("empty-goal", "plan_spec.goal"),
-        ("blocking-question", "plan_spec.open_questions[0]"),
+        ("missing-field", "arguments.plan_spec.verify"),
+        ("unexpected-field", "arguments.plan_spec.colour"),
+        ("wrong-type", "arguments.plan_spec.steps"),
+        ("unknown-todo-status", "arguments.plan_spec.todos[0].status"),
+        ("wrong-type", "arguments.plan_spec.todos[1]"),
+        ("wrong-type", "arguments.plan_spec.scope.paths[0]"),
+        ("empty-goal", "arguments.plan_spec.goal"),
+        ("blocking-question", "arguments.plan_spec.open_questions[0]"),
     }
     assert all(is_kebab_case(code) for code, _ in found)
 
@@ -424,11 +424,11 @@ def test_a_decoded_todo_with_an_unknown_status_is_reported_once_at_its_own_index
     with pytest.raises(PlanSpecError) as info:
         decode_exit_plan_args(args)
     assert info.value.problems == (
-        SpecProblem("wrong-type", "plan_spec.todos[0]", "must be an object"),
+        SpecProblem("wrong-type", "arguments.plan_spec.todos[0]", "must be an object"),
         SpecProblem(
             "unknown-todo-status",
-            "plan_spec.todos[1].status",
-            "must be one of ['pending', 'in_progress', 'done', 'dropped']",
+            "arguments.plan_spec.todos[1].status",
+            "must be one of ['pending', 'in_progress', 'done', 'dropped'], got 'soon'",
         ),
     )
 
@@ -444,25 +444,27 @@ def decoder_problems(todos: list[Any], questions: list[Any] | None = None) -> tu
 
 def test_problems_of_the_items_after_one_that_is_not_an_object_keep_their_index() -> None:
     assert decoder_problems([5, {"id": "t1", "text": " "}], [7, {"text": "db?", "blocking": True}]) == (
-        SpecProblem("wrong-type", "plan_spec.todos[0]", "must be an object"),
-        SpecProblem("wrong-type", "plan_spec.open_questions[0]", "must be an object"),
-        SpecProblem("blank-item", "plan_spec.todos[1].text", "must not be blank"),
+        SpecProblem("wrong-type", "arguments.plan_spec.todos[0]", "must be an object"),
+        SpecProblem("wrong-type", "arguments.plan_spec.open_questions[0]", "must be a string or an object"),
+        SpecProblem("blank-item", "arguments.plan_spec.todos[1].text", "must not be blank"),
         SpecProblem(
-            "blocking-question", "plan_spec.open_questions[1]", "blocking question must be answered first: 'db?'"
+            "blocking-question",
+            "arguments.plan_spec.open_questions[1]",
+            "blocking question must be answered first: 'db?'",
         ),
     )
 
 
 def test_a_repeated_todo_id_is_reported_where_it_repeats_past_an_item_that_is_not_an_object() -> None:
     assert decoder_problems([{"id": "a", "text": "x"}, [], {"id": "a", "text": "y"}]) == (
-        SpecProblem("wrong-type", "plan_spec.todos[1]", "must be an object"),
-        SpecProblem("duplicate-todo-id", "plan_spec.todos[2].id", "todo id 'a' repeats"),
+        SpecProblem("wrong-type", "arguments.plan_spec.todos[1]", "must be an object"),
+        SpecProblem("duplicate-todo-id", "arguments.plan_spec.todos[2].id", "todo id 'a' repeats"),
     )
 
 
 def test_items_that_are_not_objects_are_reported_once_each_and_nothing_is_made_up_for_them() -> None:
     assert decoder_problems([5, None], [1.5]) == (
-        SpecProblem("wrong-type", "plan_spec.todos[0]", "must be an object"),
-        SpecProblem("wrong-type", "plan_spec.todos[1]", "must be an object"),
-        SpecProblem("wrong-type", "plan_spec.open_questions[0]", "must be an object"),
+        SpecProblem("wrong-type", "arguments.plan_spec.todos[0]", "must be an object"),
+        SpecProblem("wrong-type", "arguments.plan_spec.todos[1]", "must be an object"),
+        SpecProblem("wrong-type", "arguments.plan_spec.open_questions[0]", "must be a string or an object"),
     )

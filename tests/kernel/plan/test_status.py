@@ -159,20 +159,22 @@ def test_a_blank_spec_hash_is_malformed(action: str, blank: str) -> None:
         payload["note"] = None
     with pytest.raises(PayloadError) as info:
         read_plan_action(payload)
-    assert info.value.message == "'spec_hash' must not be empty"
+    assert info.value.message == "payload.spec_hash: must not be blank"
 
 
 @pytest.mark.parametrize("blank", ["", "  "])
 def test_a_blank_todo_id_is_malformed(blank: str) -> None:
     with pytest.raises(PayloadError) as info:
         read_plan_action({"action": "todo", "plan_id": "p1", "revision": 1, "todo_id": blank, "status": "done"})
-    assert info.value.message == "'todo_id' must not be empty"
+    assert info.value.message == "payload.todo_id: must not be blank"
 
 
 def test_an_unknown_todo_status_in_a_todo_action_names_the_allowed_ones() -> None:
     with pytest.raises(PayloadError) as info:
         read_plan_action({"action": "todo", "plan_id": "p1", "revision": 1, "todo_id": "t1", "status": "later"})
-    assert info.value.message == "'status' must be one of ['pending', 'in_progress', 'done', 'dropped'], got 'later'"
+    assert info.value.message == (
+        "payload.status: must be one of ['pending', 'in_progress', 'done', 'dropped'], got 'later'"
+    )
 
 
 # --------------------------------------------------------------------------

@@ -216,65 +216,71 @@ def test_the_gates_verdicts_become_events_the_strict_fold_accepts(
 def test_a_tool_call_payload_with_arguments_that_are_not_json_is_refused() -> None:
     with pytest.raises(PayloadError) as caught:
         read_tool_call({"call_id": "c1", "tool": "mystery", "arguments": {"x": float("inf")}})
-    assert str(caught.value) == "'arguments' must be a JSON value"
+    assert str(caught.value) == "payload.arguments: must be a JSON value"
     with pytest.raises(PayloadError) as built:
         tool_call_payload(ToolCall("c1", "mystery", {"x": float("nan")}))
-    assert str(built.value) == "'arguments' must be a JSON value"
+    assert str(built.value) == "payload.arguments: must be a JSON value"
 
 
 def test_recording_a_call_with_arguments_nested_past_any_limit_is_a_payload_error() -> None:
     deep = nested_lists(sys.getrecursionlimit() + 100)
     with pytest.raises(PayloadError) as caught:
         tool_call_payload(ToolCall("c1", "mystery", deep))
-    assert str(caught.value) == "'arguments' must be a JSON value"
+    assert str(caught.value) == "payload.arguments: must be a JSON value"
 
 
 def test_the_tool_event_readers_name_the_payload_missing_a_key() -> None:
     with pytest.raises(PayloadError) as call:
         read_tool_call({"call_id": "c1", "tool": "mystery"})
-    assert str(call.value) == "tool/call payload is missing key(s) ['arguments']"
+    assert str(call.value) == "payload.arguments: required field is missing"
     with pytest.raises(PayloadError) as result:
         read_tool_result({"call_id": "c1", "tool": "mystery", "ok": True})
-    assert str(result.value) == "tool/result payload is missing key(s) ['output']"
+    assert str(result.value) == "payload.output: required field is missing"
     with pytest.raises(PayloadError) as warning:
         read_tool_notice({"call_id": "c1"}, TOOL_WARNING)
-    assert str(warning.value) == "tool/warning payload is missing key(s) ['code', 'phase', 'reason', 'tool']"
+    assert str(warning.value) == (
+        "payload.tool: required field is missing; payload.code: required field is missing; "
+        "payload.reason: required field is missing; payload.phase: required field is missing"
+    )
 
 
 @pytest.mark.parametrize("call_id", ["", "  "])
 def test_a_notice_or_result_without_a_call_id_is_refused(call_id: str) -> None:
     with pytest.raises(PayloadError) as notice:
         read_tool_notice(changed(GOOD_NOTICE, call_id=call_id))
-    assert str(notice.value) == "'call_id' must not be empty"
+    assert str(notice.value) == "payload.call_id: must not be blank"
     with pytest.raises(PayloadError) as result:
         read_tool_result(changed(GOOD_RESULT, call_id=call_id))
-    assert str(result.value) == "'call_id' must not be empty"
+    assert str(result.value) == "payload.call_id: must not be blank"
 
 
 def test_a_notice_with_a_bad_code_or_phase_says_which() -> None:
     with pytest.raises(PayloadError) as code:
         read_tool_notice(changed(GOOD_NOTICE, code="No Way"))
-    assert str(code.value) == "'code' must be kebab-case, got 'No Way'"
+    assert str(code.value) == "payload.code: must be kebab-case, got 'No Way'"
     with pytest.raises(PayloadError) as phase:
         read_tool_notice(changed(GOOD_NOTICE, phase="napping"))
     assert str(phase.value) == (
-        "'phase' must be one of ['plan', 'build_bootstrap', 'build_execute', 'verify'], got 'napping'"
+        "payload.phase: must be one of ['plan', 'build_bootstrap', 'build_execute', 'verify'], got 'napping'"
     )
 
 
 @pytest.mark.parametrize("kind", [TOOL_REFUSED, TOOL_WARNING])
-def test_the_fold_check_names_the_kind_of_a_malformed_notice(kind: str) -> None:
+def test_the_fold_check_names_every_key_a_malformed_notice_lacks(kind: str) -> None:
     event = Event(seq=3, kind=kind, at=0, payload={"call_id": "c1"})
     with pytest.raises(PayloadError) as caught:
         check_tool_event(event, turn_open=True)
-    assert str(caught.value) == f"{kind} payload is missing key(s) ['code', 'phase', 'reason', 'tool']"
+    assert str(caught.value) == (
+        "payload.tool: required field is missing; payload.code: required field is missing; "
+        "payload.reason: required field is missing; payload.phase: required field is missing"
+    )
 
 
 def test_the_fold_check_refuses_a_tool_event_whose_payload_is_not_an_object() -> None:
     event = Event(seq=2, kind=TOOL_RESULT, at=0, payload=["c1"])  # type: ignore[arg-type]
     with pytest.raises(PayloadError) as caught:
         check_tool_event(event, turn_open=True)
-    assert str(caught.value) == "tool/result payload must be an object"
+    assert str(caught.value) == "payload: must be an object"
 
 
 def test_the_fold_check_refuses_a_tool_event_outside_a_turn_with_its_kind() -> None:
