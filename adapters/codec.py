@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import msgspec
@@ -38,8 +38,9 @@ import msgspec
 from planfold.adapters.errors import AdapterError
 from planfold.adapters.store.projection import SESSION_SNAPSHOT, Projection, goal_json, plan_json, project, summary_json
 from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
+from planfold.adapters.typed import decoder
 from planfold.kernel.errors import ReplayError
-from planfold.kernel.log import Event
+from planfold.kernel.log import KNOWN_KINDS, Event
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.session import Row, SessionState, apply_session_event
 
@@ -97,64 +98,63 @@ class CodecError(AdapterError):
 MAX_DEPTH = 128
 
 
-def _plain_json(value: object) -> bool:
-    """True when ``value`` is a dict or list made only of JSON's own types
-    (dict with str keys, list, str, int, bool, None, finite float) nested
-    within ``MAX_DEPTH``: the common case (every decoded payload), checked
-    without building paths. False only means "look closer": tuples, other
-    mappings and int subclasses are JSON too."""
-    kind = type(value)
-    if kind is not dict and kind is not list:
-        return False
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth >= MAX_DEPTH:
-            return False
-        if type(item) is dict:
-            for key in item:
-                if type(key) is not str:
-                    return False
-            children: Iterable[Any] = item.values()
-        else:
-            children = item
-        for child in children:
-            kind = type(child)
-            if kind is dict or kind is list:
-                stack.append((child, depth + 1))
-            elif kind is float:
-                if not math.isfinite(child):
-                    return False
-            elif not (kind is str or kind is int or kind is bool or child is None):
-                return False
-    return True
+#: A container met by the JSON walk: itself, its depth, and where it sits (the
+#: entry of its parent and its key there; none for the root).
+_Entry = tuple[Any, int, Any, Any]
+
+
+def _where(root: str, entry: _Entry | None, key: object = None) -> str:
+    """The path of ``key`` in the container of ``entry`` (of the container
+    itself when ``key`` is None), made only when there is a problem to name."""
+    parts: list[str] = [] if key is None else [f"[{key}]" if isinstance(key, int) else f".{key}"]
+    while entry is not None:
+        _, _, parent, name = entry
+        if parent is not None:
+            parts.append(f"[{name}]" if isinstance(name, int) else f".{name}")
+        entry = parent
+    return root + "".join(reversed(parts))
+
+
+def _leaf_problem(value: object) -> str | None:
+    """Why a value that is not a list, tuple or mapping is not JSON."""
+    if value is None or isinstance(value, bool | int | str):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "holds a non-finite number"
+    return f"holds a {type(value).__name__}, which is not JSON"
 
 
 def _json_problem(value: object, where: str) -> str | None:
     """The first reason ``value`` is not JSON within ``MAX_DEPTH``, or None.
-    Iterative, so no input can exhaust the interpreter's stack."""
-    if _plain_json(value):
-        return None
-    stack: list[tuple[object, str, int]] = [(value, where, 0)]
+    Iterative, so no input can exhaust the interpreter's stack; a path is
+    made only for the value at fault."""
+    if not isinstance(value, list | tuple | Mapping):
+        problem = _leaf_problem(value)
+        return None if problem is None else f"{where} {problem}"
+    stack: list[_Entry] = [(value, 0, None, None)]
     while stack:
-        item, path, depth = stack.pop()
-        if item is None or isinstance(item, bool | int | str):
-            continue
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return f"{path} holds a non-finite number"
-            continue
+        entry = stack.pop()
+        item, depth = entry[0], entry[1]
         if depth >= MAX_DEPTH:
-            return f"{path} nests arrays and objects deeper than {MAX_DEPTH} levels"
-        if isinstance(item, list | tuple):
-            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
-        elif isinstance(item, Mapping):
-            for key, child in item.items():
-                if not isinstance(key, str):
-                    return f"{path} has a non-string key {key!r}"
-                stack.append((child, f"{path}.{key}", depth + 1))
+            return f"{_where(where, entry)} nests arrays and objects deeper than {MAX_DEPTH} levels"
+        pairs: Iterable[tuple[Any, Any]]
+        if isinstance(item, Mapping):
+            for key in item:
+                if type(key) is not str and not isinstance(key, str):
+                    return f"{_where(where, entry)} has a non-string key {key!r}"
+            pairs = item.items()
         else:
-            return f"{path} holds a {type(item).__name__}, which is not JSON"
+            pairs = enumerate(item)
+        for key, child in pairs:
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or child is None:
+                continue
+            if kind is dict or kind is list or isinstance(child, list | tuple | Mapping):
+                stack.append((child, depth + 1, entry, key))
+                continue
+            problem = _leaf_problem(child)
+            if problem is not None:
+                return f"{_where(where, entry, key)} {problem}"
     return None
 
 
@@ -219,19 +219,22 @@ _SHORT = 2 * MAX_DEPTH
 
 def decode_rows(rows: Iterable[tuple[Any, Any, Any, Any]]) -> Iterator[Row]:
     """Stored ``(seq, kind, at, payload text)`` rows with their payloads
-    decoded (``decode_payload``, the same errors), one at a time, for
-    ``kernel.session.fold_rows``; the envelope is left to the fold."""
-    decode = _PAYLOAD.decode
+    decoded, one at a time, for ``kernel.session.fold_rows``: straight into
+    the kind's payload type where msgspec can (``adapters.typed``), else as
+    plain JSON (``decode_payload``, the same errors), which the fold reads
+    into the kind's type itself. The envelope is left to the fold."""
+    decoders = _decoders()
     for seq, kind, at, data in rows:
-        # decode_payload's common case inline: text too short to nest deeply
-        # (see _shallow) that decodes to an object; the rest goes the long way.
-        if type(data) is str and len(data) <= _SHORT:
-            try:
-                yield seq, kind, at, decode(data)
-                continue
-            except msgspec.DecodeError:
-                pass
-        yield seq, kind, at, decode_payload(data, seq)
+        decode = decoders.get(kind)
+        body = None if decode is None else decode(data)
+        yield seq, kind, at, decode_payload(data, seq) if body is None else body
+
+
+@functools.cache
+def _decoders() -> dict[object, Callable[[str | bytes], object]]:
+    """The typed decoder of every known kind (``adapters.typed``)."""
+    found = {kind: decoder(kind) for kind in KNOWN_KINDS}
+    return {kind: decode for kind, decode in found.items() if decode is not None}
 
 
 def _shallow(data: bytes | str) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import io
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -26,11 +26,13 @@ from planfold.adapters.codec import (
     decode_event,
     decode_jsonl,
     decode_payload,
+    decode_rows,
     encode_event,
     encode_jsonl,
     encode_payload,
     project,
     read_session_jsonl,
+    stored_event,
 )
 from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError
 from planfold.kernel.errors import ReplayError, is_kebab_case
@@ -38,7 +40,7 @@ from planfold.kernel.idset import IdSet
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.plan.spec_json import spec_from_json, summary_from_json
-from planfold.kernel.session import SessionState, fold_session
+from planfold.kernel.session import SessionState, apply_session_event, fold_session
 from tests.storage_helpers import FULL_SCRIPT, LogBuilder, build_log, fewer, logs
 
 json_scalars = (
@@ -183,6 +185,49 @@ def test_a_record_nested_too_deeply_is_a_typed_error_however_deep(depth: int) ->
     assert (replay.value.position, replay.value.rule) == (9, "malformed-payload")
 
 
+def nested_text(depth: int, *, in_strings: int = 0, padding: int = 0) -> str:
+    """An object nested ``depth`` containers deep (the outer object counts),
+    with ``in_strings`` extra brackets inside a string and ``padding``
+    characters of plain text."""
+    inner = '"leaf"'
+    for level in range(depth - 1):
+        inner = f"[{inner}]" if level % 2 else f'{{"k":{inner}}}'
+    extra = "[{" * (in_strings // 2) + "[" * (in_strings % 2)
+    return f'{{"v":{inner},"s":"{extra}","p":"{"x" * padding}"}}'
+
+
+@given(
+    st.integers(1, MAX_DEPTH + 5),
+    st.integers(0, MAX_DEPTH + 5),
+    st.integers(0, 3 * MAX_DEPTH),
+    st.booleans(),
+)
+def test_a_stored_payload_is_refused_exactly_when_it_nests_past_the_limit(
+    depth: int, in_strings: int, padding: int, as_bytes: bool
+) -> None:
+    # However long its text, and however many brackets its strings hold.
+    text = nested_text(depth, in_strings=in_strings, padding=padding)
+    data: bytes | str = text.encode() if as_bytes else text
+    rows = decode_rows([(7, "tool/call", 0, data)])
+    if depth <= MAX_DEPTH:
+        assert decode_payload(data, 7) == msgspec.json.decode(data)
+        assert next(rows)[3] == msgspec.json.decode(data)
+        return
+    for decode in (lambda: decode_payload(data, 7), lambda: next(rows)):
+        with pytest.raises(ReplayError) as caught:
+            decode()
+        assert (caught.value.position, caught.value.rule) == (7, "malformed-payload")
+        assert f"deeper than {MAX_DEPTH} levels" in caught.value.detail
+
+
+@given(payloads, st.integers(1, 2**62), st.integers(0, 2**62))
+def test_the_stored_text_is_the_canonical_payload_encoded_again(payload: dict[str, Any], seq: int, at: int) -> None:
+    event, text = stored_event(Event(seq, "tool/call", at, payload))
+    assert event == canonical_event(Event(seq, "tool/call", at, payload))
+    assert text == msgspec.json.encode(event.payload).decode()
+    assert decode_payload(text, seq) == event.payload
+
+
 # --------------------------------------------------------------------------
 # JSON Lines
 
@@ -284,6 +329,53 @@ def test_every_fold_state_round_trips_exactly_through_its_snapshot(builder: LogB
         assert codec.decode(data) == state
         assert codec.encode(codec.decode(data)) == data  # deterministic
     assert codec.decode(codec.encode(SessionState())) == SessionState()
+
+
+@given(logs(30))
+@settings(max_examples=min(settings().max_examples, 40))
+def test_a_snapshot_reusing_parts_is_the_same_bytes_as_a_fresh_one(builder: LogBuilder) -> None:
+    codec = SESSION_SNAPSHOT
+    assert codec is not None
+    state, parts = SessionState(), None
+    for event in builder.events:
+        state = apply_session_event(state, event)
+        data, parts = codec.encode_reusing(state, parts)
+        assert data == codec.encode(state)
+    again, _ = codec.encode_reusing(state, parts)
+    assert again == codec.encode(state) and codec.decode(again) == state
+
+
+def test_parts_are_reused_by_identity_only_and_never_for_payloads() -> None:
+    codec = SESSION_SNAPSHOT
+    assert codec is not None
+    state = build_log(FULL_SCRIPT).state
+    assert state.last is not None
+    _, parts = codec.encode_reusing(state, None)
+    cached = {type(value).__name__ for value, _ in parts.values()}
+    assert "GoalState" in cached and "PlanState" in cached and "TurnState" in cached
+    assert "Event" not in cached and "dict" not in cached
+    # A payload changed in place is encoded as it is now, never as it was.
+    payload = dict(state.last.payload)
+    changed = replace(state, last=replace(state.last, payload=payload))
+    first, parts = codec.encode_reusing(changed, parts)
+    payload["extra"] = 1
+    second, _ = codec.encode_reusing(changed, parts)
+    assert first != second and second == codec.encode(changed)
+    # An equal but distinct part is encoded again, to the same bytes.
+    rebuilt = replace(state, goal=replace(state.goal))
+    assert codec.encode_reusing(rebuilt, parts)[0] == codec.encode(rebuilt)
+
+
+def test_a_state_that_breaks_its_annotations_is_refused_reusing_or_not() -> None:
+    codec = SESSION_SNAPSHOT
+    assert codec is not None
+    state = build_log(FULL_SCRIPT).state
+    _, parts = codec.encode_reusing(state, None)
+    wrong = replace(state, plan_mode=1)  # type: ignore[arg-type]
+    with pytest.raises(SnapshotError):
+        codec.encode(wrong)
+    with pytest.raises(SnapshotError):
+        codec.encode_reusing(wrong, parts)
 
 
 def test_a_full_session_snapshot_keeps_plan_goal_and_payload_exactly() -> None:
