@@ -12,12 +12,14 @@ on that one server.
 
 *Durable append* writes one event per transaction:
 
-- planfold's ``PostgresStore.append`` (the session lock, the one-statement
-  read, the strict fold onto the snapshot, the events, ``NOTIFY``, the
-  session row with projection and snapshot, commit);
-- ``RawPg``: raw psycopg running the very same statements (the same SQL
-  text, on the same tables) with values it does not check or derive: no
-  compare-and-set decision, no fold, no projection, an empty snapshot;
+- planfold's ``PostgresStore.append``: the strict fold onto the state it
+  holds, the projection and the snapshot, then one statement
+  (``planfold_append``: the session lock, the checks, the events, the
+  session row, ``NOTIFY``) that is its own transaction;
+- ``RawPg``: raw psycopg running the very same statement (the same SQL
+  text, the same ``planfold_append`` function, on the same tables) with
+  values it does not check or derive: no fold, no projection, an empty
+  snapshot (the function still makes its checks: they are the statement);
 - eventsourcing's PostgreSQL recorder (one ``save`` per event);
 - LangGraph's Postgres checkpointer (one ``put`` per event, the event as the
   checkpoint's channel value), when ``langgraph-checkpoint-postgres`` is
@@ -43,9 +45,12 @@ from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from benchmarks.es_baseline import MISSING, EsLog, EventSourcing, load_eventsourcing
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, median, ratio, stopwatch, throughput
 from benchmarks.workloads import goal_events
+from planfold.adapters.store.engine import created_goal_ids, starts_a_round
 from planfold.kernel.log import Event
 
 __all__ = ["POSTGRES", "RawPg", "run_postgres"]
@@ -61,40 +66,44 @@ Appender = Callable[[Event], None]
 
 
 class RawPg:
-    """planfold's append statements, run by hand with nothing checked."""
+    """planfold's append statement, run by hand with nothing checked."""
 
     def __init__(self, url: str) -> None:
         import psycopg  # noqa: PLC0415 (the postgres extra is optional)
 
         from planfold.adapters.store import postgres_schema as sql  # noqa: PLC0415
+        from planfold.adapters.store.postgres import call_append  # noqa: PLC0415
 
-        self.sql = sql
+        self.call = call_append
         self.conn = psycopg.connect(url, autocommit=True)
+        self.encoder = msgspec.json.Encoder()
+        self.has_row = False
         with self.conn.transaction():
             for step in sql.STEPS:
                 step.apply(self.conn)
 
     def append(self, session_id: str, expected_seq: int, events: Sequence[Event]) -> None:
-        """The statements of ``PostgresStore.append`` in its two round trips:
-        ``BEGIN``, the lock and the read; then the writes and ``COMMIT``."""
-        sql, conn = self.sql, self.conn
-        with conn.pipeline():
-            conn.execute("BEGIN")
-            conn.execute(sql.LOCK_SESSION, (session_id,))
-            conn.execute(sql.APPEND_READ, {"s": session_id, "k": None}).fetchone()
-        payloads = [json.dumps(e.payload, separators=(",", ":")) for e in events]
+        """The statement of ``PostgresStore.append`` in its one round trip
+        (``planfold_append``), with the same arguments except what the fold
+        derives: the row it passes is the last event as the goal column and
+        an empty snapshot, which it also names as the snapshot it builds on.
+        Whether the events start a round and the goal ids they create are
+        read off the events as planfold reads them, so the server does the
+        same work."""
+        rows = [{"seq": e.seq, "kind": e.kind, "at": e.at, "payload": json.dumps(e.payload, separators=(",", ":"))}
+                for e in events]  # fmt: skip
+        created = [{"id": goal_id, "seq": seq} for goal_id, seq in created_goal_ids(events)]
+        goals = self.encoder.encode(created).decode() if created else None
         last = events[-1]
-        with conn.pipeline():
-            conn.execute(
-                sql.INSERT_EVENTS,
-                (session_id, [e.seq for e in events], [e.kind for e in events], [e.at for e in events], payloads),
-            )
-            conn.execute(sql.NOTIFY, (sql.CHANNEL, session_id))
-            conn.execute(
-                sql.UPSERT_ROW,
-                (session_id, "build", False, "", "", payloads[-1], last.seq, "", "", events[0].at, last.at),
-            )
-            conn.execute("COMMIT")
+        args = (
+            session_id, expected_seq, self.has_row, "", "", None, "", None, None, None, starts_a_round(events),
+            None, self.encoder.encode(rows).decode(), goals, events[0].at, last.at, session_id,
+            "build", False, "", "", rows[-1]["payload"], last.seq, "", "",
+        )  # fmt: skip
+        found = self.call(self.conn, args)
+        if found is not None:
+            raise RuntimeError(f"raw append refused: {found}")
+        self.has_row = True
 
     def close(self) -> None:
         self.conn.close()

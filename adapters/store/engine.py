@@ -39,6 +39,23 @@ events create join the index in the same transaction. All
 checks come before the first write, and a backend writes nothing unless the
 transaction commits, so nothing is ever partly written.
 
+A backend that can check and write an append in one step (``OneStepBackend``:
+PostgreSQL, where each statement of a transaction is a round trip to the
+server) gets the append decided before anything is sent, when the store
+already holds the state it builds on: the memo's state at ``expected_seq``
+(or the empty state of a new session). The store folds the events onto it
+strictly and derives the event rows, the projection, the snapshot and the
+goal ids the events create; ``append_decided`` then makes, in one step under
+the session's lock, every check the transaction would make (a created id
+must not be in the index) and one more: the stored snapshot must be the very
+text the state came from. It writes only when all of them hold. Otherwise it
+writes nothing and returns the view ``append_view`` would read, and the store
+draws its answer from that view with the transaction's own checks
+(``_answered``, ``_check_round``); a view that explains no refusal (the
+memo's state was not the stored one, a created id was used) sends the append
+to the transaction. So does an append the fold refuses, so that every
+refusal comes in the transaction's order (a reused key before a bad event).
+
 Loads fold rows as they are decoded (``kernel.session.fold_rows`` over
 ``codec.decode_rows``), so a load never holds the whole log.
 
@@ -73,10 +90,11 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from planfold.adapters.codec import decode_payload, decode_rows
 from planfold.adapters.store.base import (
+    AppendRejectedError,
     AppendResult,
     AuditReport,
     IdempotencyMismatchError,
@@ -102,8 +120,10 @@ __all__ = [
     "SCAN_PAGE",
     "AppendView",
     "Backend",
+    "DecidedAppend",
     "KnownKey",
     "LogStore",
+    "OneStepBackend",
     "SessionRow",
     "StoredEvent",
     "Transaction",
@@ -232,6 +252,41 @@ def knowing_goal_ids(state: SessionState, used: Iterable[str]) -> SessionState:
     return state if known is goal.used_ids else replace(state, goal=replace(goal, used_ids=known))
 
 
+@dataclass(frozen=True, slots=True)
+class DecidedAppend:
+    """An append decided on a state the store holds, for ``OneStepBackend``:
+    the request (``prepared``, ``lease``), which stored snapshot the state was
+    read from (``has_row``, ``base_format``, ``base_state``: the session row's
+    exact columns; no row for a new session), whether the events start a goal
+    round, and what to write (event rows, the session row, and the goal ids
+    the events create with the seqs of their creates)."""
+
+    prepared: PreparedAppend
+    lease: Lease | None
+    has_row: bool
+    base_format: str
+    base_state: str
+    starts_round: bool
+    rows: tuple[tuple[int, str, int, str], ...]
+    row: SessionRow
+    goal_ids: tuple[tuple[str, int], ...]
+
+
+@runtime_checkable
+class OneStepBackend(Backend, Protocol):
+    """A backend that checks and writes a decided append in one step."""
+
+    def append_decided(self, append: DecidedAppend) -> AppendView | None:
+        """In one atomic step under the session's write lock: when the key is
+        new, the head is the expected seq, the session row holds exactly the
+        base snapshot, a fenced append holds the live lease, an unfenced one
+        that starts a round meets no live lease and no goal id it creates is
+        in the session's index, write everything (the lease extended by its
+        ttl from the lease clock's now) and answer ``None``. Otherwise write
+        nothing and answer the view ``append_view`` would read."""
+        ...
+
+
 def starts_a_round(events: Sequence[Event]) -> bool:
     """True when ``events`` hold a ``user/message`` attributed to a goal
     (a round, which only the lease holder may start while a lease is live)."""
@@ -250,6 +305,7 @@ class LogStore:
         self.backend = backend
         self._memo: dict[str, tuple[str, str, SessionState, SnapshotParts | None]] = {}
         self._memo_lock = threading.Lock()
+        self._one_step = backend if isinstance(backend, OneStepBackend) else None
 
     def __enter__(self) -> LogStore:
         return self
@@ -278,19 +334,51 @@ class LogStore:
         prepared = prepare_append(session_id, expected_seq, events, idempotency_key)
         if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
             raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
+        if self._one_step is not None:
+            done = self._append_decided(self._one_step, prepared, lease)
+            if done is not None:
+                return done
         return self.backend.run("append", True, lambda tx: self._append(tx, prepared, lease))
+
+    def _append_decided(self, backend: OneStepBackend, p: PreparedAppend, lease: Lease | None) -> AppendResult | None:
+        """The append decided on the memo's state and sent in one step (see
+        the module docstring); ``None`` when the transaction must decide."""
+        sid = p.session_id
+        with self._memo_lock:
+            known = self._memo.get(sid)
+        if known is not None and known[2].last_seq == p.expected_seq:
+            has_row, base_format, base_state, state, parts = True, known[0], known[1], known[2], known[3]
+        elif p.expected_seq == 0:
+            has_row, base_format, base_state, state, parts = False, "", "", SessionState(), None
+        else:
+            return None
+        try:
+            new_state = fold_new_events(sid, state, p.events)
+        except AppendRejectedError:
+            return None
+        fold_format, fold_state, new_parts = snapshot_reusing(new_state, parts)
+        row = SessionRow(project(new_state), fold_format, fold_state)
+        rows = tuple((e.seq, e.kind, e.at, text) for e, text in zip(p.events, p.payloads, strict=True))
+        created = tuple(created_goal_ids(p.events))
+        round_ = starts_a_round(p.events)
+        decided = DecidedAppend(p, lease, has_row, base_format, base_state, round_, rows, row, created)
+        view = backend.append_decided(decided)
+        if view is None:
+            self._remember(sid, fold_format, fold_state, new_state, new_parts)
+            return AppendResult(sid, p.events[0].seq, p.events[-1].seq)
+        answer = _answered(p, lease, view)
+        if answer is not None:
+            return answer
+        if (view.has_row, view.fold_format, view.fold_state) == (has_row, base_format, base_state):
+            _check_round(p, lease, view)
+        return None
 
     def _append(self, tx: Transaction, p: PreparedAppend, lease: Lease | None) -> AppendResult:
         sid = p.session_id
         view = tx.append_view(sid, p.key)
-        if p.key is not None and view.known is not None:
-            if view.known.request_hash != p.request_hash:
-                raise IdempotencyMismatchError(sid, p.key)
-            return AppendResult(sid, view.known.first_seq, view.known.last_seq, replayed=True)
-        if view.head != p.expected_seq:
-            raise ConflictError(sid, p.expected_seq, view.head)
-        if lease is not None:
-            _check_fence(lease, view.lease, view.now)
+        answer = _answered(p, lease, view)
+        if answer is not None:
+            return answer
         state = self._resume(sid, view.fold_format, view.fold_state, view.head) if view.has_row else None
         if state is None:
             state = fold_rows(SessionState(), decode_rows(tx.rows(sid, 0)))
@@ -298,10 +386,7 @@ class LogStore:
         if created:
             state = knowing_goal_ids(state, tx.used_goal_ids(sid, [goal_id for goal_id, _ in created]))
         new_state = fold_new_events(sid, state, p.events)
-        live = view.lease
-        if lease is None and _is_live(live, view.now) and starts_a_round(p.events):
-            assert live is not None
-            raise LeaseHeldError(sid, live.holder, live.expires_at)
+        _check_round(p, lease, view)
         # Every check is behind us: from here on only writes.
         if lease is not None:
             tx.write_lease(replace(lease, expires_at=view.now + lease.ttl_ms))
@@ -508,6 +593,33 @@ class LogStore:
     def session_ids(self) -> tuple[str, ...]:
         """Every session the store knows, sorted by id."""
         return self.backend.run("session_ids", False, lambda tx: tx.session_ids())
+
+
+def _answered(p: PreparedAppend, lease: Lease | None, view: AppendView) -> AppendResult | None:
+    """The checks an append makes before its fold, on the view it read: the
+    answer a known key already gave (``IdempotencyMismatchError`` for another
+    request under it), ``ConflictError`` for a stale expected seq,
+    ``LeaseLostError`` for a fenced append whose lease is gone; ``None`` when
+    the append goes on."""
+    sid = p.session_id
+    if p.key is not None and view.known is not None:
+        if view.known.request_hash != p.request_hash:
+            raise IdempotencyMismatchError(sid, p.key)
+        return AppendResult(sid, view.known.first_seq, view.known.last_seq, replayed=True)
+    if view.head != p.expected_seq:
+        raise ConflictError(sid, p.expected_seq, view.head)
+    if lease is not None:
+        _check_fence(lease, view.lease, view.now)
+    return None
+
+
+def _check_round(p: PreparedAppend, lease: Lease | None, view: AppendView) -> None:
+    """The check after the fold: ``LeaseHeldError`` for an unfenced append that
+    starts a goal round while another holder's lease is live."""
+    live = view.lease
+    if lease is None and _is_live(live, view.now) and starts_a_round(p.events):
+        assert live is not None
+        raise LeaseHeldError(p.session_id, live.holder, live.expires_at)
 
 
 def _is_live(lease: Lease | None, now: int) -> bool:

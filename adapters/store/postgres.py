@@ -21,14 +21,28 @@ the key and a ``NOTIFY`` on ``planfold_events`` commit together. Read
 transactions run at ``REPEATABLE READ, READ ONLY``: one consistent view, so an
 audit never compares a log with a row from a later append.
 
+Such a transaction costs two round trips (``BEGIN``, the lock and the read in
+one pipeline; the writes and ``COMMIT`` in another). The common append costs
+one: when the store holds the state the append builds on, the engine decides
+it in the client (``engine.OneStepBackend``) and ``append_decided`` sends one
+statement, ``planfold_append`` (a PL/pgSQL function created by schema step 4),
+in autocommit: the function takes the same advisory lock, makes every check
+the transaction makes plus that the session row holds the very snapshot the
+client's state came from, and writes only when they all hold, so the
+compare-and-set stays atomic against writers of either kind. The statement is
+prepared once per connection and run through libpq (``call_append``).
+
 Driver errors are translated at this boundary (``postgres_schema.translate``):
 a conflict is always the kernel's ``ConflictError``, a lost server is
 ``store-unavailable`` with ``outcome`` ``unknown`` when the ``COMMIT`` may
 have happened (retry with the same idempotency key) and ``not-applied``
-otherwise. A pooled connection found dead when its transaction begins (the
-server restarted since it was last used) is dropped and the transaction
-starts again on another one; nothing had been sent, so nothing can have
-happened twice.
+otherwise; the one-statement append is its own commit, so a connection lost
+during it leaves the outcome ``unknown``. A pooled connection found dead when
+its transaction begins (the server restarted since it was last used) is
+dropped and the transaction starts again on another one; nothing had been
+sent, so nothing can have happened twice. A pooled connection with anything
+to read before a one-statement append (the server closed it) is dropped
+unused for the same reason.
 
 Goal leases use the database's clock (``clock_timestamp()``), one clock for
 every host, unless a ``clock`` is given (tests use a manual one). ``follow``
@@ -50,12 +64,14 @@ is read-only, so the server refuses any write.
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+import msgspec
 import psycopg
 import psycopg_pool
 
@@ -65,9 +81,20 @@ from planfold.adapters.store.base import (
     SchemaMismatchError,
     SchemaTooNewError,
     StoreClosedError,
+    StoreUnavailableError,
 )
-from planfold.adapters.store.engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
+from planfold.adapters.store.engine import (
+    AppendView,
+    DecidedAppend,
+    KnownKey,
+    LogStore,
+    SessionRow,
+    StoredEvent,
+    Transaction,
+    Watch,
+)
 from planfold.adapters.store.postgres_schema import (
+    APPEND_CALL,
     APPEND_READ,
     CHANNEL,
     HEAD,
@@ -94,13 +121,18 @@ from planfold.adapters.store.postgres_schema import (
 )
 from planfold.adapters.store.projection import Projection
 
-__all__ = ["PostgresBackend", "PostgresStore"]
+__all__ = ["PostgresBackend", "PostgresStore", "call_append"]
 
 T = TypeVar("T")
 
 #: The longest NOTIFY payload PostgreSQL takes is 8000 bytes; a longer
 #: session id is announced as "" (every follower looks).
 _NOTIFY_MAX = 7000
+
+#: Encodes the events of a one-step append (``planfold_append``'s ``p_events``).
+_EVENTS = msgspec.json.Encoder()
+#: Decodes the view a refused one-step append answers (the columns of ``APPEND_READ``).
+_VIEW = msgspec.json.Decoder(list[Any])
 
 
 def _int(value: object) -> int:
@@ -111,6 +143,83 @@ def _lease(session_id: str, holder: object, token: object, expires_at: object, t
     if holder is None:
         return None
     return Lease(session_id, str(holder), _int(token), _int(expires_at), _int(ttl_ms))
+
+
+def _view(session_id: str, columns: Sequence[Any], now: int) -> AppendView:
+    """An ``AppendView`` from the columns of ``APPEND_READ`` (the last one, the
+    database's clock, replaced by ``now``)."""
+    head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known, *lease, _ = columns
+    return AppendView(
+        _int(head),
+        bool(has_row),
+        "" if fold_format is None else str(fold_format),
+        "" if fold_state is None else str(fold_state),
+        KnownKey(str(known_hash), _int(known_first), _int(known_last)) if known else None,
+        _lease(session_id, *lease),
+        now,
+    )
+
+
+def _announced(session_id: str) -> str:
+    """The ``NOTIFY`` payload that announces an append to ``session_id``."""
+    return session_id if len(session_id.encode()) <= _NOTIFY_MAX else ""
+
+
+#: The name ``APPEND_CALL`` is prepared under on each connection.
+_APPEND_STATEMENT = b"planfold_append"
+
+
+def _param(value: object, encoding: str) -> bytes | None:
+    """One argument in PostgreSQL's text format."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return b"t" if value else b"f"
+    return (value if isinstance(value, str) else str(value)).encode(encoding)
+
+
+def call_append(conn: Connection, args: Sequence[object]) -> str | None:
+    """Run ``APPEND_CALL`` with ``args`` on an autocommit connection and
+    answer ``planfold_append``'s text. The statement is prepared on the
+    connection the first time it is missing there, and executed through
+    libpq itself (``conn.pgconn``): one round trip whose client side costs a
+    fraction of a cursor's. Failures are psycopg's exceptions, a lost
+    connection an ``OperationalError``."""
+    pgconn = conn.pgconn
+    encoding = conn.info.encoding
+    # libpq takes None for NULL; psycopg's signature leaves it out.
+    params = cast("list[bytes]", [_param(arg, encoding) for arg in args])
+    for attempt in range(2):
+        result = pgconn.exec_prepared(_APPEND_STATEMENT, params)
+        if result.status == psycopg.pq.ExecStatus.TUPLES_OK:
+            value = result.get_value(0, 0)
+            return None if value is None else value.decode(encoding)
+        if pgconn.status != psycopg.pq.ConnStatus.OK:
+            raise psycopg.OperationalError(result.get_error_message(encoding))
+        failure = psycopg.errors.error_from_result(result, encoding)
+        if attempt or not isinstance(failure, psycopg.errors.InvalidSqlStatementName):
+            raise failure
+        prepared = pgconn.prepare(_APPEND_STATEMENT, APPEND_CALL.encode(encoding))
+        if prepared.status != psycopg.pq.ExecStatus.COMMAND_OK:
+            raise psycopg.errors.error_from_result(prepared, encoding)
+    raise AssertionError("unreachable")
+
+
+def _has_input(conn: Connection) -> bool:
+    """Whether an idle pooled connection has something to read, which it
+    should not: the server closed it (a restart, an idle timeout) or sent what
+    nobody asked for. Such a connection is not used for a one-step append,
+    whose failure could not tell whether the server had received it."""
+    if conn.closed or conn.broken:
+        return True
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(conn.fileno(), select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([conn.fileno()], [], [], 0)[0])
+    except (OSError, ValueError, psycopg.Error):
+        return True
 
 
 class _StaleConnection(Exception):
@@ -184,17 +293,7 @@ class _PostgresTransaction:
     def append_view(self, session_id: str, key: str | None) -> AppendView:
         row = self._one(APPEND_READ, {"s": session_id, "k": key}, lock=session_id)
         assert row is not None
-        head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known, *lease, now = row
-        hit = KnownKey(str(known_hash), _int(known_first), _int(known_last)) if known else None
-        return AppendView(
-            _int(head),
-            bool(has_row),
-            "" if fold_format is None else str(fold_format),
-            "" if fold_state is None else str(fold_state),
-            hit,
-            _lease(session_id, *lease),
-            self._now(now),
-        )
+        return _view(session_id, row, self._now(row[-1]))
 
     def head(self, session_id: str) -> int:
         row = self._one(HEAD, (session_id,))
@@ -224,8 +323,7 @@ class _PostgresTransaction:
     def insert_events(self, session_id: str, rows: Sequence[tuple[int, str, int, str]]) -> None:
         seqs, kinds, ats, payloads = (list(column) for column in zip(*rows, strict=True))
         self.writes.append((INSERT_EVENTS, (session_id, seqs, kinds, ats, payloads)))
-        announce = session_id if len(session_id.encode()) <= _NOTIFY_MAX else ""
-        self.writes.append((NOTIFY, (CHANNEL, announce)))
+        self.writes.append((NOTIFY, (CHANNEL, _announced(session_id))))
 
     def write_row(self, session_id: str, row: SessionRow, *, exists: bool, first_at: int, last_at: int) -> None:
         proj = row.projection
@@ -411,6 +509,50 @@ class PostgresBackend:
         except BaseException:
             self._abort(conn)
             raise
+
+    def append_decided(self, append: DecidedAppend) -> AppendView | None:
+        """``planfold_append`` in one statement, which is one round trip and its
+        own transaction (see ``engine.OneStepBackend``). A pooled connection
+        with something to read is closed unused (nothing was sent on it) and
+        another one taken; a connection lost during the statement leaves the
+        outcome ``unknown``."""
+        p, lease, row = append.prepared, append.lease, append.row
+        proj = row.projection
+        events = [{"seq": seq, "kind": kind, "at": at, "payload": text} for seq, kind, at, text in append.rows]
+        created = [{"id": goal_id, "seq": seq} for goal_id, seq in append.goal_ids]
+        goals = _EVENTS.encode(created).decode() if created else None
+        now = None if self.clock is None else self.clock()
+        args = (
+            p.session_id, p.expected_seq, append.has_row, append.base_format, append.base_state,
+            p.key, p.request_hash,
+            None if lease is None else lease.holder, None if lease is None else lease.token,
+            None if lease is None else lease.ttl_ms, append.starts_round, now,
+            _EVENTS.encode(events).decode(), goals, append.rows[0][2], append.rows[-1][2], _announced(p.session_id),
+            proj.agent_mode, proj.plan_mode, proj.current_plan_json, proj.current_plan_summary_json,
+            proj.goal_json, proj.last_seq, row.fold_state, row.fold_format,
+        )  # fmt: skip
+        pool = self._current_pool()
+        for _ in range(self.pool_size + 1):
+            try:
+                conn = pool.getconn(timeout=self.timeout)
+            except psycopg.Error as exc:
+                raise translate(exc, "append") from exc
+            try:
+                if _has_input(conn):
+                    conn.close()  # the pool drops it
+                    continue
+                try:
+                    found = call_append(conn, args)
+                except psycopg.Error as exc:
+                    self._abort(conn)
+                    raise translate(exc, "append", "unknown" if connection_lost(exc) else "not-applied") from exc
+            finally:
+                pool.putconn(conn)
+            if found is None:
+                return None
+            columns = _VIEW.decode(found)
+            return _view(p.session_id, columns, _int(columns[-1]))
+        raise StoreUnavailableError("append", "every pooled connection was closed by the server", outcome="not-applied")
 
     def direct(self, operation: str, body: Callable[[Connection], T]) -> T:
         """``body(conn)`` on a pooled connection outside any transaction."""

@@ -18,6 +18,8 @@ forward:
       key ``(session_id, goal_id)``, with the seq of the create), filled from
       the log: an append checks a create against it instead of carrying
       every id in the snapshot it rewrites
+ 4    the one-statement append: the function ``planfold_append`` (see
+      ``APPEND_FUNCTION``)
 ====  ==========================================================================
 
 ``migrate`` runs every pending step in ONE transaction under an advisory
@@ -52,6 +54,8 @@ from planfold.adapters.store.base import (
 )
 
 __all__ = [
+    "APPEND_CALL",
+    "APPEND_FUNCTION",
     "APPEND_READ",
     "CHANNEL",
     "HEAD",
@@ -61,6 +65,7 @@ __all__ = [
     "LEASE_READ",
     "LOCK_SESSION",
     "NOTIFY",
+    "ROUTINES",
     "SCHEMA_VERSION",
     "SELECT_EVENTS",
     "SELECT_ROW",
@@ -80,7 +85,7 @@ __all__ = [
 ]
 
 #: The newest layout this code reads and writes.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: The LISTEN/NOTIFY channel appends announce themselves on (payload: the session id).
 CHANNEL = "planfold_events"
@@ -174,6 +179,121 @@ INSERT_GOAL_IDS = (
 )
 
 
+#: One append as one statement, its own transaction (created by step 4). The
+#: caller decided the append on a state it holds and names the stored
+#: snapshot that state was read from (``p_has_row``, ``p_base_format``,
+#: ``p_base_state``). Under the session's lock (``LOCK_SESSION``'s) the
+#: function makes every check a store makes before it writes: the key
+#: (``p_key``, NULL for none) is new, the log's head is ``p_expected``, a
+#: fenced append (``p_holder``, ``p_token``) holds the live lease and an
+#: unfenced one that starts a goal round (``p_round``) meets no live lease, no
+#: goal id the events create (``p_goals``: a JSON array of ``{"id", "seq"}``,
+#: NULL for none) is one the session has used, and the session row holds
+#: exactly the base snapshot (or, without ``p_has_row``, that there is no row).
+#: When they all hold it writes the session row (the projection and the new
+#: snapshot), the lease's extension by ``p_ttl``, the events (``p_events``: a
+#: JSON array of ``{"seq", "kind", "at", "payload"}``, the payload's exact
+#: text), the key with its request hash, the goal ids, and ``NOTIFY``s
+#: followers with ``p_announce``; it answers NULL. Otherwise it writes nothing
+#: and answers, as a JSON array, the columns of ``APPEND_READ`` read under the
+#: lock, from which the caller draws its answer. ``p_now`` replaces the
+#: database's clock (milliseconds) when it is not NULL.
+APPEND_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION planfold_append(
+  p_session text, p_expected bigint, p_has_row boolean, p_base_format text, p_base_state text,
+  p_key text, p_hash text, p_holder text, p_token bigint, p_ttl bigint, p_round boolean, p_now bigint,
+  p_events json, p_goals json, p_first_at bigint, p_last_at bigint, p_announce text,
+  p_agent_mode text, p_plan_mode boolean, p_plan text, p_summary text, p_goal text, p_log_seq bigint,
+  p_state text, p_format text) RETURNS text
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_head bigint; v_has_row boolean; v_format text; v_state text;
+  v_hash text; v_first bigint; v_last bigint; v_known boolean;
+  v_holder text; v_token bigint; v_expires bigint; v_ttl bigint; v_now bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended(p_session, 0));
+  <<decide>>
+  BEGIN
+    IF p_key IS NOT NULL THEN
+      PERFORM FROM planfold_append_keys WHERE session_id = p_session AND key = p_key;
+      IF FOUND THEN EXIT decide; END IF;
+    END IF;
+    SELECT MAX(seq) INTO v_head FROM planfold_events WHERE session_id = p_session;
+    IF COALESCE(v_head, 0) <> p_expected THEN EXIT decide; END IF;
+    IF p_holder IS NOT NULL OR p_round THEN
+      SELECT holder, token, expires_at, COALESCE(p_now, {_NOW_MS}) INTO v_holder, v_token, v_expires, v_now
+      FROM planfold_leases WHERE session_id = p_session;
+      IF p_holder IS NOT NULL THEN
+        IF v_holder IS DISTINCT FROM p_holder OR v_token IS DISTINCT FROM p_token OR v_expires <= v_now THEN
+          EXIT decide;
+        END IF;
+      ELSIF v_holder <> '' AND v_expires > v_now THEN
+        EXIT decide;
+      END IF;
+    END IF;
+    IF p_goals IS NOT NULL THEN
+      PERFORM FROM planfold_goal_ids AS g, json_to_recordset(p_goals) AS c(id text, seq bigint)
+      WHERE g.session_id = p_session AND g.goal_id = c.id;
+      IF FOUND THEN EXIT decide; END IF;
+    END IF;
+    IF p_has_row THEN
+      UPDATE planfold_sessions SET agent_mode = p_agent_mode, plan_mode = p_plan_mode,
+        current_plan_json = p_plan, current_plan_summary_json = p_summary, goal_json = p_goal,
+        log_seq = p_log_seq, fold_state = p_state, fold_format = p_format, updated_at = p_last_at
+      WHERE id = p_session AND fold_format = p_base_format AND fold_state = p_base_state;
+      IF NOT FOUND THEN EXIT decide; END IF;
+    ELSE
+      PERFORM FROM planfold_sessions WHERE id = p_session;
+      IF FOUND THEN EXIT decide; END IF;
+      INSERT INTO planfold_sessions (id, agent_mode, plan_mode, current_plan_json, current_plan_summary_json,
+        goal_json, log_seq, fold_state, fold_format, created_at, updated_at)
+      VALUES (p_session, p_agent_mode, p_plan_mode, p_plan, p_summary, p_goal, p_log_seq, p_state, p_format,
+        p_first_at, p_last_at);
+    END IF;
+    -- Every check held: the rest only writes.
+    IF p_holder IS NOT NULL THEN
+      UPDATE planfold_leases SET expires_at = v_now + p_ttl, ttl_ms = p_ttl WHERE session_id = p_session;
+    END IF;
+    INSERT INTO planfold_events (session_id, seq, kind, at, payload)
+    SELECT p_session, e.seq, e.kind, e.at, e.payload
+    FROM json_to_recordset(p_events) AS e(seq bigint, kind text, at bigint, payload text);
+    IF p_key IS NOT NULL THEN
+      INSERT INTO planfold_append_keys (session_id, key, request_hash, first_seq, last_seq)
+      VALUES (p_session, p_key, p_hash, p_expected + 1, p_log_seq);
+    END IF;
+    IF p_goals IS NOT NULL THEN
+      INSERT INTO planfold_goal_ids (session_id, goal_id, seq)
+      SELECT p_session, c.id, c.seq FROM json_to_recordset(p_goals) AS c(id text, seq bigint);
+    END IF;
+    PERFORM pg_notify('{CHANNEL}', p_announce);
+    RETURN NULL;
+  END;
+  -- Refused: nothing was written; answer what an append reads.
+  SELECT COALESCE((SELECT MAX(e.seq) FROM planfold_events AS e WHERE e.session_id = p_session), 0),
+    s.id IS NOT NULL, s.fold_format, s.fold_state,
+    k.request_hash, k.first_seq, k.last_seq, k.key IS NOT NULL,
+    l.holder, l.token, l.expires_at, l.ttl_ms, COALESCE(p_now, {_NOW_MS})
+  INTO v_head, v_has_row, v_format, v_state, v_hash, v_first, v_last, v_known,
+    v_holder, v_token, v_expires, v_ttl, v_now
+  FROM (SELECT 1) AS one
+  LEFT JOIN planfold_sessions AS s ON s.id = p_session
+  LEFT JOIN planfold_append_keys AS k ON k.session_id = p_session AND k.key = p_key
+  LEFT JOIN planfold_leases AS l ON l.session_id = p_session;
+  RETURN json_build_array(v_head, v_has_row, v_format, v_state, v_hash, v_first, v_last, v_known,
+    v_holder, v_token, v_expires, v_ttl, v_now)::text;
+END
+$fn$
+"""
+
+#: The types of ``planfold_append``'s arguments, in order.
+_APPEND_TYPES = (
+    "text", "bigint", "boolean", "text", "text", "text", "text", "text", "bigint", "bigint", "boolean", "bigint",
+    "json", "json", "bigint", "bigint", "text", "text", "boolean", "text", "text", "text", "bigint", "text", "text",
+)  # fmt: skip
+
+#: A call of ``planfold_append``, its arguments as libpq parameters ``$1``, ``$2``, ...
+APPEND_CALL = "SELECT planfold_append(" + ", ".join(f"${i}::{t}" for i, t in enumerate(_APPEND_TYPES, 1)) + ")"
+
 # --------------------------------------------------------------------------
 # Errors
 
@@ -241,6 +361,10 @@ def _step_log(conn: Connection) -> None:
     )
 
 
+def _step_append_function(conn: Connection) -> None:
+    conn.execute(APPEND_FUNCTION)
+
+
 def _step_leases(conn: Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS planfold_leases ("
@@ -306,6 +430,7 @@ STEPS: tuple[Step, ...] = (
     Step(1, "event log, session rows and idempotency keys", _step_log),
     Step(2, "goal leases", _step_leases),
     Step(3, "goal ids created by each session", _step_goal_ids),
+    Step(4, "the append function", _step_append_function),
 )
 
 #: The columns each version promises, by table.
@@ -321,6 +446,11 @@ TABLES: dict[int, dict[str, tuple[str, ...]]] = {
     2: {"planfold_leases": ("session_id", "holder", "token", "expires_at", "ttl_ms")},
     3: {"planfold_goal_ids": ("session_id", "goal_id", "seq")},
 }  # fmt: skip
+
+#: The functions each version promises, by their signatures.
+ROUTINES: dict[int, tuple[str, ...]] = {
+    4: (f"planfold_append({', '.join(_APPEND_TYPES)})",),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +486,11 @@ def _verify(conn: Connection, version: int) -> None:
                 )
             }
             missing += [f"{table}.{n}" for n in names if n not in have]
+    for since, routines in ROUTINES.items():
+        if since <= version:
+            for routine in routines:
+                row = conn.execute("SELECT to_regprocedure(%s) IS NOT NULL", (routine,)).fetchone()
+                missing += [] if row is not None and row[0] else [f"function {routine}"]
     if missing:
         raise SchemaMismatchError(f"schema version {version} promises {', '.join(missing)}, which are missing")
 

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
+import planfold.adapters.store.postgres as postgres_module
 from planfold.adapters.store.base import (
     SchemaMismatchError,
     SchemaTooNewError,
@@ -72,19 +73,58 @@ def test_a_database_at_version_1_moves_forward_and_keeps_its_log(pg_url: str) ->
     log = build_log(FULL_SCRIPT).events
     with PostgresStore(pg_url) as store:
         store.append("s", 0, log, "k")
-    sql(pg_url, "DROP TABLE planfold_leases, planfold_goal_ids; DELETE FROM planfold_schema WHERE version >= 2")
+    sql(
+        pg_url,
+        "DROP TABLE planfold_leases, planfold_goal_ids; DROP FUNCTION planfold_append;"
+        " DELETE FROM planfold_schema WHERE version >= 2",
+    )
     # A hand-edited row whose payload is not JSON does not stop the migration.
     sql(pg_url, "INSERT INTO planfold_events VALUES ('t', 1, 'goal/change', 1, 'not json')")
     with PostgresStore(pg_url) as store:
         assert store.migration is not None
         assert (store.migration.from_version, store.migration.to_version) == (1, SCHEMA_VERSION)
-        assert store.migration.applied == ("goal leases", "goal ids created by each session")
+        assert store.migration.applied == ("goal leases", "goal ids created by each session", "the append function")
         assert store.load("s") == fold_session(log)
         assert store.audit("s").ok
         assert store.append("s", 0, log, "k").replayed
         assert store.acquire_lease("s", "host-a", 1_000).token == 1
     created = sorted(("s", goal["id"], e.seq) for e in log if (goal := _created_goal(e.payload)) is not None)
     assert created and dump(pg_url)["rows"]["planfold_goal_ids"] == created
+
+
+def test_a_database_from_before_the_append_function_moves_forward_and_appends_in_one_statement(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = build_log(FULL_SCRIPT).events
+    with PostgresStore(pg_url) as store:
+        store.append("s", 0, log[:-3], "k")
+    sql(pg_url, "DROP FUNCTION planfold_append; DELETE FROM planfold_schema WHERE version = 4")
+    with PostgresStore(pg_url) as store:
+        assert store.migration is not None
+        assert (store.migration.from_version, store.migration.to_version) == (3, SCHEMA_VERSION)
+        assert store.migration.applied == ("the append function",)
+        statements: list[object] = []
+        call = postgres_module.call_append
+
+        def counted(conn: Any, args: Any) -> str | None:
+            statements.append(args)
+            return call(conn, args)
+
+        monkeypatch.setattr(postgres_module, "call_append", counted)
+        store.load("s", incremental=True)  # the state the next appends build on
+        assert store.append("s", 0, log[:-3], "k").replayed
+        for event in log[-3:]:
+            store.append("s", event.seq - 1, [event])
+        assert len(statements) == 4
+        assert store.load("s") == fold_session(log)
+        assert store.audit("s").ok
+
+
+def test_a_database_without_the_append_function_its_version_promises_is_refused(pg_url: str) -> None:
+    PostgresStore(pg_url).close()
+    sql(pg_url, "DROP FUNCTION planfold_append")
+    with pytest.raises(SchemaMismatchError, match=r"function planfold_append\(text, bigint"):
+        PostgresStore(pg_url)
 
 
 def _created_goal(payload: Any) -> Any:
