@@ -25,8 +25,12 @@ on that one server.
   checkpoint's channel value), when ``langgraph-checkpoint-postgres`` is
   installed.
 
-The systems take turns in rounds, each appending the next slice of the same
-goal log, and each one's throughput is the median of its rounds.
+The systems append the same goal log, one event per transaction, taking
+turns event by event (each event is appended by every system before the
+next one is, in an order that rotates), so that a change in the machine's
+load falls on all of them alike. The log is cut into rounds; a system's
+throughput in a round is the round's events over the time its own appends
+took, and each ratio is the median of the rounds' ratios.
 
 *Writers* runs 1, 2, 4 and 8 processes, each appending its share of events
 to a session of its own, one per transaction, and reports the total events
@@ -37,6 +41,7 @@ When the server cannot be started, the family says so and measures nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -153,20 +158,26 @@ class LangGraphLog:
 
 
 def _rounds(systems: dict[str, Appender], events: list[Event], rounds: int) -> dict[str, list[float]]:
+    """Each system's throughput in each round. Within a round the systems take
+    turns event by event (the order rotating from one event to the next), so
+    that every system meets the machine's load as the others do; a system's
+    throughput in a round is the round's events over the time its own appends
+    took."""
     per_round = max(1, len(events) // rounds)
+    names = list(systems)
     samples: dict[str, list[float]] = {name: [] for name in systems}
     for index in range(rounds):
         chunk = events[index * per_round : (index + 1) * per_round]
         if not chunk:
             break
-        for name, append in systems.items():
-
-            def feed(append: Appender = append, chunk: list[Event] = chunk) -> None:
-                for event in chunk:
-                    append(event)
-
-            seconds, _ = stopwatch(feed)
-            samples[name].append(throughput(len(chunk), seconds))
+        spent = dict.fromkeys(names, 0.0)
+        for position, event in enumerate(chunk):
+            turn = position % len(names)
+            for name in names[turn:] + names[:turn]:
+                seconds, _ = stopwatch(functools.partial(systems[name], event))
+                spent[name] += seconds
+        for name in names:
+            samples[name].append(throughput(len(chunk), spent[name]))
     return samples
 
 
