@@ -6,10 +6,12 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: test lint typecheck unit demo bench fuzz mutation diagrams clean
 
+# The environment has the dev and bench extras: the benchmark smoke tests run
+# against the baselines the bench extra installs (eventsourcing, LangGraph).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	touch $(STAMP)
 
 lint: $(STAMP)
