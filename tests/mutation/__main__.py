@@ -90,12 +90,20 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, re
     # that [tool.mutmut] loads) so that thousands of test runs stay affordable.
     # mutmut orders sys.path for its own processes; the mutated tree also goes
     # first on PYTHONPATH so that a process a test starts (python -m
-    # planfold...) runs the mutated copy too, never the installed one. The
-    # folders must exist before mutmut starts: Python skips, for good, a path
-    # entry that was not a folder when it first looked there.
+    # planfold...) runs the mutated copy too, never the installed one (see
+    # child_processes, loaded into every pytest run). The folders must exist
+    # before mutmut starts: Python skips, for good, a path entry that was not
+    # a folder when it first looked there.
     (root / "mutants" / "src").mkdir(parents=True, exist_ok=True)
+    addopts = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p tests.mutation.child_processes".strip()
     env = mutated_path(
-        root, {**os.environ, "HYPOTHESIS_PROFILE": "default", "HYPOTHESIS_MAX_EXAMPLES": str(examples)}
+        root,
+        {
+            **os.environ,
+            "HYPOTHESIS_PROFILE": "default",
+            "HYPOTHESIS_MAX_EXAMPLES": str(examples),
+            "PYTEST_ADDOPTS": addopts,
+        },
     )
     return subprocess.run(command, cwd=root, env=env, check=False).returncode
 

@@ -41,6 +41,7 @@ def label():
 TEST_TINY = """\
 import subprocess
 import sys
+from pathlib import Path
 
 from planfold.kernel.tiny import FLOORS, label, reaches
 
@@ -54,10 +55,10 @@ def test_the_high_floor_is_ten() -> None:
     assert FLOORS == {"high": 10}
 
 
-def test_a_process_the_test_starts_reads_the_label_exactly() -> None:
+def test_a_process_the_test_starts_elsewhere_reads_the_label_exactly(tmp_path: Path) -> None:
     assert label()
     code = "from planfold.kernel.tiny import label; assert label() == 'tiny', label()"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True)
 """
 
 
@@ -83,7 +84,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "src" / "planfold").mkdir(parents=True)
     (root / "src" / "planfold" / "__init__.py").write_text("")
     (root / "src" / "planfold" / "kernel").symlink_to(Path("..", "..", "kernel"), target_is_directory=True)
-    (root / "tests").mkdir()
+    # the tests, with this harness's plugin for mutation runs where it lives here
+    (root / "tests" / "mutation").mkdir(parents=True)
+    (root / "tests" / "__init__.py").write_text("")
+    (root / "tests" / "mutation" / "__init__.py").write_text("")
+    shutil.copy(cli.ROOT / "tests" / "mutation" / "child_processes.py", root / "tests" / "mutation")
     (root / "tests" / "test_tiny.py").write_text(TEST_TINY)
     (root / "pyproject.toml").write_text(_config())
     # The unmutated package installed elsewhere, first on the path of every
