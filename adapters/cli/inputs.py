@@ -131,6 +131,8 @@ class Source:
 
 
 def _opened(name: str) -> BinaryIO:
+    if "\x00" in name:  # no file system has such a name; open() would raise ValueError
+        raise CliError(f"{shown(name)}: no such file (a file name cannot hold a NUL character)", code="no-such-file")
     try:
         return open(name, "rb")
     except FileNotFoundError as exc:

@@ -367,3 +367,24 @@ def _run_with(stdin: io.RawIOBase, *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = main(list(argv), out=out, err=err, stdin=io.BufferedReader(stdin))
     return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("replay", "log\x00.jsonl"),
+        ("audit", "log\x00.jsonl"),
+        ("replay", "--json", "log\x00.jsonl"),
+        ("export", "--db", "db\x00.sqlite", "--session", "s1"),
+        ("import", "log\x00.jsonl", "--db", "db.sqlite", "--session", "s1"),
+    ],
+)
+def test_a_file_name_holding_a_nul_character_is_no_such_file_not_a_traceback(
+    argv: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(*argv)
+    assert code == 2
+    assert "Traceback" not in out + err
+    assert "no such" in out + err or "no-such-file" in out + err
+    assert not (tmp_path / "db.sqlite").exists()
