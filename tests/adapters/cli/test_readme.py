@@ -55,7 +55,7 @@ def test_the_make_targets_install_the_command_the_readme_runs() -> None:
     assert project["scripts"]["planfold"] == "planfold.adapters.cli.main:main"
     assert "license" not in project or isinstance(project["license"], str)  # no deprecated {text = ...} table
     install = " ".join(_make_recipe(r"\$\(STAMP\)"))
-    assert "-m venv .venv" in install and "pip install" in install and "-e '.[dev]'" in install
+    assert "-m venv .venv" in install and "pip install" in install and "-e '.[dev,bench]'" in install
     assert _make_recipe("demo") == [".venv/bin/planfold demo --db demo.sqlite"]
 
 
