@@ -183,7 +183,22 @@ def writer_round(
             reader.close()
 
 
+def quiesce(url: str) -> None:
+    """End every other session on the server and wait until they are gone: a
+    killed writer's backend can still be finishing its last statement (and
+    commit it) after the writer process died, which would move the log under
+    the checks below."""
+    deadline = time.monotonic() + 30
+    with psycopg.connect(url, autocommit=True) as conn:
+        others = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        conn.execute(f"SELECT pg_terminate_backend(pid) {others}")
+        while conn.execute(f"SELECT count(*) {others}").fetchone() != (0,):
+            assert time.monotonic() < deadline, "other sessions did not end"
+            time.sleep(0.05)
+
+
 def verify(url: str, acks: dict[str, tuple[int, int]]) -> int:
+    quiesce(url)
     with PostgresStore(url) as store:
         events = store.read(SESSION)
         head = len(events)
