@@ -14,6 +14,7 @@ from planfold.kernel.goal.continuation import (
     ContinueDecision,
     ContinueFacts,
     budget_block,
+    decide_budget_block,
     round_message,
     should_continue,
 )
@@ -111,6 +112,26 @@ def test_reaching_the_cap_blocks_with_the_policy_code() -> None:
     log.run(edit, log.ref, max_rounds=4, actor="user")
     log.run(resume, log.ref, DISARMED, actor="user")
     assert should_continue(log.goal, ARMED, FACTS) == ContinueDecision(True, None, 3)
+
+
+def test_the_budget_block_is_decided_in_one_call_and_disarms() -> None:
+    log = goal_in("active", max_rounds=1, rounds=1)
+    at = log.tick()
+    decision = decide_budget_block(log.state, ARMED, at)
+    assert decision.draft == budget_block(log.state, at=at)
+    assert (decision.operation, decision.activation) == ("block", DISARMED)
+    assert decision.goal is not None and decision.goal.phase == "blocked" and decision.ref == decision.goal.ref
+
+
+@pytest.mark.parametrize(("phase", "rounds"), [(None, 0), ("active", 0), ("paused", 1)])
+def test_the_budget_block_is_refused_when_the_budget_is_not_spent(phase: str | None, rounds: int) -> None:
+    log = goal_in(phase, max_rounds=1, rounds=rounds)
+    with pytest.raises(GoalOperationError) as caught:
+        decide_budget_block(log.state, ARMED, log.tick())
+    err = caught.value
+    current = None if phase is None else log.ref
+    assert (err.code, err.operation, err.current) == ("invalid-transition", "block", current)
+    assert str(err) == "the goal's budget is not spent"
 
 
 def test_a_spent_budget_blocks_the_goal_saying_how_to_go_on() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 
@@ -37,6 +38,7 @@ from planfold.kernel.goal.values import (
     TRANSITION_TABLE,
     BlockedReason,
     ClearChange,
+    GoalOperation,
     GoalRef,
     SnapshotChange,
     activation_after,
@@ -484,7 +486,24 @@ def test_a_request_refused_by_its_operation_raises_as_the_operation_does() -> No
         decide_goal(log.state, GoalRequest("pause", "model"), DISARMED, log.tick())
     with pytest.raises(GoalOperationError) as missing:
         decide_goal(goal_in(None).state, GoalRequest("pause", "user"), DISARMED, log.tick())
-    assert missing.value.code == "not-found"
+    assert (missing.value.code, missing.value.operation, missing.value.current) == ("not-found", "pause", None)
+    assert str(missing.value) == "there is no current goal to pause"
+
+
+def test_a_create_request_without_an_objective_is_refused_as_an_empty_objective() -> None:
+    with pytest.raises(GoalOperationError) as caught:
+        decide_goal(goal_in(None).state, GoalRequest("create", "user", goal_id="g1"), DISARMED, 1)
+    assert (caught.value.code, str(caught.value)) == ("invalid-objective", "the objective must be non-empty text")
+
+
+def test_a_request_for_an_operation_there_is_not_is_refused_naming_it() -> None:
+    log = goal_in("active")
+    unknown = GoalRequest(cast(GoalOperation, "bogus"), "user")
+    with pytest.raises(GoalOperationError) as caught:
+        decide_goal(log.state, unknown, DISARMED, log.tick())
+    err = caught.value
+    assert (err.code, err.operation, err.current) == ("invalid-transition", "bogus", log.ref)
+    assert str(err) == "unknown goal operation 'bogus'"
 
 
 @pytest.mark.parametrize("cap", [2**53, 2**63])
