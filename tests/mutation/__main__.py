@@ -9,8 +9,9 @@
 results are cached in ``mutants/`` and a mutant is re-run when its function
 changes; ``--module`` re-runs every mutant of those files, ``--retry`` only
 the ones not killed yet, ``--fresh`` starts from nothing), re-tests the
-surviving mutants of functions that run at import time in fresh interpreters
-(see ``import_time``; ``recheck`` does only that), and then prints the score
+surviving mutants of functions that run before any test (at import, or while
+the tests are collected) in fresh interpreters (see ``import_time``;
+``recheck`` does only that), and then prints the score
 as ``score`` does. The kernel is mutated as ``planfold.kernel`` (mutant names
 read ``planfold.kernel.plan.mode.x_...``); files are named by their place in
 the repository (``kernel/plan/mode.py``). The score is killed / all
@@ -154,7 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.mutation", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run mutmut, then print the score")
-    again = commands.add_parser("recheck", help="re-test mutants of import-time functions, then print the score")
+    again = commands.add_parser(
+        "recheck", help="re-test mutants of functions that run before any test, then print the score"
+    )
     run.add_argument(
         "--module", action="append", default=[], help="re-run every mutant of this file (kernel/plan/mode.py)"
     )

@@ -1,13 +1,15 @@
-"""Re-test the mutants of functions that run while the kernel is imported.
+"""Re-test the mutants of functions that run before any test does.
 
 mutmut forks its test workers from a process that has already imported the
-kernel, so a function the kernel calls at import time (a builder of a
-module-level table, a factory of checks) has already run, unmutated, before
-any mutant is switched on: its mutants survive whatever the tests do. This
-module finds those functions (by profiling a fresh import of
-``planfold.kernel`` and every module below it), and re-tests each of their
-mutants that mutmut did not kill in a fresh interpreter with the mutant
-switched on from the start, running the whole mutation test selection
+kernel and collected the tests, so a function the kernel calls at import time
+(a builder of a module-level table, a factory of checks) or while the tests
+are collected (a reader compiled and cached the first time a test module
+uses it) has already run, unmutated, before any mutant is switched on: its
+mutants survive whatever the tests do. This module finds those functions (by
+profiling a fresh import of ``planfold.kernel`` and every module below it,
+then a collection of the mutation test selection), and re-tests each of
+their mutants that mutmut did not kill in a fresh interpreter with the
+mutant switched on from the start, running the whole mutation test selection
 (``[tool.mutmut]`` in pyproject.toml) with ``-x``. That interpreter gets
 ``mutants/src`` first on its path, as mutmut's own workers do, so it imports
 the mutated ``planfold`` and not the one the editable install points at.
@@ -22,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -32,9 +35,10 @@ from tests.mutation.score import KERNEL_SOURCE, SEPARATOR, Mutant, module_of, st
 
 __all__ = ["import_time_functions", "load_rechecked", "mangled", "mutated_path", "recheck"]
 
-# Every module of the kernel package, subpackages included; calls are kept
-# by the real path of their file, so the link in the namespace and its
-# target name the same file.
+# Every module of the kernel package, subpackages included, then (given
+# pytest arguments) a collection of those tests; calls are kept by the real
+# path of their file, so the link in the namespace and its target name the
+# same file. argv: the kernel folder, the output file, pytest's arguments.
 _PROFILE = """
 import importlib, json, os, pkgutil, sys
 top = os.path.realpath(sys.argv[1]) + os.sep
@@ -48,10 +52,16 @@ sys.setprofile(profile)
 import planfold.kernel
 for info in pkgutil.walk_packages(planfold.kernel.__path__, "planfold.kernel."):
     importlib.import_module(info.name)
+if sys.argv[3:]:
+    import pytest
+    code = pytest.main(["--collect-only", "-qq", *sys.argv[3:]])
+    if code != 0:
+        sys.exit(f"collecting the tests failed (pytest exit {code})")
 sys.setprofile(None)
 if not os.path.realpath(planfold.kernel.__file__).startswith(top):
     sys.exit("planfold.kernel was imported from " + planfold.kernel.__file__ + ", not from " + top)
-print(json.dumps(sorted(calls)))
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    json.dump(sorted(calls), out)
 """
 
 
@@ -79,24 +89,28 @@ def mangled(module: str, qualname: str) -> str | None:
     return f"{module}.x_{outer}"
 
 
-def import_time_functions(root: Path) -> set[str]:
+def import_time_functions(root: Path, collect: Sequence[str] = ()) -> set[str]:
     """The mangled names of the kernel functions a fresh import of
     ``root``'s kernel runs (imported through ``root/src``, ahead of any
-    installed copy)."""
+    installed copy), and then a collection of the tests pytest's arguments
+    ``collect`` select (run in ``root``)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root.resolve() / "src"), env.get("PYTHONPATH")]))
-    result = subprocess.run(
-        [sys.executable, "-c", _PROFILE, str(root / KERNEL_SOURCE)],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"profiling the kernel import failed: {result.stderr.strip()}")
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "calls.json"
+        result = subprocess.run(
+            [sys.executable, "-c", _PROFILE, str(root / KERNEL_SOURCE), str(out), *collect],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"profiling the kernel import failed: {result.stderr.strip()}")
+        calls = json.loads(out.read_text(encoding="utf-8"))
     found: set[str] = set()
-    for relative, qualname in json.loads(result.stdout):
+    for relative, qualname in calls:
         name = mangled(module_of(f"kernel/{relative}"), qualname)
         if name is not None:
             found.add(name)
@@ -153,9 +167,10 @@ def load_rechecked(root: Path, mutants: Iterable[Mutant]) -> dict[str, str]:
 
 
 def recheck(root: Path, mutants: Sequence[Mutant], *, jobs: int, examples: int) -> dict[str, str]:
-    """Re-test every mutant of an import-time function that is not killed
-    and not rechecked yet; return the new statuses."""
-    functions = import_time_functions(root)
+    """Re-test every mutant of a function that runs before any test (see
+    the module doc) that is not killed and not rechecked yet; return the new
+    statuses."""
+    functions = import_time_functions(root, _selection(root))
     done = load_rechecked(root, mutants)
     todo = [
         m
@@ -168,7 +183,10 @@ def recheck(root: Path, mutants: Sequence[Mutant], *, jobs: int, examples: int) 
     if clean != 0:
         raise RuntimeError(f"the mutation test selection fails without any mutant (pytest exit {clean})")
     timeout = 3 * took + 30
-    print(f"re-testing {len(todo)} mutants of import-time functions in fresh interpreters ({took:.0f}s per clean run)")
+    print(
+        f"re-testing {len(todo)} mutants of functions that run before any test, in fresh interpreters"
+        f" ({took:.0f}s per clean run)"
+    )
     path = _cache_path(root)
     cache = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     found: dict[str, str] = {}

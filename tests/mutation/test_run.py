@@ -4,8 +4,9 @@ namespace: in a project laid out like this one (``kernel/`` linked into
 ``also_copy``), with an unmutated copy of the same ``planfold`` installed
 ahead of the checkout, a planted mutant is killed by a test that imports it
 as ``planfold.kernel...``, and so are a mutant that only a process the test
-starts can see and a mutant of a function that only runs at import time
-(which the harness re-tests in fresh interpreters)."""
+starts can see and mutants of functions that run before any test, at import
+or while the tests are collected (which the harness re-tests in fresh
+interpreters)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,15 @@ def reaches(value, name):
 
 def label():
     return "tiny"
+
+
+_LIMITS = {}
+
+
+def limit_of(name):
+    if name not in _LIMITS:
+        _LIMITS[name] = FLOORS[name] * 2
+    return _LIMITS[name]
 '''
 
 TEST_TINY = """\
@@ -43,7 +53,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from planfold.kernel.tiny import FLOORS, label, reaches
+from planfold.kernel.tiny import FLOORS, label, limit_of, reaches
+
+HIGH_LIMIT = limit_of("high")  # computed, and cached, while the tests are collected
 
 
 def test_a_value_reaches_the_floor_it_equals_and_not_one_below() -> None:
@@ -53,6 +65,10 @@ def test_a_value_reaches_the_floor_it_equals_and_not_one_below() -> None:
 
 def test_the_high_floor_is_ten() -> None:
     assert FLOORS == {"high": 10}
+
+
+def test_the_high_limit_is_twice_the_floor() -> None:
+    assert limit_of("high") == HIGH_LIMIT == 20
 
 
 def test_a_process_the_test_starts_elsewhere_reads_the_label_exactly(tmp_path: Path) -> None:
@@ -121,7 +137,8 @@ def test_a_planted_kernel_mutant_is_killed_under_the_namespace_not_tested_agains
     planted = [m for m in mutants if m.function == "reaches"]
     at_import = [m for m in mutants if m.function == "_floors"]
     in_a_child = [m for m in mutants if m.function == "label"]
-    assert planted and at_import and in_a_child
+    at_collection = [m for m in mutants if m.function == "limit_of" and m.mutated.endswith("* 3")]
+    assert planted and at_import and in_a_child and at_collection
     assert [m for m in mutants if not m.killed] == []
     assert f"{len(mutants)} killed / {len(mutants)} non-equivalent mutants = 100.0 %" in out
 
