@@ -1,7 +1,7 @@
 """``python -m tests.mutation``: run mutmut on ``kernel/`` and print the score.
 
     python -m tests.mutation run [--jobs N] [--module kernel/plan/mode.py ...] [--retry] [--fresh]
-    python -m tests.mutation recheck [--jobs N]
+    python -m tests.mutation recheck [--jobs N] [--module kernel/plan/mode.py ...] [--retry]
     python -m tests.mutation score [--survivors] [--fail-under PERCENT]
     python -m tests.mutation equivalent NAME... --reason WHY
 
@@ -158,12 +158,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     again = commands.add_parser(
         "recheck", help="re-test mutants of functions that run before any test, then print the score"
     )
-    run.add_argument(
-        "--module", action="append", default=[], help="re-run every mutant of this file (kernel/plan/mode.py)"
-    )
     run.add_argument("--fresh", action="store_true", help="discard cached results first")
-    run.add_argument("--retry", action="store_true", help="re-run only the mutants not killed yet")
     for sub in (run, again):
+        sub.add_argument(
+            "--module", action="append", default=[], help="re-test every mutant of this file (kernel/plan/mode.py)"
+        )
+        sub.add_argument("--retry", action="store_true", help="re-test only the mutants not killed yet")
         sub.add_argument("--jobs", type=int, default=2, help="mutants tested in parallel")
         sub.add_argument("--examples", type=int, default=20, help="cap on each Hypothesis test's examples")
     same = commands.add_parser("equivalent", help="list surviving mutants as equivalent, with a reason")
@@ -186,7 +186,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"mutmut exited with {code}", file=sys.stderr)
             return code
     if args.command in ("run", "recheck"):
-        recheck(args.root, load_mutants(args.root), jobs=args.jobs, examples=args.examples)
+        recheck(
+            args.root,
+            load_mutants(args.root),
+            jobs=args.jobs,
+            examples=args.examples,
+            retry=args.retry,
+            modules=args.module,
+        )
     result = score(with_rechecks(args.root, load_mutants(args.root)), load_equivalents(EQUIVALENTS))
     if not result.total:
         print("no mutation results: run `python -m tests.mutation run` first", file=sys.stderr)

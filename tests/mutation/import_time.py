@@ -27,13 +27,13 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.mutation.score import KERNEL_SOURCE, SEPARATOR, Mutant, module_of, status_of
+from tests.mutation.score import KERNEL_SOURCE, KILLED, SEPARATOR, Mutant, module_of, status_of
 
-__all__ = ["import_time_functions", "load_rechecked", "mangled", "mutated_path", "recheck"]
+__all__ = ["import_time_functions", "load_rechecked", "mangled", "mutated_path", "recheck", "to_recheck"]
 
 # Every module of the kernel package, subpackages included, then (given
 # pytest arguments) a collection of those tests; calls are kept by the real
@@ -166,17 +166,42 @@ def load_rechecked(root: Path, mutants: Iterable[Mutant]) -> dict[str, str]:
     return out
 
 
-def recheck(root: Path, mutants: Sequence[Mutant], *, jobs: int, examples: int) -> dict[str, str]:
+def to_recheck(
+    mutants: Iterable[Mutant],
+    functions: Collection[str],
+    done: Mapping[str, str],
+    *,
+    retry: bool = False,
+    modules: Collection[str] = (),
+) -> list[Mutant]:
+    """The mutants ``recheck`` re-tests: those of ``functions`` (mangled
+    names) that mutmut did not kill, unless a recheck already decided them
+    (``done``: status by mutant name) and, with ``retry`` or for a file of
+    ``modules``, killed them."""
+
+    def settled(mutant: Mutant) -> bool:
+        status = done.get(mutant.name)
+        return status is not None and (status in KILLED or not (retry or mutant.file in modules))
+
+    return [m for m in mutants if not m.killed and not settled(m) and m.name.rsplit("__mutmut_", 1)[0] in functions]
+
+
+def recheck(
+    root: Path,
+    mutants: Sequence[Mutant],
+    *,
+    jobs: int,
+    examples: int,
+    retry: bool = False,
+    modules: Collection[str] = (),
+) -> dict[str, str]:
     """Re-test every mutant of a function that runs before any test (see
-    the module doc) that is not killed and not rechecked yet; return the new
-    statuses."""
+    the module doc) that mutmut did not kill and that is not rechecked yet;
+    with ``retry``, also those a recheck did not kill (a test may kill them
+    now), and likewise those of the files ``modules`` (``kernel/log.py``).
+    Return the new statuses."""
     functions = import_time_functions(root, _selection(root))
-    done = load_rechecked(root, mutants)
-    todo = [
-        m
-        for m in mutants
-        if not m.killed and m.name not in done and m.name.rsplit("__mutmut_", 1)[0] in functions
-    ]
+    todo = to_recheck(mutants, functions, load_rechecked(root, mutants), retry=retry, modules=modules)
     if not todo:
         return {}
     clean, took = _run(root, "", examples, timeout=3600)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.mutation import __main__ as cli
-from tests.mutation.import_time import import_time_functions, mangled, mutated_path
+from tests.mutation.import_time import import_time_functions, mangled, mutated_path, to_recheck
 from tests.mutation.score import (
     Equivalent,
     Mutant,
@@ -272,3 +272,27 @@ def test_equivalents_listed_from_the_command_line_load_and_match(
     ]
     assert len(score(load_mutants(root), entries).equivalent) == 1
     assert cli.main(["equivalent", "planfold.kernel.nothing.*", "--root", str(root), "--reason", reason]) == 1
+
+
+def test_a_recheck_retests_what_it_has_not_decided_and_with_retry_what_it_did_not_kill() -> None:
+    def mutant(name: str, status: str, file: str = "kernel/a.py") -> Mutant:
+        return Mutant(f"planfold.kernel.a.x_f__mutmut_{name}", status, file, "f", "x", "y")
+
+    mutants = [
+        mutant("1", "killed"),  # mutmut killed it
+        mutant("2", "survived"),  # never rechecked
+        mutant("3", "survived"),  # rechecked: killed
+        mutant("4", "survived"),  # rechecked: survived
+        mutant("5", "no tests", "kernel/b.py"),  # rechecked: survived, in another file
+    ]
+    done = {m.name: s for m, s in zip(mutants[2:], ["killed", "survived", "survived"], strict=True)}
+    functions = {"planfold.kernel.a.x_f"}
+
+    def names(**options: object) -> list[str]:
+        chosen = to_recheck(mutants, functions, done, **options)  # type: ignore[arg-type]
+        return [m.name.rpartition("_")[2] for m in chosen]
+
+    assert names() == ["2"]
+    assert names(retry=True) == ["2", "4", "5"]
+    assert names(modules={"kernel/b.py"}) == ["2", "5"]
+    assert to_recheck(mutants, set(), done, retry=True) == []  # not a function that runs before any test
