@@ -34,7 +34,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from tests.mutation.import_time import load_rechecked, mutated_path, recheck
+from tests.mutation.import_time import kernel_caches, load_rechecked, mutated_path, recheck
+from tests.mutation.pytest_plugin import CACHES
 from tests.mutation.score import SEPARATOR, Mutant, Score, load_equivalents, load_mutants, module_of, score
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,12 +92,13 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, re
     # that [tool.mutmut] loads) so that thousands of test runs stay affordable.
     # mutmut orders sys.path for its own processes; the mutated tree also goes
     # first on PYTHONPATH so that a process a test starts (python -m
-    # planfold...) runs the mutated copy too, never the installed one (see
-    # child_processes, loaded into every pytest run). The folders must exist
-    # before mutmut starts: Python skips, for good, a path entry that was not
-    # a folder when it first looked there.
+    # planfold...) runs the mutated copy too, never the installed one. The
+    # folders must exist before mutmut starts: Python skips, for good, a path
+    # entry that was not a folder when it first looked there. Every pytest run
+    # loads pytest_plugin, which empties the kernel's caches that mutmut's
+    # forked workers would otherwise inherit full.
     (root / "mutants" / "src").mkdir(parents=True, exist_ok=True)
-    addopts = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p tests.mutation.child_processes".strip()
+    addopts = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p tests.mutation.pytest_plugin".strip()
     env = mutated_path(
         root,
         {
@@ -104,6 +106,7 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, re
             "HYPOTHESIS_PROFILE": "default",
             "HYPOTHESIS_MAX_EXAMPLES": str(examples),
             "PYTEST_ADDOPTS": addopts,
+            CACHES: " ".join(kernel_caches(root)),
         },
     )
     return subprocess.run(command, cwd=root, env=env, check=False).returncode

@@ -30,15 +30,26 @@ import tomllib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from tests.mutation.score import KERNEL_SOURCE, KILLED, SEPARATOR, Mutant, module_of, status_of
 
-__all__ = ["import_time_functions", "load_rechecked", "mangled", "mutated_path", "recheck", "to_recheck"]
+__all__ = [
+    "import_time_functions",
+    "kernel_caches",
+    "load_rechecked",
+    "mangled",
+    "mutated_path",
+    "recheck",
+    "to_recheck",
+]
 
 # Every module of the kernel package, subpackages included, then (given
 # pytest arguments) a collection of those tests; calls are kept by the real
 # path of their file, so the link in the namespace and its target name the
-# same file. argv: the kernel folder, the output file, pytest's arguments.
+# same file. Also the kernel's caches as the imports leave them: private
+# module-level dicts still empty, and functools caches. argv: the kernel
+# folder, the output file, pytest's arguments.
 _PROFILE = """
 import importlib, json, os, pkgutil, sys
 top = os.path.realpath(sys.argv[1]) + os.sep
@@ -52,6 +63,19 @@ sys.setprofile(profile)
 import planfold.kernel
 for info in pkgutil.walk_packages(planfold.kernel.__path__, "planfold.kernel."):
     importlib.import_module(info.name)
+sys.setprofile(None)
+caches = sorted(
+    f"{name}:{attribute}"
+    for name, module in list(sys.modules.items())
+    if name.split(".")[:2] == ["planfold", "kernel"]
+    for attribute, value in vars(module).items()
+    if getattr(value, "__module__", name) == name
+    and (
+        callable(getattr(value, "cache_clear", None))
+        or (type(value) is dict and not value and attribute.startswith("_") and not attribute.startswith("__"))
+    )
+)
+sys.setprofile(profile)
 if sys.argv[3:]:
     import pytest
     code = pytest.main(["--collect-only", "-qq", *sys.argv[3:]])
@@ -61,7 +85,7 @@ sys.setprofile(None)
 if not os.path.realpath(planfold.kernel.__file__).startswith(top):
     sys.exit("planfold.kernel was imported from " + planfold.kernel.__file__ + ", not from " + top)
 with open(sys.argv[2], "w", encoding="utf-8") as out:
-    json.dump(sorted(calls), out)
+    json.dump({"calls": sorted(calls), "caches": caches}, out)
 """
 
 
@@ -89,15 +113,13 @@ def mangled(module: str, qualname: str) -> str | None:
     return f"{module}.x_{outer}"
 
 
-def import_time_functions(root: Path, collect: Sequence[str] = ()) -> set[str]:
-    """The mangled names of the kernel functions a fresh import of
-    ``root``'s kernel runs (imported through ``root/src``, ahead of any
-    installed copy), and then a collection of the tests pytest's arguments
-    ``collect`` select (run in ``root``)."""
+def _profile(root: Path, collect: Sequence[str]) -> dict[str, Any]:
+    """Run ``_PROFILE`` on ``root``'s kernel (imported through ``root/src``,
+    ahead of any installed copy) in a fresh interpreter, in ``root``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root.resolve() / "src"), env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory() as scratch:
-        out = Path(scratch) / "calls.json"
+        out = Path(scratch) / "profile.json"
         result = subprocess.run(
             [sys.executable, "-c", _PROFILE, str(root / KERNEL_SOURCE), str(out), *collect],
             cwd=root,
@@ -108,9 +130,25 @@ def import_time_functions(root: Path, collect: Sequence[str] = ()) -> set[str]:
         )
         if result.returncode != 0:
             raise RuntimeError(f"profiling the kernel import failed: {result.stderr.strip()}")
-        calls = json.loads(out.read_text(encoding="utf-8"))
+        found: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return found
+
+
+def kernel_caches(root: Path) -> list[str]:
+    """The caches of ``root``'s kernel as ``module:name`` (what
+    ``pytest_plugin`` empties): the private module-level dicts that are
+    still empty once every kernel module is imported, and the ``functools``
+    caches."""
+    caches: list[str] = _profile(root, ())["caches"]
+    return caches
+
+
+def import_time_functions(root: Path, collect: Sequence[str] = ()) -> set[str]:
+    """The mangled names of the kernel functions a fresh import of
+    ``root``'s kernel runs, and then a collection of the tests pytest's
+    arguments ``collect`` select (run in ``root``)."""
     found: set[str] = set()
-    for relative, qualname in calls:
+    for relative, qualname in _profile(root, collect)["calls"]:
         name = mangled(module_of(f"kernel/{relative}"), qualname)
         if name is not None:
             found.add(name)

@@ -46,6 +46,10 @@ def limit_of(name):
     if name not in _LIMITS:
         _LIMITS[name] = FLOORS[name] * 2
     return _LIMITS[name]
+
+
+def double(value):
+    return value * 2
 '''
 
 TEST_TINY = """\
@@ -53,9 +57,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from planfold.kernel.tiny import FLOORS, label, limit_of, reaches
+from planfold.kernel.tiny import FLOORS, double, label, limit_of, reaches
 
 HIGH_LIMIT = limit_of("high")  # computed, and cached, while the tests are collected
+TEN = double(5)  # computed while the tests are collected
 
 
 def test_a_value_reaches_the_floor_it_equals_and_not_one_below() -> None:
@@ -69,6 +74,10 @@ def test_the_high_floor_is_ten() -> None:
 
 def test_the_high_limit_is_twice_the_floor() -> None:
     assert limit_of("high") == HIGH_LIMIT == 20
+
+
+def test_ten_is_double_five() -> None:
+    assert TEN == 10
 
 
 def test_a_process_the_test_starts_elsewhere_reads_the_label_exactly(tmp_path: Path) -> None:
@@ -104,7 +113,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "tests" / "mutation").mkdir(parents=True)
     (root / "tests" / "__init__.py").write_text("")
     (root / "tests" / "mutation" / "__init__.py").write_text("")
-    shutil.copy(cli.ROOT / "tests" / "mutation" / "child_processes.py", root / "tests" / "mutation")
+    shutil.copy(cli.ROOT / "tests" / "mutation" / "pytest_plugin.py", root / "tests" / "mutation")
     (root / "tests" / "test_tiny.py").write_text(TEST_TINY)
     (root / "pyproject.toml").write_text(_config())
     # The unmutated package installed elsewhere, first on the path of every
@@ -131,13 +140,17 @@ def test_a_planted_kernel_mutant_is_killed_under_the_namespace_not_tested_agains
     assert cli.main(["run", "--root", str(project), "--jobs", "1"]) == 0
     out = capfd.readouterr().out
 
+    # mutmut itself kills the mutant of a cache builder: each test session
+    # starts with the kernel's caches empty
+    cached = {m.name: m for m in load_mutants(project) if m.function == "limit_of" and m.mutated.endswith("* 3")}
+    assert cached and all(m.killed for m in cached.values())
     mutants = cli.with_rechecks(project, load_mutants(project))
     assert {m.file for m in mutants} == {"kernel/tiny.py"}
     assert all(m.name.startswith("planfold.kernel.tiny.x_") for m in mutants)
     planted = [m for m in mutants if m.function == "reaches"]
     at_import = [m for m in mutants if m.function == "_floors"]
     in_a_child = [m for m in mutants if m.function == "label"]
-    at_collection = [m for m in mutants if m.function == "limit_of" and m.mutated.endswith("* 3")]
+    at_collection = [m for m in mutants if m.function == "double"]
     assert planted and at_import and in_a_child and at_collection
     assert [m for m in mutants if not m.killed] == []
     assert f"{len(mutants)} killed / {len(mutants)} non-equivalent mutants = 100.0 %" in out

@@ -5,14 +5,18 @@ description, and the score is killed / non-equivalent."""
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import os
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from tests.mutation import __main__ as cli
-from tests.mutation.import_time import import_time_functions, mangled, mutated_path, to_recheck
+from tests.mutation.import_time import import_time_functions, kernel_caches, mangled, mutated_path, to_recheck
+from tests.mutation.pytest_plugin import empty_caches
 from tests.mutation.score import (
     Equivalent,
     Mutant,
@@ -296,3 +300,35 @@ def test_a_recheck_retests_what_it_has_not_decided_and_with_retry_what_it_did_no
     assert names(retry=True) == ["2", "4", "5"]
     assert names(modules={"kernel/b.py"}) == ["2", "5"]
     assert to_recheck(mutants, set(), done, retry=True) == []  # not a function that runs before any test
+
+
+def test_the_kernels_caches_are_its_private_dicts_left_empty_by_the_imports_and_its_functools_caches(
+    tmp_path: Path,
+) -> None:
+    kernel = tmp_path / "kernel"
+    kernel.mkdir()
+    (kernel / "__init__.py").write_text("")
+    (kernel / "store.py").write_text(
+        "import functools\n"
+        "_CACHE = {}\n"  # filled on first use: a cache
+        "_TABLE = {'a': 1}\n"  # filled at import: a table
+        "PUBLIC = {}\n"
+        "@functools.cache\n"
+        "def built(x):\n"
+        "    return x\n"
+    )
+    (tmp_path / "src" / "planfold").mkdir(parents=True)
+    (tmp_path / "src" / "planfold" / "__init__.py").write_text("")
+    (tmp_path / "src" / "planfold" / "kernel").symlink_to(Path("..", "..", "kernel"), target_is_directory=True)
+    assert kernel_caches(tmp_path) == ["planfold.kernel.store:_CACHE", "planfold.kernel.store:built"]
+
+
+def test_the_plugin_empties_the_listed_caches_of_loaded_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache, table = {"a": 1}, {"b": 2}
+    built = functools.cache(lambda x: x)
+    built(1)
+    module = types.ModuleType("planfold_cache_sample")
+    module._CACHE, module._TABLE, module.built = cache, table, built  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    empty_caches("planfold_cache_sample:_CACHE planfold_cache_sample:built planfold_not_loaded:_CACHE")
+    assert (cache, table, built.cache_info().currsize) == ({}, {"b": 2}, 0)
