@@ -45,7 +45,7 @@ from planfold.kernel.log import PLAN_MODE, Event
 from planfold.kernel.plan.mode import fold_plan_mode
 from planfold.kernel.session import fold_session
 
-__all__ = ["ROOT", "import_cost", "importtime_split", "run_folds", "run_import"]
+__all__ = ["CORE", "ROOT", "import_cost", "importtime_split", "run_folds", "run_import"]
 
 FOLD = "kernel-fold"
 IMPORT = "kernel-import"
@@ -111,78 +111,86 @@ def _run(python: Path, code: str, *flags: str) -> tuple[float, str]:
 
 
 def importtime_split(stderr: str) -> tuple[float, float, float] | None:
-    """From ``-X importtime`` output: the cumulative ms of ``planfold.kernel``
-    and how it splits into planfold's own modules (their bodies: class and
-    table creation) and the other modules they pull in, or None if absent."""
+    """From ``-X importtime`` output: the cumulative ms of every import tree
+    rooted at a planfold module (``planfold.kernel``, and the core modules its
+    first use imports), and how it splits into planfold's own modules (their
+    bodies: class and table creation) and the other modules they pull in;
+    None if no planfold module was imported."""
     rows = []
     for line in stderr.splitlines():
         found = _IMPORTTIME.match(line)
         if found:
             rows.append((int(found.group(1)), int(found.group(2)), len(found.group(3)), found.group(4)))
-    top = next((i for i in range(len(rows) - 1, -1, -1) if rows[i][3] == "planfold.kernel"), None)
-    if top is None:
+    if not rows:
         return None
-    own = float(rows[top][0])
-    other = 0.0
-    index = top - 1
-    while index >= 0 and rows[index][2] > rows[top][2]:  # the subtree is printed just before its root
-        self_us, _, _, name = rows[index]
-        if name == "planfold" or name.startswith("planfold."):
-            own += self_us
-        else:
-            other += self_us
-        index -= 1
-    return rows[top][1] / 1000, own / 1000, other / 1000
+    top_level = min(indent for _, _, indent, _ in rows)
+    total = own = other = 0.0
+    inside = False
+    # A tree is printed children first, its root last: walk backwards so each
+    # root is met before its subtree.
+    for self_us, cumulative_us, indent, name in reversed(rows):
+        ours = name == "planfold" or name.startswith("planfold.")
+        if indent == top_level:
+            inside = ours
+            total += cumulative_us if ours else 0
+        if inside:
+            if ours:
+                own += self_us
+            else:
+                other += self_us
+    if not total:
+        return None
+    return total / 1000, own / 1000, other / 1000
 
 
 IMPORT_KERNEL = "import planfold.kernel"
+#: The first use of a core name: the log, the phase and the errors imported.
+CORE = "from planfold.kernel import Event"
 #: ``import planfold.kernel``, then every machine imported (the worst first use).
 EVERY_NAME = "import planfold.kernel; from planfold.kernel import goal, graph, plan, session, tools"
 
 
-def import_cost(
-    python: Path, runs: int
-) -> tuple[list[float], list[float], list[tuple[float, float, float]], list[float]]:
-    """Wall ms of ``import planfold.kernel`` runs, of ``pass`` runs, the
-    ``-X importtime`` split of ``planfold.kernel`` (``importtime_split``),
-    and wall ms of ``EVERY_NAME`` runs, by ``python``; ``runs`` of each in
-    turns."""
-    for code in (IMPORT_KERNEL, "pass", EVERY_NAME):
+def import_cost(python: Path, runs: int) -> tuple[dict[str, list[float]], list[tuple[float, float, float]]]:
+    """Wall ms of ``runs`` runs each of ``import planfold.kernel``, ``pass``,
+    ``CORE`` and ``EVERY_NAME`` by ``python``, taken in turns (by code), and
+    the ``-X importtime`` split (``importtime_split``) of ``CORE``."""
+    codes = (IMPORT_KERNEL, "pass", CORE, EVERY_NAME)
+    for code in codes:
         _run(python, code)
-    with_kernel: list[float] = []
-    bare: list[float] = []
+    walls: dict[str, list[float]] = {code: [] for code in codes}
     reported: list[tuple[float, float, float]] = []
-    every_name: list[float] = []
     for _ in range(runs):
-        seconds, _ = _run(python, IMPORT_KERNEL)
-        with_kernel.append(seconds * 1000)
-        seconds, _ = _run(python, "pass")
-        bare.append(seconds * 1000)
-        seconds, _ = _run(python, EVERY_NAME)
-        every_name.append(seconds * 1000)
-        _, stderr = _run(python, IMPORT_KERNEL, "-X", "importtime")
+        for code in codes:
+            seconds, _ = _run(python, code)
+            walls[code].append(seconds * 1000)
+        _, stderr = _run(python, CORE, "-X", "importtime")
         split = importtime_split(stderr)
         if split is not None:
             reported.append(split)
-    return with_kernel, bare, reported, every_name
+    return walls, reported
 
 
 def run_import(scale: Scale, workdir: Path) -> FamilyResult:
     """What ``import planfold.kernel`` adds to a fresh interpreter's start,
-    in ms, in a non-editable install."""
+    in ms, in a non-editable install; and, beside it, what the first use of
+    the core and of every machine add."""
     python = install_fresh(workdir)
-    with_kernel, bare, reported, every_name = import_cost(python, scale.import_runs)
-    added = median(with_kernel) - median(bare)
+    walls, reported = import_cost(python, scale.import_runs)
+    with_kernel, bare, core, every_name = (walls[code] for code in (IMPORT_KERNEL, "pass", CORE, EVERY_NAME))
     found = [
         Measurement(IMPORT, f"python -c '{IMPORT_KERNEL}'", "ms", median(with_kernel), tuple(with_kernel)),
         Measurement(IMPORT, "python -c 'pass'", "ms", median(bare), tuple(bare)),
-        Measurement(IMPORT, "import planfold.kernel adds (wall, difference of medians)", "ms", added, ()),
+        Measurement(IMPORT, "import planfold.kernel adds (wall, difference of medians)", "ms",
+                    median(with_kernel) - median(bare), ()),
+        Measurement(IMPORT, f"python -c '{CORE}'", "ms", median(core), tuple(core)),
+        Measurement(IMPORT, "the core (log, phase, errors) adds (wall, difference of medians)", "ms",
+                    median(core) - median(bare), (), "the first use of a core name"),
         Measurement(IMPORT, "import planfold.kernel + every machine", "ms", median(every_name), tuple(every_name)),
         Measurement(IMPORT, "every machine adds (wall, difference of medians)", "ms",
                     median(every_name) - median(bare), (), "the first use of every machine; no goal"),
     ]
     labels = (
-        "import planfold.kernel (-X importtime, cumulative)",
+        f"{CORE} (-X importtime, cumulative)",
         "  of which planfold modules' own bodies",
         "  of which other modules they import",
     )

@@ -5,17 +5,48 @@ ids are inputs, and every decision returns a value or raises a ``KernelError``.
 It imports its own modules relatively, so it can also be vendored by copying.
 
 Here: the log's events and envelope (``log``), the runtime phase (``phase``)
-and the errors (``errors``). Each machine has a surface of its own, imported
-on first use (``from planfold.kernel import plan``), so that importing the
-core stays cheap: ``plan`` (plan mode, plan artifact, review, context),
-``goal`` (the goal lifecycle), ``tools`` (the tool gate), ``session`` (the fold
-of every machine over one log) and ``graph`` (the state diagrams read from
-the machines' tables).
+and the errors (``errors``), whose names this package re-exports. Each
+machine has a surface of its own: ``plan`` (plan mode, plan artifact, review,
+context), ``goal`` (the goal lifecycle), ``tools`` (the tool gate),
+``session`` (the fold of every machine over one log) and ``graph`` (the state
+diagrams read from the machines' tables).
+
+Nothing is imported until it is used: ``import planfold.kernel`` costs next
+to nothing, the first core name (``from planfold.kernel import Event``)
+imports the three core modules, and a machine is imported by its own name
+(``from planfold.kernel import plan``). Type checkers read the imports below
+as written; every name is defined once, in its module's ``__all__``.
 """
 
-from . import errors, log, phase
-from .errors import *
-from .log import *
-from .phase import *
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from . import errors, goal, graph, log, phase, plan, session, tools
+    from .errors import *
+    from .log import *
+    from .phase import *
 
-__all__ = ["goal", "graph", "plan", "session", "tools", *errors.__all__, *log.__all__, *phase.__all__]
+    __all__ = ["goal", "graph", "plan", "session", "tools", *errors.__all__, *log.__all__, *phase.__all__]
+else:
+    _CORE = ("errors", "log", "phase")
+    _MACHINES = ("goal", "graph", "plan", "session", "tools")
+
+    def __getattr__(name):
+        """A module of the kernel by its name, ``__all__``, or a name of one of
+        the core modules; ``AttributeError`` for anything else."""
+        from importlib import import_module  # noqa: PLC0415 (nothing is imported before it is used)
+
+        if name in _CORE or name in _MACHINES:
+            return import_module(f"{__name__}.{name}")
+        core = [import_module(f"{__name__}.{module}") for module in _CORE]
+        if name == "__all__":
+            value = [*_MACHINES, *(each for module in core for each in module.__all__)]
+        else:
+            owner = next((module for module in core if name in module.__all__), None)
+            if owner is None:
+                raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            value = getattr(owner, name)
+        globals()[name] = value
+        return value
+
+    def __dir__():
+        return sorted({*globals(), *__getattr__("__all__")})

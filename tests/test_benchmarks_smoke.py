@@ -203,19 +203,27 @@ def test_kernel_import_smoke(tmp_path: Path) -> None:
     assert len(every.samples) == TINY.import_runs and every.value > 0
     added = by_subject["every machine adds (wall, difference of medians)"].value
     assert added == every.value - by_subject["python -c 'pass'"].value
+    core = by_subject["python -c 'from planfold.kernel import Event'"]
+    assert len(core.samples) == TINY.import_runs
+    assert by_subject["the core (log, phase, errors) adds (wall, difference of medians)"].value == (
+        core.value - by_subject["python -c 'pass'"].value
+    )
 
 
-def test_importtime_split_takes_only_the_kernel_subtree() -> None:
+def test_importtime_split_sums_every_tree_rooted_at_a_planfold_module_and_nothing_else() -> None:
     stderr = "\n".join([
         "import time: self [us] | cumulative | imported package",
         "import time:       500 |        500 | site",
+        "import time:        50 |         50 |   planfold",
+        "import time:       200 |        250 | planfold.kernel",
+        "import time:        80 |         80 | importlib",
         "import time:       100 |        100 |       re",
         "import time:      2000 |       2100 |     planfold.kernel.errors",
         "import time:       300 |        300 |     dataclasses",
         "import time:      1000 |       3400 |   planfold.kernel.log",
-        "import time:       700 |       4100 | planfold.kernel",
+        "import time:       700 |       4100 | planfold.kernel.payload",
     ])
-    assert importtime_split(stderr) == (4.1, 3.7, 0.4)
+    assert importtime_split(stderr) == (4.35, 3.95, 0.4)
     assert importtime_split("import time:  5 |  5 | site") is None
 
 

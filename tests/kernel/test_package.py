@@ -1,6 +1,6 @@
-"""The kernel package itself (``kernel/__init__.py``): a short static surface
-(the log, the phase, the errors) with each machine a package of its own,
-imported on first use so that importing the core stays cheap."""
+"""The kernel package itself (``kernel/__init__.py``): a short surface (the
+log, the phase, the errors) with each machine a package of its own, all of
+it imported on first use so that importing the kernel stays cheap."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import pkgutil
 import subprocess
 import sys
 from types import ModuleType
+
+import pytest
 
 from planfold import kernel
 from planfold.kernel import errors, log, phase
@@ -23,18 +25,35 @@ def test_the_core_names_are_the_log_the_phase_and_the_errors_and_each_resolves_t
         assert getattr(kernel, name) is getattr(owner, name), name
 
 
-def test_importing_the_kernel_loads_no_machine_until_one_is_imported() -> None:
+def test_importing_the_kernel_loads_nothing_a_core_name_loads_the_core_and_a_machine_its_own_modules() -> None:
     code = (
-        "import sys, planfold.kernel as k;"
-        "print(sorted(m for m in sys.modules if m.startswith('planfold.kernel.')));"
-        "from planfold.kernel import goal;"
-        "print('planfold.kernel.goal.ops' in sys.modules, 'planfold.kernel.tools.gate' in sys.modules)"
+        "import sys\n"
+        "def loaded(): return sorted(m for m in sys.modules if m.startswith('planfold.kernel.'))\n"
+        "import planfold.kernel as k\n"
+        "print(loaded())\n"
+        "from planfold.kernel import Event\n"
+        "print(loaded())\n"
+        "from planfold.kernel import goal\n"
+        "print('planfold.kernel.goal.ops' in sys.modules, 'planfold.kernel.tools.gate' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    loaded, after = out.splitlines()
-    core = ["planfold.kernel.errors", "planfold.kernel.log", "planfold.kernel.payload", "planfold.kernel.phase"]
-    assert loaded == repr(core)
-    assert after.split()[0] == "True"
+    nothing, core, machine = out.splitlines()
+    assert nothing == "[]"
+    assert core == repr([f"planfold.kernel.{m}" for m in ("errors", "log", "payload", "phase")])
+    assert machine == "True False"
+
+
+def test_a_name_the_kernel_does_not_have_is_an_attribute_error_naming_it() -> None:
+    with pytest.raises(AttributeError, match=r"'planfold\.kernel' has no attribute 'no_such_name'"):
+        kernel.no_such_name  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(ImportError):
+        exec("from planfold.kernel import no_such_name", {})
+
+
+def test_the_kernel_lists_every_public_name_for_dir_and_help() -> None:
+    listed = dir(kernel)
+    assert set(kernel.__all__) <= set(listed)
+    assert listed == sorted(listed)
 
 
 def test_a_star_import_brings_the_core_and_every_machine() -> None:
