@@ -48,7 +48,8 @@ mutation: $(STAMP)
 
 ## Benchmarks, not part of `make test`: every cost goal as a ratio measured in the
 ## same run, with its spread, at histories of 1k, 100k and 1M events (about 10
-## minutes on two cores); fails when a goal is missed. BENCH_SCALE=0.1 for a quick look.
+## minutes on two cores); fails when a goal is missed. BENCH_SCALE=0.1 for a quick look
+## (the goals shown, not judged: they are stated for the default scale).
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m benchmarks

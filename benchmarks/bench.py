@@ -15,6 +15,10 @@ the first family that needs them; the time each took is in the notes.
 
 The exit status is 0 when every goal was met, 1 when a goal was missed or
 could not be measured (a baseline not installed), 2 for a bad command line.
+The goals are stated for the default scale (histories up to 1M events): at
+any other scale (``BENCH_SCALE=0.1`` for a quick look, the smoke test's tiny
+one) a missed goal is printed but does not fail the run; a goal that could
+not be measured still does.
 """
 
 from __future__ import annotations
@@ -181,8 +185,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmarks; 0 when every goal was met, 1 when one was missed or
-    not measured, 2 for bad arguments."""
+    """Run the benchmarks; 0 when every goal was met, 1 when one was missed
+    (judged at the default scale only) or not measured, 2 for bad arguments."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -218,5 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     short = missed(results)
     if short:
         print(f"{len(short)} goal(s) missed or not measured: " + "; ".join(r.name for r in short))
-        return 1
-    return 0
+    if scale.factor != 1.0 and all(r.value is not None for r in short):
+        if short:
+            print(f"(the goals are stated for the default scale; at scale {scale.factor:g} they are shown, not judged)")
+        return 0
+    return 1 if short else 0
