@@ -374,6 +374,17 @@ def _identity(value: Any) -> Any:
     return value
 
 
+#: Each kind of type the converter treats its own way, with the factories of
+#: its structure and unstructure hooks.
+_HOOK_FACTORIES = (
+    (_is_array, _array_structure, _array_unstructure),
+    (_is_fixed_tuple, _fixed_tuple_structure, _fixed_tuple_unstructure),
+    (_is_pair_map, _pair_map_structure, _pair_map_unstructure),
+    (_is_literal, _literal_structure, _literal_unstructure),
+    (_is_plain_union, _union_structure, _union_unstructure),
+)
+
+
 def exact_converter() -> cattrs.Converter:
     """A cattrs converter that keeps JSON exact both ways (see the module doc)."""
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
@@ -382,16 +393,9 @@ def exact_converter() -> cattrs.Converter:
         conv.register_structure_hook(tp, _structuring(check))
         conv.register_unstructure_hook(tp, check)
     conv.register_structure_hook_factory(_is_class, _object_structure)
-    conv.register_structure_hook_factory(_is_array, _array_structure)
-    conv.register_unstructure_hook_factory(_is_array, _array_unstructure)
-    conv.register_structure_hook_factory(_is_fixed_tuple, _fixed_tuple_structure)
-    conv.register_unstructure_hook_factory(_is_fixed_tuple, _fixed_tuple_unstructure)
-    conv.register_structure_hook_factory(_is_pair_map, _pair_map_structure)
-    conv.register_unstructure_hook_factory(_is_pair_map, _pair_map_unstructure)
-    conv.register_structure_hook_factory(_is_literal, _literal_structure)
-    conv.register_unstructure_hook_factory(_is_literal, _literal_unstructure)
-    conv.register_structure_hook_factory(_is_plain_union, _union_structure)
-    conv.register_unstructure_hook_factory(_is_plain_union, _union_unstructure)
+    for is_kind, structure, unstructure in _HOOK_FACTORIES:
+        conv.register_structure_hook_factory(is_kind, structure)
+        conv.register_unstructure_hook_factory(is_kind, unstructure)
     conv.register_structure_hook_func(is_json, lambda value, _: value)
     conv.register_unstructure_hook_func(is_json, _identity)
     return conv
