@@ -79,7 +79,6 @@ from planfold.adapters.store.base import (
     InvalidRequestError,
     Lease,
     SchemaMismatchError,
-    SchemaTooNewError,
     StoreClosedError,
     StoreUnavailableError,
 )
@@ -93,6 +92,7 @@ from planfold.adapters.store.engine import (
     Transaction,
     Watch,
 )
+from planfold.adapters.store.migration import supported
 from planfold.adapters.store.postgres_schema import (
     APPEND_CALL,
     APPEND_READ,
@@ -387,9 +387,7 @@ class _ListenWatch:
 
 def _check_readable(conn: Connection) -> None:
     """Refuse a database a read-only store cannot read as it is."""
-    found = read_version(conn)
-    if found > SCHEMA_VERSION:
-        raise SchemaTooNewError(found, SCHEMA_VERSION)
+    found = supported(read_version(conn), SCHEMA_VERSION)
     if found == 0:
         raise SchemaMismatchError("not a planfold database: it has no planfold_schema table in its search_path")
     if found < SCHEMA_VERSION:

@@ -38,8 +38,6 @@ driver exception leaves the PostgreSQL modules.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -47,11 +45,11 @@ import psycopg
 from planfold.adapters.store.base import (
     Outcome,
     SchemaMismatchError,
-    SchemaTooNewError,
     StorageError,
     StoreBusyError,
     StoreUnavailableError,
 )
+from planfold.adapters.store.migration import MigrationReport, Step, supported
 
 __all__ = [
     "APPEND_CALL",
@@ -416,17 +414,8 @@ def _created_goal_id(payload: object) -> str | None:
     return goal_id if isinstance(goal_id, str) else None
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One forward migration: ``apply`` takes a database at ``version - 1`` to ``version``."""
-
-    version: int
-    name: str
-    apply: Callable[[Connection], None]
-
-
 #: Every step, in order; the last one's version is ``SCHEMA_VERSION``.
-STEPS: tuple[Step, ...] = (
+STEPS: tuple[Step[Connection], ...] = (
     Step(1, "event log, session rows and idempotency keys", _step_log),
     Step(2, "goal leases", _step_leases),
     Step(3, "goal ids created by each session", _step_goal_ids),
@@ -451,15 +440,6 @@ TABLES: dict[int, dict[str, tuple[str, ...]]] = {
 ROUTINES: dict[int, tuple[str, ...]] = {
     4: (f"planfold_append({', '.join(_APPEND_TYPES)})",),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class MigrationReport:
-    """What ``migrate`` did: the versions before and after and the steps run."""
-
-    from_version: int
-    to_version: int
-    applied: tuple[str, ...]
 
 
 def read_version(conn: Connection) -> int:
@@ -503,9 +483,7 @@ def migrate(conn: Connection, target: int = SCHEMA_VERSION) -> MigrationReport:
     if not 1 <= target <= SCHEMA_VERSION:
         raise ValueError(f"no schema version {target}")
     try:
-        before = read_version(conn)
-        if before > SCHEMA_VERSION:
-            raise SchemaTooNewError(before, SCHEMA_VERSION)
+        before = supported(read_version(conn), SCHEMA_VERSION)
         applied: list[str] = []
         if before < target:
             with conn.transaction():
@@ -519,9 +497,8 @@ def migrate(conn: Connection, target: int = SCHEMA_VERSION) -> MigrationReport:
                     " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
                 )
                 found = conn.execute("SELECT COALESCE(MAX(version), 0) FROM planfold_schema").fetchone()
-                before = 0 if found is None else int(found[0])  # another process may have migrated meanwhile
-                if before > SCHEMA_VERSION:
-                    raise SchemaTooNewError(before, SCHEMA_VERSION)
+                # Another process may have migrated meanwhile.
+                before = supported(0 if found is None else int(found[0]), SCHEMA_VERSION)
                 for step in STEPS:
                     if before < step.version <= target:
                         step.apply(conn)

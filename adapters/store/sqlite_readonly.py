@@ -37,8 +37,9 @@ import os
 import sqlite3
 import urllib.parse
 
-from planfold.adapters.store.base import SchemaMismatchError, SchemaTooNewError, StoreError
+from planfold.adapters.store.base import SchemaMismatchError, StoreError
 from planfold.adapters.store.engine import LogStore
+from planfold.adapters.store.migration import supported
 from planfold.adapters.store.sqlite import SqliteBackend
 from planfold.adapters.store.sqlite_schema import LOG_VERSION, SCHEMA_VERSION, Connection, read_version, verify_schema
 
@@ -78,9 +79,7 @@ def check_readable(conn: Connection, busy_timeout_ms: int = 15_000) -> None:
     """The setup of a read-only connection (see the module docstring)."""
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     conn.execute("PRAGMA query_only = ON")
-    version = read_version(conn)
-    if version > SCHEMA_VERSION:
-        raise SchemaTooNewError(version, SCHEMA_VERSION)
+    version = supported(read_version(conn), SCHEMA_VERSION)
     if version < LOG_VERSION:
         tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
         what = "an empty SQLite file" if not tables else f"a SQLite file with schema version {version}"

@@ -46,17 +46,15 @@ no driver exception leaves the SQLite modules.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from planfold.adapters.store.base import (
     Outcome,
     SchemaMismatchError,
-    SchemaTooNewError,
     StorageError,
     StoreBusyError,
 )
+from planfold.adapters.store.migration import MigrationReport, Step, supported
 
 __all__ = [
     "LEGACY_VERSION",
@@ -245,17 +243,8 @@ def _step_goal_ids(conn: Connection) -> None:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One forward migration: ``apply`` takes a file at ``version - 1`` to ``version``."""
-
-    version: int
-    name: str
-    apply: Callable[[Connection], None]
-
-
 #: Every step, in order; the last one's version is ``SCHEMA_VERSION``.
-STEPS: tuple[Step, ...] = (
+STEPS: tuple[Step[Connection], ...] = (
     Step(LEGACY_VERSION, "legacy sessions table", _step_base),
     Step(3, "agent mode and current plan columns", _step_mode),
     Step(4, "plan summary cache column", _step_summary),
@@ -263,15 +252,6 @@ STEPS: tuple[Step, ...] = (
     Step(6, "goal leases", _step_leases),
     Step(7, "goal ids created by each session", _step_goal_ids),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class MigrationReport:
-    """What ``migrate`` did: the versions before and after and the steps run."""
-
-    from_version: int
-    to_version: int
-    applied: tuple[str, ...]
 
 
 def verify_schema(conn: Connection, version: int = SCHEMA_VERSION) -> None:
@@ -307,16 +287,12 @@ def migrate(conn: Connection, target: int = SCHEMA_VERSION) -> MigrationReport:
         raise ValueError(f"no schema version {target}")
     committing = False
     try:
-        before = read_version(conn)
-        if before > SCHEMA_VERSION:
-            raise SchemaTooNewError(before, SCHEMA_VERSION)
+        before = supported(read_version(conn), SCHEMA_VERSION)
         applied: list[str] = []
         if before < target:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                before = read_version(conn)  # another process may have migrated meanwhile
-                if before > SCHEMA_VERSION:
-                    raise SchemaTooNewError(before, SCHEMA_VERSION)
+                before = supported(read_version(conn), SCHEMA_VERSION)  # another process may have migrated meanwhile
                 for step in STEPS:
                     if before < step.version <= target:
                         step.apply(conn)
