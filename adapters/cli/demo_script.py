@@ -78,6 +78,19 @@ def _say(text: str) -> ChatResponse:
     return ChatResponse(text, (), "stop")
 
 
+def _execute(
+    write_id: str, tick_id: str, *, path: str, content: str, todo: str, said: str, label: str
+) -> list[ScriptStep]:
+    """Execute a plan of one todo: write ``path`` (the plan's first build
+    request, so the whole plan is in the prompt), tick ``todo`` off, and say
+    ``said`` with no todo left open."""
+    return [
+        ScriptStep(_call(write_id, "write_file", {"path": path, "content": content}), _FIRST_BUILD, label),
+        ScriptStep(_call(tick_id, "update_todo", {"todo_id": todo, "status": "done"}), _EXECUTING, "todo done"),
+        ScriptStep(_say(said), _EXECUTING, "execution done: no todo open"),
+    ]
+
+
 _PLANNING = Expectation(
     tools_include=frozenset({"read_file", "exit_plan_mode"}),
     tools_exclude=frozenset({"write_file", "bootstrap_plan", "update_todo"}),
@@ -121,13 +134,15 @@ def first_model() -> ScriptedClient:
                 _PLANNING,
                 "present the plan",
             ),
-            ScriptStep(
-                _call("c4", "write_file", {"path": "greet.py", "content": _NEW_CONTENT}),
-                _FIRST_BUILD,
-                "execute the approved plan (full plan: first build request)",
+            *_execute(
+                "c4",
+                "c5",
+                path="greet.py",
+                content=_NEW_CONTENT,
+                todo="t1",
+                said="farewell() is written.",
+                label="execute the approved plan (full plan: first build request)",
             ),
-            ScriptStep(_call("c5", "update_todo", {"todo_id": "t1", "status": "done"}), _EXECUTING, "todo done"),
-            ScriptStep(_say("farewell() is written."), _EXECUTING, "execution done: no todo open"),
             ScriptStep(
                 _call(
                     "c6",
@@ -145,13 +160,15 @@ def first_model() -> ScriptedClient:
                 _BOOTSTRAP,
                 "goal round 1: record a minimal plan",
             ),
-            ScriptStep(
-                _call("g3", "write_file", {"path": "README.md", "content": _README_HALF}),
-                _FIRST_BUILD,
-                "goal round 1: execute the implicit plan",
+            *_execute(
+                "g3",
+                "g4",
+                path="README.md",
+                content=_README_HALF,
+                todo="d1",
+                said="README.md now mentions farewell().",
+                label="goal round 1: execute the implicit plan",
             ),
-            ScriptStep(_call("g4", "update_todo", {"todo_id": "d1", "status": "done"}), _EXECUTING, "todo done"),
-            ScriptStep(_say("README.md now mentions farewell()."), _EXECUTING, "execution done"),
             ScriptStep(
                 _call("g5", "report_verification", {"passed": False, "notes": "README.md no longer names greet()"}),
                 _VERIFYING,
