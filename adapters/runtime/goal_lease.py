@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from planfold.adapters.runtime.goal_service import AgentHandle, GoalChanged, GoalService, RoundRunner, round_text
+from planfold.adapters.runtime.goal_service import AgentHandle, GoalChanged, GoalService, RoundRunner
 from planfold.adapters.store.base import (
     AppendResult,
     ForwardingStore,
@@ -137,19 +137,12 @@ class LeasedDriver:
         if change.operation in RELEASING_OPERATIONS:
             self.release()
 
-    def drive(
-        self,
-        agent: AgentHandle,
-        runner: RoundRunner,
-        *,
-        text: Callable[[int], str] = round_text,
-        limit: int = 1_000,
-    ) -> LeasedDrive:
+    def drive(self, agent: AgentHandle, runner: RoundRunner, *, limit: int = 1_000) -> LeasedDrive:
         """Run goal rounds like ``GoalService.drive``, each under the lease."""
         leased = _LeasedRunner(self, runner)
         try:
             with self._fenced():
-                report = self.goals.drive(agent, leased, text=text, limit=limit)
+                report = self.goals.drive(agent, leased, limit=limit)
         except LeaseHeldError as exc:
             self.goals.disarm(agent)
             self.lease = None

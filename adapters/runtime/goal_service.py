@@ -78,7 +78,7 @@ __all__ = [
 
 
 def round_text(number: int) -> str:
-    """The message that opens goal round ``number`` unless a caller words it."""
+    """The message that opens goal round ``number``."""
     return f"Continue the goal (round {number})."
 
 
@@ -318,14 +318,7 @@ class GoalService:
         facts = ContinueFacts(plan_mode=state.plan_mode, turn_open=state.turns.open)
         return should_continue(self.state().current, self.activation, facts)
 
-    def drive(
-        self,
-        agent: AgentHandle,
-        runner: RoundRunner,
-        *,
-        text: Callable[[int], str] = round_text,
-        limit: int = 1_000,
-    ) -> DriveReport:
+    def drive(self, agent: AgentHandle, runner: RoundRunner, *, limit: int = 1_000) -> DriveReport:
         """Run goal rounds until the kernel says stop or ``limit`` rounds ran.
 
         Each round is one turn of ``runner`` whose first message is attributed
@@ -340,10 +333,10 @@ class GoalService:
                 blocked_at = self._block_spent() if decision.reason == "budget-spent" else None
                 return DriveReport(tuple(rounds), decision.reason, blocked_at)
             number = decision.next_round or 0
-            message = round_message(self.state(), text(number))
-            source = message.payload["source"]
+            text = round_text(number)
+            source = round_message(self.state(), text).payload["source"]
             assert isinstance(source, dict)
-            runner.run_turn(text(number), source)
+            runner.run_turn(text, source)
             rounds.append(number)
         return DriveReport(tuple(rounds), None)
 
