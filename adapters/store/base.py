@@ -90,6 +90,7 @@ __all__ = [
     "PreparedAppend",
     "SchemaMismatchError",
     "SchemaTooNewError",
+    "SessionError",
     "SharedStore",
     "StorageError",
     "Store",
@@ -159,30 +160,33 @@ class SchemaMismatchError(StoreError):
     code = "schema-mismatch"
 
 
-class IdempotencyMismatchError(StoreError):
+class SessionError(StoreError):
+    """Base of the store's refusals that concern one session: the message
+    starts with the session's id, and ``session_id`` keeps it."""
+
+    def __init__(self, session_id: str, problem: str) -> None:
+        super().__init__(f"session {session_id!r}: {problem}")
+        self.session_id = session_id
+
+
+class IdempotencyMismatchError(SessionError):
     """An idempotency key was reused for a different append (the caller's fault)."""
 
     code = "idempotency-mismatch"
 
     def __init__(self, session_id: str, key: str) -> None:
-        super().__init__(
-            f"session {session_id!r}: idempotency key {key!r} was already used for a different append"
-        )
-        self.session_id = session_id
+        super().__init__(session_id, f"idempotency key {key!r} was already used for a different append")
         self.key = key
 
 
-class AppendRejectedError(StoreError):
+class AppendRejectedError(SessionError):
     """The events offered do not continue the log validly (the caller's fault);
     nothing was written. ``position``/``rule``/``detail`` are the fold's."""
 
     code = "append-rejected"
 
     def __init__(self, session_id: str, cause: ReplayError) -> None:
-        super().__init__(
-            f"session {session_id!r}: append rejected at seq {cause.position} [{cause.rule}]: {cause.detail}"
-        )
-        self.session_id = session_id
+        super().__init__(session_id, f"append rejected at seq {cause.position} [{cause.rule}]: {cause.detail}")
         self.position = cause.position
         self.rule = cause.rule
         self.detail = cause.detail
@@ -218,7 +222,7 @@ class StoreUnavailableError(StorageError):
     code = "store-unavailable"
 
 
-class LeaseHeldError(StoreError):
+class LeaseHeldError(SessionError):
     """Another holder's lease on the session is live: this process may not
     drive its goal rounds now (nothing was written)."""
 
@@ -226,15 +230,13 @@ class LeaseHeldError(StoreError):
 
     def __init__(self, session_id: str, holder: str, expires_at: int) -> None:
         super().__init__(
-            f"session {session_id!r}: the goal lease is held by {holder!r} until {expires_at} "
-            "(on the store's lease clock)"
+            session_id, f"the goal lease is held by {holder!r} until {expires_at} (on the store's lease clock)"
         )
-        self.session_id = session_id
         self.holder = holder
         self.expires_at = expires_at
 
 
-class LeaseLostError(StoreError):
+class LeaseLostError(SessionError):
     """A fenced append or a release named a lease that is no longer the
     session's live lease (it expired, was released or was taken over);
     nothing was written."""
@@ -242,8 +244,7 @@ class LeaseLostError(StoreError):
     code = "lease-lost"
 
     def __init__(self, session_id: str, holder: str, token: int, why: str) -> None:
-        super().__init__(f"session {session_id!r}: the lease of {holder!r} (token {token}) is lost: {why}")
-        self.session_id = session_id
+        super().__init__(session_id, f"the lease of {holder!r} (token {token}) is lost: {why}")
         self.holder = holder
         self.token = token
         self.why = why
