@@ -536,11 +536,9 @@ class GoalRefParams:
 
 
 @dataclass(frozen=True, slots=True)
-class GoalBlockParams:
+class GoalBlockParams(GoalRefParams):
     """Block the goal at ``ref`` for ``reason`` (kebab-case code, message)."""
 
-    session: SessionId
-    ref: GoalRef
     reason: BlockedReason
 
 
