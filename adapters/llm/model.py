@@ -48,7 +48,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import ClassVar, Literal, NewType, Protocol, TypeAlias, runtime_checkable
 
 from planfold.adapters.errors import AdapterError
 
@@ -71,6 +71,7 @@ __all__ = [
     "RetryBudget",
     "Role",
     "SystemMessage",
+    "TokenCount",
     "ToolCall",
     "ToolDefinition",
     "ToolMessage",
@@ -449,13 +450,17 @@ class ChatRequest:
         return None
 
 
+#: A number of tokens, as a server counts them.
+TokenCount = NewType("TokenCount", int)
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Token counts as the server reported them; a count it left out is None."""
 
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
+    prompt_tokens: TokenCount | None = None
+    completion_tokens: TokenCount | None = None
+    total_tokens: TokenCount | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from planfold.adapters.llm.model import (
     Message,
     ModelBadResponseError,
     SystemMessage,
+    TokenCount,
     ToolCall,
     ToolMessage,
     Usage,
@@ -226,8 +227,8 @@ def _usage(value: object) -> Usage | None:
     if not isinstance(value, dict):
         return None
 
-    def count(key: str) -> int | None:
+    def count(key: str) -> TokenCount | None:
         n: JSON = value.get(key)
-        return n if isinstance(n, int) and not isinstance(n, bool) else None
+        return TokenCount(n) if isinstance(n, int) and not isinstance(n, bool) else None
 
     return Usage(count("prompt_tokens"), count("completion_tokens"), count("total_tokens"))

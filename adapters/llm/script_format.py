@@ -46,6 +46,7 @@ from planfold.adapters.llm.model import (
     ModelTimeoutError,
     ModelUnreachableError,
     Role,
+    TokenCount,
     ToolCall,
     Usage,
 )
@@ -122,21 +123,12 @@ class ScriptStep:
 
 #: A number of seconds: finite and not negative.
 Seconds = NewType("Seconds", float)
-#: A token count: an integer, not negative.
-Count = NewType("Count", int)
 #: How many attempts were made: an integer, at least 1.
 Attempts = NewType("Attempts", int)
 #: An HTTP error status, 400-599.
 HttpStatus = NewType("HttpStatus", int)
 #: A tool's name: a non-empty string.
 Name = NewType("Name", str)
-
-
-@dataclass(frozen=True, slots=True)
-class _Usage:
-    prompt_tokens: Count | None = None
-    completion_tokens: Count | None = None
-    total_tokens: Count | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +145,7 @@ class _Reply:
     text: str | None = None
     tool_calls: tuple[_Call, ...] = ()
     finish_reason: str | None = None
-    usage: _Usage | None = None
+    usage: Usage | None = None
     reasoning: str | None = None
 
 
@@ -255,7 +247,7 @@ def _script_converter() -> cattrs.Converter:
     conv = exact_converter()
     number = _checked((int, float), float, lambda v: math.isfinite(v) and v >= 0, "a non-negative number")
     conv.register_structure_hook(Seconds, number)
-    conv.register_structure_hook(Count, _checked((int,), int, lambda v: v >= 0, "a non-negative integer"))
+    conv.register_structure_hook(TokenCount, _checked((int,), int, lambda v: v >= 0, "a non-negative integer"))
     conv.register_structure_hook(Attempts, _checked((int,), int, lambda v: v >= 1, "an integer of at least 1"))
     conv.register_structure_hook(
         HttpStatus, _checked((int,), int, lambda v: 400 <= v <= 599, "an HTTP error status 400-599")
@@ -314,12 +306,11 @@ def _reply(reply: str | _Reply | None, step: int) -> ChatResponse:
         else ToolCall.of(call.id or f"call-{step}-{j}", call.name, call.arguments)
         for j, call in enumerate(reply.tool_calls, start=1)
     )
-    usage = reply.usage
     return ChatResponse(
         text=reply.text,
         tool_calls=calls,
         finish_reason=reply.finish_reason or ("tool_calls" if calls else "stop"),
-        usage=None if usage is None else Usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
+        usage=reply.usage,
         reasoning=reply.reasoning,
     )
 
