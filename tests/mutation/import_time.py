@@ -39,7 +39,9 @@ __all__ = [
     "kernel_caches",
     "load_rechecked",
     "mangled",
+    "mirror_tests",
     "mutated_path",
+    "narrowed",
     "recheck",
     "to_recheck",
 ]
@@ -160,7 +162,38 @@ def _selection(root: Path) -> list[str]:
     return [*config.get("pytest_add_cli_args", []), *config.get("pytest_add_cli_args_test_selection", [])]
 
 
-def _run(root: Path, mutant: str, examples: int, timeout: float) -> tuple[int | None, float]:
+def mirror_tests(root: Path, file: str) -> list[str]:
+    """The test files that mirror kernel ``file`` (``kernel/plan/checks.py``
+    -> ``tests/kernel/plan/test_checks.py`` and ``test_checks_*.py``) in
+    the copy of the tests the run uses, ``root/mutants/tests``, as paths
+    relative to ``root/mutants``: the tests most likely to kill its mutants."""
+    source = Path(file)
+    tree = root / "mutants"
+    folder = tree / "tests" / source.parent
+    if not folder.is_dir():
+        return []
+    found = [folder / f"test_{source.stem}.py", *sorted(folder.glob(f"test_{source.stem}_*.py"))]
+    return [str(path.relative_to(tree)) for path in found if path.is_file()]
+
+
+def narrowed(selection: Sequence[str], paths: Sequence[str]) -> list[str]:
+    """The test selection's pytest arguments with its folder of tests
+    (``tests/``) replaced by ``paths``: the same options, deselections and
+    markers, over fewer files."""
+    out: list[str] = []
+    for argument in selection:
+        out.extend(paths if argument in ("tests", "tests/") else [argument])
+    return out
+
+
+def _run(
+    root: Path, mutant: str, examples: int, timeout: float, first: Sequence[str] = ()
+) -> tuple[int | None, float]:
+    """Run the mutation test selection with ``mutant`` switched on in a fresh
+    interpreter: mutmut's code for the outcome, and the seconds it took. The
+    test files ``first`` (see ``mirror_tests``) run before the whole
+    selection, which only runs when they do not kill the mutant: a verdict
+    is the same either way, and most mutants die in their own tests."""
     env = mutated_path(
         root,
         {
@@ -171,18 +204,28 @@ def _run(root: Path, mutant: str, examples: int, timeout: float) -> tuple[int | 
             "PYTHONDONTWRITEBYTECODE": "1",
         },
     )
-    command = [sys.executable, "-m", "pytest", "--rootdir=.", "-x", "-q", "--tb=no", *_selection(root)]
     start = time.monotonic()
-    try:
-        exit_code = subprocess.run(
-            command, cwd=root / "mutants", env=env, capture_output=True, check=False, timeout=timeout
-        ).returncode
-    except subprocess.TimeoutExpired:
+
+    def pytest(arguments: Sequence[str]) -> int | None:
+        command = [sys.executable, "-m", "pytest", "--rootdir=.", "-x", "-q", "--tb=no", *arguments]
+        try:
+            return subprocess.run(
+                command, cwd=root / "mutants", env=env, capture_output=True, check=False, timeout=timeout
+            ).returncode
+        except subprocess.TimeoutExpired:
+            return None
+
+    selection = _selection(root)
+    # A failing test or a collection error (a module the mutant keeps from
+    # importing) in the mirroring tests kills the mutant; anything else
+    # leaves the verdict to the whole selection.
+    if first and pytest(narrowed(selection, first)) in (1, 2):
+        return 1, time.monotonic() - start
+    exit_code = pytest(selection)
+    if exit_code is None:
         return 36, time.monotonic() - start  # mutmut's code for a timeout
-    # Translated to mutmut's codes: a failing test, or a module the mutant
-    # keeps from importing (a collection error), kills it.
-    code = {0: 0, 5: 5}.get(exit_code, 1)
-    return code, time.monotonic() - start
+    # Translated to mutmut's codes: a failing test, or a collection error, kills it.
+    return {0: 0, 5: 5}.get(exit_code, 1), time.monotonic() - start
 
 
 def _cache_path(root: Path) -> Path:
@@ -254,7 +297,7 @@ def recheck(
     cache = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     found: dict[str, str] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = pool.map(lambda m: _run(root, m.name, examples, timeout), todo)
+        results = pool.map(lambda m: _run(root, m.name, examples, timeout, mirror_tests(root, m.file)), todo)
         for mutant, (code, _) in zip(todo, results, strict=True):
             cache[mutant.name] = {"code": code, "change": [mutant.original, mutant.mutated]}
             found[mutant.name] = status_of(code)

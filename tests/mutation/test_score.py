@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.mutation import __main__ as cli
-from tests.mutation.import_time import import_time_functions, kernel_caches, mangled, mutated_path, to_recheck
+from tests.mutation.import_time import (
+    import_time_functions,
+    kernel_caches,
+    mangled,
+    mirror_tests,
+    mutated_path,
+    narrowed,
+    to_recheck,
+)
 from tests.mutation.pytest_plugin import empty_caches
 from tests.mutation.score import (
     Equivalent,
@@ -332,3 +340,27 @@ def test_the_plugin_empties_the_listed_caches_of_loaded_modules(monkeypatch: pyt
     monkeypatch.setitem(sys.modules, module.__name__, module)
     empty_caches("planfold_cache_sample:_CACHE planfold_cache_sample:built planfold_not_loaded:_CACHE")
     assert (cache, table, built.cache_info().currsize) == ({}, {"b": 2}, 0)
+
+
+def test_a_recheck_first_runs_the_tests_that_mirror_the_mutated_module_in_the_runs_copy_of_the_tests(
+    tmp_path: Path,
+) -> None:
+    tests = tmp_path / "mutants" / "tests" / "kernel" / "plan"
+    tests.mkdir(parents=True)
+    for name in ("test_checks.py", "test_checks_table.py", "test_checkset.py", "test_status.py"):
+        (tests / name).write_text("")
+    (tmp_path / "tests" / "kernel" / "plan").mkdir(parents=True)
+    (tmp_path / "tests" / "kernel" / "plan" / "test_spec.py").write_text("")  # not in the run's copy
+    assert mirror_tests(tmp_path, "kernel/plan/checks.py") == [
+        "tests/kernel/plan/test_checks.py",
+        "tests/kernel/plan/test_checks_table.py",
+    ]
+    assert mirror_tests(tmp_path, "kernel/plan/spec.py") == []
+    assert mirror_tests(tmp_path, "kernel/goal/ops.py") == []
+
+
+def test_a_narrowed_selection_keeps_every_option_and_replaces_only_the_folder_of_tests() -> None:
+    selection = ["-p", "no:cacheprovider", "tests/", "-m", "not slow", "--ignore=tests/mutation"]
+    assert narrowed(selection, ["tests/kernel/a.py", "tests/kernel/b.py"]) == [
+        "-p", "no:cacheprovider", "tests/kernel/a.py", "tests/kernel/b.py", "-m", "not slow", "--ignore=tests/mutation",
+    ]
