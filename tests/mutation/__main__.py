@@ -11,7 +11,8 @@ changes; ``--module`` re-runs every mutant of those files, ``--retry`` only
 the ones not killed yet, ``--fresh`` starts from nothing), re-tests the
 surviving mutants of functions that run before any test (at import, or while
 the tests are collected) in fresh interpreters (see ``import_time``;
-``recheck`` does only that), and then prints the score
+``recheck`` does only that; mutmut itself skips them, see ``launch``), and
+then prints the score
 as ``score`` does. The kernel is mutated as ``planfold.kernel`` (mutant names
 read ``planfold.kernel.plan.mode.x_...``); files are named by their place in
 the repository (``kernel/plan/mode.py``). The score is killed / all
@@ -34,13 +35,20 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from tests.mutation.import_time import kernel_caches, load_rechecked, mutated_path, recheck
+from tests.mutation.import_time import (
+    import_time_functions,
+    kernel_caches,
+    load_rechecked,
+    mutated_path,
+    recheck,
+)
+from tests.mutation.launch import IMPORT_TIME
 from tests.mutation.pytest_plugin import CACHES
 from tests.mutation.score import SEPARATOR, Mutant, Score, load_equivalents, load_mutants, module_of, score
 
 ROOT = Path(__file__).resolve().parents[2]
 EQUIVALENTS = Path(__file__).resolve().parent / "equivalent"
-COLUMNS = ("killed", "survived", "no tests", "timeout", "suspicious", "not checked", "equivalent")
+COLUMNS = ("killed", "survived", "skipped", "no tests", "timeout", "suspicious", "not checked", "equivalent")
 
 
 def report(result: Score, *, survivors: bool) -> str:
@@ -87,7 +95,15 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, re
         ]
         if not patterns:
             return 0
-    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *patterns]
+    # mutmut itself cannot kill a mutant of a function the kernel runs when
+    # it is imported (see import_time): the launcher leaves those to the
+    # recheck. (Functions that first run while the tests are collected stay
+    # with mutmut: most run again in the tests, where the plugin's empty
+    # caches let their mutants act; the recheck takes the rest.)
+    (root / "mutants").mkdir(parents=True, exist_ok=True)
+    listing = root / "mutants" / "import-time-functions.json"
+    listing.write_text(json.dumps(sorted(import_time_functions(root))), encoding="utf-8")
+    command = [sys.executable, "-m", "tests.mutation.launch", "run", "--max-children", str(jobs), *patterns]
     # Every Hypothesis test is capped (through the tests.fuzz.budget plugin
     # that [tool.mutmut] loads) so that thousands of test runs stay affordable.
     # mutmut orders sys.path for its own processes; the mutated tree also goes
@@ -107,6 +123,7 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, re
             "HYPOTHESIS_MAX_EXAMPLES": str(examples),
             "PYTEST_ADDOPTS": addopts,
             CACHES: " ".join(kernel_caches(root)),
+            IMPORT_TIME: str(listing),
         },
     )
     return subprocess.run(command, cwd=root, env=env, check=False).returncode

@@ -43,6 +43,7 @@ __all__ = [
     "mutated_path",
     "narrowed",
     "recheck",
+    "selection",
     "to_recheck",
 ]
 
@@ -157,7 +158,8 @@ def import_time_functions(root: Path, collect: Sequence[str] = ()) -> set[str]:
     return found
 
 
-def _selection(root: Path) -> list[str]:
+def selection(root: Path) -> list[str]:
+    """The pytest arguments of the mutation test selection (``[tool.mutmut]``)."""
     config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mutmut"]
     return [*config.get("pytest_add_cli_args", []), *config.get("pytest_add_cli_args_test_selection", [])]
 
@@ -215,13 +217,13 @@ def _run(
         except subprocess.TimeoutExpired:
             return None
 
-    selection = _selection(root)
+    chosen = selection(root)
     # A failing test or a collection error (a module the mutant keeps from
     # importing) in the mirroring tests kills the mutant; anything else
     # leaves the verdict to the whole selection.
-    if first and pytest(narrowed(selection, first)) in (1, 2):
+    if first and pytest(narrowed(chosen, first)) in (1, 2):
         return 1, time.monotonic() - start
-    exit_code = pytest(selection)
+    exit_code = pytest(chosen)
     if exit_code is None:
         return 36, time.monotonic() - start  # mutmut's code for a timeout
     # Translated to mutmut's codes: a failing test, or a collection error, kills it.
@@ -281,7 +283,7 @@ def recheck(
     with ``retry``, also those a recheck did not kill (a test may kill them
     now), and likewise those of the files ``modules`` (``kernel/log.py``).
     Return the new statuses."""
-    functions = import_time_functions(root, _selection(root))
+    functions = import_time_functions(root, selection(root))
     todo = to_recheck(mutants, functions, load_rechecked(root, mutants), retry=retry, modules=modules)
     if not todo:
         return {}

@@ -11,6 +11,7 @@ import os
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,7 @@ from tests.mutation.import_time import (
     narrowed,
     to_recheck,
 )
+from tests.mutation.launch import SKIPPED, leaving_out
 from tests.mutation.pytest_plugin import empty_caches
 from tests.mutation.score import (
     Equivalent,
@@ -364,3 +366,35 @@ def test_a_narrowed_selection_keeps_every_option_and_replaces_only_the_folder_of
     assert narrowed(selection, ["tests/kernel/a.py", "tests/kernel/b.py"]) == [
         "-p", "no:cacheprovider", "tests/kernel/a.py", "tests/kernel/b.py", "-m", "not slow", "--ignore=tests/mutation",
     ]
+
+
+def test_the_launcher_leaves_import_time_mutants_to_the_recheck_marking_the_undecided_ones_skipped() -> None:
+    class Data:
+        def __init__(self) -> None:
+            self.exit_code_by_key: dict[str, int | None] = {}
+            self.saved = 0
+
+        def save(self) -> None:
+            self.saved += 1
+
+    data = Data()
+    at_import = "planfold.kernel.a.x__table"
+    items = [
+        (data, f"{at_import}__mutmut_1", None),  # undecided: skipped, left to the recheck
+        (data, f"{at_import}__mutmut_2", 0),  # decided before: left as it is
+        (data, "planfold.kernel.a.x_decide__mutmut_1", None),  # an ordinary function: mutmut tests it
+        (data, "planfold.kernel.a.x__table_rows__mutmut_1", None),  # another function with a longer name
+    ]
+
+    def collect(*, mutant_names: tuple[str, ...]) -> tuple[list[Any], str]:
+        assert mutant_names == ("chosen",)
+        return list(items), "by path"
+
+    kept, by_path = leaving_out(collect, {at_import})(mutant_names=("chosen",))
+    assert by_path == "by path"
+    assert [name for _, name, _ in kept] == [
+        "planfold.kernel.a.x_decide__mutmut_1",
+        "planfold.kernel.a.x__table_rows__mutmut_1",
+    ]
+    assert data.exit_code_by_key == {f"{at_import}__mutmut_1": SKIPPED} and data.saved == 1
+    assert status_of(SKIPPED) == "skipped"
