@@ -192,7 +192,6 @@ def capsule_from_json(payload: object) -> StateCapsule:
     """Read a stored capsule strictly; raise ``PayloadError`` on a bad shape
     or when its hash does not match its content."""
     body: _StoredCapsule = read_as(_StoredCapsule, payload, "capsule")
-    goal = cast("Mapping[str, JSON] | None", body.goal)
     capsule = StateCapsule(
         mode=body.mode,
         phase=body.phase,
@@ -202,7 +201,7 @@ def capsule_from_json(payload: object) -> StateCapsule:
         spec_hash=body.spec_hash,
         realign=body.realign,
         summary=body.summary,
-        goal_json=None if goal is None else _canonical_goal(goal),
+        goal_json=_canonical_goal(body.goal) if isinstance(body.goal, Mapping) else None,
         hash=body.hash,
     )
     if _with_hash(capsule).hash != capsule.hash:

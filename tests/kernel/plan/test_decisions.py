@@ -17,7 +17,7 @@ from planfold.kernel.plan.review import APPROVE, KEEP_PLANNING, Dismissed, Selec
 from planfold.kernel.plan.spec_json import spec_to_json
 from planfold.kernel.session import SessionState, apply_session_event
 from planfold.kernel.tools.spec import ToolCall
-from tests.plan_helpers import Session, drafted, executing, spec
+from tests.plan_helpers import GOOD_CANDIDATE, Session, drafted, executing, spec
 
 
 def in_turn(s: Session) -> Session:
@@ -101,6 +101,27 @@ def test_a_todo_update_is_recorded_and_answered_in_one_call() -> None:
     assert json.loads(decision.result.output)["open_todos"] == ["t2"]
     state = appended(s, decision.drafts)
     assert state.plan.current is not None and state.plan.current.spec.todos[0].status == "done"
+
+
+def test_a_bootstrap_plan_call_records_the_implicit_plan_with_the_models_summary_and_says_where_it_stands() -> None:
+    s = in_turn(Session())  # build mode, no plan yet: the bootstrap phase
+    arguments = {"plan_spec": spec_to_json(spec()), "summary_candidate": GOOD_CANDIDATE}
+    call = ToolCall("c3", "bootstrap_plan", arguments)
+    decision = decide_tool_call(s.state, call, new_plan_id="p5", review_available=False)
+    assert [d.kind for d in decision.drafts] == [PLAN_ARTIFACT, TOOL_RESULT] and decision.review is None
+    assert decision.result is not None and decision.result.ok
+    assert decision.drafts[-1].payload["ok"] is True
+    state = appended(s, decision.drafts)
+    plan = state.plan.current
+    assert plan is not None and (plan.id, plan.revision, plan.spec) == ("p5", 1, spec())
+    assert json.loads(decision.result.output) == {
+        "plan_id": "p5",
+        "revision": 1,
+        "status": plan.status,
+        "next": "the plan starts executing with your next step",
+    }
+    # The model's summary candidate is adopted, not replaced by the runtime's own.
+    assert state.plan.summary_source == "model" and plan.summary.goal == GOOD_CANDIDATE["goal"]
 
 
 def test_around_requests_an_approved_plan_starts_and_a_finished_execution_verifies() -> None:

@@ -350,6 +350,14 @@ def test_a_stored_scope_without_effects_is_named_in_the_error() -> None:
     assert info.value.message == "spec.scope.effects: required field is missing"
 
 
+def test_a_stored_summary_with_a_missing_field_is_named_in_the_error() -> None:
+    payload = dict(summary_to_json(build_summary_view(spec())))
+    del payload["verify"]
+    with pytest.raises(PayloadError) as info:
+        summary_from_json(payload)
+    assert info.value.message == "summary.verify: required field is missing"
+
+
 # --------------------------------------------------------------------------
 # The exit_plan_mode decoder
 
