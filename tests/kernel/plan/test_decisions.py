@@ -92,6 +92,31 @@ def test_the_models_mistakes_are_a_failed_result_never_raised_and_record_nothing
     assert json.loads(bad.result.output)["error"]["problems"]  # type: ignore[union-attr]
 
 
+def test_a_refused_call_tells_the_model_the_refusals_code_and_message_and_each_problem_in_full() -> None:
+    arguments: dict[str, Any] = {"plan_spec": {**spec_to_json(spec()), "steps": []}, "extra": 1}
+    bad = decide_tool_call(
+        planning().state, ToolCall("c1", "exit_plan_mode", arguments), new_plan_id="p1", review_available=True
+    )
+    assert bad.result is not None and json.loads(bad.result.output) == {
+        "error": {
+            "code": "invalid-plan-spec",
+            "message": "the plan is not a valid PlanSpec: arguments.extra: is not a known field;"
+            " arguments.plan_spec.steps: steps must not be empty",
+            "problems": [
+                {"code": "unexpected-field", "where": "arguments.extra", "message": "is not a known field"},
+                {"code": "no-steps", "where": "arguments.plan_spec.steps", "message": "steps must not be empty"},
+            ],
+        }
+    }
+    outside = decide_tool_call(SessionState(), exit_call(), new_plan_id="p1", review_available=True)
+    assert outside.result is not None and json.loads(outside.result.output) == {
+        "error": {
+            "code": "not-in-plan-mode",
+            "message": "exit_plan_mode was called outside plan mode; there is nothing to exit",
+        }
+    }
+
+
 def test_a_todo_update_is_recorded_and_answered_in_one_call() -> None:
     s = in_turn(executing())
     call = ToolCall("c2", "update_todo", {"todo_id": "t1", "status": "done"})
