@@ -221,7 +221,20 @@ def _exactly(tp: type) -> UnstructureHook:
             raise TypeError(f"expected {_label(tp)}, got {_got(value)}")
         return value
 
-    return check
+    return _passing(check, kinds)
+
+
+#: The attributes that tell which values a hook hands back unchanged (see
+#: ``_object_unstructure``): every value of one of the ``PASSES`` types, or
+#: every ``(type, value)`` pair in ``PASSES_VALUES``.
+PASSES = "exact_passes"
+PASSES_VALUES = "exact_passes_values"
+
+
+def _passing(hook: UnstructureHook, kinds: tuple[type, ...]) -> UnstructureHook:
+    """``hook``, marked as handing back every value whose type is one of ``kinds`` unchanged."""
+    setattr(hook, PASSES, kinds)
+    return hook
 
 
 def _structuring(check: UnstructureHook) -> StructureHook:
@@ -327,6 +340,7 @@ def _literal_unstructure(tp: Any, conv: cattrs.Converter) -> UnstructureHook:
             raise TypeError(f"{value!r} is not one of {allowed}")
         return value
 
+    setattr(unstructure, PASSES_VALUES, frozenset((type(v), v) for v in allowed))
     return unstructure
 
 
@@ -352,7 +366,8 @@ def _union_unstructure(tp: Any, conv: cattrs.Converter) -> UnstructureHook:
             raise TypeError(f"{type(value).__name__} is not in {tp!r}")
         return hook(value)
 
-    return unstructure
+    # A value goes to the member hook of its type, which may hand it back unchanged.
+    return _passing(unstructure, tuple(kind for kind, hook in hooks.items() if kind in getattr(hook, PASSES, ())))
 
 
 def _is_class(tp: Any) -> bool:
@@ -368,6 +383,53 @@ def _object_structure(cl: Any, conv: cattrs.Converter) -> StructureHook:
         return hook(data, cl)
 
     return structure
+
+
+def _object_unstructure(cl: Any, conv: cattrs.Converter) -> UnstructureHook:
+    """cattrs's function from the dataclass ``cl`` to a dict, made again with
+    the same fields, keys and hooks, except that a field whose hook hands
+    some values back unchanged (a scalar's check, a literal's, a union's that
+    picks such a member) is checked inline, and its hook is called only for
+    any other value: the hook then refuses it with its own error, or hands
+    back what it always does. A snapshot encodes a few such objects on every
+    append, and a call per field was most of their cost. When cattrs's
+    function is not the plain one (renamed or omitted fields), it is kept."""
+    base: UnstructureHook = conv.gen_unstructure_attrs_fromdict(cl)
+    code = getattr(base, "__code__", None)
+    names = [f.name for f in dataclasses.fields(cl) if f.init]
+    if code is None or getattr(base, "overrides", None) or conv.omit_if_default or getattr(conv, "use_alias", False):
+        return base
+    handlers = dict(zip(code.co_varnames[1 : code.co_argcount], getattr(base, "__defaults__", None) or (), strict=True))
+    if not set(handlers) <= {f"__c_unstr_{name}" for name in names}:
+        return base
+    globs: dict[str, Any] = {}
+    lines = []
+    for index, name in enumerate(names):
+        value, hook = f"v{index}", handlers.get(f"__c_unstr_{name}")
+        lines.append(f"    {value} = instance.{name}")
+        if hook is None or hook is _identity:
+            continue
+        globs[f"h{index}"] = hook
+        kinds, values = getattr(hook, PASSES, None), getattr(hook, PASSES_VALUES, None)
+        if values:
+            globs[f"t{index}"], globs[f"p{index}"] = frozenset(kind for kind, _ in values), values
+            test = f"type({value}) not in t{index} or (type({value}), {value}) not in p{index}"
+        elif kinds and len(kinds) == 1:
+            globs[f"k{index}"] = kinds[0]
+            test = f"type({value}) is not k{index}"
+        elif kinds:
+            globs[f"k{index}"] = frozenset(kinds)
+            test = f"type({value}) not in k{index}"
+        else:
+            lines.append(f"    {value} = h{index}({value})")
+            continue
+        lines.append(f"    if {test}:")
+        lines.append(f"        {value} = h{index}({value})")
+    body = ", ".join(f"{name!r}: v{index}" for index, name in enumerate(names))
+    script = "\n".join(["def unstructure(instance):", *lines, f"    return {{{body}}}"])
+    exec(compile(script, f"<exact unstructure {cl.__module__}.{cl.__qualname__}>", "exec"), globs)
+    made: UnstructureHook = globs["unstructure"]
+    return made
 
 
 def _identity(value: Any) -> Any:
@@ -393,6 +455,7 @@ def exact_converter() -> cattrs.Converter:
         conv.register_structure_hook(tp, _structuring(check))
         conv.register_unstructure_hook(tp, check)
     conv.register_structure_hook_factory(_is_class, _object_structure)
+    conv.register_unstructure_hook_factory(_is_class, _object_unstructure)
     for is_kind, structure, unstructure in _HOOK_FACTORIES:
         conv.register_structure_hook_factory(is_kind, structure)
         conv.register_unstructure_hook_factory(is_kind, unstructure)

@@ -67,7 +67,10 @@ snapshot, and reuses what it can:
 
 ``encode_reusing`` keeps the encoded form of each immutable top-level part of
 a state (turns, goal, plan) by identity: a fold state shares those with the
-state before it (2.7 µs instead of 14.0 µs on the same state).
+state before it. Since the goal ids left the snapshot, the same state
+snapshots to 765 bytes; with the exact converter checking scalar fields
+inline (``adapters.structuring``) it encodes in 6.6 µs (9.0 µs before that)
+and, every part reused, in 3.0 µs.
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import itertools
 import typing
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -111,8 +115,10 @@ _NONE = type(None)
 #: values give equal bytes.
 _ENCODER = msgspec.json.Encoder(order="deterministic")
 
-#: Encoded parts of a snapshot: (field index, value id) -> (value, its JSON).
-SnapshotParts = dict[tuple[int, int], tuple[Any, msgspec.Raw]]
+#: Encoded parts of a snapshot, one per field of the root (in the order of
+#: the class): the field's value and its JSON, or ``None`` for a field whose
+#: encoding is never reused.
+SnapshotParts = tuple[tuple[Any, msgspec.Raw] | None, ...]
 
 
 class SnapshotError(AdapterError):
@@ -258,11 +264,22 @@ class SnapshotCodec(Generic[T]):
         except (cattrs.StructureHandlerNotFoundError, AmbiguousUnionError) as exc:
             raise _unsupported(f"cannot snapshot {root.__qualname__}: {exc}") from exc
         self._encoder = _ENCODER
+        hints = shapes.classes.get(root, {})
+        written = sorted(hints)  # the order msgspec writes an object's keys in
         #: (name, unstructure hook, whether its values are immutable and
-        #: their encoding may be reused) of each of the root's fields.
+        #: their encoding may be reused, where its JSON goes in ``_template``)
+        #: of each of the root's fields, in the order of the class.
         self._fields = tuple(
-            (name, self._conv.get_unstructure_hook(hint), shapes.immutable(hint))
-            for name, hint in shapes.classes.get(root, {}).items()
+            (name, self._conv.get_unstructure_hook(hint), shapes.immutable(hint), 2 * written.index(name) + 1)
+            for name, hint in hints.items()
+        )
+        #: The root's JSON object with a hole for the value of each field: its
+        #: key (after the ``{`` or the ``,`` before it), the hole, and so on.
+        self._template: tuple[bytes, ...] = (
+            *itertools.chain.from_iterable(
+                ((b"," if i else b"{") + _ENCODER.encode(name) + b":", b"") for i, name in enumerate(written)
+            ),
+            b"}",
         )
         digest = hashlib.sha256(f"{shapes.describe()}|{extra}".encode()).hexdigest()[:20]
         #: Identifies the encoding; a snapshot with another format is stale.
@@ -281,24 +298,25 @@ class SnapshotCodec(Generic[T]):
         the very object a previous call encoded (``previous``, what that call
         returned). The parts returned keep the objects they describe alive, so
         an object's identity cannot be reused by another while they are kept."""
-        if type(value) is not self.root or not dataclasses.is_dataclass(value):
-            return self.encode(value), {}
-        old = previous or {}
-        new: SnapshotParts = {}
+        fields = self._fields
+        if type(value) is not self.root or not fields:
+            return self.encode(value), ()
+        old = previous if previous is not None and len(previous) == len(fields) else None
+        new: list[tuple[Any, msgspec.Raw] | None] = []
         body: dict[str, Any] = {}
         try:
-            for index, (name, hook, reusable) in enumerate(self._fields):
+            for index, (name, hook, reusable, _) in enumerate(fields):
                 part = getattr(value, name)
                 if not reusable or part is None or type(part) in SCALARS:
                     body[name] = hook(part)
+                    new.append(None)
                     continue
-                key = (index, id(part))
-                hit = old.get(key)
+                hit = None if old is None else old[index]
                 if hit is None or hit[0] is not part:
                     hit = (part, msgspec.Raw(self._encoder.encode(hook(part))))
-                new[key] = hit
+                new.append(hit)
                 body[name] = hit[1]
-            return self._encoder.encode(body), new
+            return self._encoder.encode(body), tuple(new)
         except (TypeError, AttributeError, KeyError, ValueError, OverflowError) as exc:
             raise _unsupported(f"cannot encode a snapshot: {exc}") from exc
 

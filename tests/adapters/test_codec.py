@@ -351,7 +351,7 @@ def test_parts_are_reused_by_identity_only_and_never_for_payloads() -> None:
     state = build_log(FULL_SCRIPT).state
     assert state.last is not None
     _, parts = codec.encode_reusing(state, None)
-    cached = {type(value).__name__ for value, _ in parts.values()}
+    cached = {type(part[0]).__name__ for part in parts if part is not None}
     assert "GoalState" in cached and "PlanState" in cached and "TurnState" in cached
     assert "Event" not in cached and "dict" not in cached
     # A payload changed in place is encoded as it is now, never as it was.
