@@ -68,6 +68,7 @@ __all__ = [
     "project",
     "read_session_jsonl",
     "stored_event",
+    "stored_events",
     "summary_json",
 ]
 
@@ -158,6 +159,46 @@ def _json_problem(value: object, where: str) -> str | None:
     return None
 
 
+def _all_exact(item: dict[Any, Any] | list[Any], depth: int) -> bool:
+    """True when ``item``, a dict or a list at ``depth``, is made of nothing
+    but dicts with string keys, lists, strings, integers, booleans, None and
+    finite floats, each of exactly that type, within ``MAX_DEPTH``: JSON that
+    ``_json_problem`` would accept too, found without building its entries.
+    False means only that this quick look cannot tell (a subclass, a tuple, a
+    read-only mapping); ``_json_problem`` then decides."""
+    if depth >= MAX_DEPTH:
+        return False
+    if type(item) is dict:
+        for key, child in item.items():
+            if type(key) is not str:
+                return False
+            kind = type(child)
+            if kind in _EXACT_SCALARS:
+                continue
+            if kind is dict or kind is list:
+                if _all_exact(child, depth + 1):
+                    continue
+                return False
+            if kind is not float or child - child != 0.0:  # nonzero (nan) only for inf and nan
+                return False
+        return True
+    for child in item:
+        kind = type(child)
+        if kind in _EXACT_SCALARS:
+            continue
+        if kind is dict or kind is list:
+            if _all_exact(child, depth + 1):
+                continue
+            return False
+        if kind is not float or child - child != 0.0:
+            return False
+    return True
+
+
+#: The types of the JSON scalars that are always exact (a float may not be).
+_EXACT_SCALARS = frozenset({str, int, bool, type(None)})
+
+
 def check_json(value: object, where: str = "payload") -> None:
     """Raise ``CodecError`` (``payload-not-json``) unless ``value`` is JSON:
     None, bool, int, finite float, str, lists/tuples and string-keyed
@@ -184,9 +225,10 @@ SORTED_JSON_ENCODER = msgspec.json.Encoder(enc_hook=_plain, order="sorted")
 
 def encode_payload(payload: JSONObject) -> bytes:
     """Compact JSON bytes of a payload object; ``CodecError`` if it is not JSON."""
-    if not isinstance(payload, Mapping):
-        raise CodecError("a payload must be a JSON object", code="payload-not-json")
-    check_json(payload)
+    if type(payload) is not dict or not _all_exact(payload, 0):
+        if not isinstance(payload, Mapping):
+            raise CodecError("a payload must be a JSON object", code="payload-not-json")
+        check_json(payload)
     try:
         return JSON_ENCODER.encode(payload)
     except UnicodeEncodeError as exc:
@@ -256,9 +298,17 @@ def _shallow(data: bytes | str) -> bool:
 
 
 _INT64 = range(-(2**63), 2**63)
+_LOWEST, _HIGHEST = _INT64[0], _INT64[-1]
 
 
 def _check_envelope_storable(event: object) -> Event:
+    if type(event) is Event:  # the common case, decided at once
+        seq, at, kind = event.seq, event.at, event.kind
+        if (
+            type(seq) is int and _LOWEST <= seq <= _HIGHEST and type(at) is int and _LOWEST <= at <= _HIGHEST
+            and type(kind) is str and kind.isascii()
+        ):
+            return event
     if not isinstance(event, Event):
         raise CodecError(f"expected an Event, got {type(event).__name__}", code="event-not-storable")
     for name in ("seq", "at"):
@@ -272,6 +322,16 @@ def _check_envelope_storable(event: object) -> Event:
     except UnicodeEncodeError as exc:
         raise CodecError("event kind is not valid Unicode text", code="event-not-storable") from exc
     return event
+
+
+def stored_events(events: Sequence[Event]) -> tuple[tuple[Event, ...], tuple[str, ...]]:
+    """``stored_event`` of every event: the canonical events and, in the same
+    order, the payload texts a store keeps for them; the same ``CodecError``s."""
+    if len(events) == 1:
+        event, text = stored_event(events[0])
+        return (event,), (text,)
+    pairs = [stored_event(event) for event in events]
+    return tuple(event for event, _ in pairs), tuple(text for _, text in pairs)
 
 
 def canonical_event(event: Event) -> Event:

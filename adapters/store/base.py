@@ -59,7 +59,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
 
-from planfold.adapters.codec import encode_jsonl, read_session_jsonl, stored_event
+from planfold.adapters.codec import encode_jsonl, read_session_jsonl, stored_events
 from planfold.adapters.errors import AdapterError
 from planfold.adapters.store.projection import (
     SESSION_SNAPSHOT,
@@ -450,9 +450,7 @@ def prepare_append(
         _text(idempotency_key, "an idempotency key")
     if isinstance(events, str | bytes) or not isinstance(events, Sequence) or not events:
         raise InvalidRequestError("an append needs a non-empty sequence of events")
-    stored = [stored_event(e) for e in events]
-    canonical = tuple(event for event, _ in stored)
-    payloads = tuple(text for _, text in stored)
+    canonical, payloads = stored_events(events)
     request_hash = "" if idempotency_key is None else _request_hash(expected_seq, canonical)
     return PreparedAppend(session_id, expected_seq, canonical, payloads, idempotency_key, request_hash)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 import io
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
@@ -16,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planfold.adapters.codec import (
+    JSON_ENCODER,
     MAX_DEPTH,
     SESSION_SNAPSHOT,
     CodecError,
@@ -218,6 +220,76 @@ def test_a_stored_payload_is_refused_exactly_when_it_nests_past_the_limit(
             decode()
         assert (caught.value.position, caught.value.rule) == (7, "malformed-payload")
         assert f"deeper than {MAX_DEPTH} levels" in caught.value.detail
+
+
+class Text(str):
+    """A string of a type of its own (JSON all the same)."""
+
+
+class Table(dict[str, Any]):
+    """A dict of a type of its own (JSON all the same when its items are)."""
+
+
+#: Payload items JSON may or may not carry exactly, in containers of every
+#: kind: what an exact-type walk takes, and what only the full check decides.
+mixed_values = st.recursive(
+    json_scalars
+    | st.sampled_from([math.nan, math.inf, -math.inf, -0.0, b"x", Text("t"), frozenset({1}), object()]),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(st.text(max_size=3) | st.sampled_from([1, Text("a long key"), None]), inner, max_size=3)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3).map(MappingProxyType)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3).map(Table),
+    max_leaves=12,
+)
+
+
+def outcome(call: Any) -> object:
+    """What ``call()`` gives: its value, or the type and text of its error."""
+    try:
+        return call()
+    except Exception as exc:
+        return (type(exc), getattr(exc, "code", None), str(exc))
+
+
+def checked_encoding(payload: Any) -> bytes:
+    """The payload encoded after the full check, with no shortcut."""
+    if not isinstance(payload, Mapping):
+        raise CodecError("a payload must be a JSON object", code="payload-not-json")
+    check_json(payload)
+    try:
+        return JSON_ENCODER.encode(payload)
+    except UnicodeEncodeError as exc:
+        raise CodecError(f"payload text is not valid Unicode: {exc}", code="payload-not-json") from exc
+
+
+@given(st.dictionaries(st.text(max_size=3), mixed_values, max_size=4) | mixed_values)
+def test_a_payload_is_encoded_or_refused_as_the_full_check_decides(payload: Any) -> None:
+    assert outcome(lambda: encode_payload(payload)) == outcome(lambda: checked_encoding(payload))
+
+
+@given(st.integers(1, MAX_DEPTH + 3), st.booleans())
+def test_a_payload_of_plain_dicts_and_lists_is_refused_exactly_past_the_depth_limit(depth: int, in_list: bool) -> None:
+    payload = {"v": [nested(depth - 1)] if in_list else nested(depth - 1)}
+    assert outcome(lambda: encode_payload(payload)) == outcome(lambda: checked_encoding(payload))
+    assert isinstance(outcome(lambda: encode_payload(payload)), bytes) == (depth + in_list <= MAX_DEPTH)
+
+
+@given(
+    st.integers(-(2**64), 2**64) | st.booleans() | st.text(max_size=2),
+    st.sampled_from(["turn/start", "tool/call", "tëst", "turn/\udfff", Text("turn/start")]) | st.integers(0, 3),
+    st.integers(-(2**64), 2**64) | st.booleans() | st.none(),
+)
+def test_an_event_envelope_is_storable_exactly_when_each_of_its_parts_is(seq: Any, kind: Any, at: Any) -> None:
+    # A seq or time that is not an integer is the fold's to refuse, not the codec's.
+    event = Event(seq, kind, at, {"k": 1})
+    fits = all(not isinstance(value, int) or -(2**63) <= value < 2**63 for value in (seq, at))
+    text = isinstance(kind, str) and "\udfff" not in kind
+    result = outcome(lambda: stored_event(event))
+    if fits and text:
+        assert result == (event, '{"k":1}')
+    else:
+        assert isinstance(result, tuple) and result[:2] == (CodecError, "event-not-storable")
 
 
 @given(payloads, st.integers(1, 2**62), st.integers(0, 2**62))
