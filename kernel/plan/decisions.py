@@ -331,7 +331,7 @@ def decide_review_answer(state: session.SessionState, review: PendingReview, ans
         failed = _failure(exc)
         return ReviewDecision((_result_draft(review.call_id, review.tool, failed),), failed, outcome)
     drafts = (*_drafts(events), _result_draft(review.call_id, review.tool, result))
-    return ReviewDecision(drafts, result, outcome, outcome.pending if outcome.approved else None)
+    return ReviewDecision(drafts, result, outcome, outcome.pending)  # only an approval has a pending exit
 
 
 # --------------------------------------------------------------------------

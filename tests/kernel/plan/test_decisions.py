@@ -12,7 +12,10 @@ from planfold.kernel.plan.decisions import (
     decide_plan_choice,
     decide_review_answer,
     decide_tool_call,
+    tool_error_text,
+    tool_ok_text,
 )
+from planfold.kernel.plan.events import verify_event
 from planfold.kernel.plan.review import APPROVE, KEEP_PLANNING, Dismissed, Selected
 from planfold.kernel.plan.spec_json import spec_to_json
 from planfold.kernel.session import SessionState, apply_session_event
@@ -63,6 +66,29 @@ def test_an_approval_records_approve_and_the_result_and_queues_the_silent_exit()
     assert answered.result.ok and json.loads(answered.result.output)["notes"] == "ship it"
     assert answered.exit is not None and answered.exit.silent and answered.exit.target is False
     assert appended(s, answered.drafts).plan.status == "approved"
+
+
+def test_an_approval_answers_the_model_with_the_approved_version_and_the_users_notes() -> None:
+    s = planning()
+    asked = decide_tool_call(s.state, exit_call(), new_plan_id="p1", review_available=True)
+    assert asked.review is not None
+    answered = decide_review_answer(appended(s, asked.drafts), asked.review, Selected((APPROVE,), "ship it"))
+    assert json.loads(answered.result.output) == {"approved": True, "plan_id": "p1", "revision": 1, "notes": "ship it"}
+    assert answered.outcome.status == "approved" and answered.outcome.feedback == "ship it"
+
+
+def test_an_approval_the_plan_refuses_fails_the_call_records_only_the_result_and_keeps_the_outcome() -> None:
+    s = planning()
+    asked = decide_tool_call(s.state, exit_call(), new_plan_id="p1", review_available=True)
+    assert asked.review is not None
+    # The draft was never appended, so there is no plan version to approve.
+    answered = decide_review_answer(s.state, asked.review, Selected((APPROVE,)))
+    assert not answered.result.ok and answered.exit is None
+    assert json.loads(answered.result.output)["error"]["code"] == "transition-not-allowed"
+    assert [(d.kind, d.payload["ok"], d.payload["output"]) for d in answered.drafts] == [
+        (TOOL_RESULT, False, answered.result.output)
+    ]
+    assert answered.outcome.status == "approved"
 
 
 def test_keep_planning_records_the_rejection_and_any_other_answer_records_nothing() -> None:
@@ -147,6 +173,43 @@ def test_a_bootstrap_plan_call_records_the_implicit_plan_with_the_models_summary
     }
     # The model's summary candidate is adopted, not replaced by the runtime's own.
     assert state.plan.summary_source == "model" and plan.summary.goal == GOOD_CANDIDATE["goal"]
+
+
+def verifying() -> Session:
+    """A turn open on ``executing()`` in its verify phase."""
+    s = executing()
+    s.add(verify_event(s.state, s.at()))
+    return in_turn(s)
+
+
+def test_a_verification_report_says_where_the_plan_stands_and_what_to_do_next_only_when_it_failed() -> None:
+    s = verifying()
+    failed = ToolCall("c4", "report_verification", {"passed": False, "notes": "the export test fails"})
+    decision = decide_tool_call(s.state, failed, new_plan_id="", review_available=False)
+    assert decision.result is not None and decision.result.ok
+    state = appended(s, decision.drafts)
+    assert state.plan.current is not None
+    assert json.loads(decision.result.output) == {
+        "passed": False,
+        "plan_id": "p1",
+        "status": state.plan.current.status,
+        "next": "execution continues: fix what failed, then stop again to verify",
+    }
+    s = verifying()
+    passed = ToolCall("c5", "report_verification", {"passed": True})
+    decision = decide_tool_call(s.state, passed, new_plan_id="", review_available=False)
+    assert decision.result is not None and decision.result.ok
+    state = appended(s, decision.drafts)
+    assert state.plan.current is not None
+    assert json.loads(decision.result.output) == {"passed": True, "plan_id": "p1", "status": state.plan.current.status}
+
+
+def test_the_texts_the_model_reads_are_json_with_sorted_keys_and_an_error_keeps_its_text_unescaped() -> None:
+    assert tool_ok_text({"status": "executing", "approved": True}) == '{"approved": true, "status": "executing"}'
+    assert (
+        tool_error_text("no-such-tool", "outil inconnu : café", action="retry")
+        == '{"error": {"action": "retry", "code": "no-such-tool", "message": "outil inconnu : café"}}'
+    )
 
 
 def test_around_requests_an_approved_plan_starts_and_a_finished_execution_verifies() -> None:
