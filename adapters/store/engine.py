@@ -77,8 +77,10 @@ together with its state, so the next append to a session it just wrote does
 not decode its own snapshot again. The memo is used only when the stored row
 holds exactly that text (snapshots round-trip exactly, so equal text means an
 equal state); any other text, written by another process or left stale, is
-decoded as usual. The memo also keeps the encoded parts of its state, so the
-next snapshot encodes only what the new events changed (``snapshot_reusing``).
+decoded as usual. The memo also keeps the encoded parts of its state and its
+projection, so the next snapshot encodes only what the new events changed
+(``snapshot_reusing``) and the next session row encodes the plan and the goal
+again only when they changed (``project_reusing``).
 """
 
 from __future__ import annotations
@@ -89,8 +91,8 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from dataclasses import replace
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from planfold.adapters.codec import decode_payload, decode_rows
 from planfold.adapters.store.base import (
@@ -110,7 +112,14 @@ from planfold.adapters.store.base import (
     fold_new_events,
     prepare_append,
 )
-from planfold.adapters.store.projection import Projection, project, resume_state, snapshot_reusing, with_summary
+from planfold.adapters.store.projection import (
+    Projection,
+    project,
+    project_reusing,
+    resume_state,
+    snapshot_reusing,
+    with_summary,
+)
 from planfold.adapters.store.snapshot import SnapshotParts
 from planfold.kernel.errors import ConflictError
 from planfold.kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
@@ -142,12 +151,27 @@ StoredEvent = tuple[Any, Any, Any, Any]
 
 #: Sessions whose last snapshot a store keeps decoded (least recently used dropped).
 _MEMO_SIZE = 64
+
+
+class _Memo(NamedTuple):
+    """A snapshot text a store wrote or decoded, the state it encodes, the
+    encoded parts of that state (``None`` when unknown) and its projection
+    (``None`` when not derived)."""
+
+    fold_format: str
+    fold_state: str
+    state: SessionState
+    parts: SnapshotParts | None
+    projection: Projection | None
+
+    def holds(self, fold_format: str, fold_state: str, last_seq: int) -> bool:
+        """Whether the stored snapshot is this very text at ``last_seq``."""
+        return self.fold_state == fold_state and self.fold_format == fold_format and self.state.last_seq == last_seq
 #: Events per read transaction of ``LogStore.scan``.
 SCAN_PAGE = 5_000
 
 
-@dataclass(frozen=True, slots=True)
-class KnownKey:
+class KnownKey(NamedTuple):
     """What an idempotency key already answered."""
 
     request_hash: str
@@ -155,10 +179,16 @@ class KnownKey:
     last_seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class AppendView:
+class AppendView(NamedTuple):
     """Everything an append reads before it decides: the log's last seq,
-    whether the session row exists and its snapshot, and the key's answer."""
+    whether the session row exists and its snapshot, the key's answer and
+    the session's goal lease with the lease clock's time (which nothing reads
+    when there is no lease, so a backend may leave it 0 then).
+
+    The store's own values (this one, ``KnownKey``, ``SessionRow``,
+    ``DecidedAppend``) are named tuples: immutable like frozen dataclasses,
+    and several of them are made on every append, where a frozen
+    dataclass's field-by-field construction showed."""
 
     head: int
     has_row: bool
@@ -169,8 +199,7 @@ class AppendView:
     now: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class SessionRow:
+class SessionRow(NamedTuple):
     """The session row a store keeps: the projection and the fold snapshot."""
 
     projection: Projection
@@ -252,8 +281,7 @@ def knowing_goal_ids(state: SessionState, used: Iterable[str]) -> SessionState:
     return state if known is goal.used_ids else replace(state, goal=replace(goal, used_ids=known))
 
 
-@dataclass(frozen=True, slots=True)
-class DecidedAppend:
+class DecidedAppend(NamedTuple):
     """An append decided on a state the store holds, for ``OneStepBackend``:
     the request (``prepared``, ``lease``), which stored snapshot the state was
     read from (``has_row``, ``base_format``, ``base_state``: the session row's
@@ -303,7 +331,7 @@ class LogStore:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self._memo: dict[str, tuple[str, str, SessionState, SnapshotParts | None]] = {}
+        self._memo: dict[str, _Memo] = {}
         self._memo_lock = threading.Lock()
         self._one_step = backend if isinstance(backend, OneStepBackend) else None
 
@@ -344,27 +372,27 @@ class LogStore:
         """The append decided on the memo's state and sent in one step (see
         the module docstring); ``None`` when the transaction must decide."""
         sid = p.session_id
-        with self._memo_lock:
-            known = self._memo.get(sid)
-        if known is not None and known[2].last_seq == p.expected_seq:
-            has_row, base_format, base_state, state, parts = True, known[0], known[1], known[2], known[3]
+        memo = self._memo.get(sid)
+        if memo is not None and memo.state.last_seq == p.expected_seq:
+            has_row, base_format, base_state, state = True, memo.fold_format, memo.fold_state, memo.state
         elif p.expected_seq == 0:
-            has_row, base_format, base_state, state, parts = False, "", "", SessionState(), None
+            memo = None
+            has_row, base_format, base_state, state = False, "", "", SessionState()
         else:
             return None
         try:
             new_state = fold_new_events(sid, state, p.events)
         except AppendRejectedError:
             return None
-        fold_format, fold_state, new_parts = snapshot_reusing(new_state, parts)
-        row = SessionRow(project(new_state), fold_format, fold_state)
-        rows = tuple((e.seq, e.kind, e.at, text) for e, text in zip(p.events, p.payloads, strict=True))
+        fold_format, fold_state, parts = snapshot_reusing(new_state, None if memo is None else memo.parts)
+        projection = project(new_state) if memo is None else project_reusing(new_state, memo.state, memo.projection)
+        row = SessionRow(projection, fold_format, fold_state)
         created = tuple(created_goal_ids(p.events))
         round_ = starts_a_round(p.events)
-        decided = DecidedAppend(p, lease, has_row, base_format, base_state, round_, rows, row, created)
+        decided = DecidedAppend(p, lease, has_row, base_format, base_state, round_, _rows(p), row, created)
         view = backend.append_decided(decided)
         if view is None:
-            self._remember(sid, fold_format, fold_state, new_state, new_parts)
+            self._remember(sid, _Memo(fold_format, fold_state, new_state, parts, projection))
             return AppendResult(sid, p.events[0].seq, p.events[-1].seq)
         answer = _answered(p, lease, view)
         if answer is not None:
@@ -379,8 +407,16 @@ class LogStore:
         answer = _answered(p, lease, view)
         if answer is not None:
             return answer
-        state = self._resume(sid, view.fold_format, view.fold_state, view.head) if view.has_row else None
+        memo = self._memo.get(sid)
+        if not view.has_row:
+            state = None
+        elif memo is not None and memo.holds(view.fold_format, view.fold_state, view.head):
+            state = memo.state
+        else:
+            memo = None
+            state = self._decoded(sid, view.fold_format, view.fold_state, view.head)
         if state is None:
+            memo = None
             state = fold_rows(SessionState(), decode_rows(tx.rows(sid, 0)))
         created = created_goal_ids(p.events)
         if created:
@@ -390,16 +426,21 @@ class LogStore:
         # Every check is behind us: from here on only writes.
         if lease is not None:
             tx.write_lease(replace(lease, expires_at=view.now + lease.ttl_ms))
-        tx.insert_events(sid, [(e.seq, e.kind, e.at, text) for e, text in zip(p.events, p.payloads, strict=True)])
+        tx.insert_events(sid, _rows(p))
         if created:
             tx.insert_goal_ids(sid, created)
-        with self._memo_lock:
-            known = self._memo.get(sid)
-        fold_format, fold_state, parts = snapshot_reusing(new_state, None if known is None else known[3])
-        self._remember(sid, fold_format, fold_state, new_state, parts)
-        row = SessionRow(project(new_state), fold_format, fold_state)
-        tx.write_row(sid, row, exists=view.has_row, first_at=p.events[0].at, last_at=p.events[-1].at)
-        first, last = p.events[0].seq, p.events[-1].seq
+        fold_format, fold_state, parts = snapshot_reusing(new_state, None if memo is None else memo.parts)
+        projection = project(new_state) if memo is None else project_reusing(new_state, memo.state, memo.projection)
+        self._remember(sid, _Memo(fold_format, fold_state, new_state, parts, projection))
+        events = p.events
+        tx.write_row(
+            sid,
+            SessionRow(projection, fold_format, fold_state),
+            exists=view.has_row,
+            first_at=events[0].at,
+            last_at=events[-1].at,
+        )
+        first, last = events[0].seq, events[-1].seq
         if p.key is not None:
             tx.insert_key(sid, p.key, p.request_hash, first, last)
         return AppendResult(sid, first, last)
@@ -407,29 +448,33 @@ class LogStore:
     def _resume(self, sid: str, fold_format: str, fold_state: str, last_seq: int) -> SessionState | None:
         """``resume_state``, answered from the memo when the stored text is the
         one it holds (see the module docstring)."""
-        with self._memo_lock:
-            known = self._memo.get(sid)
-        if known is not None and known[0] == fold_format and known[1] == fold_state and known[2].last_seq == last_seq:
-            return known[2]
+        memo = self._memo.get(sid)
+        if memo is not None and memo.holds(fold_format, fold_state, last_seq):
+            return memo.state
+        return self._decoded(sid, fold_format, fold_state, last_seq)
+
+    def _decoded(self, sid: str, fold_format: str, fold_state: str, last_seq: int) -> SessionState | None:
+        """``resume_state``, remembered when the snapshot decodes."""
         state = resume_state(fold_format, fold_state, last_seq)
         if state is not None:
-            self._remember(sid, fold_format, fold_state, state, None)
+            self._remember(sid, _Memo(fold_format, fold_state, state, None, None))
         return state
 
-    def _remember(
-        self, sid: str, fold_format: str, fold_state: str, state: SessionState, parts: SnapshotParts | None
-    ) -> None:
+    def _remember(self, sid: str, memo: _Memo) -> None:
         # Pairing a text with the state it encodes is true whether or not the
         # transaction that writes it commits, so the memo needs no rollback.
-        # The encoded parts describe objects of that state only, so they are
-        # right for any later state that shares them.
+        # The encoded parts and the projection describe that state only, so
+        # they are right for any later state that shares their objects. A
+        # lookup reads the dict without the lock (one dict operation is
+        # atomic); changes take it, so that the size bound holds.
         with self._memo_lock:
-            self._memo.pop(sid, None)
-            if not fold_format:
+            memos = self._memo
+            memos.pop(sid, None)
+            if not memo.fold_format:
                 return
-            self._memo[sid] = (fold_format, fold_state, state, parts)
-            if len(self._memo) > _MEMO_SIZE:
-                del self._memo[next(iter(self._memo))]
+            memos[sid] = memo
+            if len(memos) > _MEMO_SIZE:
+                del memos[next(iter(memos))]
 
     # ----------------------------------------------------------------------
     # Goal leases
@@ -632,6 +677,14 @@ def _check_fence(lease: Lease, current: Lease | None, now: int) -> None:
         raise LeaseLostError(lease.session_id, lease.holder, lease.token, "it was released or taken over")
     if current.expires_at <= now:
         raise LeaseLostError(lease.session_id, lease.holder, lease.token, f"it expired at {current.expires_at}")
+
+
+def _rows(p: PreparedAppend) -> tuple[tuple[int, str, int, str], ...]:
+    """The event rows an append writes: seq, kind, at and payload text."""
+    if len(p.events) == 1:
+        event = p.events[0]
+        return ((event.seq, event.kind, event.at, p.payloads[0]),)
+    return tuple((e.seq, e.kind, e.at, text) for e, text in zip(p.events, p.payloads, strict=True))
 
 
 def _page(session_id: str, after: int, page: int, tx: Transaction) -> tuple[Event, ...]:

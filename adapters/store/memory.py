@@ -50,9 +50,11 @@ class _MemoryTransaction:
         return self.sessions.setdefault(sid, _Session())
 
     def append_view(self, session_id: str, key: str | None) -> AppendView:
+        lease = self.leases.get(session_id)
+        now = 0 if lease is None else self.clock()  # the clock matters only to a lease
         session = self.sessions.get(session_id)
         if session is None:
-            return AppendView(0, False, lease=self.leases.get(session_id), now=self.clock())
+            return AppendView(0, False, lease=lease, now=now)
         row = session.row
         return AppendView(
             len(session.events),
@@ -60,8 +62,8 @@ class _MemoryTransaction:
             "" if row is None else row.fold_format,
             "" if row is None else row.fold_state,
             None if key is None else session.keys.get(key),
-            self.leases.get(session_id),
-            self.clock(),
+            lease,
+            now,
         )
 
     def head(self, session_id: str) -> int:

@@ -13,6 +13,9 @@ an index of its own (see ``adapters.store.engine``), so the snapshot written
 on every append stays the same size however many goals the log has had.
 
 Stores write both in the same transaction as the events they derive from.
+``project_reusing`` derives the row of a state from the row of the state
+before it, encoding the plan and the goal again only when they are other
+objects (the same row as ``project``).
 ``snapshot_reusing`` encodes a state reusing the encoded parts of an earlier
 one (the bytes are those of a fresh encoding); ``resume_state`` trusts a
 stored snapshot only when its format is current, it decodes, and it is at the
@@ -40,6 +43,7 @@ __all__ = [
     "goal_json",
     "plan_json",
     "project",
+    "project_reusing",
     "resume_state",
     "snapshot_of",
     "snapshot_reusing",
@@ -104,6 +108,23 @@ def project(state: SessionState) -> Projection:
         current_plan_summary_json=summary_json(artifact),
         goal_json=goal_json(state.goal.current),
     )
+
+
+def project_reusing(state: SessionState, previous: SessionState, projection: Projection | None) -> Projection:
+    """``project(state)``, taking the plan's and the goal's JSON columns from
+    ``projection``, the projection of ``previous``, when ``state`` holds the
+    very same plan or goal object (the kernel's values are immutable, so the
+    same object gives the same JSON); ``project(state)`` when ``projection``
+    is ``None``."""
+    if projection is None:
+        return project(state)
+    artifact, goal = state.plan.current, state.goal.current
+    if artifact is previous.plan.current:
+        plan, summary = projection.current_plan_json, projection.current_plan_summary_json
+    else:
+        plan, summary = plan_json(artifact), summary_json(artifact)
+    current_goal = projection.goal_json if goal is previous.goal.current else goal_json(goal)
+    return Projection(state.last_seq, state.agent_mode, state.plan_mode, plan, summary, current_goal)
 
 
 def _build_snapshot_codec() -> SnapshotCodec[SessionState] | None:

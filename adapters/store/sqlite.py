@@ -55,6 +55,7 @@ from planfold.adapters.store.sqlite_schema import (
 )
 from planfold.adapters.store.sqlite_sql import (
     APPEND_READ,
+    APPEND_READ_NO_KEY,
     INSERT_GOAL_ID,
     INSERT_ROWS,
     SELECT_EVENTS,
@@ -94,18 +95,26 @@ class _SqliteTransaction:
         self.clock = clock
 
     def append_view(self, session_id: str, key: str | None) -> AppendView:
-        head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known, *lease = self.conn.execute(
-            APPEND_READ, (session_id, key)
-        ).fetchone()
-        hit = KnownKey(str(known_hash), _as_int(known_first), _as_int(known_last)) if known else None
+        hit = None
+        if key is None:
+            head, has_row, fold_format, fold_state, holder, token, expires_at, ttl = self.conn.execute(
+                APPEND_READ_NO_KEY, (session_id,)
+            ).fetchone()
+        else:
+            row = self.conn.execute(APPEND_READ, (session_id, key)).fetchone()
+            head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known = row[:8]
+            holder, token, expires_at, ttl = row[8:]
+            if known:
+                hit = KnownKey(str(known_hash), _as_int(known_first), _as_int(known_last))
+        lease = None if holder is None else _lease(session_id, holder, token, expires_at, ttl)
         return AppendView(
-            _as_int(head),
+            head if type(head) is int else _as_int(head),
             bool(has_row),
             str(fold_format),
             str(fold_state),
             hit,
-            _lease(session_id, *lease),
-            self.clock(),
+            lease,
+            0 if lease is None else self.clock(),  # the clock matters only to a lease
         )
 
     def head(self, session_id: str) -> int:
@@ -141,6 +150,9 @@ class _SqliteTransaction:
         port offers only ``execute`` (tests wrap it to inject faults), and a
         multi-row ``INSERT`` does what ``executemany`` would, in fewer trips
         into SQLite."""
+        if len(rows) == 1:
+            self.conn.execute(insert_events_sql(1), (session_id, *rows[0]))
+            return
         for start in range(0, len(rows), INSERT_ROWS):
             chunk = rows[start : start + INSERT_ROWS]
             self.conn.execute(
@@ -238,6 +250,7 @@ class SqliteBackend:
         self.clock = clock
         self.poll_interval = poll_interval
         self._row_sql = RowSql("", "", (), False)
+        self._tx: _SqliteTransaction | None = None
         #: What opening the file did to its schema.
         self.migration: MigrationReport | None = None
         #: The connection of this process, and its transactions.
@@ -256,9 +269,14 @@ class SqliteBackend:
 
     def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
         begin = "BEGIN IMMEDIATE" if write else "BEGIN"
-        return self.connections.run(
-            operation, begin, lambda conn: body(_SqliteTransaction(conn, self._row_sql, self.clock))
-        )
+        return self.connections.run(operation, begin, lambda conn: body(self._transaction(conn)))
+
+    def _transaction(self, conn: Connection) -> _SqliteTransaction:
+        """The rows on ``conn`` (one object per connection: it holds nothing else)."""
+        tx = self._tx
+        if tx is None or tx.conn is not conn:
+            tx = self._tx = _SqliteTransaction(conn, self._row_sql, self.clock)
+        return tx
 
     @contextmanager
     def watch(self, session_id: str) -> Iterator[Watch]:

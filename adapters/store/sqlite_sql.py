@@ -6,7 +6,9 @@ Most statements are fixed text: reading a session's events in seq order,
 inserting events (several rows per ``INSERT``, see ``insert_events_sql``), and
 ``APPEND_READ``, the one statement with which an append learns everything it
 needs before it decides: the log's last seq, whether the session row exists
-and its snapshot, and what an idempotency key already answered.
+and its snapshot, what an idempotency key already answered and the session's
+goal lease (``APPEND_READ_NO_KEY`` without the key, for an append that has
+none: the join it spares was a fifth of the statement's cost).
 
 The session row's ``INSERT`` and ``UPDATE`` depend on the file. A file
 migrated from the legacy schema may carry columns of its own that are ``NOT
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "APPEND_READ",
+    "APPEND_READ_NO_KEY",
     "INSERT_GOAL_ID",
     "INSERT_ROWS",
     "PROJECTION_COLUMNS",
@@ -65,6 +68,16 @@ APPEND_READ = (
     " l.holder, l.token, l.expires_at, l.ttl_ms"
     " FROM (SELECT 1) LEFT JOIN sessions AS s ON s.id = ?1"
     " LEFT JOIN append_keys AS k ON k.session_id = ?1 AND k.key = ?2"
+    " LEFT JOIN goal_leases AS l ON l.session_id = ?1"
+)
+
+#: ``APPEND_READ`` for an append without an idempotency key: the same
+#: columns but the key's four. Parameter: session id.
+APPEND_READ_NO_KEY = (
+    "SELECT COALESCE((SELECT MAX(seq) FROM events WHERE session_id = ?1), 0),"
+    " s.id IS NOT NULL, s.fold_format, s.fold_state,"
+    " l.holder, l.token, l.expires_at, l.ttl_ms"
+    " FROM (SELECT 1) LEFT JOIN sessions AS s ON s.id = ?1"
     " LEFT JOIN goal_leases AS l ON l.session_id = ?1"
 )
 

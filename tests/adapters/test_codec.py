@@ -36,6 +36,7 @@ from planfold.adapters.codec import (
     read_session_jsonl,
     stored_event,
 )
+from planfold.adapters.store.projection import project_reusing
 from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError
 from planfold.kernel.errors import ReplayError, is_kebab_case
 from planfold.kernel.idset import IdSet
@@ -614,6 +615,34 @@ def test_the_projection_carries_the_plan_and_goal_in_readable_json() -> None:
     assert summary_from_json(msgspec.json.decode(proj.current_plan_summary_json)) == artifact.summary
     view = msgspec.json.decode(proj.goal_json)
     assert (view["id"], view["revision"], view["phase"]) == (goal.id, goal.revision, goal.phase)
+
+
+@given(logs(30))
+@settings(max_examples=min(settings().max_examples, 40))
+def test_a_projection_reusing_the_one_before_is_the_projection(builder: LogBuilder) -> None:
+    # Each state shares the plan and goal objects its events left alone with
+    # the state before it; the columns taken from the projection before are
+    # those of these very objects. Without a projection before, it is made anew.
+    before, projection = SessionState(), project(SessionState())
+    for event in builder.events:
+        state = apply_session_event(before, event)
+        reused = project_reusing(state, before, projection)
+        assert reused == project(state) == project_reusing(state, before, None)
+        before, projection = state, reused
+
+
+def test_a_projection_reuses_the_columns_of_the_very_same_plan_and_goal_only() -> None:
+    state = build_log(FULL_SCRIPT).state
+    stale = Projection(state.last_seq, "build", False, "old plan", "old summary", "old goal")
+    same = project_reusing(state, state, stale)
+    columns = (same.current_plan_json, same.current_plan_summary_json, same.goal_json)
+    assert columns == ("old plan", "old summary", "old goal")
+    assert (same.last_seq, same.agent_mode, same.plan_mode) == (state.last_seq, state.agent_mode, state.plan_mode)
+    artifact = state.plan.current
+    assert artifact is not None
+    rebuilt = replace(state, plan=replace(state.plan, current=replace(artifact)))
+    assert project_reusing(rebuilt, state, stale).current_plan_json == project(state).current_plan_json
+    assert project_reusing(rebuilt, state, stale).goal_json == "old goal"
 
 
 def test_plan_mode_projects_to_agent_mode_plan() -> None:
