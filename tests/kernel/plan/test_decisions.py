@@ -5,17 +5,32 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from planfold.kernel.log import PLAN_ARTIFACT, TOOL_RESULT, TURN_START, Draft, number_drafts
+import pytest
+
+from planfold.kernel.errors import ReplayError
+from planfold.kernel.log import (
+    PLAN_ARTIFACT,
+    PLAN_MODE,
+    REQUEST_HEADER,
+    TOOL_RESULT,
+    TURN_START,
+    USER_MESSAGE,
+    Draft,
+    number_drafts,
+)
 from planfold.kernel.plan.decisions import (
     decide_after_final_reply,
     decide_before_request,
     decide_plan_choice,
+    decide_pre_step,
+    decide_request_header,
     decide_review_answer,
     decide_tool_call,
     tool_error_text,
     tool_ok_text,
 )
 from planfold.kernel.plan.events import verify_event
+from planfold.kernel.plan.mode import NOTICE_SOURCE, PendingChoice
 from planfold.kernel.plan.review import APPROVE, KEEP_PLANNING, Dismissed, Selected
 from planfold.kernel.plan.spec_json import spec_to_json
 from planfold.kernel.session import SessionState, apply_session_event
@@ -143,6 +158,33 @@ def test_a_refused_call_tells_the_model_the_refusals_code_and_message_and_each_p
     }
 
 
+def test_runtime_tool_arguments_that_are_not_an_object_fail_the_call_with_one_bad_json_problem() -> None:
+    s = in_turn(executing())
+    decision = decide_tool_call(
+        s.state, ToolCall("c6", "update_todo", ["t1", "done"]), new_plan_id="", review_available=False
+    )
+    assert [d.kind for d in decision.drafts] == [TOOL_RESULT]
+    assert decision.result is not None and json.loads(decision.result.output) == {
+        "error": {
+            "code": "invalid-tool-arguments",
+            "message": "update_todo was called with bad arguments:"
+            " arguments: the arguments did not decode to an object",
+            "problems": [
+                {"code": "bad-json", "where": "arguments", "message": "the arguments did not decode to an object"}
+            ],
+        }
+    }
+
+
+def test_a_tool_the_runtime_does_not_own_fails_the_call_naming_the_tool() -> None:
+    decision = decide_tool_call(
+        SessionState(), ToolCall("c7", "write_file", {}), new_plan_id="", review_available=False
+    )
+    assert decision.result is not None and json.loads(decision.result.output) == {
+        "error": {"code": "no-runtime-handler", "message": "the runtime does not handle write_file"}
+    }
+
+
 def test_a_todo_update_is_recorded_and_answered_in_one_call() -> None:
     s = in_turn(executing())
     call = ToolCall("c2", "update_todo", {"todo_id": "t1", "status": "done"})
@@ -223,6 +265,28 @@ def test_around_requests_an_approved_plan_starts_and_a_finished_execution_verifi
         appended(s, decide_tool_call(s.state, call, new_plan_id="", review_available=False).drafts)
     (verify,) = decide_after_final_reply(s.state)
     assert verify.kind == PLAN_ARTIFACT and appended(s, (verify,)).plan.verifying
+
+
+def test_an_accepted_pre_step_records_the_waiting_choice_with_a_notice_worded_from_the_plans_status() -> None:
+    s = executing()
+    s.mode(True)
+    s.request()  # a plan-mode request was answered: leaving plan mode now owes a notice
+    in_turn(s)
+    flush = decide_pre_step(s.state, s.log, PendingChoice(False), "accepted")
+    assert [(d.kind, d.payload) for d in flush.drafts] == [
+        (PLAN_MODE, {"active": False}),
+        (USER_MESSAGE, {"text": "Plan mode is now off: continue the plan that is executing.", "source": NOTICE_SOURCE}),
+    ]
+    assert (flush.pending_after_success, flush.pending_after_failure) == (None, PendingChoice(False))
+
+
+def test_a_request_header_records_the_open_turns_step_and_mode_and_needs_an_open_turn() -> None:
+    s = in_turn(Session())  # the log is that turn's start alone
+    header = decide_request_header(s.log, 1)
+    assert (header.kind, header.payload) == (REQUEST_HEADER, {"turn": 1, "step": 1, "plan_mode": False})
+    with pytest.raises(ReplayError) as refused:
+        decide_request_header([], 1)
+    assert refused.value.rule == "transition-not-allowed"
 
 
 def test_a_plan_mode_choice_between_turns_is_recorded_now_and_in_a_turn_it_waits() -> None:
