@@ -229,6 +229,9 @@ def _exactly(tp: type) -> UnstructureHook:
 #: every ``(type, value)`` pair in ``PASSES_VALUES``.
 PASSES = "exact_passes"
 PASSES_VALUES = "exact_passes_values"
+#: The attribute of a union's hook that maps each type it takes to the hook
+#: of its member.
+DISPATCH = "exact_dispatch"
 
 
 def _passing(hook: UnstructureHook, kinds: tuple[type, ...]) -> UnstructureHook:
@@ -367,6 +370,7 @@ def _union_unstructure(tp: Any, conv: cattrs.Converter) -> UnstructureHook:
         return hook(value)
 
     # A value goes to the member hook of its type, which may hand it back unchanged.
+    setattr(unstructure, DISPATCH, hooks)
     return _passing(unstructure, tuple(kind for kind, hook in hooks.items() if kind in getattr(hook, PASSES, ())))
 
 
@@ -411,6 +415,16 @@ def _object_unstructure(cl: Any, conv: cattrs.Converter) -> UnstructureHook:
             continue
         globs[f"h{index}"] = hook
         kinds, values = getattr(hook, PASSES, None), getattr(hook, PASSES_VALUES, None)
+        others = [(kind, member) for kind, member in getattr(hook, DISPATCH, {}).items() if kind not in (kinds or ())]
+        if kinds is not None and len(others) == 1:
+            # A union of values that pass and one other type (an optional
+            # object): that type goes straight to its member's hook.
+            globs[f"k{index}"], globs[f"o{index}"], globs[f"m{index}"] = frozenset(kinds), *others[0]
+            lines.append(f"    if type({value}) is o{index}:")
+            lines.append(f"        {value} = m{index}({value})")
+            lines.append(f"    elif type({value}) not in k{index}:")
+            lines.append(f"        {value} = h{index}({value})")
+            continue
         if values:
             globs[f"t{index}"], globs[f"p{index}"] = frozenset(kind for kind, _ in values), values
             test = f"type({value}) not in t{index} or (type({value}), {value}) not in p{index}"

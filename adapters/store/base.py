@@ -55,7 +55,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, fields
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
@@ -386,11 +386,11 @@ class SharedStore(Store, Protocol):
 # Shared rules
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedAppend:
+class PreparedAppend(NamedTuple):
     """A validated append request: canonical events, their stored payloads and,
     when it has an idempotency key, the hash that identifies the request
-    (``""`` without a key: nothing would ever compare it)."""
+    (``""`` without a key: nothing would ever compare it). A named tuple:
+    one is made on every append."""
 
     session_id: str
     expected_seq: int
@@ -410,7 +410,8 @@ def _text(value: object, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidRequestError(f"{what} must be a non-empty string")
     try:
-        value.encode("utf-8")
+        if not value.isascii():  # ASCII always encodes
+            value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidRequestError(f"{what} is not valid Unicode text (it holds a lone surrogate)") from exc
     if "\x00" in value:
@@ -448,7 +449,8 @@ def prepare_append(
         raise InvalidRequestError(f"expected_seq must be an integer in 0..{MAX_SEQ}, got {expected_seq!r}")
     if idempotency_key is not None:
         _text(idempotency_key, "an idempotency key")
-    if isinstance(events, str | bytes) or not isinstance(events, Sequence) or not events:
+    listed = type(events) is list or type(events) is tuple  # the usual case, without the ABC check
+    if (not listed and (isinstance(events, str | bytes) or not isinstance(events, Sequence))) or not events:
         raise InvalidRequestError("an append needs a non-empty sequence of events")
     canonical, payloads = stored_events(events)
     request_hash = "" if idempotency_key is None else _request_hash(expected_seq, canonical)

@@ -78,9 +78,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
-import itertools
+import operator
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Generic, TypeVar
 
@@ -265,21 +265,14 @@ class SnapshotCodec(Generic[T]):
             raise _unsupported(f"cannot snapshot {root.__qualname__}: {exc}") from exc
         self._encoder = _ENCODER
         hints = shapes.classes.get(root, {})
-        written = sorted(hints)  # the order msgspec writes an object's keys in
         #: (name, unstructure hook, whether its values are immutable and
-        #: their encoding may be reused, where its JSON goes in ``_template``)
-        #: of each of the root's fields, in the order of the class.
+        #: their encoding may be reused) of each of the root's fields.
         self._fields = tuple(
-            (name, self._conv.get_unstructure_hook(hint), shapes.immutable(hint), 2 * written.index(name) + 1)
-            for name, hint in hints.items()
+            (name, self._conv.get_unstructure_hook(hint), shapes.immutable(hint)) for name, hint in hints.items()
         )
-        #: The root's JSON object with a hole for the value of each field: its
-        #: key (after the ``{`` or the ``,`` before it), the hole, and so on.
-        self._template: tuple[bytes, ...] = (
-            *itertools.chain.from_iterable(
-                ((b"," if i else b"{") + _ENCODER.encode(name) + b":", b"") for i, name in enumerate(written)
-            ),
-            b"}",
+        #: The values of the root's fields, in the same order.
+        self._values: Callable[[Any], tuple[Any, ...]] = (
+            operator.attrgetter(*hints) if len(hints) > 1 else lambda value: tuple(getattr(value, n) for n in hints)
         )
         digest = hashlib.sha256(f"{shapes.describe()}|{extra}".encode()).hexdigest()[:20]
         #: Identifies the encoding; a snapshot with another format is stale.
@@ -305,8 +298,8 @@ class SnapshotCodec(Generic[T]):
         new: list[tuple[Any, msgspec.Raw] | None] = []
         body: dict[str, Any] = {}
         try:
-            for index, (name, hook, reusable, _) in enumerate(fields):
-                part = getattr(value, name)
+            for index, part in enumerate(self._values(value)):
+                name, hook, reusable = fields[index]
                 if not reusable or part is None or type(part) in SCALARS:
                     body[name] = hook(part)
                     new.append(None)
