@@ -28,18 +28,28 @@ the tag's (``unknown-operation``), which wins over any other problem.
 Every integer is a safe integer: within ``±MAX_SAFE_INTEGER`` (2**53 - 1),
 the range a JSON reader using doubles reads exactly. A reader refuses
 anything beyond it, whatever the field's own range.
+
+Readers and makers are written as Python source from the shapes, once per
+type and on first use, and compiled, as ``dataclasses`` writes an
+``__init__``. They make a record without its ``__init__``: a frozen
+dataclass's sets every field through ``object.__setattr__``, which costs
+several times as much as the rest. The values are stored into an instance
+of a plain class with the record's very slots (its *shadow*), which then
+becomes the record by assigning its ``__class__``, as Python allows between
+classes of the same layout (``maker``, ``record_maker``, ``record_lines``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from .errors import KEBAB_CASE, PayloadError, Problem
 
@@ -67,10 +77,13 @@ __all__ = [
     "Text",
     "Trimmed",
     "Unreadable",
+    "inline_check",
+    "maker",
     "object_of",
     "read_as",
     "read_problems",
     "reader_of",
+    "record_lines",
     "record_maker",
     "shape_of",
     "text_problem",
@@ -489,7 +502,7 @@ def _scalar_problem(shape: Shape, value: object) -> tuple[str, str] | None:
 
 def _scalar_reader(shape: Shape) -> _Reader:
     consts: dict[str, object] = {}
-    fast = _inline(shape, "value", consts)
+    fast = inline_check(shape, "value", consts)
     choices = {c: c for c in shape.choices}
 
     def read(value: object) -> object:
@@ -598,10 +611,11 @@ def _broken(rules: tuple[Rule, ...], made: object) -> _Found:
     return found
 
 
-def _inline(shape: Shape, var: str, consts: dict[str, object]) -> str | None:
+def inline_check(shape: Shape, var: str, consts: dict[str, object]) -> str | None:
     """A Python condition true when ``var`` certainly reads as ``shape`` as
     it is (the common case, checked without a call), or ``None`` when only
-    the shape's reader can tell."""
+    the shape's reader can tell; the names it uses go into ``consts``. For
+    readers written from shapes, here and in the adapters."""
     kind = shape.kind
     if kind == "int":
         assert shape.range is not None
@@ -686,7 +700,7 @@ def _fast_record(shape: Shape, readers: tuple[_Reader, ...], keys: frozenset[str
     for index, field in enumerate(shape.fields):
         var = f"v{index}"
         lines.append(f"        {var} = value[{field.name!r}]")
-        condition = _inline(field.shape, var, consts)
+        condition = inline_check(field.shape, var, consts)
         if condition is None:
             consts[f"read_{var}"] = readers[index]
             converted.append((var, field.shape.nullable))
@@ -716,23 +730,78 @@ def _fast_record(shape: Shape, readers: tuple[_Reader, ...], keys: frozenset[str
 
 def _made(shape: Shape, consts: dict[str, object], prefix: str) -> list[str]:
     """Lines that make the record ``made`` from the variables ``<prefix>0``,
-    ``<prefix>1`` … without ``__init__`` (a frozen dataclass's ``__init__``
-    costs several times as much); ``__post_init__``, when the class has one,
-    runs as it would."""
+    ``<prefix>1`` … (see ``_making``)."""
     cls = shape.cls
     assert cls is not None
-    consts["new"], consts["cls"] = object.__new__, cls
-    setters = [getattr(cls.__dict__.get(f.name), "__set__", None) for f in shape.fields]
     values = [f"{prefix}{index}" for index in range(len(shape.fields))]
-    if any(setter is None for setter in setters):
-        return [f"made = cls({', '.join(values)})"]
-    lines = ["made = new(cls)"]
-    for index, setter in enumerate(setters):
-        consts[f"set{index}"] = setter
-        lines.append(f"set{index}(made, {values[index]})")
+    return _making(cls, [field.name for field in shape.fields], values, consts, "made")
+
+
+def _making(
+    cls: type, names: Sequence[str], values: Sequence[str], consts: dict[str, object], target: str
+) -> list[str]:
+    """Lines that make ``target``, an instance of ``cls`` whose fields
+    ``names`` hold ``values``. A frozen dataclass's ``__init__`` sets each
+    field through ``object.__setattr__``, which costs several times as much
+    as storing it; so the values are stored into an instance of ``cls``'s
+    *shadow* (``_shadow``), which then becomes an instance of ``cls``, and
+    ``__post_init__``, when the class has one, runs as it would. A class
+    with no shadow is called."""
+    shadow = _shadow(cls)
+    consts[f"{target}_cls"] = cls
+    if shadow is None:
+        return [f"{target} = {target}_cls({', '.join(values)})"]
+    consts[f"{target}_shadow"] = shadow
+    lines = [f"{target} = {target}_shadow()"]
+    lines += [f"{target}.{name} = {values[index]}" for index, name in enumerate(names)]
+    lines.append(f"{target}.__class__ = {target}_cls")
     if getattr(cls, "__post_init__", None) is not None:
-        lines.append("made.__post_init__()")
+        lines.append(f"{target}.__post_init__()")
     return lines
+
+
+@functools.cache
+def _shadow(cls: type) -> type | None:
+    """A plain class with the very slots of ``cls`` and nothing else, so an
+    instance of it may become an instance of ``cls`` by assigning its
+    ``__class__`` (Python allows it between classes of the same layout), or
+    ``None`` when ``cls`` has no such twin (its instances have a ``__dict__``,
+    or part of their layout comes from a base class)."""
+    slots = vars(cls).get("__slots__")
+    if slots is None:
+        return None
+    shadow = type(f"{cls.__name__}Shadow", (), {"__slots__": slots})
+    probe = shadow()
+    try:
+        probe.__class__ = cls
+    except TypeError:
+        return None
+    return shadow
+
+
+_T = TypeVar("_T")
+
+
+@functools.cache
+def maker(cls: type[_T]) -> Callable[..., _T]:
+    """A function of the field values of the dataclass ``cls``, in field
+    order, that makes it as ``cls(...)`` does, ``__post_init__`` included,
+    without calling its ``__init__`` (a frozen dataclass's costs several
+    times as much): for values made very often, from values already of
+    their types (cached)."""
+    names = [field.name for field in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    values = [f"x{index}" for index in range(len(names))]
+    consts: dict[str, object] = {}
+    return _make(values, _making(cls, names, values, consts, "made"), consts)
+
+
+def _make(values: Sequence[str], body: Sequence[str], consts: dict[str, object]) -> Callable[..., Any]:
+    """The function of the parameters ``values`` that runs the lines
+    ``body`` (whose names are in ``consts``) and returns ``made``."""
+    lines = [f"def make({', '.join(values)}):", *(f"    {line}" for line in body), "    return made"]
+    exec("\n".join(lines), consts)
+    made: Callable[..., Any] = consts["make"]  # type: ignore[assignment]
+    return made
 
 
 def _builder(shape: Shape) -> Callable[[Sequence[object]], object]:
@@ -747,29 +816,33 @@ def _builder(shape: Shape) -> Callable[[Sequence[object]], object]:
     return build
 
 
-_MAKERS: dict[int, Callable[..., object]] = {}
+def record_lines(shape: Shape, values: Sequence[str], consts: dict[str, object], target: str) -> list[str]:
+    """Lines of Python that make the record of ``shape`` into the variable
+    ``target`` as the reader makes it, from ``values`` (expressions of its
+    fields' values, in order, already of their types), and raise
+    ``Unreadable`` when they break one of the record's rules; the names the
+    lines use go into ``consts``, each made from ``target``. For readers
+    written from shapes, here and in the adapters."""
+    cls = shape.cls
+    assert cls is not None
+    lines = _making(cls, [field.name for field in shape.fields], values, consts, target)
+    if shape.rules:
+        consts.update({"broken": _broken, "Unreadable": Unreadable, f"{target}_rules": shape.rules})
+        variables = {field.name: f"{target}.{field.name}" for field in shape.fields}
+        kept = " and ".join(_inline_rule(rule, variables, consts) for rule in shape.rules)
+        lines += [f"if not ({kept}):", f"    raise Unreadable(broken({target}_rules, {target}), {target})"]
+    return lines
 
 
+@functools.cache
 def record_maker(shape: Shape) -> Callable[..., object]:
     """A function of a record's field values, in order and already of their
     types, that makes the record as the reader does, or raises
     ``Unreadable`` when they break one of the record's rules: for a decoder
     that checked the types itself (cached)."""
-    found = _MAKERS.get(id(shape))
-    if found is not None:
-        return found
-    consts: dict[str, object] = {"broken": _broken, "rules": shape.rules, "Unreadable": Unreadable}
-    names = [f"x{index}" for index in range(len(shape.fields))]
-    lines = [f"def make({', '.join(names)}):", *(f"    {line}" for line in _made(shape, consts, "x"))]
-    if shape.rules:
-        variables = {field.name: name for field, name in zip(shape.fields, names, strict=True)}
-        kept = " and ".join(_inline_rule(rule, variables, consts) for rule in shape.rules)
-        lines += [f"    if not ({kept}):", "        raise Unreadable(broken(rules, made), made)"]
-    lines.append("    return made")
-    exec("\n".join(lines), consts)
-    made: Callable[..., object] = consts["make"]  # type: ignore[assignment]
-    _MAKERS[id(shape)] = made
-    return made
+    values = [f"x{index}" for index in range(len(shape.fields))]
+    consts: dict[str, object] = {}
+    return _make(values, record_lines(shape, values, consts, "made"), consts)
 
 
 def _union_reader(shape: Shape) -> _Reader:
