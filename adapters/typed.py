@@ -11,231 +11,242 @@ dataclass's unknown keys and cannot tell a union of dataclasses apart. So
 this module makes, once per shape, a msgspec ``Struct`` with the same fields
 and the same rules (``forbid_unknown_fields``; a tagged union of records
 becomes Structs tagged by the same field; ``Range`` becomes ``ge``/``le``,
-``Text`` a ``min_length`` or the schema's ``pattern``; a key that may be left
-out gets its default), decodes into it in C, and turns the Struct into the
-kernel's own value with the kernel's ``record_maker``, which also checks the
-record's cross-field rules. An opaque value (any JSON) is checked and frozen
-as the kernel does.
+``Text.NON_EMPTY`` a ``min_length``; a key that may be left out gets its
+default), and decodes into it in C. The Structs are not tracked by the
+garbage collector (``gc=False``): one holds what msgspec decoded from one
+JSON text, a tree, so it is never part of a reference cycle.
 
-``decoder(kind)`` gives the function for one kind: payload text to the kind's
-value, or ``None`` when msgspec refuses the text or a rule fails. ``None``
-is never a verdict: the caller then decodes the text as plain JSON and lets
-the kernel's reader decide, and report, exactly as it always does. A property
+Then one function written for the kind from its shape, as the kernel's own
+readers are, turns the Struct into the kernel's value, in one frame: it
+picks a union's member by its Struct class, checks the other text rules
+with the kernel's own condition (``inline_check``: a call of msgspec's
+``pattern`` costs more than decoding the rest of a goal change), checks
+and freezes an opaque value as the kernel does, and makes each record with
+the kernel's lines for it (``record_lines``: no ``__init__``, and the
+record's cross-field rules checked).
+
+``decoder(kind)`` gives that function: payload text to the kind's value, or
+``None`` when msgspec refuses the text or a rule fails. ``None`` is never a
+verdict: the caller then decodes the text as plain JSON and lets the
+kernel's reader decide, and report, exactly as it always does. A property
 test holds the two paths to the same answer on every payload.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import msgspec
 
-from planfold.adapters.specgen.schema import KEBAB, NON_BLANK, TRIMMED
-from planfold.kernel.payload import MAX_SAFE_INTEGER, Shape, Text, Unreadable, record_maker, shape_of
+from planfold.kernel.payload import MAX_SAFE_INTEGER, Shape, Text, Unreadable, inline_check, record_lines, shape_of
 from planfold.kernel.session import PAYLOAD_TYPES
 
 __all__ = ["decoder"]
 
-_TEXT: Mapping[Text, msgspec.Meta] = {
-    Text.NON_EMPTY: msgspec.Meta(min_length=1),
-    Text.NON_BLANK: msgspec.Meta(pattern=NON_BLANK),
-    Text.TRIMMED: msgspec.Meta(pattern=TRIMMED),
-    Text.KEBAB: msgspec.Meta(pattern=KEBAB),
-}
-
-Convert = Callable[[Any], Any]
-
 
 class _Refused(Exception):
-    """A value msgspec took that the kernel's rules refuse (an opaque value
-    that is not JSON it keeps, a broken cross-field rule)."""
+    """A value msgspec took that the kernel's rules refuse (a text rule, an
+    opaque value that is not JSON it keeps, a broken cross-field rule)."""
 
 
-def _same(value: Any) -> Any:
-    return value
+#: The Python type msgspec decodes a member of a union into, for the kinds
+#: whose values may need a check or a conversion.
+_PYTHON_TYPES: dict[str, type] = {"str": str, "array": tuple}
 
 
-class _Twins:
-    """msgspec types made from shapes, and the converters back to the
-    kernel's values (by the Struct's class)."""
+class _Source:
+    """The source of one kind's reader, written from its shape: the
+    msgspec type of every shape, and the lines that turn what msgspec
+    decoded into the kernel's value."""
 
     def __init__(self) -> None:
-        self.types: dict[tuple[int, object], Any] = {}
-        self.convert: dict[type, Convert] = {}
-        #: A union's converter -> its members' converters by Struct class.
-        self.dispatch: dict[Convert, dict[Any, Convert]] = {}
-        #: The records whose converters only read attributes (see ``_Simple``).
-        self.simple: dict[Any, _Simple] = {}
+        self.consts: dict[str, object] = {"Refused": _Refused, "UNSET": msgspec.UNSET}
+        self.twins: dict[tuple[int, object], Any] = {}
+        self.names = 0
 
-    def of(self, shape: Shape) -> tuple[Any, Convert]:
-        """The msgspec type of ``shape`` and the function that turns what
-        msgspec decodes into the kernel's value."""
+    def name(self, stem: str, value: object = None) -> str:
+        """A new name in the reader's source (bound to ``value`` when given)."""
+        self.names += 1
+        name = f"{stem}{self.names}"
+        if value is not None:
+            self.consts[name] = value
+        return name
+
+    # ----------------------------------------------------------------------
+    # The msgspec types
+
+    def twin(self, shape: Shape) -> Any:
+        """The msgspec type of ``shape``."""
         kind = shape.kind
         if kind == "int":
             assert shape.range is not None
             low, high = max(shape.range.minimum, -MAX_SAFE_INTEGER), min(shape.range.maximum, MAX_SAFE_INTEGER)
-            return Annotated[int, msgspec.Meta(ge=low, le=high)], _same
+            return Annotated[int, msgspec.Meta(ge=low, le=high)]
         if kind == "bool":
-            return bool, _same
+            return bool
         if kind == "null":
-            return None, _same
+            return None
         if kind == "str":
-            return (str if shape.text is None else Annotated[str, _TEXT[shape.text]]), _same
+            return Annotated[str, msgspec.Meta(min_length=1)] if shape.text is Text.NON_EMPTY else str
         if kind == "choice":
-            return Literal[shape.choices], _same
+            return Literal[shape.choices]
         if kind == "array":
             assert shape.item is not None
-            item, convert = self.of(shape.item)
-            if convert is _same:
-                return tuple[item, ...], _same  # type: ignore[valid-type]
-            return tuple[item, ...], lambda values: tuple(map(convert, values))  # type: ignore[valid-type]
+            return tuple[self.twin(shape.item), ...]  # type: ignore[misc]
         if kind == "json":
-            return Any, _opaque(shape)
+            return Any
         if kind == "record":
-            twin = self.record(shape, None, None)
-            return twin, self.convert[twin]
-        return self.union(shape)
+            return self.record_twin(shape, None, None)
+        union: Any = functools.reduce(lambda a, b: a | b, [twin for _, twin, _ in self.members(shape)])
+        return union
 
-    def union(self, shape: Shape) -> tuple[Any, Convert]:
-        twins: list[Any] = []
+    def members(self, shape: Shape) -> list[tuple[Shape, Any, object]]:
+        """The members of a union with their msgspec types and tag values (a
+        record member of a tagged union has one Struct per value of its tag)."""
+        out: list[tuple[Shape, Any, object]] = []
         for member in shape.members:
             if member.kind == "record" and shape.tag is not None:
-                field = next(f for f in member.fields if f.name == shape.tag)
-                twins += [self.record(member, shape.tag, choice) for choice in field.shape.choices]
+                tag = next(f for f in member.fields if f.name == shape.tag)
+                out += [(member, self.record_twin(member, shape.tag, value), value) for value in tag.shape.choices]
             else:
-                twins.append(self.of(member)[0])
-        union: Any = functools.reduce(lambda a, b: a | b, twins)
-        by_type = {twin: self.convert[twin] for twin in twins if twin in self.convert}
+                out.append((member, self.twin(member), None))
+        return out
 
-        def back(value: Any) -> Any:
-            made = by_type.get(type(value))
-            return value if made is None else made(value)
-
-        self.dispatch[back] = by_type
-        return union, back
-
-    def record(self, shape: Shape, tag: str | None, value: object) -> Any:
+    def record_twin(self, shape: Shape, tag: str | None, value: object) -> Any:
         """The Struct of a record (tagged ``tag = value`` when it is a member
         of a tagged union; the tag is then not a field of the Struct)."""
         key = (id(shape), value)
-        found = self.types.get(key)
+        found = self.twins.get(key)
         if found is not None:
             return found
         assert shape.cls is not None
         fields: list[tuple[Any, ...]] = []
-        converts: list[Convert] = []
         for field in shape.fields:
             if field.name == tag:
-                converts.append(_same)
                 continue
-            twin, convert = self.of(field.shape)
+            twin = self.twin(field.shape)
             if field.omissible and field.default is None:
                 fields.append((field.name, twin | msgspec.UnsetType, msgspec.UNSET))
-                convert = functools.partial(_unset_is_none, convert)
             elif field.omissible:
                 fields.append((field.name, twin, field.default))
             else:
                 fields.append((field.name, twin))
-            converts.append(convert)
-        # Fields with a default come last in a Struct; the converter reads
-        # them back by name, in the record's order.
+        # Fields with a default come last in a Struct; the reader reads them
+        # by name, in the record's order.
         fields.sort(key=lambda f: len(f) == 3)
-        options: dict[str, Any] = {"forbid_unknown_fields": True}
+        # gc=False: a Struct holds only what msgspec decoded from one JSON
+        # text, a tree, so it is never part of a reference cycle.
+        options: dict[str, Any] = {"forbid_unknown_fields": True, "gc": False}
         if tag is not None:
             options.update(tag_field=tag, tag=value)
         name = f"{shape.cls.__name__}{'' if tag is None else f'_{value}'}Twin"
         twin = msgspec.defstruct(name, fields, module=__name__, **options)
-        self.types[key] = twin
-        self.convert[twin] = _converter(
-            shape, converts, twin=twin, tag=tag, value=value, dispatch=self.dispatch, simple=self.simple
-        )
+        self.twins[key] = twin
         return twin
 
+    # ----------------------------------------------------------------------
+    # The lines
 
-def _unset_is_none(convert: Convert, value: Any) -> Any:
-    return None if value is msgspec.UNSET else convert(value)
+    def value(self, shape: Shape, expr: str, lines: list[str], indent: str) -> str:
+        """An expression of the kernel's value of ``shape`` for the decoded
+        ``expr``, after ``lines`` (indented by ``indent``) that check it and
+        raise ``Refused`` for a value the kernel refuses."""
+        kind = shape.kind
+        if kind == "str" and shape.text not in (None, Text.NON_EMPTY):
+            var = self.name("s")
+            kept = inline_check(shape, var, self.consts)
+            lines += [f"{indent}{var} = {expr}", f"{indent}if not ({kept}): raise Refused"]
+            return var
+        if kind == "array":
+            assert shape.item is not None
+            inner: list[str] = []
+            item = self.value(shape.item, "item", inner, "    ")
+            if not inner and item == "item":
+                return expr
+            convert = self.name("item_of")
+            self.function(convert, "item", inner, item)
+            return f"tuple(map({convert}, {expr}))"
+        if kind == "json":
+            assert shape.opaque is not None
+            var = self.name("j")
+            check, freeze = self.name("check", shape.opaque.check), self.name("freeze", shape.opaque.freeze)
+            lines += [f"{indent}{var} = {expr}", f"{indent}if not {check}({var}): raise Refused"]
+            return f"{freeze}({var})"
+        if kind == "record":
+            return self.record(shape, expr, lines, indent)
+        if kind == "union":
+            return self.union(shape, expr, lines, indent)
+        return expr
 
+    def record(
+        self, shape: Shape, expr: str, lines: list[str], indent: str, *, tag: tuple[str, str] | None = None
+    ) -> str:
+        """An expression of the kernel's record of ``shape`` for the decoded
+        Struct ``expr``; ``tag``: the name of its tag field and the
+        expression of the tag's value, when the Struct is a member of a
+        tagged union (see ``value``)."""
+        struct = expr if expr.isidentifier() else self.name("r")
+        if struct != expr:
+            lines.append(f"{indent}{struct} = {expr}")
+        args: list[str] = []
+        for field in shape.fields:
+            if tag is not None and field.name == tag[0]:
+                args.append(tag[1])
+            elif field.omissible and field.default is None:
+                var = self.name("o")
+                inner: list[str] = []
+                made = self.value(field.shape, var, inner, indent + "    ")
+                lines += [f"{indent}{var} = {struct}.{field.name}", f"{indent}if {var} is UNSET:",
+                          f"{indent}    {var} = None"]
+                if inner or made != var:
+                    lines += [f"{indent}else:", *inner, f"{indent}    {var} = {made}"]
+                args.append(var)
+            else:
+                args.append(self.value(field.shape, f"{struct}.{field.name}", lines, indent))
+        made = self.name("m")
+        lines += [f"{indent}{line}" for line in record_lines(shape, args, self.consts, made)]
+        return made
 
-def _opaque(shape: Shape) -> Convert:
-    opaque = shape.opaque
-    assert opaque is not None
+    def union(self, shape: Shape, expr: str, lines: list[str], indent: str) -> str:
+        """A variable holding the kernel's value of the union ``shape`` for
+        the decoded ``expr`` (see ``value``)."""
+        var = self.name("u")
+        lines.append(f"{indent}{var} = {expr}")
+        tests: list[tuple[str, list[str], str]] = []
+        records: dict[int, tuple[Shape, dict[Any, object]]] = {}
+        for member, twin, value in self.members(shape):
+            if member.kind == "record":
+                records.setdefault(id(member), (member, {}))[1][twin] = value
+                continue
+            inner: list[str] = []
+            made = self.value(member, var, inner, indent + "    ")
+            if inner or made != var:
+                # msgspec tells the other members apart by their JSON type.
+                tests.append((f"type({var}) is {self.name('type', _PYTHON_TYPES[member.kind])}", inner, made))
+        for member, values in records.values():
+            inner = []
+            if len(values) == 1:
+                ((twin, value),) = values.items()
+                test = f"type({var}) is {self.name('twin', twin)}"
+                tag = None if shape.tag is None else (shape.tag, self.name("tag", value))
+            else:
+                # One Struct per value of the tag: the value is looked up by the Struct's class.
+                assert shape.tag is not None
+                tag = (shape.tag, self.name("tag"))
+                test = f"({tag[1]} := {self.name('tags', values)}.get(type({var}))) is not None"
+            made = self.record(member, var, inner, indent + "    ", tag=tag)
+            tests.append((test, inner, made))
+        # Members that need no conversion (null, plain values) are kept as they are.
+        for number, (test, inner, made) in enumerate(tests):
+            lines += [f"{indent}{'elif' if number else 'if'} {test}:", *inner, f"{indent}    {var} = {made}"]
+        return var
 
-    def convert(value: Any) -> Any:
-        if not opaque.check(value):
-            raise _Refused
-        return opaque.freeze(value)
-
-    return convert
-
-
-#: A record's converter that only reads attributes (no nesting): its maker
-#: and its arguments, as expressions of the Struct in ``{struct}``.
-_Simple = tuple[Callable[..., object], list[str], dict[str, object]]
-
-
-def _converter(
-    shape: Shape,
-    converts: list[Convert],
-    *,
-    twin: Any,
-    tag: str | None,
-    value: object,
-    dispatch: Mapping[Convert, Mapping[Any, Convert]],
-    simple: dict[Any, _Simple],
-) -> Convert:
-    """The function from a decoded Struct to the kernel's record: each field
-    taken (and converted where it nests: a union's member picked by its
-    Struct class right here, and made right here when it only reads
-    attributes), the tag given back, the record made by the kernel (which
-    checks its cross-field rules)."""
-    maker = record_maker(shape)
-    consts: dict[str, object] = {"make": maker, "Unreadable": Unreadable, "Refused": _Refused}
-    own: dict[str, object] = {}
-    lines, args = [], []
-    for index, (field, convert) in enumerate(zip(shape.fields, converts, strict=True)):
-        if field.name == tag:
-            own[f"tag_{id(twin)}_{index}"] = value
-            args.append(f"tag_{id(twin)}_{index}")
-        elif convert is _same:
-            args.append(f"{{struct}}.{field.name}")
-        elif convert in dispatch and all(member in simple for member in dispatch[convert]):
-            lines += [f"    v{index} = struct.{field.name}", f"    t{index} = type(v{index})"]
-            for number, member in enumerate(dispatch[convert]):
-                member_make, member_args, member_consts = simple[member]
-                consts.update(member_consts)
-                consts[f"twin{index}_{number}"], consts[f"make{index}_{number}"] = member, member_make
-                made = f"make{index}_{number}({', '.join(a.format(struct=f'v{index}') for a in member_args)})"
-                lines += [f"    {'if' if number == 0 else 'elif'} t{index} is twin{index}_{number}:",
-                          f"        v{index} = {made}"]
-            args.append(f"v{index}")
-        elif convert in dispatch:
-            consts[f"members{index}"] = dispatch[convert]
-            lines += [
-                f"    v{index} = struct.{field.name}",
-                f"    c{index} = members{index}.get(type(v{index}))",
-                f"    if c{index} is not None:",
-                f"        v{index} = c{index}(v{index})",
-            ]
-            args.append(f"v{index}")
-        else:
-            consts[f"convert{index}"] = convert
-            args.append(f"convert{index}({{struct}}.{field.name})")
-    if not lines and all("(" not in arg for arg in args):
-        simple[twin] = (maker, args, own)
-    consts.update(own)
-    source = "\n".join([
-        "def convert(struct):",
-        "    try:",
-        *(f"    {line}" for line in lines),
-        f"        return make({', '.join(arg.format(struct='struct') for arg in args)})",
-        "    except Unreadable as exc:",
-        "        raise Refused from exc",
-    ])
-    exec(source, consts)  # the source is made above from the shape's own fields
-    converter: Convert = consts["convert"]  # type: ignore[assignment]
-    return converter
+    def function(self, name: str, argument: str, lines: list[str], result: str | None = None) -> None:
+        """Define ``name`` of ``argument``: ``lines`` then ``return result``."""
+        tail = [] if result is None else [f"    return {result}"]
+        exec("\n".join([f"def {name}({argument}):", *lines, *tail]), self.consts)  # written from the shape
 
 
 @functools.cache
@@ -246,27 +257,23 @@ def decoder(kind: str) -> Callable[[str | bytes], object] | None:
     payload_type = PAYLOAD_TYPES.get(kind)
     if payload_type is None:
         return None
-    twins = _Twins()
-    twin, convert = twins.of(shape_of(payload_type))
-    decode = msgspec.json.Decoder(twin).decode
-    members = twins.dispatch.get(convert)
-    if members is not None:
-        # A union of records: the member's converter, picked by its Struct class.
-        by_type = members
-
-        def read(text: str | bytes) -> object:
-            try:
-                struct = decode(text)
-                return by_type[type(struct)](struct)
-            except (msgspec.DecodeError, _Refused, RecursionError, TypeError):
-                return None
-
-        return read
-
-    def read_one(text: str | bytes) -> object:
-        try:
-            return convert(decode(text))
-        except (msgspec.DecodeError, _Refused, RecursionError, TypeError):
-            return None
-
-    return read_one
+    source = _Source()
+    shape = shape_of(payload_type)
+    source.consts["decode"] = msgspec.json.Decoder(source.twin(shape)).decode
+    source.consts.update(DecodeError=msgspec.DecodeError, Unreadable=Unreadable)
+    lines: list[str] = []
+    made = source.value(shape, "struct", lines, "        ")
+    body = [
+        "    try:",
+        "        struct = decode(text)",
+        "    except (DecodeError, RecursionError, TypeError):",
+        "        return None",
+        "    try:",
+        *lines,
+        f"        return {made}",
+        "    except (Refused, Unreadable, RecursionError):",
+        "        return None",
+    ]
+    source.function("read", "text", body)
+    read: Callable[[str | bytes], object] = source.consts["read"]  # type: ignore[assignment]
+    return read
