@@ -48,12 +48,14 @@ from types import MappingProxyType
 from ..errors import PayloadError, ReplayError
 from ..idset import IdSet
 from ..log import GOAL_CHANGE, USER_MESSAGE, Event, GoalSource, check_envelope, read_message
+from ..payload import maker
 from .values import (
     TRANSITION_TABLE,
     ClearChange,
     GoalBody,
     GoalChange,
     GoalOperation,
+    GoalPhase,
     GoalRef,
     GoalSnapshot,
     SnapshotChange,
@@ -308,15 +310,34 @@ def _checks(names: tuple[str, ...]) -> tuple[Check, ...]:
     return tuple(CHECKS[name] for name in names)
 
 
-def _row(state: GoalState, change: GoalChange, seq: int) -> Transition:
-    source = None if state.current is None else state.current.phase
-    row = TRANSITION_TABLE.get((change.operation, source))
-    target = None if isinstance(change, ClearChange) else change.goal.phase
-    if row is None or row.target != target:
-        raise ReplayError(
-            seq, "transition-not-allowed", f"{change.operation} from {source or 'no goal'} to {target} is not allowed"
-        )
-    return row
+#: How a change of one operation from one phase (``None``: no current goal)
+#: is judged: the checks that name its goal, its row of ``TRANSITION_TABLE``
+#: (``None``: none) and the row's checks, as functions.
+_Plan = tuple[tuple[Check, ...], Transition | None, tuple[Check, ...]]
+#: The plans made so far, by (operation, phase before), each with the table
+#: it was read from.
+_PLANS: dict[tuple[GoalOperation, GoalPhase | None], tuple[object, _Plan]] = {}
+
+
+def _plan(operation: GoalOperation, source: GoalPhase | None) -> _Plan:
+    """The plan of a change of ``operation`` from ``source``, read from
+    ``TRANSITION_TABLE`` once per pair: looking a row's checks up by the row
+    costs more than the rest of a change."""
+    key = (operation, source)
+    found = _PLANS.get(key)
+    if found is not None and found[0] is TRANSITION_TABLE:
+        return found[1]
+    row = TRANSITION_TABLE.get(key)
+    plan = (_checks(_IDENTITY.get(operation, ("goal-ref",))), row, () if row is None else _checks(row_checks(row)))
+    _PLANS[key] = (TRANSITION_TABLE, plan)
+    return plan
+
+
+@functools.cache
+def _makers() -> tuple[Callable[..., GoalState], Callable[..., GoalRef]]:
+    # A state and a ref are made for every change a fold reads: without
+    # their __init__ (see kernel.payload.maker), which costs several times as much.
+    return maker(GoalState), maker(GoalRef)
 
 
 def apply_goal_change(state: GoalState, seq: int, at: int, change: GoalChange, rounds: int) -> GoalState:
@@ -329,18 +350,29 @@ def apply_goal_change(state: GoalState, seq: int, at: int, change: GoalChange, r
     positioned ``ReplayError`` for a bad change."""
     if isinstance(change, ClearChange):
         ctx: ChangeContext = (state, None, change, rounds, seq, at)
+        target = None
     else:
         ctx = (state, change, None, rounds, seq, at)
-    for check in _checks(_IDENTITY.get(change.operation, ("goal-ref",))):
+        target = change.goal.phase
+    current = state.current
+    source = None if current is None else current.phase
+    identity, row, checks = _plan(change.operation, source)
+    for check in identity:
         check(ctx)
-    for check in _checks(row_checks(_row(state, change, seq))):
+    if row is None or row.target != target:
+        raise ReplayError(
+            seq, "transition-not-allowed", f"{change.operation} from {source or 'no goal'} to {target} is not allowed"
+        )
+    for check in checks:
         check(ctx)
+    make_state, make_ref = _makers()
     if isinstance(change, ClearChange):
-        return GoalState(None, change.cleared, state.used_ids)
+        return make_state(None, change.cleared, state.used_ids)
     goal = change.snapshot
+    ref = make_ref(goal.id, goal.revision)
     if change.operation == "create":
-        return GoalState(goal, goal.ref, state.used_ids.with_id(goal.id))
-    return GoalState(goal, goal.ref, state.used_ids)
+        return make_state(goal, ref, state.used_ids.with_id(goal.id))
+    return make_state(goal, ref, state.used_ids)
 
 
 # --------------------------------------------------------------------------

@@ -4,14 +4,16 @@ session fold."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
+from types import MappingProxyType
 
 import pytest
 from hypothesis import event as record_event
 from hypothesis import given, settings
 
 from planfold.kernel.errors import ReplayError
+from planfold.kernel.goal import fold as goal_fold
 from planfold.kernel.goal.fold import (
     GOAL_REPLAY_RULES,
     GoalFold,
@@ -21,12 +23,17 @@ from planfold.kernel.goal.fold import (
     fold_goal,
     with_rounds,
 )
-from planfold.kernel.goal.ops import clear, complete, edit, pause
+from planfold.kernel.goal.ops import clear, complete, edit, pause, resume
 from planfold.kernel.goal.values import (
+    DISARMED,
+    TRANSITION_TABLE,
     BlockedReason,
+    GoalOperation,
+    GoalPhase,
     GoalRef,
     GoalSnapshot,
     SnapshotOperation,
+    Transition,
     clear_payload,
     snapshot_payload,
 )
@@ -550,3 +557,50 @@ def test_a_round_numbered_beyond_the_safe_integers_is_malformed_not_judged(field
     events = [*created(), Event(2, USER_MESSAGE, 20, {"text": "continue", "source": source})]
     position, rule, _ = refusal(events)
     assert (position, rule) == (2, "malformed-payload")
+
+
+# --------------------------------------------------------------------------
+# The transition table, as the fold reads it
+
+
+_Key = tuple[GoalOperation, GoalPhase | None]
+
+
+class CountingTable(Mapping[_Key, Transition]):
+    """A transition table that records every row asked of it."""
+
+    def __init__(self, table: Mapping[_Key, Transition]) -> None:
+        self.table = table
+        self.reads: list[_Key] = []
+
+    def __getitem__(self, key: _Key) -> Transition:
+        self.reads.append(key)
+        return self.table[key]
+
+    def __iter__(self) -> Iterator[_Key]:
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+
+def test_the_fold_reads_the_transition_table_once_per_operation_and_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    log = goal_in("active", max_rounds=9)
+    for _ in range(3):
+        log.run(pause, log.ref, actor="user")
+        log.run(resume, log.ref, DISARMED, actor="user")
+    expected = fold_goal(log.events)
+    table = CountingTable(TRANSITION_TABLE)
+    monkeypatch.setattr(goal_fold, "TRANSITION_TABLE", table)
+    assert fold_goal(log.events) == expected
+    assert sorted(table.reads, key=repr) == [("create", None), ("pause", "active"), ("resume", "paused")]
+
+
+def test_the_fold_follows_a_transition_table_replaced_after_it_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    log = goal_in("paused")
+    assert fold_goal(log.events).current == log.goal
+    without = MappingProxyType({key: row for key, row in TRANSITION_TABLE.items() if key != ("pause", "active")})
+    monkeypatch.setattr(goal_fold, "TRANSITION_TABLE", without)
+    with pytest.raises(ReplayError) as caught:
+        fold_goal(log.events)
+    assert (caught.value.position, caught.value.rule) == (2, "transition-not-allowed")
