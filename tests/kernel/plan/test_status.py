@@ -138,6 +138,14 @@ def test_a_content_action_missing_any_one_part_cannot_be_written(act: PlanAction
     assert str(info.value) == f"a {act.action} action needs spec, summary and summary_source"
 
 
+@pytest.mark.parametrize("act", [PlanAction("approve", "p", 1), PlanAction("reject", "p", 1, note="why")])
+def test_an_action_missing_its_one_needed_field_names_that_field_alone(act: PlanAction) -> None:
+    # A reject's note may be null: it is never named as needed.
+    with pytest.raises(ValueError) as info:
+        plan_action_payload(act)
+    assert str(info.value) == f"a {act.action} action needs spec_hash"
+
+
 @pytest.mark.parametrize(
     "act",
     [
@@ -313,6 +321,17 @@ def replay_refusal(s: Session, payload: dict[str, Any]) -> tuple[int, str, str]:
         apply_plan_event(s.state.plan, event, s.state.plan_mode)
     assert info.value.position == event.seq
     return info.value.position, info.value.rule, info.value.detail
+
+
+def test_starting_an_approved_plan_keeps_its_approval_and_superseding_it_voids_the_approval() -> None:
+    s = drafted()
+    s.add(approve_event(s.state, current_ref(s), s.at()))
+    ref = current_ref(s)
+    s.mode(False)
+    s.add(start_event(s.state, ref, s.at()))
+    assert (s.state.plan.status, s.state.plan.approval) == ("executing", ref)
+    s.add(supersede_event(s.state, s.at()))
+    assert (s.state.plan.status, s.state.plan.approval) == ("superseded", None)
 
 
 def test_a_reused_plan_id_is_named_in_the_refusal() -> None:
