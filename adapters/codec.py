@@ -41,7 +41,7 @@ from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError, Snaps
 from planfold.adapters.typed import decoder
 from planfold.kernel.errors import ReplayError
 from planfold.kernel.log import KNOWN_KINDS, Event
-from planfold.kernel.payload import JSONObject
+from planfold.kernel.payload import JSONObject, maker
 from planfold.kernel.session import Row, SessionState, apply_session_event
 
 __all__ = [
@@ -324,6 +324,10 @@ def _check_envelope_storable(event: object) -> Event:
     return event
 
 
+#: ``Event(...)`` without its ``__init__`` (``kernel.payload.maker``): one per appended event.
+_EVENT: Callable[..., Event] = maker(Event)
+
+
 def stored_events(events: Sequence[Event]) -> tuple[tuple[Event, ...], tuple[str, ...]]:
     """``stored_event`` of every event: the canonical events and, in the same
     order, the payload texts a store keeps for them; the same ``CodecError``s."""
@@ -351,7 +355,7 @@ def stored_event(event: Event) -> tuple[Event, str]:
     # floats keep their value, the nesting stays the same), so the decoded
     # payload is not walked a second time; and they are what encoding the
     # decoded payload again would give, so they are stored as they are.
-    return Event(event.seq, event.kind, event.at, _PAYLOAD.decode(data)), data.decode()
+    return _EVENT(event.seq, event.kind, event.at, _PAYLOAD.decode(data)), data.decode()
 
 
 class _Record(msgspec.Struct, forbid_unknown_fields=True):

@@ -123,6 +123,7 @@ from planfold.adapters.store.projection import (
 from planfold.adapters.store.snapshot import SnapshotParts
 from planfold.kernel.errors import ConflictError
 from planfold.kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
+from planfold.kernel.payload import maker
 from planfold.kernel.session import SessionState, fold_rows
 
 __all__ = [
@@ -167,6 +168,8 @@ class _Memo(NamedTuple):
     def holds(self, fold_format: str, fold_state: str, last_seq: int) -> bool:
         """Whether the stored snapshot is this very text at ``last_seq``."""
         return self.fold_state == fold_state and self.fold_format == fold_format and self.state.last_seq == last_seq
+#: ``AppendResult(...)`` without its ``__init__`` (``kernel.payload.maker``): one per append.
+_RESULT: Callable[..., AppendResult] = maker(AppendResult)
 #: Events per read transaction of ``LogStore.scan``.
 SCAN_PAGE = 5_000
 
@@ -393,7 +396,7 @@ class LogStore:
         view = backend.append_decided(decided)
         if view is None:
             self._remember(sid, _Memo(fold_format, fold_state, new_state, parts, projection))
-            return AppendResult(sid, p.events[0].seq, p.events[-1].seq)
+            return _RESULT(sid, p.events[0].seq, p.events[-1].seq, False)
         answer = _answered(p, lease, view)
         if answer is not None:
             return answer
@@ -404,9 +407,10 @@ class LogStore:
     def _append(self, tx: Transaction, p: PreparedAppend, lease: Lease | None) -> AppendResult:
         sid = p.session_id
         view = tx.append_view(sid, p.key)
-        answer = _answered(p, lease, view)
-        if answer is not None:
-            return answer
+        if p.key is not None or view.head != p.expected_seq or lease is not None:  # else nothing to answer
+            answer = _answered(p, lease, view)
+            if answer is not None:
+                return answer
         memo = self._memo.get(sid)
         if not view.has_row:
             state = None
@@ -422,7 +426,8 @@ class LogStore:
         if created:
             state = knowing_goal_ids(state, tx.used_goal_ids(sid, [goal_id for goal_id, _ in created]))
         new_state = fold_new_events(sid, state, p.events)
-        _check_round(p, lease, view)
+        if view.lease is not None:  # no lease, nothing it could hold
+            _check_round(p, lease, view)
         # Every check is behind us: from here on only writes.
         if lease is not None:
             tx.write_lease(replace(lease, expires_at=view.now + lease.ttl_ms))
@@ -443,7 +448,7 @@ class LogStore:
         first, last = events[0].seq, events[-1].seq
         if p.key is not None:
             tx.insert_key(sid, p.key, p.request_hash, first, last)
-        return AppendResult(sid, first, last)
+        return _RESULT(sid, first, last, False)
 
     def _resume(self, sid: str, fold_format: str, fold_state: str, last_seq: int) -> SessionState | None:
         """``resume_state``, answered from the memo when the stored text is the

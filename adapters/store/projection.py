@@ -26,6 +26,7 @@ existed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import msgspec
@@ -33,6 +34,7 @@ import msgspec
 from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
 from planfold.kernel.goal.values import GoalSnapshot
 from planfold.kernel.idset import IdSet
+from planfold.kernel.payload import maker
 from planfold.kernel.plan.artifact import PlanArtifact
 from planfold.kernel.plan.spec_json import spec_to_json, summary_to_json
 from planfold.kernel.session import REDUCERS, SessionState
@@ -70,6 +72,10 @@ class Projection:
     goal_json: str = ""
 
 
+#: ``Projection(...)`` without its ``__init__`` (``kernel.payload.maker``): one per append.
+_PROJECTION: Callable[..., Projection] = maker(Projection)
+
+
 def plan_json(artifact: PlanArtifact | None) -> str:
     """The stored form of the current plan (spec and summary in the kernel's
     own JSON forms), ``""`` for none."""
@@ -100,13 +106,13 @@ def goal_json(goal: GoalSnapshot | None) -> str:
 def project(state: SessionState) -> Projection:
     """The session row that ``state`` determines (the only place it is derived)."""
     artifact = state.plan.current
-    return Projection(
-        last_seq=state.last_seq,
-        agent_mode=state.agent_mode,
-        plan_mode=state.plan_mode,
-        current_plan_json=plan_json(artifact),
-        current_plan_summary_json=summary_json(artifact),
-        goal_json=goal_json(state.goal.current),
+    return _PROJECTION(
+        state.last_seq,
+        state.agent_mode,
+        state.plan_mode,
+        plan_json(artifact),
+        summary_json(artifact),
+        goal_json(state.goal.current),
     )
 
 
@@ -124,7 +130,7 @@ def project_reusing(state: SessionState, previous: SessionState, projection: Pro
     else:
         plan, summary = plan_json(artifact), summary_json(artifact)
     current_goal = projection.goal_json if goal is previous.goal.current else goal_json(goal)
-    return Projection(state.last_seq, state.agent_mode, state.plan_mode, plan, summary, current_goal)
+    return _PROJECTION(state.last_seq, state.agent_mode, state.plan_mode, plan, summary, current_goal)
 
 
 def _build_snapshot_codec() -> SnapshotCodec[SessionState] | None:
