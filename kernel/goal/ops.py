@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ..errors import GoalError, Problem, ReplayError
+from ..errors import GoalError, ReplayError
 from ..log import GOAL_CHANGE, Draft
 from ..payload import MAX_SAFE_INTEGER, object_of, read_problems
 from .fold import GoalState, apply_goal_change
@@ -207,18 +207,17 @@ def _max_rounds(value: object, operation: GoalOperation, state: GoalState) -> in
 def _reason(value: object, state: GoalState) -> BlockedReason:
     # The message trimmed, then the reason's own rules (kebab-case code,
     # non-blank message) as the log states them.
-    reason: BlockedReason | None = None
-    problems: tuple[Problem, ...] = ()
     if isinstance(value, BlockedReason) and isinstance(value.message, str):
+        reason: BlockedReason
         reason, problems = read_problems(BlockedReason, {"code": value.code, "message": value.message.strip()})
-    if reason is None or problems:
-        raise _error(
-            "invalid-block-reason",
-            "a block needs a reason with a kebab-case code and a non-empty message",
-            "block",
-            state,
-        )
-    return reason
+        if not problems:
+            return reason
+    raise _error(
+        "invalid-block-reason",
+        "a block needs a reason with a kebab-case code and a non-empty message",
+        "block",
+        state,
+    )
 
 
 def _current(state: GoalState, ref: GoalRef, operation: GoalOperation) -> GoalSnapshot:

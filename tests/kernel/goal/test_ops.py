@@ -271,6 +271,7 @@ def test_error_invalid_max_rounds_on_create_and_edit(cap: object) -> None:
         BlockedReason("double--dash", "why"),
         BlockedReason("needs-input", ""),
         BlockedReason("needs-input", "  \n "),
+        BlockedReason("needs-input", cast(str, 5)),
         "needs-input",
     ],
 )
@@ -293,7 +294,7 @@ def test_a_stale_or_foreign_ref_is_refused_as_replay_spells_it_and_names_the_cur
     log = goal_in("active")
     with pytest.raises(GoalOperationError) as info:
         log.run(complete, ref, actor="user")
-    assert info.value.code == code
+    assert info.value.code == code and info.value.operation == "complete"
     assert info.value.current == GoalRef("g1", 1)
     assert "g1" in str(info.value)
 
