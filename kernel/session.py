@@ -70,7 +70,7 @@ from .log import (
     close_turn,
     open_turn,
 )
-from .payload import Unreadable, object_of, reader_of, shape_of
+from .payload import Unreadable, maker, object_of, reader_of, shape_of
 from .phase import AgentMode
 from .plan.artifact import PlanState
 from .plan.mode import PlanModePayload
@@ -129,7 +129,12 @@ class _Working:
         self.plan = state.plan
 
     def state(self, last: Event | None) -> SessionState:
-        return SessionState(last, self.turns, self.plan_mode, with_rounds(self.goal, self.rounds), self.plan)
+        # Made without __init__ (kernel.payload.maker): an append folds its
+        # events in one call, so this and the last event are made per append.
+        made: SessionState = maker(SessionState)(
+            last, self.turns, self.plan_mode, with_rounds(self.goal, self.rounds), self.plan
+        )
+        return made
 
 
 def _rounds_of(goal: GoalState) -> int:
@@ -246,7 +251,7 @@ def fold_rows(state: SessionState, rows: Iterable[Row]) -> SessionState:
         last_seq, last_at = seq, at
     if row is not None:
         seq, kind, at, payload = row
-        last = Event(seq, kind, at, payload if isinstance(payload, Mapping) else object_of(payload))
+        last = maker(Event)(seq, kind, at, payload if isinstance(payload, Mapping) else object_of(payload))
     return work.state(last)
 
 

@@ -410,8 +410,9 @@ def with_rounds(state: GoalState, rounds_started: int) -> GoalState:
     goal = state.current
     if goal is None or goal.rounds_started == rounds_started:
         return state
-    # The constructors, not dataclasses.replace: rounds are most of a goal log.
-    snapshot = GoalSnapshot(
+    # Made without __init__ (kernel.payload.maker), not with dataclasses.replace:
+    # rounds are most of a goal log, and an append of one folds it in one call.
+    snapshot = maker(GoalSnapshot)(
         goal.id,
         goal.objective,
         goal.phase,
@@ -422,7 +423,8 @@ def with_rounds(state: GoalState, rounds_started: int) -> GoalState:
         goal.created_at,
         goal.updated_at,
     )
-    return GoalState(snapshot, state.last_ref, state.used_ids)
+    made: GoalState = maker(GoalState)(snapshot, state.last_ref, state.used_ids)
+    return made
 
 
 def apply_goal_event(state: GoalState, event: Event) -> GoalState:
