@@ -83,15 +83,14 @@ class ConnectionKeeper:
         """How many connections inherited over a fork were set aside."""
         return len(self._set_aside)
 
-    def _locked(self) -> threading.RLock:
-        if os.getpid() != self._pid:
+    def _locked(self, pid: int) -> threading.RLock:
+        if pid != self._pid:
             self._lock = threading.RLock()
         return self._lock
 
-    def _connection(self) -> Connection:
+    def _connection(self, pid: int) -> Connection:
         if self._closed:
             raise StoreClosedError()
-        pid = os.getpid()
         if self._conn is not None and pid != self._pid:
             self._set_aside.append(self._conn)
             self._conn = None
@@ -126,13 +125,15 @@ class ConnectionKeeper:
 
     def open(self) -> None:
         """Open the connection now (so opening errors surface at once)."""
-        with self._locked():
-            self._connection()
+        pid = os.getpid()
+        with self._locked(pid):
+            self._connection(pid)
 
     def run(self, operation: str, begin: str, body: Callable[[Connection], T]) -> T:
         """``begin``; ``body(conn)``; ``COMMIT``, rolled back on any exception."""
-        with self._locked():
-            conn = self._connection()
+        pid = os.getpid()  # once: it is a system call
+        with self._locked(pid):
+            conn = self._connection(pid)
             committing = False
             try:
                 conn.execute(begin)
@@ -149,8 +150,9 @@ class ConnectionKeeper:
 
     def direct(self, operation: str, body: Callable[[Connection], T]) -> T:
         """``body(conn)`` outside any transaction (for pragmas that refuse one)."""
-        with self._locked():
-            conn = self._connection()
+        pid = os.getpid()  # once: it is a system call
+        with self._locked(pid):
+            conn = self._connection(pid)
             try:
                 return body(conn)
             except sqlite3.Error as exc:
@@ -159,7 +161,7 @@ class ConnectionKeeper:
 
     def close(self) -> None:
         """Close the connection; later calls raise ``StoreClosedError``. Idempotent."""
-        with self._locked():
+        with self._locked(os.getpid()):
             self._closed = True
             if self._conn is not None and os.getpid() == self._pid:
                 self._drop(self._conn)
