@@ -159,40 +159,58 @@ def _json_problem(value: object, where: str) -> str | None:
     return None
 
 
-def _all_exact(item: dict[Any, Any] | list[Any], depth: int) -> bool:
-    """True when ``item``, a dict or a list at ``depth``, is made of nothing
-    but dicts with string keys, lists, strings, integers, booleans, None and
-    finite floats, each of exactly that type, within ``MAX_DEPTH``: JSON that
-    ``_json_problem`` would accept too, found without building its entries.
-    False means only that this quick look cannot tell (a subclass, a tuple, a
-    read-only mapping); ``_json_problem`` then decides."""
+def _exact_copy(item: dict[Any, Any] | list[Any], depth: int) -> dict[str, Any] | list[Any] | None:
+    """A copy of ``item``, a dict or a list at ``depth``, when it is made of
+    nothing but dicts with string keys, lists, strings, integers, booleans,
+    None and finite floats, each of exactly that type, within ``MAX_DEPTH``:
+    JSON that ``_json_problem`` would accept too, found without building its
+    entries, and copied container by container (what decoding its encoding
+    would give: the same keys in the same order, values of the same types).
+    ``None`` means only that this quick look cannot tell (a subclass, a
+    tuple, a read-only mapping); ``_json_problem`` then decides."""
     if depth >= MAX_DEPTH:
-        return False
+        return None
+    nested: dict[Any, Any] | None = None
     if type(item) is dict:
         for key, child in item.items():
             if type(key) is not str:
-                return False
+                return None
             kind = type(child)
             if kind in _EXACT_SCALARS:
                 continue
             if kind is dict or kind is list:
-                if _all_exact(child, depth + 1):
-                    continue
-                return False
+                inner = _exact_copy(child, depth + 1)
+                if inner is None:
+                    return None
+                if nested is None:
+                    nested = {}
+                nested[key] = inner
+                continue
             if kind is not float or child - child != 0.0:  # nonzero (nan) only for inf and nan
-                return False
-        return True
-    for child in item:
+                return None
+        copy = dict(item)
+        if nested is not None:
+            copy.update(nested)  # an existing key keeps its place
+        return copy
+    for index, child in enumerate(item):
         kind = type(child)
         if kind in _EXACT_SCALARS:
             continue
         if kind is dict or kind is list:
-            if _all_exact(child, depth + 1):
-                continue
-            return False
+            inner = _exact_copy(child, depth + 1)
+            if inner is None:
+                return None
+            if nested is None:
+                nested = {}
+            nested[index] = inner
+            continue
         if kind is not float or child - child != 0.0:
-            return False
-    return True
+            return None
+    listed = list(item)
+    if nested is not None:
+        for index, inner in nested.items():
+            listed[index] = inner
+    return listed
 
 
 #: The types of the JSON scalars that are always exact (a float may not be).
@@ -225,10 +243,15 @@ SORTED_JSON_ENCODER = msgspec.json.Encoder(enc_hook=_plain, order="sorted")
 
 def encode_payload(payload: JSONObject) -> bytes:
     """Compact JSON bytes of a payload object; ``CodecError`` if it is not JSON."""
-    if type(payload) is not dict or not _all_exact(payload, 0):
+    if type(payload) is not dict or _exact_copy(payload, 0) is None:
         if not isinstance(payload, Mapping):
             raise CodecError("a payload must be a JSON object", code="payload-not-json")
         check_json(payload)
+    return _encoded(payload)
+
+
+def _encoded(payload: JSONObject) -> bytes:
+    """``payload``, JSON already, encoded; ``CodecError`` for text that is not Unicode."""
     try:
         return JSON_ENCODER.encode(payload)
     except UnicodeEncodeError as exc:
@@ -350,12 +373,19 @@ def stored_event(event: Event) -> tuple[Event, str]:
     (the compact JSON that decodes to the canonical payload); the same
     ``CodecError``s."""
     event = _check_envelope_storable(event)
-    data = encode_payload(event.payload)
-    # Bytes just encoded from checked JSON decode to checked JSON (finite
-    # floats keep their value, the nesting stays the same), so the decoded
-    # payload is not walked a second time; and they are what encoding the
-    # decoded payload again would give, so they are stored as they are.
-    return _EVENT(event.seq, event.kind, event.at, _PAYLOAD.decode(data)), data.decode()
+    payload = event.payload
+    canonical = _exact_copy(payload, 0) if type(payload) is dict else None
+    if canonical is not None:
+        # Plain JSON of exact types: its copy is what decoding its bytes gives.
+        data = _encoded(payload)
+    else:
+        data = encode_payload(payload)
+        # Bytes just encoded from checked JSON decode to checked JSON (finite
+        # floats keep their value, the nesting stays the same), so the decoded
+        # payload is not walked a second time; and they are what encoding the
+        # decoded payload again would give, so they are stored as they are.
+        canonical = _PAYLOAD.decode(data)
+    return _EVENT(event.seq, event.kind, event.at, canonical), data.decode()
 
 
 class _Record(msgspec.Struct, forbid_unknown_fields=True):

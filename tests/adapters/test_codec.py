@@ -293,6 +293,37 @@ def test_an_event_envelope_is_storable_exactly_when_each_of_its_parts_is(seq: An
         assert isinstance(result, tuple) and result[:2] == (CodecError, "event-not-storable")
 
 
+def containers(value: Any) -> list[int]:
+    """The ids of the dicts and lists inside ``value``, itself included."""
+    if isinstance(value, dict):
+        return [id(value), *(i for child in value.values() for i in containers(child))]
+    if isinstance(value, list):
+        return [id(value), *(i for child in value for i in containers(child))]
+    return []
+
+
+#: JSON in containers of every kind JSON allows (tuples, read-only mappings, subclasses).
+any_json = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3).map(MappingProxyType)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3).map(Table),
+    max_leaves=12,
+)
+
+
+@given(st.dictionaries(st.text(max_size=6), any_json, max_size=5))
+def test_a_canonical_payload_is_its_stored_text_decoded_and_shares_no_container_with_the_callers(
+    payload: dict[str, Any],
+) -> None:
+    event, text = stored_event(Event(1, "tool/call", 0, payload))
+    assert same_json(event.payload, msgspec.json.decode(text))
+    assert msgspec.json.encode(event.payload) == text.encode()  # every object's keys in the same order
+    assert not set(containers(event.payload)) & set(containers(payload))
+
+
 @given(payloads, st.integers(1, 2**62), st.integers(0, 2**62))
 def test_the_stored_text_is_the_canonical_payload_encoded_again(payload: dict[str, Any], seq: int, at: int) -> None:
     event, text = stored_event(Event(seq, "tool/call", at, payload))
