@@ -14,7 +14,8 @@ idempotency keys. ``goal_ids`` holds the goal ids each session has created
 
 An append is one ``BEGIN IMMEDIATE`` transaction, which takes the file's
 write lock before the append reads anything; a single statement
-(``APPEND_READ``) then reads what the append needs. Reads run in a ``BEGIN``
+(``APPEND_READ``, or ``APPEND_READ_NO_KEY`` for an append without an
+idempotency key) then reads what the append needs. Reads run in a ``BEGIN``
 transaction (one consistent view). Any exception rolls the transaction back;
 if even the rollback fails the connection is closed (SQLite then discards the
 transaction) and the next call opens a fresh one. Driver exceptions become
