@@ -110,9 +110,9 @@ class _SqliteTransaction:
         lease = None if holder is None else _lease(session_id, holder, token, expires_at, ttl)
         return AppendView(
             head if type(head) is int else _as_int(head),
-            bool(has_row),
-            str(fold_format),
-            str(fold_state),
+            has_row == 1,  # "s.id IS NOT NULL" is 1 or 0
+            fold_format if type(fold_format) is str else str(fold_format),
+            fold_state if type(fold_state) is str else str(fold_state),
             hit,
             lease,
             0 if lease is None else self.clock(),  # the clock matters only to a lease
@@ -175,8 +175,10 @@ class _SqliteTransaction:
         if not exists:
             times = (first_at, last_at) if sql.timed else ()
             self.conn.execute(sql.insert, (session_id, *values, *times, *sql.fill))
+        elif sql.timed:
+            self.conn.execute(sql.update, (*values, last_at, session_id))
         else:
-            self.conn.execute(sql.update, (*values, *((last_at,) if sql.timed else ()), session_id))
+            self.conn.execute(sql.update, (*values, session_id))
 
     def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
         self.conn.execute(
