@@ -36,10 +36,11 @@ SQL text to ``adapters.store.sqlite_sql``.
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from planfold.adapters.store.base import InvalidRequestError, Lease, SchemaTooNewError
 from planfold.adapters.store.engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
@@ -94,15 +95,22 @@ class _SqliteTransaction:
         self.conn = conn
         self.row_sql = row_sql
         self.clock = clock
+        #: Runs a statement whose result is read at once (or not at all): on a
+        #: plain connection through one cursor kept for it, which spares the
+        #: cursor every ``Connection.execute`` makes; on any other connection
+        #: (a test's wrapper) through its ``execute``.
+        self.run: Callable[[str, Any], sqlite3.Cursor] = (
+            conn.cursor().execute if type(conn) is sqlite3.Connection else conn.execute
+        )
 
     def append_view(self, session_id: str, key: str | None) -> AppendView:
         hit = None
         if key is None:
-            head, has_row, fold_format, fold_state, holder, token, expires_at, ttl = self.conn.execute(
+            head, has_row, fold_format, fold_state, holder, token, expires_at, ttl = self.run(
                 APPEND_READ_NO_KEY, (session_id,)
             ).fetchone()
         else:
-            row = self.conn.execute(APPEND_READ, (session_id, key)).fetchone()
+            row = self.run(APPEND_READ, (session_id, key)).fetchone()
             head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known = row[:8]
             holder, token, expires_at, ttl = row[8:]
             if known:
@@ -152,7 +160,7 @@ class _SqliteTransaction:
         multi-row ``INSERT`` does what ``executemany`` would, in fewer trips
         into SQLite."""
         if len(rows) == 1:
-            self.conn.execute(insert_events_sql(1), (session_id, *rows[0]))
+            self.run(insert_events_sql(1), (session_id, *rows[0]))
             return
         for start in range(0, len(rows), INSERT_ROWS):
             chunk = rows[start : start + INSERT_ROWS]
@@ -176,9 +184,9 @@ class _SqliteTransaction:
             times = (first_at, last_at) if sql.timed else ()
             self.conn.execute(sql.insert, (session_id, *values, *times, *sql.fill))
         elif sql.timed:
-            self.conn.execute(sql.update, (*values, last_at, session_id))
+            self.run(sql.update, (*values, last_at, session_id))
         else:
-            self.conn.execute(sql.update, (*values, session_id))
+            self.run(sql.update, (*values, session_id))
 
     def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
         self.conn.execute(

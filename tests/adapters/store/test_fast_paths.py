@@ -1,7 +1,9 @@
 """The stores' faster paths keep every promise of the slow ones.
 
 A large SQLite append inserts its events with several multi-row ``INSERT``s;
-a failure in any of them leaves nothing written. Loads fold rows as they are
+a failure in any of them leaves nothing written. An append reads and writes
+through one cursor kept per connection, and leaves no statement open behind
+it, whatever it answers. Loads fold rows as they are
 decoded, so a bad stored row still stops the fold at its position. A scan
 reads a log in pages (on every store) and gives what ``read`` gives.
 """
@@ -26,7 +28,7 @@ from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_conn import connect_sqlite
 from planfold.adapters.store.sqlite_schema import Connection
 from planfold.adapters.store.sqlite_sql import INSERT_ROWS
-from planfold.kernel.errors import ReplayError
+from planfold.kernel.errors import ConflictError, ReplayError
 from planfold.kernel.session import fold_session
 from tests.pg_cluster import Cluster
 
@@ -149,3 +151,26 @@ def test_a_scan_goes_on_into_what_was_appended_while_it_read(any_store: LogStore
 def test_a_scan_refuses_a_page_that_is_not_a_positive_count() -> None:
     with MemoryStore() as store, pytest.raises(InvalidRequestError, match="page"):
         store.scan("s", page=0)
+
+
+def test_an_append_leaves_no_read_open_whatever_it_answers(tmp_path: Path) -> None:
+    # A statement left open would hold a read of the file past the end of its
+    # transaction: another connection could then not checkpoint the whole log.
+    events = list(goal_events(4))
+    with SqliteStore(tmp_path / "open.db", synchronous="normal") as store:
+        other = sqlite3.connect(tmp_path / "open.db", isolation_level=None)
+
+        def busy() -> int:
+            return int(other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+
+        try:
+            store.append("s", 0, events[:2], "k")  # written
+            assert busy() == 0
+            assert store.append("s", 0, events[:2], "k").replayed  # answered from its key
+            assert busy() == 0
+            with pytest.raises(ConflictError):
+                store.append("s", 1, events[1:2])  # refused
+            assert busy() == 0
+            assert store.head("s") == 2 and store.audit("s").ok
+        finally:
+            other.close()
