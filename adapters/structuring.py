@@ -29,6 +29,12 @@ and errors are collected per field (``detailed_validation``);
 ``problems(exc, root)`` turns them into one sentence per problem, each with
 its path (``cattrs.transform_error``), e.g. ``script.steps[0].label: expected
 str, got int``.
+
+On the way out, a dataclass goes through a function made from cattrs's own
+(the same fields, keys and hooks) in which a field whose hook only checks its
+value is checked inline and an optional object goes straight to its class's
+hook (``_object_unstructure``): a hook is called only where it has work to do
+or an error to raise, and a snapshot encodes a few such objects per append.
 """
 
 from __future__ import annotations
