@@ -410,8 +410,8 @@ def _object_unstructure(cl: Any, conv: cattrs.Converter) -> UnstructureHook:
     if code is None or getattr(base, "overrides", None) or conv.omit_if_default or getattr(conv, "use_alias", False):
         return base
     handlers = dict(zip(code.co_varnames[1 : code.co_argcount], getattr(base, "__defaults__", None) or (), strict=True))
-    if not set(handlers) <= {f"__c_unstr_{name}" for name in names}:
-        return base
+    if set(handlers) != {f"__c_unstr_{name}" for name in names} or code.co_freevars:
+        return base  # every field's hook must be known, or the function is kept
     globs: dict[str, Any] = {}
     lines = []
     for index, name in enumerate(names):
