@@ -15,7 +15,13 @@ idempotency keys. ``goal_ids`` holds the goal ids each session has created
 An append is one ``BEGIN IMMEDIATE`` transaction, which takes the file's
 write lock before the append reads anything; a single statement
 (``APPEND_READ``, or ``APPEND_READ_NO_KEY`` for an append without an
-idempotency key) then reads what the append needs. Reads run in a ``BEGIN``
+idempotency key) then reads what the append needs. The connection keeps the
+view of each session it appended to without a key as the append left it,
+with the connection's ``PRAGMA data_version``, which SQLite changes exactly
+when another connection commits: while it has not changed, no one else has
+written the file, and the next append without a key to such a session takes
+its view from there instead of reading it (any other write, and any failure,
+forgets every view kept). Reads run in a ``BEGIN``
 transaction (one consistent view). Any exception rolls the transaction back;
 if even the rollback fails the connection is closed (SQLite then discards the
 transaction) and the next call opens a fresh one. Driver exceptions become
@@ -74,6 +80,9 @@ __all__ = ["SqliteBackend", "SqliteStore", "Synchronous", "connect_sqlite"]
 T = TypeVar("T")
 Synchronous = Literal["full", "normal"]
 
+#: Sessions whose view after their last append a connection keeps (the oldest dropped).
+_VIEWS = 64
+
 
 def _as_int(value: object) -> int:
     """A stored integer; -1 stands for anything else (only a hand-edited file
@@ -102,10 +111,63 @@ class _SqliteTransaction:
         self.run: Callable[[str, Any], sqlite3.Cursor] = (
             conn.cursor().execute if type(conn) is sqlite3.Connection else conn.execute
         )
+        #: The view of each session right after this connection last appended
+        #: to it without a key, and the connection's ``data_version`` then
+        #: (see ``append_view``).
+        self.views: dict[str, AppendView] = {}
+        self.views_version: int | None = None
+        #: What the current transaction read and wrote: the session of its
+        #: append, the ``data_version`` it read, the lease it read and the one
+        #: it wrote, and the view of its session once it commits.
+        self.session: str | None = None
+        self.version: int | None = None
+        self.lease_read: Lease | None = None
+        self.lease_written: Lease | None = None
+        self.pending: tuple[str, AppendView] | None = None
+
+    def begin(self) -> None:
+        """A transaction starts on this connection."""
+        self.session = self.version = self.lease_read = self.lease_written = self.pending = None
+
+    def committed(self, appended: bool) -> None:
+        """The transaction committed: an append without a key leaves the view
+        of its session known, any other append leaves that view unknown, and
+        any other write may have changed a lease, so every view is forgotten."""
+        if not appended:
+            self.forget()
+            return
+        pending, version = self.pending, self.version
+        if pending is None or version is None:
+            if self.session is not None:
+                self.views.pop(self.session, None)
+            return
+        if version != self.views_version:
+            self.views = {}
+            self.views_version = version
+        views = self.views
+        views.pop(pending[0], None)
+        views[pending[0]] = pending[1]
+        if len(views) > _VIEWS:
+            del views[next(iter(views))]
+
+    def forget(self) -> None:
+        """Nothing this connection knows of the file is to be trusted any more."""
+        self.views = {}
+        self.views_version = None
 
     def append_view(self, session_id: str, key: str | None) -> AppendView:
         hit = None
+        self.session = session_id
         if key is None:
+            # SQLite's data_version changes exactly when another connection
+            # commits: while it has not, the file holds what this connection
+            # last wrote, and the view of a session it appended to without a
+            # key is known without reading it (the lease clock is read anew).
+            version = self.version = self.run("PRAGMA data_version", ()).fetchone()[0]
+            known = self.views.get(session_id) if version == self.views_version else None
+            if known is not None:
+                self.lease_read = known.lease
+                return known if known.lease is None else known._replace(now=self.clock())
             head, has_row, fold_format, fold_state, holder, token, expires_at, ttl = self.run(
                 APPEND_READ_NO_KEY, (session_id,)
             ).fetchone()
@@ -115,7 +177,7 @@ class _SqliteTransaction:
             holder, token, expires_at, ttl = row[8:]
             if known:
                 hit = KnownKey(str(known_hash), _as_int(known_first), _as_int(known_last))
-        lease = None if holder is None else _lease(session_id, holder, token, expires_at, ttl)
+        lease = self.lease_read = None if holder is None else _lease(session_id, holder, token, expires_at, ttl)
         return AppendView(
             head if type(head) is int else _as_int(head),
             has_row == 1,  # "s.id IS NOT NULL" is 1 or 0
@@ -187,6 +249,9 @@ class _SqliteTransaction:
             self.run(sql.update, (*values, last_at, session_id))
         else:
             self.run(sql.update, (*values, session_id))
+        if self.version is not None:  # an append without a key: its view once it commits
+            lease = self.lease_written or self.lease_read
+            self.pending = (session_id, AppendView(proj.last_seq, True, row.fold_format, row.fold_state, None, lease))
 
     def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
         self.conn.execute(
@@ -214,6 +279,7 @@ class _SqliteTransaction:
         self.conn.execute(
             UPSERT_LEASE, (lease.session_id, lease.holder, lease.token, lease.expires_at, lease.ttl_ms)
         )
+        self.lease_written = lease
 
 
 class _PollingWatch:
@@ -279,14 +345,27 @@ class SqliteBackend:
         self._row_sql = row_sql(columns(conn, "sessions"))
 
     def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
-        begin = "BEGIN IMMEDIATE" if write else "BEGIN"
-        return self.connections.run(operation, begin, lambda conn: body(self._transaction(conn)))
+        if not write:
+            return self.connections.run(operation, "BEGIN", lambda conn: body(self._transaction(conn)))
+        try:
+            result = self.connections.run(operation, "BEGIN IMMEDIATE", lambda conn: body(self._transaction(conn)))
+        except BaseException:
+            # It may have committed (an unknown outcome) or not: what the
+            # connection kept of the file is not to be trusted either way.
+            if self._tx is not None:
+                self._tx.forget()
+            raise
+        if self._tx is not None:
+            self._tx.committed(operation == "append")
+        return result
 
     def _transaction(self, conn: Connection) -> _SqliteTransaction:
-        """The rows on ``conn`` (one object per connection: it holds nothing else)."""
+        """The rows on ``conn`` (one object per connection, which keeps what
+        this connection wrote: see ``_SqliteTransaction.append_view``)."""
         tx = self._tx
         if tx is None or tx.conn is not conn:
             tx = self._tx = _SqliteTransaction(conn, self._row_sql, self.clock)
+        tx.begin()
         return tx
 
     @contextmanager

@@ -3,7 +3,10 @@
 A large SQLite append inserts its events with several multi-row ``INSERT``s;
 a failure in any of them leaves nothing written. An append reads and writes
 through one cursor kept per connection, and leaves no statement open behind
-it, whatever it answers. Loads fold rows as they are
+it, whatever it answers. An append without a key to a session the connection
+appended to last takes the session's view from what it wrote while no other
+connection has committed anything (SQLite's data_version), and reads it
+again otherwise, and after any other write. Loads fold rows as they are
 decoded, so a bad stored row still stops the fold at its position. A scan
 reads a log in pages (on every store) and gives what ``read`` gives.
 """
@@ -20,7 +23,8 @@ import pytest
 
 from benchmarks.workloads import goal_events, session_events
 from planfold.adapters.codec import canonical_event
-from planfold.adapters.store.base import InvalidRequestError, StorageError
+from planfold.adapters.store.base import InvalidRequestError, LeaseHeldError, LeaseLostError, StorageError
+from planfold.adapters.store.contract import ManualClock
 from planfold.adapters.store.engine import LogStore
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
@@ -174,3 +178,50 @@ def test_an_append_leaves_no_read_open_whatever_it_answers(tmp_path: Path) -> No
             assert store.head("s") == 2 and store.audit("s").ok
         finally:
             other.close()
+
+
+def test_an_append_reads_the_session_again_once_another_connection_has_written(tmp_path: Path) -> None:
+    events = list(goal_events(8))
+    path = tmp_path / "two.db"
+    with SqliteStore(path, synchronous="normal") as first, SqliteStore(path, synchronous="normal") as second:
+        first.append("s", 0, events[:2])
+        first.append("s", 2, events[2:3])  # the view of "s" is now known to this connection
+        second.append("s", 3, events[3:4])
+        with pytest.raises(ConflictError) as refused:
+            first.append("s", 3, events[3:4])
+        assert refused.value.actual_seq == 4
+        first.append("s", 4, events[4:5])
+        other = sqlite3.connect(path, isolation_level=None)  # a hand edit: one more event, nothing else
+        try:
+            row = other.execute("SELECT kind, at, payload FROM events WHERE session_id = 's' AND seq = 5").fetchone()
+            other.execute("INSERT INTO events VALUES ('s', 6, ?, ?, ?)", (row[0], row[1], row[2]))
+        finally:
+            other.close()
+        with pytest.raises(ConflictError):
+            first.append("s", 5, events[5:6])
+
+
+def test_an_append_sees_a_lease_the_same_store_granted_after_its_last_append(tmp_path: Path) -> None:
+    events = list(goal_events(8))  # a create, then rounds (seq 2, 3, 4)
+    with SqliteStore(tmp_path / "lease.db", synchronous="normal") as store:
+        store.append("s", 0, events[:2])
+        store.append("s", 2, events[2:3])
+        store.acquire_lease("s", "another host", 60_000)
+        with pytest.raises(LeaseHeldError):
+            store.append("s", 3, events[3:4])  # a round, unfenced, while another holds the lease
+
+
+def test_an_append_sees_the_lease_its_last_fenced_append_extended(tmp_path: Path) -> None:
+    clock = ManualClock()
+    events = list(goal_events(8))
+    with SqliteStore(tmp_path / "fenced.db", synchronous="normal", clock=clock) as store:
+        store.append("s", 0, events[:1])
+        lease = store.acquire_lease("s", "this host", 1_000)
+        store.append("s", 1, events[1:2], lease=lease)
+        clock.advance(800)
+        store.append("s", 2, events[2:3], lease=lease)  # extended to 1,800 ms from the grant
+        clock.advance(800)
+        store.append("s", 3, events[3:4], lease=lease)  # past the grant's own expiry, within the extension
+        clock.advance(1_100)
+        with pytest.raises(LeaseLostError):
+            store.append("s", 4, events[4:5], lease=lease)
