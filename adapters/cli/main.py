@@ -56,6 +56,7 @@ from planfold.adapters.cli.demo import command_name, run_demo
 from planfold.adapters.cli.describe import goal_text, plan_text, shown, summarize
 from planfold.adapters.cli.inputs import CliError, Source, open_database, read_source, same_file
 from planfold.adapters.cli.progress import Progress
+from planfold.adapters.cli.spill import SpillingFold
 from planfold.adapters.codec import CodecError, encode_jsonl, read_session_jsonl
 from planfold.adapters.llm.model import RetryBudget
 from planfold.adapters.llm.openai import OpenAIClient, RetryPolicy
@@ -70,7 +71,7 @@ from planfold.adapters.store.base import Store, check_session_id, import_session
 from planfold.adapters.store.opener import is_postgres_url
 from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError
 from planfold.kernel.log import Event
-from planfold.kernel.session import SessionState, apply_session_event
+from planfold.kernel.session import SessionState
 
 __all__ = ["EXIT_STATUS", "main"]
 
@@ -154,26 +155,28 @@ def fold_checked(
 ) -> Checked:
     """Fold ``(line, event)`` pairs strictly, one at a time as they are read,
     stopping at the first bad one (a malformed record of a JSON Lines log, or
-    a stored payload that does not decode, included). Progress counts events
-    of ``total``, or, with ``done``, what ``done(events folded)`` says (the
-    bytes of a log read so far)."""
+    a stored payload that does not decode, included), with the goal ids the
+    log has used kept off the states (``SpillingFold``: memory that does not
+    grow with them). Progress counts events of ``total``, or, with ``done``,
+    what ``done(events folded)`` says (the bytes of a log read so far)."""
     state = SessionState()
     count = 0
     progress.start(total, session, unit="events" if done is None else "bytes")
-    try:
-        for line, event in events:
-            try:
-                state = apply_session_event(state, event)
-            except ReplayError as exc:
-                return Checked(session, count, state, _from_replay(exc, line))
-            count += 1
-            progress.update(count if done is None else done(count), events=count)
-    except MalformedRecordError as exc:
-        return Checked(session, count, state, Problem(exc.seq, exc.line, "malformed-record", exc.detail))
-    except ReplayError as exc:  # a stored payload that does not decode
-        return Checked(session, count, state, _from_replay(exc))
-    finally:
-        progress.finish()
+    with SpillingFold() as fold:
+        try:
+            for line, event in events:
+                try:
+                    state = fold.fold(state, event)
+                except ReplayError as exc:
+                    return Checked(session, count, state, _from_replay(exc, line))
+                count += 1
+                progress.update(count if done is None else done(count), events=count)
+        except MalformedRecordError as exc:
+            return Checked(session, count, state, Problem(exc.seq, exc.line, "malformed-record", exc.detail))
+        except ReplayError as exc:  # a stored payload that does not decode
+            return Checked(session, count, state, _from_replay(exc))
+        finally:
+            progress.finish()
     return Checked(session, count, state)
 
 
