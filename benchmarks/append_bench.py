@@ -8,10 +8,11 @@ strict fold of the event onto the stored snapshot, event row, projection row
 and snapshot, one ``BEGIN IMMEDIATE`` transaction), the hand-written
 ``RawLog`` (the same shape: read of the session row, insert, upsert; nothing
 checked), eventsourcing (one ``save`` per event) and LangGraph's SQLite
-checkpointer (one ``put`` per step, see ``benchmarks.lg_baseline``). They
-take turns in rounds, each appending the next slice of the same goal log to
-its own file, so a burst of load elsewhere on the machine hits all of them;
-each ratio is the median of the rounds' own ratios, and their range is its
+checkpointer (one ``put`` per step, see ``benchmarks.lg_baseline``), each
+to its own file. They take turns event by event (``harness.taking_turns``,
+the order rotating), so a slow ``fsync`` or a burst of load elsewhere on the
+machine falls on all of them alike; the events are cut into rounds, each
+ratio is the median of the rounds' own ratios, and their range is its
 spread. Raw sqlite3 over eventsourcing is reported too: it is the most any
 store doing the same commits could reach against eventsourcing. The same
 comparison with ``synchronous=NORMAL`` (no fsync per commit) shows what the
@@ -42,7 +43,18 @@ from pathlib import Path
 
 from benchmarks.baselines import RawLog
 from benchmarks.es_baseline import MISSING, EsLog, load_eventsourcing
-from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, median, ratio, stopwatch, throughput
+from benchmarks.harness import (
+    FamilyResult,
+    Measurement,
+    Ratio,
+    Scale,
+    batched,
+    median,
+    ratio,
+    stopwatch,
+    taking_turns,
+    throughput,
+)
 from benchmarks.lg_baseline import LG_MISSING, LgLog, load_langgraph
 from benchmarks.logs import SESSION as LOG_SESSION
 from benchmarks.logs import stored_log
@@ -58,25 +70,6 @@ GROWTH = "append-growth"
 GROUP = "group-append"
 
 Appender = Callable[[Event], None]
-
-
-def _rounds(
-    systems: dict[str, Appender], events: list[Event], rounds: int, clock: Callable[[], float] = time.perf_counter
-) -> dict[str, list[float]]:
-    """Feed each system its slice of ``events`` round by round; events per
-    second of ``clock`` (wall time by default) per round."""
-    per_round = max(1, len(events) // rounds)
-    samples: dict[str, list[float]] = {name: [] for name in systems}
-    for index in range(rounds):
-        chunk = events[index * per_round : (index + 1) * per_round]
-        if not chunk:
-            break
-        for name, append in systems.items():
-            start = clock()
-            for event in chunk:
-                append(event)
-            samples[name].append(throughput(len(chunk), clock() - start))
-    return samples
 
 
 def _planfold_appender(store: SqliteStore) -> Appender:
@@ -127,7 +120,7 @@ def run_durable_append(scale: Scale, workdir: Path) -> FamilyResult:
             notes.append(f"LangGraph {lg_lib.version if lg_lib else ''}: journal_mode={mode} synchronous={level}")
         else:
             notes.append(LG_MISSING)
-        samples = _rounds(systems, rest, scale.append_rounds)
+        samples = taking_turns(systems, rest, scale.append_rounds)
     finally:
         store.close()
         raw.close()
@@ -163,7 +156,7 @@ def _relaxed(scale: Scale, workdir: Path, first: Event, events: list[Event]) -> 
         systems = {"planfold": _planfold_appender(store), "raw-sqlite3": _raw_appender(raw)}
         for append in systems.values():
             append(first)
-        samples = _rounds(systems, events, scale.append_rounds, time.process_time)
+        samples = taking_turns(systems, events, scale.append_rounds, time.process_time)
     finally:
         store.close()
         raw.close()

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
@@ -47,6 +47,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+E = TypeVar("E")
 Direction = Literal["at-least", "at-most"]
 
 #: Full-size workloads (BENCH_SCALE=1): the sizes the goals are stated for.
@@ -232,6 +233,38 @@ def stopwatch(fn: Callable[[], T]) -> tuple[float, T]:
     start = time.perf_counter()
     result = fn()
     return time.perf_counter() - start, result
+
+
+def taking_turns(
+    systems: Mapping[str, Callable[[E], object]],
+    events: Sequence[E],
+    rounds: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, list[float]]:
+    """Each system's throughput (events per second of ``clock``, wall time by
+    default) in each of ``rounds`` rounds of ``events``. Within a round the
+    systems take turns event by event, the order rotating from one event to
+    the next, so every system meets the machine's load (a slow ``fsync``, a
+    busy core) as the others do; a system's throughput in a round is the
+    round's events over the time its own calls took."""
+    per_round = max(1, len(events) // rounds)
+    names = list(systems)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for index in range(rounds):
+        chunk = events[index * per_round : (index + 1) * per_round]
+        if not chunk:
+            break
+        spent = dict.fromkeys(names, 0.0)
+        for position, event in enumerate(chunk):
+            turn = position % len(names)
+            for name in names[turn:] + names[:turn]:
+                call = systems[name]
+                start = clock()
+                call(event)
+                spent[name] += clock() - start
+        for name in names:
+            samples[name].append(throughput(len(chunk), spent[name]))
+    return samples
 
 
 def median(samples: Sequence[float]) -> float:

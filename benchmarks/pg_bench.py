@@ -41,7 +41,6 @@ When the server cannot be started, the family says so and measures nothing.
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 import uuid
@@ -53,7 +52,16 @@ from typing import Any
 import msgspec
 
 from benchmarks.es_baseline import MISSING, EsLog, EventSourcing, load_eventsourcing
-from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, median, ratio, stopwatch, throughput
+from benchmarks.harness import (
+    FamilyResult,
+    Measurement,
+    Ratio,
+    Scale,
+    median,
+    ratio,
+    taking_turns,
+    throughput,
+)
 from benchmarks.workloads import goal_events
 from planfold.adapters.store.engine import created_goal_ids, starts_a_round
 from planfold.kernel.log import Event
@@ -157,30 +165,6 @@ class LangGraphLog:
         self._context.__exit__(None, None, None)
 
 
-def _rounds(systems: dict[str, Appender], events: list[Event], rounds: int) -> dict[str, list[float]]:
-    """Each system's throughput in each round. Within a round the systems take
-    turns event by event (the order rotating from one event to the next), so
-    that every system meets the machine's load as the others do; a system's
-    throughput in a round is the round's events over the time its own appends
-    took."""
-    per_round = max(1, len(events) // rounds)
-    names = list(systems)
-    samples: dict[str, list[float]] = {name: [] for name in systems}
-    for index in range(rounds):
-        chunk = events[index * per_round : (index + 1) * per_round]
-        if not chunk:
-            break
-        spent = dict.fromkeys(names, 0.0)
-        for position, event in enumerate(chunk):
-            turn = position % len(names)
-            for name in names[turn:] + names[:turn]:
-                seconds, _ = stopwatch(functools.partial(systems[name], event))
-                spent[name] += seconds
-        for name in names:
-            samples[name].append(throughput(len(chunk), spent[name]))
-    return samples
-
-
 def _writer(url: str, session: str, count: int, start: MpEvent, out: Any) -> None:
     from planfold.adapters.store.postgres import PostgresStore  # noqa: PLC0415 (a fresh process)
 
@@ -269,7 +253,7 @@ def run_postgres(scale: Scale, workdir: Path) -> FamilyResult:
             notes.append(LANGGRAPH_MISSING)
         for append in systems.values():
             append(first)
-        samples = _rounds(systems, rest, scale.append_rounds)
+        samples = taking_turns(systems, rest, scale.append_rounds)
         detail = f"{len(rest)} goal-log events, one per transaction, synchronous_commit=on"
         found = {n: Measurement(POSTGRES, n, "events/s", median(s), tuple(s), detail) for n, s in samples.items()}
         per_writer = max(10, scale.append_events // 4)
