@@ -228,7 +228,15 @@ def check_json(value: object, where: str = "payload") -> None:
 
 def _plain(value: object) -> object:
     """msgspec's hook for the read-only containers the kernel hands out
-    (``MappingProxyType`` and other ``Mapping``/``Sequence`` values)."""
+    (``MappingProxyType`` and other ``Mapping``/``Sequence`` values) and for
+    subclasses of the JSON scalars (encoded as their plain values, as
+    ``check_json`` accepts them)."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
     if isinstance(value, Mapping):
         return dict(value)
     if isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray):

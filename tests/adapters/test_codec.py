@@ -690,6 +690,30 @@ def test_read_only_containers_from_the_kernel_encode_like_plain_ones() -> None:
     assert encode_payload(frozen) == encode_payload({"a": {"b": [1, 2]}, "c": [{}]})
 
 
+class Text(str):
+    """A subclass of ``str``, as an enum or a wrapper type would hand one in."""
+
+
+class Count(int):
+    pass
+
+
+class Ratio(float):
+    pass
+
+
+def test_subclasses_of_the_json_scalars_encode_and_store_as_their_plain_values() -> None:
+    payload: JSONObject = {"a": Text("x"), "b": [Count(3), Ratio(0.5)], Text("k"): {"c": Text("y")}}
+    assert encode_payload(payload) == b'{"a":"x","b":[3,0.5],"k":{"c":"y"}}'
+    stored = canonical_event(Event(1, "user/message", 5, {"text": Text("hi")}))
+    assert stored.payload == {"text": "hi"} and type(stored.payload["text"]) is str
+
+
+def test_a_non_finite_float_subclass_is_refused_with_a_typed_error() -> None:
+    with pytest.raises(CodecError, match="non-finite"):
+        encode_payload({"a": Ratio("nan")})
+
+
 # --------------------------------------------------------------------------
 # JSON Lines read as a stream
 
