@@ -10,38 +10,14 @@ from typing import ClassVar, Literal
 
 import pytest
 
-from planfold.kernel.errors import PayloadError
 from planfold.kernel.payload import (
     NonBlankWhen,
     PresentWhen,
     Unreadable,
-    check_keys,
     maker,
-    read_optional_str,
-    read_str,
     record_maker,
     shape_of,
 )
-
-
-def test_check_keys_names_the_payload_when_not_told_where() -> None:
-    with pytest.raises(PayloadError) as caught:
-        check_keys({"a": 1}, frozenset({"a", "b"}))
-    assert str(caught.value) == "payload is missing key(s) ['b']"
-
-
-def test_read_optional_str_refuses_a_number_naming_the_key() -> None:
-    with pytest.raises(PayloadError) as caught:
-        read_optional_str({"note": 3}, "note")
-    assert str(caught.value) == "'note' must be a string or null"
-
-
-def test_read_str_refuses_an_empty_string_when_told_to() -> None:
-    assert read_str({"id": ""}, "id") == ""
-    with pytest.raises(PayloadError) as caught:
-        read_str({"id": ""}, "id", non_empty=True)
-    assert str(caught.value) == "'id' must not be empty"
-
 
 # --------------------------------------------------------------------------
 # Makers: records made from values already of their types, without __init__
