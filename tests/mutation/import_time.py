@@ -258,15 +258,23 @@ def to_recheck(
     modules: Collection[str] = (),
 ) -> list[Mutant]:
     """The mutants ``recheck`` re-tests: those of ``functions`` (mangled
-    names) that mutmut did not kill, unless a recheck already decided them
-    (``done``: status by mutant name) and, with ``retry`` or for a file of
-    ``modules``, killed them."""
+    names) that mutmut did not kill, of the files ``modules`` only when some
+    are named, unless a recheck already decided them (``done``: status by
+    mutant name) and, with ``retry`` or for a file of ``modules``, killed
+    them."""
 
     def settled(mutant: Mutant) -> bool:
         status = done.get(mutant.name)
         return status is not None and (status in KILLED or not (retry or mutant.file in modules))
 
-    return [m for m in mutants if not m.killed and not settled(m) and m.name.rsplit("__mutmut_", 1)[0] in functions]
+    return [
+        m
+        for m in mutants
+        if not m.killed
+        and (not modules or m.file in modules)
+        and not settled(m)
+        and m.name.rsplit("__mutmut_", 1)[0] in functions
+    ]
 
 
 def recheck(

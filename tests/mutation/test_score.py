@@ -288,7 +288,7 @@ def test_equivalents_listed_from_the_command_line_load_and_match(
     assert cli.main(["equivalent", "planfold.kernel.nothing.*", "--root", str(root), "--reason", reason]) == 1
 
 
-def test_a_recheck_retests_what_it_has_not_decided_and_with_retry_what_it_did_not_kill() -> None:
+def test_a_recheck_retests_what_it_has_not_decided_and_with_retry_what_it_did_not_kill_in_the_files_named() -> None:
     def mutant(name: str, status: str, file: str = "kernel/a.py") -> Mutant:
         return Mutant(f"planfold.kernel.a.x_f__mutmut_{name}", status, file, "f", "x", "y")
 
@@ -308,7 +308,8 @@ def test_a_recheck_retests_what_it_has_not_decided_and_with_retry_what_it_did_no
 
     assert names() == ["2"]
     assert names(retry=True) == ["2", "4", "5"]
-    assert names(modules={"kernel/b.py"}) == ["2", "5"]
+    assert names(modules={"kernel/b.py"}) == ["5"]  # the named files only
+    assert names(modules={"kernel/a.py"}, retry=True) == ["2", "4"]
     assert to_recheck(mutants, set(), done, retry=True) == []  # not a function that runs before any test
 
 
