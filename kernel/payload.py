@@ -807,7 +807,7 @@ def _builder(shape: Shape) -> Callable[[Sequence[object]], object]:
     """A function of the field values that makes the record (see ``_made``)."""
     consts: dict[str, object] = {}
     names = [f"x{index}" for index in range(len(shape.fields))]
-    lines = ["def build(values):", f"    {', '.join(names)}{',' if len(names) == 1 else ''} = values"]
+    lines = ["def build(values):", f"    [{', '.join(names)}] = values"]
     lines += [f"    {line}" for line in _made(shape, consts, "x")]
     lines.append("    return made")
     exec("\n".join(lines), consts)
