@@ -200,21 +200,17 @@ def _tool_event(kind: str) -> Callable[[_Working, int, int, object], None]:
     return reduce
 
 
-def _classes(shape: Any) -> frozenset[type]:
-    """The classes a value already read into a payload type may have."""
-    if shape.kind == "record":
-        return frozenset({shape.cls})
-    return frozenset(member.cls for member in shape.members if member.kind == "record")
-
-
-#: Per kind: its reader, its reducer, and the classes of a payload already read.
+#: Per kind: its reader, its reducer, and the classes of a payload already
+#: read (the record's, or each record member's of a union).
 _STEPS: dict[str, tuple[Callable[[object], Any], Reducer, frozenset[type]]] = {}
 
 
 def _steps() -> dict[str, tuple[Callable[[object], Any], Reducer, frozenset[type]]]:
     if not _STEPS:
         for kind, entry in KINDS.items():
-            _STEPS[kind] = (reader_of(entry.payload), entry.reduce, _classes(shape_of(entry.payload)))
+            shape: Any = shape_of(entry.payload)  # Any: a record member's cls is a class, not None
+            classes = frozenset(member.cls for member in shape.members or (shape,) if member.kind == "record")
+            _STEPS[kind] = (reader_of(entry.payload), entry.reduce, classes)
     return _STEPS
 
 

@@ -193,14 +193,16 @@ def _first_revision(ctx: ChangeContext) -> None:
 
 def _keeps_reason(ctx: ChangeContext) -> None:
     change, current = ctx[1], ctx[0].current
-    assert change is not None and current is not None
+    assert change is not None
+    assert current is not None
     if change.goal.blocked_reason != current.blocked_reason:
         raise ReplayError(ctx[4], "transition-not-allowed", "an edit cannot change the blocked reason")
 
 
 def _keeps_objective_and_cap(ctx: ChangeContext) -> None:
     change, current = ctx[1], ctx[0].current
-    assert change is not None and current is not None
+    assert change is not None
+    assert current is not None
     if change.goal.objective != current.objective or change.goal.max_rounds != current.max_rounds:
         raise ReplayError(
             ctx[4],
@@ -243,7 +245,8 @@ def _stamped_at_create(ctx: ChangeContext) -> None:
 
 def _stamped(ctx: ChangeContext) -> None:
     change, current, at = ctx[1], ctx[0].current, ctx[5]
-    assert change is not None and current is not None
+    assert change is not None
+    assert current is not None
     if change.created_at != current.created_at or change.updated_at != at:
         raise ReplayError(
             ctx[4],

@@ -24,6 +24,7 @@ from planfold.kernel.log import (
     TurnState,
     apply_turn_event,
     assistant_message,
+    check_envelope,
     fold_turns,
     next_event,
     number_drafts,
@@ -85,6 +86,32 @@ def test_a_new_turn_keeps_the_last_request_header_of_the_log() -> None:
 
 
 @pytest.mark.parametrize(
+    ("state", "header", "detail"),
+    [
+        (TurnState(turn=1, open=True), {"turn": 2, "step": 1}, "request header for turn 2 outside an open turn"),
+        (TurnState(turn=2, step=1), {"turn": 2, "step": 1}, "request header for turn 2 outside an open turn"),
+        (TurnState(turn=2, open=True, step=1), {"turn": 2, "step": 3}, "request step 3 does not follow step 1"),
+        (TurnState(turn=2, open=True, step=2), {"turn": 2, "step": 1}, "request step 1 does not follow step 2"),
+    ],
+)
+def test_a_request_header_outside_its_open_turn_or_out_of_step_is_refused_at_its_seq(
+    state: TurnState, header: dict[str, Any], detail: str
+) -> None:
+    with pytest.raises(ReplayError) as caught:
+        apply_turn_event(state, Event(7, REQUEST_HEADER, 0, {**header, "plan_mode": False}))
+    err = caught.value
+    assert (err.position, err.rule, err.detail) == (7, "transition-not-allowed", detail)
+
+
+def test_a_request_header_of_the_open_turn_repeats_or_advances_its_step() -> None:
+    state = TurnState(turn=2, open=True, step=1)
+    for step in (1, 2):
+        header = RequestHeader(2, step, True)
+        event = Event(7, REQUEST_HEADER, 0, {"turn": 2, "step": step, "plan_mode": True})
+        assert apply_turn_event(state, event) == TurnState(turn=2, open=True, step=step, last_header=header)
+
+
+@pytest.mark.parametrize(
     ("payload", "message"),
     [
         ({"turn": 0, "step": 1, "plan_mode": False}, "payload.turn: must be >= 1, got 0"),
@@ -96,6 +123,62 @@ def test_a_request_header_numbers_turns_and_steps_from_one(payload: dict[str, An
     with pytest.raises(PayloadError) as caught:
         read_request_header(payload)
     assert caught.value.message == message
+
+
+# --------------------------------------------------------------------------
+# The envelope
+
+#: The largest time an event may carry (the largest safe integer).
+LATEST = 2**53 - 1
+
+
+@pytest.mark.parametrize(
+    ("prev", "event"),
+    [
+        (None, Event(1, TURN_START, 0, {"turn": 1})),
+        (None, Event(1, TURN_START, LATEST, {"turn": 1})),
+        (Event(1, TURN_START, 5, {"turn": 1}), Event(2, TURN_END, 5, {"turn": 1})),
+        (Event(1, TURN_START, LATEST, {"turn": 1}), Event(2, TURN_END, LATEST, {"turn": 1})),
+    ],
+)
+def test_an_event_may_come_at_time_zero_at_the_largest_safe_time_or_at_its_predecessor_s_time(
+    prev: Event | None, event: Event
+) -> None:
+    check_envelope(prev, event)  # raises ReplayError for an event that may not follow prev
+
+
+@pytest.mark.parametrize(
+    ("prev", "event", "rule", "detail"),
+    [
+        (
+            Event(1, TURN_START, 5, {"turn": 1}),
+            Event(2, TURN_END, 4, {"turn": 1}),
+            "time-regressed",
+            "at=4 is earlier than the previous event's at=5",
+        ),
+        (
+            Event(1, TURN_START, LATEST + 2, {"turn": 1}),
+            Event(2, TURN_END, LATEST, {"turn": 1}),
+            "time-regressed",
+            f"at={LATEST} is earlier than the previous event's at={LATEST + 2}",
+        ),
+        (None, Event(2, "turn/pause", LATEST, {}), "seq-gap", "expected seq 1, found 2"),
+        (None, Event(1, "turn/pause", LATEST, {}), "unknown-kind", "unknown event kind 'turn/pause'"),
+        (
+            None,
+            Event(1, "turn/pause", LATEST + 1, {}),
+            "malformed-payload",
+            f"'at' must be <= {LATEST} (the largest safe integer), got {LATEST + 1}",
+        ),
+    ],
+)
+def test_an_envelope_is_judged_seq_then_time_then_kind_and_refused_with_its_detail(
+    prev: Event | None, event: Event, rule: str, detail: str
+) -> None:
+    with pytest.raises(ReplayError) as caught:
+        check_envelope(prev, event)
+    err = caught.value
+    assert (err.position, err.rule, err.detail) == (event.seq, rule, detail)
 
 
 # --------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from planfold.kernel.log import (
     Event,
     TurnState,
 )
-from planfold.kernel.payload import read_as
+from planfold.kernel.payload import JSONObject, read_as
 from planfold.kernel.session import (
     KINDS,
     PAYLOAD_TYPES,
@@ -250,6 +250,15 @@ def test_a_row_whose_payload_is_already_read_is_not_read_again() -> None:
     events = build_log(FULL_SCRIPT).events
     typed = [(e.seq, e.kind, e.at, read_as(PAYLOAD_TYPES[e.kind], e.payload)) for e in events]
     assert fold_rows(SessionState(), typed) == fold_session(events)
+
+
+def test_the_last_event_of_a_fold_holds_its_row_s_payload_object_as_given() -> None:
+    # A JSON array may come as a tuple; the last event keeps the very object
+    # the row carried rather than a JSON copy of it (where it would be a list).
+    payload: JSONObject = {"call_id": "c1", "tool": "read", "arguments": {"paths": ("a.txt",)}}
+    state = fold_rows(SessionState(), [(1, TURN_START, 0, {"turn": 1}), (2, TOOL_CALL, 3, payload)])
+    assert state.last == Event(2, TOOL_CALL, 3, payload)
+    assert state.last.payload is payload
 
 
 def test_a_batch_that_ends_in_a_run_of_rounds_builds_the_goal_with_its_count() -> None:

@@ -390,6 +390,12 @@ def test_a_round_of_a_paused_goal_is_refused_naming_the_phase() -> None:
     assert refusal(log) == (3, "round-while-stopped", "a round while the goal is paused")
 
 
+def test_a_round_beyond_the_cap_is_refused_naming_the_cap() -> None:
+    log = [*created(), round_event(2, 20, "g1", 1, 1), round_event(3, 30, "g1", 1, 2), round_event(4, 40, "g1", 1, 3)]
+    assert fold_goal(log[:-1]).current == replace(G1, rounds_started=2)
+    assert refusal(log) == (4, "round-over-cap", "round 3 exceeds max_rounds 2")
+
+
 def test_a_round_that_skips_one_is_refused_with_both_numbers() -> None:
     assert refusal([*created(), round_event(2, 20, "g1", 1, 2)]) == (
         2,
