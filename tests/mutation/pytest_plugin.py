@@ -13,6 +13,15 @@ them, so the entries are built again with the mutant switched on. The clean
 run goes through the same start, so a dict that is not a cache shows up
 there as a failing test.
 
+Which tests a mutant is tried against. mutmut runs a mutant only against the
+tests that called its function in its stats run. A function that only runs
+while a cache entry is built (a payload reader's builder, say) would be
+recorded for the first test that needed the entry and for no other, since
+every later test finds the entry built; its mutants would then "survive"
+tests that would have killed them. So in the stats run the caches are emptied
+before every test, and each such function is recorded for every test that
+needs what it builds.
+
 Child processes. The run puts the mutated tree first on ``PYTHONPATH``, so a
 process a test starts (``python -m planfold ...``, a program written to a
 temporary folder) imports the mutated kernel and, through the inherited
@@ -48,7 +57,17 @@ def empty_caches(names: str) -> None:
             cache.clear()
 
 
+#: Whether this pytest run is mutmut's stats run (set when it is configured).
+_STATS: list[bool] = [False]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     empty_caches(os.environ.get(CACHES, ""))
     if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+        _STATS[0] = True
         del os.environ["MUTANT_UNDER_TEST"]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _STATS[0]:
+        empty_caches(os.environ.get(CACHES, ""))

@@ -50,6 +50,19 @@ def limit_of(name):
 
 def double(value):
     return value * 2
+
+
+_SPANS = {}
+
+
+def _span(name):
+    return FLOORS[name] + 5
+
+
+def span_of(name):
+    if name not in _SPANS:
+        _SPANS[name] = _span(name)
+    return _SPANS[name]
 '''
 
 TEST_TINY = """\
@@ -57,7 +70,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from planfold.kernel.tiny import FLOORS, double, label, limit_of, reaches
+from planfold.kernel.tiny import FLOORS, double, label, limit_of, reaches, span_of
 
 HIGH_LIMIT = limit_of("high")  # computed, and cached, while the tests are collected
 TEN = double(5)  # computed while the tests are collected
@@ -66,6 +79,14 @@ TEN = double(5)  # computed while the tests are collected
 def test_a_value_reaches_the_floor_it_equals_and_not_one_below() -> None:
     assert reaches(10, "high")
     assert not reaches(9, "high")
+
+
+def test_every_floor_has_a_span() -> None:  # builds the span before the test that checks it
+    assert all(span_of(name) for name in FLOORS)
+
+
+def test_the_high_span_is_five_past_the_floor() -> None:
+    assert span_of("high") == 15
 
 
 def test_the_high_floor_is_ten() -> None:
@@ -146,6 +167,11 @@ def test_a_planted_kernel_mutant_is_killed_under_the_namespace_not_tested_agains
     # starts with the kernel's caches empty
     cached = {m.name: m for m in load_mutants(project) if m.function == "limit_of" and m.mutated.endswith("* 3")}
     assert cached and all(m.killed for m in cached.values())
+    # and the mutants of a function that only runs while a cache entry is
+    # built are tried against every test that needs the entry, not only the
+    # first one (which does not check the value)
+    spans = [m for m in load_mutants(project) if m.function == "_span"]
+    assert spans and all(m.killed for m in spans)
     # mutmut leaves the mutants of a function that runs at import to the
     # recheck, which kills them
     recorded = load_mutants(project)
