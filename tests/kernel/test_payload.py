@@ -164,6 +164,12 @@ def test_every_scalar_type_reads_a_value_of_its_own_as_itself(tp: object, value:
     assert type(read_as(tp, value)) is type(value)
 
 
+def test_reading_the_null_type_leaves_the_readers_of_other_types_alone() -> None:
+    assert read_as(None, None) is None
+    assert read_as(int, 7) == 7
+    assert reader_of(int) is not reader_of(None)
+
+
 @pytest.mark.parametrize(
     ("tp", "value", "problem"),
     [
