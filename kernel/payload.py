@@ -351,6 +351,8 @@ def _tagged(members: tuple[Shape, ...]) -> Shape:
         raise TypeError(f"a union's members must differ in JSON type: {others}")
     if len(records) <= 1:
         return Shape("union", members=members)
+    if any(kind != "null" for kind in others):  # a tagged union is read as an object, or null
+        raise TypeError(f"a union of records may add only null: {others}")
     names = [{f.name: f for f in r.fields} for r in records]
     tag = None
     for name in names[0]:

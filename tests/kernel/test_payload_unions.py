@@ -246,6 +246,22 @@ def test_a_union_whose_members_share_a_json_type_has_no_shape(union: object, oth
     assert str(caught.value) == f"a union's members must differ in JSON type: {others}"
 
 
+@pytest.mark.parametrize(
+    ("union", "others"), [(str | Put | Drop, "['str']"), (Put | int | Drop | None, "['int', 'null']")]
+)
+def test_a_union_of_records_with_a_member_that_is_neither_a_record_nor_null_has_no_shape(
+    union: object, others: str
+) -> None:
+    with pytest.raises(TypeError) as caught:
+        shape_of(union)
+    assert str(caught.value) == f"a union of records may add only null: {others}"
+
+
+def test_a_union_of_records_may_add_null() -> None:
+    shape = shape_of(Put | Drop | None)
+    assert shape.kind == "union" and shape.tag == "operation" and shape.nullable
+
+
 # --------------------------------------------------------------------------
 # A union without a tag, told apart by the value's JSON type
 
