@@ -152,7 +152,9 @@ def test_a_tool_event_outside_a_turn_is_refused(kind: str, payload: JSONObject) 
     before = [Event(1, TURN_START, 1, {"turn": 1}), Event(2, TURN_END, 2, {"turn": 1})]
     with pytest.raises(ReplayError) as err:
         fold_session([*before, Event(3, kind, 3, payload)])
-    assert (err.value.position, err.value.rule) == (3, "tool-outside-turn")
+    assert (err.value.position, err.value.rule, err.value.detail) == (
+        3, "tool-outside-turn", f"{kind} while no turn is open"
+    )
     with pytest.raises(ReplayError) as first:
         fold_session([Event(1, kind, 1, payload)])
     assert first.value.rule == "tool-outside-turn"
