@@ -170,29 +170,16 @@ def _exact_copy(item: dict[Any, Any] | list[Any], depth: int) -> dict[str, Any] 
     tuple, a read-only mapping); ``_json_problem`` then decides."""
     if depth >= MAX_DEPTH:
         return None
-    nested: dict[Any, Any] | None = None
+    pairs: Iterable[tuple[Any, Any]]
     if type(item) is dict:
-        for key, child in item.items():
+        for key in item:
             if type(key) is not str:
                 return None
-            kind = type(child)
-            if kind in _EXACT_SCALARS:
-                continue
-            if kind is dict or kind is list:
-                inner = _exact_copy(child, depth + 1)
-                if inner is None:
-                    return None
-                if nested is None:
-                    nested = {}
-                nested[key] = inner
-                continue
-            if kind is not float or child - child != 0.0:  # nonzero (nan) only for inf and nan
-                return None
-        copy = dict(item)
-        if nested is not None:
-            copy.update(nested)  # an existing key keeps its place
-        return copy
-    for index, child in enumerate(item):
+        pairs = item.items()
+    else:
+        pairs = enumerate(item)
+    nested: dict[Any, Any] | None = None
+    for key, child in pairs:
         kind = type(child)
         if kind in _EXACT_SCALARS:
             continue
@@ -202,15 +189,15 @@ def _exact_copy(item: dict[Any, Any] | list[Any], depth: int) -> dict[str, Any] 
                 return None
             if nested is None:
                 nested = {}
-            nested[index] = inner
+            nested[key] = inner
             continue
-        if kind is not float or child - child != 0.0:
+        if kind is not float or child - child != 0.0:  # nonzero (nan) only for inf and nan
             return None
-    listed = list(item)
+    copy: dict[Any, Any] | list[Any] = dict(item) if type(item) is dict else list(item)
     if nested is not None:
-        for index, inner in nested.items():
-            listed[index] = inner
-    return listed
+        for key, inner in nested.items():
+            copy[key] = inner  # a dict's existing key keeps its place
+    return copy
 
 
 #: The types of the JSON scalars that are always exact (a float may not be).

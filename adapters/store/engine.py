@@ -168,6 +168,8 @@ class _Memo(NamedTuple):
     def holds(self, fold_format: str, fold_state: str, last_seq: int) -> bool:
         """Whether the stored snapshot is this very text at ``last_seq``."""
         return self.fold_state == fold_state and self.fold_format == fold_format and self.state.last_seq == last_seq
+
+
 #: ``AppendResult(...)`` without its ``__init__`` (``kernel.payload.maker``): one per append.
 _RESULT: Callable[..., AppendResult] = maker(AppendResult)
 #: Events per read transaction of ``LogStore.scan``.
