@@ -13,7 +13,11 @@ Each attempt has one deadline, ``timeout_s`` seconds for connecting, sending,
 waiting for the headers and reading the whole body: every read and write on
 the connection gets only the time left until it (``_DeadlineSocket``), so a
 server that dribbles its headers a byte at a time, repeats ``100 Continue``
-or trickles its body is cut off like one that never answers.
+or trickles its body is cut off like one that never answers. The host name
+is looked up within the same deadline: the lookup (``resolve``, by default
+``socket.getaddrinfo``, which has no timeout of its own) runs in a daemon
+thread that the attempt waits for only until the deadline, and each address
+it returns is then tried with the time left.
 
 The proxy comes from the environment as every HTTP client reads it
 (``http_proxy``/``HTTP_PROXY``, ``https_proxy``/``HTTPS_PROXY``, ``no_proxy``/
@@ -55,8 +59,8 @@ carries the last failure as ``last``. Every error the client raises says
 whether another attempt could help (``ModelError.retryable``): only an
 exhausted budget leaves it true.
 
-``sleep``, ``random`` and the clocks are injectable so that tests neither
-wait nor depend on chance.
+``sleep``, ``random``, the clocks and the name lookup are injectable so that
+tests neither wait nor depend on chance or on a name server.
 """
 
 from __future__ import annotations
@@ -64,10 +68,12 @@ from __future__ import annotations
 import base64
 import http.client
 import io
+import ipaddress
 import json
 import math
 import random as _random
 import socket
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -284,13 +290,73 @@ class _DeadlineSocket:
         return getattr(self._sock, name)
 
 
+#: How a host name becomes addresses: ``socket.getaddrinfo``'s signature.
+Resolver = Callable[[str, int, int, int], list[tuple[Any, Any, int, str, Any]]]
+
+
+def _lookup_within(resolve: Resolver, host: str, port: int, remaining: Callable[[], float]) -> list[Any]:
+    """``resolve(host, port, 0, SOCK_STREAM)``, waited for only until the
+    deadline (``TimeoutError`` then; the lookup is left to finish in its
+    daemon thread). An IP address needs no lookup thread."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return resolve(host, port, 0, socket.SOCK_STREAM)
+    found: list[Any] = []
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            found.extend(resolve(host, port, 0, socket.SOCK_STREAM))
+        except BaseException as exc:  # handed to the waiting attempt
+            failed.append(exc)
+
+    worker = threading.Thread(target=work, name=f"resolve {host}", daemon=True)
+    worker.start()
+    worker.join(remaining())
+    if worker.is_alive():
+        raise TimeoutError(f"the name lookup of {host} did not finish within the deadline")
+    if failed:
+        raise failed[0]
+    return found
+
+
+def _connect_within(
+    resolve: Resolver, address: tuple[str, int], remaining: Callable[[], float], source: Any
+) -> socket.socket:
+    """A TCP connection to ``address`` made before the deadline: the name
+    lookup and each connect get only the time left; the last connect error
+    is raised when no address takes the connection."""
+    host, port = address
+    last: OSError | None = None
+    for family, kind, proto, _, target in _lookup_within(resolve, host, port, remaining):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(remaining())
+            if source:
+                sock.bind(source)
+            sock.connect(target)
+        except OSError as exc:
+            sock.close()
+            last = exc
+            continue
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    raise last if last is not None else OSError(f"no address found for {host}")
+
+
 class OpenAIClient:
     """A ``ModelClient`` for an OpenAI-compatible chat-completions server.
 
     The constructor raises ``ModelBadRequestError`` for a ``base_url`` that is
     not an http(s) URL with a host, a non-positive ``timeout_s``, or a proxy
     in the environment that is not an ``http://`` URL.
-    ``on_retry(attempt, error, delay)`` is called before each wait.
+    ``on_retry(attempt, error, delay)`` is called before each wait;
+    ``resolve`` looks host names up (``socket.getaddrinfo``'s signature).
     """
 
     def __init__(
@@ -310,6 +376,7 @@ class OpenAIClient:
         monotonic: Callable[[], float] = time.monotonic,
         on_retry: Callable[[int, ModelError, float], None] | None = None,
         retry_budget: RetryBudget | None = None,
+        resolve: Resolver = socket.getaddrinfo,
     ) -> None:
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -344,6 +411,7 @@ class OpenAIClient:
         self._wall_clock = wall_clock
         self._monotonic = monotonic
         self._on_retry = on_retry
+        self._resolve = resolve
 
     @property
     def url(self) -> str:
@@ -416,9 +484,9 @@ class OpenAIClient:
             conn = http.client.HTTPConnection(host, port, timeout=remaining)
 
         def create(address: tuple[str, int], timeout: float, source: Any = None) -> socket.socket:
-            # The TCP connect gets what is left; so do the proxy's tunnel and
-            # the TLS handshake that follow it on the same socket.
-            sock = socket.create_connection(address, self._remaining(deadline), source)
+            # The name lookup and the TCP connect get what is left; so do the
+            # proxy's tunnel and the TLS handshake that follow on the socket.
+            sock = _connect_within(self._resolve, address, lambda: self._remaining(deadline), source)
             sock.settimeout(self._remaining(deadline))
             return sock
 

@@ -8,6 +8,7 @@ often it asked, how long it chose to wait, and what the server received.
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from email.utils import formatdate
@@ -432,6 +433,75 @@ def test_one_deadline_covers_connect_headers_and_body_against_every_misbehaving_
         client_for(server, [], policy=policy, timeout_s=T).complete(REQUEST)
     assert time.monotonic() - started < T + 1.0
     assert len(server.received) == 1
+
+
+def _resolver_to(port: int, looked_up: list[str]) -> Any:
+    """A name lookup that answers every host with the loopback address at ``port``."""
+
+    def resolve(host: str, _port: int, family: int, kind: int) -> list[Any]:
+        looked_up.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+    return resolve
+
+
+def test_a_host_name_is_connected_to_through_the_injected_name_lookup(server: ChatServer) -> None:
+    server.plan(Answer(body=completion("found by name")))
+    looked_up: list[str] = []
+    client = OpenAIClient(
+        f"http://model.example:{server.port}/v1", "m", resolve=_resolver_to(server.port, looked_up)
+    )
+    assert client.complete(REQUEST).text == "found by name"
+    assert looked_up == ["model.example"] and len(server.received) == 1
+
+
+def test_a_name_lookup_that_hangs_is_cut_off_by_the_attempts_deadline(server: ChatServer) -> None:
+    released = threading.Event()
+
+    def hanging(host: str, port: int, family: int, kind: int) -> list[Any]:
+        released.wait(30.0)
+        return []
+
+    policy = RetryPolicy(max_retries=0, retry_timeouts=False)
+    client = OpenAIClient(
+        f"http://model.example:{server.port}/v1", "m", retry=policy, timeout_s=T, resolve=hanging
+    )
+    try:
+        with pytest.raises(ModelTimeoutError) as caught:
+            client.complete(REQUEST)
+        # The attempt gave up while the lookup was still waiting to be released.
+        assert not released.is_set() and caught.value.timeout_s == T
+    finally:
+        released.set()
+    assert server.received == []
+
+
+def test_a_name_lookup_that_fails_is_an_unreachable_server() -> None:
+    def unknown(host: str, port: int, family: int, kind: int) -> list[Any]:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    policy = RetryPolicy(max_retries=0)
+    client = OpenAIClient("http://nowhere.example/v1", "m", retry=policy, resolve=unknown)
+    with pytest.raises(ModelRetriesExhaustedError) as caught:
+        client.complete(REQUEST)
+    assert isinstance(caught.value.last, ModelUnreachableError)
+    assert "Name or service not known" in caught.value.last.detail
+
+
+def test_every_address_of_a_name_is_tried_until_one_takes_the_connection(server: ChatServer) -> None:
+    server.plan(Answer(body=completion("second address")))
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        refusing = closed.getsockname()[1]  # bound, never listening: refuses
+
+    def two(host: str, port: int, family: int, kind: int) -> list[Any]:
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", refusing)),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", server.port)),
+        ]
+
+    client = OpenAIClient(f"http://model.example:{server.port}/v1", "m", resolve=two)
+    assert client.complete(REQUEST).text == "second address"
 
 
 def test_503s_are_answered_within_the_timeout_and_retried_within_the_budget(server: ChatServer) -> None:
