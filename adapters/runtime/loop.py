@@ -81,6 +81,17 @@ phase, tools) is the state its header records, and the choice waits for the
 next accepted pre-step. While a tool runs the log is sealed against the
 tool; a user's choice made meanwhile is queued, never appended, and the
 runtime records it at the next accepted pre-step.
+
+A runtime is its session's only writer (a goal driver holds the goal lease
+for that). A turn left open by an earlier process that stopped mid-turn
+(killed, crashed, its machine gone) is closed before the next turn opens, in
+the same append (``abandoned_turn``): every call of that turn that was
+recorded and never answered gets a failed ``tool/result``
+(``call-interrupted``: whether it ran is unknown, so the model is told to
+check before repeating it), then the turn ends. Without this a session would
+refuse every later turn (``turn/start`` while a turn is open), and the
+model's transcript would hold calls without answers, which chat-completion
+servers refuse.
 """
 
 from __future__ import annotations
@@ -94,7 +105,17 @@ from planfold.adapters.runtime.plan_runner import PlanRunner
 from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
 from planfold.adapters.runtime.tool_runner import ToolRunner, error_output, kernel_call, result_draft
 from planfold.adapters.store.session_log import SessionLog
-from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Draft
+from planfold.kernel.log import (
+    ASSISTANT_MESSAGE,
+    TOOL_CALL,
+    TOOL_REFUSED,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+    Draft,
+    Event,
+)
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.plan.context import ViewRequest, runtime_phase
 from planfold.kernel.plan.decisions import decide_plan_choice, decide_pre_step, decide_request_header, decide_scope
@@ -102,11 +123,12 @@ from planfold.kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView
 from planfold.kernel.plan.review import PlanCommand, ReviewOutcome, parse_plan_command
 from planfold.kernel.plan.tools import execution_effects
 from planfold.kernel.session import SessionState
-from planfold.kernel.tools.events import verdict_events
+from planfold.kernel.tools.events import read_tool_call, verdict_events
 from planfold.kernel.tools.gate import Allowed, Refused, Verdict
 from planfold.kernel.tools.spec import is_json
 
 __all__ = [
+    "CALL_INTERRUPTED",
     "RECOVERABLE_MODEL_ERRORS",
     "REPLY_NOTICE_SOURCE",
     "ProposedStep",
@@ -115,6 +137,7 @@ __all__ = [
     "Runtime",
     "StepListener",
     "TurnReport",
+    "abandoned_turn",
     "record_reply",
     "refuse_outside_scope",
     "scope_refusal",
@@ -323,6 +346,37 @@ def refuse_outside_scope(log: SessionLog, tools: ToolRunner, call: ToolCall) -> 
     return True
 
 
+#: The code of the answer given to a call its runtime stopped before answering.
+CALL_INTERRUPTED = "call-interrupted"
+
+
+def abandoned_turn(state: SessionState, events: Sequence[Event]) -> tuple[Draft, ...]:
+    """What closes the turn an earlier process left open in ``events`` (folded
+    to ``state``): a failed ``tool/result`` for each call of that turn that
+    was never answered (no ``tool/result`` or ``tool/refused``), in the order
+    the calls were made, then its ``turn/end``; nothing when no turn is open.
+    Only the open turn's events are read (back to its ``turn/start``)."""
+    if not state.turns.open:
+        return ()
+    start = len(events)
+    while start > 0 and events[start - 1].kind != TURN_START:
+        start -= 1
+    unanswered: dict[str, str] = {}
+    for event in events[start:]:
+        if event.kind == TOOL_CALL:
+            call = read_tool_call(event.payload)
+            unanswered[call.call_id] = call.tool
+        elif event.kind in (TOOL_RESULT, TOOL_REFUSED):
+            unanswered.pop(str(event.payload["call_id"]), None)
+    output = error_output(
+        CALL_INTERRUPTED,
+        "the runtime stopped before this call was answered, so whether it ran is unknown",
+        hint="Check its effects before making the call again.",
+    )
+    answers = [result_draft(call_id, tool, ok=False, output=output) for call_id, tool in unanswered.items()]
+    return (*answers, Draft(TURN_END, {"turn": state.turns.turn}))
+
+
 @dataclass(frozen=True, slots=True)
 class ProposedStep:
     """A step the runtime is about to request: ``attempt`` is 0 for the first
@@ -341,8 +395,10 @@ class TurnReport:
     """What one turn did: its first and last seq, the steps it requested,
     the same-step retries, the assistant's last text, how it ended
     (``reply``, ``step-rejected``, ``model-error``, ``max-steps``,
-    ``content-filter``, ``refused``), the error that ended it early, and the
-    flushes whose append failed."""
+    ``content-filter``, ``refused``), the error that ended it early, the
+    flushes whose append failed, and the turn an earlier process had left
+    open, closed just before this one (``abandoned_turn``; ``None`` when
+    there was none)."""
 
     turn: int
     first_seq: int
@@ -354,6 +410,7 @@ class TurnReport:
     ended_by: str = "reply"
     flush_failures: int = 0
     requests: list[PreparedRequest] = field(default_factory=list)
+    closed_turn: int | None = None
 
 
 @dataclass
@@ -452,13 +509,17 @@ class Runtime:
         """Run one whole turn opened by ``text`` from ``source`` (``None``: a
         human). ``view`` says what the runtime knows about the plan view this
         turn needs (the user asked for the full plan …). Model failures end
-        the turn cleanly; the report says how it ended."""
-        number = self.log.state.turns.turn + 1
+        the turn cleanly; the report says how it ended. A turn an earlier
+        process left open is closed first, in the same append
+        (``abandoned_turn``)."""
+        state = self.log.state
+        closing = abandoned_turn(state, self.log.events)
+        number = state.turns.turn + 1
         opened = self.log.append(
-            (Draft(TURN_START, {"turn": number}), Draft(USER_MESSAGE, {"text": text, "source": source}))
+            (*closing, Draft(TURN_START, {"turn": number}), Draft(USER_MESSAGE, {"text": text, "source": source}))
         )
         self._view = view or ViewRequest()
-        report = TurnReport(number, opened[0].seq)
+        report = TurnReport(number, opened[len(closing)].seq, closed_turn=state.turns.turn if closing else None)
         try:
             self._steps(report)
         finally:

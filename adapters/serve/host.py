@@ -53,7 +53,7 @@ from planfold.adapters.errors import AdapterError
 from planfold.adapters.llm import model
 from planfold.adapters.llm.openai_wire import encode_message, plain_json
 from planfold.adapters.runtime.goal_service import GoalChanged, GoalService
-from planfold.adapters.runtime.loop import record_reply, refuse_outside_scope, with_attachments
+from planfold.adapters.runtime.loop import abandoned_turn, record_reply, refuse_outside_scope, with_attachments
 from planfold.adapters.runtime.plan_runner import PlanRunner
 from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
 from planfold.adapters.runtime.tool_runner import (
@@ -88,7 +88,7 @@ from planfold.kernel.errors import ConflictError
 from planfold.kernel.goal.command import parse_goal_command
 from planfold.kernel.goal.continuation import round_message
 from planfold.kernel.goal.values import BlockedReason, GoalRef
-from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Draft, Event
+from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_START, USER_MESSAGE, Draft, Event
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.plan.context import ViewRequest, plan_to_start, runtime_phase
 from planfold.kernel.plan.decisions import (
@@ -437,13 +437,17 @@ class HostSession:
         return TurnStarted(turn, opened[0].seq, self.log.last_seq, number)
 
     def end_turn(self) -> TurnEnded:
-        """Close the open turn."""
+        """Close the open turn. A call of it still unanswered in the log was
+        recorded by another process (this host answers its own before the
+        turn can end), which is taken to have stopped, as a session has one
+        writer: it is answered as ``call-interrupted`` first
+        (``abandoned_turn``)."""
         return self._atomic(self._end_turn)
 
     def _end_turn(self) -> TurnEnded:
         self._require("turn/end", "turn", "step")
         turn = self.log.state.turns.turn
-        self.log.append((Draft(TURN_END, {"turn": turn}),))
+        self.log.append(abandoned_turn(self.log.state, self.log.events))
         self._p.step_open, self._p.prepared = False, None
         return TurnEnded(turn, self.log.last_seq)
 

@@ -641,7 +641,13 @@ METHODS: Mapping[str, Method] = {
         _method("tool/result", ToolResultParams, ToolAnswered, "Record the host's result of an executed call."),
         _method("review/answer", ReviewAnswerParams, ToolAnswered,
                 "Record a human's answer to the plan review of an exit_plan_mode call."),
-        _method("turn/end", SessionParams, TurnEnded, "Close the open turn."),
+        _method(
+            "turn/end",
+            SessionParams,
+            TurnEnded,
+            "Close the open turn. A call of it left unanswered by a process that stopped mid-turn is"
+            " answered first, as a failed tool/result with the code call-interrupted.",
+        ),
         _method("goal/create", GoalCreateParams, GoalResult, "Create a goal (arms this process)."),
         _method("goal/edit", GoalEditParams, GoalResult, "Edit the goal at a ref."),
         _method("goal/pause", GoalRefParams, GoalResult, "Pause the goal at a ref."),

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from planfold.adapters.llm.model import ModelTimeoutError
-from planfold.adapters.runtime.loop import ProposedStep, TurnReport
+from planfold.adapters.llm.model import AssistantMessage, ModelTimeoutError, ToolMessage
+from planfold.adapters.runtime.loop import CALL_INTERRUPTED, ProposedStep, TurnReport, abandoned_turn
 from planfold.adapters.runtime.review import approve, keep_planning
 from planfold.adapters.runtime.toolset import Session
 from planfold.adapters.store.base import AppendResult, Lease, StorageError
@@ -25,6 +25,7 @@ from tests.runtime_helpers import (
     FULL_MARK,
     SPEC,
     SUMMARY_MARK,
+    batch,
     call,
     exit_plan,
     kinds,
@@ -419,3 +420,92 @@ def test_plan_off_cancels_a_pending_entry_no_request_has_seen() -> None:
     assert outcomes == ["queued", "cancelled"]
     assert "plan/mode" not in kinds(session.log.events)
     assert runtime.plan_mode.pending is None
+
+
+# --- a turn left open by a process that stopped ------------------------------
+
+
+def _whole_session() -> tuple[Event, ...]:
+    """A session that plans (a write refused by the gate on the way), executes
+    with tool calls (one reply making two), verifies and completes: every kind
+    of call a turn can leave unanswered."""
+    session, _, _ = make_session(
+        [
+            call("write_file", {"path": "early.txt", "content": "too soon"}),
+            call("read_file", {"path": "README.md"}),
+            exit_plan(),
+            batch(
+                call("write_file", {"path": "hello.txt", "content": "hello"}),
+                call("read_file", {"path": "hello.txt"}),
+            ),
+            todo("t1", "done"),
+            say("written"),
+            verified(True, "hello.txt says hello"),
+            say("ok"),
+        ]
+    )
+    session.runtime.submit("/plan")
+    session.runtime.submit("Plan a greeting")
+    return session.log.events
+
+
+WHOLE = _whole_session()
+
+
+def _answers(events: Sequence[Event]) -> dict[str, list[str]]:
+    """Each recorded call's answers (tool/result or tool/refused), by call id."""
+    answers: dict[str, list[str]] = {str(e.payload["call_id"]): [] for e in events if e.kind == "tool/call"}
+    for e in events:
+        if e.kind in ("tool/result", "tool/refused"):
+            answers[str(e.payload["call_id"])].append(e.kind)
+    return answers
+
+
+@pytest.mark.parametrize("cut", range(1, len(WHOLE) + 1))
+def test_a_session_cut_after_any_event_is_continued_by_the_next_runtime(cut: int) -> None:
+    # A process that stopped mid-turn leaves the log as its last append left it.
+    store = MemoryStore()
+    store.append("s1", 0, WHOLE[:cut])
+    before = fold_session(WHOLE[:cut])
+    session, model, _ = make_session([say("carrying on"), say("ok"), say("ok")], store=store)
+    report = session.runtime.run_turn("Where were we?")
+    events = session.log.events
+    assert events[:cut] == WHOLE[:cut]  # nothing recorded is changed
+    assert fold_session(events) == session.log.state
+    assert report.turn == before.turns.turn + 1 and events[report.first_seq - 1].kind == "turn/start"
+    assert report.closed_turn == (before.turns.turn if before.turns.open else None)
+    # every call is answered exactly once, and the model's transcript answers it
+    assert all(len(kinds_) == 1 for kinds_ in _answers(events).values())
+    first = model.inner.requests[0]
+    asked = [c.id for m in first.messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    answered = [m.tool_call_id for m in first.messages if isinstance(m, ToolMessage)]
+    assert sorted(asked) == sorted(answered)
+
+
+def test_a_call_left_unanswered_is_answered_as_interrupted_and_its_turn_ended() -> None:
+    # the process stopped after recording the reply's two calls, before either ran
+    cut = next(i for i in range(1, len(WHOLE)) if WHOLE[i - 1].kind == WHOLE[i].kind == "tool/call") + 1
+    written, read = WHOLE[cut - 2], WHOLE[cut - 1]
+    assert (written.kind, read.kind) == ("tool/call", "tool/call")
+    state = fold_session(WHOLE[:cut])
+    closing = abandoned_turn(state, WHOLE[:cut])
+    assert [d.kind for d in closing] == ["tool/result", "tool/result", "turn/end"]
+    assert [d.payload["call_id"] for d in closing[:2]] == [written.payload["call_id"], read.payload["call_id"]]
+    for draft in closing[:2]:
+        assert draft.payload["ok"] is False
+        error = json.loads(str(draft.payload["output"]))["error"]
+        assert error["code"] == CALL_INTERRUPTED and "whether it ran is unknown" in error["message"]
+    assert closing[-1].payload == {"turn": state.turns.turn}
+
+
+def test_an_answered_or_refused_call_is_not_answered_again_when_its_turn_is_closed() -> None:
+    for kind in ("tool/result", "tool/refused"):
+        answer = next(i for i, e in enumerate(WHOLE) if e.kind == kind)  # the first such answer
+        state = fold_session(WHOLE[: answer + 1])
+        assert state.turns.open
+        assert [d.kind for d in abandoned_turn(state, WHOLE[: answer + 1])] == ["turn/end"]
+
+
+def test_no_turn_open_means_nothing_to_close() -> None:
+    assert abandoned_turn(fold_session(WHOLE), WHOLE) == ()
+    assert abandoned_turn(fold_session(()), ()) == ()

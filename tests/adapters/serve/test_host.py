@@ -155,6 +155,25 @@ def test_a_second_host_on_the_same_session_makes_the_first_ones_next_write_a_con
     assert fold_session(store.read(S)).last_seq == 4
 
 
+def test_a_turn_left_open_by_a_stopped_host_is_ended_with_its_unanswered_calls_answered_as_interrupted() -> None:
+    store = MemoryStore()
+    stopped = Host(Server(store, ticks(1_000)))
+    stopped("turn/start", text="Read the readme")
+    stopped("step/begin", step=1)
+    stopped.reply(("c1", "read_file", {"path": "README.md"}), ("c2", "read_file", {"path": "notes.md"}))
+    stopped("tool/dispatch", call_id="c1")  # the host stops here: c1 may have run, c2 never did
+    host = Host(Server(store, ticks(5_000)))
+    shown = host("session/read")
+    assert shown["turn_open"] and shown["stage"] == "turn"
+    host("turn/end")
+    events = store.read(S)
+    answers = [(e.payload["call_id"], e.payload["ok"], json.loads(str(e.payload["output"]))["error"]["code"])
+               for e in events if e.kind == "tool/result"]
+    assert answers == [("c1", False, "call-interrupted"), ("c2", False, "call-interrupted")]
+    assert events[-1].kind == "turn/end" and not fold_session(events).turns.open
+    assert host("turn/start", text="Again")["turn"] == 2
+
+
 def test_events_append_records_facts_and_refuses_what_planfold_decides() -> None:
     host = Host(Server(MemoryStore(), ticks(1_000)))
     fact = {"kind": "user/message", "payload": {"text": "fyi", "source": None}}
