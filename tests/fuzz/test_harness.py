@@ -61,21 +61,42 @@ def test_input_the_harness_cannot_decode_never_reaches_the_target() -> None:
     check(target(decode), b"[" * 100_000)
 
 
-def test_a_slow_entry_point_is_a_finding_but_slow_harness_work_is_not() -> None:
+def _spin(seconds: float) -> None:
+    """Compute (not wait) for ``seconds`` of this thread's CPU time."""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+def test_an_entry_point_that_computes_too_long_is_a_finding_but_slow_harness_work_is_not() -> None:
     def slow(data: bytes, clock: Clock) -> str:
         with clock.timed():
-            time.sleep(TIME_LIMIT + 0.05)
+            _spin(TIME_LIMIT + 0.05)
         return ""
 
     def slow_outside(data: bytes, clock: Clock) -> str:
-        time.sleep(TIME_LIMIT + 0.05)
+        _spin(TIME_LIMIT + 0.05)
         with clock.timed():
             pass
         return ""
 
-    with pytest.raises(FuzzFinding, match="took"):
+    with pytest.raises(FuzzFinding, match="of CPU"):
         check(target(slow), b"x")
     check(target(slow_outside), b"x")
+
+
+def test_waiting_counts_against_the_wall_limit_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A wait costs no CPU: a loaded machine cannot turn it into a finding,
+    # but an entry point that hangs still is one.
+    def waiting(data: bytes, clock: Clock) -> str:
+        with clock.timed():
+            time.sleep(0.3)
+        return ""
+
+    check(target(waiting), b"x")
+    monkeypatch.setattr(harness, "WALL_LIMIT", 0.2)
+    with pytest.raises(FuzzFinding, match="of wall time"):
+        check(target(waiting), b"x")
 
 
 @pytest.mark.parametrize("raises", [False, True])
