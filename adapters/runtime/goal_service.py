@@ -314,8 +314,11 @@ class GoalService:
 
     def decide(self) -> ContinueDecision:
         """Whether this process may start the next round now."""
+        return self._decide(self.log.state.turns.open)
+
+    def _decide(self, turn_open: bool) -> ContinueDecision:
         state = self.log.state
-        facts = ContinueFacts(plan_mode=state.plan_mode, turn_open=state.turns.open)
+        facts = ContinueFacts(plan_mode=state.plan_mode, turn_open=turn_open)
         return should_continue(self.state().current, self.activation, facts)
 
     def drive(self, agent: AgentHandle, runner: RoundRunner, *, limit: int = 1_000) -> DriveReport:
@@ -324,11 +327,18 @@ class GoalService:
         Each round is one turn of ``runner`` whose first message is attributed
         to the goal. When the budget is spent, the system's block is appended
         (and broadcast) and the activation is disarmed.
+
+        A drive runs between this process's turns, so a turn open in the log
+        when it starts was left by a process that stopped mid-turn (a session
+        has one writer; a goal driver holds the lease): it does not stop the
+        first round, whose turn closes it as it opens (``Runtime.run_turn``
+        does, with ``abandoned_turn``; a runner of another kind must too).
         """
         self._check(agent)
         rounds: list[int] = []
+        abandoned = self.log.state.turns.open
         while len(rounds) < limit:
-            decision = self.decide()
+            decision = self._decide(False if abandoned and not rounds else self.log.state.turns.open)
             if not decision.proceed:
                 blocked_at = self._block_spent() if decision.reason == "budget-spent" else None
                 return DriveReport(tuple(rounds), decision.reason, blocked_at)

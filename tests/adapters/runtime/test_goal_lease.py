@@ -25,8 +25,10 @@ from planfold.adapters.store.contract import ManualClock
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.session_log import SessionLog
+from planfold.kernel.goal.continuation import round_message
 from planfold.kernel.log import TURN_END, TURN_START, USER_MESSAGE, Event
 from planfold.kernel.payload import JSONObject
+from tests.runtime_helpers import make_session, say
 from tests.storage_workers import goal_driver, stress_context
 
 SESSION = "goal"
@@ -120,6 +122,48 @@ def test_a_second_process_is_refused_and_disarmed_while_the_lease_is_live(
     assert b_driver.drive(b_goals.agent, b_rounds).rounds == ()
     b_goals.resume(b_goals.agent)
     assert b_driver.drive(b_goals.agent, b_rounds).rounds == (1, 2, 3, 4)
+
+
+def test_a_holder_killed_mid_round_leaves_a_turn_the_next_holder_closes_under_its_own_lease(
+    store: MemoryStore, clock: ManualClock
+) -> None:
+    a_goals, a_driver, _ = process(store, "host-a")
+    a_goals.resume(a_goals.agent)
+    held = a_driver.take()
+    # host-a opens round 1 under its lease and is killed before the turn ends
+    log = a_goals.log
+    source = round_message(log.state.goal, "round 1").payload["source"]
+    head, at = log.last_seq, log.now()
+    opened = [Event(head + 1, TURN_START, at, {"turn": 1}), Event(head + 2, USER_MESSAGE, at,
+                                                                 {"text": "round 1", "source": source})]
+    store.append(SESSION, head, opened, lease=held)
+    session, _, _ = make_session([say("two"), say("three"), say("four")], store=store, session_id=SESSION)
+    b_goals = GoalService(session.log, "agent", lambda: "g1")
+    b_driver = LeasedDriver(b_goals, store, holder="host-b", ttl_ms=1_000)
+    b_goals.resume(b_goals.agent)
+    refused = b_driver.drive(b_goals.agent, session.runtime)
+    assert (refused.rounds, refused.stopped) == ((), "lease-held")  # host-a's lease is still live
+    # nothing of host-a's turn was touched: after it only host-b's resume
+    assert [e.kind for e in store.read(SESSION)[head:]] == [TURN_START, USER_MESSAGE, "goal/change"]
+    clock.advance(1_000)
+    b_goals.resume(b_goals.agent)
+    fences: list[tuple[list[str], str | None]] = []
+    inner = store.append
+
+    def recording(*args: Any, **kwargs: Any) -> AppendResult:
+        lease = kwargs.get("lease")
+        fences.append(([e.kind for e in args[2]], None if lease is None else lease.holder))
+        return inner(*args, **kwargs)
+
+    store.append = recording  # type: ignore[method-assign]
+    report = b_driver.drive(b_goals.agent, session.runtime)
+    closing = next(kinds for kinds in fences if TURN_END in kinds[0])
+    assert closing == ([TURN_END, TURN_START, USER_MESSAGE], "host-b")  # one append, fenced by host-b
+    assert (report.rounds, report.stopped) == ((2, 3, 4), "budget-spent")
+    events = store.read(SESSION)
+    ended = next(e for e in events if e.kind == TURN_END)
+    assert ended.payload == {"turn": 1} and events[ended.seq].kind == TURN_START  # closed as round 2 opened
+    assert round_numbers(store) == [1, 2, 3, 4]
 
 
 def test_pausing_the_goal_gives_the_lease_back(store: MemoryStore) -> None:

@@ -13,6 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from planfold.adapters.runtime.goal_service import GoalChanged, GoalService, StaleAgentError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.session_log import SessionLog
+from planfold.kernel.goal.continuation import round_message
 from planfold.kernel.goal.ops import GoalAuthorityError, GoalError
 from planfold.kernel.goal.values import BlockedReason
 from planfold.kernel.log import Draft
@@ -169,6 +170,30 @@ def test_the_driver_runs_real_turns_through_the_runtime() -> None:
     assert report.rounds == (1, 2)
     asked = [r.last_user_text for r in model.inner.requests]
     assert asked == ["Continue the goal (round 1).", "Continue the goal (round 2)."]
+
+
+def test_a_round_left_open_by_a_stopped_process_is_closed_by_the_next_drive_which_goes_on() -> None:
+    store = MemoryStore()
+    first, log, _ = _service(store)
+    first.create(first.agent, "Tidy", max_rounds=3)
+    # The first process started round 1 and stopped before its turn ended.
+    source = round_message(log.state.goal, "Continue the goal (round 1).").payload["source"]
+    log.append((Draft("turn/start", {"turn": 1}), Draft("user/message", {"text": "round 1", "source": source})))
+    session, model, _ = make_session([say("round two"), say("round three")], store=store)
+    goals = GoalService(session.log, "agent-1", lambda: "unused")
+    assert goals.decide().reason == "disarmed"
+    goals.resume(goals.agent)
+    assert goals.decide().reason == "turn-open"  # asked from outside a drive, the open turn still counts
+    report = goals.drive(goals.agent, session.runtime)
+    assert report.rounds == (2, 3) and report.stopped == "budget-spent"
+    events = session.log.events
+    assert [(e.kind, e.payload["turn"]) for e in events if e.kind in ("turn/start", "turn/end")] == [
+        ("turn/start", 1), ("turn/end", 1), ("turn/start", 2), ("turn/end", 2), ("turn/start", 3), ("turn/end", 3),
+    ]
+    assert fold_session(events) == session.log.state
+    assert [r.last_user_text for r in model.inner.requests] == [
+        "Continue the goal (round 2).", "Continue the goal (round 3).",
+    ]
 
 
 class GoalServiceMachine(RuleBasedStateMachine):
