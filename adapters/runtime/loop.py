@@ -138,6 +138,7 @@ __all__ = [
     "StepListener",
     "TurnReport",
     "abandoned_turn",
+    "interrupted_calls",
     "record_reply",
     "refuse_outside_scope",
     "scope_refusal",
@@ -352,10 +353,19 @@ CALL_INTERRUPTED = "call-interrupted"
 
 def abandoned_turn(state: SessionState, events: Sequence[Event]) -> tuple[Draft, ...]:
     """What closes the turn an earlier process left open in ``events`` (folded
-    to ``state``): a failed ``tool/result`` for each call of that turn that
-    was never answered (no ``tool/result`` or ``tool/refused``), in the order
-    the calls were made, then its ``turn/end``; nothing when no turn is open.
-    Only the open turn's events are read (back to its ``turn/start``)."""
+    to ``state``): ``interrupted_calls``, then its ``turn/end``; nothing when
+    no turn is open."""
+    if not state.turns.open:
+        return ()
+    return (*interrupted_calls(state, events), Draft(TURN_END, {"turn": state.turns.turn}))
+
+
+def interrupted_calls(state: SessionState, events: Sequence[Event]) -> tuple[Draft, ...]:
+    """A failed ``tool/result`` (``call-interrupted``) for each call of the
+    open turn of ``events`` (folded to ``state``) that was never answered (no
+    ``tool/result`` or ``tool/refused``), in the order the calls were made;
+    nothing when no turn is open. Only the open turn's events are read (back
+    to its ``turn/start``)."""
     if not state.turns.open:
         return ()
     start = len(events)
@@ -373,8 +383,7 @@ def abandoned_turn(state: SessionState, events: Sequence[Event]) -> tuple[Draft,
         "the runtime stopped before this call was answered, so whether it ran is unknown",
         hint="Check its effects before making the call again.",
     )
-    answers = [result_draft(call_id, tool, ok=False, output=output) for call_id, tool in unanswered.items()]
-    return (*answers, Draft(TURN_END, {"turn": state.turns.turn}))
+    return tuple(result_draft(call_id, tool, ok=False, output=output) for call_id, tool in unanswered.items())
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,7 +53,13 @@ from planfold.adapters.errors import AdapterError
 from planfold.adapters.llm import model
 from planfold.adapters.llm.openai_wire import encode_message, plain_json
 from planfold.adapters.runtime.goal_service import GoalChanged, GoalService
-from planfold.adapters.runtime.loop import abandoned_turn, record_reply, refuse_outside_scope, with_attachments
+from planfold.adapters.runtime.loop import (
+    abandoned_turn,
+    interrupted_calls,
+    record_reply,
+    refuse_outside_scope,
+    with_attachments,
+)
 from planfold.adapters.runtime.plan_runner import PlanRunner
 from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
 from planfold.adapters.runtime.tool_runner import (
@@ -455,11 +461,17 @@ class HostSession:
 
     def begin_step(self, step: int, verdict: StepVerdict = "accepted") -> StepBegun:
         """The pre-step (``Runtime._pre_step`` after the step listeners):
-        the flush, the plan lifecycle, the request header."""
+        the flush, the plan lifecycle, the request header. A call of the turn
+        left unanswered by a process that stopped is answered first, as in
+        ``end_turn``."""
         return self._atomic(lambda: self._begin_step(step, verdict))
 
     def _begin_step(self, step: int, verdict: StepVerdict) -> StepBegun:
         self._require("step/begin", "turn", "step")
+        # Calls another process recorded in this turn and never answered
+        # (see ``end_turn``) are answered before the step, so that its
+        # request's transcript answers every call.
+        self.log.append(interrupted_calls(self.log.state, self.log.events))
         p = self._p
         flush = decide_pre_step(self.log.state, self.log.events, p.pending, verdict)
         self.log.append(flush.drafts)

@@ -631,7 +631,8 @@ METHODS: Mapping[str, Method] = {
         _method("turn/start", TurnStartParams, TurnStarted,
                 "Open a turn with its first user message (a human's, or a goal round's)."),
         _method("step/begin", StepBeginParams, StepBegun,
-                "The pre-step: flush the pending choice, start an approved plan, record the request header."),
+                "The pre-step: answer calls a stopped process left unanswered, flush the pending choice,"
+                " start an approved plan, record the request header."),
         _method("step/context", ContextParams, RequestContext,
                 "The request's prompt sections, plan view and the tools to offer.", appends=False),
         _method("step/reply", ReplyParams, ReplyRecorded,

@@ -155,13 +155,19 @@ def test_a_second_host_on_the_same_session_makes_the_first_ones_next_write_a_con
     assert fold_session(store.read(S)).last_seq == 4
 
 
-def test_a_turn_left_open_by_a_stopped_host_is_ended_with_its_unanswered_calls_answered_as_interrupted() -> None:
+def _stopped_mid_turn() -> MemoryStore:
+    """A session whose host stopped with a reply's two calls unanswered."""
     store = MemoryStore()
     stopped = Host(Server(store, ticks(1_000)))
     stopped("turn/start", text="Read the readme")
     stopped("step/begin", step=1)
     stopped.reply(("c1", "read_file", {"path": "README.md"}), ("c2", "read_file", {"path": "notes.md"}))
     stopped("tool/dispatch", call_id="c1")  # the host stops here: c1 may have run, c2 never did
+    return store
+
+
+def test_a_turn_left_open_by_a_stopped_host_is_ended_with_its_unanswered_calls_answered_as_interrupted() -> None:
+    store = _stopped_mid_turn()
     host = Host(Server(store, ticks(5_000)))
     shown = host("session/read")
     assert shown["turn_open"] and shown["stage"] == "turn"
@@ -172,6 +178,20 @@ def test_a_turn_left_open_by_a_stopped_host_is_ended_with_its_unanswered_calls_a
     assert answers == [("c1", False, "call-interrupted"), ("c2", False, "call-interrupted")]
     assert events[-1].kind == "turn/end" and not fold_session(events).turns.open
     assert host("turn/start", text="Again")["turn"] == 2
+
+
+def test_a_turn_left_open_by_a_stopped_host_goes_on_with_its_unanswered_calls_answered_before_the_next_step() -> None:
+    store = _stopped_mid_turn()
+    host = Host(Server(store, ticks(5_000)))
+    host("step/begin", step=2)
+    after = [(e.kind, e.payload.get("call_id")) for e in store.read(S)][-3:]
+    assert after == [("tool/result", "c1"), ("tool/result", "c2"), ("request/header", None)]
+    messages = host("step/context", conversation=True)["messages"]
+    asked = [c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or ()]
+    answered = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert asked == answered == ["c1", "c2"]
+    host("step/begin", step=3)  # nothing is answered twice
+    assert [e.kind for e in store.read(S)].count("tool/result") == 2
 
 
 def test_events_append_records_facts_and_refuses_what_planfold_decides() -> None:
