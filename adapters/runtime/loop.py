@@ -102,7 +102,7 @@ from typing import Literal
 
 from planfold.adapters.llm.model import ChatResponse, ModelClient, ModelError, RetryBudget, ToolCall
 from planfold.adapters.runtime.plan_runner import PlanRunner
-from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
+from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request, request_view
 from planfold.adapters.runtime.tool_runner import ToolRunner, error_output, kernel_call, result_draft
 from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.log import (
@@ -607,13 +607,8 @@ class Runtime:
         return True
 
     def _prepare(self) -> PreparedRequest:
-        view = self._view
         state = self._view_state or self.log.state
-        # After a "keep planning" review the next plan-mode requests are about
-        # rewriting the plan: they carry it in full until it is rewritten.
-        rewriting = view.rewriting or (state.plan_mode and state.plan.feedback is not None)
-        first = self.resumed and self._requests == 0
-        view = ViewRequest(view.user_asked_full, view.summary_insufficient, rewriting, view.first_since_resume or first)
+        view = request_view(self._view, state, first_request=self.resumed and self._requests == 0)
         prepared = assemble_request(
             state,
             events=self.log.events,

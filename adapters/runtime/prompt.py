@@ -59,6 +59,7 @@ __all__ = [
     "PromptConfig",
     "assemble_request",
     "conversation",
+    "request_view",
 ]
 
 DEFAULT_BASE_PROMPT = (
@@ -124,6 +125,17 @@ def _definitions(tools: ToolRunner, phase: RuntimePhase) -> tuple[ToolDefinition
         assert isinstance(parameters, Mapping)
         out.append(ToolDefinition(spec.name, spec.description, parameters))
     return tuple(out)
+
+
+def request_view(asked: ViewRequest, state: SessionState, *, first_request: bool) -> ViewRequest:
+    """What the runtime knows of the next request (``asked``), completed from
+    ``state``, the fold it is assembled from: after a "keep planning" review
+    the plan-mode requests are about rewriting the plan, so they carry it in
+    full until it is rewritten; ``first_request`` (the first request of a
+    runtime that resumed a session) makes it the first since the resume."""
+    rewriting = asked.rewriting or (state.plan_mode and state.plan.feedback is not None)
+    first = asked.first_since_resume or first_request
+    return ViewRequest(asked.user_asked_full, asked.summary_insufficient, rewriting, first)
 
 
 def assemble_request(

@@ -61,7 +61,7 @@ from planfold.adapters.runtime.loop import (
     with_attachments,
 )
 from planfold.adapters.runtime.plan_runner import PlanRunner
-from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request
+from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request, request_view
 from planfold.adapters.runtime.tool_runner import (
     ToolRunner,
     kernel_call,
@@ -490,13 +490,8 @@ class HostSession:
         """The step's request, derived once (``Runtime._prepare``)."""
         p = self._p
         if p.prepared is None:
-            view = p.view
             state = p.view_state or self.log.state
-            rewriting = view.rewriting or (state.plan_mode and state.plan.feedback is not None)
-            first = self.resumed and p.requests == 0
-            view = ViewRequest(
-                view.user_asked_full, view.summary_insufficient, rewriting, view.first_since_resume or first
-            )
+            view = request_view(p.view, state, first_request=self.resumed and p.requests == 0)
             p.prepared = assemble_request(
                 state, events=self.log.events, tools=self.tools, config=self.prompt, view_request=view
             )
