@@ -213,6 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             examples=args.examples,
             retry=args.retry,
             modules=args.module,
+            equivalent={entry.key() for entry in load_equivalents(EQUIVALENTS)},
         )
     result = score(with_rechecks(args.root, load_mutants(args.root)), load_equivalents(EQUIVALENTS))
     if not result.total:

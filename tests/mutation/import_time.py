@@ -256,12 +256,16 @@ def to_recheck(
     *,
     retry: bool = False,
     modules: Collection[str] = (),
+    equivalent: Collection[tuple[str, str, str, str]] = (),
 ) -> list[Mutant]:
     """The mutants ``recheck`` re-tests: those of ``functions`` (mangled
     names) that mutmut did not kill, of the files ``modules`` only when some
     are named, unless a recheck already decided them (``done``: status by
     mutant name) and, with ``retry`` or for a file of ``modules``, killed
-    them."""
+    them. A mutant listed as equivalent (its ``key`` in ``equivalent``) is
+    not re-tested: the score counts it equivalent whatever a recheck would
+    say, and as a listed mutant survives every test, re-testing it costs a
+    whole run of the selection for nothing."""
 
     def settled(mutant: Mutant) -> bool:
         status = done.get(mutant.name)
@@ -271,6 +275,7 @@ def to_recheck(
         m
         for m in mutants
         if not m.killed
+        and m.key() not in equivalent
         and (not modules or m.file in modules)
         and not settled(m)
         and m.name.rsplit("__mutmut_", 1)[0] in functions
@@ -285,14 +290,17 @@ def recheck(
     examples: int,
     retry: bool = False,
     modules: Collection[str] = (),
+    equivalent: Collection[tuple[str, str, str, str]] = (),
 ) -> dict[str, str]:
     """Re-test every mutant of a function that runs before any test (see
-    the module doc) that mutmut did not kill and that is not rechecked yet;
-    with ``retry``, also those a recheck did not kill (a test may kill them
-    now), and likewise those of the files ``modules`` (``kernel/log.py``).
-    Return the new statuses."""
+    the module doc) that mutmut did not kill, that is not listed as
+    equivalent (keys in ``equivalent``) and that is not rechecked yet; with
+    ``retry``, also those a recheck did not kill (a test may kill them now),
+    and likewise those of the files ``modules`` (``kernel/log.py``). Return
+    the new statuses."""
     functions = import_time_functions(root, selection(root))
-    todo = to_recheck(mutants, functions, load_rechecked(root, mutants), retry=retry, modules=modules)
+    done = load_rechecked(root, mutants)
+    todo = to_recheck(mutants, functions, done, retry=retry, modules=modules, equivalent=equivalent)
     if not todo:
         return {}
     clean, took = _run(root, "", examples, timeout=3600)

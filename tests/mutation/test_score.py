@@ -311,6 +311,9 @@ def test_a_recheck_retests_what_it_has_not_decided_and_with_retry_what_it_did_no
     assert names(modules={"kernel/b.py"}) == ["5"]  # the named files only
     assert names(modules={"kernel/a.py"}, retry=True) == ["2", "4"]
     assert to_recheck(mutants, set(), done, retry=True) == []  # not a function that runs before any test
+    listed = {mutants[1].key()}  # a.py's change (all its mutants make it) listed as equivalent
+    assert names(equivalent=listed) == []
+    assert names(retry=True, equivalent=listed) == ["5"]
 
 
 def test_the_kernels_caches_are_its_private_dicts_left_empty_by_the_imports_and_its_functools_caches(
