@@ -336,9 +336,9 @@ class GoalService:
         """
         self._check(agent)
         rounds: list[int] = []
-        abandoned = self.log.state.turns.open
+        abandoned = self.log.state.turns.open  # until the first round's turn closes it
         while len(rounds) < limit:
-            decision = self._decide(False if abandoned and not rounds else self.log.state.turns.open)
+            decision = self._decide(self.log.state.turns.open and not abandoned)
             if not decision.proceed:
                 blocked_at = self._block_spent() if decision.reason == "budget-spent" else None
                 return DriveReport(tuple(rounds), decision.reason, blocked_at)
@@ -347,6 +347,7 @@ class GoalService:
             source = round_message(self.state(), text).payload["source"]
             assert isinstance(source, dict)
             runner.run_turn(text, source)
+            abandoned = False
             rounds.append(number)
         return DriveReport(tuple(rounds), None)
 
