@@ -205,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code != 0:
             print(f"mutmut exited with {code}", file=sys.stderr)
             return code
+    equivalents = load_equivalents(EQUIVALENTS)
     if args.command in ("run", "recheck"):
         recheck(
             args.root,
@@ -213,9 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             examples=args.examples,
             retry=args.retry,
             modules=args.module,
-            equivalent={entry.key() for entry in load_equivalents(EQUIVALENTS)},
+            equivalent={entry.key() for entry in equivalents},
         )
-    result = score(with_rechecks(args.root, load_mutants(args.root)), load_equivalents(EQUIVALENTS))
+    result = score(with_rechecks(args.root, load_mutants(args.root)), equivalents)
     if not result.total:
         print("no mutation results: run `python -m tests.mutation run` first", file=sys.stderr)
         return 1
