@@ -102,7 +102,7 @@ from typing import Literal
 
 from planfold.adapters.llm.model import ChatResponse, ModelClient, ModelError, RetryBudget, ToolCall
 from planfold.adapters.runtime.plan_runner import PlanRunner
-from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request, request_view
+from planfold.adapters.runtime.prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
 from planfold.adapters.runtime.tool_runner import ToolRunner, error_output, kernel_call, result_draft
 from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.log import (
@@ -448,6 +448,7 @@ class Runtime:
     _requests: int = 0
     _view_state: SessionState | None = None
     _pending: PendingChoice | None = field(default=None, init=False)
+    _conversation: Conversation = field(default_factory=Conversation, init=False)
 
     def __post_init__(self) -> None:
         self.resumed = self.resumed or self.log.last_seq > 0
@@ -603,18 +604,19 @@ class Runtime:
         # plan counts as seen only once a build-mode reply is recorded, so a
         # retry of this step carries the same view.
         self._view_state = self.log.state
-        self.log.append((decide_request_header(self.log.events, proposed.step),))
+        self.log.append((decide_request_header(self.log.state, proposed.step),))
         return True
 
     def _prepare(self) -> PreparedRequest:
-        state = self._view_state or self.log.state
-        view = request_view(self._view, state, first_request=self.resumed and self._requests == 0)
-        prepared = assemble_request(
-            state,
-            events=self.log.events,
+        first = self.resumed and self._requests == 0
+        prepared = prepare_request(
+            self._view_state or self.log.state,
+            self.log.events,
+            self._view,
+            first_request=first,
             tools=self.tools,
             config=self.prompt,
-            view_request=view,
+            messages=self._conversation,
         )
         self._requests += 1
         return prepared

@@ -12,7 +12,8 @@ recorded state's, as its header says. It has three parts:
 - the system prompt: the sections of ``kernel.plan.context.compose_prompt``
   (shared base, plan or build overlay, ``plan:policy``, the plan view chosen by
   ``choose_plan_view``), each as one system message, in that order;
-- the conversation, rebuilt from the log: ``user/message`` (human, plugin
+- the conversation, derived from the log (``Conversation`` keeps what it
+  read, so each request reads only the events since the one before): ``user/message`` (human, plugin
   notice or goal round), ``assistant/message`` with the ``tool/call`` events
   that follow it, and one tool message per answered call (``tool/result``,
   ``tool/refused``). ``plan/mode``, ``plan/artifact``, ``goal/change`` and the
@@ -37,6 +38,7 @@ from planfold.adapters.llm.model import (
     UserMessage,
 )
 from planfold.adapters.runtime.tool_runner import ToolRunner, read_call, tool_message_text
+from planfold.adapters.store.session_log import EventsView
 from planfold.kernel.log import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, USER_MESSAGE, Event
 from planfold.kernel.phase import RuntimePhase
 from planfold.kernel.plan.context import (
@@ -55,10 +57,12 @@ from planfold.kernel.tools.spec import thaw_json
 __all__ = [
     "DEFAULT_BASE_PROMPT",
     "DEFAULT_PLAN_POLICY",
+    "Conversation",
     "PreparedRequest",
     "PromptConfig",
     "assemble_request",
     "conversation",
+    "prepare_request",
     "request_view",
 ]
 
@@ -98,24 +102,71 @@ def conversation(events: Sequence[Event]) -> list[Message]:
     out: list[Message] = []
     index = 0
     while index < len(events):
-        event = events[index]
-        index += 1
-        if event.kind == USER_MESSAGE:
-            out.append(UserMessage(str(event.payload["text"])))
-        elif event.kind == ASSISTANT_MESSAGE:
-            calls: list[ToolCall] = []
-            while index < len(events) and events[index].kind == TOOL_CALL:
-                calls.append(read_call(events[index].payload))
-                index += 1
-            text = str(event.payload["text"])
-            if calls:
-                out.append(AssistantMessage(text or None, tuple(calls)))
-            else:
-                out.append(AssistantMessage(text))
-        elif event.kind in (TOOL_RESULT, TOOL_REFUSED):
-            payload = event.payload
-            out.append(ToolMessage(str(payload["call_id"]), tool_message_text(event), str(payload["tool"])))
+        message, index = _message_at(events, index)
+        if message is not None:
+            out.append(message)
     return out
+
+
+def _message_at(events: Sequence[Event], index: int) -> tuple[Message | None, int]:
+    """The message the event at ``index`` starts (``None`` for an event that
+    is no message) and the index after it: an ``assistant/message`` takes the
+    ``tool/call`` events that follow it."""
+    event = events[index]
+    index += 1
+    if event.kind == USER_MESSAGE:
+        return UserMessage(str(event.payload["text"])), index
+    if event.kind == ASSISTANT_MESSAGE:
+        calls: list[ToolCall] = []
+        while index < len(events) and events[index].kind == TOOL_CALL:
+            calls.append(read_call(events[index].payload))
+            index += 1
+        text = str(event.payload["text"])
+        return (AssistantMessage(text or None, tuple(calls)) if calls else AssistantMessage(text)), index
+    if event.kind in (TOOL_RESULT, TOOL_REFUSED):
+        payload = event.payload
+        return ToolMessage(str(payload["call_id"]), tool_message_text(event), str(payload["tool"])), index
+    return None, index
+
+
+class Conversation:
+    """``conversation(events)`` for a session log's events (``EventsView``):
+    the messages of the events already read are kept, and each call reads
+    only the events after them, so a step's cost does not grow with the
+    history. An ``assistant/message`` at the very end is read again next
+    time (its ``tool/call`` events may follow). Events that are not a longer
+    view of the log read before (another log, a reload's, any other
+    sequence) are read whole."""
+
+    def __init__(self) -> None:
+        self._messages: tuple[Message, ...] = ()
+        self._source: object = None
+        self._read = 0
+
+    def messages(self, events: Sequence[Event]) -> tuple[Message, ...]:
+        """Every message of ``events`` (``conversation(events)``)."""
+        end = len(events)
+        read = self._read
+        source = events.source if isinstance(events, EventsView) else None
+        if source is None or source is not self._source or read > end:
+            self._messages, self._source, read = (), source, 0
+        new: list[Message] = []
+        tail: tuple[Message, ...] = ()
+        index = read
+        while index < end:
+            start = index
+            message, index = _message_at(events, index)
+            if message is None:
+                continue
+            if index == end and events[start].kind == ASSISTANT_MESSAGE:
+                tail = (message,)
+                index = start
+                break
+            new.append(message)
+        self._read = index
+        if new:
+            self._messages += tuple(new)
+        return self._messages + tail if tail else self._messages
 
 
 def _definitions(tools: ToolRunner, phase: RuntimePhase) -> tuple[ToolDefinition, ...]:
@@ -145,13 +196,32 @@ def assemble_request(
     tools: ToolRunner,
     config: PromptConfig,
     view_request: ViewRequest | None = None,
+    messages: Conversation | None = None,
 ) -> PreparedRequest:
-    """Derive the next request from the fold and the log (see the module doc)."""
+    """Derive the next request from the fold and the log (see the module doc);
+    ``messages`` reads the conversation of a log it read before incrementally."""
     phase = runtime_phase(state)
     view = choose_plan_view(state, view_request or ViewRequest())
     sections = compose_prompt(config.parts, state, view, config.policy)
     system: list[Message] = [SystemMessage(f"[{s.name}]\n{s.text}") for s in sections]
     definitions = _definitions(tools, phase)
-    request = ChatRequest(tuple(system + conversation(events)), definitions)
+    said = tuple(conversation(events)) if messages is None else messages.messages(events)
+    request = ChatRequest(tuple(system) + said, definitions)
     return PreparedRequest(request, phase, view, sections, tuple(d.name for d in definitions))
 
+
+def prepare_request(
+    state: SessionState,
+    events: Sequence[Event],
+    asked: ViewRequest,
+    *,
+    first_request: bool,
+    tools: ToolRunner,
+    config: PromptConfig,
+    messages: Conversation,
+) -> PreparedRequest:
+    """A step's request as the runtime and the host derive it: the view
+    ``request_view`` completes from ``asked``, and the conversation read
+    through ``messages``."""
+    view = request_view(asked, state, first_request=first_request)
+    return assemble_request(state, events=events, tools=tools, config=config, view_request=view, messages=messages)

@@ -61,7 +61,7 @@ from planfold.adapters.runtime.loop import (
     with_attachments,
 )
 from planfold.adapters.runtime.plan_runner import PlanRunner
-from planfold.adapters.runtime.prompt import PreparedRequest, PromptConfig, assemble_request, request_view
+from planfold.adapters.runtime.prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
 from planfold.adapters.runtime.tool_runner import (
     ToolRunner,
     kernel_call,
@@ -296,6 +296,7 @@ class HostSession:
         self.goals = GoalService(self.log, "host", self._new_goal_id)
         self.resumed = self.log.last_seq > 0
         self._p = _Process()
+        self._conversation = Conversation()
 
     @property
     def session_id(self) -> str:
@@ -482,7 +483,7 @@ class HostSession:
         started = plan_to_start(self.log.state) is not None
         self.plans.before_request()
         p.view_state = self.log.state
-        (header,) = self.log.append((decide_request_header(self.log.events, step),))
+        (header,) = self.log.append((decide_request_header(self.log.state, step),))
         p.step_open, p.prepared = True, None
         return StepBegun(True, bool(flush.drafts), started, header.seq, runtime_phase(p.view_state), header.seq)
 
@@ -490,10 +491,14 @@ class HostSession:
         """The step's request, derived once (``Runtime._prepare``)."""
         p = self._p
         if p.prepared is None:
-            state = p.view_state or self.log.state
-            view = request_view(p.view, state, first_request=self.resumed and p.requests == 0)
-            p.prepared = assemble_request(
-                state, events=self.log.events, tools=self.tools, config=self.prompt, view_request=view
+            p.prepared = prepare_request(
+                p.view_state or self.log.state,
+                self.log.events,
+                p.view,
+                first_request=self.resumed and p.requests == 0,
+                tools=self.tools,
+                config=self.prompt,
+                messages=self._conversation,
             )
             p.requests += 1
         return p.prepared

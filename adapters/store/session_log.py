@@ -43,6 +43,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import overload
 
 from planfold.adapters.errors import AdapterError
 from planfold.adapters.store.base import Store
@@ -52,6 +53,7 @@ from planfold.kernel.session import SessionState, fold_more
 
 __all__ = [
     "Clock",
+    "EventsView",
     "LogSealedError",
     "SessionLog",
     "system_clock",
@@ -80,6 +82,58 @@ class LogSealedError(AdapterError):
         self.holder = holder
 
 
+class EventsView(Sequence[Event]):
+    """The first ``length`` events of a list that only ever grows at its end:
+    an immutable sequence that costs nothing to make, however long the log
+    (a tuple of the whole log, made again after every append, would copy it
+    each time). Slices are tuples."""
+
+    __slots__ = ("_events", "_length")
+
+    def __init__(self, events: list[Event], length: int) -> None:
+        self._events = events
+        self._length = length
+
+    @property
+    def source(self) -> object:
+        """What the view is a prefix of: two views with the same source are
+        prefixes of one log, the shorter one of the longer one."""
+        return self._events
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Event, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | tuple[Event, ...]:
+        if isinstance(index, slice):
+            start, stop, stride = index.indices(self._length)
+            return tuple(self._events[start:stop:stride])
+        position = index + self._length if index < 0 else index
+        if not 0 <= position < self._length:
+            raise IndexError("event index out of range")
+        return self._events[position]
+
+    def __iter__(self) -> Iterator[Event]:
+        events = self._events
+        for position in range(self._length):
+            yield events[position]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EventsView | tuple | list):
+            return len(other) == self._length and all(a == b for a, b in zip(self, other, strict=False))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EventsView({self[:]!r})"
+
+
 class SessionLog:
     """A session's events and strict fold, appended through ``store``."""
 
@@ -87,19 +141,22 @@ class SessionLog:
         self.store = store
         self.session_id = session_id
         self.clock = clock
-        self._events: tuple[Event, ...] | None = ()
+        #: The events read so far (``None``: not read since the last reload);
+        #: the list only grows, ``events`` hands out views of its prefix.
+        self._events: list[Event] | None = []
         self._state = SessionState()
         self.observers: list[Callable[[Event], None]] = []
         self._sealed_by: str | None = None
         self.reload()
 
     @property
-    def events(self) -> tuple[Event, ...]:
+    def events(self) -> EventsView:
         """Every event of the session up to ``last_seq`` (read from the store
-        on first use after opening)."""
+        on first use after opening), as an immutable view that later appends
+        do not change."""
         if self._events is None:
-            self._events = self.store.read(self.session_id)[: self.last_seq]
-        return self._events
+            self._events = list(self.store.read(self.session_id)[: self.last_seq])
+        return EventsView(self._events, len(self._events))
 
     @property
     def state(self) -> SessionState:
@@ -154,7 +211,7 @@ class SessionLog:
         state = fold_more(self._state, batch)
         self.store.append(self.session_id, self.last_seq, batch, idempotency_key)
         if self._events is not None:
-            self._events = self._events + batch
+            self._events.extend(batch)
         self._state = state
         for event in batch:
             for observer in tuple(self.observers):

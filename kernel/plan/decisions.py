@@ -26,7 +26,7 @@ entry points, each pure and total over its inputs:
 - ``decide_pre_step(state, events, pending, verdict)``: the turn-boundary
   flush of a pending plan-mode choice for a proposed step;
   ``decide_before_request(state)``: the start of an approved or implicit plan
-  waiting to run, bound to its exact version; ``decide_request_header(events,
+  waiting to run, bound to its exact version; ``decide_request_header(state,
   step)``: the header that records the request;
 - ``decide_scope(state, effects)``: whether an executor call may run within
   the executing plan's scope, and the ``realign`` when it may not;
@@ -65,8 +65,8 @@ from .mode import (
     StepVerdict,
     choice_events,
     decide_choice,
-    derive_request_header,
-    flush_pre_step,
+    flush_folded,
+    request_header,
 )
 from .review import ReviewAnswer, ReviewOutcome, ReviewRequest, decide_review, start_review
 from .scope import Effect, ScopeVerdict
@@ -353,16 +353,18 @@ def decide_pre_step(
     session folded to ``state`` from ``events``: only an accepted step inside
     an open turn records the pending choice (with its notice when one is
     due); a choice equal to the recorded mode is dropped. Never raises."""
-    flush = flush_pre_step(events, pending, verdict, _at(state), plan_status=state.plan.status)
+    turn_open, recorded, plan_status = state.turns.open, state.plan_mode, state.plan.status
+    flush = flush_folded(
+        events, pending, verdict, _at(state), turn_open=turn_open, recorded=recorded, plan_status=plan_status
+    )
     return PreStep(_drafts(flush.events), flush.pending_after_success, flush.pending_after_failure)
 
 
-def decide_request_header(events: Sequence[Event], step: int) -> Draft:
-    """The ``request/header`` of ``step`` in the open turn of ``events``,
-    recording the plan mode the fold gives now. Raises ``ReplayError``
+def decide_request_header(state: session.SessionState, step: int) -> Draft:
+    """The ``request/header`` of ``step`` in the open turn of the session
+    folded to ``state``, recording its plan mode. Raises ``ReplayError``
     (``transition-not-allowed``) when no turn is open."""
-    last = events[-1].at if events else 0
-    return Draft.of(derive_request_header(events, step, last))
+    return Draft.of(request_header(state.turns, state.plan_mode, state.last_seq + 1, step, _at(state)))
 
 
 def decide_scope(state: session.SessionState, effects: Sequence[Effect]) -> tuple[ScopeVerdict, tuple[Draft, ...]]:

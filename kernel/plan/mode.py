@@ -31,6 +31,12 @@ A choice made while a step's request is failing is appended at the pre-step
 of that step's same-step retry (the retry is a proposed step like any other),
 not deferred to the next turn: the retry's header then records the new state
 and its request is derived from it, so every header stays true to the fold.
+
+``flush_pre_step`` and ``derive_request_header`` fold the log they are given;
+``flush_folded`` and ``request_header`` take those folds from a caller that
+holds them (a session state), so that a runtime's step does not fold the whole
+history again: the flush then reads only the events since the last request
+header, for the notice.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from ..log import (
     REQUEST_HEADER,
     USER_MESSAGE,
     Event,
+    TurnState,
     fold_turns,
     last_seq,
     read_request_header,
@@ -69,11 +76,13 @@ __all__ = [
     "choice_events",
     "decide_choice",
     "derive_request_header",
+    "flush_folded",
     "flush_pre_step",
     "fold_plan_mode",
     "get_plan_mode",
     "notice_text",
     "read_plan_mode",
+    "request_header",
 ]
 
 ChoiceOutcome = Literal["noop", "committed", "queued", "cancelled"]
@@ -327,12 +336,31 @@ def flush_pre_step(
     to the folded state is dropped without appending (the flips netted out).
     ``plan_status`` words a notice, as in ``choice_events``.
     """
-    if pending is None or verdict != "accepted" or not fold_turns(events).open:
+    turn_open, recorded = fold_turns(events).open, fold_plan_mode(events)
+    return flush_folded(events, pending, verdict, at, turn_open=turn_open, recorded=recorded, plan_status=plan_status)
+
+
+def flush_folded(
+    events: Sequence[Event],
+    pending: PendingChoice | None,
+    verdict: StepVerdict,
+    at: int,
+    *,
+    turn_open: bool,
+    recorded: bool,
+    plan_status: PlanStatus | None = None,
+) -> Flush:
+    """``flush_pre_step`` for a caller that holds the folds of ``events``
+    already (a session state): ``turn_open`` and ``recorded`` are what
+    ``fold_turns(events).open`` and ``fold_plan_mode(events)`` give. Only the
+    events since the last request header are read (for the notice), so its
+    cost does not grow with the log."""
+    if pending is None or verdict != "accepted" or not turn_open:
         return Flush((), pending, pending)
-    if pending.target == fold_plan_mode(events):
+    if pending.target == recorded:
         return Flush((), None, None)
-    recorded = choice_events(events, pending.target, at, silent=pending.silent, plan_status=plan_status)
-    return Flush(recorded, None, pending)
+    chosen = choice_events(events, pending.target, at, silent=pending.silent, plan_status=plan_status)
+    return Flush(chosen, None, pending)
 
 
 def derive_request_header(events: Sequence[Event], step: int, at: int) -> Event:
@@ -341,10 +369,16 @@ def derive_request_header(events: Sequence[Event], step: int, at: int) -> Event:
 
     Raises ``ReplayError`` (``transition-not-allowed``) when no turn is open.
     """
-    turns = fold_turns(events)
-    seq = last_seq(events) + 1
+    return request_header(fold_turns(events), fold_plan_mode(events), last_seq(events) + 1, step, at)
+
+
+def request_header(turns: TurnState, plan_mode: bool, seq: int, step: int, at: int) -> Event:
+    """``derive_request_header`` for a caller that holds the folds already:
+    the header at ``seq`` for ``step`` of the open turn of ``turns``,
+    recording ``plan_mode``.
+
+    Raises ``ReplayError`` (``transition-not-allowed``) when no turn is open.
+    """
     if not turns.open:
         raise ReplayError(seq, "transition-not-allowed", "a request header needs an open turn")
-    return Event(
-        seq, REQUEST_HEADER, at, {"turn": turns.turn, "step": step, "plan_mode": fold_plan_mode(events)}
-    )
+    return Event(seq, REQUEST_HEADER, at, {"turn": turns.turn, "step": step, "plan_mode": plan_mode})

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from planfold.adapters.llm.model import AssistantMessage, ModelTimeoutError, ToolMessage
 from planfold.adapters.runtime.loop import CALL_INTERRUPTED, ProposedStep, TurnReport, abandoned_turn
+from planfold.adapters.runtime.prompt import Conversation, conversation
 from planfold.adapters.runtime.review import approve, keep_planning
 from planfold.adapters.runtime.toolset import Session
 from planfold.adapters.store.base import AppendResult, Lease, StorageError
 from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.session_log import EventsView
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.mode import NOTICE_SOURCE, PlanModeView, StepVerdict
@@ -446,7 +449,7 @@ def _whole_session() -> tuple[Event, ...]:
     )
     session.runtime.submit("/plan")
     session.runtime.submit("Plan a greeting")
-    return session.log.events
+    return session.log.events[:]
 
 
 WHOLE = _whole_session()
@@ -509,3 +512,33 @@ def test_an_answered_or_refused_call_is_not_answered_again_when_its_turn_is_clos
 def test_no_turn_open_means_nothing_to_close() -> None:
     assert abandoned_turn(fold_session(WHOLE), WHOLE) == ()
     assert abandoned_turn(fold_session(()), ()) == ()
+
+
+@pytest.mark.parametrize("first", range(len(WHOLE) + 1))
+def test_a_conversation_read_in_two_parts_is_the_conversation_read_at_once(first: int) -> None:
+    # The runtime reads its log's conversation request after request; every
+    # cut, an assistant message whose calls come later included, must give
+    # what reading the grown log whole gives.
+    assert any(e.kind == "tool/call" for e in WHOLE)
+    for second in range(first, len(WHOLE) + 1, 3):
+        log = list(WHOLE[:first])
+        memo = Conversation()
+        assert memo.messages(EventsView(log, first)) == tuple(conversation(WHOLE[:first]))
+        log.extend(WHOLE[first:second])
+        grown = EventsView(log, second)
+        assert memo.messages(grown) == tuple(conversation(WHOLE[:second]))
+        assert memo.messages(grown) == tuple(conversation(WHOLE[:second]))  # nothing new: the same
+
+
+def test_a_conversation_given_another_log_reads_it_whole() -> None:
+    memo = Conversation()
+    log = list(WHOLE)
+    assert memo.messages(EventsView(log, len(log))) == tuple(conversation(WHOLE))
+    # another log of the same length that differs before the point read
+    said = next(i for i, e in enumerate(WHOLE) if e.kind == "user/message")
+    other = [replace(e, payload={**e.payload, "text": "other"}) if i == said else e for i, e in enumerate(WHOLE)]
+    assert memo.messages(EventsView(other, len(other))) == tuple(conversation(other)) != tuple(conversation(WHOLE))
+    # a shorter view of a log read further, and sequences that are no view
+    assert memo.messages(EventsView(other, 5)) == tuple(conversation(other[:5]))
+    assert memo.messages(WHOLE) == tuple(conversation(WHOLE))
+    assert memo.messages(()) == ()

@@ -85,3 +85,32 @@ def test_a_conflict_that_outlasts_the_attempts_is_raised_and_nothing_is_written(
     with pytest.raises(ConflictError):
         log.append_decided(racing, attempts=2)
     assert all(isinstance(e, Event) and e.payload.get("text") != "hi" for e in store.read("s"))
+
+
+def test_the_logs_events_are_a_view_that_later_appends_do_not_change() -> None:
+    log = open_log(MemoryStore())
+    log.append(turn(1))
+    before = log.events
+    log.append(turn(2, "again"))
+    after = log.events
+    assert len(before) == 3 and len(after) == 6
+    assert before == after[:3] == tuple(after)[:3] and before != after
+    assert [e.seq for e in before] == [1, 2, 3] and [e.seq for e in reversed(after)] == [6, 5, 4, 3, 2, 1]
+    assert before[-1] is after[2] and before[0].seq == 1 and after[-6].seq == 1
+    assert before[1:] == tuple(before)[1:] and after[::2] == tuple(after)[::2] and before[5:] == ()
+    for index in (3, -4):
+        with pytest.raises(IndexError):
+            before[index]
+    assert before.index(after[1]) == 1 and after[4] not in before
+
+
+def test_a_reload_reads_the_events_again_and_earlier_views_keep_theirs() -> None:
+    store = MemoryStore()
+    log, other = open_log(store), open_log(store)
+    log.append(turn(1))
+    seen = log.events
+    other.reload()
+    other.append(turn(2))
+    log.reload()
+    assert len(seen) == 3 and [e.seq for e in log.events] == [1, 2, 3, 4, 5, 6]
+    assert log.events == store.read("s")

@@ -282,11 +282,11 @@ def test_an_accepted_pre_step_records_the_waiting_choice_with_a_notice_worded_fr
 
 def test_a_request_header_records_the_open_turns_step_and_mode_and_needs_an_open_turn() -> None:
     s = in_turn(Session())  # the log is that turn's start alone
-    header = decide_request_header(s.log, 1)
+    header = decide_request_header(s.state, 1)
     assert (header.kind, header.payload) == (REQUEST_HEADER, {"turn": 1, "step": 1, "plan_mode": False})
     with pytest.raises(ReplayError) as refused:
-        decide_request_header([], 1)
-    assert refused.value.rule == "transition-not-allowed"
+        decide_request_header(SessionState(), 1)
+    assert (refused.value.rule, refused.value.position) == ("transition-not-allowed", 1)
 
 
 def test_a_plan_mode_choice_between_turns_is_recorded_now_and_in_a_turn_it_waits() -> None:

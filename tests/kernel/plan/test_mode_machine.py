@@ -17,8 +17,9 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, TURN_END, TURN_START, USER_MESSAGE, Event
+from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, TURN_END, TURN_START, USER_MESSAGE, Draft, Event
 from planfold.kernel.plan.context import PromptParts, choose_plan_view, compose_prompt, runtime_phase
+from planfold.kernel.plan.decisions import decide_pre_step, decide_request_header
 from planfold.kernel.plan.mode import (
     NOTICE_SOURCE,
     PendingChoice,
@@ -146,6 +147,14 @@ class PlanModeMachine(RuleBasedStateMachine):
     def pre_step(self, verdict: str, append_fails: bool, retry: bool) -> None:
         flush = flush_pre_step(self.log, self.pending, verdict, self.tick())  # type: ignore[arg-type]
         note(f"pre-step {verdict} (append fails: {append_fails}) appends {len(flush.events)}")
+        # The runtime's decision, taken from the session state's folds
+        # instead of folding the log again, decides the very same flush.
+        decided = decide_pre_step(fold_session(self.log), self.log, self.pending, verdict)  # type: ignore[arg-type]
+        assert decided.drafts == tuple(Draft.of(event) for event in flush.events)
+        assert (decided.pending_after_success, decided.pending_after_failure) == (
+            flush.pending_after_success,
+            flush.pending_after_failure,
+        )
         if verdict != "accepted":
             assert flush.events == ()
             assert flush.pending_after_success == self.pending
@@ -160,7 +169,9 @@ class PlanModeMachine(RuleBasedStateMachine):
                     self.model.record(self.model.pending, self.model.silent)
                 self.model.pending = None
         step = self.step if retry and self.step else self.step + 1
-        self.log.append(derive_request_header(self.log, step, self.tick()))
+        header = derive_request_header(self.log, step, self.tick())
+        assert decide_request_header(fold_session(self.log), step) == Draft.of(header)
+        self.log.append(header)
         self.step = step
         self.model.last_header = self.model.recorded
         self.model.noticed_since_header = set()
