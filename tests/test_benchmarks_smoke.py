@@ -154,6 +154,17 @@ def test_open_smoke(tmp_path: Path) -> None:
     assert all(r.direction == "at-most" and r.bound == 2.0 for r in result.ratios)
 
 
+def test_runtime_turn_smoke(tmp_path: Path) -> None:
+    result = FAMILIES["runtime-turn"](TINY, tmp_path / "runtime-turn")
+    check_family(result, "runtime-turn")
+    (turns,) = result.ratios
+    assert turns.bound == 1.2 and turns.direction == "at-most" and len(turns.samples) == TINY.growth_repeats
+    assert [m.subject.rsplit(", ", 1)[1] for m in result.measurements] == [
+        f"{TINY.small_events:,}-event session",
+        f"{TINY.mid_events:,}-event session",
+    ]
+
+
 def test_serve_step_smoke(tmp_path: Path) -> None:
     result = FAMILIES["serve-step"](TINY, tmp_path / "serve-step")
     check_family(result, "serve-step")

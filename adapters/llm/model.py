@@ -418,7 +418,7 @@ class ChatRequest:
     Raises ``ModelBadRequestError`` for no messages or two tools with one name.
     """
 
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
     tools: tuple[ToolDefinition, ...] = ()
     temperature: float | None = None
     max_tokens: int | None = None

@@ -38,7 +38,7 @@ from planfold.adapters.llm.model import (
     UserMessage,
 )
 from planfold.adapters.runtime.tool_runner import ToolRunner, read_call, tool_message_text
-from planfold.adapters.store.session_log import EventsView
+from planfold.adapters.views import Prefix
 from planfold.kernel.log import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, USER_MESSAGE, Event
 from planfold.kernel.phase import RuntimePhase
 from planfold.kernel.plan.context import (
@@ -130,27 +130,28 @@ def _message_at(events: Sequence[Event], index: int) -> tuple[Message | None, in
 
 
 class Conversation:
-    """``conversation(events)`` for a session log's events (``EventsView``):
+    """``conversation(events)`` for a session log's events (a ``Prefix``):
     the messages of the events already read are kept, and each call reads
-    only the events after them, so a step's cost does not grow with the
-    history. An ``assistant/message`` at the very end is read again next
-    time (its ``tool/call`` events may follow). Events that are not a longer
-    view of the log read before (another log, a reload's, any other
-    sequence) are read whole."""
+    only the events after them and hands out a view (no copy), so a step's
+    cost does not grow with the history. An ``assistant/message`` at the
+    very end is read again next time (its ``tool/call`` events may follow).
+    Events that are not a longer view of the log read before (another log, a
+    reload's, any other sequence) are read whole."""
 
     def __init__(self) -> None:
-        self._messages: tuple[Message, ...] = ()
+        self._messages: list[Message] = []
         self._source: object = None
         self._read = 0
 
-    def messages(self, events: Sequence[Event]) -> tuple[Message, ...]:
-        """Every message of ``events`` (``conversation(events)``)."""
+    def messages(self, events: Sequence[Event], head: tuple[Message, ...] = ()) -> Prefix[Message]:
+        """``head``, then every message of ``events`` (``conversation(events)``)."""
         end = len(events)
         read = self._read
-        source = events.source if isinstance(events, EventsView) else None
+        source = events.source if isinstance(events, Prefix) else None
         if source is None or source is not self._source or read > end:
-            self._messages, self._source, read = (), source, 0
-        new: list[Message] = []
+            # a new list: views handed out earlier keep the old one
+            self._messages, self._source, read = [], source, 0
+        kept = self._messages
         tail: tuple[Message, ...] = ()
         index = read
         while index < end:
@@ -162,11 +163,9 @@ class Conversation:
                 tail = (message,)
                 index = start
                 break
-            new.append(message)
+            kept.append(message)
         self._read = index
-        if new:
-            self._messages += tuple(new)
-        return self._messages + tail if tail else self._messages
+        return Prefix(kept, len(kept), head, tail)
 
 
 def _definitions(tools: ToolRunner, phase: RuntimePhase) -> tuple[ToolDefinition, ...]:
@@ -205,8 +204,10 @@ def assemble_request(
     sections = compose_prompt(config.parts, state, view, config.policy)
     system: list[Message] = [SystemMessage(f"[{s.name}]\n{s.text}") for s in sections]
     definitions = _definitions(tools, phase)
-    said = tuple(conversation(events)) if messages is None else messages.messages(events)
-    request = ChatRequest(tuple(system) + said, definitions)
+    if messages is None:
+        request = ChatRequest((*system, *conversation(events)), definitions)
+    else:
+        request = ChatRequest(messages.messages(events, head=tuple(system)), definitions)
     return PreparedRequest(request, phase, view, sections, tuple(d.name for d in definitions))
 
 

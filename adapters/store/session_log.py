@@ -43,17 +43,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import overload
 
 from planfold.adapters.errors import AdapterError
 from planfold.adapters.store.base import Store
+from planfold.adapters.views import Prefix
 from planfold.kernel.errors import ConflictError
 from planfold.kernel.log import Draft, Event, number_drafts
 from planfold.kernel.session import SessionState, fold_more
 
 __all__ = [
     "Clock",
-    "EventsView",
     "LogSealedError",
     "SessionLog",
     "system_clock",
@@ -82,58 +81,6 @@ class LogSealedError(AdapterError):
         self.holder = holder
 
 
-class EventsView(Sequence[Event]):
-    """The first ``length`` events of a list that only ever grows at its end:
-    an immutable sequence that costs nothing to make, however long the log
-    (a tuple of the whole log, made again after every append, would copy it
-    each time). Slices are tuples."""
-
-    __slots__ = ("_events", "_length")
-
-    def __init__(self, events: list[Event], length: int) -> None:
-        self._events = events
-        self._length = length
-
-    @property
-    def source(self) -> object:
-        """What the view is a prefix of: two views with the same source are
-        prefixes of one log, the shorter one of the longer one."""
-        return self._events
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Event, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> Event | tuple[Event, ...]:
-        if isinstance(index, slice):
-            start, stop, stride = index.indices(self._length)
-            return tuple(self._events[start:stop:stride])
-        position = index + self._length if index < 0 else index
-        if not 0 <= position < self._length:
-            raise IndexError("event index out of range")
-        return self._events[position]
-
-    def __iter__(self) -> Iterator[Event]:
-        events = self._events
-        for position in range(self._length):
-            yield events[position]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, EventsView | tuple | list):
-            return len(other) == self._length and all(a == b for a, b in zip(self, other, strict=False))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"EventsView({self[:]!r})"
-
-
 class SessionLog:
     """A session's events and strict fold, appended through ``store``."""
 
@@ -150,13 +97,13 @@ class SessionLog:
         self.reload()
 
     @property
-    def events(self) -> EventsView:
+    def events(self) -> Prefix[Event]:
         """Every event of the session up to ``last_seq`` (read from the store
         on first use after opening), as an immutable view that later appends
         do not change."""
         if self._events is None:
             self._events = list(self.store.read(self.session_id)[: self.last_seq])
-        return EventsView(self._events, len(self._events))
+        return Prefix(self._events, len(self._events))
 
     @property
     def state(self) -> SessionState:

@@ -17,7 +17,7 @@ from planfold.adapters.runtime.review import approve, keep_planning
 from planfold.adapters.runtime.toolset import Session
 from planfold.adapters.store.base import AppendResult, Lease, StorageError
 from planfold.adapters.store.memory import MemoryStore
-from planfold.adapters.store.session_log import EventsView
+from planfold.adapters.views import Prefix
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.mode import NOTICE_SOURCE, PlanModeView, StepVerdict
@@ -523,9 +523,9 @@ def test_a_conversation_read_in_two_parts_is_the_conversation_read_at_once(first
     for second in range(first, len(WHOLE) + 1, 3):
         log = list(WHOLE[:first])
         memo = Conversation()
-        assert memo.messages(EventsView(log, first)) == tuple(conversation(WHOLE[:first]))
+        assert memo.messages(Prefix(log, first)) == tuple(conversation(WHOLE[:first]))
         log.extend(WHOLE[first:second])
-        grown = EventsView(log, second)
+        grown = Prefix(log, second)
         assert memo.messages(grown) == tuple(conversation(WHOLE[:second]))
         assert memo.messages(grown) == tuple(conversation(WHOLE[:second]))  # nothing new: the same
 
@@ -533,12 +533,12 @@ def test_a_conversation_read_in_two_parts_is_the_conversation_read_at_once(first
 def test_a_conversation_given_another_log_reads_it_whole() -> None:
     memo = Conversation()
     log = list(WHOLE)
-    assert memo.messages(EventsView(log, len(log))) == tuple(conversation(WHOLE))
+    assert memo.messages(Prefix(log, len(log))) == tuple(conversation(WHOLE))
     # another log of the same length that differs before the point read
     said = next(i for i, e in enumerate(WHOLE) if e.kind == "user/message")
     other = [replace(e, payload={**e.payload, "text": "other"}) if i == said else e for i, e in enumerate(WHOLE)]
-    assert memo.messages(EventsView(other, len(other))) == tuple(conversation(other)) != tuple(conversation(WHOLE))
+    assert memo.messages(Prefix(other, len(other))) == tuple(conversation(other)) != tuple(conversation(WHOLE))
     # a shorter view of a log read further, and sequences that are no view
-    assert memo.messages(EventsView(other, 5)) == tuple(conversation(other[:5]))
+    assert memo.messages(Prefix(other, 5)) == tuple(conversation(other[:5]))
     assert memo.messages(WHOLE) == tuple(conversation(WHOLE))
     assert memo.messages(()) == ()
