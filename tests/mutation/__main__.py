@@ -166,9 +166,11 @@ def _toml(text: str) -> str:
 
 
 def with_rechecks(root: Path, mutants: list[Mutant]) -> list[Mutant]:
-    """``mutants`` with the statuses found by re-testing import-time functions."""
+    """``mutants`` with the statuses found by re-testing import-time functions,
+    for those mutmut did not kill: a kill by mutmut (a test added since the
+    recheck, say) is evidence enough, whatever an earlier recheck found."""
     rechecked = load_rechecked(root, mutants)
-    return [replace(m, status=rechecked[m.name]) if m.name in rechecked else m for m in mutants]
+    return [replace(m, status=rechecked[m.name]) if m.name in rechecked and not m.killed else m for m in mutants]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

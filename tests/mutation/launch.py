@@ -66,6 +66,13 @@ def main(argv: Sequence[str]) -> None:
         mutmut.collect_source_file_mutation_data = leaving_out(
             mutmut.collect_source_file_mutation_data, functions
         )
+    # This process imported the checkout's own tests package (as the parent
+    # of this module); mutmut runs pytest in-process on the copy under
+    # mutants/, whose conftest would then resolve against the checkout's
+    # package and be refused as a mismatch. Forget it: pytest imports the
+    # copy's.
+    for name in [name for name in sys.modules if name == "tests" or name.startswith("tests.")]:
+        del sys.modules[name]
     mutmut.cli(args=list(argv), prog_name="mutmut")
 
 

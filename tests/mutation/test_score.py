@@ -316,6 +316,19 @@ def test_a_recheck_retests_what_it_has_not_decided_and_with_retry_what_it_did_no
     assert names(retry=True, equivalent=listed) == ["5"]
 
 
+def test_a_recheck_decides_only_what_mutmut_did_not_kill(tmp_path: Path) -> None:
+    # A test added after a recheck kills a mutant in mutmut's next run; the
+    # recheck's older "survived" must not override that kill.
+    def mutant(name: str, status: str) -> Mutant:
+        return Mutant(f"planfold.kernel.a.x_f__mutmut_{name}", status, "kernel/a.py", "f", "x", "y")
+
+    mutants = [mutant("1", "killed"), mutant("2", "skipped"), mutant("3", "survived")]
+    (tmp_path / "mutants").mkdir()
+    cache = {m.name: {"change": ["x", "y"], "code": code} for m, code in zip(mutants, [0, 1, 0], strict=True)}
+    (tmp_path / "mutants" / "import-time.json").write_text(json.dumps(cache), encoding="utf-8")
+    assert [m.status for m in cli.with_rechecks(tmp_path, mutants)] == ["killed", "killed", "survived"]
+
+
 def test_the_kernels_caches_are_its_private_dicts_left_empty_by_the_imports_and_its_functools_caches(
     tmp_path: Path,
 ) -> None:

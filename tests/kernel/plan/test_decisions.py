@@ -280,6 +280,17 @@ def test_an_accepted_pre_step_records_the_waiting_choice_with_a_notice_worded_fr
     assert (flush.pending_after_success, flush.pending_after_failure) == (None, PendingChoice(False))
 
 
+def test_a_waiting_choice_equal_to_the_recorded_mode_is_dropped_at_the_pre_step_without_appending() -> None:
+    for recorded in (True, False):
+        s = Session()
+        s.mode(recorded)
+        in_turn(s)
+        flush = decide_pre_step(s.state, s.log, PendingChoice(recorded), "accepted")
+        assert (flush.drafts, flush.pending_after_success, flush.pending_after_failure) == ((), None, None)
+        other = decide_pre_step(s.state, s.log, PendingChoice(not recorded), "accepted")
+        assert [d.payload for d in other.drafts][:1] == [{"active": not recorded}]
+
+
 def test_a_request_header_records_the_open_turns_step_and_mode_and_needs_an_open_turn() -> None:
     s = in_turn(Session())  # the log is that turn's start alone
     header = decide_request_header(s.state, 1)
