@@ -26,6 +26,7 @@ from tests.mutation.import_time import (
     to_recheck,
 )
 from tests.mutation.launch import SKIPPED, leaving_out
+from tests.mutation.launch import main as launch_main
 from tests.mutation.pytest_plugin import empty_caches
 from tests.mutation.score import (
     Equivalent,
@@ -415,3 +416,27 @@ def test_the_launcher_leaves_import_time_mutants_to_the_recheck_marking_the_unde
     ]
     assert data.exit_code_by_key == {f"{at_import}__mutmut_1": SKIPPED} and data.saved == 1
     assert status_of(SKIPPED) == "skipped"
+
+
+def test_the_launcher_forgets_the_checkouts_tests_package_before_mutmut_runs_pytest_on_the_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # mutmut runs pytest in this process on the copy under mutants/; a tests
+    # package still imported from the checkout would make the copy's
+    # conftest resolve against it (an import-path mismatch on a second run).
+    import mutmut.__main__ as mutmut  # noqa: PLC0415 (as the launcher imports it)
+
+    seen: list[list[str]] = []
+
+    def cli(*, args: list[str], prog_name: str) -> None:
+        seen.append(sorted(name for name in sys.modules if name == "tests" or name.startswith("tests.")))
+
+    monkeypatch.setattr(mutmut, "cli", cli)
+    monkeypatch.delenv("PLANFOLD_MUTATION_IMPORT_TIME", raising=False)
+    kept = {name: module for name, module in sys.modules.items() if name == "tests" or name.startswith("tests.")}
+    assert "tests" in kept and "tests.mutation" in kept
+    try:
+        launch_main(["run"])
+    finally:
+        sys.modules.update(kept)  # the rest of this test session goes on with its own
+    assert seen == [[]]
