@@ -35,7 +35,6 @@ events (one transaction each): planfold's ``append`` against ``RawLog`` with
 from __future__ import annotations
 
 import functools
-import resource
 import shutil
 import time
 from collections.abc import Callable
@@ -54,6 +53,7 @@ from benchmarks.harness import (
     stopwatch,
     taking_turns,
     throughput,
+    user_cpu,
 )
 from benchmarks.lg_baseline import LG_MISSING, LgLog, load_langgraph
 from benchmarks.logs import SESSION as LOG_SESSION
@@ -195,10 +195,6 @@ def run_group_append(scale: Scale, workdir: Path) -> FamilyResult:
     return FamilyResult(GROUP, tuple(found.values()), ratios)
 
 
-def _user_cpu() -> float:
-    """User CPU seconds of this process so far."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_utime
-
 
 def _copy_db(source: Path, target: Path) -> None:
     for side in ("", "-wal"):
@@ -228,10 +224,10 @@ def run_append_growth(scale: Scale, workdir: Path) -> FamilyResult:
                 start = 1 + repetition * per
                 chunk = log.tail[start : start + per]
                 store = stores[name]
-                before = _user_cpu()
+                before = user_cpu()
                 for event in chunk:
                     store.append(LOG_SESSION, event.seq - 1, [event])
-                samples[name].append((_user_cpu() - before) / len(chunk) * 1e6)
+                samples[name].append((user_cpu() - before) / len(chunk) * 1e6)
     finally:
         for store in stores.values():
             store.close()

@@ -26,6 +26,7 @@ non-zero when a goal is missed or not measured.
 from __future__ import annotations
 
 import math
+import resource
 import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -44,6 +45,7 @@ __all__ = [
     "ratio",
     "stopwatch",
     "throughput",
+    "user_cpu",
 ]
 
 T = TypeVar("T")
@@ -233,6 +235,11 @@ def stopwatch(fn: Callable[[], T]) -> tuple[float, T]:
     start = time.perf_counter()
     result = fn()
     return time.perf_counter() - start, result
+
+
+def user_cpu() -> float:
+    """User CPU seconds of this process so far (``resource.getrusage``)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_utime
 
 
 def taking_turns(

@@ -20,10 +20,9 @@ messages already read (``adapters.views.Prefix``), not a copy.
 
 from __future__ import annotations
 
-import resource
 from pathlib import Path
 
-from benchmarks.harness import FamilyResult, Measurement, Scale, median, ratio
+from benchmarks.harness import FamilyResult, Measurement, Scale, median, ratio, user_cpu
 from planfold.adapters.llm.model import ChatRequest, ChatResponse
 from planfold.adapters.runtime.toolset import Session, open_runtime
 from planfold.adapters.runtime.workspace import Workspace
@@ -41,9 +40,6 @@ class _OneLine:
     def complete(self, request: ChatRequest) -> ChatResponse:
         return ChatResponse("Noted.", finish_reason="stop")
 
-
-def _user_cpu() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_utime
 
 
 def _session(path: Path, events: int) -> tuple[SqliteStore, Session]:
@@ -66,10 +62,10 @@ def run_runtime_turns(scale: Scale, workdir: Path) -> FamilyResult:
     try:
         for _ in range(scale.growth_repeats):
             for name, (_, session) in built.items():
-                before = _user_cpu()
+                before = user_cpu()
                 for _ in range(per):
                     session.runtime.run_turn("Carry on.")
-                samples[name].append((_user_cpu() - before) / per * 1e6)
+                samples[name].append((user_cpu() - before) / per * 1e6)
     finally:
         for store, _ in built.values():
             store.close()

@@ -99,13 +99,7 @@ class PreparedRequest:
 
 def conversation(events: Sequence[Event]) -> list[Message]:
     """The user, assistant and tool messages recorded in ``events``."""
-    out: list[Message] = []
-    index = 0
-    while index < len(events):
-        message, index = _message_at(events, index)
-        if message is not None:
-            out.append(message)
-    return out
+    return list(Conversation().messages(events))
 
 
 def _message_at(events: Sequence[Event], index: int) -> tuple[Message | None, int]:
