@@ -35,14 +35,14 @@ from typing import Any, Protocol
 
 import msgspec
 
-from planfold.adapters.errors import AdapterError
-from planfold.adapters.store.projection import SESSION_SNAPSHOT, Projection, goal_json, plan_json, project, summary_json
-from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
-from planfold.adapters.typed import decoder
-from planfold.kernel.errors import ReplayError
-from planfold.kernel.log import KNOWN_KINDS, Event
-from planfold.kernel.payload import JSONObject, maker
-from planfold.kernel.session import Row, SessionState, apply_session_event
+from ..kernel.errors import ReplayError
+from ..kernel.log import KNOWN_KINDS, Event
+from ..kernel.payload import JSONObject, maker
+from ..kernel.session import Row, SessionState, apply_session_event
+from .errors import AdapterError
+from .store.projection import SESSION_SNAPSHOT, Projection, goal_json, plan_json, project, summary_json
+from .store.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
+from .typed import decoder
 
 __all__ = [
     "MAX_DEPTH",

@@ -9,7 +9,7 @@ Each error carries a stable kebab-case ``code``.
 
 from __future__ import annotations
 
-from planfold.kernel.errors import PlanfoldError
+from ..kernel.errors import PlanfoldError
 
 __all__ = ["AdapterError"]
 

@@ -40,8 +40,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from planfold.kernel.payload import MAX_SAFE_INTEGER, Shape, Text, Unreadable, inline_check, record_lines, shape_of
-from planfold.kernel.session import PAYLOAD_TYPES
+from ..kernel.payload import MAX_SAFE_INTEGER, Shape, Text, Unreadable, inline_check, record_lines, shape_of
+from ..kernel.session import PAYLOAD_TYPES
 
 __all__ = ["decoder"]
 

@@ -39,20 +39,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from planfold.adapters.cli.demo_script import DEMO_FILES, TASK, after_restart_model, demo_reviewer, first_model
-from planfold.adapters.cli.describe import describe, goal_text, plan_text, shown, summarize
-from planfold.adapters.llm.model import ModelClient
-from planfold.adapters.llm.scripted import ScriptedClient
-from planfold.adapters.runtime.goal_service import GoalService
-from planfold.adapters.runtime.loop import TurnReport
-from planfold.adapters.runtime.review import ReviewPort
-from planfold.adapters.runtime.toolset import Session, open_runtime
-from planfold.adapters.runtime.workspace import Workspace
-from planfold.adapters.store.engine import LogStore
-from planfold.adapters.store.opener import open_store
-from planfold.kernel.errors import PlanfoldError
-from planfold.kernel.log import Event
-from planfold.kernel.session import fold_session
+from ...kernel.errors import PlanfoldError
+from ...kernel.log import Event
+from ...kernel.session import fold_session
+from ..llm.model import ModelClient
+from ..llm.scripted import ScriptedClient
+from ..runtime.goal_service import GoalService
+from ..runtime.loop import TurnReport
+from ..runtime.review import ReviewPort
+from ..runtime.toolset import Session, open_runtime
+from ..runtime.workspace import Workspace
+from ..store.engine import LogStore
+from ..store.opener import open_store
+from .demo_script import DEMO_FILES, TASK, after_restart_model, demo_reviewer, first_model
+from .describe import describe, goal_text, plan_text, shown, summarize
 
 __all__ = ["DemoResult", "command_name", "next_session_id", "run_demo"]
 

@@ -17,11 +17,11 @@ the model says after the simulated restart.
 
 from __future__ import annotations
 
-from planfold.adapters.llm.model import ChatResponse, ToolCall
-from planfold.adapters.llm.script_format import Expectation, ScriptStep
-from planfold.adapters.llm.scripted import ScriptedClient
-from planfold.adapters.runtime.review import ScriptedReviewer, approve
-from planfold.kernel.payload import JSON
+from ...kernel.payload import JSON
+from ..llm.model import ChatResponse, ToolCall
+from ..llm.script_format import Expectation, ScriptStep
+from ..llm.scripted import ScriptedClient
+from ..runtime.review import ScriptedReviewer, approve
 
 __all__ = [
     "DEMO_FILES",

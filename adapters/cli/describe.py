@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from planfold.adapters.specgen.vectors import summarize as canonical_summary
-from planfold.kernel.log import Event
-from planfold.kernel.session import SessionState
+from ...kernel.log import Event
+from ...kernel.session import SessionState
+from ..specgen.vectors import summarize as canonical_summary
 
 __all__ = ["describe", "goal_text", "plan_text", "shown", "summarize"]
 

@@ -39,13 +39,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Literal
 
-from planfold.adapters.cli.describe import shown
-from planfold.adapters.codec import JsonlLines
-from planfold.adapters.errors import AdapterError
-from planfold.adapters.store.engine import LogStore
-from planfold.adapters.store.opener import is_postgres_url, open_store
-from planfold.adapters.store.sqlite import SqliteStore
-from planfold.adapters.store.sqlite_readonly import open_read_only
+from ..codec import JsonlLines
+from ..errors import AdapterError
+from ..store.engine import LogStore
+from ..store.opener import is_postgres_url, open_store
+from ..store.sqlite import SqliteStore
+from ..store.sqlite_readonly import open_read_only
+from .describe import shown
 
 __all__ = ["SQLITE_MAGIC", "CliError", "Source", "open_database", "read_source", "same_file"]
 

@@ -51,27 +51,27 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import BinaryIO, NoReturn, TextIO
 
-from planfold.adapters.cli.args import count, positive_seconds
-from planfold.adapters.cli.demo import command_name, run_demo
-from planfold.adapters.cli.describe import goal_text, plan_text, shown, summarize
-from planfold.adapters.cli.inputs import CliError, Source, open_database, read_source, same_file
-from planfold.adapters.cli.progress import Progress
-from planfold.adapters.cli.spill import SpillingFold
-from planfold.adapters.codec import CodecError, encode_jsonl, read_session_jsonl
-from planfold.adapters.llm.model import RetryBudget
-from planfold.adapters.llm.openai import OpenAIClient, RetryPolicy
-from planfold.adapters.serve.command import add_serve_arguments, run_serve
-from planfold.adapters.specgen.vectors import (
+from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
+from ...kernel.log import Event
+from ...kernel.session import SessionState
+from ..codec import CodecError, encode_jsonl, read_session_jsonl
+from ..llm.model import RetryBudget
+from ..llm.openai import OpenAIClient, RetryPolicy
+from ..serve.command import add_serve_arguments, run_serve
+from ..specgen.vectors import (
     MalformedRecordError,
     add_conform_arguments,
     read_record_lines,
     run_conform,
 )
-from planfold.adapters.store.base import Store, check_session_id, import_session
-from planfold.adapters.store.opener import is_postgres_url
-from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError
-from planfold.kernel.log import Event
-from planfold.kernel.session import SessionState
+from ..store.base import Store, check_session_id, import_session
+from ..store.opener import is_postgres_url
+from .args import count, positive_seconds
+from .demo import command_name, run_demo
+from .describe import goal_text, plan_text, shown, summarize
+from .inputs import CliError, Source, open_database, read_source, same_file
+from .progress import Progress
+from .spill import SpillingFold
 
 __all__ = ["EXIT_STATUS", "main"]
 

@@ -36,10 +36,10 @@ import sqlite3
 from dataclasses import replace
 from types import TracebackType
 
-from planfold.adapters.store.engine import created_goal_ids, knowing_goal_ids
-from planfold.kernel.idset import IdSet
-from planfold.kernel.log import GOAL_CHANGE, Event
-from planfold.kernel.session import SessionState, apply_session_event
+from ...kernel.idset import IdSet
+from ...kernel.log import GOAL_CHANGE, Event
+from ...kernel.session import SessionState, apply_session_event
+from ..store.engine import created_goal_ids, knowing_goal_ids
 
 __all__ = ["KEEP", "SpillingFold"]
 

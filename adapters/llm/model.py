@@ -50,7 +50,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import ClassVar, Literal, NewType, Protocol, TypeAlias, runtime_checkable
 
-from planfold.adapters.errors import AdapterError
+from ..errors import AdapterError
 
 __all__ = [
     "JSON",

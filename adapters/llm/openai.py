@@ -82,7 +82,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from planfold.adapters.llm.model import (
+from .model import (
     ChatRequest,
     ChatResponse,
     ModelBadRequestError,
@@ -96,7 +96,7 @@ from planfold.adapters.llm.model import (
     RetryBudget,
     excerpt,
 )
-from planfold.adapters.llm.openai_wire import build_request_body, parse_chat_response
+from .openai_wire import build_request_body, parse_chat_response
 
 __all__ = [
     "OUTCOMES",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from planfold.adapters.llm.model import (
+from .model import (
     JSON,
     AssistantMessage,
     ChatRequest,

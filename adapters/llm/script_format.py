@@ -35,7 +35,8 @@ from typing import Any, NewType
 
 import cattrs
 
-from planfold.adapters.llm.model import (
+from ..structuring import exact_converter, problems, tag_union
+from .model import (
     ChatRequest,
     ChatResponse,
     ModelBadResponseError,
@@ -50,7 +51,6 @@ from planfold.adapters.llm.model import (
     ToolCall,
     Usage,
 )
-from planfold.adapters.structuring import exact_converter, problems, tag_union
 
 __all__ = ["ERROR_PARAMS", "Expectation", "ScriptFormatError", "ScriptStep", "parse_script"]
 

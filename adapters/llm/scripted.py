@@ -45,8 +45,8 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from planfold.adapters.llm.model import ChatRequest, ChatResponse, ModelError
-from planfold.adapters.llm.script_format import Expectation, ScriptFormatError, ScriptStep, parse_script
+from .model import ChatRequest, ChatResponse, ModelError
+from .script_format import Expectation, ScriptFormatError, ScriptStep, parse_script
 
 __all__ = [
     "Expectation",

@@ -35,8 +35,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from planfold.adapters.runtime.goal_service import AgentHandle, GoalChanged, GoalService, RoundRunner
-from planfold.adapters.store.base import (
+from ...kernel.log import Event
+from ...kernel.payload import JSONObject
+from ..store.base import (
     AppendResult,
     ForwardingStore,
     Lease,
@@ -45,8 +46,7 @@ from planfold.adapters.store.base import (
     SharedStore,
     Store,
 )
-from planfold.kernel.log import Event
-from planfold.kernel.payload import JSONObject
+from .goal_service import AgentHandle, GoalChanged, GoalService, RoundRunner
 
 __all__ = ["RELEASING_OPERATIONS", "LeasedDrive", "LeasedDriver", "default_holder"]
 

@@ -37,10 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from planfold.adapters.errors import AdapterError
-from planfold.adapters.store.session_log import SessionLog
-from planfold.kernel.goal import ops as goal_ops
-from planfold.kernel.goal.continuation import (
+from ...kernel.goal import ops as goal_ops
+from ...kernel.goal.continuation import (
     ContinueDecision,
     ContinueFacts,
     StopReason,
@@ -48,9 +46,9 @@ from planfold.kernel.goal.continuation import (
     round_message,
     should_continue,
 )
-from planfold.kernel.goal.fold import GoalState
-from planfold.kernel.goal.ops import GoalDecision, GoalRequest
-from planfold.kernel.goal.values import (
+from ...kernel.goal.fold import GoalState
+from ...kernel.goal.ops import GoalDecision, GoalRequest
+from ...kernel.goal.values import (
     DISARMED,
     Activation,
     BlockedReason,
@@ -59,9 +57,11 @@ from planfold.kernel.goal.values import (
     GoalSnapshot,
     session_started,
 )
-from planfold.kernel.log import Draft, Event
-from planfold.kernel.payload import JSONObject
-from planfold.kernel.session import SessionState
+from ...kernel.log import Draft, Event
+from ...kernel.payload import JSONObject
+from ...kernel.session import SessionState
+from ..errors import AdapterError
+from ..store.session_log import SessionLog
 
 __all__ = [
     "AgentHandle",

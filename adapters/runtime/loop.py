@@ -100,12 +100,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from planfold.adapters.llm.model import ChatResponse, ModelClient, ModelError, RetryBudget, ToolCall
-from planfold.adapters.runtime.plan_runner import PlanRunner
-from planfold.adapters.runtime.prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
-from planfold.adapters.runtime.tool_runner import ToolRunner, error_output, kernel_call, result_draft
-from planfold.adapters.store.session_log import SessionLog
-from planfold.kernel.log import (
+from ...kernel.log import (
     ASSISTANT_MESSAGE,
     TOOL_CALL,
     TOOL_REFUSED,
@@ -116,16 +111,21 @@ from planfold.kernel.log import (
     Draft,
     Event,
 )
-from planfold.kernel.payload import JSONObject
-from planfold.kernel.plan.context import ViewRequest, runtime_phase
-from planfold.kernel.plan.decisions import decide_plan_choice, decide_pre_step, decide_request_header, decide_scope
-from planfold.kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
-from planfold.kernel.plan.review import PlanCommand, ReviewOutcome, parse_plan_command
-from planfold.kernel.plan.tools import execution_effects
-from planfold.kernel.session import SessionState
-from planfold.kernel.tools.events import read_tool_call, verdict_events
-from planfold.kernel.tools.gate import Allowed, Refused, Verdict
-from planfold.kernel.tools.spec import is_json
+from ...kernel.payload import JSONObject
+from ...kernel.plan.context import ViewRequest, runtime_phase
+from ...kernel.plan.decisions import decide_plan_choice, decide_pre_step, decide_request_header, decide_scope
+from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
+from ...kernel.plan.review import PlanCommand, ReviewOutcome, parse_plan_command
+from ...kernel.plan.tools import execution_effects
+from ...kernel.session import SessionState
+from ...kernel.tools.events import read_tool_call, verdict_events
+from ...kernel.tools.gate import Allowed, Refused, Verdict
+from ...kernel.tools.spec import is_json
+from ..llm.model import ChatResponse, ModelClient, ModelError, RetryBudget, ToolCall
+from ..store.session_log import SessionLog
+from .plan_runner import PlanRunner
+from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
+from .tool_runner import ToolRunner, error_output, kernel_call, result_draft
 
 __all__ = [
     "CALL_INTERRUPTED",

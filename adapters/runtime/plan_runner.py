@@ -41,19 +41,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from planfold.adapters.llm import model
-from planfold.adapters.runtime.review import ReviewPort, ask
-from planfold.adapters.runtime.tool_runner import error_output, kernel_call, result_draft
-from planfold.adapters.store.session_log import SessionLog
-from planfold.kernel.errors import PlanfoldError
-from planfold.kernel.log import Draft
-from planfold.kernel.plan.decisions import (
+from ...kernel.errors import PlanfoldError
+from ...kernel.log import Draft
+from ...kernel.plan.decisions import (
     decide_after_final_reply,
     decide_before_request,
     decide_review_answer,
     decide_tool_call,
 )
-from planfold.kernel.plan.review import ReviewOutcome
+from ...kernel.plan.review import ReviewOutcome
+from ..llm import model
+from ..store.session_log import SessionLog
+from .review import ReviewPort, ask
+from .tool_runner import error_output, kernel_call, result_draft
 
 __all__ = ["PlanRunner", "QueueExit"]
 

@@ -27,7 +27,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from planfold.adapters.llm.model import (
+from ...kernel.log import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, USER_MESSAGE, Event
+from ...kernel.phase import RuntimePhase
+from ...kernel.plan.context import (
+    PromptParts,
+    PromptSection,
+    ViewChoice,
+    ViewRequest,
+    choose_plan_view,
+    compose_prompt,
+    runtime_phase,
+)
+from ...kernel.plan.review import PlanPolicy
+from ...kernel.session import SessionState
+from ...kernel.tools.spec import thaw_json
+from ..llm.model import (
     AssistantMessage,
     ChatRequest,
     Message,
@@ -37,22 +51,8 @@ from planfold.adapters.llm.model import (
     ToolMessage,
     UserMessage,
 )
-from planfold.adapters.runtime.tool_runner import ToolRunner, read_call, tool_message_text
-from planfold.adapters.views import Prefix
-from planfold.kernel.log import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, USER_MESSAGE, Event
-from planfold.kernel.phase import RuntimePhase
-from planfold.kernel.plan.context import (
-    PromptParts,
-    PromptSection,
-    ViewChoice,
-    ViewRequest,
-    choose_plan_view,
-    compose_prompt,
-    runtime_phase,
-)
-from planfold.kernel.plan.review import PlanPolicy
-from planfold.kernel.session import SessionState
-from planfold.kernel.tools.spec import thaw_json
+from ..views import Prefix
+from .tool_runner import ToolRunner, read_call, tool_message_text
 
 __all__ = [
     "DEFAULT_BASE_PROMPT",

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from planfold.kernel.plan.review import (
+from ...kernel.plan.review import (
     APPROVE,
     KEEP_PLANNING,
     ChannelLost,

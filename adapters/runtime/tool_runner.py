@@ -31,17 +31,17 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from planfold.adapters.llm import model
-from planfold.adapters.runtime.workspace import Executor
-from planfold.kernel.errors import PlanfoldError
-from planfold.kernel.log import TOOL_REFUSED, TOOL_RESULT, Draft, Event
-from planfold.kernel.payload import JSON, JSONObject
-from planfold.kernel.phase import RuntimePhase
-from planfold.kernel.plan.decisions import tool_error_text
-from planfold.kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload
-from planfold.kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
-from planfold.kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolRegistry, ToolSpec, ToolSpecError, thaw_json
-from planfold.kernel.tools.spec import ToolCall as KernelCall
+from ...kernel.errors import PlanfoldError
+from ...kernel.log import TOOL_REFUSED, TOOL_RESULT, Draft, Event
+from ...kernel.payload import JSON, JSONObject
+from ...kernel.phase import RuntimePhase
+from ...kernel.plan.decisions import tool_error_text
+from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload
+from ...kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
+from ...kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolRegistry, ToolSpec, ToolSpecError, thaw_json
+from ...kernel.tools.spec import ToolCall as KernelCall
+from ..llm import model
+from .workspace import Executor
 
 __all__ = [
     "ToolRunner",

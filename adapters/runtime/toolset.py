@@ -25,21 +25,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from planfold.adapters.llm.model import ModelClient
-from planfold.adapters.runtime.loop import Runtime
-from planfold.adapters.runtime.plan_runner import PlanRunner
-from planfold.adapters.runtime.prompt import PromptConfig
-from planfold.adapters.runtime.review import ReviewPort
-from planfold.adapters.runtime.tool_runner import ToolRunner
-from planfold.adapters.runtime.workspace import Executor, Workspace
-from planfold.adapters.specgen.schema import tool_parameters
-from planfold.adapters.store.base import Store
-from planfold.adapters.store.session_log import Clock, SessionLog, system_clock
-from planfold.kernel.payload import JSONObject
-from planfold.kernel.plan.spec_json import PlanArgs
-from planfold.kernel.plan.tools import TodoUpdate, VerificationReport
-from planfold.kernel.tools.gate import GatePolicy
-from planfold.kernel.tools.spec import ToolRegistry, ToolSpec
+from ...kernel.payload import JSONObject
+from ...kernel.plan.spec_json import PlanArgs
+from ...kernel.plan.tools import TodoUpdate, VerificationReport
+from ...kernel.tools.gate import GatePolicy
+from ...kernel.tools.spec import ToolRegistry, ToolSpec
+from ..llm.model import ModelClient
+from ..specgen.schema import tool_parameters
+from ..store.base import Store
+from ..store.session_log import Clock, SessionLog, system_clock
+from .loop import Runtime
+from .plan_runner import PlanRunner
+from .prompt import PromptConfig
+from .review import ReviewPort
+from .tool_runner import ToolRunner
+from .workspace import Executor, Workspace
 
 __all__ = [
     "BOOTSTRAP_PLAN",

@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from planfold.adapters.errors import AdapterError
-from planfold.kernel.payload import JSON
+from ...kernel.payload import JSON
+from ..errors import AdapterError
 
 __all__ = [
     "Executor",

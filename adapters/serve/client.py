@@ -22,7 +22,7 @@ from typing import IO, Any
 
 import msgspec
 
-from planfold.adapters.errors import AdapterError
+from ..errors import AdapterError
 
 __all__ = ["RemoteError", "ServeClient"]
 

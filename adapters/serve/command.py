@@ -23,11 +23,11 @@ import logging
 import sys
 from collections.abc import Callable
 
-from planfold.adapters.serve.server import Server
-from planfold.adapters.store.base import Store
-from planfold.adapters.store.memory import MemoryStore
-from planfold.adapters.store.opener import open_store
-from planfold.adapters.store.session_log import Clock, system_clock
+from ..store.base import Store
+from ..store.memory import MemoryStore
+from ..store.opener import open_store
+from ..store.session_log import Clock, system_clock
+from .server import Server
 
 __all__ = ["MEMORY", "add_serve_arguments", "parse_ticks", "run_serve", "store_for", "ticks"]
 

@@ -49,27 +49,51 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from planfold.adapters.errors import AdapterError
-from planfold.adapters.llm import model
-from planfold.adapters.llm.openai_wire import encode_message, plain_json
-from planfold.adapters.runtime.goal_service import GoalChanged, GoalService
-from planfold.adapters.runtime.loop import (
+from ...kernel.errors import ConflictError
+from ...kernel.goal.command import parse_goal_command
+from ...kernel.goal.continuation import round_message
+from ...kernel.goal.values import BlockedReason, GoalRef
+from ...kernel.log import ASSISTANT_MESSAGE, TURN_START, USER_MESSAGE, Draft, Event
+from ...kernel.payload import JSONObject
+from ...kernel.plan.context import ViewRequest, plan_to_start, runtime_phase
+from ...kernel.plan.decisions import (
+    PendingReview,
+    decide_plan_choice,
+    decide_pre_step,
+    decide_request_header,
+    decide_review_answer,
+    decide_tool_call,
+)
+from ...kernel.plan.mode import PendingChoice, StepVerdict
+from ...kernel.plan.review import ReviewAnswer, ReviewOutcome
+from ...kernel.plan.review import parse_plan_command as parse_plan
+from ...kernel.session import SessionState
+from ...kernel.tools.events import read_tool_result, verdict_events
+from ...kernel.tools.gate import Allowed, GatePolicy, Refused, Verdict
+from ...kernel.tools.spec import ToolRegistry, ToolSpec
+from ..errors import AdapterError
+from ..llm import model
+from ..llm.openai_wire import encode_message, plain_json
+from ..runtime.goal_service import GoalChanged, GoalService
+from ..runtime.loop import (
     abandoned_turn,
     interrupted_calls,
     record_reply,
     refuse_outside_scope,
     with_attachments,
 )
-from planfold.adapters.runtime.plan_runner import PlanRunner
-from planfold.adapters.runtime.prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
-from planfold.adapters.runtime.tool_runner import (
+from ..runtime.plan_runner import PlanRunner
+from ..runtime.prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
+from ..runtime.tool_runner import (
     ToolRunner,
     kernel_call,
     result_draft,
     tool_message_text,
 )
-from planfold.adapters.runtime.toolset import BOOTSTRAP_PLAN, EXIT_PLAN_MODE, REPORT_VERIFICATION, UPDATE_TODO
-from planfold.adapters.serve.protocol import (
+from ..runtime.toolset import BOOTSTRAP_PLAN, EXIT_PLAN_MODE, REPORT_VERIFICATION, UPDATE_TODO
+from ..store.base import AppendResult, ForwardingStore, Store
+from ..store.session_log import Clock, LogSealedError, SessionLog
+from .protocol import (
     Appended,
     CallVerdict,
     ChoiceResult,
@@ -88,30 +112,6 @@ from planfold.adapters.serve.protocol import (
     TurnEnded,
     TurnStarted,
 )
-from planfold.adapters.store.base import AppendResult, ForwardingStore, Store
-from planfold.adapters.store.session_log import Clock, LogSealedError, SessionLog
-from planfold.kernel.errors import ConflictError
-from planfold.kernel.goal.command import parse_goal_command
-from planfold.kernel.goal.continuation import round_message
-from planfold.kernel.goal.values import BlockedReason, GoalRef
-from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_START, USER_MESSAGE, Draft, Event
-from planfold.kernel.payload import JSONObject
-from planfold.kernel.plan.context import ViewRequest, plan_to_start, runtime_phase
-from planfold.kernel.plan.decisions import (
-    PendingReview,
-    decide_plan_choice,
-    decide_pre_step,
-    decide_request_header,
-    decide_review_answer,
-    decide_tool_call,
-)
-from planfold.kernel.plan.mode import PendingChoice, StepVerdict
-from planfold.kernel.plan.review import ReviewAnswer, ReviewOutcome
-from planfold.kernel.plan.review import parse_plan_command as parse_plan
-from planfold.kernel.session import SessionState
-from planfold.kernel.tools.events import read_tool_result, verdict_events
-from planfold.kernel.tools.gate import Allowed, GatePolicy, Refused, Verdict
-from planfold.kernel.tools.spec import ToolRegistry, ToolSpec
 
 __all__ = [
     "HostConfig",

@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from planfold.adapters.serve.protocol import JSONRPC_ERRORS, METHODS, PROTOCOL_VERSION
+from .protocol import JSONRPC_ERRORS, METHODS, PROTOCOL_VERSION
 
 __all__ = ["OPENRPC_FILE", "openrpc_document", "openrpc_text"]
 

@@ -44,21 +44,21 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
-from planfold.adapters.runtime.prompt import DEFAULT_BASE_PROMPT, DEFAULT_PLAN_POLICY
-from planfold.kernel.goal.command import GoalVerb
-from planfold.kernel.goal.continuation import StopReason
-from planfold.kernel.goal.values import BlockedReason, GoalRef, GoalSnapshot
-from planfold.kernel.phase import AgentMode, RuntimePhase
-from planfold.kernel.plan.artifact import PlanArtifact
-from planfold.kernel.plan.context import (
+from ...kernel.goal.command import GoalVerb
+from ...kernel.goal.continuation import StopReason
+from ...kernel.goal.values import BlockedReason, GoalRef, GoalSnapshot
+from ...kernel.phase import AgentMode, RuntimePhase
+from ...kernel.plan.artifact import PlanArtifact
+from ...kernel.plan.context import (
     DEFAULT_BUILD_OVERLAY,
     DEFAULT_PLAN_OVERLAY,
     PromptSection,
     ViewChoice,
     ViewRequest,
 )
-from planfold.kernel.plan.mode import ChoiceOutcome, PendingChoice, StepVerdict
-from planfold.kernel.tools.gate import Refused
+from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, StepVerdict
+from ...kernel.tools.gate import Refused
+from ..runtime.prompt import DEFAULT_BASE_PROMPT, DEFAULT_PLAN_POLICY
 
 __all__ = [
     "JSONRPC_ERRORS",

@@ -36,18 +36,18 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from planfold.adapters.llm import model
-from planfold.adapters.runtime.prompt import PromptConfig
-from planfold.adapters.serve import protocol as p
-from planfold.adapters.serve.host import HostConfig, HostSession, OutOfOrderError, ServeError
-from planfold.adapters.serve.openrpc import openrpc_document
-from planfold.adapters.store.base import AppendRejectedError, Store
-from planfold.adapters.store.session_log import Clock, LogSealedError
-from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError
-from planfold.kernel.plan.context import PromptParts
-from planfold.kernel.plan.review import ChannelLost, Custom, Dismissed, ReviewAnswer, Selected, load_plan_policy
-from planfold.kernel.tools.gate import DeploymentRule, GatePolicy
-from planfold.kernel.tools.spec import ToolSpec
+from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
+from ...kernel.plan.context import PromptParts
+from ...kernel.plan.review import ChannelLost, Custom, Dismissed, ReviewAnswer, Selected, load_plan_policy
+from ...kernel.tools.gate import DeploymentRule, GatePolicy
+from ...kernel.tools.spec import ToolSpec
+from ..llm import model
+from ..runtime.prompt import PromptConfig
+from ..store.base import AppendRejectedError, Store
+from ..store.session_log import Clock, LogSealedError
+from . import protocol as p
+from .host import HostConfig, HostSession, OutOfOrderError, ServeError
+from .openrpc import openrpc_document
 
 __all__ = ["MAX_DEPTH", "MAX_LINE", "Server", "SessionNotOpenError"]
 

@@ -40,13 +40,13 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from planfold.adapters.serve.openrpc import OPENRPC_FILE, openrpc_text
-from planfold.adapters.specgen.errors_table import error_table
-from planfold.adapters.specgen.schema import schema_text
-from planfold.adapters.specgen.vectors import VECTOR_DIR, write_vectors
-from planfold.kernel.graph import RULE_TEXT, Edge, Graph, all_graphs
-from planfold.kernel.phase import RUNTIME_PHASES, RuntimePhase
-from planfold.kernel.tools.gate import TOOL_CLASSES, VERDICT_TABLE, PhaseRule, ToolClass
+from ...kernel.graph import RULE_TEXT, Edge, Graph, all_graphs
+from ...kernel.phase import RUNTIME_PHASES, RuntimePhase
+from ...kernel.tools.gate import TOOL_CLASSES, VERDICT_TABLE, PhaseRule, ToolClass
+from ..serve.openrpc import OPENRPC_FILE, openrpc_text
+from .errors_table import error_table
+from .schema import schema_text
+from .vectors import VECTOR_DIR, write_vectors
 
 __all__ = [
     "DECISION_TABLES",

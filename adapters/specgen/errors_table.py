@@ -18,7 +18,7 @@ import pkgutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from planfold.kernel.errors import PlanfoldError
+from ...kernel.errors import PlanfoldError
 
 __all__ = ["error_classes", "error_table", "main"]
 

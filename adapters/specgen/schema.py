@@ -36,8 +36,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from planfold.kernel.payload import MAX_SAFE_INTEGER, NonBlankWhen, PresentWhen, Shape, Text, shape_of
-from planfold.kernel.session import PAYLOAD_TYPES
+from ...kernel.payload import MAX_SAFE_INTEGER, NonBlankWhen, PresentWhen, Shape, Text, shape_of
+from ...kernel.session import PAYLOAD_TYPES
 
 __all__ = [
     "INTEGER_NOTE",

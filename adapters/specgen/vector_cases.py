@@ -22,8 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from planfold.adapters.specgen.vector_log import SPEC, LogBuilder, corrupt_goal, corrupt_plan, goal_round, replay_last
-from planfold.kernel.log import (
+from ...kernel.log import (
     GOAL_CHANGE,
     PLAN_ARTIFACT,
     PLAN_MODE,
@@ -34,9 +33,10 @@ from planfold.kernel.log import (
     TURN_START,
     USER_MESSAGE,
 )
-from planfold.kernel.payload import JSON
-from planfold.kernel.plan import events as plan_events
-from planfold.kernel.tools.events import tool_result_payload
+from ...kernel.payload import JSON
+from ...kernel.plan import events as plan_events
+from ...kernel.tools.events import tool_result_payload
+from .vector_log import SPEC, LogBuilder, corrupt_goal, corrupt_plan, goal_round, replay_last
 
 __all__ = ["Case", "cases"]
 

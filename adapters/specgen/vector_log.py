@@ -17,14 +17,14 @@ from __future__ import annotations
 import copy
 from dataclasses import replace
 
-from planfold.kernel.goal import ops as goal_ops
-from planfold.kernel.goal.values import DISARMED, BlockedReason, GoalRef
-from planfold.kernel.log import GOAL_CHANGE, PLAN_ARTIFACT, REQUEST_HEADER, TURN_END, TURN_START, USER_MESSAGE, Event
-from planfold.kernel.payload import JSON, JSONObject
-from planfold.kernel.plan import events as plan_events
-from planfold.kernel.plan.mode import choice_events
-from planfold.kernel.plan.spec import PlanSpec, Todo
-from planfold.kernel.session import SessionState, apply_session_event
+from ...kernel.goal import ops as goal_ops
+from ...kernel.goal.values import DISARMED, BlockedReason, GoalRef
+from ...kernel.log import GOAL_CHANGE, PLAN_ARTIFACT, REQUEST_HEADER, TURN_END, TURN_START, USER_MESSAGE, Event
+from ...kernel.payload import JSON, JSONObject
+from ...kernel.plan import events as plan_events
+from ...kernel.plan.mode import choice_events
+from ...kernel.plan.spec import PlanSpec, Todo
+from ...kernel.session import SessionState, apply_session_event
 
 __all__ = ["SPEC", "SPEC_2", "LogBuilder", "corrupt_goal", "corrupt_plan", "goal_round", "replay_last"]
 

@@ -51,13 +51,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from planfold.adapters.cli.args import positive_seconds
-from planfold.adapters.errors import AdapterError
-from planfold.adapters.specgen.vector_cases import Case, cases
-from planfold.kernel.errors import ReplayError
-from planfold.kernel.log import Event
-from planfold.kernel.payload import JSON
-from planfold.kernel.session import SessionState, fold_session
+from ...kernel.errors import ReplayError
+from ...kernel.log import Event
+from ...kernel.payload import JSON
+from ...kernel.session import SessionState, fold_session
+from ..cli.args import positive_seconds
+from ..errors import AdapterError
+from .vector_cases import Case, cases
 
 __all__ = [
     "VECTOR_DIR",

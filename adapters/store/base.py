@@ -59,9 +59,12 @@ from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
-from planfold.adapters.codec import encode_jsonl, read_session_jsonl, stored_events
-from planfold.adapters.errors import AdapterError
-from planfold.adapters.store.projection import (
+from ...kernel.errors import ReplayError
+from ...kernel.log import Event
+from ...kernel.session import SessionState, fold_more
+from ..codec import encode_jsonl, read_session_jsonl, stored_events
+from ..errors import AdapterError
+from .projection import (
     SESSION_SNAPSHOT,
     Projection,
     project,
@@ -70,10 +73,7 @@ from planfold.adapters.store.projection import (
     snapshot_reusing,
     with_summary,
 )
-from planfold.adapters.store.snapshot import SnapshotError
-from planfold.kernel.errors import ReplayError
-from planfold.kernel.log import Event
-from planfold.kernel.session import SessionState, fold_more
+from .snapshot import SnapshotError
 
 __all__ = [
     "MAX_SEQ",

@@ -10,7 +10,7 @@ makes a fresh, empty store on it, saying how to open the same storage again
 (``StoreKit``)::
 
     import pytest
-    from planfold.adapters.store.contract import StoreContract, StoreKit
+    from .contract import StoreContract, StoreKit
 
     class TestMyStore(StoreContract):
         @pytest.fixture
@@ -55,8 +55,12 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
-from planfold.adapters.codec import MAX_DEPTH, CodecError, canonical_event
-from planfold.adapters.store.base import (
+from ...kernel.errors import ConflictError, PlanfoldError, ReplayError, is_kebab_case
+from ...kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
+from ...kernel.payload import JSONObject
+from ...kernel.session import SessionState, fold_session
+from ..codec import MAX_DEPTH, CodecError, canonical_event
+from .base import (
     AppendRejectedError,
     AppendResult,
     IdempotencyMismatchError,
@@ -70,12 +74,8 @@ from planfold.adapters.store.base import (
     export_session,
     import_session,
 )
-from planfold.adapters.store.contract_logs import FULL_SCRIPT, MOVES, LogBuilder, batch_after, build_log, logs
-from planfold.adapters.store.projection import Projection, project, snapshot_of
-from planfold.kernel.errors import ConflictError, PlanfoldError, ReplayError, is_kebab_case
-from planfold.kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
-from planfold.kernel.payload import JSONObject
-from planfold.kernel.session import SessionState, fold_session
+from .contract_logs import FULL_SCRIPT, MOVES, LogBuilder, batch_after, build_log, logs
+from .projection import Projection, project, snapshot_of
 
 __all__ = ["ManualClock", "StoreContract", "StoreKit", "StoreMaker"]
 

@@ -22,10 +22,10 @@ from typing import cast
 
 from hypothesis import strategies as st
 
-from planfold.kernel.errors import KernelError
-from planfold.kernel.goal import ops as goal_ops
-from planfold.kernel.goal.values import ARMED, BlockedReason
-from planfold.kernel.log import (
+from ...kernel.errors import KernelError
+from ...kernel.goal import ops as goal_ops
+from ...kernel.goal.values import ARMED, BlockedReason
+from ...kernel.log import (
     ASSISTANT_MESSAGE,
     PLAN_ARTIFACT,
     PLAN_MODE,
@@ -35,10 +35,10 @@ from planfold.kernel.log import (
     USER_MESSAGE,
     Event,
 )
-from planfold.kernel.plan.payload import PlanAction, PlanActionName, plan_action_payload
-from planfold.kernel.plan.spec import OpenQuestion, PlanScope, PlanSpec, Todo, spec_hash
-from planfold.kernel.plan.views import build_summary_view
-from planfold.kernel.session import SessionState, apply_session_event
+from ...kernel.plan.payload import PlanAction, PlanActionName, plan_action_payload
+from ...kernel.plan.spec import OpenQuestion, PlanScope, PlanSpec, Todo, spec_hash
+from ...kernel.plan.views import build_summary_view
+from ...kernel.session import SessionState, apply_session_event
 
 __all__ = ["FULL_SCRIPT", "MOVES", "LogBuilder", "batch_after", "build_log", "event_at", "logs"]
 

@@ -94,8 +94,12 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
-from planfold.adapters.codec import decode_payload, decode_rows
-from planfold.adapters.store.base import (
+from ...kernel.errors import ConflictError
+from ...kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
+from ...kernel.payload import maker
+from ...kernel.session import SessionState, fold_rows
+from ..codec import decode_payload, decode_rows
+from .base import (
     AppendRejectedError,
     AppendResult,
     AuditReport,
@@ -112,7 +116,7 @@ from planfold.adapters.store.base import (
     fold_new_events,
     prepare_append,
 )
-from planfold.adapters.store.projection import (
+from .projection import (
     Projection,
     project,
     project_reusing,
@@ -120,11 +124,7 @@ from planfold.adapters.store.projection import (
     snapshot_reusing,
     with_summary,
 )
-from planfold.adapters.store.snapshot import SnapshotParts
-from planfold.kernel.errors import ConflictError
-from planfold.kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
-from planfold.kernel.payload import maker
-from planfold.kernel.session import SessionState, fold_rows
+from .snapshot import SnapshotParts
 
 __all__ = [
     "SCAN_PAGE",

@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from planfold.adapters.store.base import Lease, StoreClosedError
-from planfold.adapters.store.engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
-from planfold.adapters.store.session_log import system_clock
+from .base import Lease, StoreClosedError
+from .engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
+from .session_log import system_clock
 
 __all__ = ["MemoryBackend", "MemoryStore"]
 

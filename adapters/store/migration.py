@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from planfold.adapters.store.base import SchemaTooNewError
+from .base import SchemaTooNewError
 
 __all__ = ["MigrationReport", "Step", "supported"]
 

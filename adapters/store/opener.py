@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import os
 
-from planfold.adapters.store.base import InvalidRequestError
-from planfold.adapters.store.engine import LogStore
-from planfold.adapters.store.sqlite import SqliteStore
+from .base import InvalidRequestError
+from .engine import LogStore
+from .sqlite import SqliteStore
 
 __all__ = ["POSTGRES_SCHEMES", "is_postgres_url", "open_store"]
 
@@ -40,7 +40,7 @@ def open_store(target: str | os.PathLike[str], *, read_only: bool = False) -> Lo
     if is_postgres_url(target):
         try:
             # The postgres extra is optional: psycopg is imported only for a URL.
-            from planfold.adapters.store.postgres import PostgresStore  # noqa: PLC0415
+            from .postgres import PostgresStore  # noqa: PLC0415
         except ImportError as exc:
             raise InvalidRequestError(
                 f"a PostgreSQL URL needs the postgres extra: pip install 'planfold[postgres]' ({exc})"

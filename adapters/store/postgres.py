@@ -75,14 +75,14 @@ import msgspec
 import psycopg
 import psycopg_pool
 
-from planfold.adapters.store.base import (
+from .base import (
     InvalidRequestError,
     Lease,
     SchemaMismatchError,
     StoreClosedError,
     StoreUnavailableError,
 )
-from planfold.adapters.store.engine import (
+from .engine import (
     AppendView,
     DecidedAppend,
     KnownKey,
@@ -92,8 +92,8 @@ from planfold.adapters.store.engine import (
     Transaction,
     Watch,
 )
-from planfold.adapters.store.migration import supported
-from planfold.adapters.store.postgres_schema import (
+from .migration import supported
+from .postgres_schema import (
     APPEND_CALL,
     APPEND_READ,
     CHANNEL,
@@ -119,7 +119,7 @@ from planfold.adapters.store.postgres_schema import (
     read_version,
     translate,
 )
-from planfold.adapters.store.projection import Projection
+from .projection import Projection
 
 __all__ = ["PostgresBackend", "PostgresStore", "call_append"]
 

@@ -42,14 +42,14 @@ from typing import Any
 
 import psycopg
 
-from planfold.adapters.store.base import (
+from .base import (
     Outcome,
     SchemaMismatchError,
     StorageError,
     StoreBusyError,
     StoreUnavailableError,
 )
-from planfold.adapters.store.migration import MigrationReport, Step, supported
+from .migration import MigrationReport, Step, supported
 
 __all__ = [
     "APPEND_CALL",

@@ -31,13 +31,13 @@ from dataclasses import dataclass, fields
 
 import msgspec
 
-from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
-from planfold.kernel.goal.values import GoalSnapshot
-from planfold.kernel.idset import IdSet
-from planfold.kernel.payload import maker
-from planfold.kernel.plan.artifact import PlanArtifact
-from planfold.kernel.plan.spec_json import spec_to_json, summary_to_json
-from planfold.kernel.session import REDUCERS, SessionState
+from ...kernel.goal.values import GoalSnapshot
+from ...kernel.idset import IdSet
+from ...kernel.payload import maker
+from ...kernel.plan.artifact import PlanArtifact
+from ...kernel.plan.spec_json import spec_to_json, summary_to_json
+from ...kernel.session import REDUCERS, SessionState
+from .snapshot import SnapshotCodec, SnapshotError, SnapshotParts
 
 __all__ = [
     "SESSION_SNAPSHOT",

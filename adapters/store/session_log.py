@@ -44,12 +44,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from planfold.adapters.errors import AdapterError
-from planfold.adapters.store.base import Store
-from planfold.adapters.views import Prefix
-from planfold.kernel.errors import ConflictError
-from planfold.kernel.log import Draft, Event, number_drafts
-from planfold.kernel.session import SessionState, fold_more
+from ...kernel.errors import ConflictError
+from ...kernel.log import Draft, Event, number_drafts
+from ...kernel.session import SessionState, fold_more
+from ..errors import AdapterError
+from ..views import Prefix
+from .base import Store
 
 __all__ = [
     "Clock",

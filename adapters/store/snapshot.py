@@ -87,8 +87,8 @@ from typing import Any, Generic, TypeVar
 import cattrs
 import msgspec
 
-from planfold.adapters.errors import AdapterError
-from planfold.adapters.structuring import (
+from ..errors import AdapterError
+from ..structuring import (
     SCALARS,
     AmbiguousUnionError,
     dataclass_members,

@@ -48,12 +48,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
-from planfold.adapters.store.base import InvalidRequestError, Lease, SchemaTooNewError
-from planfold.adapters.store.engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
-from planfold.adapters.store.projection import Projection
-from planfold.adapters.store.session_log import system_clock
-from planfold.adapters.store.sqlite_conn import ConnectionKeeper, connect_sqlite, enable_wal
-from planfold.adapters.store.sqlite_schema import (
+from .base import InvalidRequestError, Lease, SchemaTooNewError
+from .engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
+from .projection import Projection
+from .session_log import system_clock
+from .sqlite_conn import ConnectionKeeper, connect_sqlite, enable_wal
+from .sqlite_schema import (
     SCHEMA_VERSION,
     Connection,
     MigrationReport,
@@ -61,7 +61,7 @@ from planfold.adapters.store.sqlite_schema import (
     migrate,
     read_version,
 )
-from planfold.adapters.store.sqlite_sql import (
+from .sqlite_sql import (
     APPEND_READ,
     APPEND_READ_NO_KEY,
     INSERT_GOAL_ID,

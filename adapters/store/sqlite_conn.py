@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from planfold.adapters.store.base import StoreClosedError
-from planfold.adapters.store.sqlite_schema import Connection, is_busy, rollback_quietly, translate
+from .base import StoreClosedError
+from .sqlite_schema import Connection, is_busy, rollback_quietly, translate
 
 __all__ = ["ConnectionKeeper", "connect_sqlite", "enable_wal"]
 

@@ -37,11 +37,11 @@ import os
 import sqlite3
 import urllib.parse
 
-from planfold.adapters.store.base import SchemaMismatchError, StoreError
-from planfold.adapters.store.engine import LogStore
-from planfold.adapters.store.migration import supported
-from planfold.adapters.store.sqlite import SqliteBackend
-from planfold.adapters.store.sqlite_schema import LOG_VERSION, SCHEMA_VERSION, Connection, read_version, verify_schema
+from .base import SchemaMismatchError, StoreError
+from .engine import LogStore
+from .migration import supported
+from .sqlite import SqliteBackend
+from .sqlite_schema import LOG_VERSION, SCHEMA_VERSION, Connection, read_version, verify_schema
 
 __all__ = ["NotPlanfoldDatabaseError", "check_readable", "connect_image", "connect_read_only", "open_read_only"]
 

@@ -48,13 +48,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Protocol
 
-from planfold.adapters.store.base import (
+from .base import (
     Outcome,
     SchemaMismatchError,
     StorageError,
     StoreBusyError,
 )
-from planfold.adapters.store.migration import MigrationReport, Step, supported
+from .migration import MigrationReport, Step, supported
 
 __all__ = [
     "LEGACY_VERSION",
