@@ -177,7 +177,7 @@ def run_demo(
         store.close()
         result.model_error = report.error
         return result
-    for plan in session.runtime.plans.shown:
+    for plan in session.runtime.shown:
         out.line("   the plan the reviewer saw:")
         for text in plan.splitlines()[:6]:
             out.line(f"   | {shown(text)}")

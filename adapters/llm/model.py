@@ -237,13 +237,21 @@ class RetryBudget:
 
     @contextmanager
     def step(self) -> Iterator[RetryBudget]:
-        if self._depth == 0:
-            self.used = 0
-        self._depth += 1
+        self.open()
         try:
             yield self
         finally:
-            self._depth -= 1
+            self.close()
+
+    def open(self) -> None:
+        """Open a unit as ``step()`` does, until the matching ``close``."""
+        if self._depth == 0:
+            self.used = 0
+        self._depth += 1
+
+    def close(self) -> None:
+        """Close the innermost open unit (nothing when none is open)."""
+        self._depth = max(0, self._depth - 1)
 
     @property
     def left(self) -> int:

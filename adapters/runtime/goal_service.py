@@ -32,6 +32,7 @@ out-of-date caller cannot change the goal.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ from ..store.session_log import SessionLog
 
 __all__ = [
     "AgentHandle",
+    "AsyncRoundRunner",
     "DriveReport",
     "GoalChanged",
     "GoalListener",
@@ -135,6 +137,12 @@ class RoundRunner(Protocol):
     """Runs one whole turn whose first message is ``text`` from ``source``."""
 
     def run_turn(self, text: str, source: JSONObject | None = None) -> object: ...
+
+
+class AsyncRoundRunner(Protocol):
+    """Runs one whole turn as a coroutine (the asyncio runtime)."""
+
+    async def run_turn(self, text: str, source: JSONObject | None = None) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,25 +339,50 @@ class GoalService:
         A drive runs between this process's turns, so a turn open in the log
         when it starts was left by a process that stopped mid-turn (a session
         has one writer; a goal driver holds the lease): it does not stop the
-        first round, whose turn closes it as it opens (``Runtime.run_turn``
-        does, with ``abandoned_turn``; a runner of another kind must too).
+        first round, whose turn closes it as it opens (the step machine's
+        ``start_turn`` does; a runner of another kind must too).
         """
         self._check(agent)
         rounds: list[int] = []
         abandoned = self.log.state.turns.open  # until the first round's turn closes it
-        while len(rounds) < limit:
-            decision = self._decide(self.log.state.turns.open and not abandoned)
-            if not decision.proceed:
-                blocked_at = self._block_spent() if decision.reason == "budget-spent" else None
-                return DriveReport(tuple(rounds), decision.reason, blocked_at)
-            number = decision.next_round or 0
-            text = round_text(number)
-            source = round_message(self.state(), text).payload["source"]
-            assert isinstance(source, dict)
-            runner.run_turn(text, source)
+        while True:
+            step = self._next_round(rounds, limit, abandoned)
+            if isinstance(step, DriveReport):
+                return step
+            runner.run_turn(*step)
             abandoned = False
-            rounds.append(number)
-        return DriveReport(tuple(rounds), None)
+
+    async def drive_async(
+        self, agent: AgentHandle, runner: AsyncRoundRunner, *, limit: int = 1_000
+    ) -> DriveReport:
+        """``drive`` for the asyncio runtime: the same rounds, each an awaited
+        turn of ``runner``; the decisions and the budget block run in a
+        worker thread (they may append)."""
+        self._check(agent)
+        rounds: list[int] = []
+        abandoned = self.log.state.turns.open
+        while True:
+            step = await asyncio.to_thread(self._next_round, rounds, limit, abandoned)
+            if isinstance(step, DriveReport):
+                return step
+            await runner.run_turn(*step)
+            abandoned = False
+
+    def _next_round(self, rounds: list[int], limit: int, abandoned: bool) -> tuple[str, JSONObject] | DriveReport:
+        """The text and source of the next round (counted in ``rounds``), or
+        the drive's report when it stops (appending the budget block)."""
+        if len(rounds) >= limit:
+            return DriveReport(tuple(rounds), None)
+        decision = self._decide(self.log.state.turns.open and not abandoned)
+        if not decision.proceed:
+            blocked_at = self._block_spent() if decision.reason == "budget-spent" else None
+            return DriveReport(tuple(rounds), decision.reason, blocked_at)
+        number = decision.next_round or 0
+        text = round_text(number)
+        source = round_message(self.state(), text).payload["source"]
+        assert isinstance(source, dict)
+        rounds.append(number)
+        return text, source
 
     def _block_spent(self) -> int | None:
         decided: list[GoalDecision] = []

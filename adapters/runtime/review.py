@@ -23,6 +23,8 @@ human saw.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -39,12 +41,30 @@ from ...kernel.plan.review import (
 )
 
 __all__ = [
+    "AsyncReviewPort",
     "ReviewPort",
     "ScriptedReviewer",
     "approve",
     "ask",
+    "ask_async",
+    "checked_answer",
     "keep_planning",
 ]
+
+
+@runtime_checkable
+class AsyncReviewPort(Protocol):
+    """A review port for the asyncio runtime: ``review`` is a coroutine."""
+
+    @property
+    def available(self) -> bool:
+        """Whether a human can be asked right now."""
+        ...
+
+    async def review(self, request: ReviewRequest) -> ReviewAnswer:
+        """Show ``request`` and return the human's answer (may raise: the
+        runtime then treats the review as ``ChannelLost``)."""
+        ...
 
 
 @runtime_checkable
@@ -107,6 +127,27 @@ def ask(port: ReviewPort | None, request: ReviewRequest) -> ReviewAnswer:
         answer = port.review(request)
     except Exception:
         return ChannelLost()
+    return checked_answer(answer)
+
+
+async def ask_async(port: AsyncReviewPort | ReviewPort | None, request: ReviewRequest) -> ReviewAnswer:
+    """``ask`` for the asyncio runtime: an async port is awaited, a
+    synchronous one runs in a worker thread (a human's answer may take
+    long); failures are contained the same way."""
+    if port is None:
+        return ChannelLost()
+    try:
+        if inspect.iscoroutinefunction(port.review):
+            answer: object = await port.review(request)
+        else:
+            answer = await asyncio.to_thread(port.review, request)
+    except Exception:
+        return ChannelLost()
+    return checked_answer(answer)
+
+
+def checked_answer(answer: object) -> ReviewAnswer:
+    """``answer`` when it is a well-formed ``ReviewAnswer``, else ``Dismissed``."""
     if isinstance(answer, Dismissed | ChannelLost):
         return answer
     if isinstance(answer, Custom) and isinstance(answer.text, str):

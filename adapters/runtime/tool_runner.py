@@ -27,8 +27,10 @@ the conversation rebuilt from the log is what the model was told.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from ...kernel.errors import PlanfoldError
@@ -40,14 +42,21 @@ from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_r
 from ...kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
 from ...kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolRegistry, ToolSpec, ToolSpecError, thaw_json
 from ...kernel.tools.spec import ToolCall as KernelCall
+from ...kernel.turn import Reply, ReplyCall
 from ..llm import model
 from .workspace import Executor
 
+log = logging.getLogger(__name__)
+
 __all__ = [
+    "AsyncExecutor",
     "ToolRunner",
+    "answer_of",
     "error_output",
+    "from_reply_call",
     "kernel_call",
     "read_call",
+    "reply_of",
     "result_draft",
     "tool_message_text",
 ]
@@ -58,6 +67,27 @@ def kernel_call(call: model.ToolCall) -> KernelCall:
     raw text when the model's JSON did not decode."""
     arguments: JSON = call.arguments if call.arguments is not None else call.arguments_json
     return KernelCall(call_id=call.id, tool=call.name, arguments=arguments)
+
+
+def reply_of(response: model.ChatResponse) -> Reply:
+    """The model's reply as the kernel's turn rules read it."""
+    calls = tuple(
+        ReplyCall(c.id, c.name, c.arguments_json, c.arguments, c.arguments_error) for c in response.tool_calls
+    )
+    return Reply(response.text, calls, response.finish_reason, response.refusal)
+
+
+def from_reply_call(call: ReplyCall) -> model.ToolCall:
+    """A call as the log recorded it (``kernel.turn.record_reply``), as the
+    model port's call that an executor is given."""
+    return model.ToolCall(call.call_id, call.tool, call.arguments_json, call.arguments, call.problem)
+
+
+def answer_of(event: Event | None, *, refused: bool) -> tuple[bool, str]:
+    """Whether the answer ``event`` recorded for a call succeeded, and the
+    text the model is told (a refusal never succeeded)."""
+    assert event is not None
+    return (False if refused else read_tool_result(event.payload).ok), tool_message_text(event)
 
 
 def read_call(payload: JSONObject) -> model.ToolCall:
@@ -130,12 +160,42 @@ class ToolRunner:
         exception is reported the same way and never escapes."""
         executor = self.executors.get(call.name)
         if executor is None:
-            return False, error_output("no-executor", f"no executor is installed for {call.name}")
-        arguments = call.arguments if call.arguments is not None else {}
+            return _missing(call)
         try:
-            output = executor(arguments)
-        except PlanfoldError as exc:
-            return False, error_output(exc.code, exc.message)
+            output = executor(_arguments(call))
         except Exception as exc:  # a broken tool must not break the turn
-            return False, error_output("tool-crashed", f"{type(exc).__name__}: {exc}")
+            return _failed(call, exc)
         return True, json.dumps(output, ensure_ascii=False, sort_keys=True)
+
+    async def execute_async(self, call: model.ToolCall, executors: Mapping[str, AsyncExecutor]) -> tuple[bool, str]:
+        """``execute`` for the asyncio runtime: an executor of ``executors``
+        is awaited; any other runs in a worker thread. The same answers."""
+        executor = executors.get(call.name)
+        if executor is None:
+            return await asyncio.to_thread(self.execute, call)
+        try:
+            output = await executor(_arguments(call))
+        except Exception as exc:  # a broken tool must not break the turn
+            return _failed(call, exc)
+        return True, json.dumps(output, ensure_ascii=False, sort_keys=True)
+
+
+#: An executor the asyncio runtime awaits.
+AsyncExecutor = Callable[[Mapping[str, object]], Awaitable[JSON]]
+
+
+def _arguments(call: model.ToolCall) -> Mapping[str, object]:
+    return call.arguments if call.arguments is not None else {}
+
+
+def _missing(call: model.ToolCall) -> tuple[bool, str]:
+    return False, error_output("no-executor", f"no executor is installed for {call.name}")
+
+
+def _failed(call: model.ToolCall, exc: Exception) -> tuple[bool, str]:
+    """A tool's failure as the model reads it: its typed error, or the
+    exception's type and text; a traceback of an unexpected one is logged."""
+    if isinstance(exc, PlanfoldError):
+        return False, error_output(exc.code, exc.message)
+    log.warning("tool %s crashed", call.name, exc_info=exc)
+    return False, error_output("tool-crashed", f"{type(exc).__name__}: {exc}")

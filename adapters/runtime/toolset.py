@@ -35,7 +35,6 @@ from ..specgen.schema import tool_parameters
 from ..store.base import Store
 from ..store.session_log import Clock, SessionLog, system_clock
 from .loop import Runtime
-from .plan_runner import PlanRunner
 from .prompt import PromptConfig
 from .review import ReviewPort
 from .tool_runner import ToolRunner
@@ -147,7 +146,5 @@ def open_runtime(
     runner = ToolRunner(
         default_registry(tools), policy or GatePolicy(), {**workspace.executors(), **(executors or {})}
     )
-    log = SessionLog(store, session_id, clock)
-    plans = PlanRunner(log, review, lambda: f"plan-{log.last_seq + 1}")
-    runtime = Runtime(log, model, runner, plans, prompt or PromptConfig())
-    return Session(log, runtime, workspace)
+    runtime = Runtime(store, session_id, model, runner, review, clock=clock, prompt=prompt or PromptConfig())
+    return Session(runtime.log, runtime, workspace)

@@ -42,11 +42,13 @@ from ...kernel.plan.review import ChannelLost, Custom, Dismissed, ReviewAnswer, 
 from ...kernel.tools.gate import DeploymentRule, GatePolicy
 from ...kernel.tools.spec import ToolSpec
 from ..llm import model
+from ..runtime.machine import OutOfOrderError
 from ..runtime.prompt import PromptConfig
 from ..store.base import AppendRejectedError, Store
 from ..store.session_log import Clock, LogSealedError
 from . import protocol as p
-from .host import HostConfig, HostSession, OutOfOrderError, ServeError
+from .errors import ServeError
+from .host import HostConfig, HostSession
 from .openrpc import openrpc_document
 
 __all__ = ["MAX_DEPTH", "MAX_LINE", "Server", "SessionNotOpenError"]

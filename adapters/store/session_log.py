@@ -43,6 +43,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from ...kernel.errors import ConflictError
 from ...kernel.log import Draft, Event, number_drafts
@@ -54,6 +55,7 @@ from .base import Store
 __all__ = [
     "Clock",
     "LogSealedError",
+    "Mark",
     "SessionLog",
     "system_clock",
 ]
@@ -79,6 +81,18 @@ class LogSealedError(AdapterError):
             "its plan or its mode; only the runtime does"
         )
         self.holder = holder
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """Where a log stood (``SessionLog.mark``), to put it back there."""
+
+    state: SessionState
+    events: int | None
+
+    @property
+    def last_seq(self) -> int:
+        return self.state.last_seq
 
 
 class SessionLog:
@@ -126,6 +140,18 @@ class SessionLog:
             yield
         finally:
             self._sealed_by = previous
+
+    def mark(self) -> Mark:
+        """Where the log stands now (``restore`` puts it back there)."""
+        return Mark(self._state, None if self._events is None else len(self._events))
+
+    def restore(self, mark: Mark) -> None:
+        """Put the in-memory log back where it stood at ``mark`` (after a
+        unit of appends that was never written), without reading the
+        store. Views handed out earlier keep what they showed."""
+        self._state = mark.state
+        if self._events is not None:
+            self._events = None if mark.events is None else self._events[: mark.events]
 
     def reload(self) -> None:
         """Open the stored session through the store's incremental load (its

@@ -10,11 +10,12 @@ from collections.abc import Sequence
 import pytest
 
 from planfold.adapters.llm.model import ChatResponse, ToolCall
-from planfold.adapters.runtime.loop import REPLY_NOTICE_SOURCE, TurnReport
+from planfold.adapters.runtime.loop import TurnReport
 from planfold.adapters.runtime.toolset import Session
 from planfold.kernel.log import Event
-from planfold.kernel.payload import JSON
+from planfold.kernel.payload import JSON, object_of
 from planfold.kernel.session import fold_session
+from planfold.kernel.turn import REPLY_NOTICE_SOURCE
 from tests.runtime_helpers import SPEC, call, kinds, make_session, plan_actions, say, todo, verified
 
 
@@ -29,7 +30,7 @@ def _refusals(events: Sequence[Event]) -> list[tuple[object, object]]:
 
 
 def _notices(events: Sequence[Event]) -> list[str]:
-    notices = [e for e in events if e.kind == "user/message" and e.payload["source"] == REPLY_NOTICE_SOURCE]
+    notices = [e for e in events if e.kind == "user/message" and e.payload["source"] == object_of(REPLY_NOTICE_SOURCE)]
     return [str(e.payload["text"]) for e in notices]
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from planfold.adapters.llm.model import AssistantMessage, ModelTimeoutError, ToolMessage
-from planfold.adapters.runtime.loop import CALL_INTERRUPTED, ProposedStep, TurnReport, abandoned_turn
+from planfold.adapters.runtime.loop import ProposedStep, TurnReport
 from planfold.adapters.runtime.prompt import Conversation, conversation
 from planfold.adapters.runtime.review import approve, keep_planning
 from planfold.adapters.runtime.toolset import Session
@@ -24,6 +24,7 @@ from planfold.kernel.plan.mode import NOTICE_SOURCE, PlanModeView, StepVerdict
 from planfold.kernel.plan.review import ChannelLost, PlanCommandError
 from planfold.kernel.session import fold_session
 from planfold.kernel.tools.gate import CatalogMode, GatePolicy
+from planfold.kernel.turn import CALL_INTERRUPTED, abandoned_turn
 from tests.runtime_helpers import (
     FULL_MARK,
     SPEC,
