@@ -66,7 +66,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from ...kernel.errors import ConflictError, PlanfoldError
-from ...kernel.log import USER_MESSAGE, Draft, Event, turn_start, user_message
+from ...kernel.log import USER_MESSAGE, Draft, Event, number_drafts, turn_start, user_message
 from ...kernel.payload import JSONObject
 from ...kernel.plan.context import ViewRequest, plan_to_start, runtime_phase
 from ...kernel.plan.decisions import (
@@ -82,7 +82,7 @@ from ...kernel.plan.decisions import (
 )
 from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
 from ...kernel.plan.review import ReviewAnswer, ReviewRequest
-from ...kernel.session import SessionState
+from ...kernel.session import SessionState, fold_more
 from ...kernel.tools.events import verdict_events
 from ...kernel.tools.gate import Allowed, Refused, Verdict, check_call
 from ...kernel.turn import RecordedReply, abandoned_turn, interrupted_calls, record_reply, scope_refusal
@@ -538,7 +538,7 @@ class StepMachine:
         if self._p.turn_mine:
             self.require("turn/start", "idle")
         state = self.log.state
-        closing = abandoned_turn(state, self.log.events)
+        closing = abandoned_turn(state, self.log.events) if state.turns.open else ()
         number = state.turns.turn + 1
         opened = self.log.append((*closing, turn_start(number), _user_message(text, source)))
         report = TurnReport(number, opened[len(closing)].seq, closed_turn=state.turns.turn if closing else None)
@@ -576,6 +576,10 @@ class StepMachine:
         the step goes on); then, for an accepted step, an approved plan
         starts and the request header is recorded."""
         self.require("step/begin", "turn", "step")
+        if verdict == "accepted":  # a header the log would refuse is refused before anything is written
+            state = self.log.state
+            at = 0 if state.last is None else state.last.at
+            fold_more(state, number_drafts((decide_request_header(state, step),), state.last_seq, at))
         flushed = self._flush(verdict)
         return self.atomic(lambda: self._begin_step(step, verdict, flushed))
 

@@ -1,0 +1,348 @@
+"""The step machine: what it asks for next, what it refuses, and where it
+stands after a failed write, a crash or a cancelled task."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import note, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from planfold.adapters.llm.model import ChatRequest, ChatResponse, ModelTimeoutError
+from planfold.adapters.runtime.aio import AsyncRuntime
+from planfold.adapters.runtime.machine import (
+    AskModel,
+    OutOfOrderError,
+    Review,
+    RunTool,
+    StepMachine,
+    TurnOver,
+)
+from planfold.adapters.runtime.review import approve
+from planfold.adapters.runtime.tool_runner import ToolRunner
+from planfold.adapters.runtime.toolset import default_registry
+from planfold.adapters.runtime.workspace import Workspace
+from planfold.adapters.serve.server import Server
+from planfold.adapters.store.base import AppendResult, ForwardingStore, StorageError, Store
+from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.session_log import LogSealedError
+from planfold.kernel.errors import KernelError
+from planfold.kernel.log import Event
+from planfold.kernel.session import SessionState, fold_session
+from planfold.kernel.turn import CALL_INTERRUPTED
+from planfold.adapters.serve.client import RemoteError
+from tests.adapters.serve.test_host import S as HOST_SESSION
+from tests.adapters.serve.test_host import Host
+from tests.runtime_helpers import batch, call, exit_plan, say, ticking
+
+S = "s1"
+
+
+class Outage(ForwardingStore):
+    """A store that can be taken down: appends fail with an ``unknown``
+    outcome, loads and reads fail as well."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.down = False
+        self.appends = 0
+
+    def append(
+        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
+    ) -> AppendResult:
+        if self.down:
+            raise StorageError("append", "the server went away", outcome="unknown")
+        self.appends += 1
+        return self.inner.append(session_id, expected_seq, events, idempotency_key)
+
+    def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
+        if self.down:
+            raise StorageError("load", "the server went away")
+        return self.inner.load(session_id, incremental=incremental)
+
+    def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
+        if self.down:
+            raise StorageError("read", "the server went away")
+        return self.inner.read(session_id, after)
+
+
+def _tools(workspace: Workspace | None = None) -> ToolRunner:
+    return ToolRunner(default_registry(), executors=(workspace or Workspace({"a.txt": "A"})).executors())
+
+
+def _machine(store: Store) -> StepMachine:
+    return StepMachine(store, S, _tools(), clock=ticking())
+
+
+def test_a_turn_asks_the_model_runs_the_tools_and_asks_for_reviews_in_order() -> None:
+    machine = _machine(MemoryStore())
+    machine.choose(True)
+    machine.start_turn("plan it")
+    action = machine.next_action()
+    assert isinstance(action, AskModel) and (action.step, action.attempt) == (1, 0)
+    machine.reply(batch(call("read_file", {"path": "a.txt"})))
+    action = machine.next_action()
+    assert isinstance(action, RunTool) and action.call.name == "read_file"
+    machine.tool_result(action.call.id, True, "A")
+    assert isinstance(machine.next_action(), AskModel)
+    machine.reply(exit_plan())
+    review = machine.next_action()
+    assert isinstance(review, Review) and review.request.plan.startswith("# ")
+    machine.review_answer(review.call.id, approve())
+    assert isinstance(machine.next_action(), AskModel)
+    machine.reply(say("done"))
+    over = machine.next_action()
+    assert isinstance(over, TurnOver) and over.report.ended_by == "reply" and over.report.steps == 3
+    assert machine.stage == "idle" and not machine.state.turns.open
+
+
+def test_an_answer_that_does_not_fit_the_action_asked_for_is_refused_and_changes_nothing() -> None:
+    machine = _machine(MemoryStore())
+    machine.start_turn("go")
+    assert isinstance(machine.next_action(), AskModel)
+    before = machine.log.last_seq
+    with pytest.raises(OutOfOrderError) as refused:
+        machine.tool_result("c1", True, "x")
+    assert refused.value.code == "out-of-order" and refused.value.stage == "step"
+    machine.reply(batch(call("read_file", {"path": "a.txt"}, "c1"), call("read_file", {"path": "a.txt"}, "c2")))
+    action = machine.next_action()
+    assert isinstance(action, RunTool)
+    after_reply = machine.log.last_seq
+    with pytest.raises(OutOfOrderError) as wrong:
+        machine.tool_result("c2", True, "x")
+    assert wrong.value.code == "unexpected-call"
+    with pytest.raises(LogSealedError):  # while a tool runs, nothing but its result
+        machine.review_answer("c1", approve())
+    with pytest.raises(LogSealedError):
+        machine.reply(say("again"))
+    assert machine.log.last_seq == after_reply > before and machine.stage == "execute"
+
+
+def test_a_model_failure_proposes_the_same_step_again_while_the_budget_lasts() -> None:
+    machine = _machine(MemoryStore())
+    machine.start_turn("go")
+    assert isinstance(machine.next_action(), AskModel)
+    assert machine.model_failed(ModelTimeoutError(1.0))
+    again = machine.next_action()
+    assert isinstance(again, AskModel) and (again.step, again.attempt) == (1, 1)
+    assert machine.model_failed(ModelTimeoutError(1.0))
+    assert isinstance(machine.next_action(), AskModel)
+    assert not machine.model_failed(ModelTimeoutError(1.0))  # the budget of two retries is spent
+    over = machine.next_action()
+    assert isinstance(over, TurnOver) and over.report.ended_by == "model-error" and over.report.retries == 2
+
+
+@pytest.mark.parametrize("when", ["start", "reply", "result"])
+def test_a_failed_write_leaves_the_machine_where_the_store_is_and_raises_the_writes_own_error(when: str) -> None:
+    store = Outage(MemoryStore())
+    machine = _machine(store)
+    if when != "start":
+        machine.start_turn("go")
+        assert isinstance(machine.next_action(), AskModel)
+    if when == "result":
+        machine.reply(batch(call("read_file", {"path": "a.txt"})))
+        assert isinstance(machine.next_action(), RunTool)
+    stage, last = machine.stage, machine.log.last_seq
+    store.down = True  # the reload fails too
+    with pytest.raises(StorageError) as failed:
+        if when == "start":
+            machine.start_turn("go")
+        elif when == "reply":
+            machine.reply(say("done"))
+        else:
+            machine.tool_result(machine.awaiting_call or "", True, "A")
+    assert (failed.value.operation, failed.value.outcome) == ("append", "unknown")
+    assert (machine.stage, machine.log.last_seq) == (stage, last)
+    store.down = False
+    assert machine.log.last_seq == store.head(S)
+    assert machine.state == fold_session(store.read(S))
+
+
+def test_serve_during_a_store_outage_reports_the_appends_own_error_and_never_runs_ahead_of_the_store() -> None:
+    store = Outage(MemoryStore())
+    host = Host(Server(store, ticking()))
+    store.down = True
+    with pytest.raises(RemoteError) as failed:
+        host("turn/start", text="during the outage")
+    assert failed.value.data["outcome"] == "unknown" and failed.value.data["operation"] == "append"
+    store.down = False
+    read = host("session/read")
+    assert (read["last_seq"], read["turn_open"]) == (store.head(HOST_SESSION), False)
+    started = host("turn/start", text="after the outage")
+    assert started["turn"] == 1
+
+
+class _Hanging:
+    """An async model that never answers until it is cancelled."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        self.asked.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+def test_a_cancelled_asyncio_turn_leaves_a_log_the_next_turn_closes_as_a_killed_processs() -> None:
+    store = MemoryStore()
+
+    async def scenario() -> None:
+        model = _Hanging()
+        runtime = AsyncRuntime(store, S, model, _tools(), clock=ticking())
+        task = asyncio.create_task(runtime.run_turn("go"))
+        await model.asked.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    left = store.read(S)
+    assert fold_session(left).turns.open and left[-1].kind == "request/header"
+    machine = _machine(store)
+    report = machine.start_turn("again")
+    assert report.closed_turn == 1 and [e.kind for e in store.read(S)[len(left):]][:1] == ["turn/end"]
+
+
+# --------------------------------------------------------------------------
+# Crashes and cancellations, in lockstep with a machine rebuilt from the log
+
+
+class _Crash(Exception):
+    """The process died during a write."""
+
+
+class CrashingStore(ForwardingStore):
+    """A store whose next append can be the one the process dies in: before
+    it is written, or after (written, never acknowledged)."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.crash: str | None = None
+
+    def append(
+        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
+    ) -> AppendResult:
+        crash, self.crash = self.crash, None
+        if crash == "before":
+            raise _Crash
+        result = self.inner.append(session_id, expected_seq, events, idempotency_key)
+        if crash == "after":
+            raise _Crash
+        return result
+
+
+class CrashingMachine(RuleBasedStateMachine):
+    """A random session driven through one machine, which is killed (at any
+    write) or has its turn abandoned (a cancelled task) now and then; after
+    every rule, a machine built afresh from the store knows what the running
+    one knows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = CrashingStore(MemoryStore())
+        self.machine = _machine(self.store)
+        #: the model: whether the running machine opened the turn that is open
+        self.mine = False
+
+    def _answer(self, action: object, choice: int) -> None:
+        m = self.machine
+        if isinstance(action, AskModel):
+            replies = [say("done"), batch(call("read_file", {"path": "a.txt"})), ChatResponse("cut", (), "length")]
+            m.reply(replies[choice % len(replies)])
+        elif isinstance(action, RunTool):
+            m.tool_result(action.call.id, choice % 2 == 0, "A")
+        elif isinstance(action, Review):
+            m.review_answer(action.call.id, approve())
+
+    @rule(text=st.sampled_from(["go", "more", "/plan"]))
+    def start_a_turn(self, text: str) -> None:
+        note(f"start a turn with {text!r} at stage {self.machine.stage} (own turn open: {self.mine})")
+        if self.mine:
+            before = self.store.head(S)
+            with pytest.raises(OutOfOrderError):
+                self.machine.start_turn(text)
+            assert self.store.head(S) == before
+            return
+        self.machine.start_turn(text)
+        self.mine = True
+
+    @precondition(lambda self: self.machine.stage not in ("idle",))
+    @rule(choice=st.integers(0, 5))
+    def answer_the_next_action(self, choice: int) -> None:
+        try:
+            action = self.machine.next_action()
+        except OutOfOrderError:
+            return
+        note(f"answer {type(action).__name__} with choice {choice}")
+        if isinstance(action, TurnOver):
+            self.mine = False
+        self._answer(action, choice)
+
+    @rule(active=st.booleans())
+    def choose_plan_mode(self, active: bool) -> None:
+        note(f"the user chooses plan mode {active}")
+        self.machine.choose(active)
+
+    @rule()
+    def kill_the_process(self) -> None:
+        note(f"the process is killed at seq {self.store.head(S)}")
+        self.machine = _machine(self.store)
+        self.mine = False
+
+    @precondition(lambda self: self.machine.stage != "idle")
+    @rule(when=st.sampled_from(["before", "after"]), choice=st.integers(0, 5))
+    def the_process_dies_in_its_next_write(self, when: str, choice: int) -> None:
+        note(f"the process dies {when} its next write (choice {choice})")
+        self.store.crash = when
+        try:
+            action = self.machine.next_action()
+            self._answer(action, choice)
+        except (_Crash, OutOfOrderError):
+            pass
+        self.store.crash = None
+        self.machine = _machine(self.store)
+        self.mine = False
+
+    @rule()
+    def cancel_the_task(self) -> None:
+        note("the turn's task is cancelled")
+        self.machine.abandon()
+        self.mine = False
+
+    @invariant()
+    def the_machine_never_runs_ahead_of_the_store(self) -> None:
+        assert self.machine.log.last_seq == self.store.head(S)
+
+    @invariant()
+    def a_machine_rebuilt_from_the_log_knows_what_the_running_one_knows(self) -> None:
+        rebuilt = _machine(self.store)
+        assert rebuilt.state == self.machine.state
+
+    @invariant()
+    def the_stored_log_folds_strictly(self) -> None:
+        fold_session(self.store.read(S))
+
+    @invariant()
+    def every_turn_opened_after_a_crash_closes_the_one_left_open(self) -> None:
+        state = self.machine.state
+        events = self.store.read(S)
+        opened = sum(1 for e in events if e.kind == "turn/start")
+        ended = sum(1 for e in events if e.kind == "turn/end")
+        assert opened - ended == (1 if state.turns.open else 0)
+        interrupted = [e for e in events if e.kind == "tool/result" and CALL_INTERRUPTED in str(e.payload)]
+        assert all(e.seq > 0 for e in interrupted)
+
+
+TestCrashingMachine = CrashingMachine.TestCase
+TestCrashingMachine.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+
+
+def test_no_kernel_refusal_escapes_a_machine_started_on_an_empty_store() -> None:
+    machine = _machine(MemoryStore())
+    with pytest.raises(OutOfOrderError):
+        machine.next_action()
+    assert not isinstance(OutOfOrderError("x", "idle"), KernelError)

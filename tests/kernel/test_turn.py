@@ -1,0 +1,222 @@
+"""The turn rules (``kernel.turn``): what a reply means, what closes a turn a
+stopped process left open, and what answers a call outside the plan's scope."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planfold.kernel.log import Draft, Event, number_drafts, turn_start, user_message
+from planfold.kernel.payload import object_of
+from planfold.kernel.session import fold_session
+from planfold.kernel.tools.events import read_tool_result
+from planfold.kernel.tools.gate import Allowed, GatePolicy, Refused
+from planfold.kernel.tools.spec import ToolRegistry, ToolSpec
+from planfold.kernel.turn import (
+    CALL_INTERRUPTED,
+    REPLY_NOTICE_SOURCE,
+    UNFINISHED,
+    Reply,
+    ReplyCall,
+    abandoned_turn,
+    failed_result,
+    interrupted_calls,
+    record_reply,
+    scope_refusal,
+)
+
+READ = ToolSpec("read_file", "Read", {"type": "object"}, effect="read", origin="builtin")
+WRITE = ToolSpec(
+    "write_file", "Write", {"type": "object", "properties": {"path": {"type": "string"}}}, effect="write",
+    origin="builtin", target_args=("path",),
+)
+REGISTRY = ToolRegistry.of(READ, WRITE)
+
+
+def _call(call_id: str = "c1", tool: str = "read_file", **arguments: object) -> ReplyCall:
+    args = dict(arguments) or {"path": "a.txt"}
+    return ReplyCall(call_id, tool, json.dumps(args), args)  # type: ignore[arg-type]
+
+
+def _record(reply: Reply, *, phase: str = "build_execute", cap: int = 32) -> object:
+    return record_reply(reply, REGISTRY, GatePolicy(), phase, ("read_file", "write_file"), max_tool_calls=cap)  # type: ignore[arg-type]
+
+
+def _notice_texts(drafts: tuple[Draft, ...]) -> list[str]:
+    assert all(d.payload["source"] == object_of(REPLY_NOTICE_SOURCE) for d in drafts)
+    return [str(d.payload["text"]) for d in drafts]
+
+
+def test_the_unfinished_table_has_one_row_per_reason_a_reply_is_not_the_models_final_word() -> None:
+    assert set(UNFINISHED) == {"length", "content_filter", "refusal"}
+    assert (UNFINISHED["length"].code, UNFINISHED["length"].ended_by) == ("reply-cut-off", None)
+    assert (UNFINISHED["content_filter"].code, UNFINISHED["content_filter"].ended_by) == (
+        "reply-filtered",
+        "content-filter",
+    )
+    assert (UNFINISHED["refusal"].code, UNFINISHED["refusal"].ended_by) == ("reply-refused", "refused")
+
+
+def test_a_finished_reply_with_calls_records_the_message_then_each_call_with_the_gates_verdict() -> None:
+    recorded = record_reply(
+        Reply("reading", (_call("c1"), _call("c2", "write_file", path="b.txt")), "tool_calls"),
+        REGISTRY, GatePolicy(), "plan", ("read_file",), max_tool_calls=32,
+    )
+    assert recorded.outcome == "calls" and recorded.text == "reading"
+    assert [d.kind for d in recorded.batch] == ["assistant/message", "tool/call", "tool/call"]
+    assert recorded.batch[0].payload == {"text": "reading", "source": None}
+    first, second = recorded.verdicts
+    assert isinstance(first, Allowed) and isinstance(second, Refused)
+    assert recorded.notices[0] == () and [d.kind for d in recorded.notices[1]] == ["tool/refused"]
+    assert recorded.trailing == () and recorded.ended_by is None and recorded.error is None
+
+
+def test_a_finished_reply_without_calls_is_final() -> None:
+    recorded = _record(Reply("done", (), "stop"))
+    assert recorded.outcome == "final"  # type: ignore[attr-defined]
+    assert recorded.calls == ()  # type: ignore[attr-defined]
+
+
+def test_a_reply_with_no_text_records_an_empty_message_and_shows_none() -> None:
+    recorded = _record(Reply(None, (), "stop"))
+    assert recorded.text is None  # type: ignore[attr-defined]
+    assert recorded.batch[0].payload["text"] == ""  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("reason", ["length", "content_filter"])
+def test_a_reply_cut_off_or_filtered_has_every_call_refused_with_its_rows_code(reason: str) -> None:
+    recorded = _record(Reply("half", (_call("c1"), _call("c2")), reason))
+    row = UNFINISHED[reason]
+    assert all(isinstance(v, Refused) and v.code == row.code for v in recorded.verdicts)  # type: ignore[attr-defined]
+    assert all(f"finish_reason: {reason}" in v.reason for v in recorded.verdicts)  # type: ignore[attr-defined]
+    (notice,) = _notice_texts(recorded.trailing)  # type: ignore[attr-defined]
+    assert row.what in notice
+
+
+def test_a_cut_off_reply_goes_on_and_says_so() -> None:
+    recorded = _record(Reply("half", (), "length"))
+    assert recorded.outcome == "again" and recorded.ended_by is None  # type: ignore[attr-defined]
+    (notice,) = _notice_texts(recorded.trailing)  # type: ignore[attr-defined]
+    assert "not taken as your final answer" in notice and notice.endswith("continue.")
+
+
+def test_a_filtered_reply_stops_the_turn_with_its_error() -> None:
+    recorded = _record(Reply("x", (), "content_filter"))
+    assert (recorded.outcome, recorded.ended_by) == ("stop", "content-filter")  # type: ignore[attr-defined]
+    assert recorded.error == (  # type: ignore[attr-defined]
+        "[reply-filtered] the model's reply was stopped by a content filter (finish_reason: content_filter)"
+    )
+    (notice,) = _notice_texts(recorded.trailing)  # type: ignore[attr-defined]
+    assert notice.endswith("the runtime ended the turn.")
+
+
+def test_a_refusal_is_recorded_as_the_assistants_words_and_stops_the_turn_whatever_the_finish_reason() -> None:
+    recorded = _record(Reply(None, (_call(),), "stop", refusal="I will not"))
+    assert recorded.text == "I will not" and recorded.batch[0].payload["text"] == "I will not"  # type: ignore[attr-defined]
+    assert (recorded.outcome, recorded.ended_by) == ("stop", "refused")  # type: ignore[attr-defined]
+    assert recorded.verdicts[0].code == "reply-refused"  # type: ignore[attr-defined]
+    (notice,) = _notice_texts(recorded.trailing)  # type: ignore[attr-defined]
+    assert "'I will not'" in notice
+
+
+def test_only_the_first_calls_up_to_the_cap_are_taken_and_one_notice_refuses_the_rest() -> None:
+    calls = tuple(_call(f"c{i}") for i in range(5))
+    recorded = _record(Reply("many", calls, "tool_calls"), cap=2)
+    assert [c.call_id for c in recorded.calls] == ["c0", "c1"]  # type: ignore[attr-defined]
+    (notice,) = _notice_texts(recorded.trailing)  # type: ignore[attr-defined]
+    assert "made 5 tool calls; only the first 2 were taken" in notice and "other 3" in notice
+
+
+def test_a_negative_cap_takes_no_call() -> None:
+    recorded = _record(Reply("x", (_call(),), "tool_calls"), cap=-1)
+    assert recorded.calls == () and recorded.outcome == "final"  # type: ignore[attr-defined]
+
+
+def test_text_ids_and_names_that_are_not_unicode_are_recorded_escaped() -> None:
+    bad = ReplyCall("c\udc80", "read\udc80", '{"path": "a"}', {"path": "a"})
+    recorded = _record(Reply("t\udc80", (bad,), "tool_calls"))
+    assert recorded.batch[0].payload["text"] == "t\\udc80"  # type: ignore[attr-defined]
+    (call,) = recorded.calls  # type: ignore[attr-defined]
+    assert (call.call_id, call.tool) == ("c\\udc80", "read\\udc80")
+    assert call.arguments == {"path": "a"} and call.problem is None
+
+
+def test_arguments_the_log_cannot_hold_are_recorded_as_raw_text_and_refused_as_malformed() -> None:
+    deep = ReplyCall("c1", "read_file", '{"x": NaN}', {"x": float("nan")})
+    surrogate = ReplyCall("c2", "read_file", '{"x": "\\udc80"}', {"x": "\udc80"})
+    undecoded = ReplyCall("c3", "read_file", "{oops", None, "not JSON")
+    recorded = _record(Reply("", (deep, surrogate, undecoded), "tool_calls"))
+    first, second, third = recorded.calls  # type: ignore[attr-defined]
+    assert first.arguments is None and first.problem == "the arguments hold a value the log cannot record"
+    assert second.arguments is None and third.problem == "not JSON"
+    assert all(isinstance(v, Refused) and v.code == "malformed-call" for v in recorded.verdicts)  # type: ignore[attr-defined]
+
+
+def test_a_call_without_an_id_gets_one_from_its_place() -> None:
+    recorded = _record(Reply("", (_call(""), _call("")), "tool_calls"))
+    assert [c.call_id for c in recorded.calls] == ["call-0", "call-1"]  # type: ignore[attr-defined]
+
+
+def _turn_log(*drafts: Draft) -> tuple[Event, ...]:
+    return number_drafts((turn_start(1), user_message("go"), *drafts), 0, 1)
+
+
+def _calls(*ids: str) -> tuple[Draft, ...]:
+    recorded = record_reply(
+        Reply("", tuple(_call(i) for i in ids), "tool_calls"), REGISTRY, GatePolicy(), "build_execute",
+        ("read_file",), max_tool_calls=32,
+    )
+    return recorded.batch
+
+
+def test_every_call_of_the_open_turn_never_answered_is_answered_as_interrupted_in_order() -> None:
+    answered = failed_result("c2", "read_file", "x", "y")
+    events = _turn_log(*_calls("c1", "c2", "c3"), answered)
+    drafts = interrupted_calls(fold_session(events), events)
+    results = [read_tool_result(d.payload) for d in drafts]
+    assert [r.call_id for r in results] == ["c1", "c3"] and not any(r.ok for r in results)
+    error = json.loads(results[0].output)["error"]
+    assert error["code"] == CALL_INTERRUPTED and "whether it ran is unknown" in error["message"]
+    assert error["hint"] == "Check its effects before making the call again."
+
+
+def test_a_refused_call_counts_as_answered() -> None:
+    recorded = record_reply(
+        Reply("", (_call("c1", "write_file", path="a"),), "tool_calls"), REGISTRY, GatePolicy(), "plan",
+        ("read_file",), max_tool_calls=32,
+    )
+    events = _turn_log(*recorded.batch, *recorded.notices[0])
+    assert interrupted_calls(fold_session(events), events) == ()
+
+
+def test_only_the_open_turns_calls_are_read() -> None:
+    first = _turn_log(*_calls("old"))
+    closed = (*first, *number_drafts(abandoned_turn(fold_session(first), first), len(first), 2))
+    events = (*closed, *number_drafts((turn_start(2), user_message("again"), *_calls("new")), len(closed), 3))
+    drafts = interrupted_calls(fold_session(events), events)
+    assert [read_tool_result(d.payload).call_id for d in drafts] == ["new"]
+
+
+def test_the_abandoned_turn_is_its_interrupted_calls_then_its_end_and_nothing_when_no_turn_is_open() -> None:
+    events = _turn_log(*_calls("c1"))
+    drafts = abandoned_turn(fold_session(events), events)
+    assert [d.kind for d in drafts] == ["tool/result", "turn/end"] and drafts[-1].payload == {"turn": 1}
+    closed = (*events, *number_drafts(drafts, len(events), 2))
+    assert abandoned_turn(fold_session(closed), closed) == ()
+    assert interrupted_calls(fold_session(closed), closed) == ()
+    assert abandoned_turn(fold_session(()), ()) == ()
+
+
+def test_a_call_of_a_tool_the_registry_does_not_know_is_no_scope_matter() -> None:
+    from planfold.kernel.tools.spec import ToolCall  # noqa: PLC0415
+
+    events = _turn_log()
+    assert scope_refusal(fold_session(events), REGISTRY, ToolCall("c1", "unknown_tool", {})) is None
+
+
+def test_a_write_without_an_executing_plan_is_no_scope_matter() -> None:
+    from planfold.kernel.tools.spec import ToolCall  # noqa: PLC0415
+
+    events = _turn_log()
+    assert scope_refusal(fold_session(events), REGISTRY, ToolCall("c1", "write_file", {"path": "x"})) is None
