@@ -21,7 +21,7 @@ the events strictly and reports the first bad one as a positioned
 ``ReplayError`` whose detail names the line.
 
 The session projection (``project``) and the fold-state snapshots
-(``SESSION_SNAPSHOT``) live in ``adapters.projection``; they are re-exported
+(``SESSION_SNAPSHOT``) live in ``adapters.store.projection``; they are re-exported
 here, where stores and tools have always found them.
 """
 

@@ -187,7 +187,7 @@ def compare(table: Graph, taken: Iterable[Edge]) -> GraphDiff:
 
 
 # --------------------------------------------------------------------------
-# Plan-mode choices (kernel.plan_mode.CHOICE_TABLE)
+# Plan-mode choices (kernel.plan.mode.CHOICE_TABLE)
 
 
 def plan_mode_state(folded: bool, pending: bool | None) -> str:

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 The demo runs a session against a SQLite file (or the PostgreSQL database of
 a ``postgresql://`` URL, through ``store.opener.open_store``) and, by default, the scripted
-model of ``adapters.demo_script`` (``--base-url``/``--model`` point it at a
+model of ``adapters.cli.demo_script`` (``--base-url``/``--model`` point it at a
 real OpenAI-compatible server instead; a real model's path is its own, so only
 the scripted run is checked step by step). Each run starts a NEW session in the
 file (``demo-1``, ``demo-2`` …), so earlier runs stay in the file and stay

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``OpenAIClient.complete`` sends one ``POST {base_url}/chat/completions``
 (standard library ``http.client``, a fresh connection per attempt) and reads
-the reply through ``adapters.openai_wire``. ``base_url`` is the API root the
+the reply through ``adapters.llm.openai_wire``. ``base_url`` is the API root the
 server documents, e.g. ``http://127.0.0.1:8000/v1`` for vLLM,
 ``http://127.0.0.1:8080/v1`` for llama.cpp, ``http://127.0.0.1:11434/v1`` for
 Ollama, ``https://api.openai.com/v1`` for OpenAI.

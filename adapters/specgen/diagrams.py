@@ -26,7 +26,7 @@ event schema ``events.schema.json``, the OpenRPC document of ``planfold
 serve`` (``rpc.openrpc.json``), the table of errors (``errors.md``) and the
 conformance vectors in ``vectors/``. It removes generated files that no
 longer correspond to anything, so a removed machine or vector cannot linger.
-``python -m adapters.diagrams specs`` runs it and also refreshes the README
+``python -m adapters.specgen.diagrams specs`` runs it and also refreshes the README
 section; the CI freshness test regenerates into a temporary directory and
 compares.
 """
@@ -237,8 +237,8 @@ def write_all(out_dir: Path, readme: Path | None = None, *, svg: bool = True) ->
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m adapters.diagrams [OUT_DIR] [--readme PATH] [--no-svg]``."""
-    parser = argparse.ArgumentParser(prog="python -m adapters.diagrams", description=main.__doc__)
+    """``python -m adapters.specgen.diagrams [OUT_DIR] [--readme PATH] [--no-svg]``."""
+    parser = argparse.ArgumentParser(prog="python -m adapters.specgen.diagrams", description=main.__doc__)
     parser.add_argument("out_dir", nargs="?", default="specs", help="where to write (default: specs)")
     parser.add_argument("--readme", help="the README to refresh (default: README.md next to OUT_DIR)")
     parser.add_argument("--no-svg", action="store_true", help="do not run Graphviz even if installed")

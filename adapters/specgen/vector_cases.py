@@ -8,9 +8,9 @@ show: a valid history, or a history whose last line breaks one named replay
 rule of one machine (``machine`` names the kernel module family that owns the
 rule: ``log`` for the envelope and turns, ``session``, ``plan_mode``,
 ``goal``, ``plan``, ``tools``). A valid prefix is built with the kernel's own
-builders and folded as it grows (``adapters.vector_log``), so a prefix cannot
+builders and folded as it grows (``adapters.specgen.vector_log``), so a prefix cannot
 be wrong by accident; the bad line is then written by hand.
-``adapters.vectors`` folds every case again, checks that the fold agrees with
+``adapters.specgen.vectors`` folds every case again, checks that the fold agrees with
 the declared rule and position, and writes the files.
 
 Times are ``1000 * seq`` unless a case is about time; ids and texts are

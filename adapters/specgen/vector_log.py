@@ -1,7 +1,7 @@
 """A session log under construction, for the conformance cases.
 
 ``LogBuilder`` appends events made by the kernel's own builders
-(``kernel.goal_ops``, ``kernel.plan_events``, ``kernel.plan_mode``) and folds
+(``kernel.goal.ops``, ``kernel.plan.events``, ``kernel.plan.mode``) and folds
 each one with the strict session fold as it goes, so a prefix it builds is
 valid by construction. ``raw`` appends a line that is not folded: the bad
 event of an invalid case. ``corrupt_goal`` and ``corrupt_plan`` build a valid

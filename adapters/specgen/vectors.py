@@ -27,7 +27,7 @@ them and names the seq and rule of the first bad event). A line that is not a
 record is ``MalformedRecordError`` (rule ``malformed-record``) with its line
 number and, when the line is an object with an integer ``seq``, that seq.
 
-``write_vectors`` builds the cases of ``adapters.vector_cases``, folds each
+``write_vectors`` builds the cases of ``adapters.specgen.vector_cases``, folds each
 with ``kernel.session.fold_session``, refuses to write a case whose declared
 rule or position the fold does not confirm, and writes the files with a
 stable encoding. ``conform(dir, implementation)`` reads them back and asks an
@@ -416,7 +416,7 @@ def conform_main(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m adapters.vectors conform DIR [--command CMD]``, or
+    """``python -m adapters.specgen.vectors conform DIR [--command CMD]``, or
     ``answer LOG`` (planfold's answer for one log, the protocol's reply),
     or ``write DIR``."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -428,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["write"] and len(args) == 2:
         write_vectors(Path(args[1]))
         return 0
-    print("usage: python -m adapters.vectors conform DIR [--command CMD] | answer LOG | write DIR", file=sys.stderr)
+    print("usage: python -m adapters.specgen.vectors conform DIR [--command CMD] | answer LOG | write DIR", file=sys.stderr)
     return 2
 
 

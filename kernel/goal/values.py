@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A session has at most one current goal: a long-running objective with a
 durable lifecycle. Everything durable about it is folded from ``goal/change``
-events (see ``kernel.goal_fold``); nothing else stores it.
+events (see ``kernel.goal.fold``); nothing else stores it.
 
 A goal has one of four phases: ``active``, ``paused``, ``blocked`` (the only
 phase that says *why* it stopped: a ``BlockedReason`` with a kebab-case code

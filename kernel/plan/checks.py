@@ -1,6 +1,6 @@
 """The named checks of the plan status table.
 
-Each row of ``kernel.plan_status.TRANSITIONS`` lists checks by name; each
+Each row of ``kernel.plan.status.TRANSITIONS`` lists checks by name; each
 check reads the fold state before the event and the parsed action, and raises
 a ``ReplayError`` positioned at the event with the rule it enforces:
 

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 ``PlanSpec`` is the single source of truth of a plan. Everything else is a
-projection of it (``kernel.plan_views``: the summary and the full markdown)
+projection of it (``kernel.plan.views``: the summary and the full markdown)
 or a fingerprint of it: ``spec_hash`` is the content hash an approval is bound
 to. Nothing is ever extracted back from a view.
 

@@ -6,7 +6,7 @@ A session has at most one current plan, a ``PlanArtifact``; its history is
 the ``plan/artifact`` events of the log and nothing else. Each event names an
 action; ``TRANSITIONS`` is the one table of what an action may do to which
 status (and in which mode), and which checks it must pass. The reducer only
-looks rows up and runs the named checks (``kernel.plan_checks``);
+looks rows up and runs the named checks (``kernel.plan.checks``);
 ``STATUS_TABLE`` documents the six statuses. A diagram generator reads both
 tables.
 

@@ -6,10 +6,10 @@ Four tools are the runtime's own (``kernel.tools.RUNTIME_TOOLS``). The gate
 offers each one only in its phases and routes a call of it to the runtime;
 no executor runs it and no tool call writes plan state. The runtime decodes
 the arguments here and appends what the decisions here return, events built
-by ``kernel.plan_events`` (each proven against the real fold):
+by ``kernel.plan.events`` (each proven against the real fold):
 
 - ``exit_plan_mode(plan_spec, summary_candidate)`` (plan): decoded by
-  ``kernel.plan_json``, recorded by ``exit_plan_events``, then reviewed.
+  ``kernel.plan.spec_json``, recorded by ``exit_plan_events``, then reviewed.
 - ``bootstrap_plan(plan_spec, summary_candidate)`` (build_bootstrap): the
   same arguments; ``bootstrap_event`` records a minimal ``implicit`` plan,
   which the runtime starts before its next request.

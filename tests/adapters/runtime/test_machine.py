@@ -25,6 +25,7 @@ from planfold.adapters.runtime.review import approve
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
+from planfold.adapters.serve.client import RemoteError
 from planfold.adapters.serve.server import Server
 from planfold.adapters.store.base import AppendResult, ForwardingStore, StorageError, Store
 from planfold.adapters.store.memory import MemoryStore
@@ -33,9 +34,8 @@ from planfold.kernel.errors import KernelError
 from planfold.kernel.log import Event
 from planfold.kernel.session import SessionState, fold_session
 from planfold.kernel.turn import CALL_INTERRUPTED
-from planfold.adapters.serve.client import RemoteError
-from tests.adapters.serve.test_host import S as HOST_SESSION
 from tests.adapters.serve.test_host import Host
+from tests.adapters.serve.test_host import S as HOST_SESSION
 from tests.runtime_helpers import batch, call, exit_plan, say, ticking
 
 S = "s1"
