@@ -472,8 +472,13 @@ class StepMachine:
 
     @property
     def next_step(self) -> int:
-        """The step the turn proposes next."""
-        return self._p.step
+        """The step number a driver proposes next: this machine's own count in
+        a turn it opened; in a turn a stopped process left open, the one after
+        that turn's last header; 1 between turns."""
+        turns = self.log.state.turns
+        if not turns.open:
+            return 1
+        return self._p.step if self._p.turn_mine else turns.step + 1
 
     @property
     def request_state(self) -> SessionState:

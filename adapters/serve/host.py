@@ -116,7 +116,7 @@ class HostSession:
         return p.SessionInfo(
             self.session_id, state.last_seq, state.agent_mode, runtime_phase(state), state.turns.turn,
             state.turns.open, state.plan.current, state.goal.current, m.pending, self.goals.activation.armed,
-            m.stage, m.awaiting_call,
+            m.stage, m.awaiting_call, m.next_step,
         )
 
     # -- user input ---------------------------------------------------------

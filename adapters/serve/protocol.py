@@ -61,6 +61,7 @@ from ...kernel.tools.gate import Refused
 from ..runtime.prompt import DEFAULT_BASE_PROMPT, DEFAULT_PLAN_POLICY
 
 __all__ = [
+    "MAX_TEXT",
     "JSONRPC_ERRORS",
     "METHODS",
     "PROTOCOL_VERSION",
@@ -110,8 +111,13 @@ __all__ = [
 #: The protocol's version (the OpenRPC document's ``info.version``).
 PROTOCOL_VERSION = "1.0.0"
 
-SessionId = Annotated[str, Meta(min_length=1, max_length=256, description="the session's id in the store")]
-Text = Annotated[str, Meta(max_length=1_000_000)]
+SessionId = Annotated[
+    str, Meta(min_length=1, max_length=256, pattern="^[^\\x00]+$", description="the session's id in the store (no NUL)")
+]
+#: The longest text any method takes, in characters (every string of every
+#: method's params, ``events/append`` payloads included).
+MAX_TEXT = 1_000_000
+Text = Annotated[str, Meta(max_length=MAX_TEXT)]
 Name = Annotated[str, Meta(min_length=1, max_length=64)]
 CallId = Annotated[str, Meta(min_length=1, max_length=256, description="the id the model gave the call")]
 Count = Annotated[int, Meta(ge=0)]
@@ -220,6 +226,7 @@ class SessionInfo:
     armed: bool
     stage: Stage
     awaiting: str | None
+    next_step: int = 1
 
 
 @dataclass(frozen=True, slots=True)

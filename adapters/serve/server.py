@@ -96,6 +96,22 @@ def _too_deep(value: object, limit: int) -> bool:
     return False
 
 
+def _longest_text(value: object) -> int:
+    """The length of the longest string in ``value`` (keys included): every
+    method takes texts up to the same cap."""
+    longest, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            longest = max(longest, len(item))
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return longest
+
+
 def _unknown_key(raw: object, typed: object, path: str = "$") -> str | None:
     """The first key of ``raw`` that the decoded value ``typed`` (as
     builtins) does not have: msgspec ignores unknown keys of a dataclass."""
@@ -334,6 +350,9 @@ class Server:
             raise _standard(-32602, str(exc), "invalid-params") from exc
         except PlanfoldError as exc:  # a kernel value's own check (GoalRef …)
             raise _standard(-32602, exc.message, "invalid-params") from exc
+        long = _longest_text(params)
+        if long > p.MAX_TEXT:
+            raise _standard(-32602, f"a text of {long} characters is longer than {p.MAX_TEXT}", "invalid-params")
         unknown = _unknown_key(params, msgspec.to_builtins(typed))
         if unknown is not None:
             raise _standard(-32602, f"unknown key {unknown}", "invalid-params")

@@ -180,3 +180,38 @@ def test_the_client_raises_the_servers_error_with_its_code(tmp_path: Path) -> No
         assert refused.value.rpc_code == -32003 and refused.value.remote_code == "session-not-open"
         assert client.call("session/open", session="s")["last_seq"] == 0
         assert client.close() == 0
+
+
+def test_a_nul_in_a_session_id_is_an_invalid_parameter_like_any_other() -> None:
+    answer = _answer(_server(), _request("session/open", session="s\x00b"))
+    assert answer["error"]["code"] == -32602 and answer["error"]["data"]["code"] == "invalid-params"
+
+
+def test_every_method_caps_its_texts_at_the_same_length_events_append_included() -> None:
+    server = _server()
+    assert "result" in _answer(server, _request("session/open", session="s"))
+    long = "x" * 1_000_001
+    for method, params in (
+        ("user/command", {"text": long}),
+        ("events/append", {"events": [{"kind": "user/message", "payload": {"text": long, "source": None}}]}),
+    ):
+        answer = _answer(server, _request(method, session="s", **params))
+        assert answer["error"]["code"] == -32602, method
+    fits = {"kind": "user/message", "payload": {"text": "x" * 1_000_000, "source": None}}
+    assert "result" in _answer(server, _request("events/append", session="s", events=[fits]))
+
+
+def test_session_read_gives_the_step_a_host_goes_on_with() -> None:
+    store = MemoryStore()
+    server = Server(store, ticks(1_000))
+    rpc = InProcess(server)
+    rpc.call("session/open", session="s", tools=list(WORKSPACE_TOOLS))
+    assert rpc.call("session/read", session="s")["next_step"] == 1
+    rpc.call("turn/start", session="s", text="go")
+    rpc.call("step/begin", session="s", step=1)
+    assert rpc.call("session/read", session="s")["next_step"] == 1  # the step is open: the same one again
+    rpc.call("step/reply", session="s", text="thinking", finish_reason="length")
+    assert rpc.call("session/read", session="s")["next_step"] == 2
+    # another process opens the session mid-turn: the step after the last header
+    other = InProcess(Server(store, ticks(1_000_000)))
+    assert other.call("session/open", session="s", tools=list(WORKSPACE_TOOLS))["next_step"] == 2
