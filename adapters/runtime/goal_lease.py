@@ -28,12 +28,14 @@ A process that starts comes back disarmed (``GoalService``), holding no lease.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from ...kernel.log import Event
 from ...kernel.payload import JSONObject
@@ -46,7 +48,8 @@ from ..store.base import (
     SharedStore,
     Store,
 )
-from .goal_service import AgentHandle, GoalChanged, GoalService, RoundRunner
+from .goal_service import AgentHandle, AsyncRoundRunner, DriveReport, GoalChanged, GoalService, RoundRunner
+from .machine import UnitStore
 
 __all__ = ["RELEASING_OPERATIONS", "LeasedDrive", "LeasedDriver", "default_holder"]
 
@@ -96,11 +99,33 @@ class _LeasedRunner:
         self.runner = runner
         self.rounds: list[int] = []
 
-    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
-        self.driver.take()
+    def started(self, source: JSONObject | None) -> None:
         number = None if source is None else source.get("round")
         self.rounds.append(number if isinstance(number, int) else len(self.rounds) + 1)
+
+    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+        self.driver.take()
+        self.started(source)
         return self.runner.run_turn(text, source)
+
+
+class _AsyncLeasedRunner(_LeasedRunner):
+    """``_LeasedRunner`` for an asyncio round runner (the lease is taken in a
+    worker thread: it is a store call)."""
+
+    def __init__(self, driver: LeasedDriver, runner: AsyncRoundRunner) -> None:
+        super().__init__(driver, _NoSync())
+        self.async_runner = runner
+
+    async def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+        await asyncio.to_thread(self.driver.take)
+        self.started(source)
+        return await self.async_runner.run_turn(text, source)
+
+
+class _NoSync:
+    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+        raise AssertionError("an asyncio drive runs its rounds as coroutines")
 
 
 class LeasedDriver:
@@ -143,14 +168,29 @@ class LeasedDriver:
         try:
             with self._fenced():
                 report = self.goals.drive(agent, leased, limit=limit)
-        except LeaseHeldError as exc:
-            self.goals.disarm(agent)
-            self.lease = None
+        except (LeaseHeldError, LeaseLostError) as exc:
+            return self._lost(agent, leased, exc)
+        return self._stopped(report)
+
+    async def drive_async(self, agent: AgentHandle, runner: AsyncRoundRunner, *, limit: int = 1_000) -> LeasedDrive:
+        """``drive`` for the asyncio runtime (``GoalService.drive_async``)."""
+        leased = _AsyncLeasedRunner(self, runner)
+        try:
+            with self._fenced():
+                report = await self.goals.drive_async(agent, leased, limit=limit)
+        except (LeaseHeldError, LeaseLostError) as exc:
+            return self._lost(agent, leased, exc)
+        return self._stopped(report)
+
+    def _lost(self, agent: AgentHandle, leased: _LeasedRunner, exc: LeaseHeldError | LeaseLostError) -> LeasedDrive:
+        """Another holder has the lease, or ours was lost: this process is disarmed."""
+        self.goals.disarm(agent)
+        self.lease = None
+        if isinstance(exc, LeaseHeldError):
             return LeasedDrive(tuple(leased.rounds), exc.code, holder=exc.holder, expires_at=exc.expires_at)
-        except LeaseLostError as exc:
-            self.goals.disarm(agent)
-            self.lease = None
-            return LeasedDrive(tuple(leased.rounds), exc.code)
+        return LeasedDrive(tuple(leased.rounds), exc.code)
+
+    def _stopped(self, report: DriveReport) -> LeasedDrive:
         if report.stopped is not None:
             self.release()
         return LeasedDrive(report.rounds, report.stopped, report.blocked_at)
@@ -159,9 +199,12 @@ class LeasedDriver:
     def _fenced(self) -> Iterator[None]:
         """The session log appends through the fenced store for the drive."""
         log = self.goals.log
-        saved: Store = log.store
-        log.store = _FencedStore(self.store, lambda: self.lease)
+        # a step machine's log writes through its unit, which writes here
+        holder: Any = log.store if isinstance(log.store, UnitStore) else log
+        attribute = "inner" if holder is not log else "store"
+        saved: Store = getattr(holder, attribute)
+        setattr(holder, attribute, _FencedStore(self.store, lambda: self.lease))
         try:
             yield
         finally:
-            log.store = saved
+            setattr(holder, attribute, saved)

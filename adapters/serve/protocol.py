@@ -61,8 +61,8 @@ from ...kernel.tools.gate import Refused
 from ..runtime.prompt import DEFAULT_BASE_PROMPT, DEFAULT_PLAN_POLICY
 
 __all__ = [
-    "MAX_TEXT",
     "JSONRPC_ERRORS",
+    "MAX_TEXT",
     "METHODS",
     "PROTOCOL_VERSION",
     "AppendParams",

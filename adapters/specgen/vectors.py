@@ -428,7 +428,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["write"] and len(args) == 2:
         write_vectors(Path(args[1]))
         return 0
-    print("usage: python -m adapters.specgen.vectors conform DIR [--command CMD] | answer LOG | write DIR", file=sys.stderr)
+    usage = "usage: python -m planfold.adapters.specgen.vectors conform DIR [--command CMD] | answer LOG | write DIR"
+    print(usage, file=sys.stderr)
     return 2
 
 

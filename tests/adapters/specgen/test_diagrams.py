@@ -34,7 +34,10 @@ from planfold.kernel.tools.gate import TOOL_CLASSES, VERDICT_TABLE
 ROOT = Path(__file__).resolve().parents[3]
 SPECS = ROOT / "specs"
 README = ROOT / "README.md"
-FIX = "regenerate with `make diagrams` (python -m planfold.adapters.specgen.diagrams specs) and commit specs/ and README.md"
+FIX = (
+    "regenerate with `make diagrams` (python -m planfold.adapters.specgen.diagrams specs) "
+    "and commit specs/ and README.md"
+)
 
 #: Hand-written files in specs/ (not generated) and files only made where
 #: Graphviz is installed (never compared).
