@@ -93,7 +93,10 @@ def _arguments_one_of(schema: dict[str, Any]) -> dict[str, Any]:
     ``arguments`` (any JSON value; absent or null is no arguments), or the
     raw ``arguments_json`` text."""
     properties = dict(schema["properties"])
-    decoded = {"description": "the call's arguments, decoded (any JSON value; absent or null: none)"}
+    decoded = {
+        "description": "the call's arguments, decoded (any JSON value; absent or null: none)",
+        "type": ["object", "array", "string", "number", "boolean", "null"],
+    }
     properties.pop("arguments")
     raw = dict(properties.pop("arguments_json")["anyOf"][0])
     raw["description"] = "the call's arguments as the model sent them (JSON text; broken JSON is refused)"
@@ -107,11 +110,12 @@ def _arguments_one_of(schema: dict[str, Any]) -> dict[str, Any]:
             "additionalProperties": False,
         }
 
-    head = {key: schema[key] for key in ("title", "description") if key in schema}
-    return {
-        **head,
-        "oneOf": [spelling("arguments", decoded, required), spelling("arguments_json", raw, [*required, "arguments_json"])],
-    }
+    head: dict[str, Any] = {key: schema[key] for key in ("title", "description") if key in schema}
+    spellings = [
+        spelling("arguments", decoded, required),
+        spelling("arguments_json", raw, [*required, "arguments_json"]),
+    ]
+    return {**head, "oneOf": spellings}
 
 
 def _description() -> str:

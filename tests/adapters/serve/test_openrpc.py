@@ -116,7 +116,8 @@ def test_a_model_tool_call_is_one_of_decoded_arguments_or_the_raw_text() -> None
     decoded, raw = call["oneOf"]
     assert set(decoded["properties"]) == {"id", "name", "arguments"} and decoded["required"] == ["id", "name"]
     assert set(raw["properties"]) == {"id", "name", "arguments_json"}
-    assert raw["required"] == ["id", "name", "arguments_json"] and raw["properties"]["arguments_json"]["type"] == "string"
+    assert raw["required"] == ["id", "name", "arguments_json"]
+    assert raw["properties"]["arguments_json"]["type"] == "string"
     assert decoded["additionalProperties"] is False and raw["additionalProperties"] is False
 
 
