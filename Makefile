@@ -55,6 +55,7 @@ demo: $(RUNTIME)
 diagrams: $(RUNTIME) $(NODE_PACKAGES)
 	$(BIN)/python -m planfold.adapters.specgen.diagrams specs
 	$(BIN)/python -m planfold.adapters.specgen.errors_table specs
+	$(BIN)/python -m planfold.adapters.specgen.vectors write adapters/specgen/conformance
 	cd examples && node generate-types.mjs
 
 ## Fuzz the entry points and run the state machines under the fuzz profile for
