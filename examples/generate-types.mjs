@@ -69,6 +69,9 @@ for (const method of document.methods) {
     additionalProperties: false,
   };
 }
+for (const name of ["PlanfoldMethods", "RpcErrorCode"]) {
+  if (name in defs) throw new Error(`${name} is already a schema of the document`);
+}
 const errors = Object.entries(document.components.errors);
 defs.RpcErrorCode = {
   title: "RpcErrorCode",
