@@ -4,7 +4,7 @@
  * by examples/generate-types.mjs with json-schema-to-typescript: do not edit by
  * hand; `make diagrams` regenerates this file.
  *
- * openrpc-sha256: 1359fac635b4f44053423b56aa8a57be6189fb2c8409b8e5345864d9822a2e65
+ * openrpc-sha256: e7add3d43207219df47c4c20487fb20afca46adf73d993543f532ee3f01f46ff
  */
 
 /**

@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from .protocol import JSONRPC_ERRORS, METHODS, PROTOCOL_VERSION
+from .protocol import JSONRPC_ERRORS, METHODS, PROTOCOL_VERSION, ModelToolCall
 
 __all__ = ["CHANGES", "OPENRPC_FILE", "openrpc_document", "openrpc_text"]
 
@@ -43,8 +43,8 @@ _TRANSPORT = (
 CHANGES: tuple[tuple[str, str], ...] = (
     (
         "2.0.0",
-        "tool/result and review/answer answer the seq of the last event appended as last_seq, the name every "
-        "other result uses (1.0.0 called it seq). The document names its errors in PascalCase (ParseError, "
+        "The results of tool/result and review/answer call the seq of the last event they appended last_seq, "
+        "as every other result does (1.0.0 called it seq). The document names its errors in PascalCase (ParseError, "
         "InvalidRequest …), types every enum, and spells a model's tool call as a oneOf of arguments and "
         "arguments_json; the server accepts what it accepted before.",
     ),
@@ -143,7 +143,7 @@ def _document() -> str:
     _, schemas = msgspec.json.schema_components(types, ref_template=_REF)
     _close_objects(schemas)
     _type_enums(schemas)
-    schemas["ModelToolCall"] = _arguments_one_of(schemas["ModelToolCall"])
+    schemas[ModelToolCall.__name__] = _arguments_one_of(schemas[ModelToolCall.__name__])
     errors = [{"$ref": f"#/components/errors/{_error_name(code)}"} for code in JSONRPC_ERRORS]
     methods: list[dict[str, Any]] = []
     for method in METHODS.values():

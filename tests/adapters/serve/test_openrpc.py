@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from planfold.adapters.serve.openrpc import CHANGES, OPENRPC_FILE, openrpc_document, openrpc_text
+from planfold.adapters.serve.openrpc import CHANGES, OPENRPC_FILE, _type_enums, openrpc_document, openrpc_text
 from planfold.adapters.serve.protocol import METHODS, PROTOCOL_VERSION
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -101,6 +101,12 @@ def test_every_enum_and_const_schema_says_the_type_of_its_values() -> None:
         values = schema["enum"] if "enum" in schema else [schema["const"]]
         kinds = {{str: "string", bool: "boolean", int: "integer", type(None): "null"}[type(v)] for v in values}
         assert schema.get("type") == (kinds.pop() if len(kinds) == 1 else sorted(kinds)), schema
+
+
+def test_an_enum_of_values_of_several_types_is_given_each_of_their_types() -> None:
+    schema: dict[str, Any] = {"anyOf": [{"enum": [1, "a", None, True]}, {"const": 2.5}, {"enum": ["x"], "type": "x"}]}
+    _type_enums(schema)
+    assert [branch["type"] for branch in schema["anyOf"]] == [["boolean", "integer", "null", "string"], "number", "x"]
 
 
 def test_errors_are_named_in_pascal_case_after_their_standard_messages() -> None:
