@@ -2,17 +2,37 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# One environment, filled as far as each target needs: the runtime alone
+# (make demo), with the dev extra (make test), with the bench extra too
+# (make bench). Each stamp is a file touched when its install succeeded.
+RUNTIME := $(VENV)/.runtime
+STAMP   := $(VENV)/.installed
+BENCH   := $(VENV)/.bench
+# The npm packages of examples/ (TypeScript, json-schema-to-typescript), as
+# package-lock.json pins them: make diagrams generates the TypeScript types.
+NODE_PACKAGES := examples/node_modules/.installed
 
 .PHONY: test lint typecheck unit demo bench fuzz mutation diagrams clean
 
-# The environment has the dev and bench extras: the benchmark smoke tests run
-# against the baselines the bench extra installs (eventsourcing, LangGraph).
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME)
+
+# The tests that compare the benchmarks' baselines with the kernel run them
+# when the bench extra is installed too (CI installs it: .ci/run).
+$(STAMP): $(RUNTIME)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+$(BENCH): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH)
+
+$(NODE_PACKAGES): examples/package.json examples/package-lock.json
+	cd examples && npm ci --silent --no-audit --no-fund
+	touch $(NODE_PACKAGES)
 
 lint: $(STAMP)
 	$(BIN)/ruff check kernel adapters tests
@@ -27,13 +47,16 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 ## The main job: a whole session on the embedded defaults.
-demo: $(STAMP)
+demo: $(RUNTIME)
 	$(BIN)/planfold demo --db demo.sqlite
 
-## Regenerate specs/: state diagrams, the event schema, conformance vectors, README diagrams.
-diagrams: $(STAMP)
+## Regenerate specs/: state diagrams, the event schema, conformance vectors, README diagrams;
+## and the TypeScript types of planfold serve (examples/planfold-rpc.d.ts, needs Node).
+diagrams: $(RUNTIME) $(NODE_PACKAGES)
 	$(BIN)/python -m planfold.adapters.specgen.diagrams specs
 	$(BIN)/python -m planfold.adapters.specgen.errors_table specs
+	$(BIN)/python -m planfold.adapters.specgen.vectors write adapters/specgen/conformance
+	cd examples && node generate-types.mjs
 
 ## Fuzz the entry points and run the state machines under the fuzz profile for
 ## FUZZ_SECONDS; new failing inputs are written to tests/fuzz/corpus/.
@@ -50,9 +73,8 @@ mutation: $(STAMP)
 ## same run, with its spread, at histories of 1k, 100k and 1M events (about 10
 ## minutes on two cores); fails when a goal is missed. BENCH_SCALE=0.1 for a quick look
 ## (the goals shown, not judged: they are stated for the default scale).
-bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+bench: $(BENCH)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis demo.sqlite*
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis demo.sqlite* examples/node_modules examples/build

@@ -14,8 +14,9 @@
  * approval, which tools the model may see and call, the plan context of
  * each request. Afterwards `planfold audit DB` checks the log.
  *
- * To type-check it: npx -p typescript -p @types/node tsc --noEmit --allowJs
- * --checkJs --strict --target es2022 --module nodenext examples/serve_client.mjs
+ * To type-check it against the protocol's generated types (planfold-rpc.d.ts),
+ * in examples/: npm ci && npx tsc --noEmit --allowJs --checkJs --strict
+ * --target es2022 --module nodenext serve_client.mjs
  */
 
 import { spawn } from "node:child_process";
@@ -27,11 +28,9 @@ import { createInterface } from "node:readline";
  *            error?: {code: number, message: string, data: ErrorData}}} Response
  * @typedef {{id: string, name: string, arguments: Record<string, unknown>}} ModelCall
  * @typedef {{text?: string, tool_calls?: ModelCall[]}} ModelReply
- * @typedef {{name: string, text: string}} Section
- * @typedef {{name: string, description: string, parameters: object}} Tool
- * @typedef {{phase: string, mode: string, sections: Section[], tools: Tool[]}} RequestContext
- * @typedef {{action: "refused" | "done" | "execute" | "review", ok: boolean | null,
- *            output: string | null, review: {plan: string, options: string[]} | null}} ToolAction
+ * @typedef {import("./planfold-rpc.js").ToolDecl} Tool
+ * @typedef {import("./planfold-rpc.js").RequestContext} RequestContext
+ * @typedef {import("./planfold-rpc.js").ToolAction} ToolAction
  */
 
 /** A JSON-RPC error answered by the server. */
@@ -99,14 +98,14 @@ class PlanfoldClient {
 const SESSION = "example-1";
 const TASK = "Add a farewell() function next to greet() in greet.py.";
 
-/** @type {Tool & {effect: "read" | "write"}} */
+/** @type {Tool} */
 const READ_FILE = {
   name: "read_file",
   description: "Read one file of the workspace.",
   parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
   effect: "read",
 };
-/** @type {Tool & {effect: "read" | "write"}} */
+/** @type {Tool} */
 const WRITE_FILE = {
   name: "write_file",
   description: "Create or replace one file of the workspace.",

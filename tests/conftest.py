@@ -4,7 +4,9 @@ settings of the environment are removed from every test: the model client
 honours them, and the tests' servers are on loopback (the proxy tests set
 their own). ``pg_cluster`` is a throwaway PostgreSQL server for the whole test
 session, started by the first test that asks for it; ``pg_url`` gives a test
-an empty schema of its own on it."""
+an empty schema of its own on it. Where no PostgreSQL server is installed the
+tests that use it are skipped, or fail under PLANFOLD_REQUIRE_POSTGRES=1 (as
+tests that need Graphviz or Node do: ``tests.system_programs``)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.pg_cluster import Cluster
+from tests.system_programs import postgres
 
 settings.register_profile("default", max_examples=60, deadline=None)
 settings.register_profile(
@@ -50,8 +53,10 @@ def _no_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[Cluster]:
-    """A PostgreSQL server of the test session's own (see ``tests.pg_cluster``);
-    it fails, never skips, when the server cannot start."""
+    """A PostgreSQL server of the test session's own (see ``tests.pg_cluster``):
+    skipped where none is installed (``tests.system_programs``), failed when an
+    installed server cannot start."""
+    postgres()
     cluster = Cluster()
     try:
         cluster.start()

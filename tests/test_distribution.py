@@ -1,6 +1,10 @@
 """The distribution as a runtime developer installs it: one import package,
 ``planfold``, that lives beside distributions owning the names ``kernel`` and
 ``adapters``, and a public surface that a consumer's ``mypy --strict`` sees.
+From the installed wheel alone, ``python -m planfold`` is the command line,
+``planfold conform`` checks the conformance vectors the wheel ships, and the
+store contract suite runs (its ``contract`` extra names pytest and Hypothesis);
+the README's installation lines name the wheel this build makes.
 
 The wheel is built from this checkout without build isolation (setuptools is
 in the dev extra) and installed into a fresh virtual environment; msgspec, the
@@ -21,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+import planfold
 import planfold.kernel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +77,20 @@ def _stand_in(tmp: Path) -> Path:
 @pytest.fixture(scope="module")
 def planfold_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _wheel(ROOT, tmp_path_factory.mktemp("dist"))
+
+
+def _installed(wheel: Path, tmp: Path) -> Path:
+    """A fresh virtual environment with ``wheel`` installed; its other
+    packages (msgspec, cattrs, pytest, Hypothesis) come from the test's own
+    environment through a path entry (which runs no editable install's .pth),
+    so nothing is fetched. Returns its python."""
+    env = tmp / "env"
+    venv.create(env, with_pip=False)
+    python = env / "bin" / "python"
+    site = Path(_run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
+    (site / "zz-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    _run(sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", "--no-index", wheel)
+    return python
 
 
 def test_the_wheel_installs_exactly_one_top_level_package_planfold(planfold_wheel: Path) -> None:
@@ -133,3 +152,64 @@ def test_a_consumer_importing_every_public_name_type_checks_under_mypy_strict(tm
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Success: no issues found in 1 source file" in out.stdout
+
+
+def test_the_wheel_ships_the_conformance_vectors_and_the_contract_extra(planfold_wheel: Path) -> None:
+    wheel = zipfile.ZipFile(planfold_wheel)
+    shipped = {
+        name.removeprefix("planfold/adapters/specgen/conformance/")
+        for name in wheel.namelist()
+        if name.startswith("planfold/adapters/specgen/conformance/")
+    }
+    published = {path.name for path in (ROOT / "specs" / "vectors").iterdir()}
+    assert shipped == published and len(shipped) > 50
+    [metadata] = [name for name in wheel.namelist() if name.endswith(".dist-info/METADATA")]
+    lines = wheel.read(metadata).decode("utf-8").splitlines()
+    assert "Provides-Extra: contract" in lines
+    contract = {line.split(";")[0].removeprefix("Requires-Dist: ") for line in lines if "extra == \"contract\"" in line}
+    assert {name.split(">")[0] for name in contract} == {"pytest", "hypothesis"}
+
+
+def test_from_the_installed_wheel_python_m_planfold_runs_and_conform_checks_the_shipped_vectors(
+    planfold_wheel: Path, tmp_path: Path
+) -> None:
+    python = _installed(planfold_wheel, tmp_path)
+    assert _run(python, "-m", "planfold", "--version", cwd=tmp_path).strip() == f"planfold {planfold.__version__}"
+    where = _run(python, "-c", "import planfold; print(planfold.__file__)", cwd=tmp_path).strip()
+    assert where.startswith(str(tmp_path / "env"))
+    vectors = len(list((ROOT / "specs" / "vectors").glob("*.jsonl")))
+    assert _run(python, "-m", "planfold", "conform", cwd=tmp_path).strip() == f"{vectors}/{vectors} vectors passed"
+
+
+def test_the_store_contract_suite_runs_from_the_installed_wheel(planfold_wheel: Path, tmp_path: Path) -> None:
+    python = _installed(planfold_wheel, tmp_path)
+    consumer = tmp_path / "consumer"
+    consumer.mkdir()
+    (consumer / "test_my_store.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+            from planfold.adapters.store.contract import StoreContract, StoreKit
+            from planfold.adapters.store.memory import MemoryStore
+
+            class TestMyStore(StoreContract):
+                example_divisor = 10
+
+                @pytest.fixture
+                def store_maker(self):
+                    return lambda clock: StoreKit.same(MemoryStore(clock=clock))
+            """
+        ),
+        encoding="utf-8",
+    )
+    out = _run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_store.py", cwd=consumer)
+    assert " passed" in out and "failed" not in out and "skipped" not in out
+
+
+def test_the_readme_installs_from_a_checkout_and_from_the_wheel_this_build_makes(planfold_wheel: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Installing", 1)[1].split("\n## ", 1)[0]
+    assert "pip install planfold\n" not in readme and "pip install planfold`" not in readme
+    assert "pip install ." in section and "pip wheel --no-deps -w dist ." in section
+    assert f"pip install dist/{planfold_wheel.name}" in section
+    assert "python -m planfold" in section

@@ -24,9 +24,9 @@ from typing import Any
 
 import msgspec
 
-from .protocol import JSONRPC_ERRORS, METHODS, PROTOCOL_VERSION
+from .protocol import JSONRPC_ERRORS, METHODS, PROTOCOL_VERSION, ModelToolCall
 
-__all__ = ["OPENRPC_FILE", "openrpc_document", "openrpc_text"]
+__all__ = ["CHANGES", "OPENRPC_FILE", "openrpc_document", "openrpc_text"]
 
 #: Where ``make diagrams`` writes the document, under ``specs/``.
 OPENRPC_FILE = "rpc.openrpc.json"
@@ -38,9 +38,89 @@ _TRANSPORT = (
     "stable kebab-case code (data.code), and data.rule and data.position when the log would be broken."
 )
 
+#: The protocol's changes a host must know of, newest first: its version and
+#: what changed on the wire.
+CHANGES: tuple[tuple[str, str], ...] = (
+    (
+        "2.0.0",
+        "The results of tool/result and review/answer call the seq of the last event they appended last_seq, "
+        "as every other result does (1.0.0 called it seq). The document names its errors in PascalCase (ParseError, "
+        "InvalidRequest …), types every enum, and spells a model's tool call as a oneOf of arguments and "
+        "arguments_json; the server accepts what it accepted before.",
+    ),
+    ("1.0.0", "The first version."),
+)
+
+#: JSON Schema's name for the type of each JSON value an enum may hold.
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (type(None), "null"),
+    (list, "array"),
+    (dict, "object"),
+)
+
 
 def _error_name(code: int) -> str:
-    return JSONRPC_ERRORS[code][0].replace(" ", "")
+    """``Parse error`` → ``ParseError``: each word's first letter raised."""
+    return "".join(word[:1].upper() + word[1:] for word in JSONRPC_ERRORS[code][0].split())
+
+
+def _json_type(value: object) -> str:
+    # bool before int: True is an int to Python, a boolean to JSON
+    return next(name for kind, name in _JSON_TYPES if isinstance(value, kind))
+
+
+def _type_enums(schema: Any) -> None:
+    """Give every ``enum`` and ``const`` schema without a ``type`` the type
+    of its values (a list of types when they differ), in place."""
+    if isinstance(schema, dict):
+        if "type" not in schema and ("enum" in schema or "const" in schema):
+            values = schema["enum"] if "enum" in schema else [schema["const"]]
+            kinds = sorted({_json_type(value) for value in values})
+            schema["type"] = kinds[0] if len(kinds) == 1 else kinds
+        for value in schema.values():
+            _type_enums(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _type_enums(value)
+
+
+def _arguments_one_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool call's schema as a ``oneOf`` of its two spellings: the decoded
+    ``arguments`` (any JSON value; absent or null is no arguments), or the
+    raw ``arguments_json`` text."""
+    properties = dict(schema["properties"])
+    decoded = {
+        "description": "the call's arguments, decoded (any JSON value; absent or null: none)",
+        "type": ["object", "array", "string", "number", "boolean", "null"],
+    }
+    properties.pop("arguments")
+    raw = dict(properties.pop("arguments_json")["anyOf"][0])
+    raw["description"] = "the call's arguments as the model sent them (JSON text; broken JSON is refused)"
+    required = list(schema["required"])
+
+    def spelling(name: str, value: dict[str, Any], need: list[str]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {**properties, name: value},
+            "required": need,
+            "additionalProperties": False,
+        }
+
+    head: dict[str, Any] = {key: schema[key] for key in ("title", "description") if key in schema}
+    spellings = [
+        spelling("arguments", decoded, required),
+        spelling("arguments_json", raw, [*required, "arguments_json"]),
+    ]
+    return {**head, "oneOf": spellings}
+
+
+def _description() -> str:
+    changes = " ".join(f"{version}: {what}" for version, what in CHANGES)
+    return f"{_TRANSPORT}\n\nChanges, newest first. {changes}"
 
 
 def _close_objects(schema: Any) -> None:
@@ -62,6 +142,8 @@ def _document() -> str:
         types += [t for t in (method.params, method.result) if t not in types]
     _, schemas = msgspec.json.schema_components(types, ref_template=_REF)
     _close_objects(schemas)
+    _type_enums(schemas)
+    schemas[ModelToolCall.__name__] = _arguments_one_of(schemas[ModelToolCall.__name__])
     errors = [{"$ref": f"#/components/errors/{_error_name(code)}"} for code in JSONRPC_ERRORS]
     methods: list[dict[str, Any]] = []
     for method in METHODS.values():
@@ -104,7 +186,7 @@ def _document() -> str:
     )
     document = {
         "openrpc": "1.3.2",
-        "info": {"title": "planfold serve", "version": PROTOCOL_VERSION, "description": _TRANSPORT},
+        "info": {"title": "planfold serve", "version": PROTOCOL_VERSION, "description": _description()},
         "methods": methods,
         "components": {
             "schemas": dict(sorted(schemas.items())),

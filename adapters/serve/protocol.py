@@ -109,7 +109,7 @@ __all__ = [
 ]
 
 #: The protocol's version (the OpenRPC document's ``info.version``).
-PROTOCOL_VERSION = "1.0.0"
+PROTOCOL_VERSION = "2.0.0"
 
 SessionId = Annotated[
     str, Meta(min_length=1, max_length=256, pattern="^[^\\x00]+$", description="the session's id in the store (no NUL)")
@@ -498,13 +498,14 @@ class ReviewAnswerParams:
 
 @dataclass(frozen=True, slots=True)
 class ToolAnswered:
-    """The call's recorded result (send ``output`` to the model).
-    ``review`` is the review's outcome for ``review/answer``."""
+    """The call's recorded result (send ``output`` to the model); ``last_seq``
+    is the seq of the last event the answer appended. ``review`` is the
+    review's outcome for ``review/answer``."""
 
     call_id: str
     ok: bool
     output: str
-    seq: int
+    last_seq: int
     remaining: int
     review: Literal["approved", "keep-planning", "dismissed", "channel-lost"] | None = None
 

@@ -3,7 +3,9 @@ runner that checks an implementation against them.
 
 Theory of operation
 -------------------
-``specs/vectors/`` holds one JSON Lines log per case (``<name>.jsonl``, one
+``specs/vectors/`` (the published copy) and ``conformance/`` beside this
+module (the copy the wheel ships, ``SHIPPED_VECTORS``, which ``planfold
+conform`` checks when it is given no folder) hold one JSON Lines log per case (``<name>.jsonl``, one
 event ``{seq, kind, at, payload}`` per line) and its expected result
 (``<name>.expected.json``). The expected result of a valid log is the final
 state as a small canonical summary (``summarize``); that of an invalid log is
@@ -60,6 +62,7 @@ from ..errors import AdapterError
 from .vector_cases import Case, cases
 
 __all__ = [
+    "SHIPPED_VECTORS",
     "VECTOR_DIR",
     "ConformCommandError",
     "ConformReport",
@@ -82,6 +85,9 @@ __all__ = [
 ]
 
 VECTOR_DIR = "vectors"
+#: The vectors as installed with planfold: ``make diagrams`` writes them here
+#: as well as into ``specs/vectors``, and a test holds the two copies equal.
+SHIPPED_VECTORS = Path(__file__).with_name("conformance")
 _EXPECTED = ".expected.json"
 
 #: What an implementation is: planfold itself (``None``), a callable from a
@@ -350,7 +356,12 @@ def conform(directory: Path, implementation: Implementation = None, *, timeout: 
 def add_conform_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the arguments of ``planfold conform`` to ``parser``."""
     parser.description = "Check an implementation against the conformance vectors in DIR."
-    parser.add_argument("dir", help="a directory of <name>.jsonl logs and <name>.expected.json results")
+    parser.add_argument(
+        "dir",
+        nargs="?",
+        help="a directory of <name>.jsonl logs and <name>.expected.json results"
+        " (default: the vectors installed with planfold)",
+    )
     parser.add_argument(
         "--command",
         dest="implementation",
@@ -376,7 +387,7 @@ def run_conform(args: argparse.Namespace, out: TextIO | None = None, err: TextIO
     out = out or sys.stdout
     err = err or sys.stderr
     as_json = bool(getattr(args, "json", False))
-    directory = Path(args.dir)
+    directory = Path(args.dir) if args.dir else SHIPPED_VECTORS
     try:
         command = shlex.split(args.implementation) if args.implementation else None
         report = conform(directory, command, timeout=args.timeout)
@@ -410,7 +421,7 @@ def _conform_failed(out: TextIO, err: TextIO, as_json: bool, code: str, detail: 
 
 
 def conform_main(argv: Sequence[str]) -> int:
-    """``planfold conform DIR [--command CMD] [--timeout S]`` (see ``run_conform``)."""
+    """``planfold conform [DIR] [--command CMD] [--timeout S]`` (see ``run_conform``)."""
     parser = add_conform_arguments(argparse.ArgumentParser(prog="planfold conform"))
     return run_conform(parser.parse_args(list(argv)))
 

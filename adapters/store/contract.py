@@ -10,7 +10,7 @@ makes a fresh, empty store on it, saying how to open the same storage again
 (``StoreKit``)::
 
     import pytest
-    from .contract import StoreContract, StoreKit
+    from planfold.adapters.store.contract import StoreContract, StoreKit
 
     class TestMyStore(StoreContract):
         @pytest.fixture
@@ -22,7 +22,7 @@ makes a fresh, empty store on it, saying how to open the same storage again
 
 The maker is called once per test and once per Hypothesis example, so it may
 come from a fixture of any scope. The suite needs pytest and Hypothesis (the
-``dev`` extra). ``example_divisor`` scales down the examples of the expensive
+``contract`` extra: ``pip install 'planfold[contract]'``). ``example_divisor`` scales down the examples of the expensive
 property tests for slow backends (the active Hypothesis profile's budget
 divided by it).
 

@@ -280,6 +280,13 @@ def test_conform_prints_json_and_a_command_that_cannot_run_is_said_once(tmp_path
     assert code == 2 and json.loads(out)["error"]["code"] == "conform-command-failed"
 
 
+def test_conform_without_a_folder_checks_the_vectors_installed_with_planfold() -> None:
+    code, out, err = _run("conform", "--json")
+    body = json.loads(out)
+    published = len(list((SPECS / VECTOR_DIR).glob("*.jsonl")))
+    assert (code, err) == (0, "") and body["ok"] is True and body["passed"] == body["total"] == published
+
+
 def test_progress_goes_to_stderr_only_when_asked_or_long(demo_db: Path) -> None:
     code, out, err = _run("replay", str(demo_db), "--session", "demo-1", "--progress")
     assert code == 0 and err.startswith("demo-1: 99 events in ") and err.endswith("s\n")

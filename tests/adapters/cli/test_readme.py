@@ -50,13 +50,21 @@ def _sh(line: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "-c", line], cwd=cwd, capture_output=True, text=True, check=False)
 
 
-def test_the_make_targets_install_the_command_the_readme_runs() -> None:
+def test_the_make_targets_install_the_command_the_readme_runs_and_demo_installs_the_runtime_alone() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["scripts"]["planfold"] == "planfold.adapters.cli.main:main"
     assert "license" not in project or isinstance(project["license"], str)  # no deprecated {text = ...} table
-    install = " ".join(_make_recipe(r"\$\(STAMP\)"))
-    assert "-m venv .venv" in install and "pip install" in install and "-e '.[dev,bench]'" in install
+    # make demo installs the runtime alone; make test adds the dev extra, make bench the bench extra
+    runtime = _make_recipe(r"\$\(RUNTIME\)")
+    assert "-m venv .venv" in " ".join(runtime) and ".venv/bin/python -m pip install --quiet -e ." in runtime
+    assert not [line for line in runtime if "[" in line]
+    assert _make_recipe(r"\$\(STAMP\)")[0] == ".venv/bin/python -m pip install --quiet -e '.[dev]'"
+    assert _make_recipe(r"\$\(BENCH\)")[0] == ".venv/bin/python -m pip install --quiet -e '.[dev,bench]'"
     assert _make_recipe("demo") == [".venv/bin/planfold demo --db demo.sqlite"]
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^demo: \$\(RUNTIME\)$", makefile, re.MULTILINE)
+    assert re.search(r"^unit: \$\(STAMP\)$", makefile, re.MULTILINE)
+    assert re.search(r"^bench: \$\(BENCH\)$", makefile, re.MULTILINE)
 
 
 def test_every_command_in_the_readme_runs_as_written(tmp_path: Path) -> None:

@@ -29,6 +29,8 @@ from hypothesis import strategies as st
 
 from planfold.adapters.specgen.vector_cases import Case, cases
 from planfold.adapters.specgen.vectors import (
+    SHIPPED_VECTORS,
+    VECTOR_DIR,
     ConformCommandError,
     MalformedRecordError,
     VectorFormatError,
@@ -400,3 +402,11 @@ def test_conform_main_exit_status(vector_dir: Path, tmp_path: Path, capsys: pyte
     empty = tmp_path / "empty"
     empty.mkdir()
     assert conform_main([str(empty)]) == 2
+
+
+def test_the_vectors_the_wheel_ships_are_the_published_ones() -> None:
+    published = Path(__file__).resolve().parents[3] / "specs" / VECTOR_DIR
+    fix = "regenerate with `make diagrams` and commit specs/vectors and adapters/specgen/conformance"
+    shipped = {path.name: path.read_bytes() for path in SHIPPED_VECTORS.iterdir()}
+    assert shipped == {path.name: path.read_bytes() for path in published.iterdir()}, fix
+    assert len(shipped) == 2 * len(CASES)

@@ -34,6 +34,7 @@ from planfold.adapters.store.postgres import PostgresStore
 from planfold.kernel.session import fold_session
 from tests.pg_cluster import Cluster
 from tests.storage_workers import batch_after, event_at, fault_writer, stress_context
+from tests.system_programs import postgres
 
 ROUNDS = 30
 RESTART_EVERY = 5
@@ -43,6 +44,7 @@ SESSION = "crash"
 @pytest.fixture(scope="module")
 def own_cluster() -> Iterator[Cluster]:
     """A server only this module uses (its tests stop and start it)."""
+    postgres()
     cluster = Cluster()
     try:
         cluster.start()
