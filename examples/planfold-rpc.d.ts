@@ -4,7 +4,7 @@
  * by examples/generate-types.mjs with json-schema-to-typescript: do not edit by
  * hand; `make diagrams` regenerates this file.
  *
- * openrpc-sha256: e7add3d43207219df47c4c20487fb20afca46adf73d993543f532ee3f01f46ff
+ * openrpc-sha256: 878b765b504e2d37cdbc7d05868da72d4db276b477b7551cf647db493c6f6995
  */
 
 /**
@@ -170,7 +170,7 @@ export interface PlanfoldMethods {
  */
 export interface SessionOpenParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   tools?: ToolDecl[];
@@ -268,6 +268,7 @@ export interface SessionInfo {
   armed: boolean;
   stage: "calls" | "execute" | "idle" | "review" | "step" | "turn";
   awaiting: string | null;
+  next_step?: number;
 }
 /**
  * The current plan. ``updated_at`` moves only when content changes
@@ -398,7 +399,7 @@ export interface PendingChoice {
  */
 export interface SessionReadParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
 }
@@ -410,7 +411,7 @@ export interface SessionReadParams {
  */
 export interface SessionCloseParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
 }
@@ -432,7 +433,7 @@ export interface SessionClosed {
  */
 export interface UserChooseParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   active: boolean;
@@ -458,7 +459,7 @@ export interface ChoiceResult {
  */
 export interface UserCommandParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   text: string;
@@ -497,7 +498,7 @@ export interface CommandResult {
  */
 export interface TurnStartParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   text: string;
@@ -539,7 +540,7 @@ export interface TurnStarted {
  */
 export interface StepBeginParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   step: number;
@@ -571,7 +572,7 @@ export interface StepBegun {
  */
 export interface StepContextParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   conversation?: boolean;
@@ -641,7 +642,7 @@ export interface ToolInfo {
  */
 export interface StepReplyParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   text?: string | null;
@@ -711,7 +712,7 @@ export interface Refused {
  */
 export interface ToolDispatchParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   /**
@@ -758,7 +759,7 @@ export interface ReviewInfo {
  */
 export interface ToolResultParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   /**
@@ -796,7 +797,7 @@ export interface ToolAnswered {
  */
 export interface ReviewAnswerParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   /**
@@ -815,7 +816,7 @@ export interface ReviewAnswerParams {
  */
 export interface TurnEndParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
 }
@@ -835,7 +836,7 @@ export interface TurnEnded {
  */
 export interface GoalCreateParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   objective: string;
@@ -876,7 +877,7 @@ export interface GoalRef {
  */
 export interface GoalEditParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   ref: GoalRef;
@@ -892,7 +893,7 @@ export interface GoalEditParams {
  */
 export interface GoalPauseParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   ref: GoalRef;
@@ -906,7 +907,7 @@ export interface GoalPauseParams {
  */
 export interface GoalResumeParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   ref: GoalRef;
@@ -920,7 +921,7 @@ export interface GoalResumeParams {
  */
 export interface GoalCompleteParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   ref: GoalRef;
@@ -933,7 +934,7 @@ export interface GoalCompleteParams {
  */
 export interface GoalBlockParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   ref: GoalRef;
@@ -948,7 +949,7 @@ export interface GoalBlockParams {
  */
 export interface GoalClearParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   ref: GoalRef;
@@ -961,7 +962,7 @@ export interface GoalClearParams {
  */
 export interface GoalShouldContinueParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
 }
@@ -1000,7 +1001,7 @@ export interface ContinueResult {
  */
 export interface EventsAppendParams {
   /**
-   * the session's id in the store
+   * the session's id in the store (no NUL)
    */
   session: string;
   /**
