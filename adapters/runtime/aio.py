@@ -24,21 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
 from ...kernel.payload import JSONObject
 from ...kernel.plan.context import ViewRequest
-from ...kernel.plan.mode import ChoiceOutcome, PlanModeView
-from ...kernel.plan.review import parse_plan_command
-from ..llm.model import ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget
-from ..store.base import Store
-from ..store.session_log import Clock, SessionLog, system_clock
-from .loop import plan_turn_view, with_attachments
-from .machine import AskModel, Review, RunTool, StepListener, StepMachine, TurnOver, TurnReport
-from .prompt import PromptConfig
+from ...kernel.plan.mode import ChoiceOutcome
+from ..llm.model import ChatRequest, ChatResponse, ModelClient, ModelError
+from .driver import Driver, human_input, turn_view
+from .machine import AskModel, Review, RunTool, TurnOver, TurnReport
 from .review import AsyncReviewPort, ReviewPort, ask_async
-from .tool_runner import AsyncExecutor, ToolRunner
 
 __all__ = ["AsyncModelClient", "AsyncRuntime", "InThread"]
 
@@ -54,55 +49,14 @@ class AsyncModelClient(Protocol):
         ...
 
 
-class AsyncRuntime:
-    """One session's asyncio runtime (see the module doc). The arguments are
-    ``Runtime``'s, with an async model port, optional awaited executors and
-    a review port that may be async. Construct it in a worker thread
+class AsyncRuntime(Driver[AsyncModelClient, AsyncReviewPort | ReviewPort]):
+    """One session's asyncio runtime (see the module doc). ``Driver`` has the
+    arguments, with an async model port and a review port that may be async
+    (the tool runner's ``async_executors`` are awaited). Construct it in a worker thread
     (``await asyncio.to_thread(AsyncRuntime, ...)``) when opening the
-    session's log must not block the loop; raises ``ReplayError`` when the
-    stored log does not fold strictly."""
+    session's log must not block the loop."""
 
-    def __init__(
-        self,
-        store: Store,
-        session_id: str,
-        model: AsyncModelClient,
-        tools: ToolRunner,
-        review: AsyncReviewPort | ReviewPort | None = None,
-        *,
-        async_executors: Mapping[str, AsyncExecutor] | None = None,
-        clock: Clock = system_clock,
-        prompt: PromptConfig | None = None,
-        max_steps: int = 16,
-        step_retries: int = 2,
-        max_tool_calls: int = 32,
-        retry_budget: RetryBudget | None = None,
-    ) -> None:
-        shared = getattr(model, "retry_budget", None)
-        budget = retry_budget or (shared if isinstance(shared, RetryBudget) else RetryBudget(step_retries))
-        self.model = model
-        self.review = review
-        self.async_executors = dict(async_executors or {})
-        self.machine = StepMachine(
-            store, session_id, tools, clock=clock, prompt=prompt, max_steps=max_steps,
-            max_tool_calls=max_tool_calls, retry_budget=budget, review_available=self._review_available,
-        )
-        self._lock = asyncio.Lock()
-
-    def _review_available(self) -> bool:
-        return self.review is not None and bool(self.review.available)
-
-    @property
-    def log(self) -> SessionLog:
-        return self.machine.log
-
-    @property
-    def step_listeners(self) -> list[StepListener]:
-        return self.machine.step_listeners
-
-    @property
-    def plan_mode(self) -> PlanModeView:
-        return self.machine.plan_mode
+    _lock: asyncio.Lock | None = None
 
     async def _op(self, operation: Callable[..., T], *args: object) -> T:
         """One machine operation in a worker thread; when the task is
@@ -123,19 +77,19 @@ class AsyncRuntime:
         self, text: str, view: ViewRequest | None = None, attachments: Sequence[str] = ()
     ) -> TurnReport | ChoiceOutcome:
         """A human's input (``Runtime.submit``): ``/plan`` commands, or a turn."""
-        command = parse_plan_command(text, attachments)
-        if command is None:
-            return await self.run_turn(with_attachments(text, attachments), view=view)
-        outcome = await self.choose_plan_mode(command.target)
-        if command.message is None and not command.attachments:
+        asked = human_input(self.machine, text, attachments)
+        outcome = None if asked.plan_mode is None else await self.choose_plan_mode(asked.plan_mode)
+        if asked.message is None:
+            assert outcome is not None
             return outcome
-        message = with_attachments(command.message or "", command.attachments)
-        return await self.run_turn(message, view=plan_turn_view(self.machine, command, view))
+        return await self.run_turn(asked.message, view=turn_view(asked, view))
 
     async def run_turn(
         self, text: str, source: JSONObject | None = None, view: ViewRequest | None = None
     ) -> TurnReport:
         """Run one whole turn (``Runtime.run_turn``), one at a time."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
         async with self._lock:
             machine = self.machine
             await self._op(machine.start_turn, text, source, view)
@@ -167,7 +121,7 @@ class AsyncRuntime:
         elif isinstance(action, RunTool):
             call = action.call
             with machine.log.sealed(f"tool {call.name}"):
-                ok, output = await machine.tools.execute_async(call, self.async_executors)
+                ok, output = await machine.tools.execute_async(call)
             await self._op(machine.tool_result, call.id, ok, output)
         else:
             answer = await ask_async(self.review, action.request)

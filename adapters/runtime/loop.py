@@ -29,11 +29,10 @@ from collections.abc import Sequence
 
 from ...kernel.payload import JSONObject
 from ...kernel.plan.context import ViewRequest
-from ...kernel.plan.mode import ChoiceOutcome, PlanModeView
-from ...kernel.plan.review import PlanCommand, ReviewAnswer, parse_plan_command
-from ..llm.model import ModelClient, ModelError, RetryBudget
-from ..store.base import Store
-from ..store.session_log import Clock, SessionLog, system_clock
+from ...kernel.plan.mode import ChoiceOutcome
+from ...kernel.plan.review import PlanCommand, ReviewAnswer
+from ..llm.model import ModelClient, ModelError
+from .driver import Driver, human_input, turn_view, with_attachments
 from .machine import (
     RECOVERABLE_MODEL_ERRORS,
     AskModel,
@@ -45,9 +44,7 @@ from .machine import (
     TurnOver,
     TurnReport,
 )
-from .prompt import PromptConfig
 from .review import ReviewPort, ask
-from .tool_runner import ToolRunner
 
 __all__ = [
     "RECOVERABLE_MODEL_ERRORS",
@@ -59,98 +56,9 @@ __all__ = [
 ]
 
 
-def with_attachments(text: str, attachments: Sequence[str]) -> str:
-    """The text of a user message with the names of its attachments listed
-    after it (the message as recorded and sent to the model)."""
-    if not attachments:
-        return text
-    listed = "\n".join(f"- {name}" for name in attachments)
-    return f"{text}\n\nAttachments:\n{listed}" if text else f"Attachments:\n{listed}"
-
-
-def plan_turn_view(machine: StepMachine, command: PlanCommand, view: ViewRequest | None) -> ViewRequest:
-    """The view of the turn a ``/plan <message>`` runs: with a live plan that
-    turn is about rewriting it, so it carries the full plan."""
-    base = view or ViewRequest()
-    rewriting = base.rewriting or machine.state.plan.live
-    return ViewRequest(base.user_asked_full, base.summary_insufficient, rewriting, base.first_since_resume)
-
-
-class Runtime:
+class Runtime(Driver[ModelClient, ReviewPort]):
     """One session's synchronous runtime: the step machine, the model, the
-    executors and the review port. ``retry_budget`` is the retries of one
-    step (by default the model client's ``retry_budget``, else one of
-    ``step_retries``); ``max_tool_calls`` caps the calls of one reply.
-    Raises ``ReplayError`` when the stored log does not fold strictly."""
-
-    def __init__(
-        self,
-        store: Store,
-        session_id: str,
-        model: ModelClient,
-        tools: ToolRunner,
-        review: ReviewPort | None = None,
-        *,
-        clock: Clock = system_clock,
-        prompt: PromptConfig | None = None,
-        max_steps: int = 16,
-        step_retries: int = 2,
-        max_tool_calls: int = 32,
-        retry_budget: RetryBudget | None = None,
-    ) -> None:
-        shared = getattr(model, "retry_budget", None)
-        budget = retry_budget or (shared if isinstance(shared, RetryBudget) else RetryBudget(step_retries))
-        self.model = model
-        self.review = review
-        self.machine = StepMachine(
-            store, session_id, tools, clock=clock, prompt=prompt, max_steps=max_steps,
-            max_tool_calls=max_tool_calls, retry_budget=budget, review_available=self._review_available,
-        )
-
-    def _review_available(self) -> bool:
-        return self.review is not None and bool(self.review.available)
-
-    # -- what the machine holds ----------------------------------------------
-
-    @property
-    def log(self) -> SessionLog:
-        return self.machine.log
-
-    @property
-    def tools(self) -> ToolRunner:
-        return self.machine.tools
-
-    @property
-    def retry_budget(self) -> RetryBudget:
-        return self.machine.retry_budget
-
-    @property
-    def step_listeners(self) -> list[StepListener]:
-        return self.machine.step_listeners
-
-    @property
-    def max_tool_calls(self) -> int:
-        return self.machine.max_tool_calls
-
-    @max_tool_calls.setter
-    def max_tool_calls(self, value: int) -> None:
-        self.machine.max_tool_calls = value
-
-    @property
-    def resumed(self) -> bool:
-        return self.machine.resumed
-
-    @property
-    def shown(self) -> list[str]:
-        """The plans put before the review port, in order."""
-        return self.machine.shown
-
-    # -- plan mode: the user's choice and /plan ----------------------------
-
-    @property
-    def plan_mode(self) -> PlanModeView:
-        """The mode as the user sees it: recorded, and pending (``None``: none)."""
-        return self.machine.plan_mode
+    executors and the review port (``Driver`` has the arguments)."""
 
     def choose_plan_mode(self, target: bool) -> ChoiceOutcome:
         """The user chooses plan mode on or off: appended now between turns,
@@ -165,19 +73,15 @@ class Runtime:
     def submit(
         self, text: str, view: ViewRequest | None = None, attachments: Sequence[str] = ()
     ) -> TurnReport | ChoiceOutcome:
-        """A human's input, with the names of any files attached to it:
-        ``/plan`` commands are applied (``/plan <message>`` then runs a turn
-        with the message); anything else runs a turn. ``/plan off`` takes no
-        attachments: raises ``PlanCommandError`` (``attachments-with-off``)
-        and changes nothing."""
-        command = parse_plan_command(text, attachments)
-        if command is None:
-            return self.run_turn(with_attachments(text, attachments), view=view)
-        outcome = self.plan_command(command)
-        if command.message is None and not command.attachments:
+        """A human's input, with the names of any files attached to it
+        (``human_input``): ``/plan`` commands are applied (``/plan <message>``
+        then runs a turn with the message); anything else runs a turn."""
+        asked = human_input(self.machine, text, attachments)
+        outcome = None if asked.plan_mode is None else self.choose_plan_mode(asked.plan_mode)
+        if asked.message is None:
+            assert outcome is not None
             return outcome
-        message = with_attachments(command.message or "", command.attachments)
-        return self.run_turn(message, view=plan_turn_view(self.machine, command, view))
+        return self.run_turn(asked.message, view=turn_view(asked, view))
 
     # -- turns ----------------------------------------------------------------
 

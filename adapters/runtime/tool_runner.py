@@ -134,10 +134,12 @@ class ToolRunner:
     registry: ToolRegistry
     policy: GatePolicy = field(default_factory=GatePolicy)
     executors: Mapping[str, Executor] = field(default_factory=dict)
+    #: executors the asyncio runtime awaits (the synchronous one runs only ``executors``)
+    async_executors: Mapping[str, AsyncExecutor] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         owned = {name.casefold() for name in RUNTIME_OWNED_TOOLS}
-        for name in self.executors:
+        for name in (*self.executors, *self.async_executors):
             if name.casefold() in owned:
                 raise ToolSpecError(
                     f"{name} is runtime-owned: the runtime handles it through the kernel, no executor may",
@@ -167,10 +169,11 @@ class ToolRunner:
             return _failed(call, exc)
         return True, json.dumps(output, ensure_ascii=False, sort_keys=True)
 
-    async def execute_async(self, call: model.ToolCall, executors: Mapping[str, AsyncExecutor]) -> tuple[bool, str]:
-        """``execute`` for the asyncio runtime: an executor of ``executors``
-        is awaited; any other runs in a worker thread. The same answers."""
-        executor = executors.get(call.name)
+    async def execute_async(self, call: model.ToolCall) -> tuple[bool, str]:
+        """``execute`` for the asyncio runtime: an executor of
+        ``async_executors`` is awaited; any other runs in a worker thread.
+        The same answers."""
+        executor = self.async_executors.get(call.name)
         if executor is None:
             return await asyncio.to_thread(self.execute, call)
         try:

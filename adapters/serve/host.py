@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from ...kernel.goal.command import parse_goal_command
 from ...kernel.goal.continuation import round_message
-from ...kernel.goal.values import BlockedReason, GoalRef
+from ...kernel.goal.values import GoalRef
 from ...kernel.log import ASSISTANT_MESSAGE, REQUEST_HEADER, USER_MESSAGE, Draft
 from ...kernel.payload import JSONObject
 from ...kernel.plan.context import ViewRequest, runtime_phase
@@ -40,8 +40,8 @@ from ...kernel.tools.gate import GatePolicy, Refused, Verdict
 from ...kernel.tools.spec import ToolRegistry, ToolSpec
 from ..llm import model
 from ..llm.openai_wire import encode_message, plain_json
-from ..runtime.goal_service import GoalChanged, GoalService
-from ..runtime.loop import plan_turn_view, with_attachments
+from ..runtime.driver import human_input
+from ..runtime.goal_service import AgentHandle, GoalChanged, GoalService
 from ..runtime.machine import OutOfOrderError, StepMachine
 from ..runtime.prompt import PromptConfig
 from ..runtime.tool_runner import ToolRunner
@@ -131,31 +131,19 @@ class HostSession:
         return self._atomic(lambda: self._command(text, tuple(attachments)))  # type: ignore[no-any-return]
 
     def _command(self, text: str, attachments: tuple[str, ...]) -> p.CommandResult:
-        last = self.log.last_seq
-        plan = parse_plan(text, attachments)
-        if plan is not None:
-            outcome = self.machine.choose(plan.target)
-            if plan.message is None and not plan.attachments:
-                return p.CommandResult("plan", outcome, last_seq=self.log.last_seq)
-            message = with_attachments(plan.message or "", plan.attachments)
-            rewriting = plan_turn_view(self.machine, plan, None).rewriting
-            return p.CommandResult("plan", outcome, message, rewriting, last_seq=self.log.last_seq)
         goal = parse_goal_command(text)
-        if goal is None:
-            return p.CommandResult("message", message=with_attachments(text, attachments), last_seq=last)
+        if goal is None or parse_plan(text, attachments) is not None:
+            asked = human_input(self.machine, text, attachments)
+            if asked.plan_mode is None:
+                return p.CommandResult("message", message=asked.message, last_seq=self.log.last_seq)
+            outcome = self.machine.choose(asked.plan_mode)
+            return p.CommandResult("plan", outcome, asked.message, asked.rewriting, last_seq=self.log.last_seq)
         if goal.verb == "show":
-            return p.CommandResult("goal", verb="show", goal=self.log.state.goal.current, last_seq=last)
-        self.machine.require(f"/goal {goal.verb}", "idle", "turn", "step")
-        agent, goals = self.goals.agent, self.goals
-        changes: dict[str, Callable[[], GoalChanged]] = {
-            "create": lambda: goals.create(agent, goal.objective or ""),
-            "edit": lambda: goals.edit(agent, objective=goal.objective),
-            "pause": lambda: goals.pause(agent),
-            "resume": lambda: goals.resume(agent),
-            "complete": lambda: goals.complete(agent),
-            "clear": lambda: goals.clear(agent),
-        }
-        change = changes[goal.verb]()
+            return p.CommandResult("goal", verb="show", goal=self.log.state.goal.current, last_seq=self.log.last_seq)
+        fields = {"objective": goal.objective or ""} if goal.verb == "create" else {}
+        if goal.verb == "edit":
+            fields = {"objective": goal.objective} if goal.objective is not None else {}
+        change = self._change(goal.verb, None, **fields)
         return p.CommandResult("goal", verb=goal.verb, goal=change.goal, seq=change.seq, last_seq=self.log.last_seq)
 
     # -- turns and steps ----------------------------------------------------
@@ -224,41 +212,33 @@ class HostSession:
 
     # -- goals --------------------------------------------------------------
 
-    def goal_create(self, objective: str, max_rounds: int | None = None, goal_id: str | None = None) -> p.GoalResult:
-        def create() -> GoalChanged:
-            self._goal_id = goal_id
-            try:
-                return self.goals.create(self.goals.agent, objective, max_rounds)
-            finally:
-                self._goal_id = None
+    def goal(self, operation: str, ref: GoalRef | None = None, **fields: Any) -> p.GoalResult:
+        """A goal operation (``create``, ``edit``, ``pause``, ``resume``,
+        ``complete``, ``block``, ``clear``) against ``ref`` (compare-and-set),
+        with its fields (``objective``, ``max_rounds``, ``goal_id``,
+        ``reason``)."""
 
-        return self._goal(create)
-
-    def goal_edit(self, ref: GoalRef, objective: str | None = None, max_rounds: int | None = None) -> p.GoalResult:
-        return self._goal(lambda: self.goals.edit(self.goals.agent, ref, objective=objective, max_rounds=max_rounds))
-
-    def goal_pause(self, ref: GoalRef) -> p.GoalResult:
-        return self._goal(lambda: self.goals.pause(self.goals.agent, ref))
-
-    def goal_resume(self, ref: GoalRef) -> p.GoalResult:
-        return self._goal(lambda: self.goals.resume(self.goals.agent, ref))
-
-    def goal_complete(self, ref: GoalRef) -> p.GoalResult:
-        return self._goal(lambda: self.goals.complete(self.goals.agent, ref))
-
-    def goal_block(self, ref: GoalRef, reason: BlockedReason) -> p.GoalResult:
-        return self._goal(lambda: self.goals.block(self.goals.agent, reason, ref))
-
-    def goal_clear(self, ref: GoalRef) -> p.GoalResult:
-        return self._goal(lambda: self.goals.clear(self.goals.agent, ref))
-
-    def _goal(self, change: Callable[[], GoalChanged]) -> p.GoalResult:
         def run() -> p.GoalResult:
-            self.machine.require("a goal operation", "idle", "turn", "step")
-            done = change()
+            done = self._change(operation, ref, **fields)
             return p.GoalResult(done.operation, done.seq, done.ref, done.goal, self.goals.activation.armed)
 
         return self._atomic(run)  # type: ignore[no-any-return]
+
+    def _change(self, operation: str, ref: GoalRef | None, **fields: Any) -> GoalChanged:
+        self.machine.require(f"goal {operation}", "idle", "turn", "step")
+        goals, agent = self.goals, self.goals.agent
+        if operation == "create":
+            self._goal_id = fields.pop("goal_id", None)
+            try:
+                return goals.create(agent, fields["objective"], fields.get("max_rounds"))
+            finally:
+                self._goal_id = None
+        if operation == "edit":
+            return goals.edit(agent, ref, **fields)
+        if operation == "block":
+            return goals.block(agent, fields["reason"], ref)
+        change: Callable[[AgentHandle, GoalRef | None], GoalChanged] = getattr(goals, operation)
+        return change(agent, ref)
 
     def should_continue(self) -> p.ContinueResult:
         """``GoalService.decide``; when the budget is spent the goal is blocked."""

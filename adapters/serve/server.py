@@ -240,13 +240,17 @@ class Server:
             "tool/result": lambda q: self._session(q.session).tool_result(q.call_id, q.ok, q.output),
             "review/answer": lambda q: self._session(q.session).review_answer(q.call_id, _answer(q)),
             "turn/end": lambda q: self._session(q.session).end_turn(),
-            "goal/create": lambda q: self._session(q.session).goal_create(q.objective, q.max_rounds, q.goal_id),
-            "goal/edit": lambda q: self._session(q.session).goal_edit(q.ref, q.objective, q.max_rounds),
-            "goal/pause": lambda q: self._session(q.session).goal_pause(q.ref),
-            "goal/resume": lambda q: self._session(q.session).goal_resume(q.ref),
-            "goal/complete": lambda q: self._session(q.session).goal_complete(q.ref),
-            "goal/block": lambda q: self._session(q.session).goal_block(q.ref, q.reason),
-            "goal/clear": lambda q: self._session(q.session).goal_clear(q.ref),
+            "goal/create": lambda q: self._session(q.session).goal(
+                "create", objective=q.objective, max_rounds=q.max_rounds, goal_id=q.goal_id
+            ),
+            "goal/edit": lambda q: self._session(q.session).goal(
+                "edit", q.ref, objective=q.objective, max_rounds=q.max_rounds
+            ),
+            "goal/pause": lambda q: self._session(q.session).goal("pause", q.ref),
+            "goal/resume": lambda q: self._session(q.session).goal("resume", q.ref),
+            "goal/complete": lambda q: self._session(q.session).goal("complete", q.ref),
+            "goal/block": lambda q: self._session(q.session).goal("block", q.ref, reason=q.reason),
+            "goal/clear": lambda q: self._session(q.session).goal("clear", q.ref),
             "goal/should_continue": lambda q: self._session(q.session).should_continue(),
             "events/append": lambda q: self._session(q.session).append_events(
                 [(e.kind, e.payload) for e in q.events]

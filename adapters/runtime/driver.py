@@ -1,0 +1,143 @@
+"""What the runtime's drivers share: one step machine wired to a model, the
+executors and a review port, and how a human's input becomes a plan-mode
+choice and a turn.
+
+``Runtime`` (synchronous) and ``AsyncRuntime`` (asyncio) are both a
+``Driver``: they differ only in how they carry out the machine's actions
+(``adapters.runtime.loop``, ``adapters.runtime.aio``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from ...kernel.plan.context import ViewRequest
+from ...kernel.plan.mode import PlanModeView
+from ...kernel.plan.review import parse_plan_command
+from ..llm.model import RetryBudget
+from ..store.base import Store
+from ..store.session_log import Clock, SessionLog, system_clock
+from .machine import StepListener, StepMachine
+from .prompt import PromptConfig
+from .tool_runner import ToolRunner
+
+__all__ = ["Driver", "HumanInput", "human_input", "with_attachments"]
+
+M = TypeVar("M")
+R = TypeVar("R")
+
+
+def with_attachments(text: str, attachments: Sequence[str]) -> str:
+    """The text of a user message with the names of its attachments listed
+    after it (the message as recorded and sent to the model)."""
+    if not attachments:
+        return text
+    listed = "\n".join(f"- {name}" for name in attachments)
+    return f"{text}\n\nAttachments:\n{listed}" if text else f"Attachments:\n{listed}"
+
+
+@dataclass(frozen=True, slots=True)
+class HumanInput:
+    """What a human's input asks: plan mode on or off (``None``: no
+    ``/plan``), and the message of the turn to run (``None``: no turn)."""
+
+    plan_mode: bool | None
+    message: str | None
+    rewriting: bool = False
+
+
+def human_input(machine: StepMachine, text: str, attachments: Sequence[str] = ()) -> HumanInput:
+    """Read a human's input: ``/plan`` (on, with a message to run a turn with,
+    or ``off``) or a message. A ``/plan <message>`` turn with a live plan is
+    about rewriting it, so it carries the full plan. ``/plan off`` takes no
+    attachments: raises ``PlanCommandError`` (``attachments-with-off``)."""
+    command = parse_plan_command(text, attachments)
+    if command is None:
+        return HumanInput(None, with_attachments(text, attachments))
+    if command.message is None and not command.attachments:
+        return HumanInput(command.target, None)
+    message = with_attachments(command.message or "", command.attachments)
+    return HumanInput(command.target, message, machine.state.plan.live)
+
+
+def turn_view(asked: HumanInput, view: ViewRequest | None) -> ViewRequest | None:
+    """The view of the turn ``asked`` runs (``view`` completed)."""
+    if not asked.rewriting:
+        return view
+    base = view or ViewRequest()
+    return ViewRequest(base.user_asked_full, base.summary_insufficient, True, base.first_since_resume)
+
+
+class Driver(Generic[M, R]):
+    """A step machine over ``session_id`` of ``store``, with a ``model`` and a
+    ``review`` port of the driver's kind. ``retry_budget`` is the retries of
+    one step (by default the model client's ``retry_budget``, else one of
+    ``step_retries``); ``max_tool_calls`` caps the calls of one reply.
+    Raises ``ReplayError`` when the stored log does not fold strictly."""
+
+    def __init__(
+        self,
+        store: Store,
+        session_id: str,
+        model: M,
+        tools: ToolRunner,
+        review: R | None = None,
+        *,
+        clock: Clock = system_clock,
+        prompt: PromptConfig | None = None,
+        max_steps: int = 16,
+        step_retries: int = 2,
+        max_tool_calls: int = 32,
+        retry_budget: RetryBudget | None = None,
+    ) -> None:
+        shared = getattr(model, "retry_budget", None)
+        budget = retry_budget or (shared if isinstance(shared, RetryBudget) else RetryBudget(step_retries))
+        self.model = model
+        self.review = review
+        self.machine = StepMachine(
+            store, session_id, tools, clock=clock, prompt=prompt, max_steps=max_steps,
+            max_tool_calls=max_tool_calls, retry_budget=budget, review_available=self._review_available,
+        )
+
+    def _review_available(self) -> bool:
+        return self.review is not None and bool(getattr(self.review, "available", False))
+
+    @property
+    def log(self) -> SessionLog:
+        return self.machine.log
+
+    @property
+    def tools(self) -> ToolRunner:
+        return self.machine.tools
+
+    @property
+    def retry_budget(self) -> RetryBudget:
+        return self.machine.retry_budget
+
+    @property
+    def step_listeners(self) -> list[StepListener]:
+        return self.machine.step_listeners
+
+    @property
+    def max_tool_calls(self) -> int:
+        return self.machine.max_tool_calls
+
+    @max_tool_calls.setter
+    def max_tool_calls(self, value: int) -> None:
+        self.machine.max_tool_calls = value
+
+    @property
+    def resumed(self) -> bool:
+        return self.machine.resumed
+
+    @property
+    def shown(self) -> list[str]:
+        """The plans put before the review port, in order."""
+        return self.machine.shown
+
+    @property
+    def plan_mode(self) -> PlanModeView:
+        """The mode as the user sees it: recorded, and pending (``None``: none)."""
+        return self.machine.plan_mode
