@@ -24,10 +24,15 @@ writes):
   blocks, pauses, completes or clears the goal (a listener on its changes).
 
 A process that starts comes back disarmed (``GoalService``), holding no lease.
+
+Leases are logged on ``planfold.adapters.runtime.goal_lease``: a grant and a
+release at INFO (an extension at DEBUG), a drive stopped by another holder's
+live lease or by a lost lease at WARNING.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import uuid
@@ -49,6 +54,8 @@ from ..store.base import (
 from .goal_service import AgentHandle, GoalChanged, GoalService, RoundRunner
 
 __all__ = ["RELEASING_OPERATIONS", "LeasedDrive", "LeasedDriver", "default_holder"]
+
+_log = logging.getLogger(__name__)
 
 #: The goal operations after which the driver gives its lease back.
 RELEASING_OPERATIONS = frozenset({"block", "pause", "complete", "clear"})
@@ -125,13 +132,26 @@ class LeasedDriver:
     def take(self) -> Lease:
         """Acquire the lease, or extend it; ``LeaseHeldError`` while another
         holder's is live."""
+        held = self.lease
         self.lease = self.store.acquire_lease(self.session_id, self.holder, self.ttl_ms)
+        renewed = held is not None and held.token == self.lease.token
+        _log.log(
+            logging.DEBUG if renewed else logging.INFO,
+            "session %r: goal lease %s to %r (token %d) until %d",
+            self.session_id, "extended" if renewed else "granted", self.holder, self.lease.token, self.lease.expires_at,
+        )  # fmt: skip
         return self.lease
 
     def release(self) -> bool:
         """Give the lease back now (False when it was no longer ours)."""
         lease, self.lease = self.lease, None
-        return lease is not None and self.store.release_lease(lease)
+        released = lease is not None and self.store.release_lease(lease)
+        if lease is not None:
+            _log.info(
+                "session %r: goal lease of %r %s", self.session_id, self.holder,
+                "released" if released else "was no longer ours to release",
+            )  # fmt: skip
+        return released
 
     def _changed(self, change: GoalChanged) -> None:
         if change.operation in RELEASING_OPERATIONS:
@@ -144,10 +164,18 @@ class LeasedDriver:
             with self._fenced():
                 report = self.goals.drive(agent, leased, limit=limit)
         except LeaseHeldError as exc:
+            _log.warning(
+                "session %r: goal drive stopped, the lease is held by %r until %d",
+                self.session_id, exc.holder, exc.expires_at,
+            )  # fmt: skip
             self.goals.disarm(agent)
             self.lease = None
             return LeasedDrive(tuple(leased.rounds), exc.code, holder=exc.holder, expires_at=exc.expires_at)
         except LeaseLostError as exc:
+            _log.warning(
+                "session %r: goal drive stopped, the lease of %r was lost: %s",
+                self.session_id, self.holder, exc.message,
+            )  # fmt: skip
             self.goals.disarm(agent)
             self.lease = None
             return LeasedDrive(tuple(leased.rounds), exc.code)

@@ -21,6 +21,10 @@ A deployment cannot install an executor under a runtime-owned tool's name
 (``ToolSpecError`` ``runtime-owned-name`` when the runner is built): those
 calls are the runtime's, and the gate never routes them to an executor.
 
+An executor that raises anything but planfold's own typed errors is a bug in
+the deployment's tool: the model gets ``tool-crashed``, and the traceback
+goes to the ``planfold.adapters.runtime.tool_runner`` logger at WARNING.
+
 ``tool_message_text`` is the text the model sees for a recorded answer, so
 the conversation rebuilt from the log is what the model was told.
 """
@@ -28,6 +32,7 @@ the conversation rebuilt from the log is what the model was told.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -42,6 +47,8 @@ from ...kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolRegistry, ToolSpec, To
 from ...kernel.tools.spec import ToolCall as KernelCall
 from ..llm import model
 from .workspace import Executor
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "ToolRunner",
@@ -137,5 +144,7 @@ class ToolRunner:
         except PlanfoldError as exc:
             return False, error_output(exc.code, exc.message)
         except Exception as exc:  # a broken tool must not break the turn
-            return False, error_output("tool-crashed", f"{type(exc).__name__}: {exc}")
+            name = type(exc).__name__
+            _log.warning("the executor of %r (call %r) raised %s", call.name, call.id, name, exc_info=True)
+            return False, error_output("tool-crashed", f"{name}: {exc}")
         return True, json.dumps(output, ensure_ascii=False, sort_keys=True)
