@@ -231,7 +231,7 @@ class StoreUnreachableError(StoreUnavailableError):
     code = "store-unreachable"
 
     def __init__(self, where: str, detail: str) -> None:
-        super().__init__("connect", f"cannot connect to {where}: {detail}")
+        super().__init__("open", f"cannot connect to {where}: {detail}")
         self.where = where
 
 

@@ -247,7 +247,7 @@ def test_an_unreachable_server_is_a_typed_store_unavailable_error(tmp_path: Any)
     url = f"postgresql://postgres@/postgres?host={tmp_path}"
     with pytest.raises(StoreUnavailableError) as info:
         PostgresStore(url, timeout=1)
-    assert (info.value.code, info.value.operation) == ("store-unavailable", "open")
+    assert (info.value.code, info.value.operation) == ("store-unreachable", "open")
     assert isinstance(info.value.__cause__, psycopg.Error)  # kept for debugging, never raised
 
 
