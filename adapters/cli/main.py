@@ -372,10 +372,14 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             args.base_url, args.model, api_key=key, timeout_s=args.timeout, retry=retry,
             retry_budget=RetryBudget(args.retries),
         )
-    if os.path.isdir(args.db):
-        raise CliError(f"{shown(args.db)} is a directory, not a database", code="not-a-file")
-    # with --json the narrative goes to stderr so that stdout is one JSON document
-    result = run_demo(args.db, err if args.json else out, model=model, command=command_name())
+    try:
+        if os.path.isdir(args.db):
+            raise CliError(f"{shown(args.db)} is a directory, not a database", code="not-a-file")
+        # with --json the narrative goes to stderr so that stdout is one JSON document
+        result = run_demo(args.db, err if args.json else out, model=model, command=command_name())
+    finally:
+        if model is not None:
+            model.close()
     if result.model_error is not None:
         where = f"server at {shown(args.base_url)} " if args.base_url else ""
         _fail(args, out, err, {"code": "model-unusable", "detail": result.model_error},

@@ -233,8 +233,9 @@ class OpenAIClient(_Properties):
     not an http(s) URL with a host, a non-positive ``timeout_s``, or a proxy
     in the environment that httpx cannot speak. ``on_retry(retry, error,
     delay)`` is called before each wait; ``resolve`` looks host names up
-    (``socket.getaddrinfo``'s signature); ``complete`` may be called from
-    several threads at once, each attempt keeping its own deadline.
+    (``socket.getaddrinfo``'s signature). Threads that share a client keep
+    each attempt's own deadline, but share its retry budget, which counts the
+    retries of one unit of work at a time: give each thread its own client.
     """
 
     def __init__(

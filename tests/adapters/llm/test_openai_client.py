@@ -7,6 +7,7 @@ often it asked, how long it chose to wait, and what the server received.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
@@ -21,9 +22,11 @@ import pytest
 import planfold.adapters.llm
 from planfold.adapters.llm.model import (
     AssistantMessage,
+    AsyncModelClient,
     ChatRequest,
     ModelBadRequestError,
     ModelBadResponseError,
+    ModelClient,
     ModelError,
     ModelHTTPError,
     ModelRateLimitedError,
@@ -36,7 +39,7 @@ from planfold.adapters.llm.model import (
     ToolMessage,
     UserMessage,
 )
-from planfold.adapters.llm.openai import RetryPolicy
+from planfold.adapters.llm.openai import AsyncOpenAIClient, OpenAIClient, RetryPolicy
 from tests.adapters.llm.clients import Blocking, Make
 from tests.chat_server import Answer, ChatServer, completion, tool_call_json
 
@@ -661,3 +664,11 @@ def test_the_model_clients_leave_http_and_sockets_to_httpx() -> None:
     assert "openai.py" in sources
     for banned in ("http.client", "socket.socket", "create_connection", "wrap_socket", "urllib.request.urlopen"):
         assert [name for name, text in sources.items() if banned in text] == [], banned
+
+
+def test_each_client_is_the_model_port_of_its_kind() -> None:
+    with OpenAIClient("http://127.0.0.1:9/v1", "m") as sync:
+        assert isinstance(sync, ModelClient)
+    asynchronous = AsyncOpenAIClient("http://127.0.0.1:9/v1", "m")
+    assert isinstance(asynchronous, AsyncModelClient)
+    asyncio.run(asynchronous.aclose())
