@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import random as _random
 import time
@@ -86,10 +87,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: The default cap on one response body.
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 
-#: What a failed attempt is called in the log and in errors: a URL without its password.
-_Where = str
-
-
 class _HttpOptions(TypedDict):
     headers: dict[str, str]
     timeout: httpx.Timeout
@@ -129,8 +126,8 @@ class _Settings:
             valid = False
         if not valid:
             raise ModelBadRequestError(f"base_url must be an http(s) URL with a host: {redact_url(base_url)!r}")
-        if not timeout_s > 0:
-            raise ModelBadRequestError(f"timeout_s must be positive, got {timeout_s}")
+        if not 0 < timeout_s < math.inf:
+            raise ModelBadRequestError(f"timeout_s must be a positive number of seconds, got {timeout_s}")
         self.base_url = base_url
         self.model = model
         self.timeout_s = timeout_s
@@ -142,7 +139,8 @@ class _Settings:
         path = parts.path.rstrip("/") + "/chat/completions"
         #: The full chat-completions URL the client posts to.
         self.url = urllib.parse.urlunsplit(parts._replace(path=path, fragment=""))
-        self.where: _Where = redact_url(self.url)
+        #: The URL as logs and errors show it: without its password.
+        self.where = redact_url(self.url)
         self.headers = {
             "Content-Type": "application/json",
             "Accept": "application/json",

@@ -381,6 +381,8 @@ def test_nobody_listening_exhausts_retries_as_unreachable(make: Make) -> None:
         ("http:///v1", {}),
         ("http://127.0.0.1:8000/v1", {"timeout_s": 0}),
         ("http://127.0.0.1:8000/v1", {"timeout_s": float("nan")}),
+        ("http://127.0.0.1:8000/v1", {"timeout_s": float("inf")}),
+        ("http://127.0.0.1:99999/v1", {}),
     ],
 )
 def test_bad_client_configuration_is_refused(base_url: str, options: dict[str, Any], make: Make) -> None:
