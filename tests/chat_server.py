@@ -11,13 +11,19 @@ as an HTTPS proxy) is recorded and refused with 403. A request with
 no answer planned gets a 500 and is counted in ``unplanned``, so a test can
 assert that the client asked exactly as often as planned.
 
+The server speaks HTTP/1.1 and keeps a connection open after a well-formed
+answer, as real servers do; ``connections`` counts the connections it
+accepted, so a test can see a client reuse one.
+
 Every wait inside a handler is bounded and ends early when the server is
 closed; ``close`` stops the accept loop and joins the handler threads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -109,6 +115,8 @@ class ChatServer:
         self._lock = threading.Lock()
         self._answers: deque[Answer] = deque()
         self._received: list[Received] = []
+        self._open: set[socket.socket] = set()
+        self._accepted = 0
         self.unplanned = 0
         self.closing = threading.Event()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
@@ -116,9 +124,7 @@ class ChatServer:
         self.httpd.block_on_close = True
         self.port = self.httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
     def __enter__(self) -> ChatServer:
         self._thread.start()
@@ -131,6 +137,11 @@ class ChatServer:
         """Release waiting handlers, stop accepting, join every thread."""
         self.closing.set()
         self.httpd.shutdown()
+        with self._lock:
+            kept = list(self._open)
+        for conn in kept:  # a kept-alive connection: its handler waits for a next request
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         self.httpd.server_close()
         self._thread.join(timeout=MAX_WAIT)
 
@@ -150,6 +161,21 @@ class ChatServer:
             return list(self._received)
 
     @property
+    def connections(self) -> int:
+        """How many connections the server has accepted."""
+        with self._lock:
+            return self._accepted
+
+    def opened(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._accepted += 1
+            self._open.add(conn)
+
+    def finished(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(conn)
+
+    @property
     def pending(self) -> int:
         with self._lock:
             return len(self._answers)
@@ -166,6 +192,15 @@ class ChatServer:
 def _make_handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         timeout = MAX_WAIT  # bounds every read of a request
+        protocol_version = "HTTP/1.1"  # keep-alive
+
+        def setup(self) -> None:
+            super().setup()
+            server.opened(self.connection)
+
+        def finish(self) -> None:
+            server.finished(self.connection)
+            super().finish()
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))

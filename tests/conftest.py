@@ -1,8 +1,9 @@
 """Hypothesis profiles, chosen with HYPOTHESIS_PROFILE: ``default`` is fast for
 local runs, ``ci`` runs more examples, ``fuzz`` is for long runs. Proxy
-settings of the environment are removed from every test: the model client
-honours them, and the tests' servers are on loopback (the proxy tests set
-their own). ``pg_cluster`` is a throwaway PostgreSQL server for the whole test
+settings of the environment are removed from every test, and so are
+``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``: the model clients honour them, and
+the tests' servers are on loopback (the proxy and default tests set their
+own). ``pg_cluster`` is a throwaway PostgreSQL server for the whole test
 session, started by the first test that asks for it; ``pg_url`` gives a test
 an empty schema of its own on it. Where no PostgreSQL server is installed the
 tests that use it are skipped, or fail under PLANFOLD_REQUIRE_POSTGRES=1 (as
@@ -42,7 +43,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 @pytest.fixture(autouse=True)
 def _no_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in list(os.environ):
-        if name.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        if name.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "openai_api_key", "openai_base_url"):
             monkeypatch.delenv(name)
     yield
 

@@ -10,7 +10,8 @@ already accepted or is about to reject) and never decides anything.
 ``plan_text`` and ``goal_text`` say it in words (``plan-1 rev 2, completed``;
 ``none``), never as a Python repr. ``shown(text)`` is any text as a terminal
 can print it: characters that are not Unicode (lone surrogates, a file name's
-undecodable bytes) become backslash escapes, so no output can fail to encode.
+undecodable bytes) become backslash escapes, so no output can fail to encode;
+and a URL's password (``postgresql://user:pw@host/db``) becomes ``***``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 
 from ...kernel.log import Event
 from ...kernel.session import SessionState
+from ..redact import redact_text
 from ..specgen.vectors import summarize as canonical_summary
 
 __all__ = ["describe", "goal_text", "plan_text", "shown", "summarize"]
@@ -30,8 +32,8 @@ _WIDTH = 72
 def shown(text: object) -> str:
     """``text`` as any terminal can print it (see the module docstring):
     bytes a file name could not decode come back as ``\\xff``, other lone
-    surrogates as ``\\udc80``."""
-    value = str(text)
+    surrogates as ``\\udc80``; a URL's password as ``***``."""
+    value = redact_text(str(text))
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

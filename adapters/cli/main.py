@@ -30,6 +30,11 @@ is a log with no events; every line is one record, so a blank line is a
 malformed record. The first bad record is reported by its seq when that much
 of it is readable, else by its line, with the rule it breaks.
 
+Logs (``planfold.*`` loggers: model retries, tool crashes, conflicts,
+leases, migrations) go to standard error: warnings and worse by default,
+``-v`` adds INFO, ``-vv`` DEBUG, ``--log-level LEVEL`` names the level (both
+before the command). ``serve`` keeps its own log format.
+
 Output is for people by default (plain words, no Python reprs); ``--json``
 prints one JSON document on stdout. Exit status (``EXIT_STATUS``): 0 when
 everything checked is sound, 1 for a bad log, a projection that does not
@@ -43,6 +48,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -66,7 +72,7 @@ from ..specgen.vectors import (
 )
 from ..store.base import Store, check_session_id, import_session
 from ..store.opener import is_postgres_url
-from .args import count, positive_seconds
+from .args import LOG_LEVELS, count, log_level, positive_seconds
 from .demo import command_name, run_demo
 from .describe import goal_text, plan_text, shown, summarize
 from .inputs import CliError, Source, open_database, read_source, same_file
@@ -366,10 +372,14 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             args.base_url, args.model, api_key=key, timeout_s=args.timeout, retry=retry,
             retry_budget=RetryBudget(args.retries),
         )
-    if os.path.isdir(args.db):
-        raise CliError(f"{shown(args.db)} is a directory, not a database", code="not-a-file")
-    # with --json the narrative goes to stderr so that stdout is one JSON document
-    result = run_demo(args.db, err if args.json else out, model=model, command=command_name())
+    try:
+        if os.path.isdir(args.db):
+            raise CliError(f"{shown(args.db)} is a directory, not a database", code="not-a-file")
+        # with --json the narrative goes to stderr so that stdout is one JSON document
+        result = run_demo(args.db, err if args.json else out, model=model, command=command_name())
+    finally:
+        if model is not None:
+            model.close()
     if result.model_error is not None:
         where = f"server at {shown(args.base_url)} " if args.base_url else ""
         _fail(args, out, err, {"code": "model-unusable", "detail": result.model_error},
@@ -435,6 +445,10 @@ def _parser(out: TextIO, err: TextIO) -> _Parser:
         formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=f"planfold {_version()}")
+    parser.add_argument("-v", "--verbose", dest="verbosity", action="count", default=0,
+                        help="log more on stderr: -v for INFO, -vv for DEBUG (default: warnings only)")
+    parser.add_argument("--log-level", type=log_level, metavar="LEVEL",
+                        help=f"the level of the logs on stderr, one of {', '.join(LOG_LEVELS)} (overrides -v)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, text: str, description: str | None = None) -> argparse.ArgumentParser:
@@ -535,6 +549,7 @@ def main(
         args = parser.parse_args(argv)
     except _Exit as done:
         return done.status
+    undo = _log_to(args, err)
     try:
         return _dispatch(args, out, err, stdin if stdin is not None else sys.stdin.buffer)
     except KeyboardInterrupt:
@@ -559,6 +574,34 @@ def main(
         detail = f"{shown(exc.filename)}: {exc.strerror}" if exc.filename and exc.strerror else shown(exc)
         _fail(args, out, err, {"code": "io-error", "detail": detail}, detail)
         return 2
+    finally:
+        undo()
+
+
+def _log_to(args: argparse.Namespace, err: TextIO) -> Callable[[], None]:
+    """Send the ``planfold`` loggers to ``err`` at the level the options ask
+    for (``serve`` only takes the level: it has a handler of its own);
+    returns what undoes it."""
+    logger = logging.getLogger("planfold")
+    asked: int | None = args.log_level
+    if asked is None and args.verbosity:
+        asked = logging.INFO if args.verbosity == 1 else logging.DEBUG
+    saved = logger.level
+    handler: logging.Handler | None = None
+    if args.command != "serve":
+        handler = logging.StreamHandler(err)
+        handler.setFormatter(logging.Formatter("planfold %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        asked = logging.WARNING if asked is None else asked
+    if asked is not None:
+        logger.setLevel(asked)
+
+    def undo() -> None:
+        logger.setLevel(saved)
+        if handler is not None:
+            logger.removeHandler(handler)
+
+    return undo
 
 
 def _printable(stream: TextIO) -> TextIO:

@@ -29,6 +29,9 @@ A reply says why generation stopped (``finish_reason``: ``stop``,
 text: the runtime never takes a cut-off, filtered or refused reply for the
 model's final word.
 
+An asyncio runtime asks an ``AsyncModelClient`` the same question with
+``await complete(request)``; the values and errors are the same.
+
 Failures are typed. Every error a client raises is a ``ModelError`` (a
 ``AdapterError``) with a stable kebab-case ``code``: ``model-timeout``,
 ``model-unreachable``, ``model-http-error``, ``model-rate-limited``,
@@ -56,6 +59,7 @@ __all__ = [
     "JSON",
     "MAX_ARGUMENT_DEPTH",
     "AssistantMessage",
+    "AsyncModelClient",
     "ChatRequest",
     "ChatResponse",
     "Message",
@@ -507,5 +511,14 @@ class ModelClient(Protocol):
     """Anything that can answer a chat request."""
 
     def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer ``request``; raises a ``ModelError`` subclass on failure."""
+        ...
+
+
+@runtime_checkable
+class AsyncModelClient(Protocol):
+    """Anything that can answer a chat request on an asyncio event loop."""
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
         """Answer ``request``; raises a ``ModelError`` subclass on failure."""
         ...

@@ -22,12 +22,20 @@ stay on the call as an error, for the runtime to report to the model.
 What it does not accept is a body that is not a chat completion: not JSON, no
 ``choices``, a field of the wrong type. That raises ``ModelBadResponseError``
 with the path of the first offending field and an excerpt of the body.
+
+A reply as a whole (status, headers, body) is read by ``read_reply``: a 2xx
+is parsed, anything else becomes the typed error of its status, with the wait
+the server asked for (``Retry-After`` in seconds or as an HTTP date, or
+``retry-after-ms``; ``parse_retry_after``). Both clients, the synchronous and
+the asyncio one, read every reply here; they only move bytes.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
+from email.utils import parsedate_to_datetime
 
 from .model import (
     JSON,
@@ -36,6 +44,8 @@ from .model import (
     ChatResponse,
     Message,
     ModelBadResponseError,
+    ModelHTTPError,
+    ModelRateLimitedError,
     SystemMessage,
     TokenCount,
     ToolCall,
@@ -46,7 +56,14 @@ from .model import (
     json_kind,
 )
 
-__all__ = ["build_request_body", "encode_message", "parse_chat_response", "plain_json"]
+__all__ = [
+    "build_request_body",
+    "encode_message",
+    "parse_chat_response",
+    "parse_retry_after",
+    "plain_json",
+    "read_reply",
+]
 
 
 def plain_json(value: object) -> object:
@@ -232,3 +249,49 @@ def _usage(value: object) -> Usage | None:
         return TokenCount(n) if isinstance(n, int) and not isinstance(n, bool) else None
 
     return Usage(count("prompt_tokens"), count("completion_tokens"), count("total_tokens"))
+
+
+def read_reply(status: int, headers: Mapping[str, str], body: bytes, now: float) -> ChatResponse:
+    """The chat completion of a 2xx reply (``parse_chat_response``), else the
+    typed error of its status: ``ModelRateLimitedError`` for 429,
+    ``ModelHTTPError`` for any other, each with the wait the server asked for
+    (``headers`` keys lower-case; ``now`` is wall-clock time, for an HTTP date)."""
+    if 200 <= status <= 299:
+        return parse_chat_response(body)
+    shown = excerpt(body)
+    retry_after = parse_retry_after(headers, now)
+    if status == 429:
+        raise ModelRateLimitedError(shown, retry_after)
+    raise ModelHTTPError(status, shown, retry_after=retry_after)
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an
+    HTTP date, against wall-clock ``now``); None when absent or unreadable.
+    ``headers`` keys are lower-case."""
+    millis = _non_negative(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _non_negative(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def _non_negative(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None

@@ -25,28 +25,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TypeVar
 
 from ...kernel.payload import JSONObject
 from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome
-from ..llm.model import ChatRequest, ChatResponse, ModelClient, ModelError
+from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError
 from .driver import Driver, human_input, turn_view
 from .machine import AskModel, Review, RunTool, TurnOver, TurnReport
 from .review import AsyncReviewPort, ReviewPort, ask_async
 
-__all__ = ["AsyncModelClient", "AsyncRuntime", "InThread"]
+__all__ = ["AsyncRuntime", "InThread"]
 
 T = TypeVar("T")
-
-
-@runtime_checkable
-class AsyncModelClient(Protocol):
-    """Anything that can answer a chat request as a coroutine."""
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        """Answer ``request``; raises a ``ModelError`` subclass on failure."""
-        ...
 
 
 class AsyncRuntime(Driver[AsyncModelClient, AsyncReviewPort | ReviewPort]):

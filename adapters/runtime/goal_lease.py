@@ -24,11 +24,16 @@ writes):
   blocks, pauses, completes or clears the goal (a listener on its changes).
 
 A process that starts comes back disarmed (``GoalService``), holding no lease.
+
+Leases are logged on ``planfold.adapters.runtime.goal_lease``: a grant and a
+release at INFO (an extension at DEBUG), a drive stopped by another holder's
+live lease or by a lost lease at WARNING.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import uuid
@@ -52,6 +57,8 @@ from .goal_service import AgentHandle, AsyncRoundRunner, DriveReport, GoalChange
 from .machine import UnitStore
 
 __all__ = ["RELEASING_OPERATIONS", "LeasedDrive", "LeasedDriver", "default_holder"]
+
+_log = logging.getLogger(__name__)
 
 #: The goal operations after which the driver gives its lease back.
 RELEASING_OPERATIONS = frozenset({"block", "pause", "complete", "clear"})
@@ -150,13 +157,26 @@ class LeasedDriver:
     def take(self) -> Lease:
         """Acquire the lease, or extend it; ``LeaseHeldError`` while another
         holder's is live."""
+        held = self.lease
         self.lease = self.store.acquire_lease(self.session_id, self.holder, self.ttl_ms)
+        renewed = held is not None and held.token == self.lease.token
+        _log.log(
+            logging.DEBUG if renewed else logging.INFO,
+            "session %r: goal lease %s to %r (token %d) until %d",
+            self.session_id, "extended" if renewed else "granted", self.holder, self.lease.token, self.lease.expires_at,
+        )  # fmt: skip
         return self.lease
 
     def release(self) -> bool:
         """Give the lease back now (False when it was no longer ours)."""
         lease, self.lease = self.lease, None
-        return lease is not None and self.store.release_lease(lease)
+        released = lease is not None and self.store.release_lease(lease)
+        if lease is not None:
+            _log.info(
+                "session %r: goal lease of %r %s", self.session_id, self.holder,
+                "released" if released else "was no longer ours to release",
+            )  # fmt: skip
+        return released
 
     def _changed(self, change: GoalChanged) -> None:
         if change.operation in RELEASING_OPERATIONS:
@@ -187,7 +207,14 @@ class LeasedDriver:
         self.goals.disarm(agent)
         self.lease = None
         if isinstance(exc, LeaseHeldError):
+            _log.warning(
+                "session %r: goal drive stopped, the lease is held by %r until %d",
+                self.session_id, exc.holder, exc.expires_at,
+            )  # fmt: skip
             return LeasedDrive(tuple(leased.rounds), exc.code, holder=exc.holder, expires_at=exc.expires_at)
+        _log.warning(
+            "session %r: goal drive stopped, the lease of %r was lost: %s", self.session_id, self.holder, exc.message
+        )
         return LeasedDrive(tuple(leased.rounds), exc.code)
 
     def _stopped(self, report: DriveReport) -> LeasedDrive:

@@ -21,6 +21,10 @@ A deployment cannot install an executor under a runtime-owned tool's name
 (``ToolSpecError`` ``runtime-owned-name`` when the runner is built): those
 calls are the runtime's, and the gate never routes them to an executor.
 
+An executor that raises anything but planfold's own typed errors is a bug in
+the deployment's tool: the model gets ``tool-crashed``, and the traceback
+goes to the ``planfold.adapters.runtime.tool_runner`` logger at WARNING.
+
 ``tool_message_text`` is the text the model sees for a recorded answer, so
 the conversation rebuilt from the log is what the model was told.
 """
@@ -46,7 +50,7 @@ from ...kernel.turn import Reply, ReplyCall
 from ..llm import model
 from .workspace import Executor
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "AsyncExecutor",
@@ -200,5 +204,6 @@ def _failed(call: model.ToolCall, exc: Exception) -> tuple[bool, str]:
     exception's type and text; a traceback of an unexpected one is logged."""
     if isinstance(exc, PlanfoldError):
         return False, error_output(exc.code, exc.message)
-    log.warning("tool %s crashed", call.name, exc_info=exc)
-    return False, error_output("tool-crashed", f"{type(exc).__name__}: {exc}")
+    name = type(exc).__name__
+    _log.warning("the executor of %r (call %r) raised %s", call.name, call.id, name, exc_info=exc)
+    return False, error_output("tool-crashed", f"{name}: {exc}")

@@ -13,6 +13,8 @@ extra installed), or ``:memory:`` for a store that lives only as long as the
 process (to try the protocol). ``--ticks START[:STEP]`` replaces
 the wall clock with one that reads START, START+STEP, … milliseconds (STEP
 defaults to 1000), so a scripted session writes the same log on every run.
+``--connect-timeout S`` bounds the first connection to a PostgreSQL server
+(default 5 s): a wrong URL fails at once with the driver's message.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import logging
 import sys
 from collections.abc import Callable
 
+from ..cli.args import positive_seconds
+from ..redact import redact_url
 from ..store.base import Store
 from ..store.memory import MemoryStore
-from ..store.opener import open_store
+from ..store.opener import DEFAULT_CONNECT_TIMEOUT, open_store
 from ..store.session_log import Clock, system_clock
 from .server import Server
 
@@ -50,10 +54,10 @@ def parse_ticks(text: str) -> tuple[int, int]:
     return values
 
 
-def store_for(db: str) -> Store:
-    """The store ``--db`` names: a SQLite file, a ``postgresql://`` URL, or
-    ``:memory:``."""
-    return MemoryStore() if db == MEMORY else open_store(db)
+def store_for(db: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> Store:
+    """The store ``--db`` names: a SQLite file, a ``postgresql://`` URL (its
+    first connection within ``connect_timeout`` seconds), or ``:memory:``."""
+    return MemoryStore() if db == MEMORY else open_store(db, connect_timeout=connect_timeout)
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +68,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--ticks", type=parse_ticks, metavar="START[:STEP]",
         help="a deterministic clock (milliseconds) instead of the wall clock, for reproducible runs",
     )
+    parser.add_argument(
+        "--connect-timeout", type=positive_seconds, default=DEFAULT_CONNECT_TIMEOUT, metavar="S",
+        help=f"seconds the first connection to a PostgreSQL server may take (default {DEFAULT_CONNECT_TIMEOUT:g})",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request on stderr")
 
 
@@ -73,10 +81,10 @@ def run_serve(args: argparse.Namespace, clock: Callable[[], int] | None = None) 
                         format="planfold serve: %(message)s")
     if clock is None:
         clock = ticks(*args.ticks) if args.ticks else system_clock
-    store = store_for(args.db)
+    store = store_for(args.db, args.connect_timeout)
     stdout, sys.stdout = sys.stdout, sys.stderr
     try:
-        logging.getLogger("planfold.serve").info("ready on stdin/stdout (store %s)", args.db)
+        logging.getLogger("planfold.serve").info("ready on stdin/stdout (store %s)", redact_url(args.db))
         return Server(store, clock).serve(sys.stdin.buffer, stdout.buffer)
     finally:
         sys.stdout = stdout

@@ -98,6 +98,7 @@ __all__ = [
     "StoreClosedError",
     "StoreError",
     "StoreUnavailableError",
+    "StoreUnreachableError",
     "audit_state",
     "check_after",
     "check_lease_request",
@@ -220,6 +221,18 @@ class StoreUnavailableError(StorageError):
     """The storage server could not be reached, or went away during the call."""
 
     code = "store-unavailable"
+
+
+class StoreUnreachableError(StoreUnavailableError):
+    """Opening the store found no server to talk to at ``where`` (a URL shown
+    without its password): a wrong host, port, database or password, or a
+    server down. ``detail`` is the driver's own message; nothing was opened."""
+
+    code = "store-unreachable"
+
+    def __init__(self, where: str, detail: str) -> None:
+        super().__init__("open", f"cannot connect to {where}: {detail}")
+        self.where = where
 
 
 class LeaseHeldError(SessionError):

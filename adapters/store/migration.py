@@ -1,17 +1,21 @@
 """What the SQL stores' schema modules share: a forward migration step, the
 report of a migration, and the refusal of a schema newer than the code
 (``sqlite_schema`` and ``postgres_schema`` each keep their own steps and run
-them their own way)."""
+them their own way). A migration that ran steps is logged at INFO on
+``planfold.adapters.store.migration`` (``logged``)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from .base import SchemaTooNewError
 
-__all__ = ["MigrationReport", "Step", "supported"]
+__all__ = ["MigrationReport", "Step", "logged", "supported"]
+
+_log = logging.getLogger(__name__)
 
 Conn = TypeVar("Conn")
 
@@ -41,3 +45,14 @@ def supported(version: int, newest: int) -> int:
     if version > newest:
         raise SchemaTooNewError(version, newest)
     return version
+
+
+def logged(store: str, report: MigrationReport) -> MigrationReport:
+    """``report``, logged when its migration ran any step (``store`` says
+    which: ``SQLite``, ``PostgreSQL``)."""
+    if report.applied:
+        _log.info(
+            "%s schema migrated from version %d to %d: %s",
+            store, report.from_version, report.to_version, ", ".join(report.applied),
+        )  # fmt: skip
+    return report

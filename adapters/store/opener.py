@@ -11,6 +11,10 @@ the embedded default needs nothing beyond the base install) and a
 transactions, after checking that the database is planfold's at the current
 schema version.
 
+``connect_timeout`` (seconds, ``DEFAULT_CONNECT_TIMEOUT``) bounds the first
+connection to a PostgreSQL server: a wrong host, port, database or password
+fails within it as ``StoreUnreachableError`` with the driver's message.
+
 A URL given when psycopg is not installed is ``InvalidRequestError`` saying
 which extra to install.
 """
@@ -23,7 +27,10 @@ from .base import InvalidRequestError
 from .engine import LogStore
 from .sqlite import SqliteStore
 
-__all__ = ["POSTGRES_SCHEMES", "is_postgres_url", "open_store"]
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "POSTGRES_SCHEMES", "is_postgres_url", "open_store"]
+
+#: Seconds the first connection to a PostgreSQL server may take.
+DEFAULT_CONNECT_TIMEOUT = 5.0
 
 #: The URL schemes that name a PostgreSQL database.
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -34,9 +41,11 @@ def is_postgres_url(target: object) -> bool:
     return isinstance(target, str) and target.lower().startswith(POSTGRES_SCHEMES)
 
 
-def open_store(target: str | os.PathLike[str], *, read_only: bool = False) -> LogStore:
-    """The store at ``target`` (see the module docstring); ``read_only``
-    applies to PostgreSQL URLs."""
+def open_store(
+    target: str | os.PathLike[str], *, read_only: bool = False, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+) -> LogStore:
+    """The store at ``target`` (see the module docstring); ``read_only`` and
+    ``connect_timeout`` apply to PostgreSQL URLs."""
     if is_postgres_url(target):
         try:
             # The postgres extra is optional: psycopg is imported only for a URL.
@@ -45,5 +54,5 @@ def open_store(target: str | os.PathLike[str], *, read_only: bool = False) -> Lo
             raise InvalidRequestError(
                 f"a PostgreSQL URL needs the postgres extra: pip install 'planfold[postgres]' ({exc})"
             ) from exc
-        return PostgresStore(os.fspath(target), read_only=read_only)
+        return PostgresStore(os.fspath(target), read_only=read_only, connect_timeout=connect_timeout)
     return SqliteStore(target)

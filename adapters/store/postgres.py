@@ -49,6 +49,12 @@ every host, unless a ``clock`` is given (tests use a manual one). ``follow``
 holds its own connection with ``LISTEN planfold_events`` and sleeps until a
 notification names its session: no polling.
 
+Opening connects once directly, before the pool, within ``connect_timeout``
+seconds (libpq's least is 2): a wrong host, port, database or password, or
+a server that is down, is ``StoreUnreachableError`` (``store-unreachable``)
+with the driver's own message at once, instead of a pool that keeps trying
+until its timeout.
+
 A store used in a child process after a fork opens its own pool there and
 leaves the inherited one alone.
 
@@ -63,6 +69,7 @@ is read-only, so the server refuses any write.
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import threading
@@ -75,12 +82,14 @@ import msgspec
 import psycopg
 import psycopg_pool
 
+from ..redact import redact_text, redact_url
 from .base import (
     InvalidRequestError,
     Lease,
     SchemaMismatchError,
     StoreClosedError,
     StoreUnavailableError,
+    StoreUnreachableError,
 )
 from .engine import (
     AppendView,
@@ -396,6 +405,16 @@ def _check_readable(conn: Connection) -> None:
         )
 
 
+def _reach(conninfo: str, connect_timeout: float) -> None:
+    """Connect once and hang up; ``StoreUnreachableError`` with the driver's
+    message when that fails (see the module docstring)."""
+    try:
+        conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=max(2, math.ceil(connect_timeout)))
+    except psycopg.Error as exc:
+        raise StoreUnreachableError(redact_url(conninfo), redact_text(str(exc).strip())) from exc
+    conn.close()
+
+
 class PostgresBackend:
     """Transactions on one PostgreSQL database through a connection pool
     (see the module docstring)."""
@@ -409,6 +428,7 @@ class PostgresBackend:
         clock: Callable[[], int] | None,
         read_only: bool = False,
         busy_timeout_ms: int = 15_000,
+        connect_timeout: float = 5.0,
     ) -> None:
         self.conninfo = conninfo
         self.pool_size = pool_size
@@ -423,6 +443,7 @@ class PostgresBackend:
         self._closed = False
         #: What opening the database did to its schema.
         self.migration: MigrationReport | None = None
+        _reach(conninfo, connect_timeout)
         pool = self._current_pool()
         try:
             with pool.connection(timeout=timeout) as conn:
@@ -607,7 +628,8 @@ class PostgresStore(LogStore):
     constructor. ``pool_size`` bounds this process's connections; ``clock``
     replaces the database's clock for leases (integer milliseconds);
     ``busy_timeout_ms`` bounds the wait for a session's lock; ``read_only``
-    opens without writing (see the module docstring).
+    opens without writing; ``connect_timeout`` bounds the first connection
+    (``StoreUnreachableError``, see the module docstring).
     """
 
     backend: PostgresBackend
@@ -621,6 +643,7 @@ class PostgresStore(LogStore):
         clock: Callable[[], int] | None = None,
         read_only: bool = False,
         busy_timeout_ms: int = 15_000,
+        connect_timeout: float = 5.0,
     ) -> None:
         if not isinstance(conninfo, str) or not conninfo.strip():
             raise InvalidRequestError("a PostgreSQL store needs a connection URL or string")
@@ -628,8 +651,9 @@ class PostgresStore(LogStore):
             raise InvalidRequestError("busy_timeout_ms must be a non-negative integer")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or not 1 <= pool_size <= 100:
             raise InvalidRequestError("pool_size must be an integer in 1..100")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 3600:
-            raise InvalidRequestError("timeout must be a number of seconds in (0, 3600]")
+        for name, seconds in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds <= 3600:
+                raise InvalidRequestError(f"{name} must be a number of seconds in (0, 3600]")
         self.conninfo = conninfo
         self.read_only = read_only
         super().__init__(
@@ -640,6 +664,7 @@ class PostgresStore(LogStore):
                 clock=clock,
                 read_only=read_only,
                 busy_timeout_ms=busy_timeout_ms,
+                connect_timeout=float(connect_timeout),
             )
         )
 

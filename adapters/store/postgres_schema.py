@@ -49,7 +49,7 @@ from .base import (
     StoreBusyError,
     StoreUnavailableError,
 )
-from .migration import MigrationReport, Step, supported
+from .migration import MigrationReport, Step, logged, supported
 
 __all__ = [
     "APPEND_CALL",
@@ -508,6 +508,6 @@ def migrate(conn: Connection, target: int = SCHEMA_VERSION) -> MigrationReport:
                         applied.append(step.name)
         after = max(before, target)
         _verify(conn, after)
-        return MigrationReport(before, after, tuple(applied))
+        return logged("PostgreSQL", MigrationReport(before, after, tuple(applied)))
     except psycopg.Error as exc:
         raise translate(exc, "schema migration", "unknown" if connection_lost(exc) else "not-applied") from exc

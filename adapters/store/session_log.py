@@ -24,7 +24,9 @@ first the store raises ``ConflictError`` and nothing of ours is written.
 ``append_decided`` is for decisions that must be made on fresh state (goal
 operations): it calls the decision with the current state and the time the
 drafts will carry (a goal's snapshot records it), appends what it returns,
-and on a conflict reloads and decides again, a bounded number of times.
+and on a conflict reloads and decides again, a bounded number of times;
+each conflict is logged (``planfold.adapters.store.session_log``: INFO when
+it decides again, WARNING when it gives up).
 
 ``observers`` are told about every event after it is written (the demo
 prints them); an observer that raises propagates to the appender, so only
@@ -40,6 +42,7 @@ goes below the last event's ``at`` (the log's ``time-regressed`` rule).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -61,6 +64,8 @@ __all__ = [
 ]
 
 Clock = Callable[[], int]
+
+_log = logging.getLogger(__name__)
 
 
 def system_clock() -> int:
@@ -205,8 +210,16 @@ class SessionLog:
             decided = decide(self._state, at)
             try:
                 return self.append(decided, at=at)
-            except ConflictError:
+            except ConflictError as exc:
                 if attempt == attempts:
+                    _log.warning(
+                        "session %r: conflict on attempt %d of %d, giving up: %s",
+                        self.session_id, attempt, attempts, exc.message,
+                    )  # fmt: skip
                     raise
+                _log.info(
+                    "session %r: conflict on attempt %d of %d (%s); reloading to decide again",
+                    self.session_id, attempt, attempts, exc.message,
+                )  # fmt: skip
                 self.reload()
         raise AssertionError("unreachable")

@@ -54,7 +54,7 @@ from .base import (
     StorageError,
     StoreBusyError,
 )
-from .migration import MigrationReport, Step, supported
+from .migration import MigrationReport, Step, logged, supported
 
 __all__ = [
     "LEGACY_VERSION",
@@ -306,6 +306,6 @@ def migrate(conn: Connection, target: int = SCHEMA_VERSION) -> MigrationReport:
                 rollback_quietly(conn)
                 raise
         verify_schema(conn, max(before, target))
-        return MigrationReport(before, max(before, target), tuple(applied))
+        return logged("SQLite", MigrationReport(before, max(before, target), tuple(applied)))
     except sqlite3.Error as exc:
         raise translate(exc, "schema migration", "unknown" if committing else "not-applied") from exc

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,16 @@ def test_the_closing_hint_runs_planfold_the_way_the_user_did(tmp_path: Path, mon
     assert command_name(str(program)) == ".venv/bin/planfold"  # as make demo runs it
     monkeypatch.setenv("PATH", str(program.parent))
     assert command_name(str(program)) == "planfold"  # installed on the PATH
+
+
+def test_a_model_server_that_cannot_be_used_is_named_without_its_password(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out, err = io.StringIO(), io.StringIO()
+    base_url = f"http://alice:hunter2@127.0.0.1:{port}/v1"
+    argv = ["demo", "--db", str(tmp_path / "d.sqlite"), "--base-url", base_url, "--timeout", "5", "--retries", "0"]
+    assert main(argv, out=out, err=err) == 2
+    said = out.getvalue() + err.getvalue()
+    assert "could not be used" in said and f"alice:***@127.0.0.1:{port}" in said
+    assert "hunter2" not in said

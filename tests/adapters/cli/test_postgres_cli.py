@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from pathlib import Path
 
 import psycopg
 
 from planfold.adapters.cli.main import main
 from planfold.adapters.store.postgres import PostgresStore
+from tests.pg_cluster import Cluster
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -89,3 +91,24 @@ def test_a_postgresql_url_that_is_not_a_planfold_database_is_refused_by_the_read
     assert json.loads(out)["error"]["code"] == "schema-mismatch"
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT to_regclass('planfold_schema')").fetchone() == (None,)
+
+
+def test_an_audit_of_a_url_naming_no_database_fails_at_once_with_the_drivers_message(pg_cluster: Cluster) -> None:
+    url = pg_cluster.url("no_such_database").replace("postgres@", "postgres:hunter2@")
+    started = time.monotonic()
+    status, out, err = run("audit", url)
+    assert time.monotonic() - started < 2.0  # not a pool timeout (30 s)
+    assert status == 2 and out == ""
+    assert 'database "no_such_database" does not exist' in err
+    assert "hunter2" not in err and "postgres:***@" in err
+    status, out, _ = run("audit", url, "--json")
+    assert status == 2 and json.loads(out)["error"]["code"] == "store-unreachable"
+    assert "hunter2" not in out
+
+
+def test_serve_takes_a_connect_timeout_and_fails_at_once_on_a_wrong_url(pg_cluster: Cluster) -> None:
+    url = pg_cluster.url("no_such_database")
+    status, _, err = run("serve", "--db", url, "--connect-timeout", "1")
+    assert status == 2
+    assert 'database "no_such_database" does not exist' in err
+    assert run("serve", "--db", url, "--connect-timeout", "0")[0] == 2  # a usage error

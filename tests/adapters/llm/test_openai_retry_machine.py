@@ -3,7 +3,8 @@
 A Hypothesis state machine plans arbitrary sequences of server answers
 (success, 429 with and without Retry-After, 5xx, dropped connections, client
 errors, malformed bodies, waits longer than the policy accepts) on a loopback
-``ChatServer`` and calls the real ``OpenAIClient``. A few lines of obviously
+``ChatServer`` and calls the real ``OpenAIClient`` (``AsyncRetryMachine``:
+the real ``AsyncOpenAIClient``). A few lines of obviously
 correct bookkeeping predict, for each call, its outcome, how many answers it
 consumes and the waits it chooses; invariants compare that with what the
 server received and the client slept.
@@ -25,7 +26,8 @@ from hypothesis.stateful import (
 )
 
 from planfold.adapters.llm.model import ChatRequest, ModelError, ModelRetriesExhaustedError, UserMessage
-from planfold.adapters.llm.openai import OpenAIClient, RetryPolicy
+from planfold.adapters.llm.openai import RetryPolicy
+from tests.adapters.llm.clients import Blocking, Kind, Maker
 from tests.chat_server import Answer, ChatServer, completion
 
 REQUEST = ChatRequest((UserMessage("go"),))
@@ -67,13 +69,16 @@ Outcome = tuple[object, ...]
 
 
 class RetryMachine(RuleBasedStateMachine):
+    kind: Kind = "sync"
+
     def __init__(self) -> None:
         super().__init__()
         self.server = ChatServer().__enter__()
         self.sleeps: list[float] = []
         self.rand_calls = 0
         self.policy = RetryPolicy()
-        self.client: OpenAIClient | None = None
+        self.maker = Maker(self.kind)
+        self.client: Blocking | None = None
         self.queue: deque[Planned] = deque()
         self.expected_requests = 0
         self.expected_sleeps: list[float] = []
@@ -90,7 +95,7 @@ class RetryMachine(RuleBasedStateMachine):
             max_retries=max_retries, jitter=jitter, max_retry_after=MAX_RETRY_AFTER
         )
         note(f"policy {self.policy}")
-        self.client = OpenAIClient(
+        self.client = self.maker(
             self.server.base_url,
             "m",
             retry=self.policy,
@@ -174,8 +179,17 @@ class RetryMachine(RuleBasedStateMachine):
         assert all(0 <= s <= max(self.policy.max_delay, MAX_RETRY_AFTER) for s in self.sleeps)
 
     def teardown(self) -> None:
+        self.maker.close()
         self.server.close()
 
 
 RetryMachine.TestCase.settings = settings(max_examples=max(10, settings().max_examples // 3))
 TestRetryMachine = RetryMachine.TestCase
+
+
+class AsyncRetryMachine(RetryMachine):
+    kind: Kind = "async"
+
+
+AsyncRetryMachine.TestCase.settings = RetryMachine.TestCase.settings
+TestAsyncRetryMachine = AsyncRetryMachine.TestCase

@@ -10,6 +10,7 @@ stops, is paused, completed or blocked. No round is ever appended twice.
 from __future__ import annotations
 
 import asyncio
+import logging
 import multiprocessing
 import os
 import signal
@@ -309,3 +310,51 @@ def test_an_asyncio_drive_runs_its_rounds_under_the_lease_and_gives_it_back_when
     assert rounds == (1, 2) and stopped == "budget-spent"
     assert round_numbers(store) == [1, 2]
     assert store.lease(SESSION) is None  # given back when the goal stopped
+
+
+LEASE_LOG = "planfold.adapters.runtime.goal_lease"
+
+
+def lease_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == LEASE_LOG]
+
+
+def test_lease_grants_extensions_releases_and_refusals_are_logged(
+    store: MemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    a_goals, a_driver, a_rounds = process(store, "host-a")
+    b_goals, b_driver, b_rounds = process(store, "host-b")
+    a_goals.resume(a_goals.agent)
+    with caplog.at_level(logging.DEBUG, logger=LEASE_LOG):
+        a_driver.take()
+        b_goals.log.reload()
+        b_goals.resume(b_goals.agent)
+        assert b_driver.drive(b_goals.agent, b_rounds).stopped == "lease-held"
+        a_goals.log.reload()
+        assert a_driver.drive(a_goals.agent, a_rounds).stopped == "budget-spent"
+    lines = lease_lines(caplog)
+    assert lines[0][0] == "INFO" and "goal lease granted to 'host-a'" in lines[0][1]
+    assert lines[1][0] == "WARNING" and "lease is held by 'host-a'" in lines[1][1]
+    assert {level for level, text in lines[2:-1]} == {"DEBUG"}  # each round extends it
+    assert all("goal lease extended to 'host-a'" in text for _, text in lines[2:-1])
+    assert lines[-1] == ("INFO", "session 'goal': goal lease of 'host-a' released")
+
+
+def test_a_lease_lost_during_a_round_is_logged_as_a_warning(
+    store: MemoryStore, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    a_goals, a_driver, a_rounds = process(store, "host-a")
+    _, b_driver, _ = process(store, "host-b")
+    a_goals.resume(a_goals.agent)
+
+    class Overtaken(Rounds):
+        def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+            clock.advance(1_000)  # host-a's lease expires mid-round and host-b takes it
+            b_driver.take()
+            return super().run_turn(text, source)
+
+    with caplog.at_level(logging.INFO, logger=LEASE_LOG):
+        report = a_driver.drive(a_goals.agent, Overtaken(a_rounds.log))
+    assert report.stopped == "lease-lost"
+    warnings = [text for level, text in lease_lines(caplog) if level == "WARNING"]
+    assert len(warnings) == 1 and "the lease of 'host-a' was lost" in warnings[0]

@@ -6,6 +6,7 @@ used in a forked child opens its own connections."""
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import threading
@@ -246,7 +247,7 @@ def test_an_unreachable_server_is_a_typed_store_unavailable_error(tmp_path: Any)
     url = f"postgresql://postgres@/postgres?host={tmp_path}"
     with pytest.raises(StoreUnavailableError) as info:
         PostgresStore(url, timeout=1)
-    assert (info.value.code, info.value.operation) == ("store-unavailable", "open")
+    assert (info.value.code, info.value.operation) == ("store-unreachable", "open")
     assert isinstance(info.value.__cause__, psycopg.Error)  # kept for debugging, never raised
 
 
@@ -285,3 +286,12 @@ def test_a_store_used_in_a_forked_child_opens_its_own_connections(pg_url: str) -
         store.append("s", 3, batch_after(3, 1))
         assert store.audit("s").ok
         assert os.getpid() == store.backend._pid
+
+
+def test_a_migration_of_a_database_is_logged_once(pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="planfold.adapters.store.migration"):
+        PostgresStore(pg_url).close()
+        PostgresStore(pg_url).close()  # nothing left to do: nothing logged
+    (record,) = [r for r in caplog.records if r.name == "planfold.adapters.store.migration"]
+    names = ", ".join(step.name for step in STEPS)
+    assert record.getMessage() == f"PostgreSQL schema migrated from version 0 to {SCHEMA_VERSION}: {names}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -114,3 +115,23 @@ def test_a_reload_reads_the_events_again_and_earlier_views_keep_theirs() -> None
     log.reload()
     assert len(seen) == 3 and [e.seq for e in log.events] == [1, 2, 3, 4, 5, 6]
     assert log.events == store.read("s")
+
+
+def test_each_conflict_of_a_decided_append_is_logged_and_the_last_one_as_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = MemoryStore()
+    log = open_log(store)
+    other = open_log(store)
+
+    def racing(state: SessionState, at: int) -> Sequence[Draft]:
+        other.reload()
+        other.append(turn(other.state.turns.turn + 1, "again"))  # another writer wins every time
+        return turn(state.turns.turn + 1)
+
+    with caplog.at_level(logging.INFO, logger="planfold.adapters.store.session_log"), pytest.raises(ConflictError):
+        log.append_decided(racing, attempts=3)
+    records = [r for r in caplog.records if r.name == "planfold.adapters.store.session_log"]
+    assert [r.levelname for r in records] == ["INFO", "INFO", "WARNING"]
+    assert "conflict on attempt 1 of 3" in records[0].getMessage() and "decide again" in records[0].getMessage()
+    assert "conflict on attempt 3 of 3, giving up" in records[2].getMessage()

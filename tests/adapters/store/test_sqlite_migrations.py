@@ -4,6 +4,7 @@ plan/build release (no summary column), a fresh file, and files we must refuse."
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from pathlib import Path
@@ -348,3 +349,15 @@ def test_a_file_with_a_log_gets_the_goal_ids_its_creates_used(tmp_path: Path) ->
         assert created and conn.execute("SELECT * FROM goal_ids ORDER BY 1, 2").fetchall() == created
     finally:
         conn.close()
+
+
+def test_a_migration_that_runs_steps_is_logged_and_one_that_runs_none_is_not(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="planfold.adapters.store.migration"):
+        SqliteStore(tmp_path / "new.db").close()
+        SqliteStore(tmp_path / "new.db").close()
+    (record,) = [r for r in caplog.records if r.name == "planfold.adapters.store.migration"]
+    assert record.levelno == logging.INFO
+    names = ", ".join(step.name for step in STEPS)
+    assert record.getMessage() == f"SQLite schema migrated from version 0 to {SCHEMA_VERSION}: {names}"

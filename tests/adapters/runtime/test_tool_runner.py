@@ -1,0 +1,48 @@
+"""A tool executor that crashes: the model is told ``tool-crashed`` and the
+traceback goes to the ``planfold`` log, never into the turn."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+
+import pytest
+
+from planfold.adapters.llm.model import ToolCall
+from planfold.adapters.runtime.tool_runner import ToolRunner
+from planfold.adapters.runtime.toolset import default_registry
+from planfold.adapters.runtime.workspace import ToolFailure
+from planfold.kernel.payload import JSON
+
+LOGGER = "planfold.adapters.runtime.tool_runner"
+
+
+def broken(arguments: Mapping[str, object]) -> Mapping[str, JSON]:
+    raise ZeroDivisionError("the tool divided by zero")
+
+
+def refusing(arguments: Mapping[str, object]) -> Mapping[str, JSON]:
+    raise ToolFailure("no such file: a.md")
+
+
+def test_an_executor_that_raises_is_a_crashed_call_and_its_traceback_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runner = ToolRunner(default_registry(), executors={"read_file": broken})
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        ok, output = runner.execute(ToolCall.of("c1", "read_file", {"path": "a.md"}))
+    assert not ok and json.loads(output)["error"]["code"] == "tool-crashed"
+    (record,) = [r for r in caplog.records if r.name == LOGGER]
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == "the executor of 'read_file' (call 'c1') raised ZeroDivisionError"
+    assert record.exc_info is not None and record.exc_info[0] is ZeroDivisionError
+    assert "the tool divided by zero" in caplog.text  # the traceback is in the log
+
+
+def test_a_typed_refusal_of_an_executor_is_no_crash_and_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    runner = ToolRunner(default_registry(), executors={"read_file": refusing})
+    with caplog.at_level(logging.DEBUG, logger=LOGGER):
+        ok, output = runner.execute(ToolCall.of("c1", "read_file", {"path": "a.md"}))
+    assert not ok and json.loads(output)["error"]["code"] == "tool-failed"
+    assert [r for r in caplog.records if r.name == LOGGER] == []

@@ -1,0 +1,59 @@
+"""Opening a PostgreSQL store fails fast on a wrong URL: a wrong database,
+user, port or host is ``store-unreachable`` with the driver's own message
+within the connect timeout, not a pool timeout; the URL's password never
+shows in the error."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import quote
+
+import pytest
+
+from planfold.adapters.store.base import InvalidRequestError, StoreUnavailableError, StoreUnreachableError
+from planfold.adapters.store.opener import open_store
+from planfold.adapters.store.postgres import PostgresStore
+from tests.pg_cluster import Cluster
+
+
+def _wrong(cluster: Cluster, what: str) -> tuple[str, str]:
+    """A URL with one thing wrong, and what the driver says about it."""
+    if what == "database":
+        return cluster.url("no_such_database"), 'database "no_such_database" does not exist'
+    if what == "user":
+        return cluster.url().replace("postgres@", "nobody@"), 'role "nobody" does not exist'
+    if what == "port":
+        return cluster.url(port="1"), "No such file or directory"
+    host = quote(str(cluster.root / "elsewhere"), safe="")
+    return f"postgresql://postgres@/postgres?host={host}", "No such file or directory"
+
+
+@pytest.mark.parametrize("what", ["database", "user", "port", "host"])
+def test_a_wrong_url_fails_at_once_with_the_drivers_message(pg_cluster: Cluster, what: str) -> None:
+    url, said = _wrong(pg_cluster, what)
+    started = time.monotonic()
+    with pytest.raises(StoreUnreachableError) as caught:
+        open_store(url, connect_timeout=1)
+    assert time.monotonic() - started < 2.0  # not a pool timeout (30 s)
+    err = caught.value
+    assert err.code == "store-unreachable" and err.outcome == "not-applied"
+    assert isinstance(err, StoreUnavailableError)
+    assert said in err.message
+
+
+def test_the_password_of_an_unreachable_url_never_shows(pg_cluster: Cluster) -> None:
+    url = pg_cluster.url("no_such_database").replace("postgres@", "postgres:hunter2@")
+    with pytest.raises(StoreUnreachableError) as caught:
+        open_store(url, read_only=True, connect_timeout=1)
+    assert "hunter2" not in caught.value.message and "postgres:***@" in caught.value.message
+
+
+@pytest.mark.parametrize("seconds", [0, -1, 3601, float("nan"), True])
+def test_a_connect_timeout_out_of_range_is_refused(seconds: float) -> None:
+    with pytest.raises(InvalidRequestError, match="connect_timeout"):
+        PostgresStore("postgresql://postgres@/postgres", connect_timeout=seconds)
+
+
+def test_a_right_url_opens_within_the_connect_timeout(pg_url: str) -> None:
+    with open_store(pg_url, connect_timeout=1) as store:
+        assert store.session_ids() == ()
