@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
@@ -102,6 +102,8 @@ from .tool_runner import (
 )
 
 __all__ = [
+    "ANSWERS",
+    "DRIVERS",
     "RECOVERABLE_MODEL_ERRORS",
     "Action",
     "AskModel",
@@ -223,6 +225,22 @@ class TurnOver:
 
 
 Action = AskModel | RunTool | Review | TurnOver
+
+#: Each action and the machine operations that answer it (the README's
+#: picture of the machine is drawn from this table and ``DRIVERS``).
+ANSWERS: Mapping[type[Action], tuple[str, ...]] = {
+    AskModel: ("reply", "model_failed"),
+    RunTool: ("tool_result",),
+    Review: ("review_answer",),
+    TurnOver: (),
+}
+
+#: The loops that drive a step machine: module, class, and how it runs.
+DRIVERS: tuple[tuple[str, str, str], ...] = (
+    ("adapters.runtime.loop", "Runtime", "synchronous"),
+    ("adapters.runtime.aio", "AsyncRuntime", "asyncio"),
+    ("adapters.serve.host", "HostSession", "planfold serve, JSON-RPC"),
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,10 +39,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import get_args
 
 from ...kernel.graph import RULE_TEXT, Edge, Graph, all_graphs
 from ...kernel.phase import RUNTIME_PHASES, RuntimePhase
 from ...kernel.tools.gate import TOOL_CLASSES, VERDICT_TABLE, PhaseRule, ToolClass
+from ..runtime.machine import ANSWERS, DRIVERS, Stage
 from ..serve.openrpc import OPENRPC_FILE, openrpc_text
 from .errors_table import error_table
 from .schema import schema_text
@@ -189,6 +191,50 @@ def update_readme(text: str, section: str) -> str:
     return f"{prefix}\n{HEADING}\n\n{section}\n"
 
 
+RUNTIME_START = "<!-- runtime:start -->"
+RUNTIME_END = "<!-- runtime:end -->"
+
+
+def runtime_picture() -> str:
+    """A Mermaid flowchart of the step machine and its drivers, drawn from
+    ``adapters.runtime.machine``'s ``DRIVERS`` and ``ANSWERS`` tables and
+    its ``Stage`` values."""
+    lines = ["flowchart LR", '  subgraph drivers["drivers: the I/O"]']
+    lines += [f'    {cls}["{cls}<br/>({how})"]' for _, cls, how in DRIVERS]
+    stages = ", ".join(get_args(Stage))
+    lines += [
+        "  end",
+        f'  machine(["StepMachine<br/>no I/O but its log<br/>stages: {stages}"])',
+        '  kernel[["kernel: turn rules, plan decisions,<br/>tool gate, strict folds"]]',
+        '  store[("session log<br/>memory, SQLite, PostgreSQL")]',
+        '  drivers -- "next_action()" --> machine',
+    ]
+    for action, answers in ANSWERS.items():
+        answer = "answered by " + " or ".join(f"{name}()" for name in answers) if answers else "with its report"
+        lines.append(f'  machine -. "{action.__name__}, {answer}" .-> drivers')
+    lines += [
+        '  machine -- "state, what happened" --> kernel',
+        '  kernel -- "drafts" --> machine',
+        '  machine -- "one atomic append per operation" --> store',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def runtime_section() -> str:
+    """The README text between (and including) the runtime picture's markers."""
+    body = ["```mermaid", runtime_picture().rstrip("\n"), "```"]
+    return "\n".join([RUNTIME_START, f"<!-- {_NOTICE} -->", "", *body, "", RUNTIME_END])
+
+
+def update_runtime_picture(text: str) -> str:
+    """``text`` with the runtime picture between its markers redrawn (text
+    without the markers is returned as it is)."""
+    start, end = text.find(RUNTIME_START), text.find(RUNTIME_END)
+    if start < 0 or end < start:
+        return text
+    return text[:start] + runtime_section() + text[end + len(RUNTIME_END) :]
+
+
 def _write(path: Path, text: str, written: list[Path]) -> None:
     path.write_text(text, encoding="utf-8")
     written.append(path)
@@ -224,13 +270,14 @@ def write_all(out_dir: Path, readme: Path | None = None, *, svg: bool = True) ->
     keep = set(written) | {out_dir / f"{name}.svg" for name in machines}
     _remove_stale(out_dir, ("*.mmd", "*.dot", "*.svg"), keep)
     _remove_stale(out_dir, tuple(f"{name}.*" for name in DECISION_TABLES), keep)
+    _write(out_dir / "runtime.mmd", runtime_picture(), written)
     _write(out_dir / SCHEMA_FILE, schema_text(), written)
     _write(out_dir / OPENRPC_FILE, openrpc_text(), written)
     _write(out_dir / ERRORS_FILE, error_table(), written)
     written += write_vectors(out_dir / VECTOR_DIR)
     if readme is not None:
         current = readme.read_text(encoding="utf-8") if readme.exists() else ""
-        updated = update_readme(current, readme_section(graphs))
+        updated = update_runtime_picture(update_readme(current, readme_section(graphs)))
         if updated != current:
             _write(readme, updated, written)
     return tuple(written)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import get_args
 
 import pytest
 from hypothesis import note, settings
@@ -346,3 +347,16 @@ def test_no_kernel_refusal_escapes_a_machine_started_on_an_empty_store() -> None
     with pytest.raises(OutOfOrderError):
         machine.next_action()
     assert not isinstance(OutOfOrderError("x", "idle"), KernelError)
+
+
+def test_the_tables_the_readme_picture_is_drawn_from_name_real_operations_and_drivers() -> None:
+    import importlib  # noqa: PLC0415
+
+    from planfold.adapters.runtime.machine import ANSWERS, DRIVERS, Action  # noqa: PLC0415
+
+    assert set(ANSWERS) == set(get_args(Action))
+    for answers in ANSWERS.values():
+        assert all(callable(getattr(StepMachine, name, None)) for name in answers)
+    for module, name, _ in DRIVERS:
+        driver = getattr(importlib.import_module(f"planfold.{module}"), name)
+        assert "machine" in driver.__init__.__code__.co_names or hasattr(driver, "machine")
