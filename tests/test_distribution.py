@@ -98,6 +98,7 @@ def test_the_wheel_installs_exactly_one_top_level_package_planfold(planfold_whee
     tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert tops == {"planfold"}
     assert "planfold/kernel/py.typed" in names and "planfold/adapters/py.typed" in names
+    assert "planfold/py.typed" in names  # a consumer's mypy reads `from planfold import ...` as typed
     assert "planfold/kernel/plan/mode.py" in names and "planfold/adapters/store/sqlite.py" in names
 
 
@@ -213,3 +214,22 @@ def test_the_readme_installs_from_a_checkout_and_from_the_wheel_this_build_makes
     assert "pip install ." in section and "pip wheel --no-deps -w dist ." in section
     assert f"pip install dist/{planfold_wheel.name}" in section
     assert "python -m planfold" in section
+
+
+def test_a_consumer_of_the_installed_wheel_runs_the_quick_start_and_type_checks_it_under_mypy_strict(
+    planfold_wheel: Path, tmp_path: Path
+) -> None:
+    from tests.test_embedding import quick_start  # noqa: PLC0415
+
+    python = _installed(planfold_wheel, tmp_path)
+    work = tmp_path / "consumer"
+    work.mkdir()
+    paths = []
+    for index, (code, shown) in enumerate(quick_start()):
+        path = work / f"quick_{index}.py"
+        path.write_text(code, encoding="utf-8")
+        paths.append(path)
+        assert _run(python, path, cwd=work).splitlines() == shown.splitlines()
+    where = _run(python, "-c", "import planfold; print(planfold.__file__)", cwd=work).strip()
+    assert where.startswith(str(tmp_path / "env"))
+    assert "Success" in _run(python, "-m", "mypy", "--strict", "--no-incremental", *paths, cwd=work)

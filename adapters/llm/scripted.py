@@ -112,6 +112,12 @@ class ScriptedClient:
         self._requests: list[ChatRequest] = []
 
     @classmethod
+    def replies(cls, *responses: ChatResponse) -> ScriptedClient:
+        """A client that answers with ``responses``, in order, whatever it is
+        asked (a script of steps with no expectations)."""
+        return cls(ScriptStep(response, Expectation()) for response in responses)
+
+    @classmethod
     def from_dict(cls, data: object, source: str = "script") -> ScriptedClient:
         """A client from the dict form; raises ``ScriptFormatError`` listing every problem."""
         return cls(parse_script(data, source))

@@ -30,14 +30,15 @@ from ...kernel.plan.spec_json import PlanArgs
 from ...kernel.plan.tools import TodoUpdate, VerificationReport
 from ...kernel.tools.gate import GatePolicy
 from ...kernel.tools.spec import ToolRegistry, ToolSpec
-from ..llm.model import ModelClient
+from ..llm.model import AsyncModelClient, ModelClient
 from ..specgen.schema import tool_parameters
 from ..store.base import Store
 from ..store.session_log import Clock, SessionLog, system_clock
+from .aio import AsyncRuntime
 from .loop import Runtime
 from .prompt import PromptConfig
-from .review import ReviewPort
-from .tool_runner import ToolRunner
+from .review import AsyncReviewPort, ReviewPort
+from .tool_runner import AsyncExecutor, ToolRunner
 from .workspace import Executor, Workspace
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "WRITE_FILE",
     "Session",
     "default_registry",
+    "open_async_runtime",
     "open_runtime",
 ]
 
@@ -141,10 +143,47 @@ def open_runtime(
 ) -> Session:
     """Open ``session_id`` on ``store`` (strict replay) and wire a runtime,
     with the deployment's own ``tools`` and ``executors`` added to the
-    defaults. Raises ``ToolSpecError`` for a tool or executor that may not
-    be installed (a clash, a runtime-owned name)."""
-    runner = ToolRunner(
-        default_registry(tools), policy or GatePolicy(), {**workspace.executors(), **(executors or {})}
-    )
+    defaults. Raises ``ReplayError`` when the stored log breaks a rule, and
+    ``ToolSpecError`` for a tool or executor that may not be installed (a
+    clash, a runtime-owned name)."""
+    runner = _runner(workspace, policy, tools, executors)
     runtime = Runtime(store, session_id, model, runner, review, clock=clock, prompt=prompt or PromptConfig())
     return Session(runtime.log, runtime, workspace)
+
+
+def open_async_runtime(
+    store: Store,
+    session_id: str,
+    model: AsyncModelClient,
+    review: AsyncReviewPort | ReviewPort | None,
+    workspace: Workspace,
+    *,
+    clock: Clock = system_clock,
+    policy: GatePolicy | None = None,
+    prompt: PromptConfig | None = None,
+    tools: Sequence[ToolSpec] = (),
+    executors: Mapping[str, Executor] | None = None,
+    async_executors: Mapping[str, AsyncExecutor] | None = None,
+) -> AsyncRuntime:
+    """``open_runtime`` for asyncio programs: an ``AsyncRuntime`` with the
+    deployment's awaited ``async_executors`` beside its other executors. It
+    reads the session from ``store``: call it in a worker thread
+    (``asyncio.to_thread``) when that must not block the event loop. Raises
+    as ``open_runtime`` does."""
+    runner = _runner(workspace, policy, tools, executors, async_executors)
+    return AsyncRuntime(store, session_id, model, runner, review, clock=clock, prompt=prompt or PromptConfig())
+
+
+def _runner(
+    workspace: Workspace,
+    policy: GatePolicy | None,
+    tools: Sequence[ToolSpec],
+    executors: Mapping[str, Executor] | None,
+    async_executors: Mapping[str, AsyncExecutor] | None = None,
+) -> ToolRunner:
+    return ToolRunner(
+        default_registry(tools),
+        policy or GatePolicy(),
+        {**workspace.executors(), **(executors or {})},
+        dict(async_executors or {}),
+    )
