@@ -28,7 +28,7 @@ from planfold.adapters.llm.model import (
     ToolMessage,
     UserMessage,
 )
-from planfold.adapters.runtime.loop import RECOVERABLE_MODEL_ERRORS
+from planfold.adapters.runtime.machine import RECOVERABLE_MODEL_ERRORS
 from planfold.adapters.runtime.review import ReviewPort, ask
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import LIST_FILES, READ_FILE, WRITE_FILE

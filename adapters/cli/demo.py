@@ -45,7 +45,7 @@ from ...kernel.session import fold_session
 from ..llm.model import ModelClient
 from ..llm.scripted import ScriptedClient
 from ..runtime.goal_service import GoalService
-from ..runtime.loop import TurnReport
+from ..runtime.machine import TurnReport
 from ..runtime.review import ReviewPort
 from ..runtime.toolset import Session, open_runtime
 from ..runtime.workspace import Workspace

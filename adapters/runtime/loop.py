@@ -32,28 +32,18 @@ from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome
 from ...kernel.plan.review import PlanCommand, ReviewAnswer
 from ..llm.model import ModelClient, ModelError
-from .driver import Driver, human_input, turn_view, with_attachments
+from .driver import Driver, human_input, turn_view
 from .machine import (
-    RECOVERABLE_MODEL_ERRORS,
     AskModel,
-    ProposedStep,
     Review,
     RunTool,
-    StepListener,
     StepMachine,
     TurnOver,
     TurnReport,
 )
 from .review import ReviewPort, ask
 
-__all__ = [
-    "RECOVERABLE_MODEL_ERRORS",
-    "ProposedStep",
-    "Runtime",
-    "StepListener",
-    "TurnReport",
-    "with_attachments",
-]
+__all__ = ["Runtime"]
 
 
 class Runtime(Driver[ModelClient, ReviewPort]):

@@ -23,7 +23,7 @@ from planfold.adapters.cli.demo_script import after_restart_model, first_model
 from planfold.adapters.cli.main import main
 from planfold.adapters.llm.model import ChatResponse, ModelError
 from planfold.adapters.llm.openai import OpenAIClient, RetryPolicy
-from planfold.adapters.runtime.loop import TurnReport
+from planfold.adapters.runtime.machine import TurnReport
 from planfold.adapters.runtime.review import ScriptedReviewer, approve
 from planfold.adapters.runtime.toolset import open_runtime
 from planfold.adapters.runtime.workspace import Workspace

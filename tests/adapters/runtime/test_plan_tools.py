@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from planfold.adapters.llm.model import ModelTimeoutError, ModelUnreachableError
-from planfold.adapters.runtime.loop import TurnReport
+from planfold.adapters.runtime.machine import TurnReport
 from planfold.adapters.runtime.review import approve, keep_planning
 from planfold.adapters.runtime.toolset import Session, default_registry
 from planfold.adapters.runtime.workspace import Executor

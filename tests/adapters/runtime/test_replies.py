@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from planfold.adapters.llm.model import ChatResponse, ToolCall
-from planfold.adapters.runtime.loop import TurnReport
+from planfold.adapters.runtime.machine import TurnReport
 from planfold.adapters.runtime.toolset import Session
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSON, object_of

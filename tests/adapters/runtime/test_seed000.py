@@ -5,7 +5,7 @@ and the events the runtime actually appended."""
 
 from __future__ import annotations
 
-from planfold.adapters.runtime.loop import StepListener, TurnReport
+from planfold.adapters.runtime.machine import StepListener, TurnReport
 from planfold.adapters.runtime.review import approve, keep_planning
 from planfold.adapters.runtime.toolset import Session
 from planfold.adapters.store.memory import MemoryStore

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from planfold.adapters.llm.model import AssistantMessage, ModelTimeoutError, ToolMessage
-from planfold.adapters.runtime.loop import ProposedStep, TurnReport
+from planfold.adapters.runtime.machine import ProposedStep, TurnReport
 from planfold.adapters.runtime.prompt import Conversation, conversation
 from planfold.adapters.runtime.review import approve, keep_planning
 from planfold.adapters.runtime.toolset import Session
