@@ -41,9 +41,9 @@ Allowed calls are answered in order:
   reply is checked by the gate again, at the phase it would now run in
   (after ``report_verification`` completes a plan, a write is refused);
 - before an executor runs, a plan that became executable starts, and the
-  call's effects are checked against the executing plan's scope: an effect
-  outside it records ``realign`` (the plan goes back to draft, writes stop
-  until it is realigned) and the call does not run;
+  call's effects, resolved through links, are checked against the executing
+  plan's scope: an effect outside it records ``realign`` (the plan goes back
+  to draft, writes stop until it is realigned) and the call does not run;
 - the executor runs with the log sealed, so it cannot append anything.
 
 A step with no tool calls ends the turn, unless it ends the execution (no
@@ -116,7 +116,6 @@ from ...kernel.plan.context import ViewRequest, runtime_phase
 from ...kernel.plan.decisions import decide_plan_choice, decide_pre_step, decide_request_header, decide_scope
 from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
 from ...kernel.plan.review import PlanCommand, ReviewOutcome, parse_plan_command
-from ...kernel.plan.tools import execution_effects
 from ...kernel.session import SessionState
 from ...kernel.tools.events import read_tool_call, verdict_events
 from ...kernel.tools.gate import Allowed, Refused, Verdict
@@ -125,6 +124,7 @@ from ..llm.model import ChatResponse, ModelClient, ModelError, RetryBudget, Tool
 from ..store.session_log import SessionLog
 from .plan_runner import PlanRunner
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
+from .resolve import resolved_effects
 from .tool_runner import ToolRunner, error_output, kernel_call, result_draft
 
 __all__ = [
@@ -321,8 +321,7 @@ def scope_refusal(state: SessionState, tools: ToolRunner, call: ToolCall) -> tup
     spec = tools.registry.get(call.name)
     if spec is None:
         return None
-    effects = execution_effects(spec, call.arguments or {})
-    verdict, realign = decide_scope(state, effects)
+    verdict, realign = decide_scope(state, resolved_effects(tools, call))
     if not realign:
         return None
     output = error_output(

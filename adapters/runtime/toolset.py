@@ -37,6 +37,7 @@ from ..store.session_log import Clock, SessionLog, system_clock
 from .loop import Runtime
 from .plan_runner import PlanRunner
 from .prompt import PromptConfig
+from .resolve import Resolver
 from .review import ReviewPort
 from .tool_runner import ToolRunner
 from .workspace import Executor, Workspace
@@ -139,13 +140,20 @@ def open_runtime(
     prompt: PromptConfig | None = None,
     tools: Sequence[ToolSpec] = (),
     executors: Mapping[str, Executor] | None = None,
+    resolver: Resolver | None = None,
 ) -> Session:
     """Open ``session_id`` on ``store`` (strict replay) and wire a runtime,
     with the deployment's own ``tools`` and ``executors`` added to the
     defaults. Raises ``ToolSpecError`` for a tool or executor that may not
-    be installed (a clash, a runtime-owned name)."""
+    be installed (a clash, a runtime-owned name). ``resolver`` finds where
+    writes land for the plan's scope: by default ``workspace``'s; a
+    deployment whose executors act on a real directory gives
+    ``directory_resolver`` of it."""
     runner = ToolRunner(
-        default_registry(tools), policy or GatePolicy(), {**workspace.executors(), **(executors or {})}
+        default_registry(tools),
+        policy or GatePolicy(),
+        {**workspace.executors(), **(executors or {})},
+        resolver or workspace.resolver(),
     )
     log = SessionLog(store, session_id, clock)
     plans = PlanRunner(log, review, lambda: f"plan-{log.last_seq + 1}")
