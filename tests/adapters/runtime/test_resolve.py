@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from planfold.adapters.llm.model import ToolCall
 from planfold.adapters.runtime.resolve import (
     DirectoryTree,
     TreeResolver,
@@ -19,7 +20,6 @@ from planfold.adapters.runtime.resolve import (
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import ToolFailure, Workspace
-from planfold.adapters.llm.model import ToolCall
 from planfold.kernel.plan.scope import Effect, ResolvedTarget
 from planfold.kernel.tools.spec import ToolSpec
 
