@@ -239,5 +239,12 @@ class LinkTreeMachine(RuleBasedStateMachine):
         assert (self.out / "f").read_text() == "outside\n"
 
 
-LinkTreeMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+# Each example builds a tree on disk: fewer examples than the profile's (the
+# ci and fuzz profiles still scale them up to these caps).
+_PROFILE = settings.default or settings()
+LinkTreeMachine.TestCase.settings = settings(
+    max_examples=min(_PROFILE.max_examples, 150),
+    stateful_step_count=min(_PROFILE.stateful_step_count, 30),
+    deadline=None,
+)
 TestLinkTreeMachine = LinkTreeMachine.TestCase
