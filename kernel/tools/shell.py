@@ -637,12 +637,14 @@ class _Writer:
     take (``valued`` ones take the next word), and which operands it writes
     (``all``, ``last`` of two or more, ``every`` of two or more, or
     ``after-first``: all but the mode or owner). ``into``: the last operand
-    may be a directory each source lands in (``dest/name`` is named too)."""
+    may be a directory each source lands in (``dest/name`` is named too);
+    ``symbolic``: the letter that makes the links it creates symbolic."""
 
     letters: str
     operands: str
     valued: str = ""
     into: bool = False
+    symbolic: str = ""
 
 
 _WRITERS: Mapping[str, _Writer] = MappingProxyType({
@@ -653,7 +655,7 @@ _WRITERS: Mapping[str, _Writer] = MappingProxyType({
     "tee": _Writer("ai", "all"),
     "truncate": _Writer("c", "all", valued="s"),
     "cp": _Writer("rRafnpv", "last", into=True),
-    "ln": _Writer("sfnv", "every", into=True),
+    "ln": _Writer("sfnv", "every", into=True, symbolic="s"),
     "mv": _Writer("fnvi", "every", into=True),
     "chmod": _Writer("Rvfc", "after-first"),
     "chown": _Writer("Rvfch", "after-first"),
@@ -709,7 +711,7 @@ def _writer_targets(words: list[_Word]) -> list[str] | None:
     named = operands[-1:] if writer.operands == "last" else operands
     if writer.into:
         named = named + _landing(operands[:-1], operands[-1])
-    if words[0].text == "ln" and any("s" in option for option in options):
+    if writer.symbolic and any(writer.symbolic in option for option in options):
         named = named + _symlink_targets(operands[:-1], operands[-1])
     return named
 
