@@ -132,7 +132,7 @@ class ShellExecutor:
         timeout = self._timeout(args.get("timeout"))
         env = dict(os.environ)
         script = command
-        if classify_command(command).read_only:
+        if classify_command(command).read_only:  # any read-only line may run git (even as g'it')
             env = git_read_environment(self.root, env, timeout)
             script = GIT_READ_PRELUDE + command
         try:

@@ -142,3 +142,11 @@ def test_a_line_that_is_not_a_read_runs_as_given(hostile_repo: tuple[Path, Path]
     root, marker = hostile_repo
     ShellExecutor(str(root))({"command": "git diff; true"})  # build mode's business: the scope decides
     assert marker.exists()
+
+
+def test_a_git_read_spelled_with_quotes_is_still_run_without_the_repositorys_programs(
+    hostile_repo: tuple[Path, Path],
+) -> None:
+    root, marker = hostile_repo
+    result = ShellExecutor(str(root))({"command": "g'it' diff"})
+    assert result["exit_code"] == 0 and not marker.exists()

@@ -536,6 +536,10 @@ def test_a_command_that_is_not_text_or_a_tool_that_is_not_a_shell_is_refused_say
         ("ln -sf /etc/passwd p", ("/etc/passwd", "p", "p/passwd", "/etc/passwd", "/etc/passwd")),
         ("ln -v -s a d/l", ("a", "d/l", "d/l/a", "d/a", "d/l/a")),
         ("ln -s a", None),  # the link's name is not named
+        ("install -m 644 a src/b", None),  # writers without a plain form are unknown
+        ("dd if=a of=src/b", None),
+        ("cp -t src a", None),
+        ("ln --symbolic a b", None),
         ("chmod 644 f", ("f",)),  # all but the mode
         ("chmod 644 f g", ("f", "g")),
         # targets that cannot be named
