@@ -23,9 +23,9 @@ functions and carries out what they say.
   answered by a process that stopped gets a failed ``tool/result``
   (``call-interrupted``: whether it ran is unknown), and the turn it left
   open ends before the next one starts.
-- ``scope_refusal``: an executor call whose effects fall outside the
-  executing plan's scope records the realignment and a failed result; the
-  call does not run.
+- ``scope_refusal``: an executor call whose effects (resolved by the
+  runtime to where they really land) fall outside the executing plan's
+  scope records the realignment and a failed result; the call does not run.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from .log import (
 from .payload import JSON
 from .phase import RuntimePhase
 from .plan.decisions import decide_scope, tool_error_text
-from .plan.tools import execution_effects
+from .plan.scope import Effect
 from .session import SessionState
 from .tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload, verdict_events
 from .tools.gate import GatePolicy, Refused, Verdict, check_call
@@ -315,16 +315,14 @@ def abandoned_turn(state: SessionState, events: Sequence[Event]) -> tuple[Draft,
 
 
 def scope_refusal(
-    state: SessionState, registry: ToolRegistry, call: ToolCall
+    state: SessionState, call: ToolCall, effects: Sequence[Effect]
 ) -> tuple[tuple[Draft, ...], Draft] | None:
-    """When ``call``'s effects fall outside the executing plan's scope
-    (``decide_scope``): the realignment to record, then the call's failed
-    result (append each on its own); ``None`` when the call may run."""
-    spec = registry.get(call.tool)
-    if spec is None:
-        return None
-    arguments = call.arguments if isinstance(call.arguments, Mapping) else {}
-    verdict, realign = decide_scope(state, execution_effects(spec, arguments))
+    """When ``effects``, what ``call`` would do (with each path resolved to
+    where it really lands: the runtime resolves, the kernel decides), fall
+    outside the executing plan's scope (``decide_scope``): the realignment
+    to record, then the call's failed result (append each on its own);
+    ``None`` when the call may run."""
+    verdict, realign = decide_scope(state, effects)
     if not realign:
         return None
     result = failed_result(

@@ -91,6 +91,7 @@ from ..llm import model
 from ..store.base import AppendResult, ForwardingStore, Store
 from ..store.session_log import Clock, LogSealedError, SessionLog, system_clock
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
+from .resolve import resolved_effects
 from .tool_runner import (
     ToolRunner,
     answer_of,
@@ -758,7 +759,7 @@ class StepMachine:
         if verdict.route == "runtime":
             return self._runtime_call(entry, review_available)
         self.log.append(decide_before_request(self.log.state))  # a plan made executable in this reply
-        refusal = scope_refusal(self.log.state, self.tools.registry, _gate_call(call))
+        refusal = scope_refusal(self.log.state, _gate_call(call), resolved_effects(self.tools, call))
         if refusal is not None:  # realigned: nothing runs
             realign, result = refusal
             self.log.append(realign)

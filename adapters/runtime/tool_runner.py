@@ -48,7 +48,8 @@ from ...kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolRegistry, ToolSpec, To
 from ...kernel.tools.spec import ToolCall as KernelCall
 from ...kernel.turn import Reply, ReplyCall
 from ..llm import model
-from .workspace import Executor
+from .resolve import Resolver
+from .workspace import Executor, Workspace
 
 _log = logging.getLogger(__name__)
 
@@ -131,15 +132,24 @@ def tool_message_text(event: Event) -> str:
     return read_tool_result(event.payload).output
 
 
+def _names_only() -> Resolver:
+    """An empty in-memory workspace's resolver: every path lands where it is named."""
+    return Workspace().resolver()
+
+
 @dataclass
 class ToolRunner:
-    """The registry, the gate policy and the executors of one deployment."""
+    """The registry, the gate policy and the executors of one deployment, and
+    the resolver that finds where their writes land (``resolve``; the
+    default knows no links: a deployment whose executors act on a disk
+    gives that disk's)."""
 
     registry: ToolRegistry
     policy: GatePolicy = field(default_factory=GatePolicy)
     executors: Mapping[str, Executor] = field(default_factory=dict)
     #: executors the asyncio runtime awaits (the synchronous one runs only ``executors``)
     async_executors: Mapping[str, AsyncExecutor] = field(default_factory=dict)
+    resolver: Resolver = field(default_factory=_names_only)
 
     def __post_init__(self) -> None:
         owned = {name.casefold() for name in RUNTIME_OWNED_TOOLS}

@@ -37,6 +37,7 @@ from ..store.session_log import Clock, SessionLog, system_clock
 from .aio import AsyncRuntime
 from .loop import Runtime
 from .prompt import PromptConfig
+from .resolve import Resolver
 from .review import AsyncReviewPort, ReviewPort
 from .tool_runner import AsyncExecutor, ToolRunner
 from .workspace import Executor, Workspace
@@ -140,13 +141,16 @@ def open_runtime(
     prompt: PromptConfig | None = None,
     tools: Sequence[ToolSpec] = (),
     executors: Mapping[str, Executor] | None = None,
+    resolver: Resolver | None = None,
 ) -> Session:
     """Open ``session_id`` on ``store`` (strict replay) and wire a runtime,
     with the deployment's own ``tools`` and ``executors`` added to the
     defaults. Raises ``ReplayError`` when the stored log breaks a rule, and
     ``ToolSpecError`` for a tool or executor that may not be installed (a
-    clash, a runtime-owned name)."""
-    runner = _runner(workspace, policy, tools, executors)
+    clash, a runtime-owned name). ``resolver`` finds where writes land for
+    the plan's scope: by default ``workspace``'s; a deployment whose
+    executors act on a real directory gives ``directory_resolver`` of it."""
+    runner = _runner(workspace, policy, tools, executors, resolver)
     runtime = Runtime(store, session_id, model, runner, review, clock=clock, prompt=prompt or PromptConfig())
     return Session(runtime.log, runtime, workspace)
 
@@ -164,21 +168,23 @@ def open_async_runtime(
     tools: Sequence[ToolSpec] = (),
     executors: Mapping[str, Executor] | None = None,
     async_executors: Mapping[str, AsyncExecutor] | None = None,
+    resolver: Resolver | None = None,
 ) -> AsyncRuntime:
     """``open_runtime`` for asyncio programs: an ``AsyncRuntime`` with the
     deployment's awaited ``async_executors`` beside its other executors. It
     reads the session from ``store``: call it in a worker thread
     (``asyncio.to_thread``) when that must not block the event loop. Raises
     as ``open_runtime`` does."""
-    runner = _runner(workspace, policy, tools, executors, async_executors)
+    runner = _runner(workspace, policy, tools, executors, resolver, async_executors)
     return AsyncRuntime(store, session_id, model, runner, review, clock=clock, prompt=prompt or PromptConfig())
 
 
-def _runner(
+def _runner(  # noqa: PLR0917 (private: the two open functions' own arguments, in order)
     workspace: Workspace,
     policy: GatePolicy | None,
     tools: Sequence[ToolSpec],
     executors: Mapping[str, Executor] | None,
+    resolver: Resolver | None,
     async_executors: Mapping[str, AsyncExecutor] | None = None,
 ) -> ToolRunner:
     return ToolRunner(
@@ -186,4 +192,5 @@ def _runner(
         policy or GatePolicy(),
         {**workspace.executors(), **(executors or {})},
         dict(async_executors or {}),
+        resolver or workspace.resolver(),
     )

@@ -14,7 +14,25 @@ tools declare). ``check_scope`` compares the effects an execution step had
 - ``target-unknown``: what the effect acts on cannot be determined (a write
   tool that declares no target arguments or was called without them, a
   shell line whose writes the classifier cannot name), so nothing shows it
-  stays inside ``scope.paths``: it fails closed.
+  stays inside ``scope.paths``: it fails closed;
+- ``target-unresolvable``: the path as named is inside the scope, but where
+  it really lands could not be resolved (a link loop, a link out of the
+  workspace, a file with other hard links, a path that could not be read);
+- ``resolved-outside-scope``: the path as named is inside the scope, but it
+  really lands outside it (through a symbolic link, or a directory that
+  holds one).
+
+A path names a place; links decide where a write lands. The kernel does no
+I/O, so it decides on targets already resolved: the runtime asks its
+resolver for every path of a call's effects and hands each effect over with
+``resolved``, the ``ResolvedTarget`` values it found (where the name itself
+lives and where it leads, each relative to the workspace root, or ``None``
+with the reason it could not be resolved). Every resolved target must be in
+the scope too; an empty ``resolved`` shows nothing, so it is refused like
+an unresolvable one. An effect whose ``resolved`` is ``None`` was not
+resolved at all: it is checked by its name alone (what a pure caller gets;
+the runtime always resolves). The resolved targets are checked only when the
+name passes, so each effect is refused for the first reason found.
 
 A pattern covers a path when it is the same path, a directory above it, or a
 glob (``fnmatch`` rules, where ``*`` also crosses ``/``) that matches it. Paths
@@ -43,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Effect",
+    "ResolvedTarget",
     "ScopeVerdict",
     "ScopeViolation",
     "check_scope",
@@ -52,14 +71,28 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
+class ResolvedTarget:
+    """Where a named path really lands, as a resolver found it: ``path``
+    relative to the workspace root, or ``None`` when it could not be resolved
+    (``why`` says why: a link loop, a link out of the workspace, a file with
+    other hard links …)."""
+
+    path: str | None
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Effect:
     """One thing execution does: an effect kind and, if it touches one, a
     workspace-relative path. ``targets_known`` is false when what it acts on
-    cannot be determined (``Effect.unknown``); ``path`` is then ``None``."""
+    cannot be determined (``Effect.unknown``); ``path`` is then ``None``.
+    ``resolved`` is where ``path`` really lands (see the module doc), or
+    ``None`` when it was not resolved."""
 
     kind: str
     path: str | None = None
     targets_known: bool = True
+    resolved: tuple[ResolvedTarget, ...] | None = None
 
     @classmethod
     def unknown(cls, kind: str) -> Effect:
@@ -67,7 +100,14 @@ class Effect:
         return cls(kind, None, targets_known=False)
 
 
-ViolationCode = Literal["effect-outside-scope", "path-outside-scope", "path-escapes", "target-unknown"]
+ViolationCode = Literal[
+    "effect-outside-scope",
+    "path-outside-scope",
+    "path-escapes",
+    "target-unknown",
+    "target-unresolvable",
+    "resolved-outside-scope",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +160,35 @@ def path_in_scope(path: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+def _check_resolved(
+    scope: PlanScope, effect: Effect, path: str, resolved: tuple[ResolvedTarget, ...]
+) -> list[ScopeViolation]:
+    """The violations of where ``path`` (inside the scope by name) really lands."""
+    if not resolved:
+        message = f"where path {path!r} lands was not resolved, so it cannot be kept inside the plan's scope"
+        return [ScopeViolation(effect, "target-unresolvable", message)]
+    out: list[ScopeViolation] = []
+    for target in resolved:
+        if target.path is None:
+            out.append(
+                ScopeViolation(
+                    effect,
+                    "target-unresolvable",
+                    f"where path {path!r} lands cannot be resolved ({target.why}), so it cannot be kept inside "
+                    "the plan's scope",
+                )
+            )
+        elif not path_in_scope(target.path, scope.paths):
+            out.append(
+                ScopeViolation(
+                    effect,
+                    "resolved-outside-scope",
+                    f"path {path!r} really lands at {target.path!r}, outside the plan's scope",
+                )
+            )
+    return out
+
+
 def _check(scope: PlanScope, effect: Effect) -> list[ScopeViolation]:
     out: list[ScopeViolation] = []
     if scope.effects and effect.kind not in scope.effects:
@@ -140,6 +209,8 @@ def _check(scope: PlanScope, effect: Effect) -> list[ScopeViolation]:
             out.append(
                 ScopeViolation(effect, "path-outside-scope", f"path {effect.path!r} is outside the plan's scope")
             )
+        elif effect.resolved is not None:
+            out.extend(_check_resolved(scope, effect, effect.path, effect.resolved))
     return out
 
 

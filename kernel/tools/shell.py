@@ -56,9 +56,16 @@ The classifier lexes the line itself instead of trusting a shell's grammar:
 ``shell_write_targets`` names the paths a shell call writes, for the plan's
 scope: none for a provably read-only line; the operands of a small set of
 writers in their plain forms (``touch``, ``mkdir``, ``rm``, ``rmdir``,
-``cp``, ``mv``, ``tee``, ``chmod``, ``chown``, ``truncate``, ``ln -s``) in a
+``cp``, ``mv``, ``tee``, ``chmod``, ``chown``, ``truncate``, ``ln``) in a
 pipeline of otherwise read-only commands; and ``None`` (cannot be
-determined) for everything else, which a scope with paths refuses.
+determined) for everything else (``install``, ``dd``, a redirection, a long
+option …), which a scope with paths refuses. ``cp``, ``mv`` and ``ln`` also
+name where each source lands when their last operand is a directory
+(``dest/name``), and ``ln`` names what it links to as well as the link: the
+source as given for a hard link, and for ``ln -s`` the source read against
+the link's directory (where a relative symbolic link points), so a link to a
+place outside the scope is refused when it is made. The names are strings;
+where they really land (through links) is the runtime's resolver's to find.
 
 What the process environment of the deployment's shell does (aliases,
 exported functions, tool config files) is the deployment's responsibility.
@@ -66,6 +73,7 @@ exported functions, tool config files) is the deployment's responsibility.
 
 from __future__ import annotations
 
+import posixpath
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -627,12 +635,16 @@ def classify_command(line: str) -> Classification:
 class _Writer:
     """A writer whose plain form names its targets: the option letters it may
     take (``valued`` ones take the next word), and which operands it writes
-    (``all``, ``last`` of two or more, or ``after-first``: all but the mode
-    or owner)."""
+    (``all``, ``last`` of two or more, ``every`` of two or more, or
+    ``after-first``: all but the mode or owner). ``into``: the last operand
+    may be a directory each source lands in (``dest/name`` is named too);
+    ``symbolic``: the letter that makes the links it creates symbolic."""
 
     letters: str
     operands: str
     valued: str = ""
+    into: bool = False
+    symbolic: str = ""
 
 
 _WRITERS: Mapping[str, _Writer] = MappingProxyType({
@@ -642,12 +654,25 @@ _WRITERS: Mapping[str, _Writer] = MappingProxyType({
     "rmdir": _Writer("pv", "all"),
     "tee": _Writer("ai", "all"),
     "truncate": _Writer("c", "all", valued="s"),
-    "cp": _Writer("rRafnpv", "last"),
-    "ln": _Writer("sfnv", "last"),
-    "mv": _Writer("fnvi", "every"),
+    "cp": _Writer("rRafnpv", "last", into=True),
+    "ln": _Writer("sfnv", "every", into=True, symbolic="s"),
+    "mv": _Writer("fnvi", "every", into=True),
     "chmod": _Writer("Rvfc", "after-first"),
     "chown": _Writer("Rvfch", "after-first"),
 })
+
+
+def _landing(sources: list[str], dest: str) -> list[str]:
+    """Where each source lands when ``dest`` is a directory: ``dest/name``."""
+    names = (posixpath.basename(source.rstrip("/")) for source in sources)
+    return [posixpath.join(dest, name) for name in names if name]
+
+
+def _symlink_targets(sources: list[str], dest: str) -> list[str]:
+    """Where ``ln -s`` links point: each source read against the directory
+    of the link (``dest`` itself, or ``dest``'s directory)."""
+    places = (posixpath.dirname(dest), dest)
+    return [posixpath.join(place, source) for source in sources for place in places]
 
 
 def _writer_targets(words: list[_Word]) -> list[str] | None:
@@ -657,6 +682,7 @@ def _writer_targets(words: list[_Word]) -> list[str] | None:
     if writer is None or any(word.globbed for word in words):
         return None
     operands: list[str] = []
+    options: list[str] = []
     rest = [word.text for word in words[1:]]
     while rest:
         text = rest.pop(0)
@@ -669,6 +695,7 @@ def _writer_targets(words: list[_Word]) -> list[str] | None:
         if text.startswith("--"):
             return None
         letters = text[1:]
+        options.append(letters)
         if letters[-1] in writer.valued and all(c in writer.letters for c in letters[:-1]) and rest:
             rest.pop(0)
         elif not all(c in writer.letters for c in letters):
@@ -679,9 +706,14 @@ def _writer_targets(words: list[_Word]) -> list[str] | None:
         return operands
     if len(operands) < 2:
         return None
-    if writer.operands == "last":
-        return operands[-1:]
-    return operands if writer.operands == "every" else operands[1:]
+    if writer.operands == "after-first":
+        return operands[1:]
+    named = operands[-1:] if writer.operands == "last" else operands
+    if writer.into:
+        named = named + _landing(operands[:-1], operands[-1])
+    if writer.symbolic and any(writer.symbolic in option for option in options):
+        named = named + _symlink_targets(operands[:-1], operands[-1])
+    return named
 
 
 def shell_write_targets(arguments: JSONObject) -> tuple[str, ...] | None:

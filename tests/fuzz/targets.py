@@ -49,6 +49,7 @@ from tests.fuzz.inputs import (
     structural_mutations,
     text_inputs,
 )
+from tests.fuzz.scope_targets import SCOPE_TARGETS
 from tests.fuzz.seeds import EXIT_PLAN_ARGS, LOG_KEYS, PLAN_SPEC_KEYS, SEED_LOGS
 from tests.fuzz.serve_targets import SERVE_TARGETS
 from tests.fuzz.store_targets import STORE_TARGETS
@@ -324,7 +325,9 @@ KERNEL_TARGETS: tuple[Target, ...] = (
 
 
 #: Every fuzz target, kernel entry points first.
-TARGETS: tuple[Target, ...] = KERNEL_TARGETS + TOOL_TARGETS + STORE_TARGETS + SERVE_TARGETS + CLI_TARGETS
+TARGETS: tuple[Target, ...] = (
+    KERNEL_TARGETS + TOOL_TARGETS + SCOPE_TARGETS + STORE_TARGETS + SERVE_TARGETS + CLI_TARGETS
+)
 
 
 def by_name(name: str) -> Target:

@@ -125,3 +125,12 @@ SERVE = by_name("serve")
 @given(SERVE.inputs)
 def test_fuzz_serve(data: bytes) -> None:
     check(SERVE, data)
+
+
+SCOPE_LINKS = by_name("scope_links")
+
+
+@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
+@given(SCOPE_LINKS.inputs)
+def test_fuzz_scope_links(data: bytes) -> None:
+    check(SCOPE_LINKS, data)

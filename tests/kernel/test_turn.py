@@ -208,15 +208,11 @@ def test_the_abandoned_turn_is_its_interrupted_calls_then_its_end_and_nothing_wh
     assert abandoned_turn(fold_session(()), ()) == ()
 
 
-def test_a_call_of_a_tool_the_registry_does_not_know_is_no_scope_matter() -> None:
-    from planfold.kernel.tools.spec import ToolCall  # noqa: PLC0415
-
-    events = _turn_log()
-    assert scope_refusal(fold_session(events), REGISTRY, ToolCall("c1", "unknown_tool", {})) is None
-
-
 def test_a_write_without_an_executing_plan_is_no_scope_matter() -> None:
+    from planfold.kernel.plan.scope import Effect  # noqa: PLC0415
     from planfold.kernel.tools.spec import ToolCall  # noqa: PLC0415
 
     events = _turn_log()
-    assert scope_refusal(fold_session(events), REGISTRY, ToolCall("c1", "write_file", {"path": "x"})) is None
+    call = ToolCall("c1", "write_file", {"path": "x"})
+    assert scope_refusal(fold_session(events), call, (Effect("write", "x"),)) is None
+    assert scope_refusal(fold_session(events), call, ()) is None

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planfold.kernel.plan.events import PlanChangeError, approve_event, draft_event, start_event
-from planfold.kernel.plan.scope import Effect, check_scope, path_in_scope, scope_realign_event
+from planfold.kernel.plan.scope import Effect, ResolvedTarget, check_scope, path_in_scope, scope_realign_event
 from planfold.kernel.plan.spec import PlanScope
 from tests.plan_helpers import Session, spec
 
@@ -104,6 +104,65 @@ def test_an_effect_whose_targets_cannot_be_determined_is_outside_a_scope_with_pa
         "effect-outside-scope"
     ]
     assert check_scope(spec(), [Effect.unknown("shell")]).violations == ()
+
+
+def _resolved(path: str, *places: str | None, why: str = "a link loop") -> Effect:
+    return Effect("write", path, resolved=tuple(ResolvedTarget(p, "" if p else why) for p in places))
+
+
+def test_a_path_named_inside_the_scope_that_lands_outside_it_is_refused_where_it_lands() -> None:
+    effect = _resolved("src/o/secret", "src/o/secret", "outside/secret")
+    [violation] = check_scope(SCOPED, [effect]).violations
+    assert (violation.effect, violation.code) == (effect, "resolved-outside-scope")
+    assert violation.message == "path 'src/o/secret' really lands at 'outside/secret', outside the plan's scope"
+
+
+def test_a_path_that_lands_inside_the_scope_wherever_it_leads_passes() -> None:
+    assert check_scope(SCOPED, [_resolved("src/l", "src/l", "docs/a.md", "README.md")]).violations == ()
+
+
+def test_a_path_whose_landing_cannot_be_resolved_is_refused_with_the_resolvers_reason() -> None:
+    effect = _resolved("src/h", "src/h", None, why="a file with 2 hard links")
+    [violation] = check_scope(SCOPED, [effect]).violations
+    assert (violation.effect, violation.code) == (effect, "target-unresolvable")
+    assert violation.message == (
+        "where path 'src/h' lands cannot be resolved (a file with 2 hard links), so it cannot be kept "
+        "inside the plan's scope"
+    )
+
+
+def test_every_place_a_path_lands_outside_the_scope_is_listed() -> None:
+    effect = _resolved("src/x", None, "tests/x", "src/y", "etc/z")
+    assert [v.code for v in check_scope(SCOPED, [effect]).violations] == [
+        "target-unresolvable",
+        "resolved-outside-scope",
+        "resolved-outside-scope",
+    ]
+
+
+def test_a_resolution_that_found_no_place_at_all_is_refused() -> None:
+    effect = Effect("write", "src/a.py", resolved=())
+    [violation] = check_scope(SCOPED, [effect]).violations
+    assert (violation.effect, violation.code) == (effect, "target-unresolvable")
+    assert violation.message == (
+        "where path 'src/a.py' lands was not resolved, so it cannot be kept inside the plan's scope"
+    )
+
+
+def test_where_a_path_lands_is_checked_only_when_its_name_is_inside_a_scope_with_paths() -> None:
+    outside = Effect("write", "tests/t.py", resolved=(ResolvedTarget(None, "loop"),))
+    escaping = Effect("write", "../t.py", resolved=(ResolvedTarget(None, "outside"),))
+    assert [v.code for v in check_scope(SCOPED, [outside, escaping]).violations] == [
+        "path-outside-scope",
+        "path-escapes",
+    ]
+    effects_only = spec(scope=PlanScope(effects=("write",)))
+    assert check_scope(effects_only, [_resolved("src/a", None, "etc/x")]).violations == ()
+    assert check_scope(spec(), [_resolved("src/a", None, "etc/x")]).violations == ()
+
+
+def test_an_unresolved_effect_is_checked_by_its_name_alone() -> None:
+    assert check_scope(SCOPED, [Effect("write", "src/a.py")]).violations == ()
 
 
 @given(st.lists(st.builds(Effect, st.sampled_from(["read", "write", "shell"]), st.none() | st.text())))

@@ -522,9 +522,24 @@ def test_a_command_that_is_not_text_or_a_tool_that_is_not_a_shell_is_refused_say
         ("rm -- a b", ("a", "b")),
         ("truncate -s 0 f", ("f",)),  # a valued letter takes the next word
         ("truncate -cs 0 f", ("f",)),
-        ("cp a b", ("b",)),  # the last of two or more
-        ("cp a b c", ("c",)),
-        ("mv a b", ("a", "b")),  # every operand
+        ("cp a b", ("b", "b/a")),  # the last of two or more, and where a lands if it is a directory
+        ("cp a b c", ("c", "c/a", "c/b")),
+        ("cp -r d/ e", ("e", "e/d")),  # a source's name without its trailing slash
+        ("cp / e", ("e",)),  # a source with no name lands nowhere else
+        ("mv a b", ("a", "b", "b/a")),  # every operand
+        # ln names what it links to as well as the link
+        ("ln ../x src/h", ("../x", "src/h", "src/h/x")),
+        (
+            "ln -s ../../outside src/o",
+            ("../../outside", "src/o", "src/o/outside", "src/../../outside", "src/o/../../outside"),
+        ),
+        ("ln -sf /etc/passwd p", ("/etc/passwd", "p", "p/passwd", "/etc/passwd", "/etc/passwd")),
+        ("ln -v -s a d/l", ("a", "d/l", "d/l/a", "d/a", "d/l/a")),
+        ("ln -s a", None),  # the link's name is not named
+        ("install -m 644 a src/b", None),  # writers without a plain form are unknown
+        ("dd if=a of=src/b", None),
+        ("cp -t src a", None),
+        ("ln --symbolic a b", None),
         ("chmod 644 f", ("f",)),  # all but the mode
         ("chmod 644 f g", ("f", "g")),
         # targets that cannot be named
