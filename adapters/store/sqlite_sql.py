@@ -26,10 +26,13 @@ from dataclasses import dataclass
 __all__ = [
     "APPEND_READ",
     "APPEND_READ_NO_KEY",
+    "HAS_FORKS",
+    "INSERT_FORK",
     "INSERT_GOAL_ID",
     "INSERT_ROWS",
     "PROJECTION_COLUMNS",
     "SELECT_EVENTS",
+    "SELECT_FORK",
     "SELECT_LEASE",
     "TIME_COLUMNS",
     "UPSERT_LEASE",
@@ -89,6 +92,13 @@ UPSERT_LEASE = (
     " ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, token = excluded.token,"
     " expires_at = excluded.expires_at, ttl_ms = excluded.ttl_ms"
 )
+
+#: A row when the file has the forks table (a file opened read-only may predate it).
+HAS_FORKS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'forks'"
+#: A forked session's provenance.
+SELECT_FORK = "SELECT source_session, source_seq, prefix_sha256 FROM forks WHERE session_id = ?"
+#: Record a forked session's provenance (session id, source, seq, prefix hash).
+INSERT_FORK = "INSERT INTO forks (session_id, source_session, source_seq, prefix_sha256) VALUES (?, ?, ?, ?)"
 
 #: Record a goal id a session created (session id, goal id, seq of the create).
 INSERT_GOAL_ID = "INSERT INTO goal_ids (session_id, goal_id, seq) VALUES (?, ?, ?)"
