@@ -314,7 +314,7 @@ class ForkSeqMissingError(SessionError):
     def __init__(self, session_id: str, at: int, head: int) -> None:
         if at < 1:
             problem = (
-                f"has no seq {at}: a fork holds the first N events for N from 1 to {head} "
+                f"has no seq {at}: a fork holds the first N events, N at least 1 "
                 "(a fork at 0 would be an empty session: start a new session instead)"
             )
         else:
