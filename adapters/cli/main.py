@@ -80,7 +80,7 @@ from ..specgen.vectors import (
     read_record_lines,
     run_conform,
 )
-from ..store.base import Store, check_session_id, import_session
+from ..store.base import Store, check_provenance, check_session_id, import_session
 from ..store.fork import fork_at_turn
 from ..store.opener import is_postgres_url
 from .args import LOG_LEVELS, count, log_level, positive_seconds
@@ -367,6 +367,8 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
     events = read_session_jsonl(body)  # a bad log is refused before anything is opened
     if not events:
         raise CliError(f"nothing imported: {shown(args.file)} holds no events", code="nothing-to-import")
+    if provenance is not None:
+        check_provenance(args.session, events, provenance)  # before anything is opened, as the log
     if is_postgres_url(args.db) or os.path.exists(args.db):
         try:
             existing = open_database(args.db, write=False)

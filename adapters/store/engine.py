@@ -17,7 +17,9 @@ supplies only what differs between storage engines:
 - ``Transaction``: the rows. ``append_view`` reads everything an append needs
   before it decides (the log's last seq, the session row's snapshot, what the
   idempotency key already answered); ``rows`` yields stored
-  ``(seq, kind, at, payload text)`` rows in seq order; ``snapshot``,
+  ``(seq, kind, at, payload text)`` rows in seq order (``prefix``: those up
+to a seq, which a write transaction reads whole: a stream left early may
+abort its transaction); ``snapshot``,
   ``session_row``, ``head`` and ``used_goal_ids`` read; ``insert_events``,
   ``write_row``, ``insert_key`` and ``insert_goal_ids`` write. Payloads are stored as the compact JSON text the codec
   produced, so every backend hands back byte-identical events.
@@ -235,6 +237,8 @@ class Transaction(Protocol):
     def head(self, session_id: str) -> int: ...
 
     def rows(self, session_id: str, after: int) -> Iterable[StoredEvent]: ...
+
+    def prefix(self, session_id: str, upto: int) -> Iterable[StoredEvent]: ...
 
     def snapshot(self, session_id: str) -> tuple[str, str, int] | None: ...
 
@@ -526,7 +530,7 @@ class LogStore:
             raise ForkSourceMissingError(source)
         if at > head:
             raise ForkSeqMissingError(source, at, head)
-        rows = list(itertools.islice(tx.rows(source, 0), at))
+        rows = list(tx.prefix(source, at))
         state = fold_rows(SessionState(), decode_rows(rows))
         if state.last_seq != at:  # a hand-edited log with fewer rows than its head says
             raise ForkSeqMissingError(source, at, state.last_seq)
@@ -731,7 +735,7 @@ class LogStore:
             provenance = tx.provenance(sid)
             if provenance is None:
                 return report
-            problems = _provenance_problems(provenance, state.last_seq, lambda: tx.rows(sid, 0))
+            problems = _provenance_problems(provenance, state.last_seq, lambda: tx.prefix(sid, provenance.seq))
             return replace(report, mismatches=report.mismatches + problems, provenance=provenance)
 
         return self._read("audit", session_id, body)
@@ -748,7 +752,7 @@ def _provenance_problems(
     ``last_seq``): a seq past the log, or a prefix that hashes otherwise."""
     if provenance.seq > last_seq:
         return (f"provenance: the fork's seq {provenance.seq} is past the log's last seq {last_seq}",)
-    found = prefix_digest(_events(itertools.islice(rows(), provenance.seq)))
+    found = prefix_digest(_events(rows()))
     if found != provenance.prefix_sha256:
         return (
             f"provenance: the first {provenance.seq} events hash to {found}, "

@@ -77,6 +77,10 @@ class _MemoryTransaction:
         session = self.sessions.get(session_id)
         return iter(() if session is None else session.events[after:])
 
+    def prefix(self, session_id: str, upto: int) -> Iterator[StoredEvent]:
+        session = self.sessions.get(session_id)
+        return iter(() if session is None else session.events[: max(upto, 0)])
+
     def snapshot(self, session_id: str) -> tuple[str, str, int] | None:
         row = self.session_row(session_id)
         return None if row is None else (row.fold_format, row.fold_state, row.projection.last_seq)

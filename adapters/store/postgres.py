@@ -118,6 +118,7 @@ from .postgres_schema import (
     SCHEMA_VERSION,
     SELECT_EVENTS,
     SELECT_FORK,
+    SELECT_PREFIX,
     SELECT_ROW,
     SELECT_SNAPSHOT,
     SESSION_IDS,
@@ -317,6 +318,10 @@ class _PostgresTransaction:
         if not self.started:
             self._query("SELECT 1", None)
         return self.conn.cursor().stream(SELECT_EVENTS, (session_id, after))
+
+    def prefix(self, session_id: str, upto: int) -> Iterator[StoredEvent]:
+        # Read whole: a stream left early is cancelled, which would abort the transaction.
+        return iter(self._query(SELECT_PREFIX, (session_id, upto)).fetchall())
 
     def snapshot(self, session_id: str) -> tuple[str, str, int] | None:
         row = self._one(SELECT_SNAPSHOT, (session_id,))

@@ -71,6 +71,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SELECT_EVENTS",
     "SELECT_FORK",
+    "SELECT_PREFIX",
     "SELECT_ROW",
     "SELECT_SNAPSHOT",
     "SESSION_IDS",
@@ -137,6 +138,11 @@ HEAD = "SELECT COALESCE(MAX(seq), 0) FROM planfold_events WHERE session_id = %s:
 
 SELECT_EVENTS = (
     "SELECT seq, kind, at, payload FROM planfold_events WHERE session_id = %s::text AND seq > %s ORDER BY seq"
+)
+
+#: A session's events up to a seq, in order.
+SELECT_PREFIX = (
+    "SELECT seq, kind, at, payload FROM planfold_events WHERE session_id = %s::text AND seq <= %s ORDER BY seq"
 )
 
 SELECT_SNAPSHOT = "SELECT fold_format, fold_state, log_seq FROM planfold_sessions WHERE id = %s::text"

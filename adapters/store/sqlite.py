@@ -74,6 +74,7 @@ from .sqlite_sql import (
     SELECT_EVENTS,
     SELECT_FORK,
     SELECT_LEASE,
+    SELECT_PREFIX,
     UPSERT_LEASE,
     RowSql,
     insert_events_sql,
@@ -200,6 +201,9 @@ class _SqliteTransaction:
 
     def rows(self, session_id: str, after: int) -> Iterable[StoredEvent]:
         return self.conn.execute(SELECT_EVENTS, (session_id, after))
+
+    def prefix(self, session_id: str, upto: int) -> Iterable[StoredEvent]:
+        return self.conn.execute(SELECT_PREFIX, (session_id, upto))
 
     def snapshot(self, session_id: str) -> tuple[str, str, int] | None:
         row = self.conn.execute(

@@ -34,6 +34,7 @@ __all__ = [
     "SELECT_EVENTS",
     "SELECT_FORK",
     "SELECT_LEASE",
+    "SELECT_PREFIX",
     "TIME_COLUMNS",
     "UPSERT_LEASE",
     "RowSql",
@@ -59,6 +60,9 @@ TIME_COLUMNS = ("created_at_ms", "updated_at_ms")
 
 #: A session's events after a seq, in order.
 SELECT_EVENTS = "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
+
+#: A session's events up to a seq, in order.
+SELECT_PREFIX = "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq <= ? ORDER BY seq"
 
 #: What an append reads, in one statement: the log's head, whether the
 #: session row exists and its snapshot, what the idempotency key (NULL when
