@@ -109,7 +109,7 @@ def test_a_fork_at_every_seq_of_the_demo_in_memory_audits_clean_and_exports_the_
 
 def test_fork_turn_k_keeps_everything_before_turn_k_started(db: Path) -> None:
     with SqliteStore(db) as store:
-        starts = {int(e.payload["turn"]): e.seq for e in store.read("demo-1") if e.kind == TURN_START}  # type: ignore[call-overload]
+        starts = {e.payload["turn"]: e.seq for e in store.read("demo-1") if e.kind == TURN_START}
     assert len(starts) >= 3
     status, out, err = run("fork", "--db", str(db), "demo-1", "rewound", "--turn", "3")
     assert status == 0, err
