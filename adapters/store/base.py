@@ -311,15 +311,13 @@ class ForkSeqMissingError(SessionError):
 
     code = "fork-seq-missing"
 
-    def __init__(self, session_id: str, at: int, head: int) -> None:
+    def __init__(self, session_id: str, at: int, head: int, why: str | None = None) -> None:
         if at < 1:
-            problem = (
-                f"has no seq {at}: a fork holds the first N events, N at least 1 "
+            why = (
+                "a fork holds the first N events, N at least 1 "
                 "(a fork at 0 would be an empty session: start a new session instead)"
             )
-        else:
-            problem = f"has no seq {at}: its log ends at seq {head}"
-        super().__init__(session_id, problem)
+        super().__init__(session_id, f"has no seq {at}: {why or f'its log ends at seq {head}'}")
         self.at = at
         self.head = head
 
@@ -557,7 +555,7 @@ def check_fork_request(source_session: object, at: object, new_session: object) 
         raise InvalidRequestError(f"a fork's seq must be an integer, got {at!r}")
     if at < 1:
         raise ForkSeqMissingError(source, at, 0)
-    return min(at, MAX_SEQ)
+    return at
 
 
 def check_provenance(session_id: str, events: Sequence[Event], provenance: object) -> ForkProvenance:

@@ -1,8 +1,11 @@
 """Rewinding to a turn (``adapters.store.fork``): the seq a turn starts at,
 a fork just before it, and the typed refusals of turns the log never
-started."""
+started; a fork of a hand-edited log is refused where its seqs break."""
 
 from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +19,8 @@ from planfold.adapters.store.base import (
 from planfold.adapters.store.contract_logs import FULL_SCRIPT, build_log
 from planfold.adapters.store.fork import ForkTurnMissingError, fork_at_turn, turn_start_seq
 from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.kernel.errors import ReplayError
 from planfold.kernel.log import TURN_START, Event
 
 LOG = build_log(FULL_SCRIPT).events
@@ -79,3 +84,21 @@ def test_a_rewind_into_a_session_that_exists_is_refused() -> None:
     with pytest.raises(SessionExistsError):
         fork_at_turn(store, "s", 2, "other")
     assert store.head("other") == 1
+
+
+def test_a_fork_of_a_hand_edited_log_is_refused_where_its_seqs_break_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "edited.db"
+    with SqliteStore(path) as store:
+        store.append("s", 0, LOG[:10])
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM events WHERE session_id = 's' AND seq IN (4, 5)")
+    conn.commit()
+    conn.close()
+    with SqliteStore(path) as store:
+        with pytest.raises(ForkSeqMissingError, match="unbroken only to 3"):
+            store.fork("s", 5, "new")  # the head is 10, but there is no seq 4 or 5
+        with pytest.raises(ReplayError) as info:
+            store.fork("s", 6, "new")  # the prefix itself breaks a rule: the log's fault
+        assert (info.value.position, info.value.rule) == (6, "seq-gap")
+        assert store.fork("s", 3, "new").seq == 3
+        assert store.session_ids() == ("new", "s") and store.audit("new").ok
