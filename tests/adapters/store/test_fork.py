@@ -1,12 +1,14 @@
 """Rewinding to a turn (``adapters.store.fork``): the seq a turn starts at,
 a fork just before it, and the typed refusals of turns the log never
-started; a fork of a hand-edited log is refused where its seqs break."""
+started; a fork of a hand-edited log is refused where its seqs break, and
+one whose last write fails writes nothing at all."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from planfold.adapters.provenance import ForkProvenance, prefix_digest
@@ -15,10 +17,13 @@ from planfold.adapters.store.base import (
     ForwardingStore,
     InvalidRequestError,
     SessionExistsError,
+    StorageError,
 )
 from planfold.adapters.store.contract_logs import FULL_SCRIPT, build_log
 from planfold.adapters.store.fork import ForkTurnMissingError, fork_at_turn, turn_start_seq
 from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.postgres import PostgresStore
+from planfold.adapters.store.projection import Projection
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.errors import ReplayError
 from planfold.kernel.log import TURN_START, Event
@@ -102,3 +107,36 @@ def test_a_fork_of_a_hand_edited_log_is_refused_where_its_seqs_break_and_writes_
         assert (info.value.position, info.value.rule) == (6, "seq-gap")
         assert store.fork("s", 3, "new").seq == 3
         assert store.session_ids() == ("new", "s") and store.audit("new").ok
+
+
+def _planted_fork_row(store: SqliteStore | PostgresStore, target: str) -> None:
+    """A provenance row for session ``new`` with nothing else of it: the
+    fork's last write then fails (its key is taken) after all its others."""
+    if isinstance(store, SqliteStore):
+        conn = sqlite3.connect(target)
+        conn.execute("INSERT INTO forks VALUES ('new', 'elsewhere', 1, ?)", ("0" * 64,))
+        conn.commit()
+        conn.close()
+    else:
+        with psycopg.connect(target, autocommit=True) as server:
+            server.execute("INSERT INTO planfold_forks VALUES ('new', 'elsewhere', 1, %s)", ("0" * 64,))
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_fork_whose_last_write_fails_writes_nothing_at_all(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    target = str(tmp_path / "store.db") if backend == "sqlite" else str(request.getfixturevalue("pg_url"))
+    store: SqliteStore | PostgresStore = SqliteStore(target) if backend == "sqlite" else PostgresStore(target)
+    with store:
+        store.append("s", 0, LOG)
+        _planted_fork_row(store, target)
+        with pytest.raises(StorageError) as info:
+            store.fork("s", 20, "new")
+        assert info.value.outcome == "not-applied"
+        assert store.head("new") == 0 and store.read("new") == () and store.session_ids() == ("s",)
+        assert store.projection("new") == Projection()
+        store.append("new", 0, LOG[:20])  # the goal id the prefix created (seq 17) was not kept for it either
+        report = store.audit("new")  # the planted provenance, which the audit checks against the log
+        assert report.provenance == ForkProvenance("elsewhere", 1, "0" * 64)
+        assert len(report.mismatches) == 1 and "the first 1 events hash to" in report.mismatches[0]
