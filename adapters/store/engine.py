@@ -20,8 +20,9 @@ supplies only what differs between storage engines:
   ``(seq, kind, at, payload text)`` rows in seq order (``prefix``: those up
 to a seq, which a write transaction reads whole: a stream left early may
 abort its transaction); ``snapshot``,
-  ``session_row``, ``head`` and ``used_goal_ids`` read; ``insert_events``,
-  ``write_row``, ``insert_key`` and ``insert_goal_ids`` write. Payloads are stored as the compact JSON text the codec
+  ``session_row``, ``head``, ``used_goal_ids`` and ``provenance`` read;
+  ``insert_events``, ``write_row``, ``insert_key``, ``insert_goal_ids`` and
+  ``write_provenance`` write. Payloads are stored as the compact JSON text the codec
   produced, so every backend hands back byte-identical events.
 
 An append is: validate (``prepare_append``, outside any transaction); in one
