@@ -18,12 +18,12 @@ supplies only what differs between storage engines:
   before it decides (the log's last seq, the session row's snapshot, what the
   idempotency key already answered); ``rows`` yields stored
   ``(seq, kind, at, payload text)`` rows in seq order (``prefix``: those up
-to a seq, which a write transaction reads whole: a stream left early may
-abort its transaction); ``snapshot``,
-  ``session_row``, ``head``, ``used_goal_ids`` and ``provenance`` read;
-  ``insert_events``, ``write_row``, ``insert_key``, ``insert_goal_ids`` and
-  ``write_provenance`` write. Payloads are stored as the compact JSON text the codec
-  produced, so every backend hands back byte-identical events.
+  to a seq, which a write transaction reads whole: a stream left early may
+  abort its transaction); ``snapshot``, ``session_row``, ``head``,
+  ``used_goal_ids`` and ``provenance`` read; ``insert_events``,
+  ``write_row``, ``insert_key``, ``insert_goal_ids`` and
+  ``write_provenance`` write. Payloads are stored as the compact JSON text
+  the codec produced, so every backend hands back byte-identical events.
 
 An append is: validate (``prepare_append``, outside any transaction); in one
 write transaction read the view; answer a known key (or refuse a key reused
