@@ -534,7 +534,7 @@ class LogStore:
         rows = list(tx.prefix(source, at))
         state = fold_rows(SessionState(), decode_rows(rows))
         if state.last_seq != at:  # a hand-edited log whose seqs skip ``at`` (its head is past it)
-            why = f"its seqs run unbroken only to {state.last_seq}, then skip to past {at} (a hand-edited log)"
+            why = f"its seqs run unbroken only to {state.last_seq} and go on after {at} (a hand-edited log)"
             raise ForkSeqMissingError(source, at, head, why)
         events = _events(rows)
         provenance = ForkProvenance(source, at, prefix_digest(events))
