@@ -20,15 +20,15 @@ checked. ``export`` and ``import`` move one session between the two forms.
 - ``fork --db PATH SOURCE NEW --at N`` (or ``--turn K``): a new session
   whose log is the first N events of SOURCE (or everything before turn K
   started), with its provenance (``Store.fork``).
+- ``demo``: see ``adapters.cli.demo``.
+- ``conform DIR``: see ``adapters.specgen.vectors``.
+- ``serve --db FILE``: JSON-RPC 2.0 on stdin/stdout, see ``adapters.serve``.
 
 A forked session's provenance (its source, the seq it was forked at, the
 hash of that prefix) is shown by ``replay`` and ``audit`` (which also checks
 it against the session's own first events), and its export ends with a fork
 record (``adapters.provenance``) that ``import`` keeps and ``replay`` of
 the exported file shows.
-- ``demo``: see ``adapters.cli.demo``.
-- ``conform DIR``: see ``adapters.specgen.vectors``.
-- ``serve --db FILE``: JSON-RPC 2.0 on stdin/stdout, see ``adapters.serve``.
 
 Reading never writes: ``replay``, ``audit`` and ``export`` open a database
 read-only and refuse one that is not planfold's. A JSON Lines log is read by
