@@ -1,6 +1,8 @@
 """planfold's adapters: the imperative shell around the kernel.
 
 - ``codec``: msgspec encoding of events and snapshots, JSON Lines;
+- ``provenance``: where a forked session came from, and its fork record in
+  a JSON Lines export;
 - ``store``: the session log on memory, SQLite (the embedded default) and the
   ``SessionLog`` that decides on fresh state and appends;
 - ``llm``: the model port, an OpenAI-compatible client and a scripted one;

@@ -1,4 +1,4 @@
-"""``planfold``: run the demo, and replay, audit, export and import logs.
+"""``planfold``: run the demo, and replay, audit, export, import and fork logs.
 
 Theory of operation
 -------------------
@@ -17,9 +17,18 @@ checked. ``export`` and ``import`` move one session between the two forms.
 - ``import FILE --db PATH --session ID``: a JSON Lines log into an empty
   session (folded strictly first; nothing is written, and no database is
   created, unless the whole log lands).
+- ``fork --db PATH SOURCE NEW --at N`` (or ``--turn K``): a new session
+  whose log is the first N events of SOURCE (or everything before turn K
+  started), with its provenance (``Store.fork``).
 - ``demo``: see ``adapters.cli.demo``.
 - ``conform DIR``: see ``adapters.specgen.vectors``.
 - ``serve --db FILE``: JSON-RPC 2.0 on stdin/stdout, see ``adapters.serve``.
+
+A forked session's provenance (its source, the seq it was forked at, the
+hash of that prefix) is shown by ``replay`` and ``audit`` (which also checks
+it against the session's own first events), and its export ends with a fork
+record (``adapters.provenance``) that ``import`` keeps and ``replay`` of
+the exported file shows.
 
 Reading never writes: ``replay``, ``audit`` and ``export`` open a database
 read-only and refuse one that is not planfold's. A JSON Lines log is read by
@@ -63,6 +72,7 @@ from ...kernel.session import SessionState
 from ..codec import CodecError, encode_jsonl, read_session_jsonl
 from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
+from ..provenance import ForkProvenance, ForkRecordError, ForkRecordLines, encode_fork_record, split_fork_record
 from ..serve.command import add_serve_arguments, run_serve
 from ..specgen.vectors import (
     MalformedRecordError,
@@ -70,7 +80,8 @@ from ..specgen.vectors import (
     read_record_lines,
     run_conform,
 )
-from ..store.base import Store, check_session_id, import_session
+from ..store.base import Store, check_provenance, check_session_id, import_session
+from ..store.fork import fork_at_turn
 from ..store.opener import is_postgres_url
 from .args import LOG_LEVELS, count, log_level, positive_seconds
 from .demo import command_name, run_demo
@@ -131,6 +142,7 @@ class Checked:
     problem: Problem | None = None
     mismatches: tuple[str, ...] = ()
     snapshot: str | None = None
+    provenance: ForkProvenance | None = None
 
     @property
     def ok(self) -> bool:
@@ -144,6 +156,8 @@ class Checked:
             out["state"] = summarize(self.state)
         if self.snapshot is not None:
             out["projection"] = {"mismatches": list(self.mismatches), "snapshot": self.snapshot}
+        if self.provenance is not None:
+            out["fork"] = self.provenance.as_json()
         return out
 
 
@@ -179,6 +193,8 @@ def fold_checked(
                 progress.update(count if done is None else done(count), events=count)
         except MalformedRecordError as exc:
             return Checked(session, count, state, Problem(exc.seq, exc.line, "malformed-record", exc.detail))
+        except ForkRecordError as exc:
+            return Checked(session, count, state, Problem(None, exc.line, exc.code, exc.message))
         except ReplayError as exc:  # a stored payload that does not decode
             return Checked(session, count, state, _from_replay(exc))
         finally:
@@ -197,10 +213,25 @@ def _check(args: argparse.Namespace, audit: bool, err: TextIO, stdin: BinaryIO) 
     progress = Progress(err, enabled=args.progress)
     with read_source(args.file, stdin) as source:
         if source.kind == "jsonl":
-            records = read_record_lines(source.lines())
-            return [fold_checked(args.session or source.label, records, source.size, progress,
-                                 lambda _: source.bytes_read)]
+            lines = ForkRecordLines(source.lines())
+            records = read_record_lines(lines)
+            checked = fold_checked(args.session or source.label, records, source.size, progress,
+                                   lambda _: source.bytes_read)
+            return [_with_fork_record(checked, lines.provenance)]
         return _check_database(args, source, audit, progress)
+
+
+def _with_fork_record(checked: Checked, provenance: ForkProvenance | None) -> Checked:
+    """A JSON Lines log's check with its fork record: shown, and refused when
+    it claims more events than the log holds (its hash is checked where the
+    log is imported)."""
+    if provenance is None or checked.problem is not None:
+        return checked
+    checked.provenance = provenance
+    if provenance.seq > checked.events:
+        detail = f"the fork record's seq {provenance.seq} is past the log's {checked.events} events"
+        checked.problem = Problem(None, checked.events + 1, "provenance-mismatch", detail)
+    return checked
 
 
 def _check_database(args: argparse.Namespace, source: Source, audit: bool, progress: Progress) -> list[Checked]:
@@ -213,6 +244,7 @@ def _check_database(args: argparse.Namespace, source: Source, audit: bool, progr
             raise CliError(f"{shown(source.name)} holds no sessions: nothing to check", code="no-sessions")
         for sid in sessions:
             checked = fold_checked(sid, ((None, e) for e in store.scan(sid)), store.head(sid), progress)
+            checked.provenance = store.provenance(sid)
             if audit and checked.problem is None:
                 report = store.audit(sid)
                 checked.mismatches, checked.snapshot = report.mismatches, report.snapshot
@@ -225,11 +257,15 @@ def _print_checked(results: list[Checked], audit: bool, out: TextIO) -> None:
         name = shown(r.session)
         if r.problem is not None:
             out.write(f"{name}: {r.problem.text()}\n")
+            if r.provenance is not None:
+                out.write(f"  {shown(r.provenance.text())}\n")
             continue
         assert r.state is not None
         facts = summarize(r.state)
         out.write(f"{name}: ok, {r.events} events, {facts['turns']} turns, mode {facts['agent_mode']}\n")
         out.write(f"  plan: {plan_text(facts['plan'])}\n  goal: {goal_text(facts['goal'])}\n")
+        if r.provenance is not None:
+            out.write(f"  {shown(r.provenance.text())}\n")
         if audit and r.snapshot is not None:
             verdict = "matches the fold" if not r.mismatches else "DOES NOT match the fold"
             out.write(f"  stored projection {verdict} (snapshot {r.snapshot})\n")
@@ -282,8 +318,12 @@ def _cmd_export(args: argparse.Namespace, out: TextIO) -> int:
             raise CliError(f"{shown(output)} is a directory", code="not-a-file")
     with open_database(args.db, write=False) as store:
         _require_session(store, args.session, args.db)
-        data = encode_jsonl(store.read(args.session))
-    count = data.count(b"\n")
+        events = store.read(args.session)
+        provenance = store.provenance(args.session)
+    data = encode_jsonl(events)
+    if provenance is not None:  # after the events: the first lines are the source's, byte for byte
+        data += encode_fork_record(provenance) + b"\n"
+    count = len(events)
     if output in (None, "-"):
         out.write(data.decode("utf-8"))
         return 0
@@ -323,9 +363,12 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
         # An import lands in one transaction (all of it or nothing), so it
         # holds the log it writes; a replay streams it instead.
         data = source.read_all()
-    events = read_session_jsonl(data)  # a bad log is refused before anything is opened
+    body, provenance = split_fork_record(data)
+    events = read_session_jsonl(body)  # a bad log is refused before anything is opened
     if not events:
         raise CliError(f"nothing imported: {shown(args.file)} holds no events", code="nothing-to-import")
+    if provenance is not None:
+        check_provenance(args.session, events, provenance)  # before anything is opened, as the log
     if is_postgres_url(args.db) or os.path.exists(args.db):
         try:
             existing = open_database(args.db, write=False)
@@ -351,9 +394,41 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
             code="already-imported",
         )
     if args.json:
-        out.write(json.dumps({"session": args.session, "events": result.last_seq}) + "\n")
+        body_json: dict[str, object] = {"session": args.session, "events": result.last_seq}
+        if provenance is not None:
+            body_json["fork"] = provenance.as_json()
+        out.write(json.dumps(body_json) + "\n")
     else:
         out.write(f"imported {result.last_seq} events into {shown(args.session)} in {shown(args.db)}\n")
+        if provenance is not None:
+            out.write(f"  {shown(provenance.text())}\n")
+    return 0
+
+
+# --------------------------------------------------------------------------
+# fork
+
+
+def _cmd_fork(args: argparse.Namespace, out: TextIO) -> int:
+    check_session_id(args.source)
+    check_session_id(args.new)
+    if not is_postgres_url(args.db):
+        if not os.path.exists(args.db):
+            raise CliError(f"{shown(args.db)}: no such database", code="no-such-file")
+        if os.path.isdir(args.db):
+            raise CliError(f"{shown(args.db)}: is a directory, not a database", code="not-a-file")
+    with open_database(args.db, write=True) as store:
+        if args.turn is not None:
+            provenance = fork_at_turn(store, args.source, args.turn, args.new)
+        else:
+            provenance = store.fork(args.source, args.at, args.new)
+    if args.json:
+        out.write(json.dumps({"session": args.new, "events": provenance.seq, "fork": provenance.as_json()}) + "\n")
+    else:
+        out.write(
+            f"forked {shown(args.source)} at seq {provenance.seq} into {shown(args.new)} in {shown(args.db)}\n"
+            f"  prefix sha256 {provenance.prefix_sha256}\n"
+        )
     return 0
 
 
@@ -504,7 +579,22 @@ def _parser(out: TextIO, err: TextIO) -> _Parser:
         "--db", required=True, metavar="PATH", help="the SQLite database (created if missing) or postgresql:// URL"
     )
     imp.add_argument("--session", required=True, metavar="ID", help="the session to create")
-    for cmd in (demo, export, imp, *(sub.choices[n] for n in ("replay", "audit"))):
+
+    fork = command(
+        "fork",
+        "make a new session from the first events of another",
+        "The new session's log is the first N events of SOURCE (--at N), or everything before turn K started "
+        "(--turn K); it keeps where it came from (SOURCE, N and the hash of those events), which audit and "
+        "export show. SOURCE is not changed, and from then on the two sessions go on independently. Nothing "
+        "is written when SOURCE has no seq N or turn K, or NEW already exists.",
+    )
+    fork.add_argument("--db", required=True, metavar="PATH", help="the planfold SQLite database or postgresql:// URL")
+    fork.add_argument("source", metavar="SOURCE", help="the session to fork")
+    fork.add_argument("new", metavar="NEW", help="the session to create")
+    where = fork.add_mutually_exclusive_group(required=True)
+    where.add_argument("--at", type=int, metavar="N", help="keep the first N events (1 up to SOURCE's last seq)")
+    where.add_argument("--turn", type=int, metavar="K", help="keep everything before turn K started (rewind to it)")
+    for cmd in (demo, export, imp, fork, *(sub.choices[n] for n in ("replay", "audit"))):
         cmd.add_argument("--json", action="store_true", help="print one JSON document instead of text")
 
     add_conform_arguments(command("conform", "check an implementation against conformance vectors"))
@@ -530,6 +620,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: BinaryI
         return _cmd_check(args, out, err, stdin, audit=args.command == "audit")
     if args.command == "export":
         return _cmd_export(args, out)
+    if args.command == "fork":
+        return _cmd_fork(args, out)
     return _cmd_import(args, out, stdin)
 
 

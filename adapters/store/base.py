@@ -31,6 +31,20 @@ driver exception ever reaches a caller.
 the stored snapshot and folds only what follows it. ``audit`` folds the log and
 reports every way the stored projection or snapshot differs from it.
 
+``fork(source, at, new_session)`` makes, in one write transaction, a new
+session whose log is the first ``at`` events of ``source`` (``1 <= at <=
+head``; a fork at 0 would be an empty session, which needs no fork): its
+events are the source's, byte for byte, its projection and snapshot are the
+strict fold of that prefix, and its ``ForkProvenance`` (the source, ``at``,
+the hash of the prefix) is kept with it and read by ``provenance``. The
+source is not changed, and from then on the two logs go on independently.
+A source without events (``fork-source-missing``), a source without seq
+``at`` (``fork-seq-missing``) and a new session that already exists
+(``session-exists``) are refused, and nothing is written. ``import_fork``
+lands a log forked elsewhere (an export with its fork record) in an empty
+session, with its provenance, in one append. ``audit`` checks a fork's
+provenance against its own first ``seq`` events.
+
 ``SharedStore`` adds what processes that share a store need:
 
 - ``follow(session_id, after_seq)`` yields the session's events after
@@ -64,6 +78,7 @@ from ...kernel.log import Event
 from ...kernel.session import SessionState, fold_more
 from ..codec import encode_jsonl, read_session_jsonl, stored_events
 from ..errors import AdapterError
+from ..provenance import ForkProvenance, encode_fork_record, prefix_digest, split_fork_record
 from .projection import (
     SESSION_SNAPSHOT,
     Projection,
@@ -80,6 +95,9 @@ __all__ = [
     "AppendRejectedError",
     "AppendResult",
     "AuditReport",
+    "ForkProvenance",
+    "ForkSeqMissingError",
+    "ForkSourceMissingError",
     "ForwardingStore",
     "IdempotencyMismatchError",
     "InvalidRequestError",
@@ -88,9 +106,11 @@ __all__ = [
     "LeaseLostError",
     "Outcome",
     "PreparedAppend",
+    "ProvenanceMismatchError",
     "SchemaMismatchError",
     "SchemaTooNewError",
     "SessionError",
+    "SessionExistsError",
     "SharedStore",
     "StorageError",
     "Store",
@@ -101,7 +121,9 @@ __all__ = [
     "StoreUnreachableError",
     "audit_state",
     "check_after",
+    "check_fork_request",
     "check_lease_request",
+    "check_provenance",
     "check_session_id",
     "export_session",
     "fold_new_events",
@@ -263,6 +285,51 @@ class LeaseLostError(SessionError):
         self.why = why
 
 
+class SessionExistsError(SessionError):
+    """A fork or an import named a new session that already exists (it has
+    events or a session row): nothing was written (the caller's fault)."""
+
+    code = "session-exists"
+
+    def __init__(self, session_id: str, what: str) -> None:
+        super().__init__(session_id, f"already exists ({what}); a fork makes a new session")
+
+
+class ForkSourceMissingError(SessionError):
+    """The session to fork from has no events (the caller's fault; nothing was written)."""
+
+    code = "fork-source-missing"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id, "has no events to fork")
+
+
+class ForkSeqMissingError(SessionError):
+    """The session to fork from has no seq ``at``: a fork holds the first
+    ``at`` events, for ``at`` from 1 to the source's head (the caller's
+    fault; nothing was written)."""
+
+    code = "fork-seq-missing"
+
+    def __init__(self, session_id: str, at: int, head: int, why: str | None = None) -> None:
+        if at < 1:
+            why = (
+                "a fork holds the first N events, N at least 1 "
+                "(a fork at 0 would be an empty session: start a new session instead)"
+            )
+        super().__init__(session_id, f"has no seq {at}: {why or f'its log ends at seq {head}'}")
+        self.at = at
+        self.head = head
+
+
+class ProvenanceMismatchError(SessionError):
+    """A fork's provenance does not describe the events it came with: its
+    seq is past them, or their first ``seq`` events do not hash to its
+    ``prefix_sha256`` (the caller's fault; nothing was written)."""
+
+    code = "provenance-mismatch"
+
+
 # --------------------------------------------------------------------------
 # Values
 
@@ -289,6 +356,8 @@ class AuditReport:
     last_seq: int
     mismatches: tuple[str, ...]
     snapshot: Literal["current", "stale", "absent"]
+    #: Where the session was forked from (``None`` for a session that was not forked).
+    provenance: ForkProvenance | None = None
 
     @property
     def ok(self) -> bool:
@@ -331,6 +400,18 @@ class Store(Protocol):
 
     def session_ids(self) -> tuple[str, ...]: ...
 
+    def fork(self, source_session: str, at: int, new_session: str) -> ForkProvenance: ...
+
+    def provenance(self, session_id: str) -> ForkProvenance | None: ...
+
+    def import_fork(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        provenance: ForkProvenance,
+        idempotency_key: str | None = None,
+    ) -> AppendResult: ...
+
     def close(self) -> None: ...
 
 
@@ -364,6 +445,17 @@ class ForwardingStore:
 
     def session_ids(self) -> tuple[str, ...]:
         return self.inner.session_ids()
+
+    def fork(self, source_session: str, at: int, new_session: str) -> ForkProvenance:
+        return self.inner.fork(source_session, at, new_session)
+
+    def provenance(self, session_id: str) -> ForkProvenance | None:
+        return self.inner.provenance(session_id)
+
+    def import_fork(
+        self, session_id: str, events: Sequence[Event], provenance: ForkProvenance, idempotency_key: str | None = None
+    ) -> AppendResult:
+        return self.inner.import_fork(session_id, events, provenance, idempotency_key)
 
     def close(self) -> None:
         self.inner.close()
@@ -453,6 +545,41 @@ def check_lease_request(session_id: object, holder: object, ttl_ms: object) -> N
         raise InvalidRequestError(f"ttl_ms must be an integer in 1..{MAX_LEASE_MS}, got {ttl_ms!r}")
 
 
+def check_fork_request(source_session: object, at: object, new_session: object) -> int:
+    """``at`` once both session ids are storable text and ``at`` is an
+    integer; ``InvalidRequestError`` otherwise. A fork at seq 0 or below is
+    ``ForkSeqMissingError`` (no log has such a seq)."""
+    source = check_session_id(source_session)
+    check_session_id(new_session)
+    if isinstance(at, bool) or not isinstance(at, int):
+        raise InvalidRequestError(f"a fork's seq must be an integer, got {at!r}")
+    if at < 1:
+        raise ForkSeqMissingError(source, at, 0)
+    return at
+
+
+def check_provenance(session_id: str, events: Sequence[Event], provenance: object) -> ForkProvenance:
+    """``provenance`` when it is a ``ForkProvenance`` that describes
+    ``events`` (canonical events, as ``prepare_append`` makes them): its seq
+    is within them and their first ``seq`` hash to its ``prefix_sha256``;
+    ``InvalidRequestError`` or ``ProvenanceMismatchError`` otherwise."""
+    if not isinstance(provenance, ForkProvenance):
+        raise InvalidRequestError(f"expected a ForkProvenance, got {provenance!r}")
+    check_session_id(provenance.source)
+    seq = provenance.seq
+    if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= len(events):
+        raise ProvenanceMismatchError(
+            session_id, f"the fork's seq {seq!r} is not within the {len(events)} events imported with it"
+        )
+    found = prefix_digest(events[:seq])
+    if found != provenance.prefix_sha256:
+        raise ProvenanceMismatchError(
+            session_id,
+            f"the first {seq} events hash to {found}, not to the fork's prefix_sha256 {provenance.prefix_sha256!r}",
+        )
+    return provenance
+
+
 def prepare_append(
     session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None
 ) -> PreparedAppend:
@@ -515,8 +642,11 @@ def audit_state(
 
 
 def export_session(store: Store, session_id: str) -> bytes:
-    """The whole log of a session as JSON Lines."""
-    return encode_jsonl(store.read(session_id))
+    """The whole log of a session as JSON Lines; a forked session's export
+    ends with its fork record (``adapters.provenance``)."""
+    data = encode_jsonl(store.read(session_id))
+    provenance = store.provenance(session_id)
+    return data if provenance is None else data + encode_fork_record(provenance) + b"\n"
 
 
 def import_session(
@@ -526,12 +656,20 @@ def import_session(
 
     The text is decoded and folded strictly first (``CodecError`` with the
     line, or the positioned ``ReplayError``); a non-empty target session is a
-    ``ConflictError``. The default idempotency key is derived from the
-    content, so a retried import lands once. ``None`` when there is nothing
-    to import.
+    ``ConflictError``. A last line that is a fork record
+    (``adapters.provenance``) is kept as the session's provenance, which
+    must describe the events (``ProvenanceMismatchError``). The default
+    idempotency key is derived from the content, so a retried import lands
+    once. ``None`` when there is nothing to import.
     """
-    events = read_session_jsonl(data)
-    if not events:
+    body, provenance = split_fork_record(data)
+    events = read_session_jsonl(body)
+    if not events and provenance is None:
         return None
-    key = idempotency_key or "import:" + hashlib.sha256(encode_jsonl(events)).hexdigest()
-    return store.append(session_id, 0, events, key)
+    encoded = encode_jsonl(events)
+    if provenance is None:
+        key = idempotency_key or "import:" + hashlib.sha256(encoded).hexdigest()
+        return store.append(session_id, 0, events, key)
+    record = encode_fork_record(provenance)
+    key = idempotency_key or "import:" + hashlib.sha256(encoded + record + b"\n").hexdigest()
+    return store.import_fork(session_id, events, provenance, key)

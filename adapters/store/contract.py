@@ -39,7 +39,13 @@ storage appends; goal leases are granted, extended, refused, expire, pass to
 the next holder with a larger token, are released, and fence appends; a
 goal id is never created twice, whether the store folds onto a state it
 just wrote or one it resumed from its snapshot, and that snapshot does not
-grow with the number of goals a log has had.
+grow with the number of goals a log has had; a fork at any seq holds the
+source's prefix byte for byte with the prefix's fold as its projection and
+its provenance kept beside it (through a reopen, an export and an import),
+is refused with a typed error that changes nothing when the source has no
+such seq or the new session exists, lands whole or not at all when two
+stores race for one new session, and leaves source and fork to go on
+independently; the state machine forks too.
 """
 
 from __future__ import annotations
@@ -59,15 +65,20 @@ from ...kernel.errors import ConflictError, PlanfoldError, ReplayError, is_kebab
 from ...kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
 from ...kernel.payload import JSONObject
 from ...kernel.session import SessionState, fold_session
-from ..codec import MAX_DEPTH, CodecError, canonical_event
+from ..codec import MAX_DEPTH, CodecError, canonical_event, encode_jsonl
+from ..provenance import ForkProvenance, ForkRecordError, encode_fork_record, prefix_digest
 from .base import (
     AppendRejectedError,
     AppendResult,
+    ForkSeqMissingError,
+    ForkSourceMissingError,
     IdempotencyMismatchError,
     InvalidRequestError,
     Lease,
     LeaseHeldError,
     LeaseLostError,
+    ProvenanceMismatchError,
+    SessionExistsError,
     SharedStore,
     Store,
     StoreClosedError,
@@ -238,6 +249,11 @@ BAD_REQUEST_IDS = [
     "load-empty-id",
     "audit-empty-id",
     "projection-empty-id",
+    "fork-empty-source-id",
+    "fork-empty-new-id",
+    "fork-at-not-int",
+    "fork-at-bool",
+    "provenance-empty-id",
 ]
 BAD_REQUESTS: list[tuple[type[PlanfoldError], Callable[[Store], object]]] = [
     (InvalidRequestError, lambda s: s.append("", 0, batch_after(0, 1))),
@@ -265,6 +281,11 @@ BAD_REQUESTS: list[tuple[type[PlanfoldError], Callable[[Store], object]]] = [
     (InvalidRequestError, lambda s: s.load("")),
     (InvalidRequestError, lambda s: s.audit("")),
     (InvalidRequestError, lambda s: s.projection("")),
+    (InvalidRequestError, lambda s: s.fork("", 1, "new")),
+    (InvalidRequestError, lambda s: s.fork("s", 1, " ")),
+    (InvalidRequestError, lambda s: s.fork("s", "1", "new")),  # type: ignore[arg-type]
+    (InvalidRequestError, lambda s: s.fork("s", True, "new")),
+    (InvalidRequestError, lambda s: s.provenance("")),
 ]
 
 #: Changes of an append that make a reused key a different request.
@@ -507,6 +528,8 @@ class StoreContract:
             lambda: kit.store.projection("s"),
             lambda: kit.store.audit("s"),
             kit.store.session_ids,
+            lambda: kit.store.fork("s", 1, "new"),
+            lambda: kit.store.provenance("s"),
         ]
         for call in calls:
             with pytest.raises(StoreClosedError) as info:
@@ -543,6 +566,162 @@ class StoreContract:
             import_session(kit.store, "copy", data)
         assert kit.store.head("copy") == 0
         assert kit.store.session_ids() == ()
+
+    # ----------------------------------------------------------------------
+    # Forks
+
+    def test_a_fork_holds_the_first_n_events_with_their_fold_and_its_provenance(self, kit: StoreKit) -> None:
+        log = build_log(FULL_SCRIPT).events
+        kit.store.append("src", 0, log[:7])
+        kit.store.append("src", 7, log[7:])
+        source = export_session(kit.store, "src")
+        for at in sorted({1, 2, 7, 8, len(log) // 2, len(log)}):
+            new = f"fork-{at}"
+            provenance = kit.store.fork("src", at, new)
+            assert provenance == ForkProvenance("src", at, prefix_digest(log[:at]))
+            _assert_matches_fold(kit.store, new, log[:at])
+            assert kit.store.provenance(new) == provenance
+            assert kit.store.audit(new).provenance == provenance
+            exported = export_session(kit.store, new)
+            assert exported == b"".join(source.splitlines(keepends=True)[:at]) + encode_fork_record(provenance) + b"\n"
+        _assert_matches_fold(kit.store, "src", log)  # the source is unchanged
+        assert kit.store.provenance("src") is None and kit.store.audit("src").provenance is None
+        reopened = kit.reopen()
+        assert reopened.provenance("fork-8") == ForkProvenance("src", 8, prefix_digest(log[:8]))
+        _assert_matches_fold(reopened, "fork-8", log[:8])
+
+    @pytest.mark.parametrize(
+        ("source", "at", "new", "error"),
+        [
+            ("src", 4, "src", SessionExistsError),
+            ("src", 2, "other", SessionExistsError),
+            ("src", 5, "new", ForkSeqMissingError),
+            ("src", 2**70, "new", ForkSeqMissingError),
+            ("src", 0, "new", ForkSeqMissingError),
+            ("src", -3, "new", ForkSeqMissingError),
+            ("nobody", 1, "new", ForkSourceMissingError),
+            ("nobody", 1, "other", SessionExistsError),
+        ],
+        ids=[
+            "into-itself", "into-a-session-with-events", "past-the-head", "past-64-bits", "at-zero", "negative",
+            "no-source", "no-source-and-the-new-exists",
+        ],
+    )  # fmt: skip
+    def test_a_refused_fork_gets_a_typed_error_and_changes_nothing(
+        self, kit: StoreKit, source: str, at: int, new: str, error: type[PlanfoldError]
+    ) -> None:
+        kit.store.append("src", 0, batch_after(0, 4))
+        kit.store.append("other", 0, batch_after(0, 1))
+
+        def facts(store: Store) -> dict[str, tuple[Any, ...]]:
+            return {sid: (*_session_facts(store, sid), store.provenance(sid)) for sid in ("src", "other", "new")}
+
+        before = facts(kit.store)
+        with pytest.raises(error) as info:
+            kit.store.fork(source, at, new)
+        assert is_kebab_case(info.value.code)
+        expected_code = {
+            SessionExistsError: "session-exists",
+            ForkSeqMissingError: "fork-seq-missing",
+            ForkSourceMissingError: "fork-source-missing",
+        }[error]
+        assert info.value.code == expected_code
+        assert facts(kit.store) == before
+        assert facts(kit.reopen()) == before
+        assert kit.store.session_ids() == ("other", "src")
+
+    def test_the_source_and_its_fork_go_on_independently(self, kit: StoreKit) -> None:
+        source = build_log(FULL_SCRIPT)
+        kit.store.append("src", 0, source.events)
+        at = max(n for n in range(1, len(source.events) // 2) if not source.prefix(n).state.turns.open)
+        kit.store.fork("src", at, "fork")
+        fork = source.prefix(at)
+        for builder, sid in ((source, "src"), (fork, "fork")):
+            head = len(builder.events)
+            assert builder.turn(f"only in {sid}")
+            kit.store.append(sid, head, builder.events[head:])
+        _assert_matches_fold(kit.store, "src", source.events)
+        _assert_matches_fold(kit.store, "fork", fork.events)
+        assert kit.store.read("fork")[:at] == kit.store.read("src")[:at]
+        assert kit.store.read("fork")[at:] != kit.store.read("src")[at : len(fork.events)]
+        again = kit.reopen()
+        _assert_matches_fold(again, "src", source.events)
+        _assert_matches_fold(again, "fork", fork.events)
+        assert again.provenance("fork") == ForkProvenance("src", at, prefix_digest(source.events[:at]))
+
+    def test_a_fork_of_a_fork_names_its_own_source(self, kit: StoreKit) -> None:
+        log = build_log(FULL_SCRIPT).events
+        kit.store.append("a", 0, log)
+        kit.store.fork("a", 20, "b")
+        assert kit.store.fork("b", 10, "c") == ForkProvenance("b", 10, prefix_digest(log[:10]))
+        _assert_matches_fold(kit.store, "c", log[:10])
+
+    @pytest.mark.parametrize("reopened", [False, True], ids=["same-store", "reopened"])
+    def test_the_goal_ids_of_the_prefix_stay_used_in_the_fork(self, kit: StoreKit, reopened: bool) -> None:
+        first = [_goal_create("g1", 1), _goal_clear("g1", 2), _goal_create("g2", 3), _goal_clear("g2", 4)]
+        kit.store.append("s", 0, first)
+        kit.store.fork("s", 2, "f")
+        store = kit.reopen() if reopened else kit.store
+        with pytest.raises(AppendRejectedError, match="id-reused"):
+            store.append("f", 2, [_goal_create("g1", 3)])
+        store.append("f", 2, [_goal_create("g2", 3)])  # created in the source after the fork: fresh here
+        assert store.audit("f").ok
+
+    def test_two_stores_forking_into_one_new_session_land_one_fork_whole(self, kit: StoreKit) -> None:
+        log = build_log(FULL_SCRIPT).events
+        kit.store.append("src", 0, log)
+        stores = [kit.store, kit.another()]
+        outcomes: list[object] = [None, None]
+        barrier = threading.Barrier(2)
+
+        def race(index: int, at: int) -> None:
+            barrier.wait(30)
+            try:
+                outcomes[index] = stores[index].fork("src", at, "new")
+            except BaseException as exc:  # reported below
+                outcomes[index] = exc
+
+        threads = [threading.Thread(target=race, args=(i, at), daemon=True) for i, at in enumerate((5, 17))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        won = [o for o in outcomes if isinstance(o, ForkProvenance)]
+        lost = [o for o in outcomes if not isinstance(o, ForkProvenance)]
+        assert len(won) == 1 and len(lost) == 1 and isinstance(lost[0], SessionExistsError), outcomes
+        _assert_matches_fold(kit.store, "new", log[: won[0].seq])
+        assert kit.store.provenance("new") == won[0]
+
+    def test_a_forks_export_imports_with_its_provenance_and_a_false_one_is_refused(self, kit: StoreKit) -> None:
+        source = build_log(FULL_SCRIPT)
+        kit.store.append("src", 0, source.events)
+        provenance = kit.store.fork("src", 8, "fork")  # between turns
+        fork = source.prefix(8)
+        assert fork.turn("only in the fork")
+        kit.store.append("fork", 8, fork.events[8:])
+        data = export_session(kit.store, "fork")
+        assert data.endswith(encode_fork_record(provenance) + b"\n")
+        n = len(fork.events)
+        assert import_session(kit.store, "copy", data) == AppendResult("copy", 1, n)
+        assert import_session(kit.store, "copy", data) == AppendResult("copy", 1, n, replayed=True)
+        assert kit.store.provenance("copy") == provenance
+        assert export_session(kit.reopen(), "copy") == data
+        body = encode_jsonl(kit.store.read("fork"))
+        false = [
+            ForkProvenance("src", 8, "0" * 64),
+            ForkProvenance("src", n + 1, provenance.prefix_sha256),
+            ForkProvenance("src", 7, provenance.prefix_sha256),
+        ]
+        for wrong in false:
+            with pytest.raises(ProvenanceMismatchError) as info:
+                import_session(kit.store, "bad", body + encode_fork_record(wrong) + b"\n")
+            assert info.value.code == "provenance-mismatch"
+        with pytest.raises(ForkRecordError):
+            import_session(kit.store, "bad", body + b'{"fork":{"source":"src","seq":0,"prefix_sha256":"x"}}\n')
+        with pytest.raises(CodecError):  # a fork record that is not the last line
+            import_session(kit.store, "bad", encode_fork_record(provenance) + b"\n" + body)
+        assert kit.store.head("bad") == 0 and kit.store.provenance("bad") is None
+        assert kit.store.session_ids() == ("copy", "fork", "src")
 
     # ----------------------------------------------------------------------
     # Following a session
@@ -741,7 +920,7 @@ class StoreContract:
 # The state machine: random appends, conflicts, retries and reopens against a
 # model that is just a list of events per session.
 
-SESSIONS = ("a", "b", "c")
+SESSIONS = ("a", "b", "c", "f")
 
 
 @dataclass
@@ -759,6 +938,7 @@ class Model:
     builders: dict[str, LogBuilder] = field(default_factory=lambda: {s: LogBuilder() for s in SESSIONS})
     keyed: dict[str, Keyed] = field(default_factory=dict)
     keys: int = 0
+    provenance: dict[str, ForkProvenance] = field(default_factory=dict)
 
 
 class StoreMachine(RuleBasedStateMachine):
@@ -851,6 +1031,28 @@ class StoreMachine(RuleBasedStateMachine):
         note("reopen")
         self.kit.reopen()
 
+    @rule(source=st.sampled_from(SESSIONS), new=st.sampled_from(SESSIONS), at=st.integers(min_value=-1, max_value=40))
+    def fork(self, source: str, new: str, at: int) -> None:
+        events = self._events(source)
+        note(f"fork {source} at {at} into {new} (heads {len(events)} and {len(self._events(new))})")
+        error: type[Exception] | None = None
+        if at < 1:
+            error = ForkSeqMissingError
+        elif self._events(new):
+            error = SessionExistsError
+        elif not events:
+            error = ForkSourceMissingError
+        elif at > len(events):
+            error = ForkSeqMissingError
+        if error is not None:
+            with pytest.raises(error):
+                self.kit.store.fork(source, at, new)
+            return
+        provenance = self.kit.store.fork(source, at, new)
+        assert provenance == ForkProvenance(source, at, prefix_digest(events[:at]))
+        self.model.builders[new] = self.model.builders[source].prefix(at)
+        self.model.provenance[new] = provenance
+
     @invariant()
     def heads_match(self) -> None:
         for sid in SESSIONS:
@@ -873,6 +1075,11 @@ class StoreMachine(RuleBasedStateMachine):
         for sid in SESSIONS:
             assert self.kit.store.projection(sid) == project(self.model.builders[sid].state)
             assert self.kit.store.audit(sid).ok
+
+    @invariant()
+    def provenance_is_kept(self) -> None:
+        for sid in SESSIONS:
+            assert self.kit.store.provenance(sid) == self.model.provenance.get(sid)
 
     @invariant()
     def only_sessions_with_events_exist(self) -> None:

@@ -85,6 +85,15 @@ class LogBuilder:
         self.state, self.clock = state, max(at, self.clock)
         return True
 
+    def prefix(self, at: int) -> LogBuilder:
+        """A builder holding the first ``at`` events (a fork's log), whose
+        later moves make fresh plan and goal ids as this one's would."""
+        events = self.events[:at]
+        state = SessionState()
+        for event in events:
+            state = apply_session_event(state, event)
+        return LogBuilder(list(events), state, self.clock, self.plans, self.goals)
+
     def turn(self, text: str = "hello") -> bool:
         n = self.state.turns.turn + 1
         mode = self.state.plan_mode

@@ -17,10 +17,13 @@ supplies only what differs between storage engines:
 - ``Transaction``: the rows. ``append_view`` reads everything an append needs
   before it decides (the log's last seq, the session row's snapshot, what the
   idempotency key already answered); ``rows`` yields stored
-  ``(seq, kind, at, payload text)`` rows in seq order; ``snapshot``,
-  ``session_row``, ``head`` and ``used_goal_ids`` read; ``insert_events``,
-  ``write_row``, ``insert_key`` and ``insert_goal_ids`` write. Payloads are stored as the compact JSON text the codec
-  produced, so every backend hands back byte-identical events.
+  ``(seq, kind, at, payload text)`` rows in seq order (``prefix``: those up
+  to a seq, which a write transaction reads whole: a stream left early may
+  abort its transaction); ``snapshot``, ``session_row``, ``head``,
+  ``used_goal_ids`` and ``provenance`` read; ``insert_events``,
+  ``write_row``, ``insert_key``, ``insert_goal_ids`` and
+  ``write_provenance`` write. Payloads are stored as the compact JSON text
+  the codec produced, so every backend hands back byte-identical events.
 
 An append is: validate (``prepare_append``, outside any transaction); in one
 write transaction read the view; answer a known key (or refuse a key reused
@@ -67,6 +70,15 @@ so every lease decision is made under the same lock as the appends it
 fences. A released lease keeps its row (holder ``""``) so that tokens only
 ever grow.
 
+A fork (``LogStore.fork``) is one write transaction too: under the new
+session's lock (``append_view``) it refuses a new session that exists, reads
+the source's first ``at`` rows, folds them strictly, and writes them
+(their stored payload text unchanged, so the fork exports byte for byte as
+the source does), the goal ids they create, the session row (projection and
+snapshot of the prefix's fold) and the provenance (``write_provenance``;
+``provenance`` reads it back). The source is only read: the rows up to a
+seq never change once written, so nothing of it needs locking.
+
 ``follow`` reads the events after its position, yields them, and waits on
 the backend's ``Watch`` until the session may have grown: a condition
 variable in memory, a bounded polling interval on SQLite, ``LISTEN``/``NOTIFY``
@@ -99,19 +111,25 @@ from ...kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
 from ...kernel.payload import maker
 from ...kernel.session import SessionState, fold_rows
 from ..codec import decode_payload, decode_rows
+from ..provenance import ForkProvenance, prefix_digest
 from .base import (
     AppendRejectedError,
     AppendResult,
     AuditReport,
+    ForkSeqMissingError,
+    ForkSourceMissingError,
     IdempotencyMismatchError,
     InvalidRequestError,
     Lease,
     LeaseHeldError,
     LeaseLostError,
     PreparedAppend,
+    SessionExistsError,
     audit_state,
     check_after,
+    check_fork_request,
     check_lease_request,
+    check_provenance,
     check_session_id,
     fold_new_events,
     prepare_append,
@@ -221,6 +239,8 @@ class Transaction(Protocol):
 
     def rows(self, session_id: str, after: int) -> Iterable[StoredEvent]: ...
 
+    def prefix(self, session_id: str, upto: int) -> Iterable[StoredEvent]: ...
+
     def snapshot(self, session_id: str) -> tuple[str, str, int] | None: ...
 
     def session_row(self, session_id: str) -> SessionRow | None: ...
@@ -240,6 +260,10 @@ class Transaction(Protocol):
     def lease_view(self, session_id: str) -> tuple[Lease | None, int]: ...
 
     def write_lease(self, lease: Lease) -> None: ...
+
+    def provenance(self, session_id: str) -> ForkProvenance | None: ...
+
+    def write_provenance(self, session_id: str, provenance: ForkProvenance) -> None: ...
 
 
 class Watch(Protocol):
@@ -484,6 +508,77 @@ class LogStore:
                 del memos[next(iter(memos))]
 
     # ----------------------------------------------------------------------
+    # Forks
+
+    def fork(self, source_session: str, at: int, new_session: str) -> ForkProvenance:
+        """A new session ``new_session`` whose log is the first ``at`` events
+        of ``source_session``, with its provenance, in one write transaction
+        (see ``adapters.store.base``). ``ForkSourceMissingError``,
+        ``ForkSeqMissingError`` or ``SessionExistsError`` change nothing; a
+        prefix that does not fold strictly is the positioned ``ReplayError``
+        (the source log's fault)."""
+        upto = check_fork_request(source_session, at, new_session)
+        return self.backend.run("fork", True, lambda tx: self._fork(tx, source_session, upto, new_session))
+
+    def _fork(self, tx: Transaction, source: str, at: int, new: str) -> ForkProvenance:
+        view = tx.append_view(new, None)  # the new session's lock, and whether it exists
+        if view.head:
+            raise SessionExistsError(new, f"its log ends at seq {view.head}")
+        if view.has_row:
+            raise SessionExistsError(new, "it has a session row")
+        head = tx.head(source)
+        if head == 0:
+            raise ForkSourceMissingError(source)
+        if at > head:
+            raise ForkSeqMissingError(source, at, head)
+        rows = list(tx.prefix(source, at))
+        state = fold_rows(SessionState(), decode_rows(rows))
+        if state.last_seq != at:  # a hand-edited log whose seqs skip ``at`` (its head is past it)
+            why = f"its seqs run unbroken only to {state.last_seq} and go on after {at} (a hand-edited log)"
+            raise ForkSeqMissingError(source, at, head, why)
+        events = _events(rows)
+        provenance = ForkProvenance(source, at, prefix_digest(events))
+        # Every check is behind us: from here on only writes.
+        tx.insert_events(new, [(e.seq, e.kind, e.at, str(row[3])) for e, row in zip(events, rows, strict=True)])
+        created = created_goal_ids(events)
+        if created:
+            tx.insert_goal_ids(new, created)
+        fold_format, fold_state, parts = snapshot_reusing(state, None)
+        projection = project(state)
+        self._remember(new, _Memo(fold_format, fold_state, state, parts, projection))
+        row = SessionRow(projection, fold_format, fold_state)
+        tx.write_row(new, row, exists=False, first_at=events[0].at, last_at=events[-1].at)
+        tx.write_provenance(new, provenance)
+        return provenance
+
+    def provenance(self, session_id: str) -> ForkProvenance | None:
+        """Where the session was forked from; ``None`` for a session that was
+        not forked (or is unknown)."""
+        return self._read("provenance", session_id, lambda tx, sid: tx.provenance(sid))
+
+    def import_fork(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        provenance: ForkProvenance,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        """``append(session_id, 0, events, idempotency_key)`` that also keeps
+        ``provenance`` with the new session, in the same transaction: a log
+        forked elsewhere, imported. The provenance must describe the events
+        (``ProvenanceMismatchError``); everything else is ``append``'s."""
+        prepared = prepare_append(session_id, 0, events, idempotency_key)
+        kept = check_provenance(session_id, prepared.events, provenance)
+
+        def body(tx: Transaction) -> AppendResult:
+            result = self._append(tx, prepared, None)
+            if not result.replayed:
+                tx.write_provenance(session_id, kept)
+            return result
+
+        return self.backend.run("import", True, body)
+
+    # ----------------------------------------------------------------------
     # Goal leases
 
     def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease:
@@ -638,13 +733,34 @@ class LogStore:
         def body(tx: Transaction, sid: str) -> AuditReport:
             state = fold_rows(SessionState(), decode_rows(tx.rows(sid, 0)))
             row = tx.session_row(sid) or SessionRow(Projection(), "", "")
-            return audit_state(sid, state, row.projection, row.fold_format, row.fold_state)
+            report = audit_state(sid, state, row.projection, row.fold_format, row.fold_state)
+            provenance = tx.provenance(sid)
+            if provenance is None:
+                return report
+            problems = _provenance_problems(provenance, state.last_seq, lambda: tx.prefix(sid, provenance.seq))
+            return replace(report, mismatches=report.mismatches + problems, provenance=provenance)
 
         return self._read("audit", session_id, body)
 
     def session_ids(self) -> tuple[str, ...]:
         """Every session the store knows, sorted by id."""
         return self.backend.run("session_ids", False, lambda tx: tx.session_ids())
+
+
+def _provenance_problems(
+    provenance: ForkProvenance, last_seq: int, rows: Callable[[], Iterable[StoredEvent]]
+) -> tuple[str, ...]:
+    """How a fork's provenance disagrees with its own log (folded up to
+    ``last_seq``): a seq past the log, or a prefix that hashes otherwise."""
+    if provenance.seq > last_seq:
+        return (f"provenance: the fork's seq {provenance.seq} is past the log's last seq {last_seq}",)
+    found = prefix_digest(_events(rows()))
+    if found != provenance.prefix_sha256:
+        return (
+            f"provenance: the first {provenance.seq} events hash to {found}, "
+            f"not to the recorded {provenance.prefix_sha256}",
+        )
+    return ()
 
 
 def _answered(p: PreparedAppend, lease: Lease | None, view: AppendView) -> AppendResult | None:

@@ -5,7 +5,8 @@ Theory of operation
 ``MemoryStore`` is ``LogStore`` (the one append algorithm) over the simplest
 backend there is: one lock, a dict of sessions, each with its events
 (payloads kept as the same compact JSON text the other backends write), its
-session row, its idempotency keys and the goal ids it created. A transaction holds the lock and keeps
+session row, its idempotency keys, the goal ids it created and, for a fork,
+its provenance. A transaction holds the lock and keeps
 its writes aside until the body returns, so a failed body changes nothing.
 Every read decodes fresh values, so a caller can never mutate what the store
 holds. Leases run on ``clock`` (integer milliseconds, the system clock by
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from ..provenance import ForkProvenance
 from .base import Lease, StoreClosedError
 from .engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
 from .session_log import system_clock
@@ -35,6 +37,7 @@ class _Session:
     row: SessionRow | None = None
     keys: dict[str, KnownKey] = field(default_factory=dict)
     goal_ids: set[str] = field(default_factory=set)
+    provenance: ForkProvenance | None = None
 
 
 class _MemoryTransaction:
@@ -74,6 +77,10 @@ class _MemoryTransaction:
         session = self.sessions.get(session_id)
         return iter(() if session is None else session.events[after:])
 
+    def prefix(self, session_id: str, upto: int) -> Iterator[StoredEvent]:
+        session = self.sessions.get(session_id)
+        return iter(() if session is None else session.events[: max(upto, 0)])
+
     def snapshot(self, session_id: str) -> tuple[str, str, int] | None:
         row = self.session_row(session_id)
         return None if row is None else (row.fold_format, row.fold_state, row.projection.last_seq)
@@ -110,6 +117,16 @@ class _MemoryTransaction:
 
     def write_lease(self, lease: Lease) -> None:
         self.pending.append(lambda: self.leases.__setitem__(lease.session_id, lease))
+
+    def provenance(self, session_id: str) -> ForkProvenance | None:
+        session = self.sessions.get(session_id)
+        return None if session is None else session.provenance
+
+    def write_provenance(self, session_id: str, provenance: ForkProvenance) -> None:
+        def write() -> None:
+            self._session(session_id).provenance = provenance
+
+        self.pending.append(write)
 
     def commit(self) -> None:
         for write in self.pending:

@@ -10,7 +10,7 @@ connection pool per process. Install it with ``pip install
 the SQLite store's: events keyed ``(session_id, seq)`` with the payload kept
 as the exact JSON text the codec wrote (so exports are byte-identical across
 backends), one session row with the projection and the fold snapshot,
-idempotency keys, goal leases.
+idempotency keys, goal leases, fork provenance.
 
 A write transaction runs at ``READ COMMITTED`` and takes the session's
 advisory transaction lock (``pg_advisory_xact_lock`` on a hash of the session
@@ -82,6 +82,7 @@ import msgspec
 import psycopg
 import psycopg_pool
 
+from ..provenance import ForkProvenance
 from ..redact import redact_text, redact_url
 from .base import (
     InvalidRequestError,
@@ -108,6 +109,7 @@ from .postgres_schema import (
     CHANNEL,
     HEAD,
     INSERT_EVENTS,
+    INSERT_FORK,
     INSERT_GOAL_IDS,
     INSERT_KEY,
     LEASE_READ,
@@ -115,6 +117,8 @@ from .postgres_schema import (
     NOTIFY,
     SCHEMA_VERSION,
     SELECT_EVENTS,
+    SELECT_FORK,
+    SELECT_PREFIX,
     SELECT_ROW,
     SELECT_SNAPSHOT,
     SESSION_IDS,
@@ -315,6 +319,10 @@ class _PostgresTransaction:
             self._query("SELECT 1", None)
         return self.conn.cursor().stream(SELECT_EVENTS, (session_id, after))
 
+    def prefix(self, session_id: str, upto: int) -> Iterator[StoredEvent]:
+        # Read whole: a stream left early is cancelled, which would abort the transaction.
+        return iter(self._query(SELECT_PREFIX, (session_id, upto)).fetchall())
+
     def snapshot(self, session_id: str) -> tuple[str, str, int] | None:
         row = self._one(SELECT_SNAPSHOT, (session_id,))
         return None if row is None else (str(row[0]), str(row[1]), _int(row[2]))
@@ -371,6 +379,14 @@ class _PostgresTransaction:
     def write_lease(self, lease: Lease) -> None:
         values = (lease.session_id, lease.holder, lease.token, lease.expires_at, lease.ttl_ms)
         self.writes.append((UPSERT_LEASE, values))
+
+    def provenance(self, session_id: str) -> ForkProvenance | None:
+        row = self._one(SELECT_FORK, (session_id,))
+        return None if row is None else ForkProvenance(str(row[0]), _int(row[1]), str(row[2]))
+
+    def write_provenance(self, session_id: str, provenance: ForkProvenance) -> None:
+        values = (session_id, provenance.source, provenance.seq, provenance.prefix_sha256)
+        self.writes.append((INSERT_FORK, values))
 
 
 class _ListenWatch:

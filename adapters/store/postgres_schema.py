@@ -20,6 +20,9 @@ forward:
       every id in the snapshot it rewrites
  4    the one-statement append: the function ``planfold_append`` (see
       ``APPEND_FUNCTION``)
+ 5    fork provenance (``planfold_forks``: one row per forked session with
+      its source session, the seq it was forked at and the hash of the
+      prefix)
 ====  ==========================================================================
 
 ``migrate`` runs every pending step in ONE transaction under an advisory
@@ -58,6 +61,7 @@ __all__ = [
     "CHANNEL",
     "HEAD",
     "INSERT_EVENTS",
+    "INSERT_FORK",
     "INSERT_GOAL_IDS",
     "INSERT_KEY",
     "LEASE_READ",
@@ -66,6 +70,8 @@ __all__ = [
     "ROUTINES",
     "SCHEMA_VERSION",
     "SELECT_EVENTS",
+    "SELECT_FORK",
+    "SELECT_PREFIX",
     "SELECT_ROW",
     "SELECT_SNAPSHOT",
     "SESSION_IDS",
@@ -83,7 +89,7 @@ __all__ = [
 ]
 
 #: The newest layout this code reads and writes.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: The LISTEN/NOTIFY channel appends announce themselves on (payload: the session id).
 CHANNEL = "planfold_events"
@@ -134,6 +140,11 @@ SELECT_EVENTS = (
     "SELECT seq, kind, at, payload FROM planfold_events WHERE session_id = %s::text AND seq > %s ORDER BY seq"
 )
 
+#: A session's events up to a seq, in order.
+SELECT_PREFIX = (
+    "SELECT seq, kind, at, payload FROM planfold_events WHERE session_id = %s::text AND seq <= %s ORDER BY seq"
+)
+
 SELECT_SNAPSHOT = "SELECT fold_format, fold_state, log_seq FROM planfold_sessions WHERE id = %s::text"
 
 SELECT_ROW = (
@@ -165,6 +176,13 @@ UPSERT_ROW = (
 INSERT_KEY = (
     "INSERT INTO planfold_append_keys (session_id, key, request_hash, first_seq, last_seq)"
     " VALUES (%s, %s, %s, %s, %s)"
+)
+
+#: A forked session's provenance.
+SELECT_FORK = "SELECT source_session, source_seq, prefix_sha256 FROM planfold_forks WHERE session_id = %s::text"
+#: Record a forked session's provenance (session id, source, seq, prefix hash).
+INSERT_FORK = (
+    "INSERT INTO planfold_forks (session_id, source_session, source_seq, prefix_sha256) VALUES (%s, %s, %s, %s)"
 )
 
 #: Which of some goal ids (an array) the session has created.
@@ -414,12 +432,23 @@ def _created_goal_id(payload: object) -> str | None:
     return goal_id if isinstance(goal_id, str) else None
 
 
+def _step_forks(conn: Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS planfold_forks ("
+        " session_id text PRIMARY KEY,"
+        " source_session text NOT NULL,"
+        " source_seq bigint NOT NULL,"
+        " prefix_sha256 text NOT NULL)"
+    )
+
+
 #: Every step, in order; the last one's version is ``SCHEMA_VERSION``.
 STEPS: tuple[Step[Connection], ...] = (
     Step(1, "event log, session rows and idempotency keys", _step_log),
     Step(2, "goal leases", _step_leases),
     Step(3, "goal ids created by each session", _step_goal_ids),
     Step(4, "the append function", _step_append_function),
+    Step(5, "fork provenance", _step_forks),
 )
 
 #: The columns each version promises, by table.
@@ -434,6 +463,7 @@ TABLES: dict[int, dict[str, tuple[str, ...]]] = {
     },
     2: {"planfold_leases": ("session_id", "holder", "token", "expires_at", "ttl_ms")},
     3: {"planfold_goal_ids": ("session_id", "goal_id", "seq")},
+    5: {"planfold_forks": ("session_id", "source_session", "source_seq", "prefix_sha256")},
 }  # fmt: skip
 
 #: The functions each version promises, by their signatures.

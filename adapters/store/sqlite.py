@@ -10,7 +10,9 @@ columns, the projection ``project(state)`` of the fold (``agent_mode``,
 ``goal_json``), ``log_seq`` and a snapshot of the whole fold state
 (``fold_state`` with its ``fold_format``). ``append_keys`` remembers
 idempotency keys. ``goal_ids`` holds the goal ids each session has created
-(an append checks the creates it carries against it).
+(an append checks the creates it carries against it). ``forks`` holds a
+forked session's provenance; a file opened read-only at a version before it
+(``adapters.store.sqlite_readonly``) has no forks.
 
 An append is one ``BEGIN IMMEDIATE`` transaction, which takes the file's
 write lock before the append reads anything; a single statement
@@ -48,6 +50,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
+from ..provenance import ForkProvenance
 from .base import InvalidRequestError, Lease, SchemaTooNewError
 from .engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
 from .projection import Projection
@@ -64,10 +67,14 @@ from .sqlite_schema import (
 from .sqlite_sql import (
     APPEND_READ,
     APPEND_READ_NO_KEY,
+    HAS_FORKS,
+    INSERT_FORK,
     INSERT_GOAL_ID,
     INSERT_ROWS,
     SELECT_EVENTS,
+    SELECT_FORK,
     SELECT_LEASE,
+    SELECT_PREFIX,
     UPSERT_LEASE,
     RowSql,
     insert_events_sql,
@@ -195,6 +202,9 @@ class _SqliteTransaction:
     def rows(self, session_id: str, after: int) -> Iterable[StoredEvent]:
         return self.conn.execute(SELECT_EVENTS, (session_id, after))
 
+    def prefix(self, session_id: str, upto: int) -> Iterable[StoredEvent]:
+        return self.conn.execute(SELECT_PREFIX, (session_id, upto))
+
     def snapshot(self, session_id: str) -> tuple[str, str, int] | None:
         row = self.conn.execute(
             "SELECT fold_format, fold_state, log_seq FROM sessions WHERE id = ?", (session_id,)
@@ -280,6 +290,17 @@ class _SqliteTransaction:
             UPSERT_LEASE, (lease.session_id, lease.holder, lease.token, lease.expires_at, lease.ttl_ms)
         )
         self.lease_written = lease
+
+    def provenance(self, session_id: str) -> ForkProvenance | None:
+        if self.conn.execute(HAS_FORKS).fetchone() is None:
+            return None  # a file from before forks, opened read-only
+        row = self.conn.execute(SELECT_FORK, (session_id,)).fetchone()
+        return None if row is None else ForkProvenance(str(row[0]), _as_int(row[1]), str(row[2]))
+
+    def write_provenance(self, session_id: str, provenance: ForkProvenance) -> None:
+        self.conn.execute(
+            INSERT_FORK, (session_id, provenance.source, provenance.seq, provenance.prefix_sha256)
+        )
 
 
 class _PollingWatch:

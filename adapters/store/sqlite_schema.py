@@ -22,6 +22,8 @@ step in ``STEPS`` moves one version forward:
       ``(session_id, goal_id)``, with the seq of the create), filled from
       the log: an append checks a create against it instead of carrying
       every id in the snapshot it rewrites
+ 8    fork provenance (``forks``: one row per forked session with its
+      source session, the seq it was forked at and the hash of the prefix)
 ====  ==========================================================================
 
 ``migrate`` runs every pending step in ONE ``BEGIN IMMEDIATE`` transaction
@@ -74,7 +76,7 @@ __all__ = [
 ]
 
 #: The newest layout this code reads and writes.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 #: The first layout with the event log: a read-only open reads any from here on.
 LOG_VERSION = 5
 #: The newest legacy layout (the sessions table before plan/build modes).
@@ -168,6 +170,7 @@ EVENT_COLUMNS = ("session_id", "seq", "kind", "at", "payload")
 KEY_COLUMNS = ("session_id", "key", "request_hash", "first_seq", "last_seq")
 LEASE_COLUMNS = ("session_id", "holder", "token", "expires_at", "ttl_ms")
 GOAL_ID_COLUMNS = ("session_id", "goal_id", "seq")
+FORK_COLUMNS = ("session_id", "source_session", "source_seq", "prefix_sha256")
 
 
 def _step_mode(conn: Connection) -> None:
@@ -243,6 +246,16 @@ def _step_goal_ids(conn: Connection) -> None:
     )
 
 
+def _step_forks(conn: Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS forks ("
+        " session_id TEXT PRIMARY KEY NOT NULL,"
+        " source_session TEXT NOT NULL,"
+        " source_seq INTEGER NOT NULL,"
+        " prefix_sha256 TEXT NOT NULL) WITHOUT ROWID"
+    )
+
+
 #: Every step, in order; the last one's version is ``SCHEMA_VERSION``.
 STEPS: tuple[Step[Connection], ...] = (
     Step(LEGACY_VERSION, "legacy sessions table", _step_base),
@@ -251,6 +264,7 @@ STEPS: tuple[Step[Connection], ...] = (
     Step(5, "event log, idempotency keys and projection columns", _step_log),
     Step(6, "goal leases", _step_leases),
     Step(7, "goal ids created by each session", _step_goal_ids),
+    Step(8, "fork provenance", _step_forks),
 )
 
 
@@ -270,6 +284,8 @@ def verify_schema(conn: Connection, version: int = SCHEMA_VERSION) -> None:
         wanted["goal_leases"] = list(LEASE_COLUMNS)
     if version >= 7:
         wanted["goal_ids"] = list(GOAL_ID_COLUMNS)
+    if version >= 8:
+        wanted["forks"] = list(FORK_COLUMNS)
     for table, names in wanted.items():
         have = columns(conn, table)
         missing += [f"{table}.{n}" for n in names if n not in have]

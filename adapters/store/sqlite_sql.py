@@ -26,11 +26,15 @@ from dataclasses import dataclass
 __all__ = [
     "APPEND_READ",
     "APPEND_READ_NO_KEY",
+    "HAS_FORKS",
+    "INSERT_FORK",
     "INSERT_GOAL_ID",
     "INSERT_ROWS",
     "PROJECTION_COLUMNS",
     "SELECT_EVENTS",
+    "SELECT_FORK",
     "SELECT_LEASE",
+    "SELECT_PREFIX",
     "TIME_COLUMNS",
     "UPSERT_LEASE",
     "RowSql",
@@ -56,6 +60,9 @@ TIME_COLUMNS = ("created_at_ms", "updated_at_ms")
 
 #: A session's events after a seq, in order.
 SELECT_EVENTS = "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
+
+#: A session's events up to a seq, in order.
+SELECT_PREFIX = "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq <= ? ORDER BY seq"
 
 #: What an append reads, in one statement: the log's head, whether the
 #: session row exists and its snapshot, what the idempotency key (NULL when
@@ -89,6 +96,13 @@ UPSERT_LEASE = (
     " ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, token = excluded.token,"
     " expires_at = excluded.expires_at, ttl_ms = excluded.ttl_ms"
 )
+
+#: A row when the file has the forks table (a file opened read-only may predate it).
+HAS_FORKS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'forks'"
+#: A forked session's provenance.
+SELECT_FORK = "SELECT source_session, source_seq, prefix_sha256 FROM forks WHERE session_id = ?"
+#: Record a forked session's provenance (session id, source, seq, prefix hash).
+INSERT_FORK = "INSERT INTO forks (session_id, source_session, source_seq, prefix_sha256) VALUES (?, ?, ?, ?)"
 
 #: Record a goal id a session created (session id, goal id, seq of the create).
 INSERT_GOAL_ID = "INSERT INTO goal_ids (session_id, goal_id, seq) VALUES (?, ?, ?)"

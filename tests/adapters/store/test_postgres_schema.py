@@ -76,7 +76,7 @@ def test_a_database_at_version_1_moves_forward_and_keeps_its_log(pg_url: str) ->
         store.append("s", 0, log, "k")
     sql(
         pg_url,
-        "DROP TABLE planfold_leases, planfold_goal_ids; DROP FUNCTION planfold_append;"
+        "DROP TABLE planfold_leases, planfold_goal_ids, planfold_forks; DROP FUNCTION planfold_append;"
         " DELETE FROM planfold_schema WHERE version >= 2",
     )
     # A hand-edited row whose payload is not JSON does not stop the migration.
@@ -84,7 +84,9 @@ def test_a_database_at_version_1_moves_forward_and_keeps_its_log(pg_url: str) ->
     with PostgresStore(pg_url) as store:
         assert store.migration is not None
         assert (store.migration.from_version, store.migration.to_version) == (1, SCHEMA_VERSION)
-        assert store.migration.applied == ("goal leases", "goal ids created by each session", "the append function")
+        assert store.migration.applied == (
+            "goal leases", "goal ids created by each session", "the append function", "fork provenance"
+        )
         assert store.load("s") == fold_session(log)
         assert store.audit("s").ok
         assert store.append("s", 0, log, "k").replayed
@@ -99,11 +101,14 @@ def test_a_database_from_before_the_append_function_moves_forward_and_appends_in
     log = build_log(FULL_SCRIPT).events
     with PostgresStore(pg_url) as store:
         store.append("s", 0, log[:-3], "k")
-    sql(pg_url, "DROP FUNCTION planfold_append; DELETE FROM planfold_schema WHERE version = 4")
+    sql(
+        pg_url,
+        "DROP FUNCTION planfold_append; DROP TABLE planfold_forks; DELETE FROM planfold_schema WHERE version >= 4",
+    )
     with PostgresStore(pg_url) as store:
         assert store.migration is not None
         assert (store.migration.from_version, store.migration.to_version) == (3, SCHEMA_VERSION)
-        assert store.migration.applied == ("the append function",)
+        assert store.migration.applied == ("the append function", "fork provenance")
         statements: list[object] = []
         call = postgres_module.call_append
 
@@ -119,6 +124,20 @@ def test_a_database_from_before_the_append_function_moves_forward_and_appends_in
         assert len(statements) == 4
         assert store.load("s") == fold_session(log)
         assert store.audit("s").ok
+
+
+def test_a_database_from_before_forks_moves_forward_and_its_sessions_fork(pg_url: str) -> None:
+    log = build_log(FULL_SCRIPT).events
+    with PostgresStore(pg_url) as store:
+        store.append("s", 0, log)
+    sql(pg_url, "DROP TABLE planfold_forks; DELETE FROM planfold_schema WHERE version = 5")
+    with PostgresStore(pg_url) as store:
+        assert store.migration is not None
+        assert (store.migration.from_version, store.migration.applied) == (4, ("fork provenance",))
+        assert store.provenance("s") is None and store.audit("s").ok
+        provenance = store.fork("s", 10, "f")
+        assert store.provenance("f") == provenance and store.audit("f").ok
+    assert dump(pg_url)["rows"]["planfold_forks"] == [("f", "s", 10, provenance.prefix_sha256)]
 
 
 def test_a_database_without_the_append_function_its_version_promises_is_refused(pg_url: str) -> None:

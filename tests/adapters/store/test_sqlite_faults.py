@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from planfold.adapters.store.base import AppendResult, StorageError, StoreBusyError
+from planfold.adapters.store.base import AppendResult, SessionExistsError, StorageError, StoreBusyError
 from planfold.adapters.store.sqlite import SqliteStore, connect_sqlite
 from planfold.adapters.store.sqlite_schema import SCHEMA_VERSION, Connection
 from planfold.kernel.errors import ReplayError
@@ -400,3 +400,51 @@ def test_appends_trust_a_current_snapshot_so_only_replay_and_audit_see_a_corrupt
         store.append("s", len(LOG) + 1, [later(store, AppendCase("s", len(LOG) + 1, [], None))])
     assert info.value.position == plan_mode_seq()
     store.close()
+
+
+# --------------------------------------------------------------------------
+# Forks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("persistent", "after"), MODES)
+def test_a_fork_failing_at_any_statement_is_atomic_typed_and_recoverable(
+    tmp_path: Path, persistent: bool, after: bool
+) -> None:
+    source = tmp_path / "template.db"
+    with SqliteStore(source) as store:
+        store.append("s", 0, LOG)
+    clean = tmp_path / "clean.db"
+    shutil.copy(source, clean)
+    plan = FaultPlan()
+    with SqliteStore(clean, connect=factory(plan)) as store:
+        plan.arm(None)
+        provenance = store.fork("s", 20, "f")
+        total = plan.count
+    applied, before = dump_db(clean), dump_db(source)
+    assert total >= 6
+    for n in range(1, total + 1):
+        path = tmp_path / f"run-{n}.db"
+        shutil.copy(source, path)
+        plan = FaultPlan(persistent=persistent, after=after)
+        store = SqliteStore(path, connect=factory(plan))
+        try:
+            plan.arm(n)
+            with pytest.raises(StorageError) as info:
+                store.fork("s", 20, "f")
+            assert info.value.operation == "fork" and isinstance(info.value.__cause__, sqlite3.OperationalError)
+            state = dump_db(path)
+            assert state in (before, applied), f"statement {n}: the file holds a partial fork"
+            if info.value.outcome == "not-applied":
+                assert state == before, f"statement {n}: reported not-applied, but it was applied"
+            plan.arm(None)  # the fault is gone: the same store object recovers
+            if state == before:
+                assert store.fork("s", 20, "f") == provenance
+            else:
+                with pytest.raises(SessionExistsError):
+                    store.fork("s", 20, "f")
+            assert dump_db(path) == applied
+            assert store.audit("f").ok and store.provenance("f") == provenance
+            assert store.integrity_check() == ("ok",)
+        finally:
+            store.close()

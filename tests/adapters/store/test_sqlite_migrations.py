@@ -15,6 +15,7 @@ import pytest
 from planfold.adapters.codec import Projection, project
 from planfold.adapters.store.base import InvalidRequestError, SchemaMismatchError, SchemaTooNewError, StorageError
 from planfold.adapters.store.sqlite import SqliteStore
+from planfold.adapters.store.sqlite_readonly import open_read_only
 from planfold.adapters.store.sqlite_schema import LEGACY_VERSION, SCHEMA_VERSION, STEPS, columns, migrate, read_version
 from planfold.kernel.session import SessionState
 from tests.storage_helpers import FULL_SCRIPT, LEGACY_SESSIONS, batch_after, build_legacy_db, build_log, dump_db
@@ -337,7 +338,8 @@ def test_a_file_with_a_log_gets_the_goal_ids_its_creates_used(tmp_path: Path) ->
     conn.commit()
     conn.close()
     with SqliteStore(path) as store:
-        assert store.migration is not None and store.migration.applied == ("goal ids created by each session",)
+        assert store.migration is not None
+        assert store.migration.applied == ("goal ids created by each session", "fork provenance")
         assert store.load("s", incremental=True) == store.load("s") and store.audit("s").ok
     created = sorted(
         ("s", e.payload["goal"]["id"], e.seq)  # type: ignore[index,call-overload]
@@ -361,3 +363,28 @@ def test_a_migration_that_runs_steps_is_logged_and_one_that_runs_none_is_not(
     assert record.levelno == logging.INFO
     names = ", ".join(step.name for step in STEPS)
     assert record.getMessage() == f"SQLite schema migrated from version 0 to {SCHEMA_VERSION}: {names}"
+
+
+def test_a_file_from_before_forks_moves_forward_and_its_sessions_fork(tmp_path: Path) -> None:
+    path = tmp_path / "v7.db"
+    log = build_log(FULL_SCRIPT).events
+    with SqliteStore(path) as store:
+        store.append("s", 0, log)
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE forks")
+    conn.execute("PRAGMA user_version = 7")
+    conn.commit()
+    conn.close()
+    with open_read_only(str(path)) as reader:  # read as it is: a file from before forks has none
+        assert reader.provenance("s") is None and reader.audit("s").ok
+    with SqliteStore(path) as store:
+        assert store.migration is not None
+        assert (store.migration.from_version, store.migration.applied) == (7, ("fork provenance",))
+        assert store.provenance("s") is None and store.audit("s").ok
+        provenance = store.fork("s", 10, "f")
+        assert store.provenance("f") == provenance and store.audit("f").ok
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT * FROM forks").fetchall() == [("f", "s", 10, provenance.prefix_sha256)]
+    finally:
+        conn.close()

@@ -1,0 +1,68 @@
+"""Rewinding a session to a turn: a fork just before the turn starts.
+
+Theory of operation
+-------------------
+A turn K starts with its ``turn/start`` event (payload ``{"turn": K}``), so
+"rewind to turn K" is a fork at the seq just before it
+(``Store.fork(source, turn_start_seq(...) - 1, new_session)``): the new
+session holds everything before turn K, and its next turn is turn K again.
+``turn_start_seq`` reads the log as it goes (``scan`` where the store has it,
+``read`` otherwise) and stops at the turn's start. A turn the log never
+started is ``ForkTurnMissingError``; turn K starting at seq 1 leaves nothing
+to keep, which the fork refuses (``fork-seq-missing``: start a new session
+instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ...kernel.log import TURN_START, Event
+from ..provenance import ForkProvenance
+from .base import InvalidRequestError, SessionError, Store, check_session_id
+
+__all__ = ["ForkTurnMissingError", "fork_at_turn", "turn_start_seq"]
+
+
+class ForkTurnMissingError(SessionError):
+    """The session never started the turn a rewind names (the caller's
+    fault; nothing was written)."""
+
+    code = "fork-turn-missing"
+
+    def __init__(self, session_id: str, turn: int, last_turn: int) -> None:
+        started = f"its turns run from 1 to {last_turn}" if last_turn else "it has started no turn"
+        super().__init__(session_id, f"has no turn {turn}: {started}")
+        self.turn = turn
+        self.last_turn = last_turn
+
+
+def _events(store: Store, session_id: str) -> Iterable[Event]:
+    scan = getattr(store, "scan", None)
+    return scan(session_id) if callable(scan) else store.read(session_id)
+
+
+def turn_start_seq(store: Store, session_id: str, turn: int) -> int:
+    """The seq of the ``turn/start`` of turn ``turn`` in the session's log;
+    ``ForkTurnMissingError`` when the log never started it."""
+    check_session_id(session_id)
+    if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
+        raise InvalidRequestError(f"a turn is an integer of at least 1, got {turn!r}")
+    last = 0
+    for event in _events(store, session_id):
+        if event.kind == TURN_START:
+            number = event.payload.get("turn")
+            if number == turn:
+                return event.seq
+            if isinstance(number, int):
+                last = max(last, number)
+    raise ForkTurnMissingError(session_id, turn, last)
+
+
+def fork_at_turn(store: Store, source_session: str, turn: int, new_session: str) -> ForkProvenance:
+    """Rewind to turn ``turn``: fork ``source_session`` into ``new_session``
+    just before the turn's ``turn/start`` (see the module docstring). The
+    fork's errors are ``Store.fork``'s, plus ``ForkTurnMissingError``."""
+    check_session_id(new_session)
+    start = turn_start_seq(store, source_session, turn)
+    return store.fork(source_session, start - 1, new_session)
