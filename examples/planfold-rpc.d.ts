@@ -4,7 +4,7 @@
  * by examples/generate-types.mjs with json-schema-to-typescript: do not edit by
  * hand; `make diagrams` regenerates this file.
  *
- * openrpc-sha256: 878b765b504e2d37cdbc7d05868da72d4db276b477b7551cf647db493c6f6995
+ * openrpc-sha256: 0242cdbf5e5d7fe3d2ca592414addb4e9e81a60f59ff97690a455868f0fe0379
  */
 
 /**
@@ -76,6 +76,10 @@ export interface PlanfoldMethods {
   "session/close": {
     params: SessionCloseParams;
     result: SessionClosed;
+  };
+  "session/fork": {
+    params: SessionForkParams;
+    result: Forked;
   };
   "user/choose": {
     params: UserChooseParams;
@@ -424,6 +428,38 @@ export interface SessionCloseParams {
 export interface SessionClosed {
   session: string;
   last_seq: number;
+}
+/**
+ * The params of session/fork: Fork the session: a new session whose log is the first ``at`` events
+ * of this one, or the events before turn ``turn`` started (give one).
+ *
+ * This interface was referenced by `PlanfoldMethods`'s JSON-Schema
+ * via the `definition` "SessionForkParams".
+ */
+export interface SessionForkParams {
+  /**
+   * the session's id in the store (no NUL)
+   */
+  session: string;
+  /**
+   * the session's id in the store (no NUL)
+   */
+  new_session: string;
+  at?: number | null;
+  turn?: number | null;
+}
+/**
+ * The new session's provenance: its source, the seq it was forked at and
+ * the SHA-256 of that prefix as an export writes it.
+ *
+ * This interface was referenced by `PlanfoldMethods`'s JSON-Schema
+ * via the `definition` "Forked".
+ */
+export interface Forked {
+  session: string;
+  source: string;
+  seq: number;
+  prefix_sha256: string;
 }
 /**
  * The params of user/choose: The user chooses plan mode on or off.

@@ -17,6 +17,7 @@ from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import PlanModeView
 from ...kernel.plan.review import parse_plan_command
 from ..llm.model import RetryBudget
+from ..provenance import ForkProvenance
 from ..store.base import Store
 from ..store.session_log import Clock, SessionLog, system_clock
 from .machine import StepListener, StepMachine
@@ -136,6 +137,14 @@ class Driver(Generic[M, R]):
     def shown(self) -> list[str]:
         """The plans put before the review port, in order."""
         return self.machine.shown
+
+    def rewind(self, turn: int, new_session: str) -> ForkProvenance:
+        """Rewind to turn ``turn``: a new session whose log is everything
+        before that turn started (``StepMachine.fork``); this session stays
+        as it is. Open a runtime on ``new_session`` to go on from there.
+        Raises the store's typed refusals (``fork-turn-missing``,
+        ``session-exists``)."""
+        return self.machine.fork(new_session, turn=turn)
 
     @property
     def plan_mode(self) -> PlanModeView:

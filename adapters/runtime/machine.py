@@ -88,7 +88,9 @@ from ...kernel.tools.gate import Allowed, Refused, Verdict, check_call
 from ...kernel.turn import RecordedReply, abandoned_turn, interrupted_calls, record_reply, scope_refusal
 from ..errors import AdapterError
 from ..llm import model
-from ..store.base import AppendResult, ForwardingStore, Store
+from ..provenance import ForkProvenance
+from ..store.base import AppendResult, ForwardingStore, InvalidRequestError, Store
+from ..store.fork import fork_at_turn
 from ..store.session_log import Clock, LogSealedError, SessionLog, system_clock
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
 from .resolve import resolved_effects
@@ -891,6 +893,24 @@ class StepMachine:
             self._p.follow = "end"
             if self._p.report is not None:
                 self._p.report.ended_by = "step-rejected"
+
+    def fork(self, new_session: str, *, at: int | None = None, turn: int | None = None) -> ForkProvenance:
+        """A new session whose log is this one's first ``at`` events, or the
+        events before turn ``turn`` started (a rewind to that turn); give
+        exactly one. The store writes it atomically with its provenance and
+        this session is unchanged; a fork inside an open turn is closed by
+        the new session's next turn as a stopped process's turn is. Refused
+        while an operation's appends are held (never the case between
+        operations). Raises ``InvalidRequestError`` for neither or both,
+        and the store's typed refusals (``fork-seq-missing``,
+        ``fork-turn-missing``, ``session-exists``)."""
+        if (at is None) == (turn is None):
+            raise InvalidRequestError("fork at a seq or at a turn's start: give exactly one of at and turn")
+        store = self.unit.inner
+        if turn is not None:
+            return fork_at_turn(store, self.session_id, turn, new_session)
+        assert at is not None
+        return store.fork(self.session_id, at, new_session)
 
     def abandon(self) -> None:
         """Forget the process state of the open turn, as a process that stops

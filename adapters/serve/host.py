@@ -119,6 +119,12 @@ class HostSession:
             m.stage, m.awaiting_call, m.next_step,
         )
 
+    def fork(self, new_session: str, *, at: int | None = None, turn: int | None = None) -> p.Forked:
+        """Fork this session at seq ``at``, or at the start of turn ``turn``
+        (``StepMachine.fork``)."""
+        made = self.machine.fork(new_session, at=at, turn=turn)
+        return p.Forked(new_session, made.source, made.seq, made.prefix_sha256)
+
     # -- user input ---------------------------------------------------------
 
     def choose(self, active: bool) -> p.ChoiceResult:

@@ -75,6 +75,8 @@ __all__ = [
     "ContextParams",
     "ContinueResult",
     "DispatchParams",
+    "ForkParams",
+    "Forked",
     "GateConfig",
     "GateRule",
     "GoalBlockParams",
@@ -235,6 +237,28 @@ class SessionClosed:
 
     session: str
     last_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class ForkParams:
+    """Fork the session: a new session whose log is the first ``at`` events
+    of this one, or the events before turn ``turn`` started (give one)."""
+
+    session: SessionId
+    new_session: SessionId
+    at: Positive | None = None
+    turn: Positive | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Forked:
+    """The new session's provenance: its source, the seq it was forked at and
+    the SHA-256 of that prefix as an export writes it."""
+
+    session: str
+    source: str
+    seq: int
+    prefix_sha256: str
 
 
 # --------------------------------------------------------------------------
@@ -632,6 +656,9 @@ METHODS: Mapping[str, Method] = {
                 "Where the session stands: mode, phase, plan, goal, last seq, pending choice.", appends=False),
         _method("session/close", SessionParams, SessionClosed,
                 "Drop the session's process state (its log stays).", appends=False),
+        _method("session/fork", ForkParams, Forked,
+                "A new session whose log is this one's first N events (or those before turn K); both go on.",
+                appends=False),
         _method("user/choose", ChooseParams, ChoiceResult,
                 "The user chooses plan mode on or off: appended now between turns, queued inside one."),
         _method("user/command", CommandParams, CommandResult,

@@ -228,6 +228,7 @@ class Server:
             "session/open": self._open,
             "session/read": lambda q: self._session(q.session).info(),
             "session/close": self._close,
+            "session/fork": lambda q: self._session(q.session).fork(q.new_session, at=q.at, turn=q.turn),
             "user/choose": lambda q: self._session(q.session).choose(q.active),
             "user/command": lambda q: self._session(q.session).command(q.text, q.attachments),
             "turn/start": lambda q: self._session(q.session).start_turn(q.text, goal_round=q.goal_round, view=q.view),

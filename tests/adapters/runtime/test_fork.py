@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from planfold.adapters.runtime.goal_service import GoalService
-from planfold.adapters.runtime.loop import CALL_INTERRUPTED
 from planfold.adapters.store.contract_logs import LogBuilder, logs
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.log import Event
 from planfold.kernel.session import fold_session
+from planfold.kernel.turn import CALL_INTERRUPTED
 from tests.runtime_helpers import batch, call, make_session, say, ticking
 
 
@@ -106,3 +106,43 @@ def test_random_logs_forked_at_random_seqs_go_on_independently_under_real_turns(
     assert store.provenance("fork") == provenance and store.provenance("src") is None
     texts = [e.payload.get("text") for e in fork if e.kind == "user/message"]
     assert "on the fork" in texts and "on the source" not in texts and "again" not in texts
+
+
+def test_a_runtime_rewinds_to_a_turn_into_a_new_session_that_goes_on_from_before_that_turn() -> None:
+    store = MemoryStore()
+    session, _, _ = make_session([say("one"), say("two"), say("two again")], store=store)
+    session.runtime.run_turn("first")
+    session.runtime.run_turn("second")
+    before = store.read("s1")
+    made = session.runtime.rewind(2, "s1-rewound")
+    second_start = next(e.seq for e in before if e.kind == "turn/start" and e.payload["turn"] == 2)
+    assert (made.source, made.seq) == ("s1", second_start - 1)
+    assert store.read("s1-rewound") == before[: second_start - 1] and store.read("s1") == before
+    again, _, _ = make_session([say("second, again")], store=store, session_id="s1-rewound")
+    report = again.runtime.run_turn("second, differently")
+    assert report.turn == 2 and fold_session(store.read("s1-rewound")).turns.turn == 2
+
+
+def test_serve_forks_a_session_at_a_seq_or_a_turn_and_refuses_both_or_neither() -> None:
+    from planfold.adapters.serve.client import RemoteError  # noqa: PLC0415
+    from planfold.adapters.serve.command import ticks  # noqa: PLC0415
+    from planfold.adapters.serve.server import Server  # noqa: PLC0415
+    from tests.serve_host import WORKSPACE_TOOLS, InProcess  # noqa: PLC0415
+
+    store = MemoryStore()
+    rpc = InProcess(Server(store, ticks(1_000)))
+    rpc.call("session/open", session="s", tools=list(WORKSPACE_TOOLS))
+    rpc.call("turn/start", session="s", text="go")
+    rpc.call("turn/end", session="s")
+    forked = rpc.call("session/fork", session="s", new_session="f", at=2)
+    assert (forked["session"], forked["source"], forked["seq"]) == ("f", "s", 2)
+    assert store.read("f") == store.read("s")[:2]
+    refusals = (({"turn": 1}, "fork-seq-missing"), ({}, "invalid-request"), ({"at": 1, "turn": 1}, "invalid-request"))
+    for params, code in refusals:  # turn 1 starts the log: a rewind to it would be an empty session
+        try:
+            rpc.call("session/fork", session="s", new_session="h", **params)
+        except RemoteError as exc:
+            assert exc.remote_code == code
+        else:
+            raise AssertionError(f"{params} was not refused")
+    assert store.read("h") == ()

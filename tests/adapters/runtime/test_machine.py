@@ -212,7 +212,7 @@ def test_a_cancelled_asyncio_turn_leaves_a_log_the_next_turn_closes_as_a_killed_
 # Crashes and cancellations, in lockstep with a machine rebuilt from the log
 
 
-class _Crash(BaseException):  # noqa: N818 (a death, not an error: nothing may catch it)
+class _Crash(BaseException):
     """The process died during a write."""
 
 
