@@ -137,7 +137,9 @@ def test_serve_forks_a_session_at_a_seq_or_a_turn_and_refuses_both_or_neither() 
     forked = rpc.call("session/fork", session="s", new_session="f", at=2)
     assert (forked["session"], forked["source"], forked["seq"]) == ("f", "s", 2)
     assert store.read("f") == store.read("s")[:2]
-    refusals = (({"turn": 1}, "fork-seq-missing"), ({}, "invalid-request"), ({"at": 1, "turn": 1}, "invalid-request"))
+    refusals: tuple[tuple[dict[str, int], str], ...] = (
+        ({"turn": 1}, "fork-seq-missing"), ({}, "invalid-request"), ({"at": 1, "turn": 1}, "invalid-request"),
+    )
     for params, code in refusals:  # turn 1 starts the log: a rewind to it would be an empty session
         try:
             rpc.call("session/fork", session="s", new_session="h", **params)
