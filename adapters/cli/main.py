@@ -426,7 +426,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage()
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {shown(message)}\n")  # it may quote an argument as given
 
 
 def _version() -> str:

@@ -58,6 +58,7 @@ from ...kernel.log import Event
 from ...kernel.payload import JSON
 from ...kernel.session import SessionState, fold_session
 from ..cli.args import positive_seconds
+from ..cli.text import shown
 from ..errors import AdapterError
 from .vector_cases import Case, cases
 
@@ -405,7 +406,7 @@ def run_conform(args: argparse.Namespace, out: TextIO | None = None, err: TextIO
         out.write(json.dumps(body, default=repr) + "\n")
         return 0 if report.ok else 1
     for outcome in report.failures:
-        out.write(f"FAIL {outcome.name}: {outcome.problem}\n")
+        out.write(f"FAIL {shown(outcome.name)}: {shown(outcome.problem)}\n")
         out.write(f"  expected {_plain(outcome.expected)}\n")
         out.write(f"  got      {_plain(outcome.actual)}\n")
     out.write(f"{passed}/{len(report.outcomes)} vectors passed\n")
@@ -416,7 +417,7 @@ def _conform_failed(out: TextIO, err: TextIO, as_json: bool, code: str, detail: 
     if as_json:
         out.write(json.dumps({"ok": False, "error": {"code": code, "detail": detail}}) + "\n")
     else:
-        err.write(f"planfold conform: {detail}\n")
+        err.write(f"planfold conform: {shown(detail)}\n")
     return 2
 
 

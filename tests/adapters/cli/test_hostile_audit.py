@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
 
+from planfold.adapters.cli.demo import run_demo
 from planfold.adapters.cli.main import main
+from planfold.adapters.cli.text import shown
 from planfold.adapters.codec import encode_jsonl
+from planfold.adapters.specgen.vectors import VECTOR_DIR
+from planfold.adapters.store.sqlite_readonly import open_read_only
 from tests.adapters.cli.test_spill import goals_then
+
+SPECS = Path(__file__).resolve().parents[3] / "specs"
 
 
 def _run(*argv: str, stdin: bytes = b"") -> tuple[int, str, str]:
@@ -81,3 +90,89 @@ def test_a_serve_clock_no_event_can_hold_is_a_usage_error(tmp_path: Path, value:
     code, out, err = _run("serve", "--db", ":memory:", f"--ticks={value}")
     assert code == 2 and out == ""
     assert "usage:" in err and "--ticks" in err
+
+
+# --------------------------------------------------------------------------
+# Control characters a log or a file name holds never reach the terminal
+
+
+#: Every character a terminal may act on: C0, DEL and C1.
+CONTROLS = "".join(map(chr, [*range(0x20), 0x7F, *range(0x80, 0xA0)]))
+
+
+def _acts_on_a_terminal(text: str) -> set[str]:
+    """The control characters in ``text``, line ends aside."""
+    return {char for char in text.replace("\n", "") if char in CONTROLS}
+
+
+@pytest.fixture(scope="module")
+def hostile_log(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """The demo's log with its plan id and goal id holding control characters."""
+    directory = tmp_path_factory.mktemp("hostile")
+    db = directory / "demo.sqlite"
+    run_demo(str(db), io.StringIO())
+    text = encode_jsonl(open_read_only(str(db)).read("demo-1")).decode()
+    plans = set(re.findall(r'"plan_id":"([^"]+)"', text))
+    (goal,) = set(re.findall(r'"goal":\{"id":"([^"]+)"', text))
+    for number, plan in enumerate(sorted(plans)):
+        text = text.replace(plan, f"pl\\u001b]0;pwned\\u0007an-{number}")
+    text = text.replace(goal, "go\\r\\u009b2Jal\\u007f")
+    return text.encode()
+
+
+def test_shown_escapes_every_control_character_and_keeps_the_rest() -> None:
+    assert shown(CONTROLS) == "".join(
+        {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char, f"\\x{ord(char):02x}") for char in CONTROLS
+    )
+    assert shown("plan-1 rev 2, completed: ünïcode ✓ \u00a0") == "plan-1 rev 2, completed: ünïcode ✓ \u00a0"
+    assert shown("a bad \udcff byte") == "a bad \\xff byte"
+    assert shown("a lone \ud800") == "a lone \\ud800"
+
+
+@pytest.mark.parametrize("command", ["replay", "audit"])
+def test_replay_and_audit_escape_control_characters_in_ids_and_file_names(
+    tmp_path: Path, hostile_log: bytes, command: str
+) -> None:
+    log = tmp_path / "lo\x1b[2Jg\x07.jsonl"
+    log.write_bytes(hostile_log)
+    db = tmp_path / "d\x1b[31mb.sqlite"
+    session = "se\x1b]0;title\x07ss\rion\x9b"
+    assert _run("import", str(log), "--db", str(db), "--session", session)[0] == 0
+    for argv in ([str(log)], [str(db)], [str(db), "--session", session], ["-"]):
+        code, out, err = _run(command, *argv, "--progress", stdin=hostile_log)
+        assert code == 0, (out, err)
+        assert _acts_on_a_terminal(out) == set() and _acts_on_a_terminal(err) == set(), (out, err)
+        assert "plan: pl\\x1b]0;pwned\\x07an-" in out and "go\\r\\x9b2Jal\\x7f rev" in out
+    code, out, err = _run(command, str(db), "--progress")
+    assert "se\\x1b]0;title\\x07ss\\rion\\x9b: ok" in out
+    assert "se\\x1b]0;title\\x07ss\\rion\\x9b: " in err  # the progress line names the session too
+    code, out, err = _run(command, str(log))
+    assert out.startswith("lo\\x1b[2Jg\\x07: ok")
+
+
+def test_refusals_escape_the_names_they_repeat(tmp_path: Path) -> None:
+    db = tmp_path / "d.sqlite"
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b"")
+    runs = [
+        _run("replay", str(tmp_path / "no\x1b[2Jsuch\x07.jsonl")),
+        _run("export", "--db", str(tmp_path / "\x1b]0;x\x07.sqlite"), "--session", "s"),
+        _run("replay", "a", "b\x1b[2J"),  # a usage error quoting the argument
+        _run("import", str(log), "--db", str(db), "--session", "s\x1b[1m"),
+    ]
+    for code, out, err in runs:
+        assert code == 2 and _acts_on_a_terminal(out + err) == set(), (out, err)
+
+
+def test_conform_escapes_the_vector_names_and_the_answers_it_repeats(tmp_path: Path) -> None:
+    vector = sorted((SPECS / VECTOR_DIR).glob("*.expected.json"))[0]
+    name = vector.name.removesuffix(".expected.json")
+    hostile = "ve\x1b[2Jctor\x07"
+    (tmp_path / f"{hostile}.expected.json").write_bytes(vector.read_bytes())
+    (tmp_path / f"{hostile}.jsonl").write_bytes(vector.with_name(f"{name}.jsonl").read_bytes())
+    liar = f"{shlex.quote(sys.executable)} -c 'print(\"\\x1b]0;pwned\\x07\")'"
+    code, out, err = _run("conform", str(tmp_path), "--command", liar)
+    assert code == 1 and "FAIL ve\\x1b[2Jctor\\x07: " in out
+    assert _acts_on_a_terminal(out) == set() and _acts_on_a_terminal(err) == set(), (out, err)
+    code, out, err = _run("conform", str(tmp_path / "no\x1b[2Jne"))
+    assert code == 2 and _acts_on_a_terminal(out + err) == set(), (out, err)
