@@ -13,7 +13,10 @@ checked. ``export`` and ``import`` move one session between the two forms.
   stands (mode, plan, goal).
 - ``audit FILE``: the strict replay plus, for a database, the stored
   projection and snapshot compared with the fold.
-- ``export --db PATH --session ID [-o OUT]``: the session as JSON Lines.
+- ``export --db PATH --session ID [-o OUT]``: the session as JSON Lines,
+  written where ``OUT`` leads: into a FIFO or a character device (or a link
+  to one) as a stream, over a regular file atomically and with its mode
+  kept, or into a new file.
 - ``import FILE --db PATH --session ID``: a JSON Lines log into an empty
   session (folded strictly first; nothing is written, and no database is
   created, unless the whole log lands).
@@ -50,6 +53,7 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -255,19 +259,59 @@ def _side_files(db: str) -> list[str]:
     return [db, *(db + side for side in ("-wal", "-shm", "-journal"))]
 
 
-def _write_atomically(path: str, data: bytes) -> None:
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write_atomically(path: str, data: bytes, mode: int) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same
-    directory, so a failed write leaves no half file behind."""
+    directory, given ``mode`` before it takes the path's place, so a failed
+    write leaves no half file behind."""
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix=".planfold-export-", dir=directory)
     try:
         with os.fdopen(handle, "wb") as stream:
+            os.fchmod(stream.fileno(), mode)
             stream.write(data)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+#: What ``export -o`` writes into as a stream: what the path leads to stays.
+_STREAMS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device"}
+#: What it refuses to write to at all.
+_NOT_FILES = {stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
+
+
+def _write_output(path: str, data: bytes) -> None:
+    """Write ``data`` where ``path`` leads (links followed). A FIFO or a
+    character device is written to as a stream and stays what it is; a
+    regular file is replaced whole (``_write_atomically``) and keeps its
+    mode, a link to it stays a link; a new file gets the mode the umask
+    gives. Anything else (a block device, a socket) is refused."""
+    try:
+        status: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        status = None  # nothing there yet (or a link to nothing): a new file
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        kind = stat.S_IFMT(status.st_mode)
+        if kind not in _STREAMS:
+            what = _NOT_FILES.get(kind, "not a regular file")
+            raise CliError(f"{shown(path)} is {what}, not a file export can write", code="not-a-file")
+        # no O_CREAT, no O_TRUNC: this opens what is there, and creates or empties nothing
+        handle = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+        with os.fdopen(handle, "wb") as stream:
+            if stat.S_ISREG(os.fstat(handle).st_mode):
+                raise CliError(f"{shown(path)} changed while export wrote it; nothing written", code="not-a-file")
+            stream.write(data)
+        return
+    mode = 0o666 & ~_umask() if status is None else stat.S_IMODE(status.st_mode)
+    _write_atomically(os.path.realpath(path), data, mode)
 
 
 def _cmd_export(args: argparse.Namespace, out: TextIO) -> int:
@@ -287,7 +331,7 @@ def _cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     if output in (None, "-"):
         out.write(data.decode("utf-8"))
         return 0
-    _write_atomically(output, data)
+    _write_output(output, data)
     if args.json:
         out.write(json.dumps({"session": args.session, "events": count, "output": output}) + "\n")
     else:
