@@ -26,7 +26,8 @@ checked. ``export`` and ``import`` move one session between the two forms.
 
 Reading never writes: ``replay``, ``audit`` and ``export`` open a database
 read-only and refuse one that is not planfold's. A JSON Lines log is read by
-the reader ``conform`` uses (``specgen.vectors.read_record_lines``), as a
+the one reader of JSON Lines logs (``codec.read_records``, which ``import``
+and ``conform`` use too, so every command gives one verdict on one log), as a
 stream: a line at a time, folded as it is read, with progress in bytes of
 the file; a database's events are read in pages (``LogStore.scan``). An empty file
 is a log with no events; every line is one record, so a blank line is a
@@ -56,7 +57,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from typing import BinaryIO, NoReturn, TextIO
@@ -64,16 +65,11 @@ from typing import BinaryIO, NoReturn, TextIO
 from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
 from ...kernel.log import Event
 from ...kernel.session import SessionState
-from ..codec import CodecError, encode_jsonl, read_session_jsonl
+from ..codec import CodecError, JsonlLines, encode_jsonl, read_records
 from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
 from ..serve.command import add_serve_arguments, run_serve
-from ..specgen.vectors import (
-    MalformedRecordError,
-    add_conform_arguments,
-    read_record_lines,
-    run_conform,
-)
+from ..specgen.vectors import add_conform_arguments, run_conform
 from ..store.base import Store, check_session_id, import_session
 from ..store.opener import is_postgres_url
 from .args import LOG_LEVELS, count, log_level, positive_seconds
@@ -181,8 +177,8 @@ def fold_checked(
                     return Checked(session, count, state, _from_replay(exc, line))
                 count += 1
                 progress.update(count if done is None else done(count), events=count)
-        except MalformedRecordError as exc:
-            return Checked(session, count, state, Problem(exc.seq, exc.line, "malformed-record", exc.detail))
+        except CodecError as exc:  # a line of a JSON Lines log that is not a record
+            return Checked(session, count, state, Problem(exc.seq, exc.line, exc.code, exc.detail))
         except ReplayError as exc:  # a stored payload that does not decode
             return Checked(session, count, state, _from_replay(exc))
         finally:
@@ -201,7 +197,7 @@ def _check(args: argparse.Namespace, audit: bool, err: TextIO, stdin: BinaryIO) 
     progress = Progress(err, enabled=args.progress)
     with read_source(args.file, stdin) as source:
         if source.kind == "jsonl":
-            records = read_record_lines(source.lines())
+            records = read_records(source.lines())
             return [fold_checked(args.session or source.label, records, source.size, progress,
                                  lambda _: source.bytes_read)]
         return _check_database(args, source, audit, progress)
@@ -356,7 +352,14 @@ def _refuse_a_filled_session(store: Store, session: str, events: Sequence[Event]
     )
 
 
-def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
+def _kept(records: Iterable[tuple[int, Event]], into: list[Event]) -> Iterator[tuple[int, Event]]:
+    """``records``, each event also appended to ``into`` as it passes."""
+    for line, event in records:
+        into.append(event)
+        yield line, event
+
+
+def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: BinaryIO) -> int:
     check_session_id(args.session)  # before anything is read, opened or created
     with read_source(args.file, stdin) as source:
         if source.kind != "jsonl":
@@ -367,7 +370,14 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
         # An import lands in one transaction (all of it or nothing), so it
         # holds the log it writes; a replay streams it instead.
         data = source.read_all()
-    events = read_session_jsonl(data)  # a bad log is refused before anything is opened
+    # A bad log is refused before anything is opened, with the verdict a
+    # replay gives: the same reader, the same fold, the same report.
+    events: list[Event] = []
+    checked = fold_checked(args.session, _kept(read_records(JsonlLines(None, data)), events), 0,
+                           Progress(err, enabled=False))
+    if checked.problem is not None:
+        _fail(args, out, err, checked.problem.as_json(), checked.problem.text())
+        return 1
     if not events:
         raise CliError(f"nothing imported: {shown(args.file)} holds no events", code="nothing-to-import")
     if is_postgres_url(args.db) or os.path.exists(args.db):
@@ -574,7 +584,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: BinaryI
         return _cmd_check(args, out, err, stdin, audit=args.command == "audit")
     if args.command == "export":
         return _cmd_export(args, out)
-    return _cmd_import(args, out, stdin)
+    return _cmd_import(args, out, err, stdin)
 
 
 def main(

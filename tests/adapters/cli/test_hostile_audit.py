@@ -176,3 +176,57 @@ def test_conform_escapes_the_vector_names_and_the_answers_it_repeats(tmp_path: P
     assert _acts_on_a_terminal(out) == set() and _acts_on_a_terminal(err) == set(), (out, err)
     code, out, err = _run("conform", str(tmp_path / "no\x1b[2Jne"))
     assert code == 2 and _acts_on_a_terminal(out + err) == set(), (out, err)
+
+
+# --------------------------------------------------------------------------
+# One reader of JSON Lines, one verdict
+
+_FIRST = b'{"seq":1,"kind":"turn/start","at":1000,"payload":{"turn":1}}'
+
+#: Second lines that replay and import once judged apart, and their neighbours.
+SECOND_LINES = {
+    "a lone high surrogate escape": b'{"seq":2,"kind":"turn/end","at":2000,"payload":{"turn":1,"x":"\\ud800"}}',
+    "a lone high surrogate before a letter": b'{"seq":2,"kind":"turn/end","at":2000,"payload":{"x":"\\ud800y"}}',
+    "a lone low surrogate escape": b'{"seq":2,"kind":"turn/end","at":2000,"payload":{"turn":1,"x":"\\udc00"}}',
+    "a surrogate in a key": b'{"seq":2,"kind":"turn/end","at":2000,"payload":{"\\udfff":1}}',
+    "a surrogate in the kind": b'{"seq":2,"kind":"turn/\\ud800","at":2000,"payload":{"turn":1}}',
+    "a number out of range": b'{"seq":2,"kind":"turn/end","at":2000,"payload":{"turn":1,"x":1e400}}',
+    "NaN": b'{"seq":2,"kind":"turn/end","at":2000,"payload":{"turn":NaN}}',
+    "a seq written as a string": b'{"seq":"2","kind":"turn/end","at":2000,"payload":{"turn":1}}',
+    "a seq that is a boolean": b'{"seq":true,"kind":"turn/end","at":2000,"payload":{"turn":1}}',
+    "a fractional at": b'{"seq":2,"kind":"turn/end","at":2.5,"payload":{"turn":1}}',
+    "a payload that is an array": b'{"seq":2,"kind":"turn/end","at":2000,"payload":[1]}',
+    "a payload nested too deeply": b'{"seq":2,"kind":"turn/end","at":2000,"payload":{"x":%s}}'
+    % (b"[" * 200 + b"]" * 200),
+    "a missing payload": b'{"seq":2,"kind":"turn/end","at":2000}',
+    "an extra field": b'{"seq":2,"kind":"turn/end","at":2000,"payload":{"turn":1},"x":0}',
+    "a blank line": b"",
+    "bytes that are not UTF-8": b'{"seq":2,"kind":"turn/end","at":2000,"payload":{"x":"\xff"}}',
+    "an encoded surrogate": b'{"seq":2,"kind":"turn/end","at":2000,"payload":{"x":"\xed\xa0\x80"}}',
+    "trailing text": b'{"seq":2,"kind":"turn/end","at":2000,"payload":{"turn":1}} x',
+    "an array": b"[]",
+}
+
+
+@pytest.mark.parametrize("second", SECOND_LINES.values(), ids=SECOND_LINES.keys())
+def test_replay_and_import_give_one_verdict_on_every_line(tmp_path: Path, second: bytes) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(_FIRST + b"\n" + second + b"\n")
+    code, out, err = _run("replay", str(log), "--json")
+    (session,) = json.loads(out)["sessions"]
+    assert code == 1 and err == "" and session["ok"] is False
+    assert session["error"]["line"] == 2
+    db = tmp_path / "d.sqlite"
+    code, out, err = _run("import", str(log), "--db", str(db), "--session", "s", "--json")
+    assert code == 1 and err == ""
+    assert json.loads(out)["error"] == session["error"]
+    assert not db.exists()
+    code, out, err = _run("import", str(log), "--db", str(db), "--session", "s")
+    assert code == 1 and f"BAD LOG at {'line 2' if session['error']['position'] is None else 'seq'}" in err
+
+
+def test_a_lone_surrogate_is_named_as_such(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(_FIRST + b"\n" + SECOND_LINES["a lone high surrogate before a letter"] + b"\n")
+    code, out, _ = _run("replay", str(log))
+    assert code == 1 and "[malformed-record]" in out and "surrogate" in out
