@@ -56,6 +56,7 @@ __all__ = [
     "JsonlLines",
     "Projection",
     "Readable",
+    "RecordError",
     "SnapshotCodec",
     "SnapshotError",
     "SnapshotParts",
@@ -86,22 +87,30 @@ class CodecError(AdapterError):
     Codes: ``payload-not-json`` (the caller's payload has a value JSON cannot
     carry exactly), ``event-not-storable`` (see ``canonical_event``),
     ``malformed-record`` (a JSON Lines line is not an event
-    record; ``line`` is its 1-based number, ``seq`` the seq it names when
-    that much is readable, ``detail`` the message without the line).
+    record; ``line`` is its 1-based number; ``RecordError`` from the reader).
     """
 
     code = "codec-error"
     codes = frozenset({"event-not-storable", "malformed-record", "payload-not-json"})
 
-    def __init__(
-        self, message: str, *, code: str, line: int | None = None, seq: int | None = None, detail: str | None = None
-    ) -> None:
+    def __init__(self, message: str, *, code: str, line: int | None = None) -> None:
         super().__init__(message, code=code)
         self.line = line
-        #: The seq a malformed record names, when that much of it is readable.
+
+
+class RecordError(CodecError):
+    """A line of a JSON Lines log is not an event record (``read_record``):
+    ``line`` is its 1-based number, ``seq`` the seq it names when that much
+    of it is readable, ``detail`` the rule it breaks (the message without
+    the line)."""
+
+    code = "malformed-record"
+    codes = frozenset({"malformed-record"})
+
+    def __init__(self, line: int, detail: str, seq: int | None = None) -> None:
+        super().__init__(f"line {line}: {detail}", code="malformed-record", line=line)
         self.seq = seq
-        #: The rule a malformed record breaks, without its line number.
-        self.detail = message if detail is None else detail
+        self.detail = detail
 
 
 # --------------------------------------------------------------------------
@@ -521,12 +530,12 @@ def _not_json(text: str, refused: msgspec.DecodeError) -> str:
 
 def read_record(raw: bytes, line: int) -> Event:
     """The event that line number ``line`` of a JSON Lines log records, its
-    values as they come (the fold judges them); ``CodecError``
+    values as they come (the fold judges them); ``RecordError``
     (``malformed-record``, with ``line`` and, when readable, ``seq``) when the
     line is not an event record. See ``read_records``."""
 
-    def malformed(detail: str, seq: int | None = None) -> CodecError:
-        return CodecError(f"line {line}: {detail}", code="malformed-record", line=line, seq=seq, detail=detail)
+    def malformed(detail: str, seq: int | None = None) -> RecordError:
+        return RecordError(line, detail, seq)
 
     try:
         text = raw.decode("utf-8")
@@ -569,7 +578,7 @@ def read_records(lines: Iterable[bytes]) -> Iterator[tuple[int, Event]]:
     and a string ``kind``. Every other value is taken as it comes: the fold
     judges it and names the seq and rule of the first bad event (a ``seq``
     written as ``"2"`` is a ``seq-gap``, a payload that is not an object a
-    ``malformed-payload``). Raises ``CodecError`` at the first line that is
+    ``malformed-payload``). Raises ``RecordError`` at the first line that is
     not a record."""
     for number, raw in enumerate(lines, start=1):
         yield number, read_record(raw, number)

@@ -65,7 +65,7 @@ from typing import BinaryIO, NoReturn, TextIO
 from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
 from ...kernel.log import Event
 from ...kernel.session import SessionState
-from ..codec import CodecError, JsonlLines, encode_jsonl, read_records
+from ..codec import CodecError, JsonlLines, RecordError, encode_jsonl, read_records
 from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
 from ..serve.command import add_serve_arguments, run_serve
@@ -177,7 +177,7 @@ def fold_checked(
                     return Checked(session, count, state, _from_replay(exc, line))
                 count += 1
                 progress.update(count if done is None else done(count), events=count)
-        except CodecError as exc:  # a line of a JSON Lines log that is not a record
+        except RecordError as exc:  # a line of a JSON Lines log that is not a record
             return Checked(session, count, state, Problem(exc.seq, exc.line, exc.code, exc.detail))
         except ReplayError as exc:  # a stored payload that does not decode
             return Checked(session, count, state, _from_replay(exc))

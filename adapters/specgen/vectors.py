@@ -61,7 +61,7 @@ from ...kernel.payload import JSON
 from ...kernel.session import SessionState, fold_session
 from ..cli.args import positive_seconds
 from ..cli.text import shown
-from ..codec import CodecError, read_record
+from ..codec import RecordError, read_record
 from ..errors import AdapterError
 from .vector_cases import Case, cases
 
@@ -159,7 +159,7 @@ def _record(number: int, raw: bytes) -> Event:
     (``codec.read_record``)."""
     try:
         return read_record(raw, number)
-    except CodecError as exc:
+    except RecordError as exc:
         raise MalformedRecordError(number, exc.detail, exc.seq) from exc
 
 

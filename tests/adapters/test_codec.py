@@ -23,6 +23,7 @@ from planfold.adapters.codec import (
     CodecError,
     JsonlLines,
     Projection,
+    RecordError,
     canonical_event,
     check_json,
     decode_event,
@@ -435,14 +436,14 @@ def test_a_record_whose_values_the_fold_refuses_is_the_folds_verdict_as_in_a_rep
 )
 def test_the_reader_refuses_json_a_store_cannot_keep_and_says_why(text: bytes, named: str) -> None:
     record = b'{"seq":1,"kind":"turn/start","at":1,"payload":{"x":%s}}' % text
-    with pytest.raises(CodecError) as info:
+    with pytest.raises(RecordError) as info:
         read_record(record, 3)
     assert (info.value.code, info.value.line, info.value.seq) == ("malformed-record", 3, None)
     assert named in info.value.detail and info.value.message == f"line 3: {info.value.detail}"
 
 
 def test_the_reader_names_the_seq_of_a_record_that_breaks_a_rule_past_its_seq() -> None:
-    with pytest.raises(CodecError) as info:
+    with pytest.raises(RecordError) as info:
         read_record(b'{"seq":7,"kind":1,"at":1,"payload":{}}', 1)
     assert (info.value.line, info.value.seq, info.value.detail) == (1, 7, "kind must be a string")
 
