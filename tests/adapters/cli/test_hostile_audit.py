@@ -65,6 +65,7 @@ def test_replay_of_a_non_object_goal_payload_after_a_create_is_a_positioned_malf
     [
         ["demo", "--db", "{DB}", "--base-url", "http://127.0.0.1:9/v1", "--timeout"],
         ["conform", "{DIR}", "--command", "/nonexistent/planfold-impl", "--timeout"],
+        ["serve", "--db", ":memory:", "--connect-timeout"],
     ],
 )
 def test_a_timeout_no_clock_can_hold_is_a_usage_error_not_a_traceback(
@@ -73,7 +74,7 @@ def test_a_timeout_no_clock_can_hold_is_a_usage_error_not_a_traceback(
     given = [word.replace("{DB}", str(tmp_path / "d.sqlite")).replace("{DIR}", str(tmp_path)) for word in argv]
     code, out, err = _run(*given[:-1], f"{given[-1]}={value}")
     assert code == 2 and out == ""
-    assert "usage:" in err and "--timeout" in err and "seconds" in err
+    assert "usage:" in err and given[-1] in err and "seconds" in err
     assert not (tmp_path / "d.sqlite").exists()
 
 
