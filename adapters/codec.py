@@ -15,10 +15,14 @@ A session travels as JSON Lines: one event object per line, in seq order.
 ``JsonlLines`` reads the lines of a stream one at a time, in chunks of
 ``CHUNK`` bytes, so a reader that folds as it reads holds one line and one
 chunk, never the log; its ``consumed`` says how far it got.
-``decode_jsonl`` reports a line that is not an event record as a
-``CodecError`` carrying the line number; ``read_session_jsonl`` also folds
-the events strictly and reports the first bad one as a positioned
-``ReplayError`` whose detail names the line.
+``read_records`` is the one reader of JSON Lines logs (replay, import,
+conformance): it checks that each line is a record and hands its values on
+as they come, for the fold to judge, so every command gives one verdict on
+one log; a line that is not a record is a ``CodecError`` carrying the line
+number (and the seq, when readable). ``read_session_jsonl`` also folds the
+events strictly and reports the first bad one as a positioned ``ReplayError``
+whose detail names the line. ``decode_jsonl`` and ``decode_event`` are the
+typed wire decoders: they also refuse an envelope a store cannot keep.
 
 The session projection (``project``) and the fold-state snapshots
 (``SESSION_SNAPSHOT``) live in ``adapters.store.projection``; they are re-exported
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
@@ -51,6 +56,7 @@ __all__ = [
     "JsonlLines",
     "Projection",
     "Readable",
+    "RecordError",
     "SnapshotCodec",
     "SnapshotError",
     "SnapshotParts",
@@ -66,6 +72,8 @@ __all__ = [
     "goal_json",
     "plan_json",
     "project",
+    "read_record",
+    "read_records",
     "read_session_jsonl",
     "stored_event",
     "stored_events",
@@ -79,7 +87,7 @@ class CodecError(AdapterError):
     Codes: ``payload-not-json`` (the caller's payload has a value JSON cannot
     carry exactly), ``event-not-storable`` (see ``canonical_event``),
     ``malformed-record`` (a JSON Lines line is not an event
-    record; ``line`` is its 1-based number).
+    record; ``line`` is its 1-based number; ``RecordError`` from the reader).
     """
 
     code = "codec-error"
@@ -88,6 +96,21 @@ class CodecError(AdapterError):
     def __init__(self, message: str, *, code: str, line: int | None = None) -> None:
         super().__init__(message, code=code)
         self.line = line
+
+
+class RecordError(CodecError):
+    """A line of a JSON Lines log is not an event record (``read_record``):
+    ``line`` is its 1-based number, ``seq`` the seq it names when that much
+    of it is readable, ``detail`` the rule it breaks (the message without
+    the line)."""
+
+    code = "malformed-record"
+    codes = frozenset({"malformed-record"})
+
+    def __init__(self, line: int, detail: str, seq: int | None = None) -> None:
+        super().__init__(f"line {line}: {detail}", code="malformed-record", line=line)
+        self.seq = seq
+        self.detail = detail
 
 
 # --------------------------------------------------------------------------
@@ -467,6 +490,100 @@ class JsonlLines:
             yield last
 
 
+_ANY = msgspec.json.Decoder()
+_RECORD_KEYS = frozenset({"seq", "kind", "at", "payload"})
+
+
+def _refuse_constant(token: str) -> object:
+    raise ValueError(f"{token} is not JSON")
+
+
+def _not_json(text: str, refused: msgspec.DecodeError) -> str:
+    """Why ``text``, which msgspec refused, is not JSON a store can keep, in
+    the words of the standard reader where it refuses too (only called on
+    the way to an error)."""
+    if not text.strip():
+        return "a blank line is not an event record"
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc.msg})"
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON ({exc})"
+    stack = [value]
+    while stack:  # what the standard reader takes and msgspec does not
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "not valid Unicode text (a \\u escape of a lone surrogate)"
+        elif isinstance(item, float) and not math.isfinite(item):
+            return "not JSON a store can keep (a number out of range)"
+    return f"not JSON ({refused})"
+
+
+def read_record(raw: bytes, line: int) -> Event:
+    """The event that line number ``line`` of a JSON Lines log records, its
+    values as they come (the fold judges them); ``RecordError``
+    (``malformed-record``, with ``line`` and, when readable, ``seq``) when the
+    line is not an event record. See ``read_records``."""
+
+    def malformed(detail: str, seq: int | None = None) -> RecordError:
+        return RecordError(line, detail, seq)
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise malformed(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    try:
+        record = _ANY.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise malformed(_not_json(text, exc)) from exc
+    except RecursionError as exc:
+        raise malformed(f"not JSON ({exc})") from exc
+    if type(record) is not dict:
+        raise malformed("an event record is a JSON object {seq, kind, at, payload}")
+    seq = record.get("seq")
+    seq = seq if type(seq) is int else None
+    if record.keys() != _RECORD_KEYS:
+        keys = ", ".join(sorted(map(repr, record)))
+        raise malformed(f"an event record has exactly seq, kind, at and payload, not {keys}", seq)
+    kind = record["kind"]
+    if type(kind) is not str:
+        raise malformed("kind must be a string", seq)
+    payload = record["payload"]
+    if not _shallow(raw):
+        problem = _json_problem(payload, "payload")
+        if problem is not None:
+            raise malformed(problem, seq)
+    return _EVENT(record["seq"], kind, record["at"], payload)
+
+
+def read_records(lines: Iterable[bytes]) -> Iterator[tuple[int, Event]]:
+    """The records of a JSON Lines log as ``(line number, event)``, one at a
+    time as the lines are read (each without its line end: ``JsonlLines``).
+
+    This is the one reader of JSON Lines logs: ``planfold replay``,
+    ``planfold import``, ``import_session`` and the conformance runner all
+    read with it, so they agree on every log. A line is a record when it is
+    UTF-8 text holding one JSON object (no ``NaN`` or ``Infinity``, no number
+    out of range, no ``\\u`` escape of a lone surrogate, nested at most
+    ``MAX_DEPTH`` deep) with exactly ``seq``, ``kind``, ``at`` and ``payload``,
+    and a string ``kind``. Every other value is taken as it comes: the fold
+    judges it and names the seq and rule of the first bad event (a ``seq``
+    written as ``"2"`` is a ``seq-gap``, a payload that is not an object a
+    ``malformed-payload``). Raises ``RecordError`` at the first line that is
+    not a record."""
+    for number, raw in enumerate(lines, start=1):
+        yield number, read_record(raw, number)
+
+
 def encode_jsonl(events: Iterable[Event]) -> bytes:
     """A session as JSON Lines: one event per line, each line ending in ``\\n``."""
     return b"".join(encode_event(event) + b"\n" for event in events)
@@ -492,14 +609,16 @@ def _utf8(data: bytes | str) -> bytes:
 
 
 def read_session_jsonl(data: bytes | str) -> tuple[Event, ...]:
-    """Decode a JSON Lines session and fold it strictly. A bad record raises
-    ``CodecError`` with its line; a bad event raises the positioned
-    ``ReplayError`` with the line named in its detail."""
-    events = decode_jsonl(data)
+    """Read a JSON Lines session (``read_records``) and fold it strictly. A
+    bad record raises ``CodecError`` with its line; a bad event raises the
+    positioned ``ReplayError`` with the line named in its detail. Every event
+    the fold accepts is one a store can keep."""
+    events = []
     state = SessionState()
-    for number, event in enumerate(events, start=1):
+    for number, event in read_records(JsonlLines(None, _utf8(data))):
         try:
             state = apply_session_event(state, event)
         except ReplayError as exc:
             raise ReplayError(exc.position, exc.rule, f"{exc.detail} (line {number})") from exc
-    return events
+        events.append(event)
+    return tuple(events)

@@ -8,10 +8,10 @@ reads payloads defensively (a display must never fail on a log the fold has
 already accepted or is about to reject) and never decides anything.
 ``summarize(state)`` says where a folded session stands, as plain data;
 ``plan_text`` and ``goal_text`` say it in words (``plan-1 rev 2, completed``;
-``none``), never as a Python repr. ``shown(text)`` is any text as a terminal
-can print it: characters that are not Unicode (lone surrogates, a file name's
-undecodable bytes) become backslash escapes, so no output can fail to encode;
-and a URL's password (``postgresql://user:pw@host/db``) becomes ``***``.
+``none``), never as a Python repr. Every text it returns has been through
+``shown`` (``adapters.cli.text``): no output can fail to encode, no control
+character a log holds reaches the reader's terminal, and a URL's password
+becomes ``***``.
 """
 
 from __future__ import annotations
@@ -21,37 +21,22 @@ from collections.abc import Mapping
 
 from ...kernel.log import Event
 from ...kernel.session import SessionState
-from ..redact import redact_text
 from ..specgen.vectors import summarize as canonical_summary
+from .text import shown
 
 __all__ = ["describe", "goal_text", "plan_text", "shown", "summarize"]
 
 _WIDTH = 72
 
 
-def shown(text: object) -> str:
-    """``text`` as any terminal can print it (see the module docstring):
-    bytes a file name could not decode come back as ``\\xff``, other lone
-    surrogates as ``\\udc80``; a URL's password as ``***``."""
-    value = redact_text(str(text))
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    return value
-
-
 def _short(text: object, width: int = _WIDTH) -> str:
-    line = " ".join(shown(text).split())
+    line = shown(" ".join(str(text).split()))
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _quoted(text: object) -> str:
     """Text in double quotes, as JSON writes a string."""
-    return json.dumps(shown(text), ensure_ascii=False)
+    return shown(json.dumps(str(text), ensure_ascii=False))
 
 
 def _source(source: object) -> str:

@@ -21,9 +21,12 @@ is a PostgreSQL store (``store.opener.open_store``), read-only unless
 written to. A SQLite path opened for reading is opened
 read-only: nothing is created, migrated or switched (no WAL), the file's
 bytes, mode and side files stay as they were, it works on read-only files
-and directories, and a file that is not a planfold database is refused
-(``not-a-planfold-database``). Opened for writing (``import``, ``demo``) it is
-the ordinary ``SqliteStore``, which creates the file and migrates it.
+and directories; a file an older planfold wrote is read through a private
+migrated copy in memory (``store.sqlite_readonly``), and a file that is not a
+planfold database is refused (``not-a-planfold-database``). Opened for
+writing (``import``, ``demo``) it is the ordinary ``SqliteStore``, which
+creates the file and migrates it, and refuses another application's file
+(``foreign-database``) before it writes anything.
 
 Every refusal here is a ``CliError`` (an ``AdapterError``) with a stable
 code; the commands turn it into a message and exit status 2.

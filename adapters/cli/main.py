@@ -13,7 +13,10 @@ checked. ``export`` and ``import`` move one session between the two forms.
   stands (mode, plan, goal).
 - ``audit FILE``: the strict replay plus, for a database, the stored
   projection and snapshot compared with the fold.
-- ``export --db PATH --session ID [-o OUT]``: the session as JSON Lines.
+- ``export --db PATH --session ID [-o OUT]``: the session as JSON Lines,
+  written where ``OUT`` leads: into a FIFO or a character device (or a link
+  to one) as a stream, over a regular file atomically and with its mode
+  kept, or into a new file.
 - ``import FILE --db PATH --session ID``: a JSON Lines log into an empty
   session (folded strictly first; nothing is written, and no database is
   created, unless the whole log lands).
@@ -32,7 +35,8 @@ the exported file shows.
 
 Reading never writes: ``replay``, ``audit`` and ``export`` open a database
 read-only and refuse one that is not planfold's. A JSON Lines log is read by
-the reader ``conform`` uses (``specgen.vectors.read_record_lines``), as a
+the one reader of JSON Lines logs (``codec.read_records``, which ``import``
+and ``conform`` use too, so every command gives one verdict on one log), as a
 stream: a line at a time, folded as it is read, with progress in bytes of
 the file; a database's events are read in pages (``LogStore.scan``). An empty file
 is a log with no events; every line is one record, so a blank line is a
@@ -59,9 +63,10 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from typing import BinaryIO, NoReturn, TextIO
@@ -69,17 +74,12 @@ from typing import BinaryIO, NoReturn, TextIO
 from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
 from ...kernel.log import Event
 from ...kernel.session import SessionState
-from ..codec import CodecError, encode_jsonl, read_session_jsonl
+from ..codec import CodecError, JsonlLines, RecordError, encode_jsonl, read_records
 from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
 from ..provenance import ForkProvenance, ForkRecordError, ForkRecordLines, encode_fork_record, split_fork_record
 from ..serve.command import add_serve_arguments, run_serve
-from ..specgen.vectors import (
-    MalformedRecordError,
-    add_conform_arguments,
-    read_record_lines,
-    run_conform,
-)
+from ..specgen.vectors import add_conform_arguments, run_conform
 from ..store.base import Store, check_provenance, check_session_id, import_session
 from ..store.fork import fork_at_turn
 from ..store.opener import is_postgres_url
@@ -191,8 +191,8 @@ def fold_checked(
                     return Checked(session, count, state, _from_replay(exc, line))
                 count += 1
                 progress.update(count if done is None else done(count), events=count)
-        except MalformedRecordError as exc:
-            return Checked(session, count, state, Problem(exc.seq, exc.line, "malformed-record", exc.detail))
+        except RecordError as exc:  # a line of a JSON Lines log that is not a record
+            return Checked(session, count, state, Problem(exc.seq, exc.line, exc.code, exc.detail))
         except ForkRecordError as exc:
             return Checked(session, count, state, Problem(None, exc.line, exc.code, exc.message))
         except ReplayError as exc:  # a stored payload that does not decode
@@ -214,8 +214,7 @@ def _check(args: argparse.Namespace, audit: bool, err: TextIO, stdin: BinaryIO) 
     with read_source(args.file, stdin) as source:
         if source.kind == "jsonl":
             lines = ForkRecordLines(source.lines())
-            records = read_record_lines(lines)
-            checked = fold_checked(args.session or source.label, records, source.size, progress,
+            checked = fold_checked(args.session or source.label, read_records(lines), source.size, progress,
                                    lambda _: source.bytes_read)
             return [_with_fork_record(checked, lines.provenance)]
         return _check_database(args, source, audit, progress)
@@ -291,19 +290,59 @@ def _side_files(db: str) -> list[str]:
     return [db, *(db + side for side in ("-wal", "-shm", "-journal"))]
 
 
-def _write_atomically(path: str, data: bytes) -> None:
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write_atomically(path: str, data: bytes, mode: int) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same
-    directory, so a failed write leaves no half file behind."""
+    directory, given ``mode`` before it takes the path's place, so a failed
+    write leaves no half file behind."""
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix=".planfold-export-", dir=directory)
     try:
         with os.fdopen(handle, "wb") as stream:
+            os.fchmod(stream.fileno(), mode)
             stream.write(data)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+#: What ``export -o`` writes into as a stream: what the path leads to stays.
+_STREAMS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device"}
+#: What it refuses to write to at all.
+_NOT_FILES = {stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
+
+
+def _write_output(path: str, data: bytes) -> None:
+    """Write ``data`` where ``path`` leads (links followed). A FIFO or a
+    character device is written to as a stream and stays what it is; a
+    regular file is replaced whole (``_write_atomically``) and keeps its
+    mode, a link to it stays a link; a new file gets the mode the umask
+    gives. Anything else (a block device, a socket) is refused."""
+    try:
+        status: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        status = None  # nothing there yet (or a link to nothing): a new file
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        kind = stat.S_IFMT(status.st_mode)
+        if kind not in _STREAMS:
+            what = _NOT_FILES.get(kind, "not a regular file")
+            raise CliError(f"{shown(path)} is {what}, not a file export can write", code="not-a-file")
+        # no O_CREAT, no O_TRUNC: this opens what is there, and creates or empties nothing
+        handle = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+        with os.fdopen(handle, "wb") as stream:
+            if stat.S_ISREG(os.fstat(handle).st_mode):
+                raise CliError(f"{shown(path)} changed while export wrote it; nothing written", code="not-a-file")
+            stream.write(data)
+        return
+    mode = 0o666 & ~_umask() if status is None else stat.S_IMODE(status.st_mode)
+    _write_atomically(os.path.realpath(path), data, mode)
 
 
 def _cmd_export(args: argparse.Namespace, out: TextIO) -> int:
@@ -327,7 +366,7 @@ def _cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     if output in (None, "-"):
         out.write(data.decode("utf-8"))
         return 0
-    _write_atomically(output, data)
+    _write_output(output, data)
     if args.json:
         out.write(json.dumps({"session": args.session, "events": count, "output": output}) + "\n")
     else:
@@ -352,7 +391,14 @@ def _refuse_a_filled_session(store: Store, session: str, events: Sequence[Event]
     )
 
 
-def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
+def _kept(records: Iterable[tuple[int, Event]], into: list[Event]) -> Iterator[tuple[int, Event]]:
+    """``records``, each event also appended to ``into`` as it passes."""
+    for line, event in records:
+        into.append(event)
+        yield line, event
+
+
+def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: BinaryIO) -> int:
     check_session_id(args.session)  # before anything is read, opened or created
     with read_source(args.file, stdin) as source:
         if source.kind != "jsonl":
@@ -364,7 +410,14 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
         # holds the log it writes; a replay streams it instead.
         data = source.read_all()
     body, provenance = split_fork_record(data)
-    events = read_session_jsonl(body)  # a bad log is refused before anything is opened
+    # A bad log is refused before anything is opened, with the verdict a
+    # replay gives: the same reader, the same fold, the same report.
+    events: list[Event] = []
+    checked = fold_checked(args.session, _kept(read_records(JsonlLines(None, body)), events), 0,
+                           Progress(err, enabled=False))
+    if checked.problem is not None:
+        _fail(args, out, err, checked.problem.as_json(), checked.problem.text())
+        return 1
     if not events:
         raise CliError(f"nothing imported: {shown(args.file)} holds no events", code="nothing-to-import")
     if provenance is not None:
@@ -501,7 +554,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage()
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {shown(message)}\n")  # it may quote an argument as given
 
 
 def _version() -> str:
@@ -622,7 +675,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: BinaryI
         return _cmd_export(args, out)
     if args.command == "fork":
         return _cmd_fork(args, out)
-    return _cmd_import(args, out, stdin)
+    return _cmd_import(args, out, err, stdin)
 
 
 def main(

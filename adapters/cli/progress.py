@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from typing import Literal, TextIO
 
+from .text import shown
+
 __all__ = ["LONG_REPLAY", "LONG_REPLAY_BYTES", "Progress", "Unit"]
 
 Unit = Literal["events", "bytes"]
@@ -92,7 +94,7 @@ class Progress:
 
     def start(self, total: int, label: str, *, unit: Unit = "events") -> None:
         """A new log of ``total`` ``unit``s (0: unknown, nothing reported)."""
-        self._total, self._label, self._unit = total, label, unit
+        self._total, self._label, self._unit = total, shown(label), unit
         self._every = max(1, total // self.steps)
         self._next = self._every
         self._events = 0

@@ -33,6 +33,7 @@ folded state holds no ids.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import replace
 from types import TracebackType
 
@@ -73,7 +74,10 @@ class SpillingFold:
 
     def fold(self, state: SessionState, event: Event) -> SessionState:
         """``event`` folded onto ``state``; raises ``ReplayError`` at a bad event."""
-        if event.kind == GOAL_CHANGE and (self._recent or self._disk is not None):
+        # A payload that is not an object creates nothing: the fold below
+        # refuses it (``malformed-payload`` at its seq) before anything else.
+        holding = self._recent or self._disk is not None
+        if event.kind == GOAL_CHANGE and holding and isinstance(event.payload, Mapping):
             held = [goal_id for goal_id, _ in created_goal_ids((event,)) if self._holds(goal_id)]
             if held:
                 state = knowing_goal_ids(state, held)

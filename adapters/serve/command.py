@@ -45,12 +45,17 @@ def ticks(start: int, step: int = 1000) -> Clock:
     return lambda: start + step * next(counter)
 
 
+#: The largest ``--ticks`` START and STEP: a million readings stay below 2**53.
+MAX_TICK_START, MAX_TICK_STEP = 2**52, 2**32
+
+
 def parse_ticks(text: str) -> tuple[int, int]:
     """``START[:STEP]`` as two integers (``argparse`` reports a ``ValueError``)."""
     start, _, step = text.partition(":")
     values = int(start), int(step or "1000")
-    if values[0] < 0 or values[1] < 0:
-        raise ValueError("ticks must not be negative")
+    if not (0 <= values[0] <= MAX_TICK_START and 0 <= values[1] <= MAX_TICK_STEP):
+        # an event's time is a safe integer: a larger clock reading is a log the fold refuses
+        raise ValueError(f"ticks: START from 0 to 2**52, STEP from 0 to 2**32, got {text!r}")
     return values
 
 

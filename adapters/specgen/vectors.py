@@ -19,11 +19,13 @@ the seq of the first bad event and the rule it breaks::
 
 The sidecar also carries a ``description`` for people; it is not compared.
 
-A log is read by ``read_records``, the one reader of JSON Lines logs that
-``planfold replay`` and ``conform`` share, so the two agree on every log. An
-empty text is a log with no events; every line is one record (a final
-newline ends the last line, so a blank line is not a record): a JSON object
-with exactly ``seq``, ``kind``, ``at`` and ``payload`` and a string ``kind``.
+A log is read by ``read_records``, which reads each line with
+``codec.read_record``, the one reader of JSON Lines logs that ``planfold
+replay``, ``planfold import`` and ``conform`` share, so they agree on every
+log. An empty text is a log with no events; every line is one record (a
+final newline ends the last line, so a blank line is not a record): a JSON
+object with exactly ``seq``, ``kind``, ``at`` and ``payload`` and a string
+``kind``, JSON a store can keep (no lone surrogate, no number out of range).
 The values are taken as they come (no other type checks: the fold judges
 them and names the seq and rule of the first bad event). A line that is not a
 record is ``MalformedRecordError`` (rule ``malformed-record``) with its line
@@ -58,6 +60,8 @@ from ...kernel.log import Event
 from ...kernel.payload import JSON
 from ...kernel.session import SessionState, fold_session
 from ..cli.args import positive_seconds
+from ..cli.text import shown
+from ..codec import RecordError, read_record
 from ..errors import AdapterError
 from .vector_cases import Case, cases
 
@@ -150,35 +154,13 @@ def answer(events: Sequence[Event]) -> dict[str, JSON]:
     return {"ok": True, "state": summarize(state)}
 
 
-def _no_constant(token: str) -> object:
-    raise VectorFormatError(f"{token} is not JSON")
-
-
-_RECORD_KEYS = frozenset({"seq", "kind", "at", "payload"})
-
-
 def _record(number: int, raw: bytes) -> Event:
+    """Line ``number`` of a log, read by the one reader of JSON Lines logs
+    (``codec.read_record``)."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MalformedRecordError(number, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    try:
-        line = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        what = "a blank line is not an event record" if not text.strip() else f"not JSON ({exc.msg})"
-        raise MalformedRecordError(number, what) from exc
-    except (VectorFormatError, RecursionError) as exc:
-        raise MalformedRecordError(number, f"not JSON ({exc})") from exc
-    if not isinstance(line, dict):
-        raise MalformedRecordError(number, "an event record is a JSON object {seq, kind, at, payload}")
-    seq = line.get("seq")
-    seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
-    if set(line) != _RECORD_KEYS:
-        keys = ", ".join(sorted(map(repr, line)))
-        raise MalformedRecordError(number, f"an event record has exactly seq, kind, at and payload, not {keys}", seq)
-    if not isinstance(line["kind"], str):
-        raise MalformedRecordError(number, "kind must be a string", seq)
-    return Event(line["seq"], line["kind"], line["at"], line["payload"])
+        return read_record(raw, number)
+    except RecordError as exc:
+        raise MalformedRecordError(number, exc.detail, exc.seq) from exc
 
 
 def read_records(data: bytes) -> Iterator[tuple[int, Event]]:
@@ -405,7 +387,7 @@ def run_conform(args: argparse.Namespace, out: TextIO | None = None, err: TextIO
         out.write(json.dumps(body, default=repr) + "\n")
         return 0 if report.ok else 1
     for outcome in report.failures:
-        out.write(f"FAIL {outcome.name}: {outcome.problem}\n")
+        out.write(f"FAIL {shown(outcome.name)}: {shown(outcome.problem)}\n")
         out.write(f"  expected {_plain(outcome.expected)}\n")
         out.write(f"  got      {_plain(outcome.actual)}\n")
     out.write(f"{passed}/{len(report.outcomes)} vectors passed\n")
@@ -416,7 +398,7 @@ def _conform_failed(out: TextIO, err: TextIO, as_json: bool, code: str, detail: 
     if as_json:
         out.write(json.dumps({"ok": False, "error": {"code": code, "detail": detail}}) + "\n")
     else:
-        err.write(f"planfold conform: {detail}\n")
+        err.write(f"planfold conform: {shown(detail)}\n")
     return 2
 
 

@@ -63,6 +63,7 @@ from .sqlite_schema import (
     columns,
     migrate,
     read_version,
+    refuse_foreign,
 )
 from .sqlite_sql import (
     APPEND_READ,
@@ -360,6 +361,7 @@ class SqliteBackend:
         found = read_version(conn)
         if found > SCHEMA_VERSION:
             raise SchemaTooNewError(found, SCHEMA_VERSION)
+        refuse_foreign(conn)  # before the WAL switch, which writes the file's header
         enable_wal(conn, self.busy_timeout_ms)
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         self.migration = migrate(conn)

@@ -25,6 +25,15 @@ as that version promises) with ``NotPlanfoldDatabaseError``
 older version with a log is read as it is: reading needs no table a later
 version added.
 
+A file older than the log (a legacy sessions table, schema versions 0 to
+``LOG_VERSION - 1``) is one a writer would migrate, so a reader reads it too,
+without writing to it: ``readable_connection`` copies the database into a
+private one in memory (SQLite's backup, which only reads the file), runs the
+writer's own ``migrate`` on the copy and hands the copy on, where
+``check_readable`` finds the current layout. Such a file holds no events, so
+its copy is as small as its legacy rows. What a writer would refuse (another
+application's file, an empty one) is refused here as not planfold's.
+
 ``open_read_only(path)`` (or ``open_read_only(name, image=data)``) is the
 whole store on such a connection: the one append algorithm's ``LogStore``
 over a ``SqliteBackend`` whose setup is ``check_readable``. It reads, loads
@@ -41,19 +50,26 @@ from .base import SchemaMismatchError, StoreError
 from .engine import LogStore
 from .migration import supported
 from .sqlite import SqliteBackend
-from .sqlite_schema import LOG_VERSION, SCHEMA_VERSION, Connection, read_version, verify_schema
+from .sqlite_schema import LOG_VERSION, SCHEMA_VERSION, Connection, columns, migrate, read_version, verify_schema
 
-__all__ = ["NotPlanfoldDatabaseError", "check_readable", "connect_image", "connect_read_only", "open_read_only"]
+__all__ = [
+    "NotPlanfoldDatabaseError",
+    "check_readable",
+    "connect_image",
+    "connect_read_only",
+    "open_read_only",
+    "readable_connection",
+]
 
 
 class NotPlanfoldDatabaseError(StoreError):
     """A SQLite file opened read-only that is not a planfold database
-    (another application's, or an older layout only a writer may migrate)."""
+    (another application's, or an empty one)."""
 
     code = "not-a-planfold-database"
 
 
-def connect_read_only(path: str) -> Connection:
+def connect_read_only(path: str) -> sqlite3.Connection:
     """A read-only connection to the file at ``path`` (see the module docstring)."""
     absolute = os.path.abspath(path)
     quiet = not any(os.path.exists(absolute + side) for side in ("-wal", "-journal"))
@@ -61,7 +77,7 @@ def connect_read_only(path: str) -> Connection:
     return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
 
 
-def connect_image(data: bytes) -> Connection:
+def connect_image(data: bytes) -> sqlite3.Connection:
     """A read-only connection to the database image ``data``."""
     image = bytearray(data)
     if len(image) >= 20 and image[18:20] == b"\x02\x02":
@@ -73,6 +89,32 @@ def connect_image(data: bytes) -> Connection:
         conn.close()
         raise
     return conn
+
+
+def _legacy(conn: Connection) -> bool:
+    """Whether the database is a legacy layout a writer would migrate."""
+    return read_version(conn) < LOG_VERSION and "id" in columns(conn, "sessions")
+
+
+def readable_connection(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """``conn``, or, when its database is older than the log, a private
+    migrated copy of it in memory (``conn`` is then closed; see the module
+    docstring). The file itself is only read."""
+    try:
+        if not _legacy(conn):
+            return conn
+        copy = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        try:
+            conn.backup(copy)
+            migrate(copy)
+        except BaseException:
+            copy.close()
+            raise
+    except BaseException:
+        conn.close()
+        raise
+    conn.close()
+    return copy
 
 
 def check_readable(conn: Connection, busy_timeout_ms: int = 15_000) -> None:
@@ -106,6 +148,6 @@ def open_read_only(path: str, *, image: bytes | None = None, busy_timeout_ms: in
     ``SchemaTooNewError`` or ``StorageError``."""
 
     def connect(name: str) -> Connection:
-        return connect_read_only(name) if image is None else connect_image(image)
+        return readable_connection(connect_read_only(name) if image is None else connect_image(image))
 
     return LogStore(_ReadOnlyBackend(path, synchronous="full", busy_timeout_ms=busy_timeout_ms, connect=connect))

@@ -34,7 +34,10 @@ finds nothing to do). Every step checks the columns and tables it adds before
 adding them, so running it again changes nothing. A version above
 ``SCHEMA_VERSION`` is refused with ``SchemaTooNewError`` and the file is left
 untouched; a file whose tables do not match its version is
-``SchemaMismatchError``.
+``SchemaMismatchError``. A file at version 0 that holds something but none of
+planfold's tables is another application's: a writer refuses it with
+``ForeignDatabaseError`` (``refuse_foreign``) before it switches or writes
+anything, so the file stays byte for byte as it was.
 
 Legacy rows keep all their columns and values. The log is the truth, so a
 legacy row that recorded a mode or plan without any log behind it has those
@@ -55,21 +58,25 @@ from .base import (
     SchemaMismatchError,
     StorageError,
     StoreBusyError,
+    StoreError,
 )
 from .migration import MigrationReport, Step, logged, supported
 
 __all__ = [
     "LEGACY_VERSION",
     "LOG_VERSION",
+    "PLANFOLD_TABLES",
     "SCHEMA_VERSION",
     "STEPS",
     "Connection",
+    "ForeignDatabaseError",
     "MigrationReport",
     "Step",
     "columns",
     "is_busy",
     "migrate",
     "read_version",
+    "refuse_foreign",
     "rollback_quietly",
     "translate",
     "verify_schema",
@@ -81,6 +88,18 @@ SCHEMA_VERSION = 8
 LOG_VERSION = 5
 #: The newest legacy layout (the sessions table before plan/build modes).
 LEGACY_VERSION = 2
+
+
+#: Every table a planfold file may hold, at any version.
+PLANFOLD_TABLES = ("sessions", "events", "append_keys", "goal_leases", "goal_ids")
+
+
+class ForeignDatabaseError(StoreError):
+    """A SQLite file that belongs to another application: schema version 0,
+    something in it, and none of planfold's tables. Refused before anything
+    is written to it."""
+
+    code = "foreign-database"
 
 
 class Connection(Protocol):
@@ -123,6 +142,22 @@ def read_version(conn: Connection) -> int:
     """``PRAGMA user_version``."""
     row = conn.execute("PRAGMA user_version").fetchone()
     return int(row[0])
+
+
+def refuse_foreign(conn: Connection) -> None:
+    """Raise ``ForeignDatabaseError`` when the file is another application's
+    (see the class); reads only, so the file is left exactly as it was. An
+    empty or new file, and a legacy sessions table at any version, are not
+    foreign: ``migrate`` takes them forward."""
+    if read_version(conn) != 0:
+        return
+    names = [str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite%'")]
+    if names and not set(names) & set(PLANFOLD_TABLES):
+        listed = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+        raise ForeignDatabaseError(
+            f"a SQLite file of another application (it holds {listed} and none of planfold's tables); "
+            "nothing was changed"
+        )
 
 
 def columns(conn: Connection, table: str) -> dict[str, tuple[str, bool, object, bool]]:

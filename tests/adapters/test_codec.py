@@ -23,6 +23,7 @@ from planfold.adapters.codec import (
     CodecError,
     JsonlLines,
     Projection,
+    RecordError,
     canonical_event,
     check_json,
     decode_event,
@@ -33,6 +34,7 @@ from planfold.adapters.codec import (
     encode_jsonl,
     encode_payload,
     project,
+    read_record,
     read_session_jsonl,
     stored_event,
 )
@@ -361,8 +363,6 @@ GOOD = [
         (2, b"{not json"),
         (2, b'{"seq":2,"kind":"plan/mode","at":2}'),
         (3, b'{"seq":3,"kind":"turn/end","at":3,"payload":{"turn":1},"extra":0}'),
-        (1, b'{"seq":true,"kind":"turn/start","at":1,"payload":{"turn":1}}'),
-        (2, b'{"seq":2,"kind":"plan/mode","at":2.5,"payload":{"active":true}}'),
         (2, b""),
         (3, b"[]"),
     ],
@@ -399,6 +399,53 @@ def test_a_bad_event_in_json_lines_is_a_positioned_replay_error_naming_its_line(
     assert info.value.rule == rule
     assert info.value.position == msgspec.json.decode(bad)["seq"]
     assert f"(line {line})" in info.value.detail
+
+
+@pytest.mark.parametrize(
+    ("line", "bad", "rule"),
+    [
+        (1, b'{"seq":true,"kind":"turn/start","at":1,"payload":{"turn":1}}', "seq-gap"),
+        (2, b'{"seq":"2","kind":"plan/mode","at":2,"payload":{"active":true}}', "seq-gap"),
+        (2, b'{"seq":2,"kind":"plan/mode","at":2.5,"payload":{"active":true}}', "malformed-payload"),
+        (2, b'{"seq":2,"kind":"plan/mode","at":2,"payload":[true]}', "malformed-payload"),
+    ],
+)
+def test_a_record_whose_values_the_fold_refuses_is_the_folds_verdict_as_in_a_replay(
+    line: int, bad: bytes, rule: str
+) -> None:
+    lines = list(GOOD)
+    lines[line - 1] = bad
+    data = b"\n".join(lines)
+    with pytest.raises(ReplayError) as info:
+        read_session_jsonl(data)
+    assert info.value.rule == rule and f"(line {line})" in info.value.detail
+    with pytest.raises(CodecError) as typed:
+        decode_jsonl(data)  # the typed wire decoder still refuses an envelope a store cannot keep
+    assert typed.value.line == line
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        (b'"\\ud800"', "lone surrogate"),
+        (b'"\\ud800x"', "lone surrogate"),
+        (b'"\\udc00"', "lone surrogate"),
+        (b"1e400", "out of range"),
+        (b"NaN", "not JSON"),
+    ],
+)
+def test_the_reader_refuses_json_a_store_cannot_keep_and_says_why(text: bytes, named: str) -> None:
+    record = b'{"seq":1,"kind":"turn/start","at":1,"payload":{"x":%s}}' % text
+    with pytest.raises(RecordError) as info:
+        read_record(record, 3)
+    assert (info.value.code, info.value.line, info.value.seq) == ("malformed-record", 3, None)
+    assert named in info.value.detail and info.value.message == f"line 3: {info.value.detail}"
+
+
+def test_the_reader_names_the_seq_of_a_record_that_breaks_a_rule_past_its_seq() -> None:
+    with pytest.raises(RecordError) as info:
+        read_record(b'{"seq":7,"kind":1,"at":1,"payload":{}}', 1)
+    assert (info.value.line, info.value.seq, info.value.detail) == (1, 7, "kind must be a string")
 
 
 def test_text_with_a_lone_surrogate_is_a_codec_error_on_its_line() -> None:

@@ -267,7 +267,7 @@ def test_a_usage_error_exits_2_with_the_usage() -> None:
     code, out, err = _run("replay")
     assert (code, out) == (2, "") and err.startswith("usage: planfold replay")
     code, _, err = _run("demo", "--timeout", "nan")
-    assert code == 2 and "positive number of seconds" in err
+    assert code == 2 and "expected a number of seconds above 0" in err
 
 
 def test_conform_prints_json_and_a_command_that_cannot_run_is_said_once(tmp_path: Path) -> None:

@@ -133,8 +133,8 @@ def test_reading_a_writable_database_changes_nothing_either(demo_db: Path, tmp_p
 
 def _foreign(path: Path) -> Path:
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, title TEXT)")
-    conn.execute("INSERT INTO sessions VALUES ('a', 'another application')")
+    conn.execute("CREATE TABLE users (id TEXT PRIMARY KEY, title TEXT)")
+    conn.execute("INSERT INTO users VALUES ('a', 'another application')")
     conn.commit()
     conn.close()
     return path

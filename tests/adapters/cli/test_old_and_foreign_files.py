@@ -1,0 +1,107 @@
+"""The audit commands on SQLite files planfold did not write at its current
+schema: an older planfold's file is read (every version a writer could
+migrate) and left byte for byte as it was; another application's file is
+refused by ``import`` before a byte of it changes."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from planfold.adapters.cli.main import main
+from planfold.adapters.codec import encode_jsonl
+from planfold.adapters.store.sqlite import SqliteStore
+from planfold.adapters.store.sqlite_schema import LEGACY_VERSION, LOG_VERSION, SCHEMA_VERSION, migrate
+from tests.storage_helpers import FULL_SCRIPT, LEGACY_SESSIONS, build_legacy_db, build_log
+
+
+def _run(*argv: str, stdin: bytes = b"") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err, stdin=io.BytesIO(stdin))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+def _old_file(path: Path, version: int) -> None:
+    """The legacy fixture at schema ``version`` (migrated that far)."""
+    build_legacy_db(path, version=min(version, LEGACY_VERSION))
+    if version > LEGACY_VERSION:
+        conn = sqlite3.connect(path, isolation_level=None)
+        migrate(conn, version)
+        conn.close()
+
+
+@pytest.mark.parametrize("version", range(LOG_VERSION))
+@pytest.mark.parametrize("command", ["replay", "audit"])
+def test_replay_and_audit_read_a_file_an_older_planfold_wrote_and_leave_its_bytes(
+    tmp_path: Path, version: int, command: str
+) -> None:
+    db = tmp_path / "old.sqlite"
+    _old_file(db, version)
+    before = _files(tmp_path)
+    code, out, err = _run(command, str(db), "--json")
+    assert (code, err) == (0, ""), out
+    body = json.loads(out)
+    assert body["ok"] is True
+    assert [s["session"] for s in body["sessions"]] == [sid for sid, *_ in LEGACY_SESSIONS]
+    assert all(s["events"] == 0 for s in body["sessions"])
+    code, out, err = _run(command, str(db), "--session", "legacy-1")
+    assert code == 0 and out.startswith("legacy-1: ok, 0 events")
+    code, out, err = _run(command, "-", stdin=before["old.sqlite"])  # a copy in memory, read the same way
+    assert code == 0 and "legacy-2: ok" in out
+    assert _files(tmp_path) == before
+
+
+def test_export_of_an_older_file_leaves_it_as_it_was(tmp_path: Path) -> None:
+    db = tmp_path / "old.sqlite"
+    _old_file(db, LEGACY_VERSION)
+    before = _files(tmp_path)
+    code, out, err = _run("export", "--db", str(db), "--session", "legacy-1")
+    assert (code, out, err) == (0, "", "")
+    assert _files(tmp_path) == before
+
+
+def test_an_import_into_an_older_file_migrates_it_and_audits(tmp_path: Path) -> None:
+    db = tmp_path / "old.sqlite"
+    _old_file(db, 3)
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(encode_jsonl(build_log(FULL_SCRIPT).events))
+    assert _run("import", str(log), "--db", str(db), "--session", "s")[0] == 0
+    with SqliteStore(db) as store:
+        assert store.settings()["user_version"] == SCHEMA_VERSION
+    assert _run("audit", str(db))[0] == 0
+
+
+FOREIGN = {
+    "a users table": ("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)", "INSERT INTO users VALUES (1, 'ann')"),
+    "a table and an index": ("CREATE TABLE notes (body TEXT)", "CREATE INDEX notes_body ON notes (body)"),
+}
+
+
+@pytest.mark.parametrize("statements", FOREIGN.values(), ids=FOREIGN.keys())
+def test_an_import_into_another_applications_database_is_refused_and_leaves_it_byte_identical(
+    tmp_path: Path, statements: tuple[str, ...]
+) -> None:
+    db = tmp_path / "app.sqlite"
+    conn = sqlite3.connect(db)
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(encode_jsonl(build_log(FULL_SCRIPT).events))
+    before = _files(tmp_path)
+    code, out, err = _run("import", str(log), "--db", str(db), "--session", "s")
+    assert code == 2 and out == "" and "another application" in err and "nothing was changed" in err
+    code, out, _ = _run("import", str(log), "--db", str(db), "--session", "s", "--json")
+    assert code == 2 and json.loads(out)["error"]["code"] == "foreign-database"
+    code, _, err = _run("demo", "--db", str(db))
+    assert code == 2 and "another application" in err
+    assert _files(tmp_path) == before
