@@ -29,7 +29,7 @@ from ..cli.args import positive_seconds
 from ..redact import redact_url
 from ..store.base import Store
 from ..store.memory import MemoryStore
-from ..store.opener import DEFAULT_CONNECT_TIMEOUT, open_store
+from ..store.opener import DEFAULT_CONNECT_TIMEOUT, DEFAULT_STORE_TIMEOUT, open_store
 from ..store.session_log import Clock, system_clock
 from .server import Server
 
@@ -59,10 +59,13 @@ def parse_ticks(text: str) -> tuple[int, int]:
     return values
 
 
-def store_for(db: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> Store:
+def store_for(
+    db: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, timeout: float = DEFAULT_STORE_TIMEOUT
+) -> Store:
     """The store ``--db`` names: a SQLite file, a ``postgresql://`` URL (its
-    first connection within ``connect_timeout`` seconds), or ``:memory:``."""
-    return MemoryStore() if db == MEMORY else open_store(db, connect_timeout=connect_timeout)
+    first connection within ``connect_timeout`` seconds, each operation's
+    wait for a connection within ``timeout``), or ``:memory:``."""
+    return MemoryStore() if db == MEMORY else open_store(db, connect_timeout=connect_timeout, timeout=timeout)
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,6 +80,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--connect-timeout", type=positive_seconds, default=DEFAULT_CONNECT_TIMEOUT, metavar="S",
         help=f"seconds the first connection to a PostgreSQL server may take (default {DEFAULT_CONNECT_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--store-timeout", type=positive_seconds, default=DEFAULT_STORE_TIMEOUT, metavar="S",
+        help="seconds one request waits for a PostgreSQL connection, so during an outage each fails"
+        f" after about that long (default {DEFAULT_STORE_TIMEOUT:g})",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request on stderr")
 
 
@@ -86,7 +94,7 @@ def run_serve(args: argparse.Namespace, clock: Callable[[], int] | None = None) 
                         format="planfold serve: %(message)s")
     if clock is None:
         clock = ticks(*args.ticks) if args.ticks else system_clock
-    store = store_for(args.db, args.connect_timeout)
+    store = store_for(args.db, args.connect_timeout, args.store_timeout)
     stdout, sys.stdout = sys.stdout, sys.stderr
     try:
         logging.getLogger("planfold.serve").info("ready on stdin/stdout (store %s)", redact_url(args.db))

@@ -27,7 +27,7 @@ from .base import InvalidRequestError
 from .engine import LogStore
 from .sqlite import SqliteStore
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT", "POSTGRES_SCHEMES", "is_postgres_url", "open_store"]
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_STORE_TIMEOUT", "POSTGRES_SCHEMES", "is_postgres_url", "open_store"]
 
 #: Seconds the first connection to a PostgreSQL server may take.
 DEFAULT_CONNECT_TIMEOUT = 5.0
@@ -36,16 +36,26 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
+#: How long one operation on a PostgreSQL store waits for a connection.
+DEFAULT_STORE_TIMEOUT = 30.0
+
+
 def is_postgres_url(target: object) -> bool:
     """True when ``target`` is a PostgreSQL URL rather than a file path."""
     return isinstance(target, str) and target.lower().startswith(POSTGRES_SCHEMES)
 
 
 def open_store(
-    target: str | os.PathLike[str], *, read_only: bool = False, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    target: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    timeout: float = DEFAULT_STORE_TIMEOUT,
 ) -> LogStore:
-    """The store at ``target`` (see the module docstring); ``read_only`` and
-    ``connect_timeout`` apply to PostgreSQL URLs."""
+    """The store at ``target`` (see the module docstring); ``read_only``,
+    ``connect_timeout`` (the first connection) and ``timeout`` (how long one
+    operation waits for a connection, so for a server that went away) apply
+    to PostgreSQL URLs."""
     if is_postgres_url(target):
         try:
             # The postgres extra is optional: psycopg is imported only for a URL.
@@ -54,5 +64,5 @@ def open_store(
             raise InvalidRequestError(
                 f"a PostgreSQL URL needs the postgres extra: pip install 'planfold[postgres]' ({exc})"
             ) from exc
-        return PostgresStore(os.fspath(target), read_only=read_only, connect_timeout=connect_timeout)
+        return PostgresStore(os.fspath(target), read_only=read_only, connect_timeout=connect_timeout, timeout=timeout)
     return SqliteStore(target)

@@ -215,3 +215,17 @@ def test_session_read_gives_the_step_a_host_goes_on_with() -> None:
     # another process opens the session mid-turn: the step after the last header
     other = InProcess(Server(store, ticks(1_000_000)))
     assert other.call("session/open", session="s", tools=list(WORKSPACE_TOOLS))["next_step"] == 2
+
+
+def test_serve_takes_a_store_timeout_and_refuses_one_that_is_not_a_positive_number_of_seconds() -> None:
+    import argparse  # noqa: PLC0415
+
+    from planfold.adapters.serve.command import add_serve_arguments  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    add_serve_arguments(parser)
+    assert parser.parse_args(["--db", ":memory:"]).store_timeout == 30.0
+    assert parser.parse_args(["--db", ":memory:", "--store-timeout", "2.5"]).store_timeout == 2.5
+    for bad in ("0", "-1", "nan", "1e10"):
+        with pytest.raises((argparse.ArgumentError, SystemExit)):
+            parser.parse_args(["--db", ":memory:", "--store-timeout", bad])

@@ -57,3 +57,24 @@ def test_a_connect_timeout_out_of_range_is_refused(seconds: float) -> None:
 def test_a_right_url_opens_within_the_connect_timeout(pg_url: str) -> None:
     with open_store(pg_url, connect_timeout=1) as store:
         assert store.session_ids() == ()
+
+
+def test_an_operation_that_cannot_get_a_connection_fails_after_the_store_timeout(pg_cluster: Cluster) -> None:
+    """What a request meets during an outage: no connection to be had. With
+    every pooled connection taken, the next operation is refused after the
+    store timeout (serve's ``--store-timeout``), not the default 30 s."""
+    store = open_store(pg_cluster.url(), timeout=1.0)
+    assert isinstance(store, PostgresStore)
+    backend = store.backend
+    assert backend.timeout == 1.0
+    pool = backend._current_pool()
+    held = [pool.getconn(timeout=5) for _ in range(backend.pool_size)]
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError):
+            store.head("s")
+        assert time.monotonic() - started < 10
+    finally:
+        for conn in held:
+            pool.putconn(conn)
+        store.close()
