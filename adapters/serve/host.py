@@ -42,24 +42,16 @@ from ..llm import model
 from ..llm.openai_wire import encode_message, plain_json
 from ..runtime.driver import human_input
 from ..runtime.goal_service import AgentHandle, GoalChanged, GoalService
-from ..runtime.machine import OutOfOrderError, StepMachine
+from ..runtime.machine import StepMachine
 from ..runtime.prompt import PromptConfig
 from ..runtime.tool_runner import ToolRunner
 from ..runtime.toolset import BOOTSTRAP_PLAN, EXIT_PLAN_MODE, REPORT_VERIFICATION, UPDATE_TODO
 from ..store.base import Store
 from ..store.session_log import Clock
 from . import protocol as p
-from .errors import NotRecordableError, RoundNotAdmittedError, ServeError
+from .errors import NotRecordableError, RoundNotAdmittedError
 
-__all__ = [
-    "HostConfig",
-    "HostSession",
-    "NotRecordableError",
-    "OutOfOrderError",
-    "RoundNotAdmittedError",
-    "ServeError",
-    "runtime_registry",
-]
+__all__ = ["HostConfig", "HostSession", "runtime_registry"]
 
 
 def runtime_registry(tools: Sequence[ToolSpec]) -> ToolRegistry:
