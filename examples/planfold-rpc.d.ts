@@ -1,10 +1,10 @@
 /* eslint-disable */
 /**
- * The types of planfold serve 2.0.0, generated from its OpenRPC document
+ * The types of planfold serve 2.1.0, generated from its OpenRPC document
  * by examples/generate-types.mjs with json-schema-to-typescript: do not edit by
  * hand; `make diagrams` regenerates this file.
  *
- * openrpc-sha256: 0242cdbf5e5d7fe3d2ca592414addb4e9e81a60f59ff97690a455868f0fe0379
+ * openrpc-sha256: 45c80e3b08ea7e2b096c389e57192642138aa52113bcbaff0d6e6f51253d0a18
  */
 
 /**
@@ -62,7 +62,7 @@ export type ModelToolCall =
 export type RpcErrorCode = -32700 | -32600 | -32601 | -32602 | -32603 | -32000 | -32001 | -32002 | -32003;
 
 /**
- * Every method of planfold serve 2.0.0: its params and its result.
+ * Every method of planfold serve 2.1.0: its params and its result.
  */
 export interface PlanfoldMethods {
   "session/open": {

@@ -42,6 +42,15 @@ _TRANSPORT = (
 #: what changed on the wire.
 CHANGES: tuple[tuple[str, str], ...] = (
     (
+        "2.1.0",
+        "Sessions are driven by the step machine every runtime drives. Added: session/fork, and next_step in "
+        "every session info (the step a host goes on with). turn/start may open a turn while the open one was "
+        "left by a process that stopped (it is closed first, its unanswered calls answered as interrupted). "
+        "Stricter: a NUL in a session id is -32602, and every string of every method's params is capped at "
+        "1,000,000 characters (events/append included). A failed write answers with that write's own error "
+        "and outcome, and the session is left exactly where the store is.",
+    ),
+    (
         "2.0.0",
         "The results of tool/result and review/answer call the seq of the last event they appended last_seq, "
         "as every other result does (1.0.0 called it seq). The document names its errors in PascalCase (ParseError, "

@@ -111,7 +111,7 @@ __all__ = [
 ]
 
 #: The protocol's version (the OpenRPC document's ``info.version``).
-PROTOCOL_VERSION = "2.0.0"
+PROTOCOL_VERSION = "2.1.0"
 
 SessionId = Annotated[
     str, Meta(min_length=1, max_length=256, pattern="^[^\\x00]+$", description="the session's id in the store (no NUL)")

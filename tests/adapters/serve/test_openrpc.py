@@ -131,5 +131,13 @@ def test_a_tool_answer_calls_the_seq_of_its_last_event_last_seq_and_the_change_i
     document = openrpc_document()
     answered = document["components"]["schemas"]["ToolAnswered"]["properties"]
     assert "last_seq" in answered and "seq" not in answered
-    assert PROTOCOL_VERSION == CHANGES[0][0] == "2.0.0"
+    assert PROTOCOL_VERSION == CHANGES[0][0] and "2.0.0" in dict(CHANGES)
     assert "last_seq" in document["info"]["description"] and "1.0.0 called it seq" in document["info"]["description"]
+
+
+def test_the_step_machines_additions_to_the_protocol_are_documented_as_its_newest_version() -> None:
+    document = openrpc_document()
+    assert PROTOCOL_VERSION == CHANGES[0][0] == document["info"]["version"] == "2.1.0"
+    what = dict(CHANGES)["2.1.0"]
+    assert all(word in what for word in ("session/fork", "next_step", "NUL", "own error"))
+    assert "session/fork" in {method["name"] for method in document["methods"]}
