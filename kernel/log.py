@@ -117,12 +117,6 @@ class Draft:
     kind: str
     payload: JSONObject
 
-    @classmethod
-    def of(cls, event: Event) -> Draft:
-        """The draft of a candidate ``event`` a decision built to check it
-        against the fold."""
-        return cls(event.kind, event.payload)
-
     def numbered(self, seq: int, at: int) -> Event:
         """This draft as the event at ``seq``, stamped ``at``."""
         return Event(seq, self.kind, at, self.payload)
@@ -329,8 +323,8 @@ def read_message(payload: JSONObject) -> Message:
 
 # --------------------------------------------------------------------------
 # Builders: the drafts of the turn and message kinds, checked by their readers
-# (the other kinds' builders live with their machines: ``plan.choice_events``,
-# ``plan.events``, ``goal.ops``, ``tools.events``, ``plan.derive_request_header``).
+# (the other kinds' builders live with their machines: ``plan.mode.plan_mode_set``,
+# ``plan_events``, ``goal.ops``, ``tools.events``, ``decisions.decide_request_header``).
 
 
 def _draft(kind: str, body: object) -> Draft:
