@@ -43,6 +43,7 @@ __all__ = [
     "Event",
     "GoalSource",
     "Message",
+    "MessageSource",
     "PluginSource",
     "RequestHeader",
     "TurnPayload",
@@ -303,6 +304,10 @@ class GoalSource:
     goal_id: NonEmpty
     revision: SafeInt
     round: SafeInt
+
+
+#: Who sent a message other than a human or the model: a plugin or a goal round.
+MessageSource = PluginSource | GoalSource
 
 
 @dataclass(frozen=True, slots=True)
