@@ -21,7 +21,17 @@ from ...kernel import plan_events
 from ...kernel.decisions import decide_plan_choice, decide_pre_step, decide_request_header
 from ...kernel.goal import ops as goal_ops
 from ...kernel.goal.values import DISARMED, BlockedReason, GoalRef
-from ...kernel.log import GOAL_CHANGE, PLAN_ARTIFACT, Draft, Event, GoalSource, turn_end, turn_start, user_message
+from ...kernel.log import (
+    GOAL_CHANGE,
+    PLAN_ARTIFACT,
+    Draft,
+    Event,
+    GoalSource,
+    number_drafts,
+    turn_end,
+    turn_start,
+    user_message,
+)
 from ...kernel.payload import JSON, JSONObject
 from ...kernel.plan.mode import PendingChoice
 from ...kernel.plan.spec import PlanSpec, Todo
@@ -93,8 +103,8 @@ class LogBuilder:
         else:
             drafts = decide_plan_choice(self.state, self.events, None, active).drafts
         assert drafts, "a choice that changes the recorded plan mode"
-        for draft in drafts:
-            self.put(draft)
+        for event in number_drafts(drafts, self.seq - 1, self.at):  # one append: one time
+            self.append(event)
         return self
 
     # -- goals
