@@ -23,14 +23,14 @@ from planfold.kernel.errors import PlanfoldError
 from planfold.kernel.log import Draft
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import runtime_phase
-from planfold.kernel.plan.events import bootstrap_event
-from planfold.kernel.plan.mode import choice_events
 from planfold.kernel.plan.spec import PlanSpec, spec_hash
 from planfold.kernel.plan.spec_json import decode_exit_plan_args
+from planfold.kernel.plan_events import bootstrap_event
 from planfold.kernel.session import fold_session
 from planfold.kernel.tools.gate import Allowed, GatePolicy, Refused, check_call
 from planfold.kernel.tools.spec import ToolCall as KernelCall
 from planfold.kernel.tools.spec import ToolSpec, ToolSpecError
+from tests.plan_mode_helpers import choice_events
 from tests.runtime_helpers import (
     FULL_MARK,
     SPEC,

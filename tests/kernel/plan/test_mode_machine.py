@@ -17,22 +17,15 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from planfold.kernel.decisions import decide_pre_step, decide_request_header
 from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, TURN_END, TURN_START, USER_MESSAGE, Draft, Event
 from planfold.kernel.plan.context import PromptParts, choose_plan_view, compose_prompt, runtime_phase
-from planfold.kernel.plan.decisions import decide_pre_step, decide_request_header
-from planfold.kernel.plan.mode import (
-    NOTICE_SOURCE,
-    PendingChoice,
-    choice_events,
-    decide_choice,
-    derive_request_header,
-    flush_pre_step,
-    fold_plan_mode,
-)
+from planfold.kernel.plan.mode import NOTICE_SOURCE, PendingChoice, fold_plan_mode
 from planfold.kernel.plan.review import APPROVE, PlanPolicy, Selected, decide_review
 from planfold.kernel.session import fold_session
 from planfold.kernel.tools.gate import GatePolicy, list_available_specs
 from planfold.kernel.tools.spec import ToolRegistry, ToolSpec
+from tests.plan_mode_helpers import choice_events, decide_choice, derive_request_header, flush_pre_step
 
 PARTS = PromptParts("base")
 POLICY = PlanPolicy("Plan before you change anything.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planfold.kernel.errors import is_kebab_case
-from planfold.kernel.plan.mode import PendingChoice, choice_events, decide_choice, flush_pre_step
+from planfold.kernel.plan.mode import PendingChoice
 from planfold.kernel.plan.review import (
     APPROVE,
     KEEP_PLANNING,
@@ -24,7 +24,7 @@ from planfold.kernel.plan.review import (
     parse_plan_command,
     start_review,
 )
-from tests.plan_mode_helpers import header, mode, start_turn
+from tests.plan_mode_helpers import choice_events, decide_choice, flush_pre_step, header, mode, start_turn
 
 PLAN = "# Refactor the parser\n\n1. Read it.\n2. Split it.\n"
 
