@@ -34,8 +34,18 @@ from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.goal.continuation import round_message
-from planfold.kernel.log import TURN_END, TURN_START, USER_MESSAGE, Event
-from planfold.kernel.payload import JSONObject
+from planfold.kernel.log import (
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+    Event,
+    GoalSource,
+    MessageSource,
+    number_drafts,
+    turn_end,
+    turn_start,
+    user_message,
+)
 from tests.runtime_helpers import make_session, say
 from tests.storage_workers import goal_driver, stress_context
 
@@ -49,20 +59,13 @@ class Rounds:
         self.log = log
         self.seen: list[int] = []
 
-    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+    def run_turn(self, text: str, source: MessageSource | None = None) -> object:
         head, at, turn = self.log.last_seq, self.log.now(), self.log.state.turns.turn + 1
-        self.log.store.append(
-            self.log.session_id,
-            head,
-            [
-                Event(head + 1, TURN_START, at, {"turn": turn}),
-                Event(head + 2, USER_MESSAGE, at, {"text": text, "source": source}),
-                Event(head + 3, TURN_END, at, {"turn": turn}),
-            ],
-        )
+        round_ = number_drafts((turn_start(turn), user_message(text, source), turn_end(turn)), head, at)
+        self.log.store.append(self.log.session_id, head, round_)
         self.log.reload()
-        assert source is not None and isinstance(source["round"], int)
-        self.seen.append(source["round"])
+        assert isinstance(source, GoalSource)
+        self.seen.append(source.round)
         return None
 
 

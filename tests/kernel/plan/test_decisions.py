@@ -47,7 +47,7 @@ def in_turn(s: Session) -> Session:
 
 def appended(s: Session, drafts: tuple[Draft, ...]) -> SessionState:
     """``drafts`` appended as the log would: numbered after the session, stamped later."""
-    for event in number_drafts(drafts, s.state.last_seq):
+    for event in number_drafts(drafts, s.state.last_seq, s.at()):
         s.add(event)
     return s.state
 

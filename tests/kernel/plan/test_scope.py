@@ -200,4 +200,4 @@ def test_leaving_scope_during_execution_sends_the_plan_to_realignment() -> None:
 
 
 def test_no_plan_no_realignment() -> None:
-    assert scope_realign_event(Session().state, [Effect("write", "x")], 1) is None
+    assert scope_realign_event(Session().state, [Effect("write", "x")]) is None

@@ -401,7 +401,7 @@ def test_an_approved_plan_whose_standing_approval_covers_another_version_does_no
 def test_builders_refuse_with_typed_errors() -> None:
     s = Session()
     cases: list[tuple[Any, str]] = [
-        (lambda st_: verify_event(st_), "no-plan"),
+        (verify_event, "no-plan"),
         (lambda st_: rewrite_event(st_, spec(), None), "no-plan"),
         (lambda st_: draft_event(st_, "p1", spec(), None), "wrong-mode"),
         (lambda st_: start_event(st_, PlanRef("p1", 1, "h")), "transition-not-allowed"),
