@@ -29,6 +29,7 @@ from planfold.kernel.log import (
     Draft,
     number_drafts,
 )
+from planfold.kernel.payload import object_of
 from planfold.kernel.plan.mode import NOTICE_SOURCE, PendingChoice
 from planfold.kernel.plan.review import APPROVE, KEEP_PLANNING, Dismissed, Selected
 from planfold.kernel.plan.spec_json import spec_to_json
@@ -275,7 +276,10 @@ def test_an_accepted_pre_step_records_the_waiting_choice_with_a_notice_worded_fr
     flush = decide_pre_step(s.state, s.log, PendingChoice(False), "accepted")
     assert [(d.kind, d.payload) for d in flush.drafts] == [
         (PLAN_MODE, {"active": False}),
-        (USER_MESSAGE, {"text": "Plan mode is now off: continue the plan that is executing.", "source": NOTICE_SOURCE}),
+        (
+            USER_MESSAGE,
+            {"text": "Plan mode is now off: continue the plan that is executing.", "source": object_of(NOTICE_SOURCE)},
+        ),
     ]
     assert (flush.pending_after_success, flush.pending_after_failure) == (None, PendingChoice(False))
 
