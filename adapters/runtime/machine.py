@@ -18,7 +18,7 @@ one question, "what next?" (``next_action``), with one of four actions:
 
 Everything between those answers is decided here, always in the same order,
 by the kernel's rules (``kernel.turn``: what a reply means, the calls a
-stopped process left unanswered, the scope refusal; ``kernel.plan.decisions``:
+stopped process left unanswered, the scope refusal; ``kernel.decisions``:
 the pre-step flush, the request header, the plan lifecycle; the gate). A
 driver never decides anything: it carries out the action and hands the
 answer back. ``serve`` calls the same operations one by one (``begin_step``,
