@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from planfold.kernel.decisions import decide_scope
+from planfold.kernel.decisions import decide_plan_choice, decide_pre_step, decide_request_header, decide_scope
 from planfold.kernel.errors import PlanfoldError, ReplayError
 from planfold.kernel.goal.continuation import ContinueFacts, budget_block, round_message, should_continue
 from planfold.kernel.goal.fold import event_ref
@@ -57,7 +57,6 @@ from planfold.kernel.plan_events import (
 from planfold.kernel.session import SessionState, apply_session_event
 from tests.fuzz.harness import FuzzFinding, expect, stable_repr
 from tests.fuzz.seeds import EXIT_PLAN_ARGS
-from tests.plan_mode_helpers import choice_events, decide_choice, derive_request_header, flush_pre_step
 
 __all__ = ["derived_views"]
 
@@ -158,17 +157,18 @@ def _plan(v: _Views) -> None:
 
 
 def _plan_mode(v: _Views) -> None:
-    events, state, at = v.events, v.state, v.at
+    events, state = v.events, v.state
     for pending in (None, PendingChoice(True), PendingChoice(False, silent=True)):
         for target in (False, True):
-            v.add("choice", decide_choice(state.plan_mode, pending, state.turns.open, target))
+            choice = decide_plan_choice(state, events, pending, target)
+            v.add("choice", choice)
+            v.attempt("choose", lambda c=choice: c.drafts)  # type: ignore[misc]
         verdicts: tuple[StepVerdict, ...] = ("accepted", "rejected")
         for verdict in verdicts:
-            flush = flush_pre_step(events, pending, verdict, at)
-            v.attempt("flush", lambda f=flush: f.events)  # type: ignore[misc]
-    for target in (False, True):
-        v.attempt("choose", partial(choice_events, events, target, at))
-    v.attempt("header", lambda: derive_request_header(events, max(state.turns.step, 1), at))
+            flush = decide_pre_step(state, events, pending, verdict)
+            v.add("flush", flush)
+            v.attempt("flushed", lambda f=flush: f.drafts)  # type: ignore[misc]
+    v.attempt("header", lambda: decide_request_header(state, max(state.turns.step, 1)))
 
 
 def _goals(v: _Views) -> None:
