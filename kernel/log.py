@@ -56,7 +56,6 @@ __all__ = [
     "close_turn",
     "fold_turns",
     "last_seq",
-    "next_event",
     "number_drafts",
     "open_turn",
     "read_message",
@@ -132,11 +131,6 @@ def number_drafts(drafts: Iterable[Draft], after: int, at: int) -> tuple[Event, 
 def last_seq(events: Sequence[Event]) -> int:
     """The seq of the last event, 0 for an empty log."""
     return events[-1].seq if events else 0
-
-
-def next_event(events: Sequence[Event], kind: str, at: int, payload: JSONObject) -> Event:
-    """The event that would follow ``events``, stamped with caller time ``at``."""
-    return Event(seq=last_seq(events) + 1, kind=kind, at=at, payload=payload)
 
 
 def check_envelope(prev: Event | None, event: Event) -> None:
