@@ -351,7 +351,7 @@ def test_a_lease_lost_during_a_round_is_logged_as_a_warning(
     a_goals.resume(a_goals.agent)
 
     class Overtaken(Rounds):
-        def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+        def run_turn(self, text: str, source: MessageSource | None = None) -> object:
             clock.advance(1_000)  # host-a's lease expires mid-round and host-b takes it
             b_driver.take()
             return super().run_turn(text, source)
