@@ -38,7 +38,6 @@ from planfold.kernel.log import (
     TURN_END,
     TURN_START,
     USER_MESSAGE,
-    Event,
     GoalSource,
     MessageSource,
     number_drafts,
@@ -143,10 +142,8 @@ def test_a_holder_killed_mid_round_leaves_a_turn_the_next_holder_closes_under_it
     held = a_driver.take()
     # host-a opens round 1 under its lease and is killed before the turn ends
     log = a_goals.log
-    source = round_message(log.state.goal, "round 1").payload["source"]
     head, at = log.last_seq, log.now()
-    opened = [Event(head + 1, TURN_START, at, {"turn": 1}), Event(head + 2, USER_MESSAGE, at,
-                                                                 {"text": "round 1", "source": source})]
+    opened = number_drafts((turn_start(1), round_message(log.state.goal, "round 1")), head, at)
     store.append(SESSION, head, opened, lease=held)
     session, _, _ = make_session([say("two"), say("three"), say("four")], store=store, session_id=SESSION)
     b_goals = GoalService(session.log, "agent", lambda: "g1")

@@ -16,7 +16,7 @@ from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.goal.continuation import round_message
 from planfold.kernel.goal.ops import GoalAuthorityError, GoalError
 from planfold.kernel.goal.values import BlockedReason
-from planfold.kernel.log import Draft, GoalSource, MessageSource, turn_end, turn_start, user_message
+from planfold.kernel.log import GoalSource, MessageSource, turn_end, turn_start, user_message
 from planfold.kernel.session import fold_session
 from tests.runtime_helpers import make_session, say, ticking
 
@@ -170,8 +170,7 @@ def test_a_round_left_open_by_a_stopped_process_is_closed_by_the_next_drive_whic
     first, log, _ = _service(store)
     first.create(first.agent, "Tidy", max_rounds=3)
     # The first process started round 1 and stopped before its turn ended.
-    source = round_message(log.state.goal, "Continue the goal (round 1).").payload["source"]
-    log.append((Draft("turn/start", {"turn": 1}), Draft("user/message", {"text": "round 1", "source": source})))
+    log.append((turn_start(1), round_message(log.state.goal, "round 1")))
     session, model, _ = make_session([say("round two"), say("round three")], store=store)
     goals = GoalService(session.log, "agent-1", lambda: "unused")
     assert goals.decide().reason == "disarmed"
