@@ -8,8 +8,10 @@ Here: the log's events and envelope (``log``), the runtime phase (``phase``)
 and the errors (``errors``), whose names this package re-exports. Each
 machine has a surface of its own: ``plan`` (plan mode, plan artifact, review,
 context), ``goal`` (the goal lifecycle), ``tools`` (the tool gate),
-``session`` (the fold of every machine over one log) and ``graph`` (the state
-diagrams read from the machines' tables).
+``session`` (the fold of every machine over one log), ``plan_events`` (the
+builders of ``plan/artifact`` drafts) and ``decisions`` (what a runtime asks,
+one call per decision), which fold through the session, and ``graph`` (the
+state diagrams read from the machines' tables).
 
 Nothing is imported until it is used: ``import planfold.kernel`` costs next
 to nothing, the first core name (``from planfold.kernel import Event``)
@@ -20,15 +22,26 @@ as written; every name is defined once, in its module's ``__all__``.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from . import errors, goal, graph, log, phase, plan, session, tools
+    from . import decisions, errors, goal, graph, log, phase, plan, plan_events, session, tools
     from .errors import *
     from .log import *
     from .phase import *
 
-    __all__ = ["goal", "graph", "plan", "session", "tools", *errors.__all__, *log.__all__, *phase.__all__]
+    __all__ = [
+        "decisions",
+        "goal",
+        "graph",
+        "plan",
+        "plan_events",
+        "session",
+        "tools",
+        *errors.__all__,
+        *log.__all__,
+        *phase.__all__,
+    ]
 else:
     _CORE = ("errors", "log", "phase")
-    _MACHINES = ("goal", "graph", "plan", "session", "tools")
+    _MACHINES = ("decisions", "goal", "graph", "plan", "plan_events", "session", "tools")
 
     def __getattr__(name):
         """A module of the kernel by its name, ``__all__``, or a name of one of

@@ -43,6 +43,7 @@ __all__ = [
     "Event",
     "GoalSource",
     "Message",
+    "MessageSource",
     "PluginSource",
     "RequestHeader",
     "TurnPayload",
@@ -55,7 +56,6 @@ __all__ = [
     "close_turn",
     "fold_turns",
     "last_seq",
-    "next_event",
     "number_drafts",
     "open_turn",
     "read_message",
@@ -117,12 +117,6 @@ class Draft:
     kind: str
     payload: JSONObject
 
-    @classmethod
-    def of(cls, event: Event) -> Draft:
-        """The draft of a candidate ``event`` a decision built to check it
-        against the fold."""
-        return cls(event.kind, event.payload)
-
     def numbered(self, seq: int, at: int) -> Event:
         """This draft as the event at ``seq``, stamped ``at``."""
         return Event(seq, self.kind, at, self.payload)
@@ -137,11 +131,6 @@ def number_drafts(drafts: Iterable[Draft], after: int, at: int) -> tuple[Event, 
 def last_seq(events: Sequence[Event]) -> int:
     """The seq of the last event, 0 for an empty log."""
     return events[-1].seq if events else 0
-
-
-def next_event(events: Sequence[Event], kind: str, at: int, payload: JSONObject) -> Event:
-    """The event that would follow ``events``, stamped with caller time ``at``."""
-    return Event(seq=last_seq(events) + 1, kind=kind, at=at, payload=payload)
 
 
 def check_envelope(prev: Event | None, event: Event) -> None:
@@ -311,6 +300,10 @@ class GoalSource:
     round: SafeInt
 
 
+#: Who sent a message other than a human or the model: a plugin or a goal round.
+MessageSource = PluginSource | GoalSource
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """The payload of ``user/message`` and ``assistant/message``: the text,
@@ -329,8 +322,8 @@ def read_message(payload: JSONObject) -> Message:
 
 # --------------------------------------------------------------------------
 # Builders: the drafts of the turn and message kinds, checked by their readers
-# (the other kinds' builders live with their machines: ``plan.choice_events``,
-# ``plan.events``, ``goal.ops``, ``tools.events``, ``plan.derive_request_header``).
+# (the other kinds' builders live with their machines: ``plan.mode.plan_mode_set``,
+# ``plan_events``, ``goal.ops``, ``tools.events``, ``decisions.decide_request_header``).
 
 
 def _draft(kind: str, body: object) -> Draft:

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from .decisions import decide_scope, tool_error_text
 from .log import (
     TOOL_CALL,
     TOOL_REFUSED,
@@ -48,7 +49,6 @@ from .log import (
 )
 from .payload import JSON
 from .phase import RuntimePhase
-from .plan.decisions import decide_scope, tool_error_text
 from .plan.scope import Effect
 from .session import SessionState
 from .tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload, verdict_events

@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 from planfold.adapters.specgen.schema import WHITESPACE
 from planfold.adapters.specgen.vector_cases import cases
 from planfold.adapters.specgen.vector_log import SPEC
-from planfold.kernel import log
+from planfold.kernel import log, plan_events
 from planfold.kernel.goal import ops as goal_ops
 from planfold.kernel.goal.fold import GoalState, apply_goal_event
-from planfold.kernel.log import Event
 from planfold.kernel.payload import JSONObject
-from planfold.kernel.plan import events as plan_events
-from planfold.kernel.session import SessionState, apply_session_event
+from planfold.kernel.plan.mode import plan_mode_set
+from planfold.kernel.plan_events import fold_drafts
+from planfold.kernel.session import SessionState
 
 __all__ = ["SEEDS", "TAGS", "json_values", "mutated", "near_misses", "text"]
 
@@ -38,15 +38,13 @@ def _extra_seeds() -> list[tuple[str, JSONObject]]:
     assert goal.current is not None
     edit = goal_ops.edit(goal, goal.current.ref, objective="Ship more", actor="user", at=6)
     out.append((log.GOAL_CHANGE, edit.payload))
-    state = SessionState()
-    state = apply_session_event(state, Event(1, log.PLAN_MODE, 1, {"active": True}))
-    draft_event = plan_events.draft_event(state, "p1", SPEC, None, 2)
-    state = apply_session_event(state, draft_event)
-    out.append((log.PLAN_ARTIFACT, plan_events.supersede_event(state, 3, "replaced").payload))
+    state = fold_drafts(SessionState(), (plan_mode_set(True),))
+    state = fold_drafts(state, (plan_events.draft_event(state, "p1", SPEC, None),))
+    out.append((log.PLAN_ARTIFACT, plan_events.supersede_event(state, "replaced").payload))
     assert state.plan.current is not None
-    state = apply_session_event(state, plan_events.approve_event(state, state.plan.current.ref, 3))
-    out.append((log.PLAN_ARTIFACT, plan_events.realign_event(state, "out of scope", 4).payload))
-    out.append((log.PLAN_ARTIFACT, plan_events.supersede_event(state, 3, None).payload))
+    state = fold_drafts(state, (plan_events.approve_event(state, state.plan.current.ref),))
+    out.append((log.PLAN_ARTIFACT, plan_events.realign_event(state, "out of scope").payload))
+    out.append((log.PLAN_ARTIFACT, plan_events.supersede_event(state, None).payload))
     return out
 
 

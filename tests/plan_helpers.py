@@ -14,13 +14,14 @@ from planfold.kernel.log import (
     TURN_END,
     TURN_START,
     USER_MESSAGE,
+    Draft,
     Event,
 )
 from planfold.kernel.plan.artifact import PlanRef
-from planfold.kernel.plan.events import approve_event, draft_event, start_event
 from planfold.kernel.plan.spec import TODO_STATUSES, OpenQuestion, PlanScope, PlanSpec, Todo
 from planfold.kernel.plan.spec_json import spec_to_json, summary_to_json
 from planfold.kernel.plan.views import build_summary_view
+from planfold.kernel.plan_events import approve_event, draft_event, start_event
 from planfold.kernel.session import SessionState, apply_session_event
 
 # Short readable words keep failures legible; blank-only text is never drawn
@@ -122,7 +123,10 @@ class Session:
     clock: int = 0
     turn: int = 0
 
-    def add(self, event: Event) -> Event:
+    def add(self, event: Event | Draft) -> Event:
+        """Append ``event``, or a draft as the next event at the next tick."""
+        if isinstance(event, Draft):
+            event = event.numbered(self.state.last_seq + 1, self.at())
         self.state = apply_session_event(self.state, event)
         self.log.append(event)
         return event
@@ -163,14 +167,14 @@ def drafted() -> Session:
     """A session in plan mode with plan ``p1`` drafted from ``spec()``."""
     s = Session()
     s.mode(True)
-    s.add(draft_event(s.state, "p1", spec(), GOOD_CANDIDATE, s.at()))
+    s.add(draft_event(s.state, "p1", spec(), GOOD_CANDIDATE))
     return s
 
 
 def executing() -> Session:
     """``drafted()``, approved, back in build mode and started."""
     s = drafted()
-    s.add(approve_event(s.state, current_ref(s), s.at()))
+    s.add(approve_event(s.state, current_ref(s)))
     s.mode(False)
-    s.add(start_event(s.state, current_ref(s), s.at()))
+    s.add(start_event(s.state, current_ref(s)))
     return s

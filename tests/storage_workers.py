@@ -29,8 +29,7 @@ from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.session_log import SessionLog
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.errors import ConflictError, PlanfoldError
-from planfold.kernel.log import TURN_END, TURN_START, USER_MESSAGE, Event
-from planfold.kernel.payload import JSONObject
+from planfold.kernel.log import GoalSource, MessageSource, number_drafts, turn_end, turn_start, user_message
 
 __all__ = [
     "RAW_ERRORS",
@@ -163,19 +162,15 @@ class _RoundAppender:
     def __init__(self, log: SessionLog, driver: LeasedDriver, name: str, reports: Connection) -> None:
         self.log, self.driver, self.name, self.reports = log, driver, name, reports
 
-    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+    def run_turn(self, text: str, source: MessageSource | None = None) -> object:
         time.sleep(0.05)
         head, at, turn = self.log.last_seq, self.log.now(), self.log.state.turns.turn + 1
-        round_ = [
-            Event(head + 1, TURN_START, at, {"turn": turn}),
-            Event(head + 2, USER_MESSAGE, at, {"text": text, "source": source}),
-            Event(head + 3, TURN_END, at, {"turn": turn}),
-        ]
+        round_ = number_drafts([turn_start(turn), user_message(text, source), turn_end(turn)], head, at)
         self.log.store.append(self.log.session_id, head, round_)  # fenced while the driver drives
         self.log.reload()
         lease = self.driver.lease
-        assert lease is not None and source is not None
-        self.reports.send(("round", self.name, source["round"], lease.token, lease.expires_at - lease.ttl_ms))
+        assert lease is not None and isinstance(source, GoalSource)
+        self.reports.send(("round", self.name, source.round, lease.token, lease.expires_at - lease.ttl_ms))
         return None
 
 

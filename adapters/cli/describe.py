@@ -69,10 +69,11 @@ def _plan(payload: Mapping[str, object]) -> str:
         text += f", summary from the {payload.get('summary_source')}"
     if action == "todo":
         text += f", {payload.get('todo_id')} -> {payload.get('status')}"
-    if isinstance(payload.get("spec_hash"), str):
-        text += f", hash {str(payload['spec_hash'])[:12]}"
-    if payload.get("note"):
-        text += f" ({_short(payload['note'], 40)})"
+    spec_hash, note = payload.get("spec_hash"), payload.get("note")
+    if isinstance(spec_hash, str):
+        text += f", hash {spec_hash[:12]}"
+    if note:
+        text += f" ({_short(note, 40)})"
     return text
 
 

@@ -27,7 +27,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ...kernel.payload import JSONObject
+from ...kernel.log import MessageSource
 from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome
 from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError
@@ -76,7 +76,7 @@ class AsyncRuntime(Driver[AsyncModelClient, AsyncReviewPort | ReviewPort]):
         return await self.run_turn(asked.message, view=turn_view(asked, view))
 
     async def run_turn(
-        self, text: str, source: JSONObject | None = None, view: ViewRequest | None = None
+        self, text: str, source: MessageSource | None = None, view: ViewRequest | None = None
     ) -> TurnReport:
         """Run one whole turn (``Runtime.run_turn``), one at a time."""
         if self._lock is None:

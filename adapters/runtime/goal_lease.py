@@ -42,8 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ...kernel.log import Event
-from ...kernel.payload import JSONObject
+from ...kernel.log import Event, GoalSource, MessageSource
 from ..store.base import (
     AppendResult,
     ForwardingStore,
@@ -106,11 +105,10 @@ class _LeasedRunner:
         self.runner = runner
         self.rounds: list[int] = []
 
-    def started(self, source: JSONObject | None) -> None:
-        number = None if source is None else source.get("round")
-        self.rounds.append(number if isinstance(number, int) else len(self.rounds) + 1)
+    def started(self, source: MessageSource | None) -> None:
+        self.rounds.append(source.round if isinstance(source, GoalSource) else len(self.rounds) + 1)
 
-    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+    def run_turn(self, text: str, source: MessageSource | None = None) -> object:
         self.driver.take()
         self.started(source)
         return self.runner.run_turn(text, source)
@@ -124,14 +122,14 @@ class _AsyncLeasedRunner(_LeasedRunner):
         super().__init__(driver, _NoSync())
         self.async_runner = runner
 
-    async def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+    async def run_turn(self, text: str, source: MessageSource | None = None) -> object:
         await asyncio.to_thread(self.driver.take)
         self.started(source)
         return await self.async_runner.run_turn(text, source)
 
 
 class _NoSync:
-    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+    def run_turn(self, text: str, source: MessageSource | None = None) -> object:
         raise AssertionError("an asyncio drive runs its rounds as coroutines")
 
 

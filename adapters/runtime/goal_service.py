@@ -44,7 +44,7 @@ from ...kernel.goal.continuation import (
     ContinueFacts,
     StopReason,
     decide_budget_block,
-    round_message,
+    round_source,
     should_continue,
 )
 from ...kernel.goal.fold import GoalState
@@ -58,8 +58,7 @@ from ...kernel.goal.values import (
     GoalSnapshot,
     session_started,
 )
-from ...kernel.log import Draft, Event
-from ...kernel.payload import JSONObject
+from ...kernel.log import Draft, Event, GoalSource, MessageSource
 from ...kernel.session import SessionState
 from ..errors import AdapterError
 from ..store.session_log import SessionLog
@@ -136,13 +135,13 @@ class ListenerFailure:
 class RoundRunner(Protocol):
     """Runs one whole turn whose first message is ``text`` from ``source``."""
 
-    def run_turn(self, text: str, source: JSONObject | None = None) -> object: ...
+    def run_turn(self, text: str, source: MessageSource | None = None) -> object: ...
 
 
 class AsyncRoundRunner(Protocol):
     """Runs one whole turn as a coroutine (the asyncio runtime)."""
 
-    async def run_turn(self, text: str, source: JSONObject | None = None) -> object: ...
+    async def run_turn(self, text: str, source: MessageSource | None = None) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,7 +367,7 @@ class GoalService:
             await runner.run_turn(*step)
             abandoned = False
 
-    def _next_round(self, rounds: list[int], limit: int, abandoned: bool) -> tuple[str, JSONObject] | DriveReport:
+    def _next_round(self, rounds: list[int], limit: int, abandoned: bool) -> tuple[str, GoalSource] | DriveReport:
         """The text and source of the next round (counted in ``rounds``), or
         the drive's report when it stops (appending the budget block)."""
         if len(rounds) >= limit:
@@ -379,8 +378,7 @@ class GoalService:
             return DriveReport(tuple(rounds), decision.reason, blocked_at)
         number = decision.next_round or 0
         text = round_text(number)
-        source = round_message(self.state(), text).payload["source"]
-        assert isinstance(source, dict)
+        source = round_source(self.state())
         rounds.append(number)
         return text, source
 

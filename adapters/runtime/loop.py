@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 
-from ...kernel.payload import JSONObject
+from ...kernel.log import MessageSource
 from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome
 from ...kernel.plan.review import PlanCommand, ReviewAnswer
@@ -75,7 +75,7 @@ class Runtime(Driver[ModelClient, ReviewPort]):
 
     # -- turns ----------------------------------------------------------------
 
-    def run_turn(self, text: str, source: JSONObject | None = None, view: ViewRequest | None = None) -> TurnReport:
+    def run_turn(self, text: str, source: MessageSource | None = None, view: ViewRequest | None = None) -> TurnReport:
         """Run one whole turn opened by ``text`` from ``source`` (``None``: a
         human). Model failures end the turn cleanly; the report says how it
         ended. A turn an earlier process left open is closed first."""

@@ -18,7 +18,7 @@ one question, "what next?" (``next_action``), with one of four actions:
 
 Everything between those answers is decided here, always in the same order,
 by the kernel's rules (``kernel.turn``: what a reply means, the calls a
-stopped process left unanswered, the scope refusal; ``kernel.plan.decisions``:
+stopped process left unanswered, the scope refusal; ``kernel.decisions``:
 the pre-step flush, the request header, the plan lifecycle; the gate). A
 driver never decides anything: it carries out the action and hands the
 answer back. ``serve`` calls the same operations one by one (``begin_step``,
@@ -65,11 +65,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
-from ...kernel.errors import ConflictError, PlanfoldError
-from ...kernel.log import USER_MESSAGE, Draft, Event, number_drafts, turn_start, user_message
-from ...kernel.payload import JSONObject
-from ...kernel.plan.context import ViewRequest, plan_to_start, runtime_phase
-from ...kernel.plan.decisions import (
+from ...kernel.decisions import (
     PendingReview,
     ReviewDecision,
     decide_after_final_reply,
@@ -80,9 +76,13 @@ from ...kernel.plan.decisions import (
     decide_review_answer,
     decide_tool_call,
 )
+from ...kernel.errors import ConflictError, PlanfoldError
+from ...kernel.log import Draft, Event, MessageSource, turn_start, user_message
+from ...kernel.plan.context import ViewRequest, plan_to_start, runtime_phase
 from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
 from ...kernel.plan.review import ReviewAnswer, ReviewRequest
-from ...kernel.session import SessionState, fold_more
+from ...kernel.plan_events import fold_drafts
+from ...kernel.session import SessionState
 from ...kernel.tools.events import verdict_events
 from ...kernel.tools.gate import Allowed, Refused, Verdict, check_call
 from ...kernel.turn import RecordedReply, abandoned_turn, interrupted_calls, record_reply, scope_refusal
@@ -553,20 +553,20 @@ class StepMachine:
 
     # -- turns ------------------------------------------------------------
 
-    def start_turn(self, text: str, source: JSONObject | None = None, view: ViewRequest | None = None) -> TurnReport:
+    def start_turn(self, text: str, source: MessageSource | None = None, view: ViewRequest | None = None) -> TurnReport:
         """Open a turn with ``text`` from ``source`` (``None``: a human). A turn
         an earlier process left open is closed first, in the same append
         (``abandoned_turn``). Refused (``OutOfOrderError``) while this
         machine's own turn is open."""
         return self.atomic(lambda: self._start_turn(text, source, view or ViewRequest()))
 
-    def _start_turn(self, text: str, source: JSONObject | None, view: ViewRequest) -> TurnReport:
+    def _start_turn(self, text: str, source: MessageSource | None, view: ViewRequest) -> TurnReport:
         if self._p.turn_mine:
             self.require("turn/start", "idle")
         state = self.log.state
         closing = abandoned_turn(state, self.log.events) if state.turns.open else ()
         number = state.turns.turn + 1
-        opened = self.log.append((*closing, turn_start(number), _user_message(text, source)))
+        opened = self.log.append((*closing, turn_start(number), user_message(text, source)))
         report = TurnReport(number, opened[len(closing)].seq, closed_turn=state.turns.turn if closing else None)
         self._p = replace(
             self._p, view=view, step_open=False, prepared=None, turn_mine=True, step=1, attempt=0,
@@ -603,9 +603,7 @@ class StepMachine:
         starts and the request header is recorded."""
         self.require("step/begin", "turn", "step")
         if verdict == "accepted":  # a header the log would refuse is refused before anything is written
-            state = self.log.state
-            at = 0 if state.last is None else state.last.at
-            fold_more(state, number_drafts((decide_request_header(state, step),), state.last_seq, at))
+            fold_drafts(self.log.state, (decide_request_header(self.log.state, step),))
         flushed = self._flush(verdict)
         return self.atomic(lambda: self._begin_step(step, verdict, flushed))
 
@@ -922,14 +920,6 @@ class StepMachine:
         if self._budget_open:
             self._budget_open = False
             self.retry_budget.close()
-
-
-def _user_message(text: str, source: JSONObject | None) -> Draft:
-    """The turn's first message: a human's (``source`` None) or one
-    attributed to a goal round or a plugin (its source as recorded)."""
-    if source is None:
-        return user_message(text)
-    return Draft(USER_MESSAGE, {"text": text, "source": source})
 
 
 _gate_call = kernel_call

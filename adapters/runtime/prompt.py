@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ...kernel.log import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, USER_MESSAGE, Event
+from ...kernel.log import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, USER_MESSAGE, Event, read_message
 from ...kernel.phase import RuntimePhase
 from ...kernel.plan.context import (
     PromptParts,
@@ -40,6 +40,7 @@ from ...kernel.plan.context import (
 )
 from ...kernel.plan.review import PlanPolicy
 from ...kernel.session import SessionState
+from ...kernel.tools.events import read_tool_notice, read_tool_result
 from ...kernel.tools.spec import thaw_json
 from ..llm.model import (
     AssistantMessage,
@@ -109,17 +110,17 @@ def _message_at(events: Sequence[Event], index: int) -> tuple[Message | None, in
     event = events[index]
     index += 1
     if event.kind == USER_MESSAGE:
-        return UserMessage(str(event.payload["text"])), index
+        return UserMessage(read_message(event.payload).text), index
     if event.kind == ASSISTANT_MESSAGE:
         calls: list[ToolCall] = []
         while index < len(events) and events[index].kind == TOOL_CALL:
             calls.append(read_call(events[index].payload))
             index += 1
-        text = str(event.payload["text"])
+        text = read_message(event.payload).text
         return (AssistantMessage(text or None, tuple(calls)) if calls else AssistantMessage(text)), index
     if event.kind in (TOOL_RESULT, TOOL_REFUSED):
-        payload = event.payload
-        return ToolMessage(str(payload["call_id"]), tool_message_text(event), str(payload["tool"])), index
+        answered = read_tool_result(event.payload) if event.kind == TOOL_RESULT else read_tool_notice(event.payload)
+        return ToolMessage(answered.call_id, tool_message_text(event), answered.tool), index
     return None, index
 
 

@@ -37,11 +37,11 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
+from ...kernel.decisions import tool_error_text
 from ...kernel.errors import PlanfoldError
 from ...kernel.log import TOOL_REFUSED, TOOL_RESULT, Draft, Event
 from ...kernel.payload import JSON, JSONObject
 from ...kernel.phase import RuntimePhase
-from ...kernel.plan.decisions import tool_error_text
 from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload
 from ...kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
 from ...kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolRegistry, ToolSpec, ToolSpecError, thaw_json

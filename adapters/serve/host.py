@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ...kernel.goal.command import parse_goal_command
-from ...kernel.goal.continuation import round_message
+from ...kernel.goal.continuation import round_source
 from ...kernel.goal.values import GoalRef
-from ...kernel.log import ASSISTANT_MESSAGE, REQUEST_HEADER, USER_MESSAGE, Draft
+from ...kernel.log import ASSISTANT_MESSAGE, REQUEST_HEADER, USER_MESSAGE, Draft, MessageSource
 from ...kernel.payload import JSONObject
 from ...kernel.plan.context import ViewRequest, runtime_phase
 from ...kernel.plan.mode import StepVerdict
@@ -74,7 +74,7 @@ class HostConfig:
 class _NoRounds:
     """A round runner for ``GoalService.drive`` when no round may start."""
 
-    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+    def run_turn(self, text: str, source: MessageSource | None = None) -> object:
         raise AssertionError("no round may start here")
 
 
@@ -149,16 +149,14 @@ class HostSession:
     def start_turn(self, text: str, *, goal_round: bool = False, view: ViewRequest | None = None) -> p.TurnStarted:
         """Open a turn; a goal round is attributed to the goal when
         ``should_continue`` allows it now."""
-        source: JSONObject | None = None
+        source: MessageSource | None = None
         number: int | None = None
         if goal_round:
             self.machine.require("turn/start", "idle")
             decision = self.goals.decide()
             if not decision.proceed:
                 raise RoundNotAdmittedError(decision.reason or "stop")
-            attributed = round_message(self.log.state.goal, text).payload["source"]
-            assert isinstance(attributed, dict)
-            source, number = attributed, decision.next_round
+            source, number = round_source(self.log.state.goal), decision.next_round
         report = self.machine.start_turn(text, source, view)
         return p.TurnStarted(report.turn, report.first_seq, self.log.last_seq, number)
 

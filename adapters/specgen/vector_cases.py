@@ -20,8 +20,9 @@ fixed, so the output is byte-stable.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from ...kernel import plan_events
 from ...kernel.log import (
     GOAL_CHANGE,
     PLAN_ARTIFACT,
@@ -34,8 +35,9 @@ from ...kernel.log import (
     USER_MESSAGE,
 )
 from ...kernel.payload import JSON
-from ...kernel.plan import events as plan_events
-from ...kernel.tools.events import tool_result_payload
+from ...kernel.tools.events import tool_call_payload, tool_notice_payload, tool_result_payload
+from ...kernel.tools.gate import Refused
+from ...kernel.tools.spec import ToolCall
 from .vector_log import SPEC, LogBuilder, corrupt_goal, corrupt_plan, goal_round, replay_last
 
 __all__ = ["Case", "cases"]
@@ -75,18 +77,19 @@ def _valid_cases() -> list[Case]:
         .plan("todo").plan("verify").plan("verify-fail").plan("verify").plan("complete")
     )
     bootstrap = LogBuilder()
-    bootstrap.append(plan_events.bootstrap_event(bootstrap.state, "p1", SPEC, None, bootstrap.at))
+    bootstrap.put(plan_events.bootstrap_event(bootstrap.state, "p1", SPEC, None))
     bootstrap.plan("start").plan("rewrite")
     goals = LogBuilder().create("g1", 3).round().round().op("pause").op("resume").round().op("block")
     cleared = LogBuilder().create().op("complete").op("clear").create("g2")
     tools = LogBuilder().turn().header()
-    tools.add(TOOL_CALL, {"call_id": "c1", "tool": "read_file", "arguments": {"path": "README.md"}})
+    tools.add(TOOL_CALL, tool_call_payload(ToolCall("c1", "read_file", {"path": "README.md"})))
     tools.add("tool/result", tool_result_payload("c1", "read_file", ok=True, output="# planfold"))
-    tools.add(TOOL_CALL, {"call_id": "c2", "tool": "write_file", "arguments": {"path": "x", "text": ""}})
-    notice = {"call_id": "c2", "tool": "write_file", "code": "write-in-read-only-phase",
-              "reason": "write_file writes, and build_bootstrap is read-only", "phase": "build_bootstrap"}
-    tools.add(TOOL_REFUSED, notice)
-    tools.add("tool/warning", {**notice, "hint": "Write a minimal plan first."})
+    tools.add(TOOL_CALL, tool_call_payload(ToolCall("c2", "write_file", {"path": "x", "text": ""})))
+    reason = "write_file writes, and build_bootstrap is read-only"
+    refused = Refused("write-in-read-only-phase", reason, "write_file", "build_bootstrap", "")
+    tools.add(TOOL_REFUSED, tool_notice_payload("c2", refused))
+    warned = replace(refused, hint="Write a minimal plan first.")
+    tools.add("tool/warning", tool_notice_payload("c2", warned, "tool/warning"))
     tools.end()
     return [
         _valid("empty", "An empty log: an old or new session, build mode, no plan, no goal.", LogBuilder()),

@@ -17,12 +17,23 @@ from __future__ import annotations
 import copy
 from dataclasses import replace
 
+from ...kernel import plan_events
+from ...kernel.decisions import decide_plan_choice, decide_pre_step, decide_request_header
 from ...kernel.goal import ops as goal_ops
 from ...kernel.goal.values import DISARMED, BlockedReason, GoalRef
-from ...kernel.log import GOAL_CHANGE, PLAN_ARTIFACT, REQUEST_HEADER, TURN_END, TURN_START, USER_MESSAGE, Event
+from ...kernel.log import (
+    GOAL_CHANGE,
+    PLAN_ARTIFACT,
+    Draft,
+    Event,
+    GoalSource,
+    number_drafts,
+    turn_end,
+    turn_start,
+    user_message,
+)
 from ...kernel.payload import JSON, JSONObject
-from ...kernel.plan import events as plan_events
-from ...kernel.plan.mode import choice_events
+from ...kernel.plan.mode import PendingChoice
 from ...kernel.plan.spec import PlanSpec, Todo
 from ...kernel.session import SessionState, apply_session_event
 
@@ -63,26 +74,36 @@ class LogBuilder:
     def add(self, kind: str, payload: JSONObject) -> Event:
         return self.append(Event(self.seq, kind, self.at, payload))
 
+    def put(self, draft: Draft) -> Event:
+        """Append ``draft`` as the next event."""
+        return self.append(draft.numbered(self.seq, self.at))
+
     def raw(self, kind: str, payload: JSON, *, seq: JSON = None, at: JSON = None) -> None:
         """Append a line without folding it: the case's bad event."""
         self.lines.append(line(self.seq if seq is None else seq, kind, self.at if at is None else at, payload))
 
     # -- turns, requests and plan mode
     def turn(self) -> LogBuilder:
-        self.add(TURN_START, {"turn": self.state.turns.turn + 1})
+        self.put(turn_start(self.state.turns.turn + 1))
         return self
 
     def end(self) -> LogBuilder:
-        self.add(TURN_END, {"turn": self.state.turns.turn})
+        self.put(turn_end(self.state.turns.turn))
         return self
 
     def header(self) -> LogBuilder:
-        turns = self.state.turns
-        self.add(REQUEST_HEADER, {"turn": turns.turn, "step": turns.step + 1, "plan_mode": self.state.plan_mode})
+        self.put(decide_request_header(self.state, self.state.turns.step + 1))
         return self
 
     def mode(self, active: bool) -> LogBuilder:
-        for event in choice_events(self.events, active, self.at, plan_status=self.state.plan.status):
+        """Record a choice of plan mode ``active`` (a change): at once between
+        turns, by the next pre-step inside one."""
+        if self.state.turns.open:
+            drafts = decide_pre_step(self.state, self.events, PendingChoice(active), "accepted").drafts
+        else:
+            drafts = decide_plan_choice(self.state, self.events, None, active).drafts
+        assert drafts, "a choice that changes the recorded plan mode"
+        for event in number_drafts(drafts, self.seq - 1, self.at):  # one append: one time
             self.append(event)
         return self
 
@@ -102,7 +123,8 @@ class LogBuilder:
     def round(self, number: int | None = None) -> LogBuilder:
         current = self.state.goal.current
         assert current is not None
-        self.add(USER_MESSAGE, goal_round(current.id, current.revision, number or current.rounds_started + 1))
+        number = number or current.rounds_started + 1
+        self.put(user_message("Continue the goal.", _round(current.id, current.revision, number)))
         return self
 
     def op(self, name: str) -> LogBuilder:
@@ -119,25 +141,25 @@ class LogBuilder:
 
     # -- plans
     def draft(self, plan_id: str = "p1", spec: PlanSpec = SPEC) -> LogBuilder:
-        self.append(plan_events.draft_event(self.state, plan_id, spec, None, self.at))
+        self.put(plan_events.draft_event(self.state, plan_id, spec, None))
         return self
 
     def plan(self, action: str) -> LogBuilder:
-        s, at = self.state, self.at
+        s = self.state
         current = s.plan.current
         assert current is not None
-        events = {
-            "approve": lambda: plan_events.approve_event(s, current.ref, at),
-            "start": lambda: plan_events.start_event(s, current.ref, at),
-            "rewrite": lambda: plan_events.rewrite_event(s, SPEC_2, None, at),
-            "todo": lambda: plan_events.todo_event(s, "t1", "done", at),
-            "verify": lambda: plan_events.verify_event(s, at),
-            "verify-fail": lambda: plan_events.verify_fail_event(s, "a test failed", at),
-            "complete": lambda: plan_events.complete_event(s, at),
-            "supersede": lambda: plan_events.supersede_event(s, at),
-            "reject": lambda: plan_events.reject_event(s, current.ref, "Split step one", at),
+        drafts = {
+            "approve": lambda: plan_events.approve_event(s, current.ref),
+            "start": lambda: plan_events.start_event(s, current.ref),
+            "rewrite": lambda: plan_events.rewrite_event(s, SPEC_2, None),
+            "todo": lambda: plan_events.todo_event(s, "t1", "done"),
+            "verify": lambda: plan_events.verify_event(s),
+            "verify-fail": lambda: plan_events.verify_fail_event(s, "a test failed"),
+            "complete": lambda: plan_events.complete_event(s),
+            "supersede": lambda: plan_events.supersede_event(s),
+            "reject": lambda: plan_events.reject_event(s, current.ref, "Split step one"),
         }
-        self.append(events[action]())
+        self.put(drafts[action]())
         return self
 
     def last_payload(self) -> dict[str, JSON]:
@@ -151,9 +173,13 @@ def line(seq: JSON, kind: str, at: JSON, payload: JSON) -> dict[str, JSON]:
     return {"seq": seq, "kind": kind, "at": at, "payload": payload}
 
 
+def _round(goal_id: str, revision: int, number: int) -> GoalSource:
+    return GoalSource("goal", goal_id, revision, number)
+
+
 def goal_round(goal_id: str, revision: int, number: int) -> JSONObject:
-    return {"text": "Continue the goal.", "source": {"type": "goal", "goal_id": goal_id, "revision": revision,
-                                                    "round": number}}
+    """The payload of round ``number`` of goal ``goal_id`` at ``revision``."""
+    return user_message("Continue the goal.", _round(goal_id, revision, number)).payload
 
 
 def corrupt_goal(log: LogBuilder, build: str, **changes: JSON) -> LogBuilder:

@@ -76,14 +76,9 @@ def budget_spent(goal: GoalSnapshot) -> bool:
     return goal.rounds_started >= goal.max_rounds
 
 
-def round_source(goal: GoalSnapshot) -> GoalSource:
-    """The message source attributing the next round to ``goal``."""
-    return GoalSource("goal", goal.id, goal.revision, goal.rounds_started + 1)
-
-
-def round_message(state: GoalState, text: str) -> Draft:
-    """The draft of the ``user/message`` that admits the next round of the
-    current goal.
+def round_source(state: GoalState) -> GoalSource:
+    """The source that attributes the next round to the current goal: its id,
+    its revision and the next round number.
 
     Raises ``GoalError``: ``not-found`` (no current goal),
     ``invalid-transition`` (the goal is not active, or its rounds are spent:
@@ -109,7 +104,13 @@ def round_message(state: GoalState, text: str) -> Draft:
             operation="round",
             current=goal.ref,
         )
-    return user_message(text, round_source(goal))
+    return GoalSource("goal", goal.id, goal.revision, goal.rounds_started + 1)
+
+
+def round_message(state: GoalState, text: str) -> Draft:
+    """The draft of the ``user/message`` with ``text`` that admits the next
+    round of the current goal (``round_source``); raises as it does."""
+    return user_message(text, round_source(state))
 
 
 def budget_block(state: GoalState, *, at: int) -> Draft | None:

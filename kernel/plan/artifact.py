@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, Protocol
 
+from ..phase import AgentMode
 from .spec import PlanSpec, SummarySource, SummaryView, spec_hash
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "PLAN_STATUSES",
     "STATUS_TABLE",
     "PlanArtifact",
+    "PlanFacts",
     "PlanRef",
     "PlanState",
     "PlanStatus",
@@ -118,3 +120,19 @@ class PlanState:
     @property
     def live(self) -> bool:
         return self.current is not None and STATUS_TABLE[self.current.status].live
+
+
+class PlanFacts(Protocol):
+    """What the plan machines read of a session: the recorded plan mode (and
+    the agent mode it gives) and the plan fold. A session state
+    (``kernel.session.SessionState``) is one; the plan machines never need
+    the rest of the session."""
+
+    @property
+    def plan_mode(self) -> bool: ...
+
+    @property
+    def agent_mode(self) -> AgentMode: ...
+
+    @property
+    def plan(self) -> PlanState: ...

@@ -10,7 +10,7 @@ revision, status and content hash, whether it needs realignment, its summary,
 and a goal summary supplied by the caller (any JSON object, or ``None``; the
 goal machine owns its shape).
 
-``build_capsule`` derives it from a ``SessionState``; its ``hash`` is sha256
+``build_capsule`` derives it from a session state (``PlanFacts``); its ``hash`` is sha256
 over the canonical JSON of everything else, so two capsules of the same state
 are byte-identical and a tampered or stale one is visible. ``check_capsule``
 lists the fields on which a capsule disagrees with the state folded from the
@@ -24,18 +24,15 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import Annotated, cast
 
 from ..errors import PayloadError
 from ..payload import JSON, Opaque, SafeInt, read_as
 from ..phase import AgentMode, RuntimePhase
-from .artifact import PlanStatus
+from .artifact import PlanFacts, PlanStatus
 from .context import runtime_phase
 from .spec import SummaryView, spec_hash
 from .spec_json import summary_to_json
-
-if TYPE_CHECKING:
-    from ..session import SessionState
 
 __all__ = [
     "CAPSULE_FIELDS",
@@ -118,7 +115,7 @@ def _fields(capsule: StateCapsule) -> dict[str, JSON]:
     }
 
 
-def build_capsule(state: SessionState, goal: Mapping[str, JSON] | None = None) -> StateCapsule:
+def build_capsule(state: PlanFacts, goal: Mapping[str, JSON] | None = None) -> StateCapsule:
     """The capsule of ``state`` with the caller's goal summary.
 
     Raises ``PayloadError`` when ``goal`` is not JSON (the caller's fault).
@@ -210,7 +207,7 @@ def capsule_from_json(payload: object) -> StateCapsule:
 
 
 def check_capsule(
-    capsule: StateCapsule, state: SessionState, goal: Mapping[str, JSON] | None = None
+    capsule: StateCapsule, state: PlanFacts, goal: Mapping[str, JSON] | None = None
 ) -> tuple[str, ...]:
     """The fields on which ``capsule`` disagrees with ``state`` (folded from
     the log) and ``goal``; ``hash`` is listed when the capsule's own hash is
@@ -223,7 +220,7 @@ def check_capsule(
     return tuple(diff)
 
 
-def capsule_matches(capsule: StateCapsule, state: SessionState, goal: Mapping[str, JSON] | None = None) -> bool:
+def capsule_matches(capsule: StateCapsule, state: PlanFacts, goal: Mapping[str, JSON] | None = None) -> bool:
     """Whether ``capsule`` is exactly what the log gives."""
     return not check_capsule(capsule, state, goal)
 

@@ -36,15 +36,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from ..phase import AgentMode, RuntimePhase
-from .artifact import PlanArtifact, PlanRef, PlanState
+from .artifact import PlanArtifact, PlanFacts, PlanRef, PlanState
 from .review import PlanPolicy
 from .views import render_plan_content
-
-if TYPE_CHECKING:
-    from ..session import SessionState
 
 __all__ = [
     "DEFAULT_BUILD_OVERLAY",
@@ -65,7 +62,7 @@ __all__ = [
 ]
 
 
-def runtime_phase(state: SessionState) -> RuntimePhase:
+def runtime_phase(state: PlanFacts) -> RuntimePhase:
     """The runtime phase the session fold gives. Never raises."""
     if state.plan_mode:
         return "plan"
@@ -77,7 +74,7 @@ def runtime_phase(state: SessionState) -> RuntimePhase:
     return "build_bootstrap"
 
 
-def plan_to_start(state: SessionState) -> PlanRef | None:
+def plan_to_start(state: PlanFacts) -> PlanRef | None:
     """The exact version the runtime should ``start`` before build execution
     writes anything, or ``None`` when nothing waits to start."""
     cur = state.plan.current
@@ -153,7 +150,7 @@ _CONDITIONS: Mapping[str, Callable[[PlanState, ViewRequest], bool]] = MappingPro
 )
 
 
-def choose_plan_view(state: SessionState, request: ViewRequest = ViewRequest()) -> ViewChoice:
+def choose_plan_view(state: PlanFacts, request: ViewRequest = ViewRequest()) -> ViewChoice:
     """The plan view for the next request by ``VIEW_RULES``. Never raises."""
     mode = state.agent_mode
     for row in VIEW_RULES:
@@ -191,7 +188,7 @@ def render_summary(artifact: PlanArtifact) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_plan_view(state: SessionState, choice: ViewChoice) -> str | None:
+def render_plan_view(state: PlanFacts, choice: ViewChoice) -> str | None:
     """The plan-view section text for ``choice``, or ``None`` for no view."""
     cur = state.plan.current
     if choice.view == "none" or cur is None:
@@ -245,7 +242,7 @@ class PromptSection:
 
 def compose_prompt(
     parts: PromptParts,
-    state: SessionState,
+    state: PlanFacts,
     choice: ViewChoice,
     policy: PlanPolicy | None = None,
 ) -> tuple[PromptSection, ...]:

@@ -10,7 +10,7 @@ mirror; resume, fork and compaction recover it by folding.
 A user's choice is decided from three facts only: the folded state, the
 pending target (a choice not yet appended; it lives in the process, never in
 the log) and whether a turn is open (from the turn fold). ``CHOICE_TABLE``
-holds every case; ``decide_choice`` only looks it up.
+holds every case; ``kernel.decisions.decide_plan_choice`` only looks it up.
 
 Between turns a choice is appended at once (``committed``). Inside a turn it
 waits (``queued``) and is appended by the next *accepted* in-turn pre-step,
@@ -32,11 +32,13 @@ of that step's same-step retry (the retry is a proposed step like any other),
 not deferred to the next turn: the retry's header then records the new state
 and its request is derived from it, so every header stays true to the fold.
 
-``flush_pre_step`` and ``derive_request_header`` fold the log they are given;
-``flush_folded`` and ``request_header`` take those folds from a caller that
-holds them (a session state), so that a runtime's step does not fold the whole
-history again: the flush then reads only the events since the last request
-header, for the notice.
+The three rules are decided over the session state, above the session fold
+(``kernel.decisions``): ``decide_plan_choice`` (the choice),
+``decide_pre_step`` (the flush) and ``decide_request_header`` (the header).
+What they need of plan mode is here: the table, the fold, the ``plan/mode``
+draft (``plan_mode_set``), the notice's wording (``notice_text``) and when
+one is due (``notice_due``, which reads only the events since the last
+request header, so its cost does not grow with the log).
 """
 
 from __future__ import annotations
@@ -47,42 +49,27 @@ from enum import Enum
 from typing import Literal
 
 from ..errors import PayloadError, ReplayError
-from ..log import (
-    PLAN_MODE,
-    REQUEST_HEADER,
-    USER_MESSAGE,
-    Event,
-    TurnState,
-    fold_turns,
-    last_seq,
-    read_request_header,
-)
+from ..log import PLAN_MODE, REQUEST_HEADER, USER_MESSAGE, Draft, Event, PluginSource, read_message, read_request_header
 from ..payload import JSONObject, read_as
 from .artifact import PlanStatus
 
 __all__ = [
     "CHOICE_TABLE",
     "NOTICE_SOURCE",
-    "ChoiceDecision",
     "ChoiceOutcome",
     "ChoiceRow",
-    "Flush",
     "PendingChoice",
     "PendingRelation",
     "PlanModePayload",
     "PlanModeView",
     "StepVerdict",
     "apply_plan_mode_event",
-    "choice_events",
-    "decide_choice",
-    "derive_request_header",
-    "flush_folded",
-    "flush_pre_step",
     "fold_plan_mode",
     "get_plan_mode",
+    "notice_due",
     "notice_text",
+    "plan_mode_set",
     "read_plan_mode",
-    "request_header",
 ]
 
 ChoiceOutcome = Literal["noop", "committed", "queued", "cancelled"]
@@ -94,6 +81,13 @@ class PendingRelation(Enum):
     NONE = "none"
     SAME = "same"
     OPPOSITE = "opposite"
+
+    @classmethod
+    def of(cls, pending: PendingChoice | None, target: bool) -> PendingRelation:
+        """How ``pending`` relates to a choice of ``target``."""
+        if pending is None:
+            return cls.NONE
+        return cls.SAME if pending.target == target else cls.OPPOSITE
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,39 +135,6 @@ CHOICE_TABLE: Mapping[tuple[PendingRelation, bool, bool], ChoiceRow] = {
     # ...unless it nets out against the record, which the flush would skip.
     (PendingRelation.OPPOSITE, True, True): ChoiceRow("cancelled", "drop", False),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ChoiceDecision:
-    """The outcome of a choice and the pending choice that follows it.
-
-    When ``append_now`` is true the caller appends ``choice_events(...)`` at
-    once (the ``committed`` case).
-    """
-
-    outcome: ChoiceOutcome
-    pending: PendingChoice | None
-    append_now: bool
-
-
-def _relation(pending: PendingChoice | None, target: bool) -> PendingRelation:
-    if pending is None:
-        return PendingRelation.NONE
-    return PendingRelation.SAME if pending.target == target else PendingRelation.OPPOSITE
-
-
-def decide_choice(
-    folded: bool, pending: PendingChoice | None, turn_open: bool, target: bool
-) -> ChoiceDecision:
-    """Decide a user's choice of plan mode ``target``. Never raises."""
-    row = CHOICE_TABLE[(_relation(pending, target), target == folded, turn_open)]
-    if row.pending == "keep":
-        after = pending
-    elif row.pending == "set":
-        after = PendingChoice(target)
-    else:
-        after = None
-    return ChoiceDecision(row.outcome, after, row.append_now)
 
 
 # --------------------------------------------------------------------------
@@ -234,7 +195,13 @@ def get_plan_mode(events: Sequence[Event], pending: PendingChoice | None) -> Pla
 # --------------------------------------------------------------------------
 # Appending a choice, and the pre-step flush
 
-NOTICE_SOURCE: JSONObject = {"type": "plugin", "plugin": "plan-mode"}
+#: The source of the plan-mode notice.
+NOTICE_SOURCE = PluginSource("plugin", "plan-mode")
+
+
+def plan_mode_set(active: bool) -> Draft:
+    """The ``plan/mode`` draft that records plan mode ``active``."""
+    return Draft(PLAN_MODE, {"active": active})
 
 
 def notice_text(active: bool, plan_status: PlanStatus | None = None) -> str:
@@ -255,8 +222,9 @@ def notice_text(active: bool, plan_status: PlanStatus | None = None) -> str:
     return "Plan mode is now off: you are in build mode again."
 
 
-def _notice_due(events: Sequence[Event], target: bool) -> bool:
-    """Whether appending ``target`` owes the model a notice.
+def notice_due(events: Sequence[Event], target: bool) -> bool:
+    """Whether appending a choice of ``target`` after ``events`` owes the
+    model a notice.
 
     Only when the last recorded request header described the other state
     (so never before the first header), and only once per state between two
@@ -277,108 +245,12 @@ def _notice_due(events: Sequence[Event], target: bool) -> bool:
 
 
 def _is_notice(events: Sequence[Event], index: int) -> bool:
-    if index >= len(events):
+    if index >= len(events) or events[index].kind != USER_MESSAGE:
         return False
-    event = events[index]
-    return event.kind == USER_MESSAGE and event.payload.get("source") == NOTICE_SOURCE
-
-
-def choice_events(
-    events: Sequence[Event],
-    target: bool,
-    at: int,
-    *,
-    silent: bool = False,
-    plan_status: PlanStatus | None = None,
-) -> tuple[Event, ...]:
-    """The events that record a choice of ``target`` after ``events``: the
-    ``plan/mode`` event and, unless the choice is silent, a notice
-    ``user/message`` when one is due (see ``_notice_due``), worded by
-    ``notice_text`` from ``plan_status``, the current plan's status in the
-    state ``events`` fold to (the caller's ``state.plan.status``; ``None``,
-    no plan, gives the neutral wording)."""
-    seq = last_seq(events)
-    out = [Event(seq + 1, PLAN_MODE, at, {"active": target})]
-    if not silent and _notice_due(events, target):
-        text = notice_text(target, plan_status)
-        out.append(Event(seq + 2, USER_MESSAGE, at, {"text": text, "source": NOTICE_SOURCE}))
-    return tuple(out)
+    try:
+        return read_message(events[index].payload).source == NOTICE_SOURCE
+    except PayloadError:
+        return False
 
 
 StepVerdict = Literal["accepted", "rejected", "aborted"]
-
-
-@dataclass(frozen=True, slots=True)
-class Flush:
-    """What a pre-step flush decides.
-
-    Append ``events`` (possibly none); if the append succeeds the pending
-    choice becomes ``pending_after_success``, if it fails it stays
-    ``pending_after_failure`` (the original choice: it is never lost).
-    """
-
-    events: tuple[Event, ...]
-    pending_after_success: PendingChoice | None
-    pending_after_failure: PendingChoice | None
-
-
-def flush_pre_step(
-    events: Sequence[Event],
-    pending: PendingChoice | None,
-    verdict: StepVerdict,
-    at: int,
-    *,
-    plan_status: PlanStatus | None = None,
-) -> Flush:
-    """The turn-boundary flush for one proposed in-turn step.
-
-    Only an accepted step inside an open turn appends; a pending choice equal
-    to the folded state is dropped without appending (the flips netted out).
-    ``plan_status`` words a notice, as in ``choice_events``.
-    """
-    turn_open, recorded = fold_turns(events).open, fold_plan_mode(events)
-    return flush_folded(events, pending, verdict, at, turn_open=turn_open, recorded=recorded, plan_status=plan_status)
-
-
-def flush_folded(
-    events: Sequence[Event],
-    pending: PendingChoice | None,
-    verdict: StepVerdict,
-    at: int,
-    *,
-    turn_open: bool,
-    recorded: bool,
-    plan_status: PlanStatus | None = None,
-) -> Flush:
-    """``flush_pre_step`` for a caller that holds the folds of ``events``
-    already (a session state): ``turn_open`` and ``recorded`` are what
-    ``fold_turns(events).open`` and ``fold_plan_mode(events)`` give. Only the
-    events since the last request header are read (for the notice), so its
-    cost does not grow with the log."""
-    if pending is None or verdict != "accepted" or not turn_open:
-        return Flush((), pending, pending)
-    if pending.target == recorded:
-        return Flush((), None, None)
-    chosen = choice_events(events, pending.target, at, silent=pending.silent, plan_status=plan_status)
-    return Flush(chosen, None, pending)
-
-
-def derive_request_header(events: Sequence[Event], step: int, at: int) -> Event:
-    """The ``request/header`` for ``step`` of the open turn, recording the plan
-    state the fold gives at this point (after any flush was appended).
-
-    Raises ``ReplayError`` (``transition-not-allowed``) when no turn is open.
-    """
-    return request_header(fold_turns(events), fold_plan_mode(events), last_seq(events) + 1, step, at)
-
-
-def request_header(turns: TurnState, plan_mode: bool, seq: int, step: int, at: int) -> Event:
-    """``derive_request_header`` for a caller that holds the folds already:
-    the header at ``seq`` for ``step`` of the open turn of ``turns``,
-    recording ``plan_mode``.
-
-    Raises ``ReplayError`` (``transition-not-allowed``) when no turn is open.
-    """
-    if not turns.open:
-        raise ReplayError(seq, "transition-not-allowed", "a request header needs an open turn")
-    return Event(seq, REQUEST_HEADER, at, {"turn": turns.turn, "step": step, "plan_mode": plan_mode})

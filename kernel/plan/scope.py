@@ -40,8 +40,8 @@ are normalised first, so ``src/../secrets`` is ``secrets``, not ``src/…``.
 
 A spec without a scope declares no boundary, and an empty list leaves that
 axis unrestricted: nothing is flagged there. Any violation means the plan no
-longer describes what execution does: ``scope_realign_event`` then builds the
-``realign`` event that sends the plan back for realignment.
+longer describes what execution does: ``kernel.plan_events.scope_realign_event``
+then builds the ``realign`` that sends the plan back for realignment.
 """
 
 from __future__ import annotations
@@ -50,14 +50,9 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from ..log import Event
-from .events import realign_event
 from .spec import PlanScope, PlanSpec
-
-if TYPE_CHECKING:
-    from ..session import SessionState
 
 __all__ = [
     "Effect",
@@ -66,7 +61,6 @@ __all__ = [
     "ScopeViolation",
     "check_scope",
     "path_in_scope",
-    "scope_realign_event",
 ]
 
 
@@ -221,15 +215,3 @@ def check_scope(spec: PlanSpec, effects: Iterable[Effect]) -> ScopeVerdict:
     scope = spec.scope
     return ScopeVerdict(tuple(v for effect in effects for v in _check(scope, effect)))
 
-
-def scope_realign_event(state: SessionState, effects: Iterable[Effect], at: int) -> Event | None:
-    """The ``realign`` event when the current plan's scope does not cover
-    ``effects``; ``None`` when it does or there is no plan. Raises
-    ``PlanError`` when the plan cannot be realigned (a draft already is)."""
-    cur = state.plan.current
-    if cur is None:
-        return None
-    verdict = check_scope(cur.spec, effects)
-    if not verdict.realign_needed:
-        return None
-    return realign_event(state, f"execution left the plan's scope: {verdict.reason}", at)

@@ -1,12 +1,13 @@
-"""The runtime-owned plan tools: their arguments, and what each one records.
+"""The runtime-owned plan tools: their arguments, and the effects of a call.
 
 Theory of operation
 -------------------
 Four tools are the runtime's own (``kernel.tools.RUNTIME_TOOLS``). The gate
 offers each one only in its phases and routes a call of it to the runtime;
 no executor runs it and no tool call writes plan state. The runtime decodes
-the arguments here and appends what the decisions here return, events built
-by ``kernel.plan.events`` (each proven against the real fold):
+the arguments here and appends what ``kernel.decisions.decide_tool_call``
+returns, drafts built by ``kernel.plan_events`` (each proven against the
+real fold):
 
 - ``exit_plan_mode(plan_spec, summary_candidate)`` (plan): decoded by
   ``kernel.plan.spec_json``, recorded by ``exit_plan_events``, then reviewed.
@@ -16,7 +17,7 @@ by ``kernel.plan.events`` (each proven against the real fold):
 - ``update_todo(todo_id, status)`` (build_execute, verify): ``todo_event``.
   Progress is not content: no new revision, and the summary's todo
   references refresh only when the set of open todos changes (a key todo
-  change); ``summary_refreshed`` says whether it did.
+  change); the result says whether it did.
 - ``report_verification(passed, notes)`` (verify): ``verification_event``
   is ``complete`` when it passed, else ``verify-fail`` with the notes, which
   sends the plan back to execution.
@@ -33,10 +34,10 @@ no path for a provably read-only line, one of unknown targets otherwise);
 for any other tool a ``write`` effect per path in the arguments it declares
 as its targets (``ToolSpec.target_args``), or one of unknown targets when it
 declares none or a declared argument is missing or holds anything but a path
-or a non-empty list of paths. ``scope_decision`` checks them with
+or a non-empty list of paths. ``decide_scope`` checks them with
 ``check_scope`` against the executing plan's scope, which fails closed on
-unknown targets; any violation gives the ``realign`` event, and the call
-must not run.
+unknown targets; any violation gives the ``realign``, and the call must not
+run.
 
 The decoders report every problem at once in one ``ToolArgumentsError``
 (code ``invalid-tool-arguments``, the model's fault).
@@ -46,20 +47,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, ClassVar, TypeVar, cast
+from typing import Annotated, ClassVar, TypeVar, cast
 
 from ..errors import PlanError
-from ..log import Event
 from ..payload import OMISSIBLE, Code, JSONObject, NonBlank, NonBlankWhen, read_problems
 from ..tools.gate import tool_class
 from ..tools.shell import shell_write_targets
 from ..tools.spec import ToolSpec
-from .events import complete_event, verify_event, verify_fail_event
-from .scope import Effect, ScopeVerdict, check_scope, scope_realign_event
-from .spec import SpecProblem, SummaryView, TodoStatus, active_todo_ids
-
-if TYPE_CHECKING:
-    from ..session import SessionState
+from .scope import Effect
+from .spec import SpecProblem, TodoStatus
 
 _Args = TypeVar("_Args")
 
@@ -70,11 +66,6 @@ __all__ = [
     "decode_todo_update",
     "decode_verification",
     "execution_effects",
-    "execution_end_event",
-    "open_todo_ids",
-    "scope_decision",
-    "summary_refreshed",
-    "verification_event",
 ]
 
 
@@ -130,38 +121,6 @@ def decode_verification(args: object) -> VerificationReport:
     return _decode("report_verification", VerificationReport, args)
 
 
-def open_todo_ids(state: SessionState) -> tuple[str, ...]:
-    """The current plan's todos still ahead (pending or in progress)."""
-    cur = state.plan.current
-    return () if cur is None else active_todo_ids(cur.spec)
-
-
-def summary_refreshed(before: SummaryView, after: SessionState) -> bool:
-    """Whether the current plan's summary differs from ``before`` (a key todo
-    change refreshes it; other progress leaves it as it was)."""
-    cur = after.plan.current
-    return cur is not None and cur.summary != before
-
-
-def execution_end_event(state: SessionState, at: int) -> Event | None:
-    """``verify`` when the model stopped while the plan executes, it is not
-    verifying yet and no todo is open; ``None`` otherwise. Never raises."""
-    if state.plan_mode or state.plan.status != "executing" or state.plan.verifying:
-        return None
-    if open_todo_ids(state):
-        return None
-    return verify_event(state, at)
-
-
-def verification_event(state: SessionState, report: VerificationReport, at: int) -> Event:
-    """``complete`` for a passed verification, ``verify-fail`` (back to
-    execution, with the notes) for a failed one. Raises ``PlanError`` when
-    the plan is not in its verify phase."""
-    if report.passed:
-        return complete_event(state, at)
-    return verify_fail_event(state, report.notes, at)
-
-
 def _declared_targets(tool: ToolSpec, arguments: Mapping[str, object]) -> list[str] | None:
     """The paths in ``tool``'s declared target arguments, or ``None`` when
     they cannot be determined (none declared, one missing, not a path)."""
@@ -196,15 +155,3 @@ def execution_effects(tool: ToolSpec, arguments: Mapping[str, object]) -> tuple[
         return (Effect.unknown("write"),)
     return tuple(Effect("write", path) for path in paths)
 
-
-def scope_decision(state: SessionState, effects: Sequence[Effect], at: int) -> tuple[ScopeVerdict, Event | None]:
-    """Check ``effects`` against the executing plan's scope: the verdict, and
-    the ``realign`` event to append when anything is outside it (``None``
-    when all is inside, or no plan is executing). Never raises."""
-    cur = state.plan.current
-    if state.plan_mode or cur is None or cur.status != "executing":
-        return ScopeVerdict(), None
-    verdict = check_scope(cur.spec, effects)
-    if not verdict.realign_needed:
-        return verdict, None
-    return verdict, scope_realign_event(state, effects, at)

@@ -19,11 +19,17 @@ from planfold.kernel.log import (
     TURN_END,
     TURN_START,
     USER_MESSAGE,
+    Draft,
     Event,
+    number_drafts,
 )
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.artifact import PlanRef
-from planfold.kernel.plan.events import (
+from planfold.kernel.plan.payload import PlanAction, plan_action_payload
+from planfold.kernel.plan.spec import PlanSpec, Todo, spec_hash
+from planfold.kernel.plan.spec_json import decode_exit_plan_args
+from planfold.kernel.plan.views import build_summary_view
+from planfold.kernel.plan_events import (
     approve_event,
     exit_plan_events,
     realign_event,
@@ -31,12 +37,8 @@ from planfold.kernel.plan.events import (
     start_event,
     update_plan_events,
 )
-from planfold.kernel.plan.mode import choice_events
-from planfold.kernel.plan.payload import PlanAction, plan_action_payload
-from planfold.kernel.plan.spec import PlanSpec, Todo, spec_hash
-from planfold.kernel.plan.spec_json import decode_exit_plan_args
-from planfold.kernel.plan.views import build_summary_view
 from planfold.kernel.session import SessionState, fold_session
+from tests.plan_mode_helpers import choice_events
 
 __all__ = [
     "EXIT_PLAN_ARGS",
@@ -209,8 +211,8 @@ def _lifecycle_session() -> list[Event]:
     cleared, all written by the kernel's own event producers."""
     log = _Log()
 
-    def add(*events: Event) -> None:
-        log.events.extend(events)
+    def add(*drafts: Draft) -> None:
+        log.events.extend(number_drafts(drafts, len(log.events), log.next_seq()[1]))
 
     def state() -> SessionState:
         return fold_session(log.events)
@@ -226,34 +228,34 @@ def _lifecycle_session() -> list[Event]:
         return current.ref
 
     log.turn_start()
-    add(*choice_events(log.events, True, log.next_seq()[1]))
+    log.events.extend(choice_events(log.events, True, log.next_seq()[1]))
     log.add(REQUEST_HEADER, {"turn": 1, "step": 1, "plan_mode": True})
     args = decode_exit_plan_args(EXIT_PLAN_ARGS[0])
-    add(*exit_plan_events(state(), args, "p1", log.next_seq()[1]))
-    add(reject_event(state(), plan_ref(), "say which rows", log.next_seq()[1]))
+    add(*exit_plan_events(state(), args, "p1"))
+    add(reject_event(state(), plan_ref(), "say which rows"))
     changed = PlanSpec(args.spec.goal, (*args.spec.steps, "Compare whole rows"), (), args.spec.verify, args.spec.todos)
-    add(*update_plan_events(state(), changed, None, log.next_seq()[1]))
-    add(approve_event(state(), plan_ref(), log.next_seq()[1]))
-    add(*choice_events(log.events, False, log.next_seq()[1]))
+    add(*update_plan_events(state(), changed, None))
+    add(approve_event(state(), plan_ref()))
+    log.events.extend(choice_events(log.events, False, log.next_seq()[1]))
     log.add(REQUEST_HEADER, {"turn": 1, "step": 2, "plan_mode": False})
-    add(start_event(state(), plan_ref(), log.next_seq()[1]))
-    add(realign_event(state(), "an edit left the scope", log.next_seq()[1]))
+    add(start_event(state(), plan_ref()))
+    add(realign_event(state(), "an edit left the scope"))
     seq, at = log.next_seq()
-    add(create(state().goal, "g1", "Ship the importer", 1, actor="user", at=at).numbered(seq, at))
+    log.events.append(create(state().goal, "g1", "Ship the importer", 1, actor="user", at=at).numbered(seq, at))
     seq, at = log.next_seq()
-    add(round_message(state().goal, "continue").numbered(seq, at))
+    log.events.append(round_message(state().goal, "continue").numbered(seq, at))
     seq, at = log.next_seq()
     blocked = budget_block(state().goal, at=at)
     assert blocked is not None
-    add(blocked.numbered(seq, at))
+    log.events.append(blocked.numbered(seq, at))
     seq, at = log.next_seq()
-    add(edit(state().goal, goal_ref(), max_rounds=3, actor="user", at=at).numbered(seq, at))
+    log.events.append(edit(state().goal, goal_ref(), max_rounds=3, actor="user", at=at).numbered(seq, at))
     seq, at = log.next_seq()
-    add(resume(state().goal, goal_ref(), DISARMED, actor="user", at=at).numbered(seq, at))
+    log.events.append(resume(state().goal, goal_ref(), DISARMED, actor="user", at=at).numbered(seq, at))
     seq, at = log.next_seq()
-    add(complete(state().goal, goal_ref(), actor="model", at=at).numbered(seq, at))
+    log.events.append(complete(state().goal, goal_ref(), actor="model", at=at).numbered(seq, at))
     seq, at = log.next_seq()
-    add(clear(state().goal, goal_ref(), actor="user", at=at).numbered(seq, at))
+    log.events.append(clear(state().goal, goal_ref(), actor="user", at=at).numbered(seq, at))
     log.turn_end()
     return log.events
 

@@ -16,12 +16,13 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from planfold.kernel.decisions import decide_plan_choice, decide_pre_step, decide_request_header, decide_scope
 from planfold.kernel.errors import PlanfoldError, ReplayError
 from planfold.kernel.goal.continuation import ContinueFacts, budget_block, round_message, should_continue
 from planfold.kernel.goal.fold import event_ref
 from planfold.kernel.goal.ops import block, clear, complete, create, edit, pause, resume
 from planfold.kernel.goal.values import DISARMED, Activation, BlockedReason, GoalRef
-from planfold.kernel.log import GOAL_CHANGE, Draft, Event
+from planfold.kernel.log import GOAL_CHANGE, Draft, Event, number_drafts
 from planfold.kernel.plan.capsule import build_capsule, capsule_matches, render_capsule
 from planfold.kernel.plan.context import (
     PromptParts,
@@ -32,36 +33,26 @@ from planfold.kernel.plan.context import (
     render_plan_view,
     runtime_phase,
 )
-from planfold.kernel.plan.events import (
+from planfold.kernel.plan.mode import PendingChoice, StepVerdict
+from planfold.kernel.plan.review import PlanPolicy
+from planfold.kernel.plan.scope import Effect, ScopeVerdict
+from planfold.kernel.plan.spec_json import decode_exit_plan_args
+from planfold.kernel.plan.tools import VerificationReport
+from planfold.kernel.plan_events import (
     approve_event,
     complete_event,
+    execution_end_event,
     exit_plan_events,
+    open_todo_ids,
     realign_event,
     reject_event,
     start_event,
     supersede_event,
     todo_event,
     update_plan_events,
+    verification_event,
     verify_event,
     verify_fail_event,
-)
-from planfold.kernel.plan.mode import (
-    PendingChoice,
-    StepVerdict,
-    choice_events,
-    decide_choice,
-    derive_request_header,
-    flush_pre_step,
-)
-from planfold.kernel.plan.review import PlanPolicy
-from planfold.kernel.plan.scope import Effect
-from planfold.kernel.plan.spec_json import decode_exit_plan_args
-from planfold.kernel.plan.tools import (
-    VerificationReport,
-    execution_end_event,
-    open_todo_ids,
-    scope_decision,
-    verification_event,
 )
 from planfold.kernel.session import SessionState, apply_session_event
 from tests.fuzz.harness import FuzzFinding, expect, stable_repr
@@ -102,6 +93,8 @@ class _Views:
             return None
         if isinstance(value, Draft):
             value = value.numbered(self.seq, self.at)  # as the log would append it next
+        elif isinstance(value, tuple) and all(isinstance(item, Draft) for item in value):
+            value = number_drafts(value, self.seq - 1, self.at)
         self.add(name, value)
         written = value if isinstance(value, tuple) else (value,)
         events = [item for item in written if isinstance(item, Event)]
@@ -131,45 +124,51 @@ def _context(v: _Views) -> None:
 def _plan(v: _Views) -> None:
     state, seq, at = v.state, v.seq, v.at
     v.add("open todos", open_todo_ids(state))
-    v.attempt("execution end", lambda: execution_end_event(state, at))
+    v.attempt("execution end", lambda: execution_end_event(state))
     for passed, notes in ((True, ""), (False, "a test failed")):
-        v.attempt("verification", partial(verification_event, state, VerificationReport(passed, notes), at))
-    v.attempt("scope", lambda: scope_decision(state, _EFFECTS, at))
+        v.attempt("verification", partial(verification_event, state, VerificationReport(passed, notes)))
+
+    def scope() -> tuple[ScopeVerdict, Event | None]:
+        verdict, realign = decide_scope(state, _EFFECTS)
+        return verdict, realign[0].numbered(seq, at) if realign else None
+
+    v.attempt("scope", scope)
     current = state.plan.current
     ref = current.ref if current is not None else None
     if ref is not None:
-        v.attempt("approve", lambda: approve_event(state, ref, at))
-        v.attempt("reject", lambda: reject_event(state, ref, "not yet", at))
-        v.attempt("start", lambda: start_event(state, ref, at))
+        v.attempt("approve", lambda: approve_event(state, ref))
+        v.attempt("reject", lambda: reject_event(state, ref, "not yet"))
+        v.attempt("start", lambda: start_event(state, ref))
         todos = current.spec.todos if current is not None else ()
         for todo in todos[:2]:
-            v.attempt("todo", partial(todo_event, state, todo.id, "done", at))
-        v.attempt("todo unknown", lambda: todo_event(state, "missing", "done", at))
+            v.attempt("todo", partial(todo_event, state, todo.id, "done"))
+        v.attempt("todo unknown", lambda: todo_event(state, "missing", "done"))
     for name, make in (
-        ("verify", lambda: verify_event(state, at)),
-        ("verify fail", lambda: verify_fail_event(state, "it broke", at)),
-        ("complete", lambda: complete_event(state, at)),
-        ("realign", lambda: realign_event(state, "the goal moved", at)),
-        ("supersede", lambda: supersede_event(state, at, "replaced")),
+        ("verify", lambda: verify_event(state)),
+        ("verify fail", lambda: verify_fail_event(state, "it broke")),
+        ("complete", lambda: complete_event(state)),
+        ("realign", lambda: realign_event(state, "the goal moved")),
+        ("supersede", lambda: supersede_event(state, "replaced")),
     ):
         v.attempt(name, make)
     for args in _ARGS:
-        v.attempt("exit plan", partial(exit_plan_events, state, args, f"plan-{seq}", at))
-        v.attempt("update plan", partial(update_plan_events, state, args.spec, args.summary_candidate, at))
+        v.attempt("exit plan", partial(exit_plan_events, state, args, f"plan-{seq}"))
+        v.attempt("update plan", partial(update_plan_events, state, args.spec, args.summary_candidate))
 
 
 def _plan_mode(v: _Views) -> None:
-    events, state, at = v.events, v.state, v.at
+    events, state = v.events, v.state
     for pending in (None, PendingChoice(True), PendingChoice(False, silent=True)):
         for target in (False, True):
-            v.add("choice", decide_choice(state.plan_mode, pending, state.turns.open, target))
+            choice = decide_plan_choice(state, events, pending, target)
+            v.add("choice", choice)
+            v.attempt("choose", lambda c=choice: c.drafts)  # type: ignore[misc]
         verdicts: tuple[StepVerdict, ...] = ("accepted", "rejected")
         for verdict in verdicts:
-            flush = flush_pre_step(events, pending, verdict, at)
-            v.attempt("flush", lambda f=flush: f.events)  # type: ignore[misc]
-    for target in (False, True):
-        v.attempt("choose", partial(choice_events, events, target, at))
-    v.attempt("header", lambda: derive_request_header(events, max(state.turns.step, 1), at))
+            flush = decide_pre_step(state, events, pending, verdict)
+            v.add("flush", flush)
+            v.attempt("flushed", lambda f=flush: f.drafts)  # type: ignore[misc]
+    v.attempt("header", lambda: decide_request_header(state, max(state.turns.step, 1)))
 
 
 def _goals(v: _Views) -> None:

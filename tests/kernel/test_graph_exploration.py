@@ -21,6 +21,8 @@ from typing import TypeVar
 
 import pytest
 
+from planfold.kernel import plan_events
+from planfold.kernel.decisions import PlanChoice, decide_plan_choice
 from planfold.kernel.errors import KernelError
 from planfold.kernel.goal import fold as goal_fold
 from planfold.kernel.goal import ops as goal_ops
@@ -54,16 +56,16 @@ from planfold.kernel.graph import (
     reachable,
     runtime_phase_graph,
 )
-from planfold.kernel.log import PLAN_MODE, USER_MESSAGE, Draft, Event
+from planfold.kernel.log import PLAN_MODE, USER_MESSAGE, Draft, Event, TurnState, number_drafts
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.phase import RUNTIME_PHASES
-from planfold.kernel.plan import events as plan_events
 from planfold.kernel.plan import mode as plan_mode
 from planfold.kernel.plan.context import runtime_phase
-from planfold.kernel.plan.mode import CHOICE_TABLE, ChoiceDecision, PendingChoice, PendingRelation, decide_choice
+from planfold.kernel.plan.mode import CHOICE_TABLE, PendingChoice, PendingRelation, plan_mode_set
 from planfold.kernel.plan.payload import PLAN_ACTIONS
 from planfold.kernel.plan.spec import PlanSpec, Todo
 from planfold.kernel.plan.status import TRANSITIONS as PLAN_TRANSITIONS
+from planfold.kernel.plan_events import fold_drafts
 from planfold.kernel.session import SessionState, apply_session_event
 from planfold.kernel.tools import gate
 from planfold.kernel.tools.gate import Allowed, DeploymentRule, GatePolicy, Refused, RuleKind, decide, tool_class
@@ -97,20 +99,25 @@ def bfs(initial: S, key: Callable[[S], Hashable], steps: Callable[[S], Iterable[
 # --------------------------------------------------------------------------
 # Plan-mode choices
 
-Decide = Callable[[bool, PendingChoice | None, bool, bool], ChoiceDecision]
+Decide = Callable[[bool, PendingChoice | None, bool, bool], PlanChoice]
 PlanModeState = tuple[bool, PendingChoice | None]
 
 
-def explore_plan_mode(decide: Decide = decide_choice) -> set[Edge]:
+def kernel_choice(folded: bool, pending: PendingChoice | None, turn_open: bool, target: bool) -> PlanChoice:
+    """The kernel's decision in a session recorded at ``folded``, in a turn or between turns."""
+    state = SessionState(turns=TurnState(1, turn_open), plan_mode=folded)
+    return decide_plan_choice(state, [], pending, target)
+
+
+def explore_plan_mode(decide: Decide = kernel_choice) -> set[Edge]:
     def steps(state: PlanModeState) -> Iterator[tuple[Edge | None, PlanModeState]]:
         folded, pending = state
         for target in (False, True):
             for turn_open in (False, True):
                 decision = decide(folded, pending, turn_open, target)
                 after = folded
-                if decision.append_now:
-                    events = plan_mode.choice_events([], target, 0)
-                    after = plan_mode.fold_plan_mode(events)
+                if decision.drafts:
+                    after = plan_mode.fold_plan_mode(number_drafts(decision.drafts, 0, 0))
                 source = plan_mode_state(folded, None if pending is None else pending.target)
                 pend = decision.pending
                 target_state = plan_mode_state(after, None if pend is None else pend.target)
@@ -197,27 +204,27 @@ def _session_key(s: SessionState) -> Hashable:
     return s.plan_mode, s.plan.verifying, plan, s.plan.used_ids
 
 
-def _plan_attempts(s: SessionState) -> Iterator[tuple[str, Callable[[], Event]]]:
+def _plan_attempts(s: SessionState) -> Iterator[tuple[str, Callable[[], Draft]]]:
     cur = s.plan.current
     for plan_id in ("p1", "p2"):
-        yield "draft", partial(plan_events.draft_event, s, plan_id, SPEC_A, None, 1)
-        yield "bootstrap", partial(plan_events.bootstrap_event, s, plan_id, SPEC_A, None, 1)
+        yield "draft", partial(plan_events.draft_event, s, plan_id, SPEC_A, None)
+        yield "bootstrap", partial(plan_events.bootstrap_event, s, plan_id, SPEC_A, None)
     if cur is None:
         return
     other = SPEC_B if cur.spec == SPEC_A else SPEC_A
-    yield "rewrite", lambda: plan_events.rewrite_event(s, other, None, 1)
-    yield "rewrite", lambda: plan_events.rewrite_event(s, cur.spec, None, 1)
+    yield "rewrite", lambda: plan_events.rewrite_event(s, other, None)
+    yield "rewrite", lambda: plan_events.rewrite_event(s, cur.spec, None)
     for ref in (cur.ref, replace(cur.ref, spec_hash="0" * 64)):
-        yield "approve", partial(plan_events.approve_event, s, ref, 1)
-        yield "reject", partial(plan_events.reject_event, s, ref, "no", 1)
-        yield "start", partial(plan_events.start_event, s, ref, 1)
+        yield "approve", partial(plan_events.approve_event, s, ref)
+        yield "reject", partial(plan_events.reject_event, s, ref, "no")
+        yield "start", partial(plan_events.start_event, s, ref)
     done = next(t.status for t in cur.spec.todos if t.id == "t1") == "done"
-    yield "todo", lambda: plan_events.todo_event(s, "t1", "pending" if done else "done", 1)
-    yield "verify", lambda: plan_events.verify_event(s, 1)
-    yield "verify-fail", lambda: plan_events.verify_fail_event(s, None, 1)
-    yield "complete", lambda: plan_events.complete_event(s, 1)
-    yield "realign", lambda: plan_events.realign_event(s, "scope", 1)
-    yield "supersede", lambda: plan_events.supersede_event(s, 1)
+    yield "todo", lambda: plan_events.todo_event(s, "t1", "pending" if done else "done")
+    yield "verify", lambda: plan_events.verify_event(s)
+    yield "verify-fail", lambda: plan_events.verify_fail_event(s, None)
+    yield "complete", lambda: plan_events.complete_event(s)
+    yield "realign", lambda: plan_events.realign_event(s, "scope")
+    yield "supersede", lambda: plan_events.supersede_event(s)
 
 
 def explore_sessions() -> list[tuple[SessionState, str, SessionState]]:
@@ -229,10 +236,10 @@ def explore_sessions() -> list[tuple[SessionState, str, SessionState]]:
         for action, attempt in _plan_attempts(s):
             assert action in PLAN_ACTIONS
             try:
-                event = attempt()
+                draft = attempt()
             except KernelError:
                 continue
-            after = apply_session_event(s, event)
+            after = fold_drafts(s, (draft,))
             found.append((s, action, after))
             yield None, after
         switch = Event(s.last_seq + 1, PLAN_MODE, 1, {"active": not s.plan_mode})
@@ -412,10 +419,10 @@ def test_code_taking_a_transition_its_table_lacks_is_reported(monkeypatch: pytes
 def test_a_decision_that_strays_from_its_table_is_reported() -> None:
     # A wrapper around the real decision that commits one choice the table
     # says is a no-op: the new edge is reported, and so is the one it hides.
-    def strays(folded: bool, pending: PendingChoice | None, turn_open: bool, target: bool) -> ChoiceDecision:
+    def strays(folded: bool, pending: PendingChoice | None, turn_open: bool, target: bool) -> PlanChoice:
         if (folded, pending, turn_open, target) == (False, None, False, False):
-            return ChoiceDecision("committed", None, True)
-        return decide_choice(folded, pending, turn_open, target)
+            return PlanChoice((plan_mode_set(False),), None, "committed")
+        return kernel_choice(folded, pending, turn_open, target)
 
     diff = compare(plan_mode_graph(), explore_plan_mode(strays))
     assert diff.extra == (Edge("build", "build", "build (idle) / committed"),)

@@ -1,5 +1,5 @@
 """The session log's own readers: the turn fold and its exact refusals,
-request headers, message sources, and ``next_event``."""
+request headers, message sources, and how drafts are numbered."""
 
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ from planfold.kernel.log import (
     assistant_message,
     check_envelope,
     fold_turns,
-    next_event,
     number_drafts,
     read_message,
     read_request_header,
@@ -194,10 +193,10 @@ def test_a_plugin_message_is_attributed_to_its_plugin() -> None:
 # Appending
 
 
-def test_next_event_follows_the_last_seq_with_the_given_fields() -> None:
-    assert next_event([], "turn/start", 5, {"turn": 1}) == Event(1, "turn/start", 5, {"turn": 1})
-    log = [Event(1, "turn/start", 5, {"turn": 1}), Event(2, "turn/end", 6, {"turn": 1})]
-    assert next_event(log, "turn/start", 9, {"turn": 2}) == Event(3, "turn/start", 9, {"turn": 2})
+def test_drafts_are_numbered_after_the_last_seq_all_stamped_with_the_given_time() -> None:
+    assert number_drafts([turn_start(1)], 0, 5) == (Event(1, "turn/start", 5, {"turn": 1}),)
+    drafts = [turn_end(1), turn_start(2)]
+    assert number_drafts(drafts, 2, 9) == (Event(3, "turn/end", 9, {"turn": 1}), Event(4, "turn/start", 9, {"turn": 2}))
 
 
 # --------------------------------------------------------------------------

@@ -4,17 +4,19 @@ it imported on first use so that importing the kernel stays cheap."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from planfold import kernel
-from planfold.kernel import errors, log, phase
+from planfold.kernel import errors, log, phase, plan
 
-MACHINES = ("goal", "graph", "plan", "session", "tools")
+MACHINES = ("decisions", "goal", "graph", "plan", "plan_events", "session", "tools")
 
 
 def test_the_core_names_are_the_log_the_phase_and_the_errors_and_each_resolves_to_its_module() -> None:
@@ -79,3 +81,27 @@ def test_every_kernel_module_can_be_imported_first() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_the_plan_package_exports_a_short_surface_each_name_its_modules_own() -> None:
+    assert len(plan.__all__) <= 80
+    assert len(set(plan.__all__)) == len(plan.__all__)
+    modules = [getattr(plan, name) for name in dir(plan) if isinstance(getattr(plan, name), ModuleType)]
+    for name in plan.__all__:
+        owners = [m for m in modules if name in getattr(m, "__all__", ())]
+        assert owners, f"{name} is exported by no module of the plan package"
+        assert all(getattr(plan, name) is getattr(m, name) for m in owners), name
+
+
+def test_nothing_in_the_plan_package_imports_the_session() -> None:
+    """The plan machines know only plan state; what needs the whole session
+    lives above it (``kernel.plan_events``, ``kernel.decisions``)."""
+    root = Path(plan.__file__).parent
+    found = []
+    for path in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or "", *(f"{node.module or ''}.{a.name}".lstrip(".") for a in node.names)]
+                if node.level >= 2 and any(n.split(".")[0] in ("session", "decisions", "plan_events") for n in names):
+                    found.append(f"{path.name}:{node.lineno}")
+    assert found == []

@@ -34,8 +34,17 @@ from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.goal.continuation import round_message
-from planfold.kernel.log import TURN_END, TURN_START, USER_MESSAGE, Event
-from planfold.kernel.payload import JSONObject
+from planfold.kernel.log import (
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+    GoalSource,
+    MessageSource,
+    number_drafts,
+    turn_end,
+    turn_start,
+    user_message,
+)
 from tests.runtime_helpers import make_session, say
 from tests.storage_workers import goal_driver, stress_context
 
@@ -49,20 +58,13 @@ class Rounds:
         self.log = log
         self.seen: list[int] = []
 
-    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+    def run_turn(self, text: str, source: MessageSource | None = None) -> object:
         head, at, turn = self.log.last_seq, self.log.now(), self.log.state.turns.turn + 1
-        self.log.store.append(
-            self.log.session_id,
-            head,
-            [
-                Event(head + 1, TURN_START, at, {"turn": turn}),
-                Event(head + 2, USER_MESSAGE, at, {"text": text, "source": source}),
-                Event(head + 3, TURN_END, at, {"turn": turn}),
-            ],
-        )
+        round_ = number_drafts((turn_start(turn), user_message(text, source), turn_end(turn)), head, at)
+        self.log.store.append(self.log.session_id, head, round_)
         self.log.reload()
-        assert source is not None and isinstance(source["round"], int)
-        self.seen.append(source["round"])
+        assert isinstance(source, GoalSource)
+        self.seen.append(source.round)
         return None
 
 
@@ -140,10 +142,8 @@ def test_a_holder_killed_mid_round_leaves_a_turn_the_next_holder_closes_under_it
     held = a_driver.take()
     # host-a opens round 1 under its lease and is killed before the turn ends
     log = a_goals.log
-    source = round_message(log.state.goal, "round 1").payload["source"]
     head, at = log.last_seq, log.now()
-    opened = [Event(head + 1, TURN_START, at, {"turn": 1}), Event(head + 2, USER_MESSAGE, at,
-                                                                 {"text": "round 1", "source": source})]
+    opened = number_drafts((turn_start(1), round_message(log.state.goal, "round 1")), head, at)
     store.append(SESSION, head, opened, lease=held)
     session, _, _ = make_session([say("two"), say("three"), say("four")], store=store, session_id=SESSION)
     b_goals = GoalService(session.log, "agent", lambda: "g1")
@@ -348,7 +348,7 @@ def test_a_lease_lost_during_a_round_is_logged_as_a_warning(
     a_goals.resume(a_goals.agent)
 
     class Overtaken(Rounds):
-        def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+        def run_turn(self, text: str, source: MessageSource | None = None) -> object:
             clock.advance(1_000)  # host-a's lease expires mid-round and host-b takes it
             b_driver.take()
             return super().run_turn(text, source)

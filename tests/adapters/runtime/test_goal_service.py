@@ -16,8 +16,7 @@ from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.goal.continuation import round_message
 from planfold.kernel.goal.ops import GoalAuthorityError, GoalError
 from planfold.kernel.goal.values import BlockedReason
-from planfold.kernel.log import Draft
-from planfold.kernel.payload import JSONObject
+from planfold.kernel.log import GoalSource, MessageSource, turn_end, turn_start, user_message
 from planfold.kernel.session import fold_session
 from tests.runtime_helpers import make_session, say, ticking
 
@@ -33,17 +32,11 @@ class Turns:
     """A round runner that records turns without a model."""
 
     log: SessionLog
-    seen: list[JSONObject | None] = field(default_factory=list)
+    seen: list[MessageSource | None] = field(default_factory=list)
 
-    def run_turn(self, text: str, source: JSONObject | None = None) -> object:
+    def run_turn(self, text: str, source: MessageSource | None = None) -> object:
         n = self.log.state.turns.turn + 1
-        self.log.append(
-            (
-                Draft("turn/start", {"turn": n}),
-                Draft("user/message", {"text": text, "source": source}),
-                Draft("turn/end", {"turn": n}),
-            )
-        )
+        self.log.append((turn_start(n), user_message(text, source), turn_end(n)))
         self.seen.append(source)
         return None
 
@@ -131,7 +124,7 @@ def test_the_driver_attributes_rounds_and_blocks_the_goal_at_its_budget() -> Non
     goals.create(goals.agent, "Tidy", max_rounds=2)
     report = goals.drive(goals.agent, runner)
     assert report.rounds == (1, 2) and report.stopped == "budget-spent"
-    assert [s["round"] for s in runner.seen if s is not None] == [1, 2]
+    assert [s.round for s in runner.seen if isinstance(s, GoalSource)] == [1, 2]
     goal = log.state.goal.current
     assert goal is not None and goal.phase == "blocked"
     assert goal.blocked_reason is not None and goal.blocked_reason.code == "round-limit"
@@ -177,8 +170,7 @@ def test_a_round_left_open_by_a_stopped_process_is_closed_by_the_next_drive_whic
     first, log, _ = _service(store)
     first.create(first.agent, "Tidy", max_rounds=3)
     # The first process started round 1 and stopped before its turn ended.
-    source = round_message(log.state.goal, "Continue the goal (round 1).").payload["source"]
-    log.append((Draft("turn/start", {"turn": 1}), Draft("user/message", {"text": "round 1", "source": source})))
+    log.append((turn_start(1), round_message(log.state.goal, "round 1")))
     session, model, _ = make_session([say("round two"), say("round three")], store=store)
     goals = GoalService(session.log, "agent-1", lambda: "unused")
     assert goals.decide().reason == "disarmed"

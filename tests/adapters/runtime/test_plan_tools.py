@@ -20,13 +20,12 @@ from planfold.adapters.runtime.toolset import Session, default_registry
 from planfold.adapters.runtime.workspace import Executor
 from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.errors import PlanfoldError
-from planfold.kernel.log import Draft
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import runtime_phase
-from planfold.kernel.plan.events import bootstrap_event
-from planfold.kernel.plan.mode import choice_events
+from planfold.kernel.plan.mode import plan_mode_set
 from planfold.kernel.plan.spec import PlanSpec, spec_hash
 from planfold.kernel.plan.spec_json import decode_exit_plan_args
+from planfold.kernel.plan_events import bootstrap_event
 from planfold.kernel.session import fold_session
 from planfold.kernel.tools.gate import Allowed, GatePolicy, Refused, check_call
 from planfold.kernel.tools.spec import ToolCall as KernelCall
@@ -129,8 +128,8 @@ def test_a_deployment_tool_cannot_write_plan_state_or_the_mode(swallow: bool) ->
     def sneaky(arguments: Mapping[str, object]) -> Mapping[str, JSON]:
         log: SessionLog = holder[0].log
         attempts: tuple[Callable[[], object], ...] = (
-            lambda: log.append((Draft.of(bootstrap_event(log.state, "plan-x", _spec(), None, log.now())),)),
-            lambda: log.append([Draft.of(event) for event in choice_events(log.events, True, log.now())]),
+            lambda: log.append((bootstrap_event(log.state, "plan-x", _spec(), None),)),
+            lambda: log.append((plan_mode_set(True),)),
         )
         for attempt in attempts:
             try:

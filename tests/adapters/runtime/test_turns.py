@@ -19,7 +19,7 @@ from planfold.adapters.store.base import AppendResult, Lease, StorageError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.views import Prefix
 from planfold.kernel.log import Event
-from planfold.kernel.payload import JSON
+from planfold.kernel.payload import JSON, object_of
 from planfold.kernel.plan.mode import NOTICE_SOURCE, PlanModeView, StepVerdict
 from planfold.kernel.plan.review import ChannelLost, PlanCommandError
 from planfold.kernel.session import fold_session
@@ -77,7 +77,7 @@ def test_seed004_plan_mode_lands_between_steps_including_retry() -> None:
         assert after.kind == "request/header"
         assert after.payload["plan_mode"] == events[index].payload["active"]
         notices = [e for e in events[index + 1 : events.index(after)] if e.kind == "user/message"]
-        assert all(n.payload["source"] == NOTICE_SOURCE for n in notices)
+        assert all(n.payload["source"] == object_of(NOTICE_SOURCE) for n in notices)
     # each request was derived from the state its header records
     assert "[plan:policy]" in model.inner.requests[1].system_text
     assert "[plan:policy]" not in model.inner.requests[2].system_text
@@ -108,7 +108,7 @@ def test_a_rejected_step_appends_nothing_and_the_choice_stays_pending() -> None:
         "assistant/message",
         "turn/end",
     ]
-    assert events[start + 3].payload["source"] == NOTICE_SOURCE
+    assert events[start + 3].payload["source"] == object_of(NOTICE_SOURCE)
     assert runtime.plan_mode.pending is None
 
 
@@ -339,7 +339,8 @@ def test_an_approval_with_typed_notes_approves_and_tells_the_model_the_notes() -
 
 
 def _notices(events: Sequence[Event]) -> list[str]:
-    return [str(e.payload["text"]) for e in events if e.kind == "user/message" and e.payload["source"] == NOTICE_SOURCE]
+    source = object_of(NOTICE_SOURCE)
+    return [str(e.payload["text"]) for e in events if e.kind == "user/message" and e.payload["source"] == source]
 
 
 def test_plan_off_over_an_unapproved_draft_gets_a_neutral_notice() -> None:

@@ -54,6 +54,7 @@ MACHINES: Mapping[str, str] = {
     "log": "log",
     "session": "session",
     "plan/mode": "plan_mode",
+    "decisions": "plan_mode",
     "goal/values": "goal",
     "goal/fold": "goal",
     "plan/status": "plan",
@@ -73,7 +74,7 @@ NOT_FOLDED: Mapping[str, str] = {
 #: Rules a module can raise that no log can trigger, and why.
 NOT_REPLAY: Mapping[tuple[str, str], str] = {
     ("plan_mode", "transition-not-allowed"): (
-        "raised by derive_request_header when asked for a header outside a turn, never by a fold; "
+        "raised by decide_request_header when asked for a header outside a turn, never by a fold; "
         "the turn fold reports the same rule on replay (log.transition-not-allowed-header)"
     ),
     ("plan", "unknown-todo-status"): (

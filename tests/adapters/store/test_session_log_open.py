@@ -92,7 +92,7 @@ def test_appends_before_and_after_the_events_are_read_are_among_them(store: Stor
 def _append(log: SessionLog, events: Sequence[Event]) -> None:
     """Append ``events`` through ``log`` as drafts, each at its own time."""
     for event in events:
-        assert log.append((Draft.of(event),), at=event.at) == (event,)
+        assert log.append((Draft(event.kind, event.payload),), at=event.at) == (event,)
 
 
 def test_a_bad_event_after_the_snapshot_fails_the_open(tmp_path: Path) -> None:

@@ -18,8 +18,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from planfold.kernel.plan.artifact import PLAN_STATUSES, PlanRef
 from planfold.kernel.plan.context import runtime_phase
-from planfold.kernel.plan.events import (
-    PlanChangeError,
+from planfold.kernel.plan.events import PlanChangeError
+from planfold.kernel.plan.spec import TODO_STATUSES, PlanSpec, SummaryView, Todo, TodoStatus, spec_hash
+from planfold.kernel.plan.views import summary_derives_from
+from planfold.kernel.plan_events import (
     approve_event,
     bootstrap_event,
     complete_event,
@@ -34,8 +36,6 @@ from planfold.kernel.plan.events import (
     verify_event,
     verify_fail_event,
 )
-from planfold.kernel.plan.spec import TODO_STATUSES, PlanSpec, SummaryView, Todo, TodoStatus, spec_hash
-from planfold.kernel.plan.views import summary_derives_from
 from planfold.kernel.session import fold_session
 from tests.plan_helpers import Session, valid_candidates, valid_specs, words
 
@@ -215,7 +215,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
             error = None
         build = bootstrap_event if bootstrap else draft_event
         label = f"{'bootstrap' if bootstrap else 'draft'} {plan_id} ({kind} candidate)"
-        if self.attempt(label, error, lambda: build(self.s.state, plan_id, spec, candidate, self.s.at())):
+        if self.attempt(label, error, lambda: build(self.s.state, plan_id, spec, candidate)):
             self.next_id += 1
             self.retire_ref()
             m.used_ids.add(plan_id)
@@ -226,14 +226,14 @@ class PlanArtifactMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.m.plan is None)
     @rule(what=st.sampled_from(["rewrite", "todo", "verify", "complete", "realign", "supersede"]))
     def act_without_a_plan(self, what: str) -> None:
-        state, at = self.s.state, self.s.at()
+        state = self.s.state
         build = {
-            "rewrite": lambda: rewrite_event(state, valid_spec_example(), None, at),
-            "todo": lambda: todo_event(state, "t1", "done", at),
-            "verify": lambda: verify_event(state, at),
-            "complete": lambda: complete_event(state, at),
-            "realign": lambda: realign_event(state, "scope", at),
-            "supersede": lambda: supersede_event(state, at),
+            "rewrite": lambda: rewrite_event(state, valid_spec_example(), None),
+            "todo": lambda: todo_event(state, "t1", "done"),
+            "verify": lambda: verify_event(state),
+            "complete": lambda: complete_event(state),
+            "realign": lambda: realign_event(state, "scope"),
+            "supersede": lambda: supersede_event(state),
         }[what]
         self.attempt(what, "no-plan", build)
 
@@ -246,7 +246,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
         kind, candidate = data.draw(candidates(new))
         error = None if m.plan.status in LIVE else "transition-not-allowed"
         label = f"rewrite r{m.plan.revision + 1}"
-        if self.attempt(label, error, lambda: rewrite_event(self.s.state, new, candidate, self.s.at())):
+        if self.attempt(label, error, lambda: rewrite_event(self.s.state, new, candidate)):
             self.retire_ref()
             old = m.plan.status
             m.plan.revision += 1
@@ -265,7 +265,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
             flipped: TodoStatus = "done" if first.status != "done" else "pending"
             spec = replace(spec, todos=(replace(first, status=flipped), *spec.todos[1:]))
         error = "rewrite-without-change" if m.plan.status in LIVE else "transition-not-allowed"
-        self.attempt("empty rewrite", error, lambda: rewrite_event(self.s.state, spec, None, self.s.at()))
+        self.attempt("empty rewrite", error, lambda: rewrite_event(self.s.state, spec, None))
 
     @precondition(lambda self: self.m.plan is not None)
     @rule()
@@ -274,7 +274,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
         self.s.discuss()
         if not self.m.plan_mode:  # the model's answer: the plan has been seen
             self.m.unseen = False
-        assert update_plan_events(self.s.state, self.m.plan.spec, None, self.s.at()) == ()
+        assert update_plan_events(self.s.state, self.m.plan.spec, None) == ()
 
     @precondition(lambda self: self.m.plan is not None and self.m.plan.status == "draft")
     @rule()
@@ -282,7 +282,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
         m = self.m
         assert m.plan is not None
         ref = m.plan.ref
-        if self.attempt("approve current", None, lambda: approve_event(self.s.state, ref, self.s.at())):
+        if self.attempt("approve current", None, lambda: approve_event(self.s.state, ref)):
             m.plan.status, m.plan.approved, m.plan.realign = "approved", ref, False
 
     @precondition(lambda self: self.m.plan is not None and self.m.plan.status in ("approved", "implicit"))
@@ -292,7 +292,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
         assert m.plan is not None
         ref = m.plan.ref
         error = "wrong-mode" if m.plan_mode else None
-        if self.attempt("start current", error, lambda: start_event(self.s.state, ref, self.s.at())):
+        if self.attempt("start current", error, lambda: start_event(self.s.state, ref)):
             m.started_from.append(m.plan.status)
             if m.plan.status == "approved":
                 assert m.plan.approved == m.plan.ref
@@ -315,8 +315,8 @@ class PlanArtifactMachine(RuleBasedStateMachine):
         else:
             error = m.ref_problem(ref, "approval-mismatch", "approval-mismatch")
         if reject:
-            self.attempt(f"reject {how}", error, lambda: reject_event(self.s.state, ref, "no", self.s.at()))
-        elif self.attempt(f"approve {how}", error, lambda: approve_event(self.s.state, ref, self.s.at())):
+            self.attempt(f"reject {how}", error, lambda: reject_event(self.s.state, ref, "no"))
+        elif self.attempt(f"approve {how}", error, lambda: approve_event(self.s.state, ref)):
             assert m.plan is not None
             m.plan.status, m.plan.approved, m.plan.realign = "approved", ref, False
 
@@ -333,7 +333,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
         else:
             error = m.ref_problem(ref, "approval-mismatch", "approval-mismatch")
         label = f"start ({'stale' if stale else 'current'} ref)"
-        if self.attempt(label, error, lambda: start_event(self.s.state, ref, self.s.at())):
+        if self.attempt(label, error, lambda: start_event(self.s.state, ref)):
             assert m.plan is not None
             m.started_from.append(m.plan.status)
             if m.plan.status == "approved":
@@ -357,7 +357,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
         else:
             error = None
         label = f"todo {todo.id} -> {status}"
-        if self.attempt(label, error, lambda: todo_event(self.s.state, todo.id, status, self.s.at())):
+        if self.attempt(label, error, lambda: todo_event(self.s.state, todo.id, status)):
             todos = tuple(replace(t, status=status) if t.id == todo.id else t for t in m.plan.spec.todos)
             m.plan.spec = replace(m.plan.spec, todos=todos)
             m.plan.summary = replace(m.plan.summary, active_todo_ids=active(m.plan.spec))
@@ -375,7 +375,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.m.plan is not None and self.m.plan.status == "executing")
     @rule()
     def verify(self) -> None:
-        if self.attempt("verify", self._execution_error(False), lambda: verify_event(self.s.state, self.s.at())):
+        if self.attempt("verify", self._execution_error(False), lambda: verify_event(self.s.state)):
             assert self.m.plan is not None
             self.m.plan.verifying = True
 
@@ -384,10 +384,10 @@ class PlanArtifactMachine(RuleBasedStateMachine):
     def verify_result(self, passed: bool) -> None:
         error = self._execution_error(True)
         if passed:
-            if self.attempt("verify passed", error, lambda: complete_event(self.s.state, self.s.at())):
+            if self.attempt("verify passed", error, lambda: complete_event(self.s.state)):
                 assert self.m.plan is not None
                 self.m.plan.status, self.m.plan.verifying = "completed", False
-        elif self.attempt("verify failed", error, lambda: verify_fail_event(self.s.state, "red", self.s.at())):
+        elif self.attempt("verify failed", error, lambda: verify_fail_event(self.s.state, "red")):
             assert self.m.plan is not None
             self.m.plan.verifying = False
 
@@ -397,7 +397,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
             error: str | None = "no-plan"
         else:
             error = None if m.plan.status in ("approved", "implicit", "executing") else "transition-not-allowed"
-        if self.attempt("realign", error, lambda: realign_event(self.s.state, "scope", self.s.at())):
+        if self.attempt("realign", error, lambda: realign_event(self.s.state, "scope")):
             assert m.plan is not None
             m.plan.status, m.plan.approved, m.plan.verifying, m.plan.realign = "draft", None, False, True
 
@@ -407,7 +407,7 @@ class PlanArtifactMachine(RuleBasedStateMachine):
             error: str | None = "no-plan"
         else:
             error = None if m.plan.status in LIVE else "transition-not-allowed"
-        if self.attempt("supersede", error, lambda: supersede_event(self.s.state, self.s.at())):
+        if self.attempt("supersede", error, lambda: supersede_event(self.s.state)):
             assert m.plan is not None
             m.plan.status, m.plan.approved, m.plan.verifying = "superseded", None, False
 

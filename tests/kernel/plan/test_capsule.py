@@ -21,8 +21,8 @@ from planfold.kernel.plan.capsule import (
     check_capsule,
     render_capsule,
 )
-from planfold.kernel.plan.events import approve_event, draft_event, rewrite_event
 from planfold.kernel.plan.spec import PlanSpec, SummaryView
+from planfold.kernel.plan_events import approve_event, draft_event, rewrite_event
 from planfold.kernel.session import SessionState, fold_session
 from tests.fuzz.seeds import seed_logs
 from tests.plan_helpers import Session, spec, valid_specs
@@ -35,7 +35,7 @@ REALIGNED = fold_session(seed_logs()[3])
 def planned(the_spec: PlanSpec | None = None) -> Session:
     s = Session()
     s.mode(True)
-    s.add(draft_event(s.state, "p1", the_spec or spec(), None, s.at()))
+    s.add(draft_event(s.state, "p1", the_spec or spec(), None))
     return s
 
 
@@ -65,11 +65,11 @@ def test_capsule_round_trips_and_matches_the_log(the_spec: PlanSpec, goal: Any) 
 def test_a_stale_capsule_names_what_changed() -> None:
     s = planned()
     old = build_capsule(s.state, GOAL)
-    s.add(rewrite_event(s.state, spec(goal="export and import"), None, s.at()))
+    s.add(rewrite_event(s.state, spec(goal="export and import"), None))
     assert check_capsule(old, s.state, GOAL) == ("revision", "spec_hash", "summary")
     assert check_capsule(old, s.state, {**GOAL, "revision": 3})[-1] == "goal"
     assert s.state.plan.current is not None
-    s.add(approve_event(s.state, s.state.plan.current.ref, s.at()))
+    s.add(approve_event(s.state, s.state.plan.current.ref))
     assert "status" in check_capsule(old, s.state, GOAL)
     assert not capsule_matches(old, s.state, GOAL)
 

@@ -22,7 +22,10 @@ from planfold.kernel.plan.context import (
     render_summary,
     runtime_phase,
 )
-from planfold.kernel.plan.events import (
+from planfold.kernel.plan.review import PlanPolicy
+from planfold.kernel.plan.spec import Todo
+from planfold.kernel.plan.views import build_summary_view
+from planfold.kernel.plan_events import (
     approve_event,
     bootstrap_event,
     draft_event,
@@ -30,9 +33,6 @@ from planfold.kernel.plan.events import (
     start_event,
     verify_event,
 )
-from planfold.kernel.plan.review import PlanPolicy
-from planfold.kernel.plan.spec import Todo
-from planfold.kernel.plan.views import build_summary_view
 from planfold.kernel.session import SessionState
 from tests.plan_helpers import GOOD_CANDIDATE, Session, spec
 
@@ -40,7 +40,7 @@ from tests.plan_helpers import GOOD_CANDIDATE, Session, spec
 def drafted() -> Session:
     s = Session()
     s.mode(True)
-    s.add(draft_event(s.state, "p1", spec(), GOOD_CANDIDATE, s.at()))
+    s.add(draft_event(s.state, "p1", spec(), GOOD_CANDIDATE))
     return s
 
 
@@ -59,31 +59,31 @@ def test_phases_along_the_life_of_a_plan() -> None:
     assert runtime_phase(s.state) == "build_bootstrap"
     s.mode(True)
     assert runtime_phase(s.state) == "plan"
-    s.add(draft_event(s.state, "p1", spec(), None, s.at()))
+    s.add(draft_event(s.state, "p1", spec(), None))
     assert runtime_phase(s.state) == "plan"
     s.mode(False)
     assert runtime_phase(s.state) == "build_bootstrap"  # a draft does not execute
     assert plan_to_start(s.state) is None
     assert s.state.plan.current is not None
-    s.add(approve_event(s.state, s.state.plan.current.ref, s.at()))
+    s.add(approve_event(s.state, s.state.plan.current.ref))
     assert runtime_phase(s.state) == "build_execute"
     to_start = plan_to_start(s.state)
     assert to_start == s.state.plan.current.ref
-    s.add(start_event(s.state, to_start, s.at()))
+    s.add(start_event(s.state, to_start))
     assert runtime_phase(s.state) == "build_execute" and plan_to_start(s.state) is None
-    s.add(verify_event(s.state, s.at()))
+    s.add(verify_event(s.state))
     assert runtime_phase(s.state) == "verify"
     s.mode(True)
     assert runtime_phase(s.state) == "plan"  # plan mode wins over everything
     s.mode(False)
-    s.add(realign_event(s.state, "left scope", s.at()))
+    s.add(realign_event(s.state, "left scope"))
     assert runtime_phase(s.state) == "build_bootstrap"
 
 
 def test_bootstrap_phase_is_read_only_until_an_implicit_plan_exists() -> None:
     s = Session()
     assert runtime_phase(s.state) in READ_ONLY_PHASES
-    s.add(bootstrap_event(s.state, "b1", spec(), None, s.at()))
+    s.add(bootstrap_event(s.state, "b1", spec(), None))
     assert s.state.plan.status == "implicit"
     assert runtime_phase(s.state) == "build_execute"
     assert runtime_phase(s.state) not in READ_ONLY_PHASES
@@ -126,7 +126,7 @@ def test_plan_mode_view_follows_the_seed(request: ViewRequest) -> None:
 @given(requests, st.booleans())
 def test_build_mode_view_follows_the_seed(request: ViewRequest, seen: bool) -> None:
     s = drafted()
-    s.add(approve_event(s.state, s.state.plan.current.ref, s.at()))  # type: ignore[union-attr]
+    s.add(approve_event(s.state, s.state.plan.current.ref))  # type: ignore[union-attr]
     s.mode(False)
     if seen:
         s.request()
@@ -194,8 +194,8 @@ def test_no_plan_view_section_without_a_plan() -> None:
 
 def test_realignment_is_stated_in_the_plan_view() -> None:
     s = Session()
-    s.add(bootstrap_event(s.state, "b1", spec(), None, s.at()))
-    s.add(realign_event(s.state, "touched docs/", s.at()))
+    s.add(bootstrap_event(s.state, "b1", spec(), None))
+    s.add(realign_event(s.state, "touched docs/"))
     view = render_plan_view(s.state, choose_plan_view(s.state))
     assert view is not None and "touched docs/" in view
     assert ref(s)[1] == 1  # realignment does not bump the revision

@@ -7,6 +7,17 @@ from typing import Any
 
 import pytest
 
+from planfold.kernel.decisions import (
+    decide_after_final_reply,
+    decide_before_request,
+    decide_plan_choice,
+    decide_pre_step,
+    decide_request_header,
+    decide_review_answer,
+    decide_tool_call,
+    tool_error_text,
+    tool_ok_text,
+)
 from planfold.kernel.errors import ReplayError
 from planfold.kernel.log import (
     PLAN_ARTIFACT,
@@ -18,21 +29,11 @@ from planfold.kernel.log import (
     Draft,
     number_drafts,
 )
-from planfold.kernel.plan.decisions import (
-    decide_after_final_reply,
-    decide_before_request,
-    decide_plan_choice,
-    decide_pre_step,
-    decide_request_header,
-    decide_review_answer,
-    decide_tool_call,
-    tool_error_text,
-    tool_ok_text,
-)
-from planfold.kernel.plan.events import verify_event
+from planfold.kernel.payload import object_of
 from planfold.kernel.plan.mode import NOTICE_SOURCE, PendingChoice
 from planfold.kernel.plan.review import APPROVE, KEEP_PLANNING, Dismissed, Selected
 from planfold.kernel.plan.spec_json import spec_to_json
+from planfold.kernel.plan_events import verify_event
 from planfold.kernel.session import SessionState, apply_session_event
 from planfold.kernel.tools.spec import ToolCall
 from tests.plan_helpers import GOOD_CANDIDATE, Session, drafted, executing, spec
@@ -220,7 +221,7 @@ def test_a_bootstrap_plan_call_records_the_implicit_plan_with_the_models_summary
 def verifying() -> Session:
     """A turn open on ``executing()`` in its verify phase."""
     s = executing()
-    s.add(verify_event(s.state, s.at()))
+    s.add(verify_event(s.state))
     return in_turn(s)
 
 
@@ -275,7 +276,10 @@ def test_an_accepted_pre_step_records_the_waiting_choice_with_a_notice_worded_fr
     flush = decide_pre_step(s.state, s.log, PendingChoice(False), "accepted")
     assert [(d.kind, d.payload) for d in flush.drafts] == [
         (PLAN_MODE, {"active": False}),
-        (USER_MESSAGE, {"text": "Plan mode is now off: continue the plan that is executing.", "source": NOTICE_SOURCE}),
+        (
+            USER_MESSAGE,
+            {"text": "Plan mode is now off: continue the plan that is executing.", "source": object_of(NOTICE_SOURCE)},
+        ),
     ]
     assert (flush.pending_after_success, flush.pending_after_failure) == (None, PendingChoice(False))
 

@@ -1,32 +1,64 @@
-"""Unit tests for the plan-mode fold, the choice table and the pre-step flush."""
+"""Unit tests for the plan-mode fold, the choice table, the notice and the
+pre-step flush, as the kernel decides them over a session state."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from planfold.kernel.decisions import PlanChoice, PreStep, decide_plan_choice, decide_pre_step, decide_request_header
 from planfold.kernel.errors import ReplayError
-from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, TURN_START, USER_MESSAGE, Event
-from planfold.kernel.plan.events import approve_event
+from planfold.kernel.log import (
+    PLAN_MODE,
+    REQUEST_HEADER,
+    TURN_START,
+    USER_MESSAGE,
+    Draft,
+    Event,
+    TurnState,
+    number_drafts,
+    read_message,
+)
+from planfold.kernel.payload import object_of
 from planfold.kernel.plan.mode import (
     CHOICE_TABLE,
     NOTICE_SOURCE,
-    Flush,
     PendingChoice,
     PendingRelation,
-    choice_events,
-    decide_choice,
-    derive_request_header,
-    flush_pre_step,
     fold_plan_mode,
     get_plan_mode,
+    notice_due,
     notice_text,
+    plan_mode_set,
 )
-from planfold.kernel.session import fold_session
+from planfold.kernel.plan_events import approve_event
+from planfold.kernel.session import SessionState, fold_session
 from tests.plan_helpers import Session, current_ref, drafted, executing
 from tests.plan_mode_helpers import append, end_turn, header, mode, start_turn
+
+
+def decide(folded: bool, pending: PendingChoice | None, turn_open: bool, target: bool) -> PlanChoice:
+    """The kernel's choice in a session recorded at ``folded``, in a turn or between turns."""
+    return decide_plan_choice(SessionState(turns=TurnState(1, turn_open), plan_mode=folded), [], pending, target)
+
+
+def record(log: Sequence[Event], target: bool, *, silent: bool = False) -> tuple[Draft, ...]:
+    """What records a change to ``target`` after ``log``: at once between
+    turns, by the next accepted pre-step inside one."""
+    state = fold_session(log)
+    assert target != state.plan_mode
+    if state.turns.open:
+        return decide_pre_step(state, log, PendingChoice(target, silent), "accepted").drafts
+    assert not silent
+    return decide_plan_choice(state, log, None, target).drafts
+
+
+def flush(log: Sequence[Event], pending: PendingChoice | None, verdict: Any) -> PreStep:
+    return decide_pre_step(fold_session(log), log, pending, verdict)
+
 
 # -- the fold ---------------------------------------------------------------
 
@@ -103,9 +135,9 @@ def test_choice_row(
 ) -> None:
     folded = target if same_as_folded else not target
     pending = pending_for(relation, target)
-    decision = decide_choice(folded, pending, turn_open, target)
+    decision = decide(folded, pending, turn_open, target)
     assert decision.outcome == outcome
-    assert decision.append_now == (outcome == "committed")
+    assert bool(decision.drafts) == (outcome == "committed")
     if outcome == "noop":
         assert decision.pending == pending
     elif outcome == "queued":
@@ -115,26 +147,26 @@ def test_choice_row(
 
 
 def test_idle_choice_commits_and_appends_now() -> None:
-    decision = decide_choice(folded=False, pending=None, turn_open=False, target=True)
-    assert (decision.outcome, decision.pending, decision.append_now) == ("committed", None, True)
+    decision = decide(folded=False, pending=None, turn_open=False, target=True)
+    assert (decision.outcome, decision.pending, decision.drafts) == ("committed", None, (plan_mode_set(True),))
 
 
 def test_in_turn_choice_is_queued_then_cancelled_by_the_opposite() -> None:
-    first = decide_choice(folded=False, pending=None, turn_open=True, target=True)
+    first = decide(folded=False, pending=None, turn_open=True, target=True)
     assert (first.outcome, first.pending) == ("queued", PendingChoice(True))
-    second = decide_choice(folded=False, pending=first.pending, turn_open=True, target=False)
+    second = decide(folded=False, pending=first.pending, turn_open=True, target=False)
     assert (second.outcome, second.pending) == ("cancelled", None)
 
 
 def test_repeating_a_pending_choice_is_a_noop() -> None:
     pending = PendingChoice(True)
-    decision = decide_choice(folded=False, pending=pending, turn_open=True, target=True)
+    decision = decide(folded=False, pending=pending, turn_open=True, target=True)
     assert (decision.outcome, decision.pending) == ("noop", pending)
 
 
 def test_plan_off_cancels_a_pending_entry() -> None:
     # /plan off while an entry is queued in the turn: nothing will be appended.
-    decision = decide_choice(folded=False, pending=PendingChoice(True), turn_open=True, target=False)
+    decision = decide(folded=False, pending=PendingChoice(True), turn_open=True, target=False)
     assert (decision.outcome, decision.pending) == ("cancelled", None)
 
 
@@ -148,35 +180,32 @@ def test_get_returns_recorded_state_and_pending_target() -> None:
 # -- appending, the notice rule ----------------------------------------------------
 
 
-def kinds(events: tuple[Event, ...]) -> list[str]:
+def kinds(events: Sequence[Event | Draft]) -> list[str]:
     return [e.kind for e in events]
 
 
 def test_no_notice_before_the_first_header() -> None:
-    events = choice_events([], True, at=5)
-    assert kinds(events) == [PLAN_MODE]
-    assert events[0] == Event(1, PLAN_MODE, 5, {"active": True})
+    assert record([], True) == (Draft(PLAN_MODE, {"active": True}),)
 
 
 def test_notice_when_last_header_described_the_other_state() -> None:
     log = end_turn(header(start_turn([], 1), 1, 1, False), 1)
-    events = choice_events(log, True, at=9)
-    assert kinds(events) == [PLAN_MODE, USER_MESSAGE]
-    assert [e.seq for e in events] == [len(log) + 1, len(log) + 2]
-    assert events[1].payload["source"] == NOTICE_SOURCE
+    drafts = record(log, True)
+    assert kinds(drafts) == [PLAN_MODE, USER_MESSAGE]
+    assert read_message(drafts[1].payload).source == NOTICE_SOURCE
 
 
 def test_no_notice_when_last_header_already_described_the_target() -> None:
     # on -> header(on) -> off (notice) -> back on before any header: no notice
     log = header(start_turn(mode([], True), 1), 1, 1, True)
-    log = [*log, *choice_events(log, False, at=0)]
-    assert kinds(tuple(log[-2:])) == [PLAN_MODE, USER_MESSAGE]
-    assert kinds(choice_events(log, True, at=0)) == [PLAN_MODE]
+    log = [*log, *number_drafts(record(log, False), len(log), 0)]
+    assert kinds(log[-2:]) == [PLAN_MODE, USER_MESSAGE]
+    assert kinds(record(log, True)) == [PLAN_MODE]
 
 
 def test_silent_choice_has_no_notice() -> None:
     log = header(start_turn(mode([], True), 1), 1, 1, True)
-    assert kinds(choice_events(log, False, at=0, silent=True)) == [PLAN_MODE]
+    assert kinds(record(log, False, silent=True)) == [PLAN_MODE]
 
 
 def after_a_turn(plan_mode: bool) -> list[Event]:
@@ -188,34 +217,32 @@ def test_a_silent_plan_mode_choice_does_not_count_as_noticed() -> None:
     # The approved review's exit was silent; choosing build mode again still
     # owes the model the notice, since the last header said plan mode.
     log = mode(after_a_turn(True), False)
-    out = choice_events(log, False, 7)
-    assert kinds(out) == [PLAN_MODE, USER_MESSAGE]
-    assert out[1] == Event(6, USER_MESSAGE, 7, {"text": notice_text(False), "source": NOTICE_SOURCE})
+    assert notice_due(log, False)
 
 
 def test_a_human_message_after_a_plan_mode_choice_is_not_its_notice() -> None:
     log = mode(after_a_turn(False), True)
     log = append(log, USER_MESSAGE, {"text": "go on", "source": None})
     log = mode(log, False)
-    assert kinds(choice_events(log, True, 7)) == [PLAN_MODE, USER_MESSAGE]
+    assert kinds(record(log, True)) == [PLAN_MODE, USER_MESSAGE]
 
 
 def test_a_notice_after_another_kind_does_not_count_as_a_notice_of_a_choice() -> None:
-    log = append(after_a_turn(True), USER_MESSAGE, {"text": notice_text(False), "source": NOTICE_SOURCE})
-    assert kinds(choice_events(log, False, 7)) == [PLAN_MODE, USER_MESSAGE]
+    log = append(after_a_turn(True), USER_MESSAGE, {"text": notice_text(False), "source": object_of(NOTICE_SOURCE)})
+    assert notice_due(log, False)
 
 
 def test_a_notice_given_for_a_choice_is_not_repeated() -> None:
     log = mode(after_a_turn(True), False)
-    log = append(log, USER_MESSAGE, {"text": notice_text(False), "source": NOTICE_SOURCE})
+    log = append(log, USER_MESSAGE, {"text": notice_text(False), "source": object_of(NOTICE_SOURCE)})
     log = mode(log, True)
-    assert kinds(choice_events(log, False, 7)) == [PLAN_MODE]
+    assert not notice_due(log, False)
 
 
 def test_a_malformed_header_is_refused_when_deciding_a_notice() -> None:
     log = append(start_turn([], 1), REQUEST_HEADER, {"turn": 1, "step": 1})
     with pytest.raises(ReplayError) as caught:
-        choice_events(log, True, 7)
+        notice_due(log, True)
     err = caught.value
     assert (err.position, err.rule, err.detail) == (
         2,
@@ -228,9 +255,9 @@ def _off_notice(s: Session) -> str:
     """The notice a user's own exit from plan mode gets after ``s`` (one
     plan-mode request was answered, so a notice is due)."""
     s.request()
-    events = choice_events(s.log, False, at=s.at(), plan_status=s.state.plan.status)
-    assert kinds(events) == [PLAN_MODE, USER_MESSAGE]
-    return str(events[1].payload["text"])
+    drafts = record(s.log, False)
+    assert kinds(drafts) == [PLAN_MODE, USER_MESSAGE]
+    return read_message(drafts[1].payload).text
 
 
 @pytest.mark.parametrize("plan", ["none", "draft"])
@@ -246,7 +273,7 @@ def test_the_off_notice_is_neutral_without_an_approved_plan(plan: str) -> None:
 
 def test_the_off_notice_names_the_approved_plan_when_one_exists() -> None:
     s = drafted()
-    s.add(approve_event(s.state, current_ref(s), s.at()))
+    s.add(approve_event(s.state, current_ref(s)))
     assert _off_notice(s) == notice_text(False, "approved")
     assert "approved plan" in notice_text(False, "approved")
 
@@ -275,34 +302,34 @@ def test_each_notice_reads_as_written() -> None:
 @pytest.mark.parametrize("verdict", ["rejected", "aborted"])
 def test_rejected_or_aborted_step_appends_nothing_and_keeps_pending(verdict: str) -> None:
     log = start_turn([], 1)
-    flush = flush_pre_step(log, PendingChoice(True), verdict, at=0)  # type: ignore[arg-type]
-    assert flush.events == ()
-    assert flush.pending_after_success == PendingChoice(True)
+    flushed = flush(log, PendingChoice(True), verdict)
+    assert flushed.drafts == ()
+    assert flushed.pending_after_success == PendingChoice(True)
 
 
 @pytest.mark.parametrize("verdict", ["rejected", "aborted"])
 def test_a_step_that_is_not_accepted_keeps_the_pending_choice_either_way(verdict: Any) -> None:
     pending = PendingChoice(True)
-    assert flush_pre_step(start_turn([], 1), pending, verdict, 7) == Flush((), pending, pending)
+    assert flush(start_turn([], 1), pending, verdict) == PreStep((), pending, pending)
 
 
 def test_an_accepted_step_outside_a_turn_keeps_the_pending_choice_either_way() -> None:
     pending = PendingChoice(False, silent=True)
     closed = end_turn(start_turn([], 1), 1)
-    assert flush_pre_step(closed, pending, "accepted", 7) == Flush((), pending, pending)
+    assert flush(closed, pending, "accepted") == PreStep((), pending, pending)
 
 
 def test_accepted_step_appends_pending_choice_before_the_header() -> None:
     log = start_turn([], 1)
-    flush = flush_pre_step(log, PendingChoice(True), "accepted", at=3)
-    assert kinds(flush.events) == [PLAN_MODE]
-    assert flush.pending_after_success is None
-    assert flush.pending_after_failure == PendingChoice(True)
-    log = [*log, *flush.events]
-    hdr = derive_request_header(log, step=1, at=3)
+    flushed = flush(log, PendingChoice(True), "accepted")
+    assert kinds(flushed.drafts) == [PLAN_MODE]
+    assert flushed.pending_after_success is None
+    assert flushed.pending_after_failure == PendingChoice(True)
+    log = [*log, *number_drafts(flushed.drafts, len(log), 3)]
+    hdr = decide_request_header(fold_session(log), step=1)
     assert hdr.kind == REQUEST_HEADER
     assert hdr.payload == {"turn": 1, "step": 1, "plan_mode": True}
-    fold_session([*log, hdr])  # the whole log is valid
+    fold_session([*log, *number_drafts((hdr,), len(log), 3)])  # the whole log is valid
 
 
 def test_the_pre_step_flush_words_its_notice_from_the_plan_status() -> None:
@@ -311,41 +338,43 @@ def test_the_pre_step_flush_words_its_notice_from_the_plan_status() -> None:
     s.request()  # a plan-mode request was answered: leaving now owes a notice
     s.turn += 1
     s.raw(TURN_START, {"turn": s.turn})
-    flush = flush_pre_step(s.log, PendingChoice(False), "accepted", s.at(), plan_status=s.state.plan.status)
-    assert kinds(flush.events) == [PLAN_MODE, USER_MESSAGE]
-    assert flush.events[1].payload["text"] == notice_text(False, "executing")
+    flushed = flush(s.log, PendingChoice(False), "accepted")
+    assert kinds(flushed.drafts) == [PLAN_MODE, USER_MESSAGE]
+    assert read_message(flushed.drafts[1].payload).text == notice_text(False, "executing")
 
 
 def test_flush_outside_a_turn_appends_nothing() -> None:
-    flush = flush_pre_step([], PendingChoice(True), "accepted", at=0)
-    assert flush.events == ()
-    assert flush.pending_after_success == PendingChoice(True)
+    flushed = flush([], PendingChoice(True), "accepted")
+    assert flushed.drafts == ()
+    assert flushed.pending_after_success == PendingChoice(True)
 
 
 def test_flush_of_a_netted_out_choice_appends_nothing_and_drops_it() -> None:
     log = start_turn(mode([], True), 1)
-    flush = flush_pre_step(log, PendingChoice(True), "accepted", at=0)
-    assert flush.events == ()
-    assert flush.pending_after_success is None
+    flushed = flush(log, PendingChoice(True), "accepted")
+    assert flushed.drafts == ()
+    assert flushed.pending_after_success is None
 
 
 def test_flush_without_pending_appends_nothing() -> None:
-    flush = flush_pre_step(start_turn([], 1), None, "accepted", at=0)
-    assert (flush.events, flush.pending_after_success) == ((), None)
+    flushed = flush(start_turn([], 1), None, "accepted")
+    assert (flushed.drafts, flushed.pending_after_success) == ((), None)
 
 
 def test_failed_append_keeps_the_choice_pending() -> None:
     log = start_turn([], 1)
-    flush = flush_pre_step(log, PendingChoice(True, silent=True), "accepted", at=0)
-    assert flush.pending_after_failure == PendingChoice(True, silent=True)
+    flushed = flush(log, PendingChoice(True, silent=True), "accepted")
+    assert flushed.pending_after_failure == PendingChoice(True, silent=True)
     # the step goes on without the append: its header records the old state
-    assert derive_request_header(log, step=1, at=0).payload["plan_mode"] is False
+    assert decide_request_header(fold_session(log), step=1) == Draft(
+        REQUEST_HEADER, {"turn": 1, "step": 1, "plan_mode": False}
+    )
 
 
 def test_header_needs_an_open_turn() -> None:
     with pytest.raises(ReplayError) as err:
-        derive_request_header(end_turn(start_turn([], 1), 1), step=1, at=0)
-    assert err.value.rule == "transition-not-allowed"
+        decide_request_header(fold_session(end_turn(start_turn([], 1), 1)), step=1)
+    assert (err.value.position, err.value.rule) == (3, "transition-not-allowed")
 
 
 def test_session_fold_rejects_a_header_that_disagrees_with_the_fold() -> None:
@@ -357,9 +386,9 @@ def test_session_fold_rejects_a_header_that_disagrees_with_the_fold() -> None:
 
 def test_toggling_between_turns_does_not_repeat_the_notice() -> None:
     log = end_turn(header(start_turn([], 1), 1, 1, False), 1)
-    log = [*log, *choice_events(log, True, at=0)]  # on, with a notice
+    log = [*log, *number_drafts(record(log, True), len(log), 0)]  # on, with a notice
     assert log[-1].kind == USER_MESSAGE
-    log = [*log, *choice_events(log, False, at=0)]  # back to what the header said
+    log = [*log, *number_drafts(record(log, False), len(log), 0)]  # back to what the header said
     assert log[-1].kind == PLAN_MODE
-    again = choice_events(log, True, at=0)  # on again: already noticed since the header
+    again = record(log, True)  # on again: already noticed since the header
     assert kinds(again) == [PLAN_MODE]

@@ -7,34 +7,41 @@ straight from the rules in lockstep. Each accepted step also derives its
 request's plan parts (runtime phase, overlay, ``plan:policy``, tools on offer)
 from the log alone, and they must be the state the step's header records,
 also when the flush's append failed and the choice is still pending.
+
+Every choice, pre-step and header is decided twice: by the whole-log forms
+of ``tests.plan_mode_helpers`` and by the kernel's decisions over the
+session state (``decide_plan_choice``, ``decide_pre_step``,
+``decide_request_header``), which must decide the very same drafts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from planfold.kernel.decisions import decide_plan_choice, decide_pre_step, decide_request_header
 from planfold.kernel.log import PLAN_MODE, REQUEST_HEADER, TURN_END, TURN_START, USER_MESSAGE, Draft, Event
+from planfold.kernel.payload import object_of
 from planfold.kernel.plan.context import PromptParts, choose_plan_view, compose_prompt, runtime_phase
-from planfold.kernel.plan.decisions import decide_pre_step, decide_request_header
-from planfold.kernel.plan.mode import (
-    NOTICE_SOURCE,
-    PendingChoice,
-    choice_events,
-    decide_choice,
-    derive_request_header,
-    flush_pre_step,
-    fold_plan_mode,
-)
+from planfold.kernel.plan.mode import NOTICE_SOURCE, PendingChoice, fold_plan_mode
 from planfold.kernel.plan.review import APPROVE, PlanPolicy, Selected, decide_review
 from planfold.kernel.session import fold_session
 from planfold.kernel.tools.gate import GatePolicy, list_available_specs
 from planfold.kernel.tools.spec import ToolRegistry, ToolSpec
+from tests.plan_mode_helpers import choice_events, decide_choice, derive_request_header, flush_pre_step
 
 PARTS = PromptParts("base")
+
+
+def drafts_of(events: Sequence[Event]) -> tuple[Draft, ...]:
+    """What the log appended as ``events``, before it numbered them."""
+    return tuple(Draft(event.kind, event.payload) for event in events)
+
+
 POLICY = PlanPolicy("Plan before you change anything.")
 TOOLS = ToolRegistry.of(
     ToolSpec("read_file", "", {}, "read", "builtin"),
@@ -110,8 +117,12 @@ class PlanModeMachine(RuleBasedStateMachine):
         expected = self.model.choose(wanted)
         note(f"choose({wanted}) -> {decision.outcome}, model says {expected}")
         assert decision.outcome == expected
-        if decision.append_now:
-            self.log.extend(choice_events(self.log, wanted, self.tick()))
+        chosen = choice_events(self.log, wanted, self.tick()) if decision.append_now else ()
+        # The kernel's decision over the session state decides the very same choice.
+        kernel = decide_plan_choice(fold_session(self.log), self.log, self.pending, wanted)
+        assert (kernel.outcome, kernel.pending) == (decision.outcome, decision.pending)
+        assert kernel.drafts == drafts_of(chosen)
+        self.log.extend(chosen)
         self.pending = decision.pending
 
     @precondition(lambda self: self.model.turn_open and self.model.recorded)
@@ -150,7 +161,7 @@ class PlanModeMachine(RuleBasedStateMachine):
         # The runtime's decision, taken from the session state's folds
         # instead of folding the log again, decides the very same flush.
         decided = decide_pre_step(fold_session(self.log), self.log, self.pending, verdict)  # type: ignore[arg-type]
-        assert decided.drafts == tuple(Draft.of(event) for event in flush.events)
+        assert decided.drafts == drafts_of(flush.events)
         assert (decided.pending_after_success, decided.pending_after_failure) == (
             flush.pending_after_success,
             flush.pending_after_failure,
@@ -170,7 +181,7 @@ class PlanModeMachine(RuleBasedStateMachine):
                 self.model.pending = None
         step = self.step if retry and self.step else self.step + 1
         header = derive_request_header(self.log, step, self.tick())
-        assert decide_request_header(fold_session(self.log), step) == Draft.of(header)
+        assert (decide_request_header(fold_session(self.log), step),) == drafts_of((header,))
         self.log.append(header)
         self.step = step
         self.model.last_header = self.model.recorded
@@ -230,7 +241,7 @@ class PlanModeMachine(RuleBasedStateMachine):
             if event.kind == REQUEST_HEADER:
                 seen_header = bool(event.payload["plan_mode"])
                 noticed = set()
-            elif event.kind == USER_MESSAGE and event.payload["source"] == NOTICE_SOURCE:
+            elif event.kind == USER_MESSAGE and event.payload["source"] == object_of(NOTICE_SOURCE):
                 count += 1
                 before = self.log[index - 1]
                 assert before.kind == PLAN_MODE, "a notice follows its plan/mode event"

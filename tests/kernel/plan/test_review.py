@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from planfold.kernel.decisions import decide_plan_choice, decide_pre_step
 from planfold.kernel.errors import is_kebab_case
-from planfold.kernel.plan.mode import PendingChoice, choice_events, decide_choice, flush_pre_step
+from planfold.kernel.log import TurnState
+from planfold.kernel.plan.mode import PendingChoice
 from planfold.kernel.plan.review import (
     APPROVE,
     KEEP_PLANNING,
@@ -24,6 +26,7 @@ from planfold.kernel.plan.review import (
     parse_plan_command,
     start_review,
 )
+from planfold.kernel.session import SessionState, fold_session
 from tests.plan_mode_helpers import header, mode, start_turn
 
 PLAN = "# Refactor the parser\n\n1. Read it.\n2. Split it.\n"
@@ -171,9 +174,11 @@ def test_lost_channel_fails_closed() -> None:
 def test_approved_exit_is_appended_silently_at_the_flush() -> None:
     log = header(start_turn(mode([], True), 1), 1, 1, True)
     pending = decide_review(Selected((APPROVE,))).pending
-    flush = flush_pre_step(log, pending, "accepted", at=0)
-    assert [e.kind for e in flush.events] == ["plan/mode"]
-    assert len(choice_events(log, False, at=0)) == 2  # a user's own exit would notify
+    state = fold_session(log)
+    flushed = decide_pre_step(state, log, pending, "accepted")
+    assert [d.kind for d in flushed.drafts] == ["plan/mode"]
+    own = decide_pre_step(state, log, PendingChoice(False), "accepted")
+    assert len(own.drafts) == 2  # a user's own exit would notify
 
 
 @pytest.mark.parametrize(
@@ -273,7 +278,8 @@ def test_plan_off_with_attachments_is_an_error() -> None:
 def test_plan_off_cancels_a_pending_entry_through_the_choice_table() -> None:
     command = parse_plan_command("/plan off")
     assert command is not None
-    decision = decide_choice(False, PendingChoice(True), True, command.target)
+    in_a_turn = SessionState(turns=TurnState(1, True))
+    decision = decide_plan_choice(in_a_turn, [], PendingChoice(True), command.target)
     assert (decision.outcome, decision.pending) == ("cancelled", None)
 
 

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planfold.kernel.plan.events import PlanChangeError, approve_event, draft_event, start_event
-from planfold.kernel.plan.scope import Effect, ResolvedTarget, check_scope, path_in_scope, scope_realign_event
+from planfold.kernel.plan.events import PlanChangeError
+from planfold.kernel.plan.scope import Effect, ResolvedTarget, check_scope, path_in_scope
 from planfold.kernel.plan.spec import PlanScope
+from planfold.kernel.plan_events import approve_event, draft_event, scope_realign_event, start_event
 from tests.plan_helpers import Session, spec
 
 SCOPED = spec(scope=PlanScope(paths=("src/", "docs/*.md", "README.md"), effects=("read", "write")))
@@ -179,24 +180,24 @@ def test_empty_axes_are_unrestricted(effects: list[Effect]) -> None:
 def test_leaving_scope_during_execution_sends_the_plan_to_realignment() -> None:
     s = Session()
     s.mode(True)
-    s.add(draft_event(s.state, "p1", SCOPED, None, s.at()))
+    s.add(draft_event(s.state, "p1", SCOPED, None))
     assert s.state.plan.current is not None
-    s.add(approve_event(s.state, s.state.plan.current.ref, s.at()))
+    s.add(approve_event(s.state, s.state.plan.current.ref))
     s.mode(False)
-    s.add(start_event(s.state, s.state.plan.current.ref, s.at()))
-    assert scope_realign_event(s.state, [Effect("write", "src/x.py")], s.at()) is None
-    event = scope_realign_event(s.state, [Effect("write", "Makefile")], s.at())
+    s.add(start_event(s.state, s.state.plan.current.ref))
+    assert scope_realign_event(s.state, [Effect("write", "src/x.py")]) is None
+    event = scope_realign_event(s.state, [Effect("write", "Makefile")])
     assert event is not None
     s.add(event)
     assert s.state.plan.status == "draft" and s.state.plan.approval is None
     assert s.state.plan.realign is not None and "Makefile" in s.state.plan.realign
     with pytest.raises(PlanChangeError) as err:  # already a draft: nothing more to realign
-        scope_realign_event(s.state, [Effect("write", "Makefile")], s.at())
+        scope_realign_event(s.state, [Effect("write", "Makefile")])
     assert err.value.code == "transition-not-allowed"
     s.mode(True)
-    s.add(approve_event(s.state, s.state.plan.current.ref, s.at()))  # realigned: same version
+    s.add(approve_event(s.state, s.state.plan.current.ref))  # realigned: same version
     assert s.state.plan.realign is None and s.state.plan.status == "approved"
 
 
 def test_no_plan_no_realignment() -> None:
-    assert scope_realign_event(Session().state, [Effect("write", "x")], 1) is None
+    assert scope_realign_event(Session().state, [Effect("write", "x")]) is None

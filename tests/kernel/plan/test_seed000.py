@@ -15,8 +15,11 @@ from hypothesis import strategies as st
 
 from planfold.kernel.log import ASSISTANT_MESSAGE, TURN_END, TURN_START, USER_MESSAGE, Event
 from planfold.kernel.plan.context import ViewChoice, ViewRequest, choose_plan_view, render_plan_view, runtime_phase
-from planfold.kernel.plan.events import (
-    PlanChangeError,
+from planfold.kernel.plan.events import PlanChangeError
+from planfold.kernel.plan.spec import PlanSpec, PlanSpecError, Todo, TodoStatus
+from planfold.kernel.plan.spec_json import decode_exit_plan_args, spec_to_json
+from planfold.kernel.plan.views import adopt_summary, build_summary_view, render_plan_content
+from planfold.kernel.plan_events import (
     approve_event,
     complete_event,
     draft_event,
@@ -27,9 +30,6 @@ from planfold.kernel.plan.events import (
     update_plan_events,
     verify_event,
 )
-from planfold.kernel.plan.spec import PlanSpec, PlanSpecError, Todo, TodoStatus
-from planfold.kernel.plan.spec_json import decode_exit_plan_args, spec_to_json
-from planfold.kernel.plan.views import adopt_summary, build_summary_view, render_plan_content
 from planfold.kernel.session import fold_session
 from tests.plan_helpers import GOOD_CANDIDATE, Session, spec, valid_candidates, valid_specs
 
@@ -42,13 +42,13 @@ def planning() -> Session:
 
 def drafted(candidate: Any = GOOD_CANDIDATE) -> Session:
     s = planning()
-    s.add(draft_event(s.state, "p1", spec(), candidate, s.at()))
+    s.add(draft_event(s.state, "p1", spec(), candidate))
     return s
 
 
 def approve_current(s: Session) -> None:
     assert s.state.plan.current is not None
-    s.add(approve_event(s.state, s.state.plan.current.ref, s.at()))
+    s.add(approve_event(s.state, s.state.plan.current.ref))
 
 
 def status_of(s: Session) -> str | None:
@@ -60,7 +60,7 @@ def executing() -> Session:
     approve_current(s)
     s.mode(False)
     assert s.state.plan.current is not None
-    s.add(start_event(s.state, s.state.plan.current.ref, s.at()))
+    s.add(start_event(s.state, s.state.plan.current.ref))
     return s
 
 
@@ -111,7 +111,7 @@ def test_seed000_plan_output_that_is_not_a_valid_plan_spec_returns_an_error(outp
     assert s.state.plan.current is None
     # And a builder handed an invalid spec directly refuses it too.
     with pytest.raises(PlanChangeError) as refused:
-        draft_event(s.state, "p1", replace(spec(), steps=()), None, s.at())
+        draft_event(s.state, "p1", replace(spec(), steps=()), None)
     assert refused.value.code == "invalid-spec"
 
 
@@ -122,7 +122,7 @@ def test_seed000_model_outputs_summary_candidate_with_plan_spec() -> None:
     s = planning()
     args = decode_exit_plan_args({"plan_spec": spec_to_json(spec()), "summary_candidate": GOOD_CANDIDATE})
     assert args.spec == spec() and args.summary_candidate == GOOD_CANDIDATE
-    for event in exit_plan_events(s.state, args, "p1", s.at()):
+    for event in exit_plan_events(s.state, args, "p1"):
         s.add(event)
     cur = s.state.plan.current
     assert cur is not None and cur.status == "draft" and cur.spec == spec()
@@ -138,7 +138,7 @@ def test_seed000_complete_summary_candidate_with_valid_todo_refs_is_adopted(data
     the_spec = data.draw(valid_specs())
     candidate = data.draw(valid_candidates(the_spec))
     s = planning()
-    s.add(draft_event(s.state, "p1", the_spec, candidate, s.at()))
+    s.add(draft_event(s.state, "p1", the_spec, candidate))
     cur = s.state.plan.current
     assert cur is not None
     assert s.state.plan.summary_source == "model" and s.state.plan.summary_rejected == ()
@@ -213,7 +213,7 @@ def test_seed000_ordinary_follow_up_does_not_rewrite_current_plan() -> None:
     s.discuss("and the tests?")
     assert s.state.plan.current == before.current
     assert s.state.plan.current is not None
-    assert update_plan_events(s.state, s.state.plan.current.spec, GOOD_CANDIDATE, s.at()) == ()
+    assert update_plan_events(s.state, s.state.plan.current.spec, GOOD_CANDIDATE) == ()
     assert s.state.plan.current.revision == 1
 
 
@@ -235,7 +235,7 @@ def test_seed000_substantive_change_rewrites_plan_and_increments_revision(change
     approve_current(s)
     assert s.state.plan.current is not None
     new_spec: PlanSpec = change(s.state.plan.current.spec)
-    (event,) = update_plan_events(s.state, new_spec, None, s.at())
+    (event,) = update_plan_events(s.state, new_spec, None)
     s.add(event)
     cur = s.state.plan.current
     assert cur is not None
@@ -274,7 +274,7 @@ def test_seed000_ordinary_execution_injects_only_the_summary() -> None:
     progress: list[tuple[str, TodoStatus]] = [("t1", "in_progress"), ("t1", "done"), ("t2", "in_progress")]
     for todo_id, status in progress:
         assert choose_plan_view(s.state) == ViewChoice("summary", "default")
-        s.add(todo_event(s.state, todo_id, status, s.at()))
+        s.add(todo_event(s.state, todo_id, status))
         s.request()
     assert choose_plan_view(s.state) == ViewChoice("summary", "default")
 
@@ -289,7 +289,7 @@ def test_seed000_full_text_is_injected_again_under_the_specific_conditions() -> 
     assert choose_plan_view(s.state, ViewRequest(first_since_resume=True)).reason == "resumed"
     assert choose_plan_view(s.state, ViewRequest(user_asked_full=True)).reason == "user-asked"
     assert choose_plan_view(s.state, ViewRequest(summary_insufficient=True)).reason == "summary-insufficient"
-    s.add(rewrite_event(s.state, spec(goal="Export to CSV as well"), None, s.at()))
+    s.add(rewrite_event(s.state, spec(goal="Export to CSV as well"), None))
     approve_current(s)
     assert choose_plan_view(s.state).reason == "rewritten"
     s.request()
@@ -305,22 +305,22 @@ def test_seed000_full_text_is_injected_again_under_the_specific_conditions() -> 
 def test_seed000_summary_refreshes_at_first_save_rewrite_and_key_todo_change() -> None:
     s = planning()
     assert s.state.plan.current is None
-    s.add(draft_event(s.state, "p1", spec(), None, s.at()))  # first save
+    s.add(draft_event(s.state, "p1", spec(), None))  # first save
     assert s.state.plan.current is not None
     first = s.state.plan.current.summary
     assert first == build_summary_view(spec())
     s.discuss()
     assert s.state.plan.current.summary is first  # discussion does not refresh
     new_spec = spec(steps=("parse flags", "write the exporter", "add docs"))
-    s.add(rewrite_event(s.state, new_spec, None, s.at()))  # formal rewrite
+    s.add(rewrite_event(s.state, new_spec, None))  # formal rewrite
     assert s.state.plan.current.summary == build_summary_view(new_spec) != first
     approve_current(s)
     s.mode(False)
-    s.add(start_event(s.state, s.state.plan.current.ref, s.at()))
+    s.add(start_event(s.state, s.state.plan.current.ref))
     rewritten = s.state.plan.current.summary
-    s.add(todo_event(s.state, "t1", "in_progress", s.at()))  # not a key change
+    s.add(todo_event(s.state, "t1", "in_progress"))  # not a key change
     assert s.state.plan.current.summary is rewritten
-    s.add(todo_event(s.state, "t1", "done", s.at()))  # a key change
+    s.add(todo_event(s.state, "t1", "done"))  # a key change
     assert s.state.plan.current.summary.active_todo_ids == ("t2",)
     assert s.state.plan.current.revision == 2  # progress is not a rewrite
 
@@ -334,13 +334,13 @@ def test_seed000_draft_plan_cannot_enter_normal_execution() -> None:
     assert runtime_phase(s.state) == "build_bootstrap"  # read-only, not execution
     assert s.state.plan.current is not None
     with pytest.raises(PlanChangeError) as err:
-        start_event(s.state, s.state.plan.current.ref, s.at())
+        start_event(s.state, s.state.plan.current.ref)
     assert err.value.code == "transition-not-allowed"
     with pytest.raises(PlanChangeError):
-        verify_event(s.state, s.at())
+        verify_event(s.state)
     assert status_of(s) == "draft"
     approve_current(s)
-    s.add(start_event(s.state, s.state.plan.current.ref, s.at()))
+    s.add(start_event(s.state, s.state.plan.current.ref))
     assert status_of(s) == "executing"
 
 
@@ -350,18 +350,18 @@ def test_seed000_draft_plan_cannot_enter_normal_execution() -> None:
 def test_seed000_rewrite_during_execution_aborts_and_requires_realignment() -> None:
     s = executing()
     assert runtime_phase(s.state) == "build_execute"
-    s.add(rewrite_event(s.state, spec(goal="Export to Parquet instead"), None, s.at()))
+    s.add(rewrite_event(s.state, spec(goal="Export to Parquet instead"), None))
     assert s.state.plan.status == "draft"
     assert s.state.plan.realign is not None and s.state.plan.approval is None
     assert runtime_phase(s.state) == "build_bootstrap"  # execution stopped; read-only
     assert s.state.plan.current is not None
     with pytest.raises(PlanChangeError) as err:
-        start_event(s.state, s.state.plan.current.ref, s.at())
+        start_event(s.state, s.state.plan.current.ref)
     assert err.value.code == "transition-not-allowed"
     assert choose_plan_view(s.state).view == "full"  # realign on the full rewritten plan
     approve_current(s)  # realignment
     assert s.state.plan.realign is None
-    s.add(start_event(s.state, s.state.plan.current.ref, s.at()))
+    s.add(start_event(s.state, s.state.plan.current.ref))
     assert runtime_phase(s.state) == "build_execute"
 
 
@@ -371,12 +371,12 @@ def test_seed000_rewrite_during_execution_aborts_and_requires_realignment() -> N
 def test_seed000_finished_execution_enters_verify_then_completed() -> None:
     s = executing()
     for todo in ("t1", "t2"):
-        s.add(todo_event(s.state, todo, "done", s.at()))
+        s.add(todo_event(s.state, todo, "done"))
     with pytest.raises(PlanChangeError):
-        complete_event(s.state, s.at())  # no completion without verify
-    s.add(verify_event(s.state, s.at()))
+        complete_event(s.state)  # no completion without verify
+    s.add(verify_event(s.state))
     assert runtime_phase(s.state) == "verify"
-    s.add(complete_event(s.state, s.at()))
+    s.add(complete_event(s.state))
     assert s.state.plan.status == "completed"
     assert runtime_phase(s.state) == "build_bootstrap"
     assert fold_session(s.log) == s.state

@@ -13,14 +13,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planfold.kernel.errors import PayloadError, ReplayError, is_kebab_case
-from planfold.kernel.log import PLAN_ARTIFACT, Event
+from planfold.kernel.log import PLAN_ARTIFACT, Draft, Event
 from planfold.kernel.plan.artifact import PLAN_STATUSES, STATUS_TABLE, PlanRef, PlanStatus
 from planfold.kernel.plan.checks import CHECKS
-from planfold.kernel.plan.events import (
-    PlanChangeError,
+from planfold.kernel.plan.events import PlanChangeError, classify_change
+from planfold.kernel.plan.payload import PLAN_ACTIONS, PlanAction, plan_action_payload, read_plan_action
+from planfold.kernel.plan.spec import OpenQuestion, PlanSpec, Todo, TodoStatus
+from planfold.kernel.plan.spec_json import ExitPlanArgs
+from planfold.kernel.plan.status import TRANSITIONS, apply_plan_event, fold_plans
+from planfold.kernel.plan.views import build_summary_view
+from planfold.kernel.plan_events import (
     approve_event,
     bootstrap_event,
-    classify_change,
     complete_event,
     draft_event,
     exit_plan_events,
@@ -34,11 +38,6 @@ from planfold.kernel.plan.events import (
     verify_event,
     verify_fail_event,
 )
-from planfold.kernel.plan.payload import PLAN_ACTIONS, PlanAction, plan_action_payload, read_plan_action
-from planfold.kernel.plan.spec import OpenQuestion, PlanSpec, Todo, TodoStatus
-from planfold.kernel.plan.spec_json import ExitPlanArgs
-from planfold.kernel.plan.status import TRANSITIONS, apply_plan_event, fold_plans
-from planfold.kernel.plan.views import build_summary_view
 from planfold.kernel.session import SessionState, apply_session_event, fold_session
 from tests.plan_helpers import GOOD_CANDIDATE, Session, current_ref, drafted, executing, spec, valid_specs
 from tests.plan_helpers import plan_content as content
@@ -236,7 +235,7 @@ def test_draft_rules() -> None:
     expect_replay(s, content(the_spec=blocking), "invalid-spec")
     s.raw(PLAN_ARTIFACT, content())
     expect_replay(s, content(plan_id="p2"), "transition-not-allowed")  # a live plan exists
-    s.add(supersede_event(s.state, s.at()))
+    s.add(supersede_event(s.state))
     expect_replay(s, content(), "id-reused")
     s.raw(PLAN_ARTIFACT, content(plan_id="p2"))
     assert s.state.plan.current is not None and s.state.plan.current.id == "p2"
@@ -274,7 +273,7 @@ def test_approval_rules() -> None:
     expect_replay(s, {**approve, "plan_id": "p0"}, "approval-mismatch")
     expect_replay(s, {**approve, "spec_hash": "0" * 64}, "approval-mismatch")
     expect_replay(s, {**approve, "revision": 2}, "revision-gap")
-    s.add(rewrite_event(s.state, spec(goal="other"), None, s.at()))
+    s.add(rewrite_event(s.state, spec(goal="other"), None))
     expect_replay(s, approve, "stale-revision")  # the approval of revision 1 is void
     reject = {"action": "reject", "plan_id": "p1", "revision": 2, "spec_hash": "0" * 64, "note": None}
     expect_replay(s, reject, "hash-mismatch")
@@ -285,7 +284,7 @@ def test_start_rules() -> None:
     ref = current_ref(s)
     start = {"action": "start", "plan_id": "p1", "revision": 1, "spec_hash": ref.spec_hash}
     expect_replay(s, start, "transition-not-allowed")  # a draft never starts
-    s.add(approve_event(s.state, ref, s.at()))
+    s.add(approve_event(s.state, ref))
     expect_replay(s, start, "wrong-mode")  # plan mode is read-only
     s.mode(False)
     expect_replay(s, {**start, "spec_hash": "f" * 64}, "approval-mismatch")
@@ -301,7 +300,7 @@ def test_execution_rules() -> None:
     expect_replay(s, {**todo, "todo_id": "t1", "revision": 0}, "malformed-payload")
     complete = {"action": "complete", "plan_id": "p1", "revision": 1}
     expect_replay(s, complete, "transition-not-allowed")  # only from verify
-    s.add(verify_event(s.state, s.at()))
+    s.add(verify_event(s.state))
     expect_replay(s, {"action": "verify", "plan_id": "p1", "revision": 1}, "transition-not-allowed")
     s.mode(True)
     expect_replay(s, complete, "wrong-mode")
@@ -325,18 +324,18 @@ def replay_refusal(s: Session, payload: dict[str, Any]) -> tuple[int, str, str]:
 
 def test_starting_an_approved_plan_keeps_its_approval_and_superseding_it_voids_the_approval() -> None:
     s = drafted()
-    s.add(approve_event(s.state, current_ref(s), s.at()))
+    s.add(approve_event(s.state, current_ref(s)))
     ref = current_ref(s)
     s.mode(False)
-    s.add(start_event(s.state, ref, s.at()))
+    s.add(start_event(s.state, ref))
     assert (s.state.plan.status, s.state.plan.approval) == ("executing", ref)
-    s.add(supersede_event(s.state, s.at()))
+    s.add(supersede_event(s.state))
     assert (s.state.plan.status, s.state.plan.approval) == ("superseded", None)
 
 
 def test_a_reused_plan_id_is_named_in_the_refusal() -> None:
     s = drafted()
-    s.add(supersede_event(s.state, s.at()))
+    s.add(supersede_event(s.state))
     _, rule, detail = replay_refusal(s, content())
     assert (rule, detail) == ("id-reused", "plan id 'p1' was used before")
 
@@ -370,7 +369,7 @@ def test_the_verify_phase_refusals_say_inside_or_outside() -> None:
     s = executing()
     _, rule, detail = replay_refusal(s, {"action": "verify-fail", "plan_id": "p1", "revision": 1, "note": None})
     assert (rule, detail) == ("transition-not-allowed", "only allowed inside the verify phase")
-    s.add(verify_event(s.state, s.at()))
+    s.add(verify_event(s.state))
     _, rule, detail = replay_refusal(s, {"action": "verify", "plan_id": "p1", "revision": 1})
     assert (rule, detail) == ("transition-not-allowed", "only allowed outside the verify phase")
 
@@ -378,7 +377,7 @@ def test_the_verify_phase_refusals_say_inside_or_outside() -> None:
 def test_an_approved_plan_whose_standing_approval_covers_another_version_does_not_start() -> None:
     s = drafted()
     ref = current_ref(s)
-    s.add(approve_event(s.state, ref, s.at()))
+    s.add(approve_event(s.state, ref))
     s.mode(False)
     start: dict[str, Any] = {"action": "start", "plan_id": "p1", "revision": 1, "spec_hash": ref.spec_hash}
     seq = s.state.last_seq + 1
@@ -402,10 +401,10 @@ def test_an_approved_plan_whose_standing_approval_covers_another_version_does_no
 def test_builders_refuse_with_typed_errors() -> None:
     s = Session()
     cases: list[tuple[Any, str]] = [
-        (lambda st_: verify_event(st_, 1), "no-plan"),
-        (lambda st_: rewrite_event(st_, spec(), None, 1), "no-plan"),
-        (lambda st_: draft_event(st_, "p1", spec(), None, 1), "wrong-mode"),
-        (lambda st_: start_event(st_, PlanRef("p1", 1, "h"), 1), "transition-not-allowed"),
+        (verify_event, "no-plan"),
+        (lambda st_: rewrite_event(st_, spec(), None), "no-plan"),
+        (lambda st_: draft_event(st_, "p1", spec(), None), "wrong-mode"),
+        (lambda st_: start_event(st_, PlanRef("p1", 1, "h")), "transition-not-allowed"),
     ]
     for build, code in cases:
         before = s.state
@@ -415,25 +414,25 @@ def test_builders_refuse_with_typed_errors() -> None:
         assert s.state == before
     s = drafted()
     with pytest.raises(PlanChangeError) as err:
-        realign_event(s.state, "why", s.at())
+        realign_event(s.state, "why")
     assert err.value.code == "transition-not-allowed" and err.value.action == "realign"
     with pytest.raises(PlanChangeError) as err:
-        bootstrap_event(s.state, "p2", spec(), None, s.at())
+        bootstrap_event(s.state, "p2", spec(), None)
     assert err.value.code == "transition-not-allowed"
     with pytest.raises(PlanChangeError) as err:
-        draft_event(s.state, "p2", spec(goal=""), None, s.at())
+        draft_event(s.state, "p2", spec(goal=""), None)
     assert err.value.code == "transition-not-allowed"  # the live plan is checked first
 
 
 @pytest.mark.parametrize(
     ("build", "action"),
     [
-        (lambda state: rewrite_event(state, spec(), None, 1), "rewrite"),
-        (lambda state: todo_event(state, "t1", "done", 1), "todo"),
+        (lambda state: rewrite_event(state, spec(), None), "rewrite"),
+        (lambda state: todo_event(state, "t1", "done"), "todo"),
     ],
 )
 def test_a_change_to_no_plan_is_refused_naming_the_action(
-    build: Callable[[SessionState], Event], action: str
+    build: Callable[[SessionState], Draft], action: str
 ) -> None:
     with pytest.raises(PlanChangeError) as caught:
         build(SessionState())
@@ -445,34 +444,34 @@ def test_a_change_to_no_plan_is_refused_naming_the_action(
 def test_reject_keeps_the_draft_and_the_feedback() -> None:
     s = drafted()
     before = s.state.plan.current
-    s.add(reject_event(s.state, current_ref(s), "split step two", s.at()))
+    s.add(reject_event(s.state, current_ref(s), "split step two"))
     assert s.state.plan.current == before
     assert s.state.plan.feedback == "split step two"
 
 
 def test_verify_failure_returns_to_execution() -> None:
     s = executing()
-    s.add(verify_event(s.state, s.at()))
-    s.add(verify_fail_event(s.state, "a test failed", s.at()))
+    s.add(verify_event(s.state))
+    s.add(verify_fail_event(s.state, "a test failed"))
     assert s.state.plan.status == "executing" and not s.state.plan.verifying
     assert s.state.plan.verify_failures == 1
     with pytest.raises(PlanChangeError) as err:
-        complete_event(s.state, s.at())
+        complete_event(s.state)
     assert err.value.code == "transition-not-allowed"
 
 
 def test_approving_a_rejected_draft_clears_the_feedback() -> None:
     s = drafted()
-    s.add(reject_event(s.state, current_ref(s), "split step two", s.at()))
+    s.add(reject_event(s.state, current_ref(s), "split step two"))
     assert s.state.plan.feedback == "split step two"
-    s.add(approve_event(s.state, current_ref(s), s.at()))
+    s.add(approve_event(s.state, current_ref(s)))
     assert s.state.plan.feedback is None and s.state.plan.status == "approved"
 
 
 def test_rewriting_a_rejected_draft_clears_the_feedback() -> None:
     s = drafted()
-    s.add(reject_event(s.state, current_ref(s), "split step two", s.at()))
-    s.add(rewrite_event(s.state, spec(goal="Add an export command, in two steps"), None, s.at()))
+    s.add(reject_event(s.state, current_ref(s), "split step two"))
+    s.add(rewrite_event(s.state, spec(goal="Add an export command, in two steps"), None))
     assert s.state.plan.feedback is None
     assert s.state.plan.current is not None and s.state.plan.current.revision == 2
 
@@ -480,21 +479,21 @@ def test_rewriting_a_rejected_draft_clears_the_feedback() -> None:
 def verifying() -> Session:
     """``executing()`` in its verify phase."""
     s = executing()
-    s.add(verify_event(s.state, s.at()))
+    s.add(verify_event(s.state))
     assert s.state.plan.verifying
     return s
 
 
 def test_a_rewrite_during_verification_ends_the_verify_phase() -> None:
     s = verifying()
-    s.add(rewrite_event(s.state, spec(goal="Another goal"), None, s.at()))
+    s.add(rewrite_event(s.state, spec(goal="Another goal"), None))
     plan = s.state.plan
     assert (plan.status, plan.verifying, plan.realign) == ("draft", False, "the plan was rewritten during execution")
 
 
 def test_a_realignment_during_verification_ends_the_verify_phase() -> None:
     s = verifying()
-    s.add(realign_event(s.state, "an effect outside the scope", s.at()))
+    s.add(realign_event(s.state, "an effect outside the scope"))
     plan = s.state.plan
     assert (plan.status, plan.verifying, plan.realign) == ("draft", False, "an effect outside the scope")
 
@@ -510,8 +509,8 @@ def test_todo_progress_keeps_revision_and_hash_and_moves_updated_at() -> None:
     s = executing()
     assert s.state.plan.current is not None
     ref, created = s.state.plan.current.ref, s.state.plan.current.created_at
-    s.add(todo_event(s.state, "t1", "in_progress", s.at()))
-    s.add(todo_event(s.state, "t1", "done", s.at()))
+    s.add(todo_event(s.state, "t1", "in_progress"))
+    s.add(todo_event(s.state, "t1", "done"))
     cur = s.state.plan.current
     assert cur.ref == ref and cur.created_at == created and cur.updated_at == s.clock
     assert cur.summary.active_todo_ids == ("t2",)
@@ -542,14 +541,14 @@ def test_classify_change(base: PlanSpec, part: str) -> None:
 def test_exit_plan_events_drafts_rewrites_or_does_nothing() -> None:
     s = Session()
     s.mode(True)
-    (first,) = exit_plan_events(s.state, ExitPlanArgs(spec(), GOOD_CANDIDATE), "p1", s.at())
+    (first,) = exit_plan_events(s.state, ExitPlanArgs(spec(), GOOD_CANDIDATE), "p1")
     s.add(first)
-    assert exit_plan_events(s.state, ExitPlanArgs(spec(), None), "p2", s.at()) == ()
-    (second,) = exit_plan_events(s.state, ExitPlanArgs(spec(goal="new goal"), None), "p2", s.at())
+    assert exit_plan_events(s.state, ExitPlanArgs(spec(), None), "p2") == ()
+    (second,) = exit_plan_events(s.state, ExitPlanArgs(spec(goal="new goal"), None), "p2")
     assert second.payload["action"] == "rewrite" and second.payload["plan_id"] == "p1"
     s.add(second)
-    s.add(supersede_event(s.state, s.at()))
-    (third,) = exit_plan_events(s.state, ExitPlanArgs(spec(), None), "p2", s.at())
+    s.add(supersede_event(s.state))
+    (third,) = exit_plan_events(s.state, ExitPlanArgs(spec(), None), "p2")
     assert third.payload["action"] == "draft" and third.payload["plan_id"] == "p2"
 
 
@@ -557,10 +556,9 @@ def test_update_plan_events_turns_progress_into_todo_events() -> None:
     s = executing()
     assert s.state.plan.current is not None
     todos = (Todo("t1", "flags", "done"), Todo("t2", "exporter", "in_progress"))
-    events = update_plan_events(s.state, spec(todos_=todos), None, s.at())
-    assert [e.payload["action"] for e in events] == ["todo", "todo"]
-    assert [e.seq for e in events] == [s.state.last_seq + 1, s.state.last_seq + 2]
-    for event in events:
+    drafts = update_plan_events(s.state, spec(todos_=todos), None)
+    assert [read_plan_action(d.payload).action for d in drafts] == ["todo", "todo"]
+    for event in drafts:
         s.add(event)
     assert s.state.plan.current.spec.todos == todos
     assert s.state.plan.current.revision == 1
@@ -570,8 +568,8 @@ def test_update_plan_events_turns_progress_into_todo_events() -> None:
 def test_fold_plans_agrees_with_the_session_fold(the_spec: PlanSpec) -> None:
     s = Session()
     s.mode(True)
-    s.add(draft_event(s.state, "p", the_spec, None, s.at()))
+    s.add(draft_event(s.state, "p", the_spec, None))
     s.discuss()
     s.request()
-    s.add(approve_event(s.state, current_ref(s), s.at()))
+    s.add(approve_event(s.state, current_ref(s)))
     assert fold_plans(s.log) == s.state.plan == fold_session(s.log).plan

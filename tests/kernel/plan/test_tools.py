@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from planfold.kernel.payload import JSON, JSONObject
 from planfold.kernel.plan.scope import Effect, check_scope, path_in_scope
 from planfold.kernel.plan.spec import PlanScope
-from planfold.kernel.plan.tools import execution_effects, open_todo_ids
+from planfold.kernel.plan.tools import execution_effects
+from planfold.kernel.plan_events import open_todo_ids
 from planfold.kernel.session import SessionState, fold_session
 from planfold.kernel.tools.spec import ToolSpec
 from tests.fuzz.seeds import seed_logs

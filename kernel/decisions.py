@@ -21,8 +21,9 @@ entry points, each pure and total over its inputs:
   ``tool/result``, and the outcome (whose ``pending`` is the silent exit to
   queue when the plan was approved).
 - ``decide_plan_choice(state, events, pending, target, tool_running=)``: the
-  user's choice of plan mode (``/plan``, a toggle): the drafts to append now
-  (when nothing runs), the choice left pending, and the outcome.
+  user's choice of plan mode (``/plan``, a toggle), looked up in
+  ``kernel.plan.mode.CHOICE_TABLE``: the drafts to append now (when nothing
+  runs), the choice left pending, and the outcome.
 - ``decide_pre_step(state, events, pending, verdict)``: the turn-boundary
   flush of a pending plan-mode choice for a proposed step;
   ``decide_before_request(state)``: the start of an approved or implicit plan
@@ -38,10 +39,14 @@ a structured error (``{"error": {code, message, …}}``, with every problem of
 bad arguments), exactly what the model is told. These functions raise only
 for a programming error of the caller (a state that is not a fold).
 
-Each decision proves its drafts as the plan-event builders do: it builds the
-candidate events with the real reducer at the state it is given (stamped
-with the state's last time, which the log's own time never goes below) and
-returns their drafts, so a decision and a replay never disagree.
+Each decision proves its drafts as the plan builders (``kernel.plan_events``)
+do: it folds them with the real reducer onto the state it is given, as the
+events that would follow it (stamped with the state's last time, which the
+log's own time never goes below), so a decision and a replay never disagree.
+
+These decisions read the whole session (its turns, plan mode, plan and log),
+so they live above the session fold; the plan machine (``kernel.plan``)
+knows only plan state.
 """
 
 from __future__ import annotations
@@ -50,39 +55,44 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .. import session
-from ..errors import PlanfoldError
-from ..log import TOOL_RESULT, Draft, Event
-from ..payload import JSON
-from ..tools.events import tool_result_payload
-from ..tools.spec import ToolCall
-from .artifact import PlanRef
-from .context import plan_to_start
-from .events import approve_event, bootstrap_event, exit_plan_events, reject_event, start_event, todo_event
-from .mode import (
+from .errors import PlanfoldError, ReplayError
+from .log import REQUEST_HEADER, TOOL_RESULT, Draft, Event, RequestHeader, user_message
+from .payload import JSON, object_of
+from .plan.artifact import PlanRef, PlanStatus
+from .plan.context import plan_to_start
+from .plan.mode import (
+    CHOICE_TABLE,
+    NOTICE_SOURCE,
     ChoiceOutcome,
     PendingChoice,
+    PendingRelation,
     StepVerdict,
-    choice_events,
-    decide_choice,
-    flush_folded,
-    request_header,
+    notice_due,
+    notice_text,
+    plan_mode_set,
 )
-from .review import ReviewAnswer, ReviewOutcome, ReviewRequest, decide_review, start_review
-from .scope import Effect, ScopeVerdict
-from .spec import PlanSpecError, SpecProblem
-from .spec_json import decode_exit_plan_args
-from .tools import (
-    ToolArgumentsError,
-    decode_todo_update,
-    decode_verification,
+from .plan.review import ReviewAnswer, ReviewOutcome, ReviewRequest, decide_review, start_review
+from .plan.scope import Effect, ScopeVerdict, check_scope
+from .plan.spec import PlanSpecError, SpecProblem, SummaryView
+from .plan.spec_json import decode_exit_plan_args
+from .plan.tools import ToolArgumentsError, decode_todo_update, decode_verification
+from .plan.views import render_plan_content
+from .plan_events import (
+    approve_event,
+    bootstrap_event,
     execution_end_event,
+    exit_plan_events,
+    fold_drafts,
     open_todo_ids,
-    scope_decision,
-    summary_refreshed,
+    reject_event,
+    scope_realign_event,
+    start_event,
+    todo_event,
     verification_event,
 )
-from .views import render_plan_content
+from .session import SessionState
+from .tools.events import tool_result_payload
+from .tools.spec import ToolCall
 
 __all__ = [
     "PendingReview",
@@ -187,22 +197,6 @@ class PreStep:
 # Helpers
 
 
-def _at(state: session.SessionState) -> int:
-    """The time candidate events are checked at: the log's last time (the
-    session log's own time never goes below it)."""
-    return 0 if state.last is None else state.last.at
-
-
-def _after(state: session.SessionState, events: Sequence[Event]) -> session.SessionState:
-    for event in events:
-        state = session.apply_session_event(state, event)
-    return state
-
-
-def _drafts(events: Sequence[Event]) -> tuple[Draft, ...]:
-    return tuple(Draft.of(event) for event in events)
-
-
 def _result_draft(call_id: str, tool: str, result: ToolResult) -> Draft:
     return Draft(TOOL_RESULT, tool_result_payload(call_id, tool, ok=result.ok, output=result.output))
 
@@ -222,8 +216,15 @@ def _arguments(call: ToolCall) -> object:
     return call.arguments
 
 
-def _answer(call: ToolCall, events: Sequence[Event], result: ToolResult) -> ToolDecision:
-    return ToolDecision((*_drafts(events), _result_draft(call.call_id, call.tool, result)), result)
+def _answer(call: ToolCall, drafts: Sequence[Draft], result: ToolResult) -> ToolDecision:
+    return ToolDecision((*drafts, _result_draft(call.call_id, call.tool, result)), result)
+
+
+def _summary_refreshed(before: SummaryView, after: SessionState) -> bool:
+    """Whether the current plan's summary differs from ``before`` (a key todo
+    change refreshes it; other progress leaves it as it was)."""
+    cur = after.plan.current
+    return cur is not None and cur.summary != before
 
 
 # --------------------------------------------------------------------------
@@ -231,7 +232,7 @@ def _answer(call: ToolCall, events: Sequence[Event], result: ToolResult) -> Tool
 
 
 def decide_tool_call(
-    state: session.SessionState, call: ToolCall, *, new_plan_id: str, review_available: bool
+    state: SessionState, call: ToolCall, *, new_plan_id: str, review_available: bool
 ) -> ToolDecision:
     """Decide one call of a runtime-owned tool routed to the runtime by the
     gate. ``new_plan_id`` names a plan the call may create (``exit_plan_mode``
@@ -255,22 +256,22 @@ def decide_tool_call(
     return _answer(call, (), result)
 
 
-def _exit(state: session.SessionState, call: ToolCall, new_plan_id: str, review_available: bool) -> ToolDecision:
+def _exit(state: SessionState, call: ToolCall, new_plan_id: str, review_available: bool) -> ToolDecision:
     if not state.plan_mode:
         start_review(False, True, "")  # raises not-in-plan-mode
     args = decode_exit_plan_args(_arguments(call))
     rendered = render_plan_content(args.spec)
     request = start_review(True, review_available, rendered)
-    events = exit_plan_events(state, args, new_plan_id, _at(state))
-    artifact = _after(state, events).plan.current
+    drafts = exit_plan_events(state, args, new_plan_id)
+    artifact = fold_drafts(state, drafts).plan.current
     assert artifact is not None  # a draft, a rewrite, or the live plan unchanged
-    return ToolDecision(_drafts(events), None, PendingReview(call.call_id, call.tool, request, artifact.ref))
+    return ToolDecision(drafts, None, PendingReview(call.call_id, call.tool, request, artifact.ref))
 
 
-def _bootstrap(state: session.SessionState, call: ToolCall, new_plan_id: str) -> ToolDecision:
+def _bootstrap(state: SessionState, call: ToolCall, new_plan_id: str) -> ToolDecision:
     args = decode_exit_plan_args(_arguments(call))
-    event = bootstrap_event(state, new_plan_id, args.spec, args.summary_candidate, _at(state))
-    artifact = _after(state, (event,)).plan.current
+    draft = bootstrap_event(state, new_plan_id, args.spec, args.summary_candidate)
+    artifact = fold_drafts(state, (draft,)).plan.current
     assert artifact is not None
     body: dict[str, JSON] = {
         "plan_id": artifact.id,
@@ -278,36 +279,36 @@ def _bootstrap(state: session.SessionState, call: ToolCall, new_plan_id: str) ->
         "status": artifact.status,
         "next": "the plan starts executing with your next step",
     }
-    return _answer(call, (event,), ToolResult(True, tool_ok_text(body)))
+    return _answer(call, (draft,), ToolResult(True, tool_ok_text(body)))
 
 
-def _todo(state: session.SessionState, call: ToolCall) -> ToolDecision:
+def _todo(state: SessionState, call: ToolCall) -> ToolDecision:
     update = decode_todo_update(_arguments(call))
-    event = todo_event(state, update.todo_id, update.status, _at(state))
+    draft = todo_event(state, update.todo_id, update.status)
     before = state.plan.current
     assert before is not None  # todo_event refuses without a plan
-    after = _after(state, (event,))
+    after = fold_drafts(state, (draft,))
     body: dict[str, JSON] = {
         "todo_id": update.todo_id,
         "status": update.status,
-        "summary_refreshed": summary_refreshed(before.summary, after),
+        "summary_refreshed": _summary_refreshed(before.summary, after),
         "open_todos": list(open_todo_ids(after)),
     }
-    return _answer(call, (event,), ToolResult(True, tool_ok_text(body)))
+    return _answer(call, (draft,), ToolResult(True, tool_ok_text(body)))
 
 
-def _verification(state: session.SessionState, call: ToolCall) -> ToolDecision:
+def _verification(state: SessionState, call: ToolCall) -> ToolDecision:
     report = decode_verification(_arguments(call))
-    event = verification_event(state, report, _at(state))
-    cur = _after(state, (event,)).plan.current
+    draft = verification_event(state, report)
+    cur = fold_drafts(state, (draft,)).plan.current
     assert cur is not None
     body: dict[str, JSON] = {"passed": report.passed, "plan_id": cur.id, "status": cur.status}
     if not report.passed:
         body["next"] = "execution continues: fix what failed, then stop again to verify"
-    return _answer(call, (event,), ToolResult(True, tool_ok_text(body)))
+    return _answer(call, (draft,), ToolResult(True, tool_ok_text(body)))
 
 
-def decide_review_answer(state: session.SessionState, review: PendingReview, answer: ReviewAnswer) -> ReviewDecision:
+def decide_review_answer(state: SessionState, review: PendingReview, answer: ReviewAnswer) -> ReviewDecision:
     """Decide a human's ``answer`` to ``review``, on ``state`` (the session as
     it is once the drafts of the ``exit_plan_mode`` decision were appended).
     Exactly one clean approval records ``approve`` bound to the reviewed
@@ -315,22 +316,22 @@ def decide_review_answer(state: session.SessionState, review: PendingReview, ans
     feedback; any other answer records nothing. Every answer but an approval
     fails the call with the corrective message. Never raises for an answer."""
     outcome = decide_review(answer)
-    events: tuple[Event, ...] = ()
+    drafts: tuple[Draft, ...] = ()
     try:
         if outcome.approved:
-            events = (approve_event(state, review.ref, _at(state)),)
+            drafts = (approve_event(state, review.ref),)
             body: dict[str, JSON] = {"approved": True, "plan_id": review.ref.plan_id, "revision": review.ref.revision}
             if outcome.feedback is not None:
                 body["notes"] = outcome.feedback
             result = ToolResult(True, tool_ok_text(body))
         else:
             if outcome.status == "keep-planning":
-                events = (reject_event(state, review.ref, outcome.feedback, _at(state)),)
+                drafts = (reject_event(state, review.ref, outcome.feedback),)
             result = ToolResult(False, tool_error_text(outcome.status, outcome.message))
     except PlanfoldError as exc:
         failed = _failure(exc)
         return ReviewDecision((_result_draft(review.call_id, review.tool, failed),), failed, outcome)
-    drafts = (*_drafts(events), _result_draft(review.call_id, review.tool, result))
+    drafts = (*drafts, _result_draft(review.call_id, review.tool, result))
     return ReviewDecision(drafts, result, outcome, outcome.pending)  # only an approval has a pending exit
 
 
@@ -338,56 +339,81 @@ def decide_review_answer(state: session.SessionState, review: PendingReview, ans
 # Around requests
 
 
-def decide_before_request(state: session.SessionState) -> tuple[Draft, ...]:
+def decide_before_request(state: SessionState) -> tuple[Draft, ...]:
     """Before a request (and before an executor runs): ``start`` for the
     approved or implicit plan version waiting to run, else nothing. Never
     raises."""
     ref = plan_to_start(state)
-    return () if ref is None else (Draft.of(start_event(state, ref, _at(state))),)
+    return () if ref is None else (start_event(state, ref),)
 
 
 def decide_pre_step(
-    state: session.SessionState, events: Sequence[Event], pending: PendingChoice | None, verdict: StepVerdict
+    state: SessionState, events: Sequence[Event], pending: PendingChoice | None, verdict: StepVerdict
 ) -> PreStep:
     """The turn-boundary flush for a proposed step with ``verdict`` in the
     session folded to ``state`` from ``events``: only an accepted step inside
     an open turn records the pending choice (with its notice when one is
-    due); a choice equal to the recorded mode is dropped. Never raises."""
-    turn_open, recorded, plan_status = state.turns.open, state.plan_mode, state.plan.status
-    flush = flush_folded(
-        events, pending, verdict, _at(state), turn_open=turn_open, recorded=recorded, plan_status=plan_status
-    )
-    return PreStep(_drafts(flush.events), flush.pending_after_success, flush.pending_after_failure)
+    due); a choice equal to the recorded mode is dropped (the flips netted
+    out). Only the events since the last request header are read (for the
+    notice). Never raises."""
+    if pending is None or verdict != "accepted" or not state.turns.open:
+        return PreStep((), pending, pending)
+    if pending.target == state.plan_mode:
+        return PreStep((), None, None)
+    chosen = _choice_drafts(events, pending.target, pending.silent, state.plan.status)
+    return PreStep(chosen, None, pending)
 
 
-def decide_request_header(state: session.SessionState, step: int) -> Draft:
+def decide_request_header(state: SessionState, step: int) -> Draft:
     """The ``request/header`` of ``step`` in the open turn of the session
-    folded to ``state``, recording its plan mode. Raises ``ReplayError``
+    folded to ``state``, recording its plan mode (the state the fold gives
+    after any flush was appended). Raises ``ReplayError``
     (``transition-not-allowed``) when no turn is open."""
-    return Draft.of(request_header(state.turns, state.plan_mode, state.last_seq + 1, step, _at(state)))
+    if not state.turns.open:
+        raise ReplayError(state.last_seq + 1, "transition-not-allowed", "a request header needs an open turn")
+    return Draft(REQUEST_HEADER, object_of(RequestHeader(state.turns.turn, step, state.plan_mode)))
 
 
-def decide_scope(state: session.SessionState, effects: Sequence[Effect]) -> tuple[ScopeVerdict, tuple[Draft, ...]]:
+def decide_scope(state: SessionState, effects: Sequence[Effect]) -> tuple[ScopeVerdict, tuple[Draft, ...]]:
     """Check the effects an executor call is about to have against the
     executing plan's scope: the verdict, and the ``realign`` to append (the
-    call must not run then). Never raises."""
-    verdict, realign = scope_decision(state, effects, _at(state))
-    return verdict, () if realign is None else (Draft.of(realign),)
+    call must not run then); nothing when all is inside, or no plan is
+    executing. Never raises."""
+    cur = state.plan.current
+    if state.plan_mode or cur is None or cur.status != "executing":
+        return ScopeVerdict(), ()
+    verdict = check_scope(cur.spec, effects)
+    if not verdict.realign_needed:
+        return verdict, ()
+    realign = scope_realign_event(state, effects)
+    return verdict, () if realign is None else (realign,)
 
 
-def decide_after_final_reply(state: session.SessionState) -> tuple[Draft, ...]:
+def decide_after_final_reply(state: SessionState) -> tuple[Draft, ...]:
     """The model ended a step without tool calls: ``verify`` when that ended
     the execution (no todo open), else nothing (the turn ends). Never raises."""
-    event = execution_end_event(state, _at(state))
-    return () if event is None else (Draft.of(event),)
+    draft = execution_end_event(state)
+    return () if draft is None else (draft,)
 
 
 # --------------------------------------------------------------------------
 # The user's choice of plan mode
 
 
+def _choice_drafts(
+    events: Sequence[Event], target: bool, silent: bool, plan_status: PlanStatus | None
+) -> tuple[Draft, ...]:
+    """What records a choice of ``target`` after ``events``: the
+    ``plan/mode`` draft and, unless the choice is silent, a notice
+    ``user/message`` when one is due (``notice_due``), worded from
+    ``plan_status``, the current plan's status."""
+    if silent or not notice_due(events, target):
+        return (plan_mode_set(target),)
+    return plan_mode_set(target), user_message(notice_text(target, plan_status), NOTICE_SOURCE)
+
+
 def decide_plan_choice(
-    state: session.SessionState,
+    state: SessionState,
     events: Sequence[Event],
     pending: PendingChoice | None,
     target: bool,
@@ -396,11 +422,18 @@ def decide_plan_choice(
 ) -> PlanChoice:
     """The user chooses plan mode ``target`` (``/plan``, a toggle) in the
     session folded to ``state`` from ``events``, with ``pending`` the choice
-    already waiting. Between turns it is recorded now (with a notice when
-    one is due); in a turn, or while a tool runs (the log is sealed then), it
+    already waiting: the row of ``CHOICE_TABLE`` for how ``pending`` relates
+    to ``target``, whether ``target`` is the recorded mode and whether the
+    log is sealed. Between turns it is recorded now (with a notice when one
+    is due); in a turn, or while a tool runs (the log is sealed then), it
     waits for the next accepted pre-step. Never raises."""
-    decision = decide_choice(state.plan_mode, pending, state.turns.open or tool_running, target)
-    drafts: tuple[Draft, ...] = ()
-    if decision.append_now:
-        drafts = _drafts(choice_events(events, target, _at(state), plan_status=state.plan.status))
-    return PlanChoice(drafts, decision.pending, decision.outcome)
+    sealed = state.turns.open or tool_running
+    row = CHOICE_TABLE[(PendingRelation.of(pending, target), target == state.plan_mode, sealed)]
+    if row.pending == "keep":
+        after = pending
+    elif row.pending == "set":
+        after = PendingChoice(target)
+    else:
+        after = None
+    drafts = _choice_drafts(events, target, False, state.plan.status) if row.append_now else ()
+    return PlanChoice(drafts, after, row.outcome)
