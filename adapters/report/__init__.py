@@ -1,0 +1,1 @@
+"""`planfold report`: a session (or a database) as one self-contained HTML page for auditors."""
