@@ -1,0 +1,155 @@
+"""Headless Chromium for the report's tests, and the README's screenshot.
+
+The browser is Debian's ``chromium`` (``PLANFOLD_CHROMIUM`` names another
+executable), driven through Playwright for Python; Playwright's own browser
+downloads are never used. ``open_page`` loads a report into a fresh page
+that refuses every request leaving it (anything but ``data:`` and
+``about:``) and records each refused URL, console error and page error, so a
+test can require that there were none.
+
+``python -m tests.adapters.report.browser OUT.png`` (``make diagrams``) runs
+the demo, reports its session, and writes a screenshot of the page's plan
+status machine with one transition chosen: the image the README shows.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from planfold.adapters.cli.main import main as planfold
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page, Route
+
+__all__ = ["ARGS", "Opened", "chromium_path", "demo_report", "edge_id", "launch", "open_page", "screenshot"]
+
+#: How the browser is started: headless, and quiet on the network.
+ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+
+class ChromiumMissingError(RuntimeError):
+    """Chromium or Playwright is not installed."""
+
+
+def chromium_path() -> str:
+    """The Chromium executable; ``ChromiumMissingError`` when there is none."""
+    named = os.environ.get("PLANFOLD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.access(named, os.X_OK):
+        raise ChromiumMissingError(
+            f"no Chromium at {named}: install Debian's chromium (apt-get install chromium) "
+            "or name one with PLANFOLD_CHROMIUM"
+        )
+    return named
+
+
+@contextmanager
+def launch() -> Iterator[Browser]:
+    """A headless Chromium, closed afterwards."""
+    executable = chromium_path()
+    try:
+        from playwright.sync_api import sync_playwright  # noqa: PLC0415  # a test dependency, loaded on use
+    except ImportError as exc:
+        raise ChromiumMissingError(f"Playwright for Python is not installed: pip install -e '.[dev]' ({exc})") from exc
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=executable, args=list(ARGS))
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@dataclass
+class Opened:
+    """A page with a report loaded, and what went wrong while it loaded and ran."""
+
+    page: Page
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def open_page(browser: Browser, html: str, width: int = 1200) -> Opened:
+    """``html`` in a new page of ``browser`` that may send no request."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    opened = Opened(page)
+
+    def refuse(route: Route) -> None:
+        url = route.request.url
+        if url.startswith(("data:", "about:")):
+            route.continue_()
+            return
+        opened.requests.append(url)
+        route.abort()
+
+    page.route("**/*", refuse)
+    page.on("console", lambda message: opened.errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: opened.errors.append(str(error)))
+    page.on("requestfailed", lambda request: None)
+    page.set_content(html, wait_until="load")
+    return opened
+
+
+def demo_report(directory: Path) -> str:
+    """The report page of the demo's session, made by ``planfold report``."""
+    db = directory / "demo.sqlite"
+    out = directory / "demo.html"
+    from planfold.adapters.cli.demo import run_demo  # noqa: PLC0415
+
+    run_demo(str(db), io.StringIO())
+    status = planfold(["report", str(db), "--session", "demo-1", "-o", str(out)], out=io.StringIO(),
+                      err=io.StringIO())
+    if status != 0:
+        raise RuntimeError(f"planfold report exited {status}")
+    return out.read_text(encoding="utf-8")
+
+
+def edge_id(page: Page, machine: str, label: str) -> str:
+    """The ``data-edge`` of the transition of ``machine`` labelled ``label``."""
+    found = page.eval_on_selector_all(
+        f"#machine-{machine} tr[data-edge]",
+        "(rows, label) => rows.filter(r => r.cells[2].textContent === label).map(r => r.dataset.edge)",
+        label,
+    )
+    if len(found) != 1:
+        raise LookupError(f"{machine} has {len(found)} transitions labelled {label!r}")
+    return str(found[0])
+
+
+def screenshot(browser: Browser, html: str, path: Path) -> None:
+    """The plan status machine of ``html``, its ``approve`` transition
+    chosen, as a PNG at ``path``."""
+    opened = open_page(browser, html, width=1100)
+    page = opened.page
+    page.locator(f'#machine-plan_status text.label[data-edge="{edge_id(page, "plan_status", "approve")}"]').click()
+    box = page.locator("#machine-plan_status")
+    box.screenshot(path=str(path))
+    page.close()
+
+
+def _main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m tests.adapters.report.browser OUT.png", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as scratch, launch() as browser:
+        screenshot(browser, demo_report(Path(scratch)), Path(argv[0]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))
