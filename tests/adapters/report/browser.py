@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from planfold.adapters.cli.demo import run_demo
 from planfold.adapters.cli.main import main as planfold
 
 if TYPE_CHECKING:
@@ -105,15 +106,16 @@ def open_page(browser: Browser, html: str, width: int = 1200) -> Opened:
     return opened
 
 
-def demo_report(directory: Path) -> str:
-    """The report page of the demo's session, made by ``planfold report``."""
+def demo_report(directory: Path, runs: int = 1) -> str:
+    """The report page of the demo's session, made by ``planfold report``;
+    with ``runs`` above 1, the demo runs that many times into one database
+    and the page is ``planfold report --all`` of it."""
     db = directory / "demo.sqlite"
     out = directory / "demo.html"
-    from planfold.adapters.cli.demo import run_demo  # noqa: PLC0415
-
-    run_demo(str(db), io.StringIO())
-    status = planfold(["report", str(db), "--session", "demo-1", "-o", str(out)], out=io.StringIO(),
-                      err=io.StringIO())
+    for _ in range(runs):
+        run_demo(str(db), io.StringIO())
+    chosen = ["--session", "demo-1"] if runs == 1 else ["--all"]
+    status = planfold(["report", str(db), *chosen, "-o", str(out)], out=io.StringIO(), err=io.StringIO())
     if status != 0:
         raise RuntimeError(f"planfold report exited {status}")
     return out.read_text(encoding="utf-8")

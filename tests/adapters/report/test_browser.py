@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from planfold.adapters.report.html import render_report
+from planfold.adapters.report.model import build_report
 from tests.adapters.report.browser import ChromiumMissingError, demo_report, edge_id, launch, open_page, screenshot
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
+
+from tests.adapters.report.report_logs import gated_events
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
@@ -81,6 +85,33 @@ def test_choosing_a_transition_shows_the_events_that_took_it(chromium: Browser, 
     detail.locator("a", has_text="64").click()
     assert page.evaluate("location.hash") == "#seq-64"
     assert page.locator("#seq-64").is_visible()
+
+
+def test_the_coverage_page_of_a_database_renders_and_names_each_sessions_events(
+    chromium: Browser, tmp_path: Path
+) -> None:
+    opened = open_page(chromium, demo_report(tmp_path, runs=2))
+    page = opened.page
+    assert page.locator("svg.machine").count() == 4
+    for index in range(4):
+        box = page.locator("svg.machine").nth(index).bounding_box()
+        assert box is not None and box["width"] > 300
+    approve = edge_id(page, "plan_status", "approve")
+    page.locator(f'#machine-plan_status text.label[data-edge="{approve}"]').click()
+    text = page.locator("#machine-plan_status .detail").inner_text()
+    assert "2 time(s)" in text and "demo-1#16, demo-2#16" in text
+    assert opened.requests == [] and opened.errors == []
+
+
+def test_a_100k_event_session_opens_with_its_long_stretches_summarised(chromium: Browser) -> None:
+    report = build_report("long", ((None, e) for e in gated_events(100_000)))
+    html = render_report(report)
+    assert len(html) < 1_000_000  # bounded: the page does not grow with the log
+    opened = open_page(chromium, html)
+    page = opened.page
+    stretch = page.locator("#timeline > p.stretch")
+    assert stretch.count() == 1 and "turns and stretches between turns left out" in stretch.inner_text()
+    assert page.locator("svg.machine").count() == 4 and opened.errors == [] and opened.requests == []
 
 
 def test_the_readme_screenshot_is_made_from_the_demo_report(
