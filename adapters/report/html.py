@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``render_report(report)`` and ``render_coverage(coverage)`` return the whole
 page as one string: the style sheet, the script and every diagram (inline
-SVG, ``report.svg``) are inside it, and it names no other resource, so it
+SVG, laid out by ``adapters.report.svg``) are inside it, and it names no other resource, so it
 opens offline and sends no request. Everything it says is in the markup
 itself: the page reads the same with script turned off (each diagram has a
 table beside it listing every transition with its count and the events that
@@ -227,12 +227,8 @@ def _stretch_text(s: Stretch, noun: str) -> str:
         text += ": " + s.calls_text()
     other = {k: n for k, n in s.kinds.items() if k != "tool/call"}
     if other:
-        text += ("; " if s.calls else ": ") + ", ".join(f"{_short_kind(k)} {n:,}" for k, n in sorted(other.items()))
+        text += ("; " if s.calls else ": ") + ", ".join(f"{k} {n:,}" for k, n in sorted(other.items()))
     return text + " …"
-
-
-def _short_kind(kind: str) -> str:
-    return kind
 
 
 def _stretch_div(noun: str) -> Callable[[Stretch], str]:

@@ -107,7 +107,7 @@ def _plan_mode(before: SessionState, after: SessionState) -> tuple[Edge, ...]:
     folded, target = before.plan_mode, after.plan_mode
     if folded == target:
         state = plan_mode_state(folded, None)
-        return (Edge(state, state, REPEAT_LABEL, extra_note(Edge("", "", REPEAT_LABEL))),)
+        return (Edge(state, state, REPEAT_LABEL, _NOTES[REPEAT_LABEL]),)
     if not before.turns.open:
         return (Edge(plan_mode_state(folded, None), plan_mode_state(target, None),
                      plan_mode_label(target, False, "committed")),)

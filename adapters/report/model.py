@@ -134,6 +134,16 @@ def _approved(output: str) -> bool:
     return isinstance(answer, Mapping) and answer.get("approved") is True
 
 
+def _refusal(output: str) -> str:
+    """What an ``exit_plan_mode`` result that did not approve says happened
+    (the runtime words each outcome of ``kernel.plan.review.decide_review``)."""
+    if "dismissed the review" in output:
+        return "dismissed"
+    if "review channel closed" in output:
+        return "channel-lost"
+    return "keep-planning"
+
+
 # --------------------------------------------------------------------------
 # Bounded lists
 
@@ -701,7 +711,8 @@ class ReportBuilder:
             if ok and _approved(output):
                 review.outcome, review.answer = "approved", "Approve"
             else:
-                review.outcome = "keep-planning" if review.outcome == "open" else review.outcome
+                if review.outcome == "open":
+                    review.outcome = _refusal(output)
                 review.answer = excerpt(output)
             self._review = None
 

@@ -15,11 +15,10 @@ import pytest
 from planfold.adapters.report.html import render_report
 from planfold.adapters.report.model import build_report
 from tests.adapters.report.browser import ChromiumMissingError, demo_report, edge_id, launch, open_page, screenshot
+from tests.adapters.report.report_logs import gated_events
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
-
-from tests.adapters.report.report_logs import gated_events
 
 pytestmark = pytest.mark.usefixtures("chromium")
 

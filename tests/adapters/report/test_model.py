@@ -205,3 +205,27 @@ def test_coverage_adds_up_the_transitions_of_every_session(demo: tuple[Event, ..
     assert done.machines["plan_status"].seqs[approve] == [("a", 16), ("b", 16)]
     taken, shown = done.machines["plan_status"].coverage(done.graphs["plan_status"], "plan_status")
     assert 0 < taken < shown == len(done.graphs["plan_status"].edges)
+
+
+@pytest.mark.parametrize(
+    ("output", "outcome"),
+    [
+        ("The user wants to keep planning. Their feedback: smaller steps.", "keep-planning"),
+        ("The user dismissed the review to speak instead. Keep planning and wait for them.", "dismissed"),
+        ("The review channel closed before the user answered; the plan was not approved.", "channel-lost"),
+    ],
+)
+def test_a_review_that_did_not_approve_says_what_the_reviewer_did(output: str, outcome: str) -> None:
+    call = {"call_id": "c1", "tool": "exit_plan_mode", "arguments": {"plan_spec": {"goal": "Ship <it>"}}}
+    events = [
+        Event(1, "plan/mode", 1, {"active": True}),
+        Event(2, "turn/start", 2, {"turn": 1}),
+        Event(3, "request/header", 3, {"turn": 1, "step": 1, "plan_mode": True}),
+        Event(4, "tool/call", 4, call),
+        Event(5, "tool/result", 5, {"call_id": "c1", "tool": "exit_plan_mode", "ok": False, "output": output}),
+        Event(6, "turn/end", 6, {"turn": 1}),
+    ]
+    report = build_report("s", _records(events))
+    (review,) = report.reviews.items
+    assert (review.question, review.outcome, review.turn) == ("Ship <it>", outcome, 1)
+    assert review.answer == output
