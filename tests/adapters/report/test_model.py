@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
 
 from planfold.adapters.report.machines import FLUSH_LABEL, machine_graphs
 from planfold.adapters.report.model import (
@@ -26,8 +27,10 @@ from planfold.adapters.report.model import (
 from planfold.adapters.specgen.vectors import read_record_lines
 from planfold.kernel.graph import Edge, plan_mode_label
 from planfold.kernel.log import Event
+from planfold.kernel.payload import JSONObject
 from planfold.kernel.plan.spec import PlanSpec, Todo
 from tests.adapters.report.report_logs import WIDE_TURN, demo_events, demo_session, gated_events
+from tests.goal_logs import valid_logs
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +219,7 @@ def test_coverage_adds_up_the_transitions_of_every_session(demo: tuple[Event, ..
     ],
 )
 def test_a_review_that_did_not_approve_says_what_the_reviewer_did(output: str, outcome: str) -> None:
-    call = {"call_id": "c1", "tool": "exit_plan_mode", "arguments": {"plan_spec": {"goal": "Ship <it>"}}}
+    call: JSONObject = {"call_id": "c1", "tool": "exit_plan_mode", "arguments": {"plan_spec": {"goal": "Ship <it>"}}}
     events = [
         Event(1, "plan/mode", 1, {"active": True}),
         Event(2, "turn/start", 2, {"turn": 1}),
@@ -229,3 +232,14 @@ def test_a_review_that_did_not_approve_says_what_the_reviewer_did(output: str, o
     (review,) = report.reviews.items
     assert (review.question, review.outcome, review.turn) == ("Ship <it>", outcome, 1)
     assert review.answer == output
+
+
+@given(valid_logs())
+def test_every_goal_change_of_a_valid_log_takes_an_edge_of_the_goal_table(log: list[Event]) -> None:
+    report = build_report("s", _records(log))  # up to its first bad event, if the session fold finds one
+    assert report.events == (len(log) if report.ok else (report.bad.position or 1) - 1)  # type: ignore[union-attr]
+    use = report.machines["goal"]
+    assert use.extra == {}
+    assert sum(use.counts.values()) == report.kinds.get("goal/change", 0)
+    assert set(use.counts) <= set(report.graphs["goal"].edges)
+    assert len(report.goal_changes.items) == min(report.kinds.get("goal/change", 0), 48)
