@@ -6,6 +6,7 @@ a machine without it fails them, it never skips them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -84,6 +85,26 @@ def test_choosing_a_transition_shows_the_events_that_took_it(chromium: Browser, 
     detail.locator("a", has_text="64").click()
     assert page.evaluate("location.hash") == "#seq-64"
     assert page.locator("#seq-64").is_visible()
+
+
+def test_the_page_reads_without_script_and_prints(chromium: Browser, page_html: str) -> None:
+    context = chromium.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.set_content(page_html, wait_until="load")
+        assert page.locator("svg.machine").count() == 4
+        assert not page.locator("#machine-plan_status .hint").is_visible()  # it speaks of choosing: script only
+        label = page.locator("td:nth-child(3)", has_text=re.compile("^approve$"))
+        row = page.locator("#machine-plan_status tr.taken").filter(has=label)
+        assert row.count() == 1 and row.locator("a").get_attribute("href") == "#seq-16"
+        assert page.locator("#seq-16").is_visible() and page.locator("#timeline .block").count() == 8
+        page.emulate_media(media="print")
+        assert not page.locator("#machine-plan_status .detail").is_visible()
+        assert page.locator("svg.machine").first.is_visible()
+        pdf = page.pdf(format="A4")
+        assert pdf.startswith(b"%PDF") and len(pdf) > 50_000
+    finally:
+        context.close()
 
 
 def test_the_coverage_page_of_a_database_renders_and_names_each_sessions_events(
