@@ -81,7 +81,7 @@ def pg_url(pg_cluster: Cluster) -> Iterator[str]:
 
 # PLANFOLD_REQUIRE_CHROMIUM=1 does the same for the report's browser tests
 # (tests/adapters/report/test_browser.py, whose ``chromium`` fixture fails
-# when the browser is missing): CI fails unless one of them passed.
+# under it when the browser is missing): CI fails unless one of them passed.
 
 _ran: dict[str, int] = {"skipped": 0, "postgres": 0, "chromium": 0}
 

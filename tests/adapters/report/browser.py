@@ -31,7 +31,18 @@ from planfold.adapters.cli.main import main as planfold
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, Route
 
-__all__ = ["ARGS", "Opened", "chromium_path", "demo_report", "edge_id", "launch", "open_page", "screenshot"]
+__all__ = [
+    "ARGS",
+    "ChromiumMissingError",
+    "Opened",
+    "chromium_path",
+    "demo_report",
+    "edge_id",
+    "launch",
+    "open_page",
+    "playwright_missing",
+    "screenshot",
+]
 
 #: How the browser is started: headless, and quiet on the network.
 ARGS = (
@@ -52,7 +63,7 @@ class ChromiumMissingError(RuntimeError):
 def chromium_path() -> str:
     """The Chromium executable; ``ChromiumMissingError`` when there is none."""
     named = os.environ.get("PLANFOLD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.access(named, os.X_OK):
+    if not os.path.isfile(named) or not os.access(named, os.X_OK):
         raise ChromiumMissingError(
             f"no Chromium at {named}: install Debian's chromium (apt-get install chromium) "
             "or name one with PLANFOLD_CHROMIUM"
@@ -60,14 +71,25 @@ def chromium_path() -> str:
     return named
 
 
+def playwright_missing() -> str | None:
+    """Why Playwright for Python cannot be imported, or ``None`` when it can."""
+    try:
+        import playwright.sync_api  # noqa: F401, PLC0415  # a test dependency, loaded on use
+    except ImportError as exc:
+        return f"Playwright for Python is not installed: pip install -e '.[dev]' ({exc})"
+    return None
+
+
 @contextmanager
 def launch() -> Iterator[Browser]:
-    """A headless Chromium, closed afterwards."""
+    """A headless Chromium, closed afterwards (``ChromiumMissingError``
+    when Chromium or Playwright is not installed)."""
     executable = chromium_path()
-    try:
-        from playwright.sync_api import sync_playwright  # noqa: PLC0415  # a test dependency, loaded on use
-    except ImportError as exc:
-        raise ChromiumMissingError(f"Playwright for Python is not installed: pip install -e '.[dev]' ({exc})") from exc
+    why = playwright_missing()
+    if why is not None:
+        raise ChromiumMissingError(why)
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
     with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=executable, args=list(ARGS))
         try:

@@ -1,8 +1,9 @@
 """The demo's report in a real browser (headless Chromium): nothing leaves
 the page, no script error is logged, every diagram renders, and choosing a
-transition, by mouse or keyboard, shows the events that took it. CI
-installs Chromium and requires these tests (``PLANFOLD_REQUIRE_CHROMIUM``);
-a machine without it fails them, it never skips them."""
+transition, by mouse or keyboard, shows the events that took it. On a
+machine without Chromium (or Playwright) they are skipped, saying what to
+install; CI installs it and sets ``PLANFOLD_REQUIRE_CHROMIUM``, under which
+they fail instead (``tests.system_programs``)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import pytest
 
 from planfold.adapters.report.html import render_report
 from planfold.adapters.report.model import build_report
-from tests.adapters.report.browser import ChromiumMissingError, demo_report, edge_id, launch, open_page, screenshot
+from tests.adapters.report.browser import demo_report, edge_id, launch, open_page, screenshot
 from tests.adapters.report.report_logs import gated_events
+from tests.system_programs import chromium as system_chromium
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -26,11 +28,9 @@ pytestmark = pytest.mark.usefixtures("chromium")
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Browser]:
-    try:
-        with launch() as browser:
-            yield browser
-    except ChromiumMissingError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    system_chromium()  # skipped, or failed where the run requires it, without one
+    with launch() as browser:
+        yield browser
 
 
 @pytest.fixture(scope="module")
