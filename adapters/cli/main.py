@@ -501,7 +501,7 @@ def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
     with read_source(args.file, stdin) as source:
         if source.kind == "jsonl":
             lines = ForkRecordLines(source.lines())
-            report = build_report(args.session or source.label, read_records(lines))
+            report = build_report(shown(args.session or source.label), read_records(lines))
             return render_report(report), report.ok
         with open_database(source, write=False) as store:
             if args.session is not None:
@@ -538,7 +538,7 @@ def _cmd_report(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
     if output in (None, "-"):
         out.write(page)
     else:
-        _write_output(output, page.encode("utf-8", "surrogateescape"))
+        _write_output(output, page.encode("utf-8", "backslashreplace"))
     return 0 if ok else 1
 
 

@@ -117,3 +117,14 @@ def test_a_postgresql_session_is_reported_without_writing_to_the_database(pg_url
     assert code == 0, err
     assert "session <code>demo-1</code>" in page and "passes the strict replay" in page
     assert rows() == before
+
+
+def test_a_log_whose_file_name_is_not_utf8_is_reported_under_its_name_escaped(
+    two_sessions: Path, tmp_path: Path
+) -> None:
+    log = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9.jsonl"))
+    assert _run("export", "--db", str(two_sessions), "--session", "demo-1", "-o", str(log))[0] == 0
+    out = tmp_path / "r.html"
+    code, _, err = _run("report", str(log), "-o", str(out))
+    assert code == 0, err
+    assert "session <code>caf\\xe9</code>" in out.read_text(encoding="utf-8")
