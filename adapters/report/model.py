@@ -29,7 +29,8 @@ a ``Stretch`` (how many items, events, seqs and turns, tool calls and their
 verdicts), which the page prints as one line ("… 4,812 events of turns
 120–380: 3,100 tool calls (3,050 allowed, 50 refused: not-offered 50) …").
 The same holds inside one turn, so a turn of 100,000 events is as small as
-any other. Texts are kept as short excerpts.
+any other. Texts are kept as short excerpts, and a count of rule codes keeps
+at most ``CODES`` of them (a log names its own codes).
 
 A log that breaks a rule is reported up to its first bad event: the fold
 stops there, the report holds what came before, and ``Report.bad`` names the
@@ -79,7 +80,9 @@ from ..provenance import ForkRecordError
 from .machines import MACHINES, extra_note, machine_graphs, observable, taken
 
 __all__ = [
+    "CODES",
     "EXCERPT",
+    "OTHER_CODES",
     "BadEvent",
     "Block",
     "Capped",
@@ -101,6 +104,7 @@ __all__ = [
     "Summarised",
     "Verification",
     "build_report",
+    "bump",
     "goal_actors",
     "spec_diff",
 ]
@@ -142,6 +146,21 @@ def _refusal(output: str) -> str:
     if "review channel closed" in output:
         return "channel-lost"
     return "keep-planning"
+
+
+#: How many distinct rule codes a count keeps; the rest are counted together.
+CODES = 64
+#: The key under which a count keeps the codes past ``CODES``.
+OTHER_CODES = "(other codes)"
+
+
+def bump(counts: Counter[str], code: str, n: int = 1) -> None:
+    """Count ``n`` of ``code``, keeping at most ``CODES`` distinct codes (a
+    log names its own codes, so their number is not bounded otherwise)."""
+    if code in counts or len(counts) < CODES:
+        counts[code] += n
+    else:
+        counts[OTHER_CODES] += n
 
 
 # --------------------------------------------------------------------------
@@ -265,9 +284,9 @@ class Entry:
         if self.kind == TOOL_CALL:
             stretch.calls += 1
             if self.verdict == "refused":
-                stretch.refused[self.code] += 1
+                bump(stretch.refused, self.code)
             elif self.verdict == "warned":
-                stretch.warned[self.code] += 1
+                bump(stretch.warned, self.code)
 
 
 #: How many mode bands a block keeps before it merges the rest into its last.
@@ -306,8 +325,10 @@ class Block:
         stretch.events += self.events
         stretch.span(self.first_seq, self.last_seq, self.turn)
         stretch.calls += self.calls
-        stretch.refused.update(self.refused)
-        stretch.warned.update(self.warned)
+        for code, n in self.refused.items():
+            bump(stretch.refused, code, n)
+        for code, n in self.warned.items():
+            bump(stretch.warned, code, n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -685,8 +706,8 @@ class ReportBuilder:
         p = event.payload
         code, call_id = str(p.get("code", "")), str(p.get("call_id", ""))
         refused = event.kind == TOOL_REFUSED
-        (self.refused if refused else self.warned)[code] += 1
-        (block.refused if refused else block.warned)[code] += 1
+        bump(self.refused if refused else self.warned, code)
+        bump(block.refused if refused else block.warned, code)
         entry = self._calls.get(call_id)
         if entry is not None:
             entry.verdict = "refused" if refused else "warned"

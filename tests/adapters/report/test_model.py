@@ -17,6 +17,8 @@ from hypothesis import given
 
 from planfold.adapters.report.machines import FLUSH_LABEL, machine_graphs
 from planfold.adapters.report.model import (
+    CODES,
+    OTHER_CODES,
     SEQS_PER_EDGE,
     Coverage,
     Report,
@@ -243,3 +245,19 @@ def test_every_goal_change_of_a_valid_log_takes_an_edge_of_the_goal_table(log: l
     assert sum(use.counts.values()) == report.kinds.get("goal/change", 0)
     assert set(use.counts) <= set(report.graphs["goal"].edges)
     assert len(report.goal_changes.items) == min(report.kinds.get("goal/change", 0), 48)
+
+
+def test_a_log_that_names_endless_rule_codes_keeps_a_bounded_count_of_them() -> None:
+    events = [Event(1, "turn/start", 1, {"turn": 1})]
+    for i in range(500):
+        call = f"c{i}"
+        events.append(Event(len(events) + 1, "tool/call", 1, {"call_id": call, "tool": "t", "arguments": None}))
+        events.append(Event(len(events) + 1, "tool/refused", 1, {"call_id": call, "tool": "t", "code": f"code-{i}",
+                                                                 "reason": "no", "phase": "plan"}))
+    report = build_report("s", _records(events))
+    assert report.ok and len(report.refused) == CODES + 1
+    assert report.refused[OTHER_CODES] == 500 - CODES and sum(report.refused.values()) == 500
+    (block,) = report.timeline.items
+    assert len(block.refused) == CODES + 1
+    left_out = block.items.listing().left_out
+    assert left_out is not None and len(left_out.refused) <= CODES + 1
