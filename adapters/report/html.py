@@ -214,20 +214,23 @@ def _listing(
 
 
 def _stretch_text(s: Stretch, noun: str) -> str:
-    parts = [f"… {s.items:,} {noun} left out"]
+    """``… 9,112 turns left out (92,646 events of turns 21–7,614, seq 7,238–99,883): 22,782 tool calls (…) …``."""
+    facts = []
     if s.events:
-        parts.append(f"{s.events:,} events")
-    if s.first_turn is not None:
-        turns = f"turn {s.first_turn}" if s.first_turn == s.last_turn else f"turns {s.first_turn}–{s.last_turn}"
-        parts[-1] += f" of {turns}"
-    if s.first_seq is not None:
-        parts.append(f"seq {s.first_seq:,}–{s.last_seq:,}")
-    text = ", ".join(parts)
-    if s.calls:
-        text += ": " + s.calls_text()
+        facts.append(f"{s.events:,} events")
+        if s.first_turn is not None:
+            turns = f"turn {s.first_turn:,}" if s.first_turn == s.last_turn else (
+                f"turns {s.first_turn:,}–{s.last_turn:,}")
+            facts[-1] += f" of {turns}"
+    if s.first_seq is not None and s.last_seq is not None:
+        facts.append(f"seq {s.first_seq:,}" if s.first_seq == s.last_seq else f"seq {s.first_seq:,}–{s.last_seq:,}")
+    text = f"… {s.items:,} {noun} left out" + (f" ({', '.join(facts)})" if facts else "")
+    parts = [s.calls_text()] if s.calls else []
     other = {k: n for k, n in s.kinds.items() if k != "tool/call"}
     if other:
-        text += ("; " if s.calls else ": ") + ", ".join(f"{k} {n:,}" for k, n in sorted(other.items()))
+        parts.append(", ".join(f"{k} {n:,}" for k, n in sorted(other.items())))
+    if parts:
+        text += ": " + "; ".join(parts)
     return text + " …"
 
 
@@ -364,7 +367,7 @@ def _block(first: int | None) -> Callable[[Block], str]:
         table = _listing(
             b.items.listing(),
             _entry_row(first),
-            _stretch_row("events", 5),
+            _stretch_row("entries", 5),
             ('<table><tr><th class="num">seq</th><th class="num">time</th><th>what</th><th>detail</th>'
              "<th>verdict</th></tr>", "</table>"),
         )

@@ -14,7 +14,7 @@ import pytest
 from planfold.adapters.report.html import render_coverage, render_report
 from planfold.adapters.report.model import Coverage, Provenance, build_report
 from planfold.kernel.log import Event
-from tests.adapters.report.report_logs import demo_events, demo_session
+from tests.adapters.report.report_logs import demo_events, demo_session, gated_events
 
 HOSTILE = '<script>alert("x")</script>&<img src=x onerror=alert(1)>\'"'
 
@@ -121,3 +121,13 @@ def test_the_coverage_page_lists_each_session_and_the_transitions_of_all(
     page = render_coverage(coverage.finish())
     assert HOSTILE not in page and "2" in page and "<code>one</code>#16" in page
     assert "every session passes the strict replay" in page and page.count('class="machine"') == 4
+
+
+def test_a_long_stretch_is_one_line_of_counts_with_its_seqs_and_verdicts() -> None:
+    report = build_report("long", ((None, e) for e in gated_events(8_000)))
+    page = render_report(report)
+    line = re.search(r'class="stretch">(… [\d,]+ entries left out \([^<]*)<', page)
+    assert line is not None
+    assert re.match(r"… [\d,]+ entries left out \([\d,]+ events, seq [\d,]+–[\d,]+\): [\d,]+ tool calls "
+                    r"\([\d,]+ allowed; [\d,]+ refused: not-offered [\d,]+, read-only-phase [\d,]+; [\d,]+ warned: "
+                    r"advisory-write [\d,]+\) …$", line.group(1)), line.group(1)
