@@ -32,7 +32,9 @@ a note saying why it is not in the table.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from ...kernel.errors import ReplayError
 from ...kernel.graph import (
@@ -80,14 +82,15 @@ _NOTES = {
 MACHINES: tuple[str, ...] = ("plan_mode", "plan_status", "runtime_phase", "goal")
 
 
+@functools.cache
 def machine_graphs() -> Mapping[str, Graph]:
-    """Each machine's graph, read from its table."""
-    return {
+    """Each machine's graph, read from its table (once: graphs are values)."""
+    return MappingProxyType({
         "plan_mode": plan_mode_graph(),
         "plan_status": plan_status_graph(),
         "runtime_phase": runtime_phase_graph(),
         "goal": goal_graph(),
-    }
+    })
 
 
 def observable(machine: str, edge: Edge) -> bool:
