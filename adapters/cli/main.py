@@ -84,7 +84,7 @@ from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
 from ..provenance import ForkProvenance, ForkRecordError, ForkRecordLines, encode_fork_record, split_fork_record
 from ..report.html import render_coverage, render_report
-from ..report.model import Coverage, build_report
+from ..report.model import Coverage, build_report, with_fork_record
 from ..serve.command import add_serve_arguments, run_serve
 from ..specgen.vectors import add_conform_arguments, run_conform
 from ..store.base import Store, check_provenance, check_session_id, import_session
@@ -502,6 +502,7 @@ def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
         if source.kind == "jsonl":
             lines = ForkRecordLines(source.lines())
             report = build_report(shown(args.session or source.label), read_records(lines))
+            report = with_fork_record(report, lines.provenance)
             return render_report(report), report.ok
         with open_database(source, write=False) as store:
             if args.session is not None:
@@ -517,11 +518,12 @@ def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
                     code="session-needed",
                 )
             if not args.all:
-                report = build_report(sessions[0], ((None, e) for e in store.scan(sessions[0])))
+                sid = sessions[0]
+                report = build_report(sid, ((None, e) for e in store.scan(sid)), store.provenance(sid))
                 return render_report(report), report.ok
             coverage = Coverage(shown(source.name))
             for sid in sessions:
-                coverage.add(build_report(sid, ((None, e) for e in store.scan(sid))))
+                coverage.add(build_report(sid, ((None, e) for e in store.scan(sid)), store.provenance(sid)))
             done = coverage.finish()
             return render_coverage(done), done.bad == 0
 

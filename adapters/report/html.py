@@ -28,6 +28,7 @@ from html import escape
 from typing import TypeVar
 
 from ...kernel.graph import Edge, Graph
+from ..provenance import ForkProvenance
 from .machines import MACHINES, observable
 from .model import (
     BadEvent,
@@ -38,7 +39,6 @@ from .model import (
     GoalEntry,
     Listing,
     MachineUse,
-    Provenance,
     Report,
     Review,
     Revision,
@@ -246,13 +246,22 @@ def _stretch_row(noun: str, span: int) -> Callable[[Stretch], str]:
 # The session page
 
 
+def _where(bad: BadEvent) -> str:
+    """Where a log goes bad: its seq (and line), its line, or its provenance."""
+    if bad.position is not None:
+        return f"seq {bad.position}" + ("" if bad.line is None else f" (line {bad.line})")
+    return "its provenance" if bad.line is None else f"line {bad.line}"
+
+
 def _bad(bad: BadEvent) -> str:
-    where = f"seq {bad.position}" if bad.position is not None else f"line {bad.line}"
-    if bad.position is not None and bad.line is not None:
-        where += f" (line {bad.line})"
+    covered = (
+        "The events themselves fold cleanly; the fork's record of where they came from does not hold."
+        if bad.position is None and bad.line is None
+        else "The report covers the log up to the event before it; nothing after it was read."
+    )
     rows = [
-        f"<p><strong>BAD LOG at {_e(where)}</strong>: rule <code>{_e(bad.rule)}</code>. {_e(bad.detail)}</p>",
-        "<p>The report covers the log up to the event before it; nothing after it was read.</p>",
+        f"<p><strong>BAD LOG at {_e(_where(bad))}</strong>: rule <code>{_e(bad.rule)}</code>. {_e(bad.detail)}</p>",
+        f"<p>{covered}</p>",
     ]
     if bad.kind:
         rows.append(
@@ -263,13 +272,13 @@ def _bad(bad: BadEvent) -> str:
     return f'<div class="badlog" id="bad-event">{"".join(rows)}</div>'
 
 
-def _provenance(provenance: Provenance | None) -> str:
-    """Where a forked session came from; nothing for a session with no record of one."""
+def _provenance(provenance: ForkProvenance | None) -> str:
+    """Where a forked session came from; nothing for a session that is no fork."""
     if provenance is None:
         return ""
     return (
         f"<dt>forked from</dt><dd>session <code>{_e(provenance.source)}</code> at seq {provenance.seq:,} "
-        f"(prefix hash <code>{_e(provenance.prefix_hash)}</code>)</dd>"
+        f"(its first {provenance.seq:,} events have SHA-256 <code>{_e(provenance.prefix_sha256)}</code>)</dd>"
     )
 
 
@@ -277,9 +286,7 @@ def _header(r: Report) -> str:
     verdict = (
         '<span class="verdict ok">passes the strict replay</span>'
         if r.bad is None
-        else f'<span class="verdict bad">BAD LOG: first bad event at '
-        f'{_e("seq " + str(r.bad.position) if r.bad.position is not None else "line " + str(r.bad.line))} '
-        f"[{_e(r.bad.rule)}]</span>"
+        else f'<span class="verdict bad">BAD LOG at {_e(_where(r.bad))} [{_e(r.bad.rule)}]</span>'
     )
     span = "—"
     if r.first_at is not None and r.last_at is not None:
@@ -599,8 +606,8 @@ def render_report(report: Report) -> str:
 def _session_row(s: SessionLine) -> str:
     verdict = '<span class="verdict ok">ok</span>'
     if s.bad is not None:
-        where = f"seq {s.bad.position}" if s.bad.position is not None else f"line {s.bad.line}"
-        verdict = f'<span class="verdict bad">BAD at {_e(where)} [{_e(s.bad.rule)}]</span> {_e(s.bad.detail)}'
+        verdict = (f'<span class="verdict bad">BAD at {_e(_where(s.bad))} [{_e(s.bad.rule)}]</span> '
+                   f"{_e(s.bad.detail)}")
     return (
         f'<tr><td><code>{_e(s.session)}</code></td><td class="num">{s.events:,}</td>'
         f'<td class="num">{s.turns:,}</td><td>{verdict}</td></tr>'

@@ -41,17 +41,19 @@ detail, with an excerpt of the event itself.
 --all``): how often every transition of every table was taken over a whole
 database, and by which sessions' events.
 
-``Report.provenance`` is where a forked session's origin (source session,
-seq, a hash of the prefix) will be shown; it is ``None`` for a session that
-records none.
+``Report.provenance`` is a forked session's origin (``ForkProvenance``: the
+source session, the seq it was forked at, the SHA-256 of that prefix) as the
+store keeps it or a JSON Lines log's fork record gives it; ``None`` for a
+session that is no fork.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generic, Protocol, TypeVar
 
 from ...kernel.errors import ReplayError
@@ -75,8 +77,8 @@ from ...kernel.log import (
 from ...kernel.plan.spec import PlanSpec
 from ...kernel.session import SessionState
 from ..cli.spill import SpillingFold
-from ..codec import RecordError
-from ..provenance import ForkRecordError
+from ..codec import RecordError, encode_event
+from ..provenance import ForkProvenance, ForkRecordError
 from .machines import MACHINES, extra_note, machine_graphs, observable, taken
 
 __all__ = [
@@ -94,7 +96,6 @@ __all__ = [
     "GoalEntry",
     "Listing",
     "MachineUse",
-    "Provenance",
     "Report",
     "ReportBuilder",
     "Review",
@@ -107,6 +108,7 @@ __all__ = [
     "bump",
     "goal_actors",
     "spec_diff",
+    "with_fork_record",
 ]
 
 #: The longest excerpt of any text the report keeps.
@@ -536,16 +538,6 @@ class MachineUse:
 
 
 @dataclass(frozen=True, slots=True)
-class Provenance:
-    """Where a forked session came from: the source session, the seq it was
-    forked at, and a hash of the prefix. Not recorded yet by any store."""
-
-    source: str
-    seq: int
-    prefix_hash: str
-
-
-@dataclass(frozen=True, slots=True)
 class BadEvent:
     """The first bad record: its seq (``None`` when unreadable), its line in
     a JSON Lines log, the rule it breaks and the detail, and an excerpt of
@@ -586,7 +578,7 @@ class Report:
     mode: str
     plan: str
     goal: str
-    provenance: Provenance | None = None
+    provenance: ForkProvenance | None = None
 
     @property
     def ok(self) -> bool:
@@ -601,7 +593,7 @@ class ReportBuilder:
     """Looks at every event of one session with the strict fold's state just
     before and after it (``observe``), then makes the ``Report`` (``finish``)."""
 
-    def __init__(self, session: str, provenance: Provenance | None = None) -> None:
+    def __init__(self, session: str, provenance: ForkProvenance | None = None) -> None:
         self.session = session
         self.provenance = provenance
         self.graphs = machine_graphs()
@@ -898,14 +890,18 @@ def _bad_event(exc: ReplayError, event: Event | None, line: int | None) -> BadEv
 
 
 def build_report(
-    session: str, records: Iterable[tuple[int | None, Event]], provenance: Provenance | None = None
+    session: str, records: Iterable[tuple[int | None, Event]], provenance: ForkProvenance | None = None
 ) -> Report:
     """The report of ``session`` from its ``(line, event)`` records (``line``
     is the record's line in a JSON Lines log, ``None`` from a database),
     folded strictly one at a time as they are read; the fold stops at the
-    first bad record, which the report names."""
+    first bad record, which the report names. A fork's ``provenance`` (as
+    its store keeps it) is checked as ``audit`` checks it: its first ``seq``
+    events must be there and hash to its ``prefix_sha256``
+    (``provenance-mismatch`` otherwise)."""
     builder = ReportBuilder(session, provenance)
     state = SessionState()
+    prefix = None if provenance is None else hashlib.sha256()
     with SpillingFold() as fold:
         try:
             for line, event in records:
@@ -916,13 +912,37 @@ def build_report(
                     break
                 builder.observe(state, after, event)
                 state = after
+                if prefix is not None and provenance is not None and event.seq <= provenance.seq:
+                    prefix.update(encode_event(event) + b"\n")
         except RecordError as exc:  # a line of a JSON Lines log that is not a record
             builder.fail(BadEvent(exc.seq, exc.line, exc.code, exc.detail))
         except ForkRecordError as exc:
             builder.fail(BadEvent(None, exc.line, exc.code, exc.message))
         except ReplayError as exc:  # a stored payload that does not decode
             builder.fail(_bad_event(exc, None, None))
-    return builder.finish()
+    report = builder.finish()
+    if prefix is not None and provenance is not None and report.ok:
+        if provenance.seq > report.events:
+            return with_fork_record(report, provenance)
+        if prefix.hexdigest() != provenance.prefix_sha256:
+            detail = (f"the first {provenance.seq} events hash to {prefix.hexdigest()}, not to the fork's "
+                      f"prefix_sha256 {provenance.prefix_sha256}")
+            return replace(report, bad=BadEvent(None, None, "provenance-mismatch", detail))
+    return report
+
+
+def with_fork_record(report: Report, provenance: ForkProvenance | None) -> Report:
+    """``report`` of a JSON Lines log with the log's fork record: shown, and
+    a bad log (``provenance-mismatch``) when it claims more events than the
+    log holds, as ``replay`` judges it (its hash is checked where the log is
+    imported)."""
+    if provenance is None:
+        return report
+    report = replace(report, provenance=provenance)
+    if report.ok and provenance.seq > report.events:
+        detail = f"the fork record's seq {provenance.seq} is past the log's {report.events} events"
+        report = replace(report, bad=BadEvent(None, report.events + 1, "provenance-mismatch", detail))
+    return report
 
 
 # --------------------------------------------------------------------------

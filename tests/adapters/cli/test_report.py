@@ -128,3 +128,23 @@ def test_a_log_whose_file_name_is_not_utf8_is_reported_under_its_name_escaped(
     code, _, err = _run("report", str(log), "-o", str(out))
     assert code == 0, err
     assert "session <code>caf\\xe9</code>" in out.read_text(encoding="utf-8")
+
+
+def test_a_fork_is_reported_with_where_it_came_from_from_its_database_and_its_export(
+    two_sessions: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "forked.sqlite"
+    db.write_bytes(two_sessions.read_bytes())
+    code, _, err = _run("fork", "--db", str(db), "demo-1", "early", "--at", "20")
+    assert code == 0, err
+    code, page, err = _run("report", str(db), "--session", "early")
+    assert code == 0, err
+    assert "forked from</dt><dd>session <code>demo-1</code> at seq 20" in page and "passes the strict replay" in page
+    log = tmp_path / "early.jsonl"
+    assert _run("export", "--db", str(db), "--session", "early", "-o", str(log))[0] == 0
+    code, page, _ = _run("report", str(log))
+    assert code == 0 and "session <code>demo-1</code> at seq 20" in page
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:15] + lines[-1:]))  # the record claims 20 events; 15 are left
+    code, page, _ = _run("report", str(log))
+    assert code == 1 and "BAD LOG at line 16" in page and "provenance-mismatch" in page

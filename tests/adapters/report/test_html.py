@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from planfold.adapters.provenance import ForkProvenance
 from planfold.adapters.report.html import render_coverage, render_report
-from planfold.adapters.report.model import Coverage, Provenance, build_report
+from planfold.adapters.report.model import BadEvent, Coverage, build_report, with_fork_record
 from planfold.kernel.log import Event
 from tests.adapters.report.report_logs import demo_events, demo_session, gated_events
 
@@ -62,7 +64,7 @@ def _hostile_log() -> Iterable[tuple[int | None, Event]]:
 
 
 def test_every_text_from_the_log_is_escaped() -> None:
-    report = build_report(HOSTILE, _hostile_log(), Provenance(HOSTILE, 3, HOSTILE))
+    report = with_fork_record(build_report(HOSTILE, _hostile_log()), ForkProvenance(HOSTILE, 3, HOSTILE))
     assert report.ok and report.events == 8
     page = render_report(report)
     assert HOSTILE not in page
@@ -108,8 +110,11 @@ def test_a_forked_session_shows_where_it_came_from_and_an_original_one_shows_not
 ) -> None:
     records = [(None, e) for e in demo[:10]]
     assert "forked from" not in render_report(build_report("demo-1", iter(records)))
-    forked = render_report(build_report("fork", iter(records), Provenance("demo-1", 10, "abc123")))
-    assert "forked from" in forked and "abc123" in forked
+    report = with_fork_record(build_report("fork", iter(records)), ForkProvenance("demo-1", 10, "abc123"))
+    forked = render_report(report)
+    assert "forked from" in forked and "abc123" in forked and "at seq 10" in forked
+    mismatch = render_report(replace(report, bad=BadEvent(None, None, "provenance-mismatch", "hash differs")))
+    assert "BAD LOG at its provenance" in mismatch and "fold cleanly" in mismatch
 
 
 def test_the_coverage_page_lists_each_session_and_the_transitions_of_all(

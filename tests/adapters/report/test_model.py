@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 
+from planfold.adapters.codec import read_records
+from planfold.adapters.provenance import ForkProvenance, prefix_digest
 from planfold.adapters.report.machines import FLUSH_LABEL, machine_graphs
 from planfold.adapters.report.model import (
     CODES,
@@ -25,8 +27,8 @@ from planfold.adapters.report.model import (
     build_report,
     goal_actors,
     spec_diff,
+    with_fork_record,
 )
-from planfold.adapters.specgen.vectors import read_record_lines
 from planfold.kernel.graph import Edge, plan_mode_label
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSONObject
@@ -172,7 +174,7 @@ def test_a_bad_log_is_reported_up_to_its_first_bad_seq_with_the_folds_rule(demo:
 
 def test_an_unreadable_record_is_reported_by_its_line(tmp_path: Path) -> None:
     lines = [b'{"seq":1,"kind":"turn/start","at":5,"payload":{"turn":1}}', b"not json"]
-    report = build_report("log", read_record_lines(iter(lines)))
+    report = build_report("log", read_records(iter(lines)))
     assert report.bad is not None and report.bad.rule == "malformed-record" and report.bad.line == 2
     assert report.events == 1
 
@@ -261,3 +263,17 @@ def test_a_log_that_names_endless_rule_codes_keeps_a_bounded_count_of_them() -> 
     assert len(block.refused) == CODES + 1
     left_out = block.items.listing().left_out
     assert left_out is not None and len(left_out.refused) <= CODES + 1
+
+
+def test_a_forks_provenance_is_checked_against_its_first_events_as_audit_checks_it(
+    demo: tuple[Event, ...],
+) -> None:
+    sound = ForkProvenance("demo-1", 16, prefix_digest(demo[:16]))
+    report = build_report("fork", _records(demo[:30]), sound)
+    assert report.ok and report.provenance == sound
+    wrong = build_report("fork", _records(demo[:30]), replace(sound, prefix_sha256="0" * 64))
+    assert wrong.bad is not None and wrong.bad.rule == "provenance-mismatch" and wrong.bad.position is None
+    assert wrong.events == 30  # the events fold; only the record of their origin is wrong
+    short = build_report("fork", _records(demo[:10]), sound)
+    assert short.bad is not None and short.bad.rule == "provenance-mismatch" and short.bad.line == 11
+    assert with_fork_record(build_report("log", _records(demo[:20])), sound).ok
