@@ -62,10 +62,11 @@ class ChromiumMissingError(RuntimeError):
 
 def chromium_path() -> str:
     """The Chromium executable; ``ChromiumMissingError`` when there is none."""
-    named = os.environ.get("PLANFOLD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.path.isfile(named) or not os.access(named, os.X_OK):
+    named = os.environ.get("PLANFOLD_CHROMIUM") or shutil.which("chromium")
+    if named is None or not os.path.isfile(named) or not os.access(named, os.X_OK):
+        where = "on the PATH" if named is None else f"at {named}"
         raise ChromiumMissingError(
-            f"no Chromium at {named}: install Debian's chromium (apt-get install chromium) "
+            f"no Chromium {where}: install Debian's chromium (apt-get install chromium) "
             "or name one with PLANFOLD_CHROMIUM"
         )
     return named
