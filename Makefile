@@ -51,12 +51,14 @@ demo: $(RUNTIME)
 	$(BIN)/planfold demo --db demo.sqlite
 
 ## Regenerate specs/: state diagrams, the event schema, conformance vectors, README diagrams;
-## and the TypeScript types of planfold serve (examples/planfold-rpc.d.ts, needs Node).
-diagrams: $(RUNTIME) $(NODE_PACKAGES)
+## the TypeScript types of planfold serve (examples/planfold-rpc.d.ts, needs Node); and
+## docs/report.png, the README's screenshot of the demo's report (needs Chromium).
+diagrams: $(STAMP) $(NODE_PACKAGES)
 	$(BIN)/python -m planfold.adapters.specgen.diagrams specs
 	$(BIN)/python -m planfold.adapters.specgen.errors_table specs
 	$(BIN)/python -m planfold.adapters.specgen.vectors write adapters/specgen/conformance
 	cd examples && node generate-types.mjs
+	$(BIN)/python -m tests.adapters.report.browser docs/report.png
 
 ## Fuzz the entry points and run the state machines under the fuzz profile for
 ## FUZZ_SECONDS; new failing inputs are written to tests/fuzz/corpus/.

@@ -46,6 +46,7 @@ from benchmarks.memory_bench import run_memory
 from benchmarks.open_bench import run_open
 from benchmarks.pg_bench import run_postgres
 from benchmarks.replay_bench import run_replay
+from benchmarks.report_bench import run_report
 from benchmarks.runtime_bench import run_runtime_turns
 from benchmarks.serve_bench import run_serve
 
@@ -64,6 +65,7 @@ FAMILIES: dict[str, Family] = {
     "open-session": run_open,
     "postgres-append": run_postgres,
     "replay-memory": run_memory,
+    "report-generation": run_report,
     "serve-step": run_serve,
     "runtime-turn": run_runtime_turns,
 }

@@ -38,17 +38,18 @@ class ChildFailedError(RuntimeError):
     """The child replay did not report a clean replay: a benchmark or replay bug."""
 
 
-def replay_memory(path: Path) -> tuple[float, float]:
-    """MiB added by ``planfold replay path`` in a fresh child, and its wall seconds."""
+def replay_memory(path: Path, command: str = "replay") -> tuple[float, float]:
+    """MiB added by ``planfold replay path`` (or ``command``: ``report``) in a
+    fresh child, and its wall seconds."""
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.memory_child", str(path)],
+        [sys.executable, "-m", "benchmarks.memory_child", str(path), command],
         cwd=ROOT, capture_output=True, text=True, check=False,
     )
     if done.returncode != 0:
         raise ChildFailedError(f"replay child failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     report = json.loads(done.stdout)
     if report["status"] != 0:
-        raise ChildFailedError(f"planfold replay {path} exited {report['status']}")
+        raise ChildFailedError(f"planfold {command} {path} exited {report['status']}")
     return max(report["peak_kib"] - report["baseline_kib"], 1) / 1024, float(report["seconds"])
 
 

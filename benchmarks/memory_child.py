@@ -4,7 +4,9 @@ Run as ``python -m benchmarks.memory_child FILE``: it imports the command
 first, then takes its baseline, runs ``planfold replay FILE --no-progress``
 (its output discarded), and prints one JSON object: the baseline and the
 peak resident set size after the replay (KiB), how they were read, the exit
-status and the wall seconds of the replay.
+status and the wall seconds of the replay. ``python -m
+benchmarks.memory_child FILE report`` measures ``planfold report FILE``
+instead, its page written to a temporary file.
 
 On Linux the peak is the process's own high-water mark (``VmHWM`` in
 ``/proc/self/status``), reset to the current resident size just before the
@@ -21,6 +23,7 @@ import io
 import json
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,13 +49,15 @@ def _reset_peak() -> bool:
     return True
 
 
-def run(path: str) -> dict[str, object]:
-    """Replay ``path`` through the command and measure it."""
-    own = _reset_peak()
-    baseline = _status_kib("VmRSS") if own else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.perf_counter()
-    status = main(["replay", path, "--no-progress"], out=io.StringIO(), err=io.StringIO())
-    seconds = time.perf_counter() - started
+def run(path: str, command: str = "replay") -> dict[str, object]:
+    """Replay (or report) ``path`` through the command and measure it."""
+    with tempfile.TemporaryDirectory() as scratch:
+        argv = ["replay", path, "--no-progress"] if command == "replay" else ["report", path, "-o", f"{scratch}/r.html"]
+        own = _reset_peak()
+        baseline = _status_kib("VmRSS") if own else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        started = time.perf_counter()
+        status = main(argv, out=io.StringIO(), err=io.StringIO())
+        seconds = time.perf_counter() - started
     peak = _status_kib("VmHWM") if own else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "baseline_kib": baseline,
@@ -64,4 +69,4 @@ def run(path: str) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(sys.argv[1])))
+    print(json.dumps(run(*sys.argv[1:3])))

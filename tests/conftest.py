@@ -79,30 +79,42 @@ def pg_url(pg_cluster: Cluster) -> Iterator[str]:
 # no test that uses the PostgreSQL server passed (a server that cannot start
 # fails its tests; this catches them being skipped or left out instead).
 
-_ran: dict[str, int] = {"skipped": 0, "postgres": 0}
+# PLANFOLD_REQUIRE_CHROMIUM=1 does the same for the report's browser tests
+# (tests/adapters/report/test_browser.py, whose ``chromium`` fixture fails
+# under it when the browser is missing): CI fails unless one of them passed.
+
+_ran: dict[str, int] = {"skipped": 0, "postgres": 0, "chromium": 0}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "pg_cluster" in getattr(item, "fixturenames", ()):
             item.user_properties.append(("uses_postgres", True))
+        if "chromium" in getattr(item, "fixturenames", ()):
+            item.user_properties.append(("uses_chromium", True))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.skipped:
         _ran["skipped"] += 1
-    elif report.when == "call" and report.passed and ("uses_postgres", True) in report.user_properties:
-        _ran["postgres"] += 1
+    elif report.when == "call" and report.passed:
+        if ("uses_postgres", True) in report.user_properties:
+            _ran["postgres"] += 1
+        if ("uses_chromium", True) in report.user_properties:
+            _ran["chromium"] += 1
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if os.environ.get("PLANFOLD_REQUIRE_POSTGRES") != "1" or exitstatus != 0:
+    if exitstatus != 0:
         return
-    problems = []
-    if _ran["skipped"]:
-        problems.append(f"{_ran['skipped']} test(s) were skipped")
-    if not _ran["postgres"]:
-        problems.append("no PostgreSQL test ran")
-    if problems:
-        session.config.get_terminal_writer().line(f"PLANFOLD_REQUIRE_POSTGRES: {'; '.join(problems)}", red=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    required = [(name, what) for name, what in (("POSTGRES", "PostgreSQL"), ("CHROMIUM", "Chromium"))
+                if os.environ.get(f"PLANFOLD_REQUIRE_{name}") == "1"]
+    for name, what in required:
+        problems = []
+        if _ran["skipped"]:
+            problems.append(f"{_ran['skipped']} test(s) were skipped")
+        if not _ran[name.lower()]:
+            problems.append(f"no {what} test ran")
+        if problems:
+            session.config.get_terminal_writer().line(f"PLANFOLD_REQUIRE_{name}: {'; '.join(problems)}", red=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -2,16 +2,17 @@
 
 Theory of operation
 -------------------
-Three kinds of test need a program that pip does not install: Graphviz's
+Four kinds of test need a program that pip does not install: Graphviz's
 ``dot`` (the machines' SVGs), a PostgreSQL server (the PostgreSQL store, on a
-throwaway server of the tests' own, ``tests.pg_cluster``) and Node 20 or later
+throwaway server of the tests' own, ``tests.pg_cluster``), Node 20 or later
 with the npm packages of ``examples/`` (the JavaScript and TypeScript hosts of
 ``planfold serve`` and the TypeScript types generated from its OpenRPC
-document). Each such test asks here for its program. On a developer's machine
+document) and Chromium (the report's browser tests, ``tests.adapters.report.
+browser``). Each such test asks here for its program. On a developer's machine
 a missing program skips the test, and the skip says what to install; CI sets
-``PLANFOLD_REQUIRE_GRAPHVIZ``, ``PLANFOLD_REQUIRE_POSTGRES`` and
-``PLANFOLD_REQUIRE_NODE`` to 1, and then the test fails instead, saying the
-same. A program that is there but broken is never a skip: the test runs and
+``PLANFOLD_REQUIRE_GRAPHVIZ``, ``PLANFOLD_REQUIRE_POSTGRES``,
+``PLANFOLD_REQUIRE_NODE`` and ``PLANFOLD_REQUIRE_CHROMIUM`` to 1, and then the
+test fails instead, saying the same. A program that is there but broken is never a skip: the test runs and
 fails.
 """
 
@@ -27,19 +28,20 @@ import pytest
 
 from tests.pg_cluster import ClusterError, bindir
 
-__all__ = ["EXAMPLES", "REQUIRE", "graphviz", "missing", "node", "node_packages", "postgres"]
+__all__ = ["EXAMPLES", "REQUIRE", "chromium", "graphviz", "missing", "node", "node_packages", "postgres"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The examples' folder: the hosts, their package.json and package-lock.json.
 EXAMPLES = ROOT / "examples"
 
-System = Literal["graphviz", "postgres", "node"]
+System = Literal["graphviz", "postgres", "node", "chromium"]
 
 #: The variable that turns each system's skip into a failure.
 REQUIRE: dict[System, str] = {
     "graphviz": "PLANFOLD_REQUIRE_GRAPHVIZ",
     "postgres": "PLANFOLD_REQUIRE_POSTGRES",
     "node": "PLANFOLD_REQUIRE_NODE",
+    "chromium": "PLANFOLD_REQUIRE_CHROMIUM",
 }
 
 
@@ -88,3 +90,18 @@ def node_packages() -> Path:
         if not (modules / package / "package.json").is_file():
             missing("node", f"{package} is not in examples/node_modules: run `npm ci` in examples/")
     return modules
+
+
+def chromium() -> str:
+    """The path of Chromium, with Playwright for Python there to drive it
+    (``tests.adapters.report.browser``)."""
+    from tests.adapters.report.browser import ChromiumMissingError, chromium_path, playwright_missing  # noqa: PLC0415
+
+    try:
+        found = chromium_path()
+    except ChromiumMissingError as exc:
+        missing("chromium", str(exc))
+    why = playwright_missing()
+    if why is not None:
+        missing("chromium", why)
+    return found

@@ -183,6 +183,17 @@ def test_replay_memory_smoke(tmp_path: Path) -> None:
     assert all(r.bound == 2.0 and r.direction == "at-most" for r in result.ratios)
 
 
+def test_report_generation_smoke(tmp_path: Path) -> None:
+    result = FAMILIES["report-generation"](replace(TINY, memory_repeats=1), tmp_path / "report-generation")
+    check_family(result, "report-generation")
+    subjects = [m.subject for m in result.measurements]
+    assert any(s.startswith("planfold report,") for s in subjects)
+    assert any(s.startswith("planfold replay,") for s in subjects)
+    goals = [r for r in result.ratios if r.bound is not None]
+    assert [r.name.split(":")[0] for r in goals] == ["report memory added"] and goals[0].bound == 2.0
+    assert all(r.value is not None for r in result.ratios)
+
+
 def test_stored_logs_are_built_once_and_continue_validly(tmp_path: Path) -> None:
     log = stored_log(tmp_path, "goal", 50, 20)
     assert stored_log(tmp_path, "goal", 50, 20) is log

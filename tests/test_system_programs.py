@@ -1,6 +1,7 @@
 """A test that needs a program of the machine is skipped without it on a
 developer's machine, saying what to install, and fails instead where the run
-requires that program (CI sets PLANFOLD_REQUIRE_GRAPHVIZ, _POSTGRES, _NODE)."""
+requires that program (CI sets PLANFOLD_REQUIRE_GRAPHVIZ, _POSTGRES, _NODE,
+_CHROMIUM)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests import system_programs
-from tests.system_programs import REQUIRE, graphviz, node, node_packages, postgres
+from tests.system_programs import REQUIRE, chromium, graphviz, node, node_packages, postgres
 
 
 @pytest.fixture
@@ -19,6 +20,7 @@ def nothing_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(system_programs, "EXAMPLES", tmp_path)
     monkeypatch.setenv("PLANFOLD_PG_BINDIR", "")
     monkeypatch.setattr("tests.pg_cluster.Path", lambda *parts: tmp_path / "none")
+    monkeypatch.setenv("PLANFOLD_CHROMIUM", str(tmp_path / "no-chromium"))
     for variable in REQUIRE.values():
         monkeypatch.delenv(variable, raising=False)
 
@@ -31,6 +33,7 @@ def nothing_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         (node, "install Node 20 or later"),
         (node_packages, "run `npm ci` in examples/"),
         (postgres, "no PostgreSQL server found"),
+        (chromium, "install Debian's chromium"),
     ],
 )
 def test_a_missing_program_skips_the_test_and_says_what_to_install(check: object, says: str) -> None:
@@ -48,6 +51,7 @@ def test_a_missing_program_skips_the_test_and_says_what_to_install(check: object
         (node, "PLANFOLD_REQUIRE_NODE"),
         (node_packages, "PLANFOLD_REQUIRE_NODE"),
         (postgres, "PLANFOLD_REQUIRE_POSTGRES"),
+        (chromium, "PLANFOLD_REQUIRE_CHROMIUM"),
     ],
 )
 def test_a_missing_program_fails_the_test_where_the_run_requires_it(

@@ -60,7 +60,8 @@ class CliError(AdapterError):
     written); ``code`` says why: ``no-such-file``, ``not-a-file``,
     ``unreadable-file``, ``no-such-session``, ``no-sessions``,
     ``output-is-the-database``, ``not-a-jsonl-log``, ``nothing-to-import``,
-    ``already-imported``, ``session-not-empty``, ``no-api-key``."""
+    ``already-imported``, ``session-not-empty``, ``session-needed``,
+    ``no-api-key``."""
 
     code = "cli-error"
     codes = frozenset(
@@ -74,6 +75,7 @@ class CliError(AdapterError):
             "not-a-jsonl-log",
             "nothing-to-import",
             "output-is-the-database",
+            "session-needed",
             "session-not-empty",
             "unreadable-file",
         }

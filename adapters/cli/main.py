@@ -23,6 +23,11 @@ checked. ``export`` and ``import`` move one session between the two forms.
 - ``fork --db PATH SOURCE NEW --at N`` (or ``--turn K``): a new session
   whose log is the first N events of SOURCE (or everything before turn K
   started), with its provenance (``Store.fork``).
+- ``report FILE [--session ID | --all] [-o OUT]``: one session as a
+  self-contained HTML page for auditors (timeline, verdicts, plan revisions,
+  goal rounds, the machines with the transitions taken), or with ``--all``
+  every session of a database with the machines' transition coverage; see
+  ``adapters.report``. It reads as ``replay`` does (read-only, one pass).
 - ``demo``: see ``adapters.cli.demo``.
 - ``conform DIR``: see ``adapters.specgen.vectors``.
 - ``serve --db FILE``: JSON-RPC 2.0 on stdin/stdout, see ``adapters.serve``.
@@ -33,7 +38,7 @@ it against the session's own first events), and its export ends with a fork
 record (``adapters.provenance``) that ``import`` keeps and ``replay`` of
 the exported file shows.
 
-Reading never writes: ``replay``, ``audit`` and ``export`` open a database
+Reading never writes: ``replay``, ``audit``, ``report`` and ``export`` open a database
 read-only and refuse one that is not planfold's. A JSON Lines log is read by
 the one reader of JSON Lines logs (``codec.read_records``, which ``import``
 and ``conform`` use too, so every command gives one verdict on one log), as a
@@ -78,6 +83,8 @@ from ..codec import CodecError, JsonlLines, RecordError, encode_jsonl, read_reco
 from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
 from ..provenance import ForkProvenance, ForkRecordError, ForkRecordLines, encode_fork_record, split_fork_record
+from ..report.html import render_coverage, render_report
+from ..report.model import Coverage, build_report, with_fork_record
 from ..serve.command import add_serve_arguments, run_serve
 from ..specgen.vectors import add_conform_arguments, run_conform
 from ..store.base import Store, check_provenance, check_session_id, import_session
@@ -486,6 +493,58 @@ def _cmd_fork(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # --------------------------------------------------------------------------
+# report
+
+
+def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
+    """The HTML page ``report`` writes, and whether every log it read is sound."""
+    with read_source(args.file, stdin) as source:
+        if source.kind == "jsonl":
+            lines = ForkRecordLines(source.lines())
+            report = build_report(shown(args.session or source.label), read_records(lines))
+            report = with_fork_record(report, lines.provenance)
+            return render_report(report), report.ok
+        with open_database(source, write=False) as store:
+            if args.session is not None:
+                _require_session(store, args.session, source.name)
+            sessions = [args.session] if args.session is not None else list(store.session_ids())
+            if not sessions:
+                raise CliError(f"{shown(source.name)} holds no sessions: nothing to report", code="no-sessions")
+            if not args.all and len(sessions) > 1:
+                listed = ", ".join(shown(s) for s in sessions[:10]) + (" …" if len(sessions) > 10 else "")
+                raise CliError(
+                    f"{shown(source.name)} holds {len(sessions)} sessions ({listed}): "
+                    "name one with --session, or report them all with --all",
+                    code="session-needed",
+                )
+            if not args.all:
+                sid = sessions[0]
+                report = build_report(sid, ((None, e) for e in store.scan(sid)), store.provenance(sid))
+                return render_report(report), report.ok
+            coverage = Coverage(shown(source.name))
+            for sid in sessions:
+                coverage.add(build_report(sid, ((None, e) for e in store.scan(sid)), store.provenance(sid)))
+            done = coverage.finish()
+            return render_coverage(done), done.bad == 0
+
+
+def _cmd_report(args: argparse.Namespace, out: TextIO, stdin: BinaryIO) -> int:
+    output = args.output
+    if output not in (None, "-"):
+        if not is_postgres_url(args.file) and args.file != "-" and same_file(output, args.file):
+            raise CliError(f"{shown(output)} is the log itself; report writes to another file or to stdout",
+                           code="output-is-the-database")
+        if os.path.isdir(output):
+            raise CliError(f"{shown(output)} is a directory", code="not-a-file")
+    page, ok = _report_page(args, stdin)
+    if output in (None, "-"):
+        out.write(page)
+    else:
+        _write_output(output, page.encode("utf-8", "backslashreplace"))
+    return 0 if ok else 1
+
+
+# --------------------------------------------------------------------------
 # demo
 
 
@@ -612,6 +671,23 @@ def _parser(out: TextIO, err: TextIO) -> _Parser:
                          help="report progress on stderr however short the log (--no-progress: never); "
                          "by default only on a terminal or for logs of 10,000 events or more")
 
+    report = command(
+        "report",
+        "one session as a self-contained HTML page for auditors (or, with --all, a database's coverage)",
+        f"{FILE_HELP}\n\nThe page needs no network and no script to read; a bad log is reported up to its first "
+        "bad event (exit status 1).",
+    )
+    report.add_argument(
+        "file", metavar="FILE", help="a planfold SQLite database, a postgresql:// URL or a JSON Lines log (- for stdin)"
+    )
+    chosen = report.add_mutually_exclusive_group()
+    chosen.add_argument("--session", metavar="ID",
+                        help="the session of a database to report (needed when it holds more than one); "
+                        "names a JSON Lines log")
+    chosen.add_argument("--all", action="store_true",
+                        help="every session of a database: each machine's transitions with counts over all of them")
+    report.add_argument("-o", "--output", metavar="OUT", help="the HTML file to write (default, or -: stdout)")
+
     export = command("export", "write one session of a database as JSON Lines")
     export.add_argument(
         "--db", required=True, metavar="PATH", help="the planfold SQLite database or postgresql:// URL (read-only)"
@@ -675,6 +751,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: BinaryI
         return _cmd_export(args, out)
     if args.command == "fork":
         return _cmd_fork(args, out)
+    if args.command == "report":
+        return _cmd_report(args, out, stdin)
     return _cmd_import(args, out, err, stdin)
 
 

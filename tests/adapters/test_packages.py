@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-PACKAGES = ("llm", "runtime", "serve", "specgen", "store")
+PACKAGES = ("llm", "report", "runtime", "serve", "specgen", "store")
 
 
 @pytest.mark.parametrize("package", PACKAGES)

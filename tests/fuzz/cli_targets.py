@@ -9,7 +9,7 @@ expected result) and a path that never exists.
 
 For every input ``main`` returns an exit status of 0, 1 or 2 and raises
 nothing (no traceback); with ``--json`` what it prints is one JSON document;
-``replay``, ``audit`` and ``export`` change no file but their output; a
+``replay``, ``audit``, ``report`` and ``export`` change no file but their output; a
 refused ``import`` creates nothing. ``--command`` (which runs a program) is
 only ever given a program that does not exist.
 """
@@ -35,12 +35,13 @@ __all__ = ["CLI_TARGETS", "cli_input"]
 
 #: The subcommands tried (``demo`` only ever with a timeout it refuses, so
 #: that no input runs a whole session).
-COMMANDS = ("replay", "audit", "export", "import", "conform", "demo", "nope", "--version", "--help")
+COMMANDS = ("replay", "audit", "report", "export", "import", "conform", "demo", "nope", "--version", "--help")
 #: Arguments the subcommands are given, in any order and number.
 WORDS = (
     "{FILE}", "{FILE}", "{MISSING}", "{DIR}", "-", "--session", "demo-1", "s", "\udcff", "", "--json", "--json",
     "--progress", "--no-progress", "--db", "{DB}", "{FILE}", "-o", "{OUT}", "{FILE}", "--output", "--timeout",
     "0", "nan", "-1", "1e400", "--retries", "x", "--command", "--help", "--base-url", "ftp://host/v1", "--model",
+    "--all",
 )
 #: What ``--command`` may name: programs that do not exist.
 SAFE_COMMANDS = ("/nonexistent/planfold-impl", "{MISSING}")
@@ -142,7 +143,7 @@ def _run_cli(data: bytes, clock: Clock) -> str:
             json.loads(printed)
         except ValueError as exc:
             raise FuzzFinding(f"planfold {args} --json printed more than one JSON document") from exc
-    if command in ("replay", "audit", "export"):
+    if command in ("replay", "audit", "report", "export"):
         after.pop("out.jsonl", None)
         expect(after == before, f"planfold {args} changed a file it only reads")
     if command == "import" and code != 0:

@@ -1,0 +1,16 @@
+"""``planfold report``: a session (or a whole database) as one self-contained
+HTML page for auditors: ``build_report`` folds a log into a ``Report``
+(``Coverage`` adds up many), ``render_report`` and ``render_coverage`` make
+the page."""
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from . import html, model
+    from .html import *
+    from .model import *
+
+    __all__ = [*model.__all__, *html.__all__]
+else:
+    from .._lazy import lazy_modules
+
+    __getattr__, __dir__ = lazy_modules(__name__, globals(), ("model", "html"))

@@ -1,0 +1,148 @@
+"""The demo's report in a real browser (headless Chromium): nothing leaves
+the page, no script error is logged, every diagram renders, and choosing a
+transition, by mouse or keyboard, shows the events that took it. On a
+machine without Chromium (or Playwright) they are skipped, saying what to
+install; CI installs it and sets ``PLANFOLD_REQUIRE_CHROMIUM``, under which
+they fail instead (``tests.system_programs``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from planfold.adapters.report.html import render_report
+from planfold.adapters.report.model import build_report
+from tests.adapters.report.browser import demo_report, edge_id, launch, open_page, screenshot
+from tests.adapters.report.report_logs import gated_events
+from tests.system_programs import chromium as system_chromium
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+pytestmark = pytest.mark.usefixtures("chromium")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    system_chromium()  # skipped, or failed where the run requires it, without one
+    with launch() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def page_html(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return demo_report(tmp_path_factory.mktemp("browser"))
+
+
+def test_the_report_sends_no_request_and_logs_no_error(chromium: Browser, page_html: str) -> None:
+    opened = open_page(chromium, page_html)
+    page = opened.page
+    assert page.title() == "planfold report: demo-1"
+    # Every event's anchor and every diagram's script ran, and nothing asked the network.
+    page.locator("#machine-goal text.label").first.click()
+    assert opened.requests == [] and opened.errors == []
+    assert page.evaluate("document.querySelectorAll('img, link, iframe, object, embed').length") == 0
+
+
+def test_every_diagram_renders_with_its_states_and_edges(chromium: Browser, page_html: str) -> None:
+    page = open_page(chromium, page_html).page
+    svgs = page.locator("svg.machine")
+    assert svgs.count() == 4
+    for index in range(4):
+        svg = svgs.nth(index)
+        box = svg.bounding_box()
+        assert box is not None and box["width"] > 300 and box["height"] > 200
+        states = svg.locator("g.state rect")
+        assert states.count() >= 4
+        for n in range(states.count()):
+            rect = states.nth(n).bounding_box()
+            assert rect is not None and rect["width"] > 20 and rect["height"] > 10
+        taken = svg.locator("g.edge.taken path.line")
+        assert taken.count() >= 1
+        for n in range(taken.count()):
+            line = taken.nth(n).bounding_box()
+            assert line is not None and line["width"] + line["height"] > 5
+
+
+def test_choosing_a_transition_shows_the_events_that_took_it(chromium: Browser, page_html: str) -> None:
+    page = open_page(chromium, page_html).page
+    detail = page.locator("#machine-plan_status .detail")
+    assert detail.inner_text().strip() == ""
+    approve = edge_id(page, "plan_status", "approve")
+    page.locator(f'#machine-plan_status text.label[data-edge="{approve}"]').click()
+    assert "draft → approved [approve]: 1 time(s)" in detail.inner_text()
+    assert detail.locator("a").get_attribute("href") == "#seq-16"
+    assert page.locator(f"#{approve}-row").get_attribute("class") == "taken chosen"
+    verify = edge_id(page, "plan_status", "verify (build)")
+    page.locator(f'#machine-plan_status g.edge[data-edge="{verify}"]').focus()
+    page.keyboard.press("Enter")
+    text = detail.inner_text()
+    assert "3 time(s)" in text and "31, 64, 76" in text and "approve" not in text
+    detail.locator("a", has_text="64").click()
+    assert page.evaluate("location.hash") == "#seq-64"
+    assert page.locator("#seq-64").is_visible()
+
+
+def test_the_page_reads_without_script_and_prints(chromium: Browser, page_html: str) -> None:
+    context = chromium.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.set_content(page_html, wait_until="load")
+        assert page.locator("svg.machine").count() == 4
+        assert not page.locator("#machine-plan_status .hint").is_visible()  # it speaks of choosing: script only
+        label = page.locator("td:nth-child(3)", has_text=re.compile("^approve$"))
+        row = page.locator("#machine-plan_status tr.taken").filter(has=label)
+        assert row.count() == 1 and row.locator("a").get_attribute("href") == "#seq-16"
+        assert page.locator("#seq-16").is_visible() and page.locator("#timeline .block").count() == 8
+        page.emulate_media(media="print")
+        assert not page.locator("#machine-plan_status .detail").is_visible()
+        assert page.locator("svg.machine").first.is_visible()
+        pdf = page.pdf(format="A4")
+        assert pdf.startswith(b"%PDF") and len(pdf) > 50_000
+    finally:
+        context.close()
+
+
+def test_the_coverage_page_of_a_database_renders_and_names_each_sessions_events(
+    chromium: Browser, tmp_path: Path
+) -> None:
+    opened = open_page(chromium, demo_report(tmp_path, runs=2))
+    page = opened.page
+    assert page.locator("svg.machine").count() == 4
+    for index in range(4):
+        box = page.locator("svg.machine").nth(index).bounding_box()
+        assert box is not None and box["width"] > 300
+    approve = edge_id(page, "plan_status", "approve")
+    page.locator(f'#machine-plan_status text.label[data-edge="{approve}"]').click()
+    text = page.locator("#machine-plan_status .detail").inner_text()
+    assert "2 time(s)" in text and "demo-1#16, demo-2#16" in text
+    assert opened.requests == [] and opened.errors == []
+
+
+def test_a_100k_event_session_opens_with_its_long_stretches_summarised(chromium: Browser) -> None:
+    report = build_report("long", ((None, e) for e in gated_events(100_000)))
+    html = render_report(report)
+    assert len(html) < 1_000_000  # bounded: the page does not grow with the log
+    opened = open_page(chromium, html)
+    page = opened.page
+    stretch = page.locator("#timeline > p.stretch")
+    assert stretch.count() == 1 and "turns and stretches between turns left out" in stretch.inner_text()
+    assert page.locator("svg.machine").count() == 4 and opened.errors == [] and opened.requests == []
+
+
+def test_the_readme_screenshot_is_made_from_the_demo_report(
+    chromium: Browser, page_html: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.png"
+    screenshot(chromium, page_html, out)
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+def test_the_request_guard_catches_a_page_that_asks_the_network(chromium: Browser) -> None:
+    opened = open_page(chromium, '<img src="http://example.invalid/x.png"><script>console.error("boom")</script>')
+    assert opened.requests == ["http://example.invalid/x.png"] and "boom" in opened.errors
