@@ -131,7 +131,7 @@ def test_a_tool_answer_calls_the_seq_of_its_last_event_last_seq_and_the_change_i
     document = openrpc_document()
     answered = document["components"]["schemas"]["ToolAnswered"]["properties"]
     assert "last_seq" in answered and "seq" not in answered
-    assert PROTOCOL_VERSION == CHANGES[0][0] and "2.0.0" in dict(CHANGES)
+    assert CHANGES[0][0] == PROTOCOL_VERSION and "2.0.0" in dict(CHANGES)
     assert "last_seq" in document["info"]["description"] and "1.0.0 called it seq" in document["info"]["description"]
 
 
