@@ -35,6 +35,7 @@ from ...kernel.log import (
     USER_MESSAGE,
     Event,
 )
+from ...kernel.payload import JSONObject
 from ...kernel.plan.payload import PlanAction, PlanActionName, plan_action_payload
 from ...kernel.plan.spec import OpenQuestion, PlanScope, PlanSpec, Todo, spec_hash
 from ...kernel.plan.views import build_summary_view
@@ -95,17 +96,20 @@ class LogBuilder:
         return LogBuilder(list(events), state, self.clock, self.plans, self.goals)
 
     def turn(self, text: str = "hello") -> bool:
+        """A whole turn; a turn left open (a fork's prefix may end inside
+        one) ends first, as a runtime closes a stopped process's turn."""
         n = self.state.turns.turn + 1
         mode = self.state.plan_mode
-        return self._try(
-            lambda s, at: [
-                Event(s, TURN_START, at, {"turn": n}),
-                Event(s + 1, REQUEST_HEADER, at, {"turn": n, "step": 1, "plan_mode": mode}),
-                Event(s + 2, USER_MESSAGE, at, {"text": text, "source": None}),
-                Event(s + 3, ASSISTANT_MESSAGE, at, {"text": text[::-1], "source": None}),
-                Event(s + 4, TURN_END, at, {"turn": n}),
-            ]
-        )
+        closing: list[tuple[str, JSONObject]] = [(TURN_END, {"turn": n - 1})] if self.state.turns.open else []
+        kinds: list[tuple[str, JSONObject]] = [
+            *closing,
+            (TURN_START, {"turn": n}),
+            (REQUEST_HEADER, {"turn": n, "step": 1, "plan_mode": mode}),
+            (USER_MESSAGE, {"text": text, "source": None}),
+            (ASSISTANT_MESSAGE, {"text": text[::-1], "source": None}),
+            (TURN_END, {"turn": n}),
+        ]
+        return self._try(lambda s, at: [Event(s + i, kind, at, payload) for i, (kind, payload) in enumerate(kinds)])
 
     def plugin_note(self, text: str = "note") -> bool:
         source = {"type": "plugin", "plugin": "lint"}

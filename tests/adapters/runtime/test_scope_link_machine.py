@@ -22,6 +22,7 @@ target the machine checks:
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import shutil
@@ -68,6 +69,11 @@ def _model(root: Path, path: str) -> tuple[set[str | None], bool]:
         return real[len(base) + 1 :] if real.startswith(base + "/") else None
 
     full = os.path.join(base, path)
+    try:  # realpath leaves a loop unresolved and applies a later '..' by name; the system refuses the path
+        os.stat(posixpath.dirname(full))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return {None}, False
     lead = os.path.realpath(full)
     head, tail = posixpath.split(full)
     parent = place(os.path.realpath(head))  # the name itself may well be a link
