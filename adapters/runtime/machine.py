@@ -16,6 +16,12 @@ one question, "what next?" (``next_action``), with one of four actions:
 - ``Review``: put this plan before a human, then ``review_answer``;
 - ``TurnOver``: the turn ended; the report says how.
 
+The machine's own I/O is its session log (the store) and, before an
+executor call runs, the tool runner's resolver, which finds where the call's
+writes really land so that the kernel's scope check decides on that (a real
+directory's resolver reads the file system; the in-memory workspace's does
+not).
+
 Everything between those answers is decided here, always in the same order,
 by the kernel's rules (``kernel.turn``: what a reply means, the calls a
 stopped process left unanswered, the scope refusal; ``kernel.decisions``:
