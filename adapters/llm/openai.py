@@ -43,6 +43,7 @@ from typing import TypedDict
 
 import httpx
 
+from ..delegation import Delegated
 from ..redact import redact_url
 from .model import (
     ChatRequest,
@@ -193,35 +194,12 @@ class _Settings:
 class _Properties:
     _s: _Settings
 
-    @property
-    def base_url(self) -> str:
-        """The API root."""
-        return self._s.base_url
-
-    @property
-    def model(self) -> str:
-        """The model name sent with each request."""
-        return self._s.model
-
-    @property
-    def timeout_s(self) -> float:
-        """The deadline of one attempt, in seconds."""
-        return self._s.timeout_s
-
-    @property
-    def retry(self) -> RetryPolicy:
-        """The retry policy."""
-        return self._s.retry
-
-    @property
-    def retry_budget(self) -> RetryBudget:
-        """The retries of one unit of work (one call, or a runtime's step)."""
-        return self._s.retry_budget
-
-    @property
-    def url(self) -> str:
-        """The full chat-completions URL this client posts to."""
-        return self._s.url
+    base_url = Delegated[str]("_s", doc="The API root.")
+    model = Delegated[str]("_s", doc="The model name sent with each request.")
+    timeout_s = Delegated[float]("_s", doc="The deadline of one attempt, in seconds.")
+    retry = Delegated[RetryPolicy]("_s", doc="The retry policy.")
+    retry_budget = Delegated[RetryBudget]("_s", doc="The retries of one unit of work (one call, or a runtime's step).")
+    url = Delegated[str]("_s", doc="The full chat-completions URL this client posts to.")
 
 
 class OpenAIClient(_Properties):
