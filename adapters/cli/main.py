@@ -216,6 +216,18 @@ def _require_session(store: Store, session: str, where: str) -> None:
         raise CliError(f"no session {shown(session)!r} in {shown(where)} (sessions: {listed})", code="no-such-session")
 
 
+def _sessions_to_read(store: Store, session: str | None, where: str, doing: str) -> list[str]:
+    """The sessions a command reads from a database: the one ``--session``
+    names (which must be there), else all of them (there must be one)."""
+    if session is not None:
+        _require_session(store, session, where)
+        return [session]
+    sessions = list(store.session_ids())
+    if not sessions:
+        raise CliError(f"{shown(where)} holds no sessions: nothing to {doing}", code="no-sessions")
+    return sessions
+
+
 def _check(args: argparse.Namespace, audit: bool, err: TextIO, stdin: BinaryIO) -> list[Checked]:
     progress = Progress(err, enabled=args.progress)
     with read_source(args.file, stdin) as source:
@@ -243,12 +255,7 @@ def _with_fork_record(checked: Checked, provenance: ForkProvenance | None) -> Ch
 def _check_database(args: argparse.Namespace, source: Source, audit: bool, progress: Progress) -> list[Checked]:
     results = []
     with open_database(source, write=False) as store:
-        if args.session is not None:
-            _require_session(store, args.session, source.name)
-        sessions = [args.session] if args.session is not None else list(store.session_ids())
-        if not sessions:
-            raise CliError(f"{shown(source.name)} holds no sessions: nothing to check", code="no-sessions")
-        for sid in sessions:
+        for sid in _sessions_to_read(store, args.session, source.name, "check"):
             checked = fold_checked(sid, ((None, e) for e in store.scan(sid)), store.head(sid), progress)
             checked.provenance = store.provenance(sid)
             if audit and checked.problem is None:
@@ -505,11 +512,7 @@ def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
             report = with_fork_record(report, lines.provenance)
             return render_report(report), report.ok
         with open_database(source, write=False) as store:
-            if args.session is not None:
-                _require_session(store, args.session, source.name)
-            sessions = [args.session] if args.session is not None else list(store.session_ids())
-            if not sessions:
-                raise CliError(f"{shown(source.name)} holds no sessions: nothing to report", code="no-sessions")
+            sessions = _sessions_to_read(store, args.session, source.name, "report")
             if not args.all and len(sessions) > 1:
                 listed = ", ".join(shown(s) for s in sessions[:10]) + (" …" if len(sessions) > 10 else "")
                 raise CliError(
