@@ -79,10 +79,10 @@ from typing import BinaryIO, NoReturn, TextIO
 from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
 from ...kernel.log import Event
 from ...kernel.session import SessionState
-from ..codec import CodecError, JsonlLines, RecordError, encode_jsonl, read_records
+from ..codec import CodecError, JsonlLines, encode_jsonl, read_records
 from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
-from ..provenance import ForkProvenance, ForkRecordError, ForkRecordLines, encode_fork_record, split_fork_record
+from ..provenance import ForkProvenance, ForkRecordLines, encode_fork_record, split_fork_record
 from ..report.html import render_coverage, render_report
 from ..report.model import Coverage, build_report, with_fork_record
 from ..serve.command import add_serve_arguments, run_serve
@@ -95,7 +95,7 @@ from .demo import command_name, run_demo
 from .describe import goal_text, plan_text, shown, summarize
 from .inputs import CliError, Source, open_database, read_source, same_file
 from .progress import Progress
-from .spill import SpillingFold
+from .spill import fold_records
 
 __all__ = ["EXIT_STATUS", "main"]
 
@@ -186,27 +186,21 @@ def fold_checked(
     log has used kept off the states (``SpillingFold``: memory that does not
     grow with them). Progress counts events of ``total``, or, with ``done``,
     what ``done(events folded)`` says (the bytes of a log read so far)."""
-    state = SessionState()
     count = 0
+
+    def counted(before: SessionState, after: SessionState, event: Event) -> None:
+        nonlocal count
+        count += 1
+        progress.update(count if done is None else done(count), events=count)
+
     progress.start(total, session, unit="events" if done is None else "bytes")
-    with SpillingFold() as fold:
-        try:
-            for line, event in events:
-                try:
-                    state = fold.fold(state, event)
-                except ReplayError as exc:
-                    return Checked(session, count, state, _from_replay(exc, line))
-                count += 1
-                progress.update(count if done is None else done(count), events=count)
-        except RecordError as exc:  # a line of a JSON Lines log that is not a record
-            return Checked(session, count, state, Problem(exc.seq, exc.line, exc.code, exc.detail))
-        except ForkRecordError as exc:
-            return Checked(session, count, state, Problem(None, exc.line, exc.code, exc.message))
-        except ReplayError as exc:  # a stored payload that does not decode
-            return Checked(session, count, state, _from_replay(exc))
-        finally:
-            progress.finish()
-    return Checked(session, count, state)
+    try:
+        state, stop = fold_records(events, counted)
+    finally:
+        progress.finish()
+    if stop is None:
+        return Checked(session, count, state)
+    return Checked(session, count, state, Problem(stop.position, stop.line, stop.rule, stop.detail))
 
 
 def _require_session(store: Store, session: str, where: str) -> None:
