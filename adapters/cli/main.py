@@ -79,10 +79,10 @@ from typing import BinaryIO, NoReturn, TextIO
 from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
 from ...kernel.log import Event
 from ...kernel.session import SessionState
-from ..codec import CodecError, JsonlLines, RecordError, encode_jsonl, read_records
+from ..codec import CodecError, JsonlLines, encode_jsonl, read_records
 from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
-from ..provenance import ForkProvenance, ForkRecordError, ForkRecordLines, encode_fork_record, split_fork_record
+from ..provenance import ForkProvenance, ForkRecordLines, encode_fork_record, split_fork_record
 from ..report.html import render_coverage, render_report
 from ..report.model import Coverage, build_report, with_fork_record
 from ..serve.command import add_serve_arguments, run_serve
@@ -95,7 +95,7 @@ from .demo import command_name, run_demo
 from .describe import goal_text, plan_text, shown, summarize
 from .inputs import CliError, Source, open_database, read_source, same_file
 from .progress import Progress
-from .spill import SpillingFold
+from .spill import fold_records
 
 __all__ = ["EXIT_STATUS", "main"]
 
@@ -186,27 +186,21 @@ def fold_checked(
     log has used kept off the states (``SpillingFold``: memory that does not
     grow with them). Progress counts events of ``total``, or, with ``done``,
     what ``done(events folded)`` says (the bytes of a log read so far)."""
-    state = SessionState()
     count = 0
+
+    def counted(before: SessionState, after: SessionState, event: Event) -> None:
+        nonlocal count
+        count += 1
+        progress.update(count if done is None else done(count), events=count)
+
     progress.start(total, session, unit="events" if done is None else "bytes")
-    with SpillingFold() as fold:
-        try:
-            for line, event in events:
-                try:
-                    state = fold.fold(state, event)
-                except ReplayError as exc:
-                    return Checked(session, count, state, _from_replay(exc, line))
-                count += 1
-                progress.update(count if done is None else done(count), events=count)
-        except RecordError as exc:  # a line of a JSON Lines log that is not a record
-            return Checked(session, count, state, Problem(exc.seq, exc.line, exc.code, exc.detail))
-        except ForkRecordError as exc:
-            return Checked(session, count, state, Problem(None, exc.line, exc.code, exc.message))
-        except ReplayError as exc:  # a stored payload that does not decode
-            return Checked(session, count, state, _from_replay(exc))
-        finally:
-            progress.finish()
-    return Checked(session, count, state)
+    try:
+        state, stop = fold_records(events, counted)
+    finally:
+        progress.finish()
+    if stop is None:
+        return Checked(session, count, state)
+    return Checked(session, count, state, Problem(stop.position, stop.line, stop.rule, stop.detail))
 
 
 def _require_session(store: Store, session: str, where: str) -> None:
@@ -214,6 +208,18 @@ def _require_session(store: Store, session: str, where: str) -> None:
     if session not in known:
         listed = ", ".join(shown(s) for s in known) if known else "none"
         raise CliError(f"no session {shown(session)!r} in {shown(where)} (sessions: {listed})", code="no-such-session")
+
+
+def _sessions_to_read(store: Store, session: str | None, where: str, doing: str) -> list[str]:
+    """The sessions a command reads from a database: the one ``--session``
+    names (which must be there), else all of them (there must be one)."""
+    if session is not None:
+        _require_session(store, session, where)
+        return [session]
+    sessions = list(store.session_ids())
+    if not sessions:
+        raise CliError(f"{shown(where)} holds no sessions: nothing to {doing}", code="no-sessions")
+    return sessions
 
 
 def _check(args: argparse.Namespace, audit: bool, err: TextIO, stdin: BinaryIO) -> list[Checked]:
@@ -243,12 +249,7 @@ def _with_fork_record(checked: Checked, provenance: ForkProvenance | None) -> Ch
 def _check_database(args: argparse.Namespace, source: Source, audit: bool, progress: Progress) -> list[Checked]:
     results = []
     with open_database(source, write=False) as store:
-        if args.session is not None:
-            _require_session(store, args.session, source.name)
-        sessions = [args.session] if args.session is not None else list(store.session_ids())
-        if not sessions:
-            raise CliError(f"{shown(source.name)} holds no sessions: nothing to check", code="no-sessions")
-        for sid in sessions:
+        for sid in _sessions_to_read(store, args.session, source.name, "check"):
             checked = fold_checked(sid, ((None, e) for e in store.scan(sid)), store.head(sid), progress)
             checked.provenance = store.provenance(sid)
             if audit and checked.problem is None:
@@ -505,11 +506,7 @@ def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
             report = with_fork_record(report, lines.provenance)
             return render_report(report), report.ok
         with open_database(source, write=False) as store:
-            if args.session is not None:
-                _require_session(store, args.session, source.name)
-            sessions = [args.session] if args.session is not None else list(store.session_ids())
-            if not sessions:
-                raise CliError(f"{shown(source.name)} holds no sessions: nothing to report", code="no-sessions")
+            sessions = _sessions_to_read(store, args.session, source.name, "report")
             if not args.all and len(sessions) > 1:
                 listed = ", ".join(shown(s) for s in sessions[:10]) + (" …" if len(sessions) > 10 else "")
                 raise CliError(

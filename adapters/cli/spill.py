@@ -28,21 +28,30 @@ state's equality, so every state equals the whole fold's.
 
 Every other event costs a comparison of its kind and a check that the
 folded state holds no ids.
+
+``fold_records`` is the strict fold of a whole log as ``replay``, ``check``
+and ``report`` read it: ``(line, event)`` records folded one at a time as
+they are read, through a ``SpillingFold``, stopping at the first bad record
+(a malformed line of a JSON Lines log, a bad fork record, a stored payload
+that does not decode, an event the fold refuses), which it names.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from types import TracebackType
 
+from ...kernel.errors import ReplayError
 from ...kernel.idset import IdSet
 from ...kernel.log import GOAL_CHANGE, Event
 from ...kernel.session import SessionState, apply_session_event
+from ..codec import RecordError
+from ..provenance import ForkRecordError
 from ..store.engine import created_goal_ids, knowing_goal_ids
 
-__all__ = ["KEEP", "SpillingFold"]
+__all__ = ["KEEP", "FoldStop", "SpillingFold", "fold_records"]
 
 #: How many ids a replay keeps in memory before it moves them to disk.
 KEEP = 1024
@@ -133,3 +142,46 @@ class SpillingFold:
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class FoldStop:
+    """The first bad record of a log: its seq (``None`` when unreadable), its
+    line in a JSON Lines log (``None`` in a database), the rule it breaks and
+    the detail, and the event when it could be read."""
+
+    position: int | None
+    line: int | None
+    rule: str
+    detail: str
+    event: Event | None = None
+
+
+def _refused(exc: ReplayError, line: int | None, event: Event | None) -> FoldStop:
+    position = exc.position if isinstance(exc.position, int) and not isinstance(exc.position, bool) else None
+    return FoldStop(position, line, exc.rule, exc.detail, event)
+
+
+def fold_records(
+    records: Iterable[tuple[int | None, Event]], visit: Callable[[SessionState, SessionState, Event], None]
+) -> tuple[SessionState, FoldStop | None]:
+    """Fold ``records`` strictly from the empty state (see the module),
+    calling ``visit(before, after, event)`` for each event folded; the state
+    the fold reached, and where it stopped (``None``: at the end)."""
+    state = SessionState()
+    with SpillingFold() as fold:
+        try:
+            for line, event in records:
+                try:
+                    after = fold.fold(state, event)
+                except ReplayError as exc:
+                    return state, _refused(exc, line, event)
+                visit(state, after, event)
+                state = after
+        except RecordError as exc:  # a line of a JSON Lines log that is not a record
+            return state, FoldStop(exc.seq, exc.line, exc.code, exc.detail)
+        except ForkRecordError as exc:
+            return state, FoldStop(None, exc.line, exc.code, exc.message)
+        except ReplayError as exc:  # a stored payload that does not decode
+            return state, _refused(exc, None, None)
+    return state, None

@@ -39,10 +39,12 @@ import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import TypedDict
+from typing import TypedDict, Unpack
 
 import httpx
 
+from ..delegation import Delegated
+from ..options import refuse_unknown
 from ..redact import redact_url
 from .model import (
     ChatRequest,
@@ -74,6 +76,7 @@ __all__ = [
     "MAX_RESPONSE_BYTES",
     "OUTCOMES",
     "AsyncOpenAIClient",
+    "ClientOptions",
     "OpenAIClient",
     "RetryPolicy",
     "is_retryable",
@@ -95,25 +98,36 @@ class _HttpOptions(TypedDict):
     mounts: dict[str, None]
 
 
+class ClientOptions(TypedDict, total=False):
+    """The keyword options both clients take (see ``OpenAIClient``): the
+    ``api_key``, the deadline of one attempt (``timeout_s``, 60 by default),
+    the ``retry`` policy, extra ``headers``, the content sent for a reply of
+    tool calls only (``tool_call_content``), the cap on one response body
+    (``max_response_bytes``), the ``random`` and ``wall_clock`` sources,
+    ``on_retry`` and a shared ``retry_budget``."""
+
+    api_key: str | None
+    timeout_s: float
+    retry: RetryPolicy | None
+    headers: Mapping[str, str] | None
+    tool_call_content: str | None
+    max_response_bytes: int
+    random: Callable[[], float]
+    wall_clock: Callable[[], float]
+    on_retry: Callable[[int, ModelError, float], None] | None
+    retry_budget: RetryBudget | None
+
+
 class _Settings:
     """What both clients take and check alike (see ``OpenAIClient``)."""
 
-    def __init__(
-        self,
-        base_url: str | None,
-        model: str,
-        *,
-        api_key: str | None,
-        timeout_s: float,
-        retry: RetryPolicy | None,
-        headers: Mapping[str, str] | None,
-        tool_call_content: str | None,
-        max_response_bytes: int,
-        random: Callable[[], float],
-        wall_clock: Callable[[], float],
-        on_retry: Callable[[int, ModelError, float], None] | None,
-        retry_budget: RetryBudget | None,
-    ) -> None:
+    def __init__(self, base_url: str | None, model: str, where: str, options: ClientOptions) -> None:
+        refuse_unknown(options, ClientOptions.__annotations__, where)
+        api_key = options.get("api_key")
+        timeout_s = options.get("timeout_s", 60.0)
+        retry = options.get("retry")
+        retry_budget = options.get("retry_budget")
+        headers = options.get("headers")
         if base_url is None:
             base_url = os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         if api_key is None:
@@ -134,8 +148,8 @@ class _Settings:
         self.retry = retry if retry is not None else RetryPolicy()
         #: The retries of one unit of work (one call, or a runtime's step).
         self.retry_budget = retry_budget if retry_budget is not None else RetryBudget(self.retry.max_retries)
-        self.tool_call_content = tool_call_content
-        self.max_response_bytes = max_response_bytes
+        self.tool_call_content = options.get("tool_call_content")
+        self.max_response_bytes = options.get("max_response_bytes", MAX_RESPONSE_BYTES)
         path = parts.path.rstrip("/") + "/chat/completions"
         #: The full chat-completions URL the client posts to.
         self.url = urllib.parse.urlunsplit(parts._replace(path=path, fragment=""))
@@ -149,8 +163,9 @@ class _Settings:
         }
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
-        self.wall_clock = wall_clock
-        self.retrier = Retrier(self.retry, self.retry_budget, random, self.where, on_retry)
+        self.wall_clock = options.get("wall_clock", time.time)
+        random = options.get("random", _random.random)
+        self.retrier = Retrier(self.retry, self.retry_budget, random, self.where, options.get("on_retry"))
 
     def payload(self, request: ChatRequest) -> bytes:
         body = build_request_body(self.model, request, tool_call_content=self.tool_call_content)
@@ -193,35 +208,12 @@ class _Settings:
 class _Properties:
     _s: _Settings
 
-    @property
-    def base_url(self) -> str:
-        """The API root."""
-        return self._s.base_url
-
-    @property
-    def model(self) -> str:
-        """The model name sent with each request."""
-        return self._s.model
-
-    @property
-    def timeout_s(self) -> float:
-        """The deadline of one attempt, in seconds."""
-        return self._s.timeout_s
-
-    @property
-    def retry(self) -> RetryPolicy:
-        """The retry policy."""
-        return self._s.retry
-
-    @property
-    def retry_budget(self) -> RetryBudget:
-        """The retries of one unit of work (one call, or a runtime's step)."""
-        return self._s.retry_budget
-
-    @property
-    def url(self) -> str:
-        """The full chat-completions URL this client posts to."""
-        return self._s.url
+    base_url = Delegated[str]("_s", doc="The API root.")
+    model = Delegated[str]("_s", doc="The model name sent with each request.")
+    timeout_s = Delegated[float]("_s", doc="The deadline of one attempt, in seconds.")
+    retry = Delegated[RetryPolicy]("_s", doc="The retry policy.")
+    retry_budget = Delegated[RetryBudget]("_s", doc="The retries of one unit of work (one call, or a runtime's step).")
+    url = Delegated[str]("_s", doc="The full chat-completions URL this client posts to.")
 
 
 class OpenAIClient(_Properties):
@@ -241,25 +233,12 @@ class OpenAIClient(_Properties):
         base_url: str | None,
         model: str,
         *,
-        api_key: str | None = None,
-        timeout_s: float = 60.0,
-        retry: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
-        tool_call_content: str | None = None,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
         sleep: Callable[[float], None] = time.sleep,
-        random: Callable[[], float] = _random.random,
-        wall_clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
-        on_retry: Callable[[int, ModelError, float], None] | None = None,
-        retry_budget: RetryBudget | None = None,
         resolve: Resolver = system_resolve,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        self._s = _Settings(
-            base_url, model, api_key=api_key, timeout_s=timeout_s, retry=retry, headers=headers,
-            tool_call_content=tool_call_content, max_response_bytes=max_response_bytes, random=random,
-            wall_clock=wall_clock, on_retry=on_retry, retry_budget=retry_budget,
-        )  # fmt: skip
+        self._s = _Settings(base_url, model, "OpenAIClient", options)
         self._sleep = sleep
         self._monotonic = monotonic
         try:
@@ -328,24 +307,11 @@ class AsyncOpenAIClient(_Properties):
         base_url: str | None,
         model: str,
         *,
-        api_key: str | None = None,
-        timeout_s: float = 60.0,
-        retry: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
-        tool_call_content: str | None = None,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
         sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
-        random: Callable[[], float] = _random.random,
-        wall_clock: Callable[[], float] = time.time,
-        on_retry: Callable[[int, ModelError, float], None] | None = None,
-        retry_budget: RetryBudget | None = None,
         resolve: Resolver = system_resolve,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        self._s = _Settings(
-            base_url, model, api_key=api_key, timeout_s=timeout_s, retry=retry, headers=headers,
-            tool_call_content=tool_call_content, max_response_bytes=max_response_bytes, random=random,
-            wall_clock=wall_clock, on_retry=on_retry, retry_budget=retry_budget,
-        )  # fmt: skip
+        self._s = _Settings(base_url, model, "AsyncOpenAIClient", options)
         self._sleep = sleep
         try:
             self._http = httpx.AsyncClient(**self._s.client_options())

@@ -56,7 +56,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Generic, Protocol, TypeVar
 
-from ...kernel.errors import ReplayError
 from ...kernel.goal.ops import AUTHORITY, SYSTEM_BLOCK_CODES
 from ...kernel.graph import Edge, Graph
 from ...kernel.log import (
@@ -76,9 +75,9 @@ from ...kernel.log import (
 )
 from ...kernel.plan.spec import PlanSpec
 from ...kernel.session import SessionState
-from ..cli.spill import SpillingFold
-from ..codec import RecordError, encode_event
-from ..provenance import ForkProvenance, ForkRecordError
+from ..cli.spill import FoldStop, fold_records
+from ..codec import encode_event
+from ..provenance import ForkProvenance
 from .machines import MACHINES, extra_note, machine_graphs, observable, taken
 
 __all__ = [
@@ -881,11 +880,11 @@ _HANDLERS = {
 }
 
 
-def _bad_event(exc: ReplayError, event: Event | None, line: int | None) -> BadEvent:
-    position = exc.position if isinstance(exc.position, int) and not isinstance(exc.position, bool) else None
+def _bad_event(stop: FoldStop) -> BadEvent:
+    event = stop.event
     if event is None:
-        return BadEvent(position, line, exc.rule, exc.detail)
-    return BadEvent(position, line, exc.rule, exc.detail, excerpt(event.kind, 80), event.at,
+        return BadEvent(stop.position, stop.line, stop.rule, stop.detail)
+    return BadEvent(stop.position, stop.line, stop.rule, stop.detail, excerpt(event.kind, 80), event.at,
                     _json_excerpt(event.payload, 600))
 
 
@@ -900,26 +899,16 @@ def build_report(
     events must be there and hash to its ``prefix_sha256``
     (``provenance-mismatch`` otherwise)."""
     builder = ReportBuilder(session, provenance)
-    state = SessionState()
     prefix = None if provenance is None else hashlib.sha256()
-    with SpillingFold() as fold:
-        try:
-            for line, event in records:
-                try:
-                    after = fold.fold(state, event)
-                except ReplayError as exc:
-                    builder.fail(_bad_event(exc, event, line))
-                    break
-                builder.observe(state, after, event)
-                state = after
-                if prefix is not None and provenance is not None and event.seq <= provenance.seq:
-                    prefix.update(encode_event(event) + b"\n")
-        except RecordError as exc:  # a line of a JSON Lines log that is not a record
-            builder.fail(BadEvent(exc.seq, exc.line, exc.code, exc.detail))
-        except ForkRecordError as exc:
-            builder.fail(BadEvent(None, exc.line, exc.code, exc.message))
-        except ReplayError as exc:  # a stored payload that does not decode
-            builder.fail(_bad_event(exc, None, None))
+
+    def observed(before: SessionState, after: SessionState, event: Event) -> None:
+        builder.observe(before, after, event)
+        if prefix is not None and provenance is not None and event.seq <= provenance.seq:
+            prefix.update(encode_event(event) + b"\n")
+
+    _, stop = fold_records(records, observed)
+    if stop is not None:
+        builder.fail(_bad_event(stop))
     report = builder.finish()
     if prefix is not None and provenance is not None and report.ok:
         if provenance.seq > report.events:

@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import PlanModeView
 from ...kernel.plan.review import parse_plan_command
+from ..delegation import Delegated, Writable
 from ..llm.model import RetryBudget
 from ..provenance import ForkProvenance
 from ..store.base import Store
@@ -105,38 +106,13 @@ class Driver(Generic[M, R]):
     def _review_available(self) -> bool:
         return self.review is not None and bool(getattr(self.review, "available", False))
 
-    @property
-    def log(self) -> SessionLog:
-        return self.machine.log
-
-    @property
-    def tools(self) -> ToolRunner:
-        return self.machine.tools
-
-    @property
-    def retry_budget(self) -> RetryBudget:
-        return self.machine.retry_budget
-
-    @property
-    def step_listeners(self) -> list[StepListener]:
-        return self.machine.step_listeners
-
-    @property
-    def max_tool_calls(self) -> int:
-        return self.machine.max_tool_calls
-
-    @max_tool_calls.setter
-    def max_tool_calls(self, value: int) -> None:
-        self.machine.max_tool_calls = value
-
-    @property
-    def resumed(self) -> bool:
-        return self.machine.resumed
-
-    @property
-    def shown(self) -> list[str]:
-        """The plans put before the review port, in order."""
-        return self.machine.shown
+    log = Delegated[SessionLog]("machine")
+    tools = Delegated[ToolRunner]("machine")
+    retry_budget = Delegated[RetryBudget]("machine")
+    step_listeners = Delegated[list[StepListener]]("machine")
+    max_tool_calls = Writable[int]("machine")
+    resumed = Delegated[bool]("machine")
+    shown = Delegated[list[str]]("machine", doc="The plans put before the review port, in order.")
 
     def rewind(self, turn: int, new_session: str) -> ForkProvenance:
         """Rewind to turn ``turn``: a new session whose log is everything
@@ -146,7 +122,6 @@ class Driver(Generic[M, R]):
         ``session-exists``)."""
         return self.machine.fork(new_session, turn=turn)
 
-    @property
-    def plan_mode(self) -> PlanModeView:
-        """The mode as the user sees it: recorded, and pending (``None``: none)."""
-        return self.machine.plan_mode
+    plan_mode = Delegated[PlanModeView](
+        "machine", doc="The mode as the user sees it: recorded, and pending (``None``: none)."
+    )

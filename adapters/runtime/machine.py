@@ -92,6 +92,7 @@ from ...kernel.session import SessionState
 from ...kernel.tools.events import verdict_events
 from ...kernel.tools.gate import Allowed, Refused, Verdict, check_call
 from ...kernel.turn import RecordedReply, abandoned_turn, interrupted_calls, record_reply, scope_refusal
+from ..delegation import Delegated
 from ..errors import AdapterError
 from ..llm import model
 from ..provenance import ForkProvenance
@@ -422,13 +423,8 @@ class StepMachine:
         self._conversation = Conversation()
         self._budget_open = False
 
-    @property
-    def session_id(self) -> str:
-        return self.log.session_id
-
-    @property
-    def state(self) -> SessionState:
-        return self.log.state
+    session_id = Delegated[str]("log")
+    state = Delegated[SessionState]("log")
 
     def new_plan_id(self) -> str:
         return f"plan-{self.log.last_seq + 1}"

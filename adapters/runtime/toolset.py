@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from ...kernel.payload import JSONObject
 from ...kernel.plan.spec_json import PlanArgs
@@ -31,6 +32,7 @@ from ...kernel.plan.tools import TodoUpdate, VerificationReport
 from ...kernel.tools.gate import GatePolicy
 from ...kernel.tools.spec import ToolRegistry, ToolSpec
 from ..llm.model import AsyncModelClient, ModelClient
+from ..options import refuse_unknown
 from ..specgen.schema import tool_parameters
 from ..store.base import Store
 from ..store.session_log import Clock, SessionLog, system_clock
@@ -50,6 +52,7 @@ __all__ = [
     "REPORT_VERIFICATION",
     "UPDATE_TODO",
     "WRITE_FILE",
+    "RuntimeOptions",
     "Session",
     "default_registry",
     "open_async_runtime",
@@ -129,29 +132,40 @@ class Session:
     workspace: Workspace
 
 
+class RuntimeOptions(TypedDict, total=False):
+    """The keyword options ``open_runtime`` and ``open_async_runtime`` share.
+
+    ``clock`` stamps the events (the system clock by default); ``policy`` is
+    the gate's (``GatePolicy()`` by default); ``prompt`` the prompt's
+    configuration; ``tools`` and ``executors`` the deployment's own, added to
+    the defaults; ``resolver`` finds where writes land for the plan's scope
+    (by default the workspace's)."""
+
+    clock: Clock
+    policy: GatePolicy | None
+    prompt: PromptConfig | None
+    tools: Sequence[ToolSpec]
+    executors: Mapping[str, Executor] | None
+    resolver: Resolver | None
+
+
 def open_runtime(
     store: Store,
     session_id: str,
     model: ModelClient,
     review: ReviewPort | None,
     workspace: Workspace,
-    *,
-    clock: Clock = system_clock,
-    policy: GatePolicy | None = None,
-    prompt: PromptConfig | None = None,
-    tools: Sequence[ToolSpec] = (),
-    executors: Mapping[str, Executor] | None = None,
-    resolver: Resolver | None = None,
+    **options: Unpack[RuntimeOptions],
 ) -> Session:
     """Open ``session_id`` on ``store`` (strict replay) and wire a runtime,
     with the deployment's own ``tools`` and ``executors`` added to the
-    defaults. Raises ``ReplayError`` when the stored log breaks a rule, and
-    ``ToolSpecError`` for a tool or executor that may not be installed (a
-    clash, a runtime-owned name). ``resolver`` finds where writes land for
-    the plan's scope: by default ``workspace``'s; a deployment whose
-    executors act on a real directory gives ``directory_resolver`` of it."""
-    runner = _runner(workspace, policy, tools, executors, resolver)
-    runtime = Runtime(store, session_id, model, runner, review, clock=clock, prompt=prompt or PromptConfig())
+    defaults (see ``RuntimeOptions``). Raises ``ReplayError`` when the stored
+    log breaks a rule, and ``ToolSpecError`` for a tool or executor that may
+    not be installed (a clash, a runtime-owned name). ``resolver`` finds where
+    writes land for the plan's scope: by default ``workspace``'s; a deployment
+    whose executors act on a real directory gives ``directory_resolver`` of it."""
+    runner = _runner(workspace, options, "open_runtime")
+    runtime = Runtime(store, session_id, model, runner, review, clock=_clock(options), prompt=_prompt(options))
     return Session(runtime.log, runtime, workspace)
 
 
@@ -162,35 +176,37 @@ def open_async_runtime(
     review: AsyncReviewPort | ReviewPort | None,
     workspace: Workspace,
     *,
-    clock: Clock = system_clock,
-    policy: GatePolicy | None = None,
-    prompt: PromptConfig | None = None,
-    tools: Sequence[ToolSpec] = (),
-    executors: Mapping[str, Executor] | None = None,
     async_executors: Mapping[str, AsyncExecutor] | None = None,
-    resolver: Resolver | None = None,
+    **options: Unpack[RuntimeOptions],
 ) -> AsyncRuntime:
     """``open_runtime`` for asyncio programs: an ``AsyncRuntime`` with the
     deployment's awaited ``async_executors`` beside its other executors. It
     reads the session from ``store``: call it in a worker thread
     (``asyncio.to_thread``) when that must not block the event loop. Raises
     as ``open_runtime`` does."""
-    runner = _runner(workspace, policy, tools, executors, resolver, async_executors)
-    return AsyncRuntime(store, session_id, model, runner, review, clock=clock, prompt=prompt or PromptConfig())
+    runner = _runner(workspace, options, "open_async_runtime", async_executors)
+    return AsyncRuntime(store, session_id, model, runner, review, clock=_clock(options), prompt=_prompt(options))
 
 
-def _runner(  # noqa: PLR0917 (private: the two open functions' own arguments, in order)
+def _clock(options: RuntimeOptions) -> Clock:
+    return options.get("clock", system_clock)
+
+
+def _prompt(options: RuntimeOptions) -> PromptConfig:
+    return options.get("prompt") or PromptConfig()
+
+
+def _runner(
     workspace: Workspace,
-    policy: GatePolicy | None,
-    tools: Sequence[ToolSpec],
-    executors: Mapping[str, Executor] | None,
-    resolver: Resolver | None,
+    options: RuntimeOptions,
+    where: str,
     async_executors: Mapping[str, AsyncExecutor] | None = None,
 ) -> ToolRunner:
+    refuse_unknown(options, RuntimeOptions.__annotations__, where)
     return ToolRunner(
-        default_registry(tools),
-        policy or GatePolicy(),
-        {**workspace.executors(), **(executors or {})},
+        default_registry(options.get("tools", ())),
+        options.get("policy") or GatePolicy(),
+        {**workspace.executors(), **(options.get("executors") or {})},
         dict(async_executors or {}),
-        resolver or workspace.resolver(),
+        options.get("resolver") or workspace.resolver(),
     )
