@@ -14,15 +14,15 @@ command; what the top level prints is therefore the same either way.
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, BinaryIO, NoReturn, TextIO
 
 from ... import __version__
 
+TYPE_CHECKING = False  # typing itself is not imported: it costs more than the rest of --version
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
+    from typing import BinaryIO, NoReturn, TextIO
 
 __all__ = ["EXIT_STATUS", "FILE_HELP", "main", "printable", "top_parser"]
 
@@ -139,8 +139,10 @@ def printable(stream: TextIO) -> TextIO:
     """``stream`` set to escape what it cannot encode instead of failing."""
     reconfigure = getattr(stream, "reconfigure", None)
     if callable(reconfigure):
-        with contextlib.suppress(ValueError, OSError):
+        try:  # noqa: SIM105 (contextlib is not imported for --version)
             reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):
+            pass
     return stream
 
 
