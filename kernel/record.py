@@ -47,7 +47,7 @@ from __future__ import annotations
 from _thread import get_ident
 from collections.abc import Callable, Sequence
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar, dataclass_transform, overload
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, dataclass_transform, overload
 
 __all__ = ["field", "record", "replace"]
 
@@ -72,22 +72,36 @@ class _Factory:
 _FACTORY = _Factory()
 
 
-class _Spec(NamedTuple):
-    """What ``field(...)`` says of one field."""
+class _Spec:
+    """What ``field(...)`` says of one field (a plain class: a named tuple
+    would compile its constructor at import)."""
 
-    default: Any = _MISSING
-    default_factory: Any = _MISSING
-    repr: bool = True
-    hash: bool | None = None
-    compare: bool = True
+    __slots__ = ("compare", "default", "default_factory", "hash", "repr")
+
+    def __init__(
+        self,
+        default: Any = _MISSING,
+        default_factory: Any = _MISSING,
+        repr: bool = True,
+        hash: bool | None = None,
+        compare: bool = True,
+    ) -> None:
+        self.default = default
+        self.default_factory = default_factory
+        self.repr = repr
+        self.hash = hash
+        self.compare = compare
 
 
-class _Field(NamedTuple):
+class _Field:
     """One field of a record: its name, its annotation and its spec."""
 
-    name: str
-    type: Any
-    spec: _Spec
+    __slots__ = ("name", "spec", "type")
+
+    def __init__(self, name: str, annotation: Any, spec: _Spec) -> None:
+        self.name = name
+        self.type = annotation
+        self.spec = spec
 
 
 if TYPE_CHECKING:
@@ -136,12 +150,15 @@ def record(cls: type[Any] | None = None, /, *, eq: bool = True, order: bool = Fa
 def _is_pseudo(annotation: object, name: str) -> bool:
     """Whether an annotation declares a class variable (not a field); an
     ``InitVar`` is refused."""
-    text = annotation if isinstance(annotation, str) else repr(annotation)
-    if "InitVar" in text:
-        raise TypeError(f"{name}: a record has no InitVar")
     if isinstance(annotation, str):
+        if "InitVar" in annotation:
+            raise TypeError(f"{name}: a record has no InitVar")
         return annotation.startswith(("ClassVar", "typing.ClassVar"))
-    return annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar
+    if annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar:
+        return True
+    if type(annotation).__name__ == "InitVar" or getattr(annotation, "__name__", None) == "InitVar":
+        raise TypeError(f"{name}: a record has no InitVar")
+    return False
 
 
 def _build(declared: type[_T], eq: bool, order: bool) -> type[_T]:

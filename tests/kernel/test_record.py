@@ -216,3 +216,15 @@ def test_importing_every_machine_imports_neither_dataclasses_nor_inspect() -> No
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_an_init_var_is_refused_whether_its_annotation_is_text_or_a_value() -> None:
+    with pytest.raises(TypeError, match="no InitVar"):
+
+        @record
+        class Text:
+            a: dataclasses.InitVar[int]
+
+    namespace: dict[str, Any] = {"__annotations__": {"a": dataclasses.InitVar[int]}, "__doc__": "d"}
+    with pytest.raises(TypeError, match="no InitVar"):
+        record(type("Value", (), namespace))
