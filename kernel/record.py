@@ -20,14 +20,18 @@ is made once, with its slots and its methods in it:
 - ``__eq__``, ``__hash__``, the orderings and ``__repr__`` are closures over
   the fields' names that compare, hash and print the very tuples and text
   the generated methods do (``operator.attrgetter`` reads the fields);
+  ``__eq__`` and ``__hash__`` are replaced by the methods ``dataclasses``
+  writes when ``__init__`` is compiled (below), in the same compile, since a
+  closure costs a call more and these two run in folds;
   ``__setattr__`` and ``__delattr__`` refuse with ``FrozenInstanceError``;
   ``__getstate__`` and ``__setstate__`` let ``pickle`` and ``copy`` rebuild
   an instance, as ``dataclasses`` provides for frozen slotted classes.
 - ``__init__``, the one method whose speed matters, is written and compiled
   as ``dataclasses`` writes it (each field set through
   ``object.__setattr__``, defaults and default factories, ``__post_init__``)
-  the first time the class is called, and then takes the place of the
-  placeholder that compiled it: a class no one constructs compiles nothing.
+  the second time the class is called (the first call binds the arguments
+  as it would, without compiling), and then takes the place of the
+  placeholder: a class made once, at import, or never, compiles nothing.
 - What makes a class a dataclass to everyone else (``__dataclass_fields__``
   with its ``dataclasses.Field`` objects, ``__dataclass_params__``) is
   built on first look, importing ``dataclasses`` then: ``dataclasses.fields``,
@@ -205,10 +209,12 @@ def _build(declared: type[_T], eq: bool, order: bool) -> type[_T]:
             hashed = tuple(f.name for f in fields if (f.spec.compare if f.spec.hash is None else f.spec.hash))
             namespace.pop("__hash__", None)
             methods["__hash__"] = _hash(_key(hashed))
+    made_here = []
     for key, method in methods.items():
         if key not in namespace:
             method.__qualname__ = f"{declared.__qualname__}.{key}"
             namespace[key] = method
+            made_here.append(key)
     namespace.pop("__dict__", None)
     namespace.pop("__weakref__", None)
     namespace.setdefault("__match_args__", names)
@@ -217,6 +223,7 @@ def _build(declared: type[_T], eq: bool, order: bool) -> type[_T]:
         __qualname__=declared.__qualname__,
         __record_fields__=tuple(fields),
         __record_options__=(eq, order),
+        __record_made__=frozenset(made_here),
         __dataclass_fields__=_DataclassView(),
         __dataclass_params__=_DataclassView(),
     )
@@ -282,14 +289,40 @@ def _compile_init(cls: Any) -> Callable[..., None]:
     if hasattr(cls, "__post_init__"):
         body.append(f"{me}.__post_init__()")
     source = f"def __init__({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body or ["pass"])
+    source += _compared_source(cls, fields)
     exec(source, consts)
     init: Any = consts["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
     init.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
-    cls.__init__ = init
+    for name in ("__init__", "__eq__", "__hash__"):
+        if name in consts:
+            method: Any = consts[name]
+            method.__qualname__ = f"{cls.__qualname__}.{name}"
+            method.__module__ = cls.__module__
+            setattr(cls, name, method)
     compiled: Callable[..., None] = init
     return compiled
+
+
+def _compared_source(cls: Any, fields: Sequence[_Field]) -> str:
+    """The source of the ``__eq__`` and ``__hash__`` ``dataclasses`` writes,
+    for those of ``cls``'s that record made: compiled with its ``__init__``,
+    they take the place of the closures, which cost a call more."""
+    made: frozenset[str] = cls.__record_made__
+    source = ""
+    if "__eq__" in made:
+        compared = [f.name for f in fields if f.spec.compare]
+        mine = "".join(f"self.{name}," for name in compared)
+        theirs = "".join(f"other.{name}," for name in compared)
+        source += (
+            "def __eq__(self, other):\n"
+            "    if other.__class__ is self.__class__:\n"
+            f"        return ({mine}) == ({theirs})\n"
+            "    return NotImplemented\n"
+        )
+    if "__hash__" in made:
+        hashed = [f.name for f in fields if (f.spec.compare if f.spec.hash is None else f.spec.hash)]
+        source += f"def __hash__(self):\n    return hash(({''.join(f'self.{name},' for name in hashed)}))\n"
+    return source
 
 
 # --------------------------------------------------------------------------
