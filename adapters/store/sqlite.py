@@ -446,15 +446,23 @@ class SqliteBackend:
 
     def _grouped(self, body: Callable[[Transaction], T]) -> T:
         """An append, in the next group to commit (see the module docstring)."""
-        me = _Waiting(body)
         group = self._group()
+        me: _Waiting | None = None
         with group.lock:
-            group.queue.append(me)
-            lead = not group.leading
-            group.leading = True
-        if not lead:
-            me.done.wait()
-        if me.lead or lead:
+            if group.leading:
+                me = _Waiting(body)
+                group.queue.append(me)
+            else:
+                group.leading = True
+        if me is None:
+            # No commit under way (so no one waiting either): this append
+            # runs alone, as without grouping, and then hands the lead on.
+            try:
+                return self._write("append", body)
+            finally:
+                self._hand_over(group)
+        me.done.wait()
+        if me.lead:
             self._lead(group)
         if me.error is not None:
             raise me.error
@@ -469,9 +477,18 @@ class SqliteBackend:
             self._group_state = _Group(pid)
         return self._group_state
 
+    def _hand_over(self, group: _Group) -> None:
+        """The lead passes to the first append waiting, if any."""
+        with group.lock:
+            if group.queue:
+                group.queue[0].lead = True
+                group.queue[0].done.set()
+            else:
+                group.leading = False
+
     def _lead(self, group: _Group) -> None:
-        """Commit every append waiting, in one transaction; then wake each
-        with its own outcome and hand the lead to the first that came since."""
+        """Commit every append waiting, in one transaction; then hand the lead
+        to the first that came since and wake each with its own outcome."""
         with group.lock:
             batch, group.queue = group.queue, []
         try:
@@ -480,12 +497,7 @@ class SqliteBackend:
             else:
                 self._together(batch)
         finally:
-            with group.lock:
-                if group.queue:
-                    group.queue[0].lead = True
-                    group.queue[0].done.set()
-                else:
-                    group.leading = False
+            self._hand_over(group)
             for waiting in batch:
                 waiting.done.set()
 
