@@ -112,8 +112,10 @@ def top_parser(out: TextIO, err: TextIO) -> tuple[argparse.ArgumentParser, dict[
             raise ParserExit(status)
 
         def error(self, message: str) -> NoReturn:
+            from .text import shown  # noqa: PLC0415 (only a usage error needs it)
+
             self.print_usage()
-            self.exit(2, f"{self.prog}: error: {message}\n")
+            self.exit(2, f"{self.prog}: error: {shown(message)}\n")  # it may quote an argument as given
 
     formatter = argparse.RawDescriptionHelpFormatter
     parser = Parser(
