@@ -54,7 +54,8 @@ class RawLog:
     """A hand-written ``sqlite3`` event log (see the module docstring)."""
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
-        self.conn = sqlite3.connect(os.fspath(path), isolation_level=None)
+        # usable from any thread, one at a time (the concurrent family serialises it)
+        self.conn = sqlite3.connect(os.fspath(path), isolation_level=None, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute(f"PRAGMA synchronous = {synchronous}")
         for statement in _SCHEMA:

@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmarks.append_bench import run_append_growth, run_durable_append, run_group_append
+from benchmarks.concurrent_bench import run_concurrent_append
 from benchmarks.es_baseline import MISSING, load_eventsourcing
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale
 from benchmarks.kernel_bench import ROOT, run_folds, run_import
@@ -61,6 +62,7 @@ FAMILIES: dict[str, Family] = {
     "durable-append": run_durable_append,
     "append-growth": run_append_growth,
     "group-append": run_group_append,
+    "concurrent-append": run_concurrent_append,
     "cold-replay": run_replay,
     "open-session": run_open,
     "postgres-append": run_postgres,

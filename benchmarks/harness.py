@@ -73,6 +73,8 @@ _FULL = {
     "fold_repeats": 3,
     "import_runs": 15,
     "serve_steps": 400,
+    "concurrent_appends": 60,
+    "concurrent_rounds": 5,
 }
 #: The smallest size each workload is cut to, so a tiny scale still runs every path.
 _FLOOR = {
@@ -95,6 +97,8 @@ _FLOOR = {
     "fold_repeats": 1,
     "import_runs": 2,
     "serve_steps": 20,
+    "concurrent_appends": 5,
+    "concurrent_rounds": 2,
 }
 
 
@@ -120,6 +124,8 @@ class Scale:
     fold_repeats: int
     import_runs: int
     serve_steps: int
+    concurrent_appends: int
+    concurrent_rounds: int
 
     @classmethod
     def of(cls, factor: float) -> Scale:

@@ -51,9 +51,7 @@ knows only plan state.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from .errors import PlanfoldError, ReplayError
 from .log import REQUEST_HEADER, TOOL_RESULT, Draft, Event, RequestHeader, user_message
@@ -90,6 +88,7 @@ from .plan_events import (
     todo_event,
     verification_event,
 )
+from .record import record
 from .session import SessionState
 from .tools.events import tool_result_payload
 from .tools.spec import ToolCall
@@ -117,15 +116,19 @@ __all__ = [
 def tool_error_text(code: str, message: str, **extra: JSON) -> str:
     """The text of a failed call as the model reads it: ``{"error": {code, message, …}}``."""
     body: dict[str, JSON] = {"code": code, "message": message, **extra}
+    import json  # noqa: PLC0415 (json is imported on first use, not with the kernel)
+
     return json.dumps({"error": body}, ensure_ascii=False, sort_keys=True)
 
 
 def tool_ok_text(body: dict[str, JSON]) -> str:
     """The text of a successful runtime-owned call as the model reads it."""
+    import json  # noqa: PLC0415 (see tool_error_text)
+
     return json.dumps(body, sort_keys=True)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolResult:
     """What the model is told about a call: whether it succeeded, and the text."""
 
@@ -133,7 +136,7 @@ class ToolResult:
     output: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PendingReview:
     """An ``exit_plan_mode`` call waiting for a human: the call, the request
     to show (the rendered plan and the answers offered) and the exact plan
@@ -145,7 +148,7 @@ class PendingReview:
     ref: PlanRef
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolDecision:
     """What to do for one runtime-owned tool call: append ``drafts`` (in
     order), then answer the model with ``result``; or, when ``review`` is set
@@ -157,7 +160,7 @@ class ToolDecision:
     review: PendingReview | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReviewDecision:
     """What to do with a review answer: append ``drafts`` (the plan's
     ``approve`` or ``reject`` when there is one, then the ``tool/result``),
@@ -171,7 +174,7 @@ class ReviewDecision:
     exit: PendingChoice | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PlanChoice:
     """A user's plan-mode choice decided: append ``drafts`` now (none when the
     choice waits for the next accepted pre-step), keep ``pending`` as the
@@ -182,7 +185,7 @@ class PlanChoice:
     outcome: ChoiceOutcome
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PreStep:
     """The flush for a proposed step: append ``drafts`` (possibly none); the
     pending choice is then ``pending_after_success``, or stays

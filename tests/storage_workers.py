@@ -12,6 +12,7 @@ import itertools
 import multiprocessing
 import random
 import sqlite3
+import threading
 import time
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext
@@ -39,6 +40,7 @@ __all__ = [
     "event_at",
     "fault_writer",
     "goal_driver",
+    "group_crash_writer",
     "opener",
     "stress_context",
 ]
@@ -102,6 +104,38 @@ def crash_writer(path: str, session: str, seed: int, acks: Connection) -> None:
         except ConflictError:
             continue
         acks.send(result.last_seq)
+
+
+def group_crash_writer(path: str, sessions: list[str], shared: str, seed: int, acks: Connection) -> None:
+    """One thread per session of ``sessions`` appends to it and, now and
+    then, to ``shared`` (where the threads race), all through one store, so
+    that their appends commit in groups; until killed. After each append that
+    returned, send ``(session, last seq)`` on ``acks`` (``0`` first, once the
+    threads are about to start)."""
+    store = SqliteStore(path)
+    lock = threading.Lock()
+
+    def work(session: str, rng: random.Random) -> None:
+        while True:
+            target = shared if rng.random() < 0.3 else session
+            head = store.head(target)
+            try:
+                result = store.append(target, head, batch_after(head, rng.randint(1, 3)))
+            except ConflictError:
+                continue
+            with lock:
+                acks.send((target, result.last_seq))
+
+    rng = random.Random(seed)
+    threads = [
+        threading.Thread(target=work, args=(session, random.Random(rng.randrange(2**32))), daemon=True)
+        for session in sessions
+    ]
+    acks.send(0)
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def fault_writer(url: str, session: str, name: str, seed: int, reports: Connection) -> None:

@@ -124,6 +124,18 @@ def test_group_append_smoke(tmp_path: Path) -> None:
     assert planfold is not None and len(planfold.samples) == math.ceil(TINY.group_events / TINY.group_batch)
 
 
+def test_concurrent_append_smoke(tmp_path: Path) -> None:
+    result = FAMILIES["concurrent-append"](TINY, tmp_path)
+    check_family(result, "concurrent-append")
+    assert [r.bound for r in result.ratios] == [3.0, 5.0, 3.0, None]
+    assert all(r.value is not None and r.value > 0 for r in result.ratios)
+    subjects = {m.subject for m in result.measurements}
+    assert {"planfold, 64 writers", "raw-sqlite3, 8 writers", "planfold p99 append latency, 1 writer"} <= subjects
+    with SqliteStore(tmp_path / "planfold-8.db") as store:  # every writer's appends landed, in order
+        assert store.session_ids() == tuple(sorted(f"writer-{w}" for w in range(8)))
+        assert all(store.audit(sid).ok for sid in store.session_ids())
+
+
 def test_replay_smoke(tmp_path: Path) -> None:
     result = replay_bench.run_replay(TINY, tmp_path / "cold-replay")
     check_family(result, "cold-replay")
@@ -218,8 +230,11 @@ def test_kernel_fold_smoke(tmp_path: Path) -> None:
 def test_kernel_import_smoke(tmp_path: Path) -> None:
     result = FAMILIES["kernel-import"](TINY, tmp_path)
     check_family(result, "kernel-import")
-    (goal,) = result.ratios
+    goal, every_machine, version = result.ratios
     assert goal.bound == 15.0 and goal.direction == "at-most" and goal.value is not None
+    assert every_machine.bound == 25.0 and every_machine.direction == "at-most" and every_machine.value is not None
+    assert version.bound == 2.0 and version.direction == "at-most" and version.value is not None and version.value > 0
+    assert len(version.samples) == TINY.import_runs
     reported = [m for m in result.measurements if "importtime" in m.subject or "of which" in m.subject]
     assert len(reported) == 3 and reported[0].value > 0
     by_subject = {m.subject: m for m in result.measurements}

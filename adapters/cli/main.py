@@ -64,7 +64,6 @@ with a traceback: every refusal is a message and an exit status.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import os
@@ -73,8 +72,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from importlib import metadata
-from typing import BinaryIO, NoReturn, TextIO
+from typing import BinaryIO, TextIO
 
 from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
 from ...kernel.log import Event
@@ -90,31 +88,15 @@ from ..specgen.vectors import add_conform_arguments, run_conform
 from ..store.base import Store, check_provenance, check_session_id, import_session
 from ..store.fork import fork_at_turn
 from ..store.opener import is_postgres_url
-from .args import LOG_LEVELS, count, log_level, positive_seconds
+from .args import count, positive_seconds
 from .demo import command_name, run_demo
 from .describe import goal_text, plan_text, shown, summarize
+from .entry import EXIT_STATUS, ParserExit, printable, top_parser
 from .inputs import CliError, Source, open_database, read_source, same_file
 from .progress import Progress
 from .spill import fold_records
 
 __all__ = ["EXIT_STATUS", "main"]
-
-EXIT_STATUS = """\
-exit status:
-  0  everything checked is sound (or the command did what it says)
-  1  a bad log (its first bad record is named by seq or line, with the rule
-     it breaks), a stored projection that does not match its log, or a
-     failed conformance check
-  2  a usage or input problem, or a refused operation: no such file or
-     session, not a planfold database, an import into a session that is not
-     empty; nothing was written"""
-
-FILE_HELP = """\
-FILE is a planfold SQLite database (recognised by its header), a
-postgresql:// URL, or a JSON Lines log, one {seq, kind, at, payload} record
-per line; - reads standard input.
-An empty file is a log with no events; a blank line is a malformed record."""
-
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -578,67 +560,10 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # the parser
 
 
-class _Exit(Exception):
-    """argparse finished (help, version, or a usage error)."""
-
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` that writes to the command's own streams and
-    returns instead of exiting the process."""
-
-    streams: tuple[TextIO, TextIO] = (sys.stdout, sys.stderr)
-
-    def _print_message(self, message: str, file: object = None) -> None:
-        if message:
-            out, err = self.streams
-            (out if file is sys.stdout else err).write(message)
-
-    def print_usage(self, file: object = None) -> None:
-        self.streams[1].write(self.format_usage())
-
-    def print_help(self, file: object = None) -> None:
-        self.streams[0].write(self.format_help())
-
-    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
-        if message:
-            self.streams[1].write(message)
-        raise _Exit(status)
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage()
-        self.exit(2, f"{self.prog}: error: {shown(message)}\n")  # it may quote an argument as given
-
-
-def _version() -> str:
-    try:
-        return metadata.version("planfold")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def _parser(out: TextIO, err: TextIO) -> _Parser:
-    formatter = argparse.RawDescriptionHelpFormatter
-    parser = _Parser(
-        prog="planfold",
-        description="Plan/build modes, plans and goals as folds of an append-only session log.",
-        epilog=f"{FILE_HELP}\n\n{EXIT_STATUS}",
-        formatter_class=formatter,
-    )
-    parser.add_argument("--version", action="version", version=f"planfold {_version()}")
-    parser.add_argument("-v", "--verbose", dest="verbosity", action="count", default=0,
-                        help="log more on stderr: -v for INFO, -vv for DEBUG (default: warnings only)")
-    parser.add_argument("--log-level", type=log_level, metavar="LEVEL",
-                        help=f"the level of the logs on stderr, one of {', '.join(LOG_LEVELS)} (overrides -v)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def command(name: str, text: str, description: str | None = None) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=text, description=description, epilog=EXIT_STATUS, formatter_class=formatter)
-
-    demo = command("demo", "run a whole session and audit its log")
+def _parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
+    """The top-level parser (``entry.top_parser``) with every command's own arguments."""
+    parser, commands = top_parser(out, err)
+    demo = commands["demo"]
     demo.add_argument(
         "--db",
         default="demo.sqlite",
@@ -652,12 +577,8 @@ def _parser(out: TextIO, err: TextIO) -> _Parser:
     demo.add_argument("--retries", type=count, default=3, metavar="N",
                       help="retries of one step's model request, all layers together (default 3)")
 
-    checks = (
-        ("replay", "fold logs strictly and say where they stand"),
-        ("audit", "replay, and compare a database's stored projection with the fold"),
-    )
-    for name, text in checks:
-        cmd = command(name, text, FILE_HELP)
+    for name in ("replay", "audit"):
+        cmd = commands[name]
         cmd.add_argument(
             "file",
             metavar="FILE",
@@ -668,12 +589,7 @@ def _parser(out: TextIO, err: TextIO) -> _Parser:
                          help="report progress on stderr however short the log (--no-progress: never); "
                          "by default only on a terminal or for logs of 10,000 events or more")
 
-    report = command(
-        "report",
-        "one session as a self-contained HTML page for auditors (or, with --all, a database's coverage)",
-        f"{FILE_HELP}\n\nThe page needs no network and no script to read; a bad log is reported up to its first "
-        "bad event (exit status 1).",
-    )
+    report = commands["report"]
     report.add_argument(
         "file", metavar="FILE", help="a planfold SQLite database, a postgresql:// URL or a JSON Lines log (- for stdin)"
     )
@@ -685,7 +601,7 @@ def _parser(out: TextIO, err: TextIO) -> _Parser:
                         help="every session of a database: each machine's transitions with counts over all of them")
     report.add_argument("-o", "--output", metavar="OUT", help="the HTML file to write (default, or -: stdout)")
 
-    export = command("export", "write one session of a database as JSON Lines")
+    export = commands["export"]
     export.add_argument(
         "--db", required=True, metavar="PATH", help="the planfold SQLite database or postgresql:// URL (read-only)"
     )
@@ -694,40 +610,25 @@ def _parser(out: TextIO, err: TextIO) -> _Parser:
         "-o", "--output", metavar="OUT", help="file to write (default, or -: stdout); never the database"
     )
 
-    imp = command(
-        "import",
-        "load a JSON Lines log into an empty session of a database",
-        "The log is folded strictly first; nothing is written, and no database is created, unless all of it "
-        "lands. A session that already holds events, even this very log, is refused.",
-    )
+    imp = commands["import"]
     imp.add_argument("file", metavar="FILE", help="a JSON Lines log (- for stdin)")
     imp.add_argument(
         "--db", required=True, metavar="PATH", help="the SQLite database (created if missing) or postgresql:// URL"
     )
     imp.add_argument("--session", required=True, metavar="ID", help="the session to create")
 
-    fork = command(
-        "fork",
-        "make a new session from the first events of another",
-        "The new session's log is the first N events of SOURCE (--at N), or everything before turn K started "
-        "(--turn K); it keeps where it came from (SOURCE, N and the hash of those events), which audit and "
-        "export show. SOURCE is not changed, and from then on the two sessions go on independently. Nothing "
-        "is written when SOURCE has no seq N or turn K, or NEW already exists.",
-    )
+    fork = commands["fork"]
     fork.add_argument("--db", required=True, metavar="PATH", help="the planfold SQLite database or postgresql:// URL")
     fork.add_argument("source", metavar="SOURCE", help="the session to fork")
     fork.add_argument("new", metavar="NEW", help="the session to create")
     where = fork.add_mutually_exclusive_group(required=True)
     where.add_argument("--at", type=int, metavar="N", help="keep the first N events (1 up to SOURCE's last seq)")
     where.add_argument("--turn", type=int, metavar="K", help="keep everything before turn K started (rewind to it)")
-    for cmd in (demo, export, imp, fork, *(sub.choices[n] for n in ("replay", "audit"))):
-        cmd.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    for name in ("demo", "export", "import", "fork", "replay", "audit"):
+        commands[name].add_argument("--json", action="store_true", help="print one JSON document instead of text")
 
-    add_conform_arguments(command("conform", "check an implementation against conformance vectors"))
-    add_serve_arguments(sub.add_parser("serve", help="JSON-RPC 2.0 on stdin/stdout, for runtimes in other languages"))
-    for each in (parser, *sub.choices.values()):
-        if isinstance(each, _Parser):
-            each.streams = (out, err)
+    add_conform_arguments(commands["conform"])
+    add_serve_arguments(commands["serve"])
     return parser
 
 
@@ -761,13 +662,13 @@ def main(
 ) -> int:
     """Run ``planfold``; returns the exit status (``EXIT_STATUS``)."""
     if out is None:
-        out = _printable(sys.stdout)
+        out = printable(sys.stdout)
     if err is None:
-        err = _printable(sys.stderr)
+        err = printable(sys.stderr)
     parser = _parser(out, err)
     try:
         args = parser.parse_args(argv)
-    except _Exit as done:
+    except ParserExit as done:
         return done.status
     undo = _log_to(args, err)
     try:
@@ -822,15 +723,6 @@ def _log_to(args: argparse.Namespace, err: TextIO) -> Callable[[], None]:
             logger.removeHandler(handler)
 
     return undo
-
-
-def _printable(stream: TextIO) -> TextIO:
-    """``stream`` set to escape what it cannot encode instead of failing."""
-    reconfigure = getattr(stream, "reconfigure", None)
-    if callable(reconfigure):
-        with contextlib.suppress(ValueError, OSError):
-            reconfigure(errors="backslashreplace")
-    return stream
 
 
 def _fail(args: argparse.Namespace, out: TextIO, err: TextIO, body: dict[str, object], text: str) -> None:

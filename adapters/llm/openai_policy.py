@@ -46,10 +46,10 @@ its HTTP status and the wait.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..loggers import logger
 from .model import (
     ModelBadRequestError,
     ModelError,
@@ -63,7 +63,7 @@ from .model import (
 
 __all__ = ["OUTCOMES", "Retrier", "RetryPolicy", "is_retryable", "outcome_of"]
 
-_log = logging.getLogger(__name__)
+_log = logger(__name__)
 
 #: The outcome table from the module docstring: outcome -> retried? (None:
 #: ``RetryPolicy.retry_timeouts`` decides). ``outcome_of`` names the row.

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...kernel.log import Event, GoalSource, MessageSource
+from ..loggers import logger
 from ..store.base import (
     AppendResult,
     ForwardingStore,
@@ -57,7 +58,7 @@ from .machine import UnitStore
 
 __all__ = ["RELEASING_OPERATIONS", "LeasedDrive", "LeasedDriver", "default_holder"]
 
-_log = logging.getLogger(__name__)
+_log = logger(__name__)
 
 #: The goal operations after which the driver gives its lease back.
 RELEASING_OPERATIONS = frozenset({"block", "pause", "complete", "clear"})

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -48,10 +47,11 @@ from ...kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolRegistry, ToolSpec, To
 from ...kernel.tools.spec import ToolCall as KernelCall
 from ...kernel.turn import Reply, ReplyCall
 from ..llm import model
+from ..loggers import logger
 from .resolve import Resolver
 from .workspace import Executor, Workspace
 
-_log = logging.getLogger(__name__)
+_log = logger(__name__)
 
 __all__ = [
     "AsyncExecutor",

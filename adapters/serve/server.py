@@ -30,7 +30,6 @@ race to another writer is a ``conflict`` error and changes nothing.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
@@ -42,6 +41,7 @@ from ...kernel.plan.review import ChannelLost, Custom, Dismissed, ReviewAnswer, 
 from ...kernel.tools.gate import DeploymentRule, GatePolicy
 from ...kernel.tools.spec import ToolSpec
 from ..llm import model
+from ..loggers import logger
 from ..runtime.machine import OutOfOrderError
 from ..runtime.prompt import PromptConfig
 from ..store.base import AppendRejectedError, Store
@@ -58,7 +58,7 @@ MAX_LINE = 16 * 1024 * 1024
 #: The deepest nesting of arrays and objects a request may have.
 MAX_DEPTH = 160
 
-log = logging.getLogger("planfold.serve")
+log = logger("planfold.serve")
 
 Handler = Callable[[Any], object]
 

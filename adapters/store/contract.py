@@ -446,6 +446,64 @@ class StoreContract:
         assert kit.store.append("s", 1, batch_after(1, 1), "k") == AppendResult("s", 2, 2)
 
     # ----------------------------------------------------------------------
+    # Concurrent writers
+
+    def test_concurrent_appends_through_one_store_land_once_each_and_refused_ones_not_at_all(
+        self, kit: StoreKit
+    ) -> None:
+        """Threads append at once through one store (a store may commit them
+        together): to a session of their own, with a key and a retry of it,
+        one the fold refuses, and to one session they all share, where most
+        lose the compare-and-set. Every acknowledged append is in the log
+        exactly once, in its place; no refused one is, nor anything of it."""
+        store, writers, rounds = kit.store, 8, 10
+        acknowledged: list[str] = []
+        refused: list[str] = []
+        failures: list[BaseException] = []
+        lock = threading.Lock()
+        start = threading.Barrier(writers)
+
+        def message(seq: int, text: str, at: int | None = None) -> Event:
+            return Event(seq, USER_MESSAGE, seq if at is None else at, {"text": text, "source": None})
+
+        def writer(number: int) -> None:
+            own = f"own-{number}"
+            try:
+                start.wait()
+                for i in range(rounds):
+                    text = f"{number}-{i}"
+                    assert store.append(own, i, [message(i + 1, text)], f"k-{text}") == AppendResult(own, i + 1, i + 1)
+                    assert store.append(own, i, [message(i + 1, text)], f"k-{text}").replayed
+                    with pytest.raises(AppendRejectedError):  # back in time: the fold refuses it
+                        store.append(own, i + 1, [message(i + 2, f"late {text}", at=0)])
+                    head = store.head("shared")
+                    try:
+                        store.append("shared", head, [message(head + 1, f"shared {text}")])
+                        outcome = acknowledged
+                    except ConflictError:
+                        outcome = refused
+                    with lock:
+                        outcome.append(f"shared {text}")
+            except BaseException as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(writers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+        for reopen in (False, True):
+            current = kit.reopen() if reopen else store
+            for number in range(writers):
+                events = [message(i + 1, f"{number}-{i}") for i in range(rounds)]
+                _assert_matches_fold(current, f"own-{number}", events)
+            shared = [str(event.payload["text"]) for event in current.read("shared")]
+            assert sorted(shared) == sorted(acknowledged)
+            assert not set(shared) & set(refused)
+            assert current.audit("shared").ok
+
+    # ----------------------------------------------------------------------
     # Bad input: a clear typed error, and nothing written
 
     @pytest.mark.parametrize(("rule", "make"), REJECTS, ids=[f"{rule}-{n}" for n, (rule, _) in enumerate(REJECTS)])

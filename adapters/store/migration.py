@@ -6,16 +6,16 @@ them their own way). A migration that ran steps is logged at INFO on
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from ..loggers import logger
 from .base import SchemaTooNewError
 
 __all__ = ["MigrationReport", "Step", "logged", "supported"]
 
-_log = logging.getLogger(__name__)
+_log = logger(__name__)
 
 Conn = TypeVar("Conn")
 

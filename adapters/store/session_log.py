@@ -42,7 +42,6 @@ goes below the last event's ``at`` (the log's ``time-regressed`` rule).
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -52,6 +51,7 @@ from ...kernel.errors import ConflictError
 from ...kernel.log import Draft, Event, number_drafts
 from ...kernel.session import SessionState, fold_more
 from ..errors import AdapterError
+from ..loggers import logger
 from ..views import Prefix
 from .base import Store
 
@@ -65,7 +65,7 @@ __all__ = [
 
 Clock = Callable[[], int]
 
-_log = logging.getLogger(__name__)
+_log = logger(__name__)
 
 
 def system_clock() -> int:

@@ -24,7 +24,20 @@ when another connection commits: while it has not changed, no one else has
 written the file, and the next append without a key to such a session takes
 its view from there instead of reading it (any other write, and any failure,
 forgets every view kept). Reads run in a ``BEGIN``
-transaction (one consistent view). Any exception rolls the transaction back;
+transaction (one consistent view).
+
+Appends through one store share commits (group commit): an append that
+finds no commit under way leads. It takes every append waiting, its own
+included, and runs them in one ``BEGIN IMMEDIATE`` transaction, each in a
+``SAVEPOINT`` of its own with its own compare-and-set, idempotency key and
+strict fold, in the order they came; a refused one is rolled back to its
+savepoint and leaves the others as they were, and each later one sees what
+the earlier ones wrote. One ``COMMIT`` (one flush) makes them all durable;
+only then is each waiting caller woken with its own answer or error, and the
+lead handed to the first append that came meanwhile, which commits the next
+group. A failed commit is every grouped append's error (``outcome``
+``unknown``). An append that finds no one else waiting runs alone, exactly as
+without grouping (no savepoint). Any exception rolls the transaction back;
 if even the rollback fails the connection is closed (SQLite then discards the
 transaction) and the next call opens a fresh one. Driver exceptions become
 ``StorageError``; the kernel's ``ConflictError`` and the store errors pass
@@ -43,15 +56,17 @@ SQL text to ``adapters.store.sqlite_sql``.
 
 from __future__ import annotations
 
+import copy
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
 from ..provenance import ForkProvenance
-from .base import InvalidRequestError, Lease, SchemaTooNewError
+from .base import InvalidRequestError, Lease, SchemaTooNewError, StorageError
 from .engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
 from .projection import Projection
 from .session_log import system_clock
@@ -64,6 +79,7 @@ from .sqlite_schema import (
     migrate,
     read_version,
     refuse_foreign,
+    translate,
 )
 from .sqlite_sql import (
     APPEND_READ,
@@ -304,6 +320,41 @@ class _SqliteTransaction:
         )
 
 
+class _Waiting:
+    """One append waiting to commit with a group: its body, and its outcome
+    once the group committed (or failed); ``lead`` when it is handed the lead
+    of the next group."""
+
+    __slots__ = ("body", "done", "error", "lead", "result")
+
+    def __init__(self, body: Callable[[Transaction], Any]) -> None:
+        self.body = body
+        self.done = threading.Event()
+        self.lead = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+class _Group:
+    """The appends of one process waiting for a commit, and whether one of
+    them leads (runs the group's transaction) now."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.lock = threading.Lock()
+        self.queue: list[_Waiting] = []
+        self.leading = False
+
+
+def _own_copy(exc: BaseException) -> BaseException:
+    """A copy of ``exc`` for one waiting append (an exception object is raised
+    in one thread), or ``exc`` itself when it cannot be copied."""
+    try:
+        return copy.copy(exc)
+    except Exception:  # an uncopyable error is shared as it is
+        return exc
+
+
 class _PollingWatch:
     """Polls the log's head, backing off from a few milliseconds to ``cap`` seconds."""
 
@@ -352,6 +403,8 @@ class SqliteBackend:
         self._tx: _SqliteTransaction | None = None
         #: What opening the file did to its schema.
         self.migration: MigrationReport | None = None
+        #: The appends waiting for a group commit.
+        self._group_state = _Group(os.getpid())
         #: The connection of this process, and its transactions.
         self.connections = ConnectionKeeper(path, connect, self._setup)
         self.connections.open()
@@ -370,6 +423,12 @@ class SqliteBackend:
     def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
         if not write:
             return self.connections.run(operation, "BEGIN", lambda conn: body(self._transaction(conn)))
+        if operation == "append":
+            return self._grouped(body)
+        return self._write(operation, body)
+
+    def _write(self, operation: str, body: Callable[[Transaction], T]) -> T:
+        """``body`` in a write transaction of its own."""
         try:
             result = self.connections.run(operation, "BEGIN IMMEDIATE", lambda conn: body(self._transaction(conn)))
         except BaseException:
@@ -381,6 +440,116 @@ class SqliteBackend:
         if self._tx is not None:
             self._tx.committed(operation == "append")
         return result
+
+    # ----------------------------------------------------------------------
+    # Group commit
+
+    def _grouped(self, body: Callable[[Transaction], T]) -> T:
+        """An append, in the next group to commit (see the module docstring)."""
+        group = self._group()
+        me: _Waiting | None = None
+        with group.lock:
+            if group.leading:
+                me = _Waiting(body)
+                group.queue.append(me)
+            else:
+                group.leading = True
+        if me is None:
+            # No commit under way (so no one waiting either): this append
+            # runs alone, as without grouping, and then hands the lead on.
+            try:
+                return self._write("append", body)
+            finally:
+                self._hand_over(group)
+        me.done.wait()
+        if me.lead:
+            self._lead(group)
+        if me.error is not None:
+            raise me.error
+        result: T = me.result
+        return result
+
+    def _group(self) -> _Group:
+        """This process's group (a fresh one in a forked child: the parent's
+        lock and waiters are not the child's)."""
+        pid = os.getpid()
+        if self._group_state.pid != pid:
+            self._group_state = _Group(pid)
+        return self._group_state
+
+    def _hand_over(self, group: _Group) -> None:
+        """The lead passes to the first append waiting, if any."""
+        with group.lock:
+            if group.queue:
+                group.queue[0].lead = True
+                group.queue[0].done.set()
+            else:
+                group.leading = False
+
+    def _lead(self, group: _Group) -> None:
+        """Commit every append waiting, in one transaction; then hand the lead
+        to the first that came since and wake each with its own outcome."""
+        with group.lock:
+            batch, group.queue = group.queue, []
+        try:
+            if len(batch) == 1:
+                self._alone(batch[0])
+            else:
+                self._together(batch)
+        finally:
+            self._hand_over(group)
+            for waiting in batch:
+                waiting.done.set()
+
+    def _alone(self, waiting: _Waiting) -> None:
+        """One append: its own transaction, as when no one else writes."""
+        try:
+            waiting.result = self._write("append", waiting.body)
+        except BaseException as exc:
+            waiting.error = exc
+
+    def _together(self, batch: list[_Waiting]) -> None:
+        """Several appends in one transaction, each in a savepoint of its own:
+        one refused is rolled back to its savepoint alone and leaves the
+        others as they were; the commit is the group's."""
+
+        def each(conn: Connection) -> None:
+            tx = self._transaction(conn)
+            for waiting in batch:
+                tx.begin()
+                conn.execute("SAVEPOINT planfold_append")
+                try:
+                    waiting.result = waiting.body(tx)
+                except Exception as exc:  # every error is this append's own outcome
+                    waiting.error = translate(exc, "append") if isinstance(exc, sqlite3.Error) else exc
+                    # a failure here leaves the whole transaction to the keeper's rollback
+                    conn.execute("ROLLBACK TO planfold_append")
+                    conn.execute("RELEASE planfold_append")
+                    tx.forget()
+                    continue
+                conn.execute("RELEASE planfold_append")
+                tx.committed(True)  # its view, for the next append of the group to the same session
+
+        try:
+            self.connections.run("append", "BEGIN IMMEDIATE", each)
+        except BaseException as exc:
+            # Nothing of the group is known to be written (or, when the commit
+            # failed, whether it was): every append not refused on its own
+            # gets the group's error; an interruption of the leader's thread
+            # (KeyboardInterrupt) is the leader's, and the others are told
+            # their append was not applied.
+            if self._tx is not None:
+                self._tx.forget()
+            for waiting in batch:
+                if waiting.error is None:
+                    waiting.result = None
+                    waiting.error = (
+                        _own_copy(exc)
+                        if isinstance(exc, Exception)
+                        else StorageError("append", f"the group's transaction was interrupted: {exc!r}")
+                    )
+            if not isinstance(exc, Exception):
+                raise
 
     def _transaction(self, conn: Connection) -> _SqliteTransaction:
         """The rows on ``conn`` (one object per connection, which keeps what

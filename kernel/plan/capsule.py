@@ -20,15 +20,13 @@ and refuses one whose hash does not match its content.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, cast
 
 from ..errors import PayloadError
 from ..payload import JSON, Opaque, SafeInt, read_as
 from ..phase import AgentMode, RuntimePhase
+from ..record import record
 from .artifact import PlanFacts, PlanStatus
 from .context import runtime_phase
 from .spec import SummaryView, spec_hash
@@ -58,7 +56,7 @@ CAPSULE_FIELDS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StateCapsule:
     """Mode, phase, plan identity and summary, goal, and a hash over them.
     ``goal_json`` is the goal summary as canonical JSON (hashable, immutable);
@@ -77,10 +75,14 @@ class StateCapsule:
 
     @property
     def goal(self) -> JSON:
+        import json  # noqa: PLC0415 (json is imported on first use, not with the kernel)
+
         return None if self.goal_json is None else cast(JSON, json.loads(self.goal_json))
 
 
 def _canonical(value: object) -> str:
+    import json  # noqa: PLC0415 (see Capsule.goal)
+
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
@@ -98,6 +100,8 @@ def _body(capsule_fields: Mapping[str, JSON]) -> dict[str, JSON]:
 
 
 def _hash(body: Mapping[str, JSON]) -> str:
+    import hashlib  # noqa: PLC0415 (hashlib is imported on first use, not with the kernel)
+
     return hashlib.sha256(_canonical(body).encode("ascii")).hexdigest()
 
 
@@ -169,7 +173,7 @@ def _same(value: object) -> object:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _StoredCapsule:
     """A capsule as it is stored: ``goal`` is the goal summary itself."""
 

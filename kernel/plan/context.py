@@ -34,11 +34,11 @@ never half old, half new.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
 from ..phase import AgentMode, RuntimePhase
+from ..record import record
 from .artifact import PlanArtifact, PlanFacts, PlanRef, PlanState
 from .review import PlanPolicy
 from .views import render_plan_content
@@ -89,7 +89,7 @@ def plan_to_start(state: PlanFacts) -> PlanRef | None:
 PlanView = Literal["none", "summary", "full"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ViewRequest:
     """What the runtime knows about the next request that the log does not:
     the user asked for the full plan, the summary is judged not enough, the
@@ -102,7 +102,11 @@ class ViewRequest:
     first_since_resume: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+#: The request the runtime knows nothing particular about (the default).
+_NO_FACTS = ViewRequest()
+
+
+@record
 class ViewChoice:
     """The plan view for one request and the kebab-case rule that chose it."""
 
@@ -110,7 +114,7 @@ class ViewChoice:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ViewRule:
     """One row: in ``modes``, when ``condition`` holds, inject ``view``."""
 
@@ -150,7 +154,7 @@ _CONDITIONS: Mapping[str, Callable[[PlanState, ViewRequest], bool]] = MappingPro
 )
 
 
-def choose_plan_view(state: PlanFacts, request: ViewRequest = ViewRequest()) -> ViewChoice:
+def choose_plan_view(state: PlanFacts, request: ViewRequest = _NO_FACTS) -> ViewChoice:
     """The plan view for the next request by ``VIEW_RULES``. Never raises."""
     mode = state.agent_mode
     for row in VIEW_RULES:
@@ -222,7 +226,7 @@ DEFAULT_BUILD_OVERLAY = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptParts:
     """The deployment's prompt texts: one shared base and the two overlays."""
 
@@ -231,7 +235,7 @@ class PromptParts:
     build_overlay: str = DEFAULT_BUILD_OVERLAY
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PromptSection:
     """One named section: ``base``, ``overlay:plan`` or ``overlay:build``,
     ``plan:policy``, ``plan:view``."""

@@ -26,13 +26,13 @@ status machine works on (the fields an action does not carry are ``None``);
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from ..payload import JSON, NonBlank, Positive, object_of, read_as
+from ..payload import JSON, FieldShape, NonBlank, Positive, object_of, read_as, shape_of
+from ..record import record
 from .spec import PlanSpec, SummarySource, SummaryView, TodoStatus
 
 __all__ = [
@@ -70,7 +70,7 @@ PLAN_ACTIONS: tuple[PlanActionName, ...] = typing.get_args(PlanActionName)
 CONTENT_ACTIONS: frozenset[PlanActionName] = frozenset(typing.get_args(ContentActionName))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContentPayload:
     """A plan's content: recorded (``draft``, ``bootstrap``) or rewritten."""
 
@@ -83,7 +83,7 @@ class ContentPayload:
     summary_rejected: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HashPayload:
     """Approval of, or the start of execution of, one exact version."""
 
@@ -93,7 +93,7 @@ class HashPayload:
     spec_hash: NonBlank
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RejectPayload:
     """The reviewer sent this exact version back, with feedback or none."""
 
@@ -104,7 +104,7 @@ class RejectPayload:
     note: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TodoPayload:
     """Progress of one todo of the executing plan."""
 
@@ -115,7 +115,7 @@ class TodoPayload:
     status: TodoStatus
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NotePayload:
     """Verification failed, realignment is needed, or the plan is retired;
     the note says why (or is null)."""
@@ -126,7 +126,7 @@ class NotePayload:
     note: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BarePayload:
     """Execution enters verify, or verification passed."""
 
@@ -139,7 +139,7 @@ class BarePayload:
 PlanPayload: TypeAlias = ContentPayload | HashPayload | RejectPayload | TodoPayload | NotePayload | BarePayload
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PlanAction:
     """A parsed ``plan/artifact`` payload. Fields an action does not carry are
     ``None`` (or empty)."""
@@ -157,21 +157,31 @@ class PlanAction:
     note: str | None = None
 
 
-#: Each action's payload type.
-_TYPES: Mapping[str, type] = {
-    action: member
-    for member in typing.get_args(PlanPayload)
-    for action in typing.get_args(typing.get_type_hints(member)["action"])
-}
+
+
+@functools.cache
+def _types() -> Mapping[str, type]:
+    """Each action's payload type (read from the annotations on first use)."""
+    return {
+        action: member
+        for member in typing.get_args(PlanPayload)
+        for action in typing.get_args(typing.get_type_hints(member)["action"])
+    }
+
 #: The one field whose name differs between a payload and a ``PlanAction``.
 _RENAMED = {"status": "todo_status"}
 #: The fields every action carries, and one that always has a value.
 _BASE = frozenset({"action", "plan_id", "revision", "summary_rejected"})
 
 
+def _fields(cls: type) -> tuple[FieldShape, ...]:
+    """The fields of a payload type, in order (from its shape, read once)."""
+    return shape_of(cls).fields
+
+
 def action_of(body: PlanPayload) -> PlanAction:
     """The ``PlanAction`` a ``plan/artifact`` payload (already read) records."""
-    values = {_RENAMED.get(f.name, f.name): getattr(body, f.name) for f in dataclasses.fields(body)}
+    values = {_RENAMED.get(f.name, f.name): getattr(body, f.name) for f in _fields(type(body))}
     return PlanAction(**values)
 
 
@@ -186,8 +196,8 @@ def plan_action_payload(act: PlanAction) -> dict[str, JSON]:
     Raises ``ValueError`` when ``act`` lacks a field its action needs (a bug
     in the caller, not a user error).
     """
-    payload_type = _TYPES[act.action]
-    values = {f.name: getattr(act, _RENAMED.get(f.name, f.name)) for f in dataclasses.fields(payload_type)}
+    payload_type = _types()[act.action]
+    values = {f.name: getattr(act, _RENAMED.get(f.name, f.name)) for f in _fields(payload_type)}
     needed = [_RENAMED.get(name, name) for name in values if name not in _BASE and name != "note"]
     if any(values[name] is None for name in values if name != "note"):
         listed = needed[0] if len(needed) == 1 else f"{', '.join(needed[:-1])} and {needed[-1]}"

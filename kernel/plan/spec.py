@@ -25,14 +25,12 @@ but the plan's substance (and so its hash and revision) does not.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import PlanError, Problem
+from ..record import record
 
 __all__ = [
     "ACTIVE_TODO_STATUSES",
@@ -63,7 +61,7 @@ SummarySource = Literal["model", "runtime"]
 SUMMARY_FIELDS: tuple[str, ...] = ("goal", "key_steps", "constraints", "verify", "active_todo_ids")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Todo:
     """One execution action with a stable ``id`` that summaries refer to."""
 
@@ -72,7 +70,7 @@ class Todo:
     status: TodoStatus = "pending"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OpenQuestion:
     """A question the plan leaves open; ``blocking`` when it blocks writes."""
 
@@ -80,7 +78,7 @@ class OpenQuestion:
     blocking: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PlanScope:
     """Where execution may act: path patterns and effect names."""
 
@@ -88,7 +86,7 @@ class PlanScope:
     effects: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PlanSpec:
     """The plan itself, the only truth every view derives from."""
 
@@ -101,7 +99,7 @@ class PlanSpec:
     scope: PlanScope | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SummaryView:
     """The default plan context of ordinary requests, derived from a spec."""
 
@@ -275,5 +273,8 @@ def spec_hash(spec: PlanSpec) -> str:
         "open_questions": [{"text": q.text, "blocking": q.blocking} for q in spec.open_questions],
         "scope": None if spec.scope is None else {"paths": list(spec.scope.paths), "effects": list(spec.scope.effects)},
     }
+    import hashlib  # noqa: PLC0415 (imported when a plan is first hashed, not with the kernel)
+    import json  # noqa: PLC0415 (the same)
+
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()

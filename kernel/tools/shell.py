@@ -74,12 +74,11 @@ exported functions, tool config files) is the deployment's responsibility.
 from __future__ import annotations
 
 import posixpath
-import string
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..payload import JSONObject
+from ..record import record
 from .spec import CallClassifier, Classification, ToolSpec
 
 __all__ = [
@@ -189,7 +188,7 @@ SHELL_HINTS: Mapping[str, str] = MappingProxyType({
     "shell-not-applicable": "This classifier only judges shell tools.",
 })
 
-_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_-./:,=+@%~")
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:,=+@%~")
 _GLOB_CHARS = frozenset("*?[]")
 _BLANKS = frozenset(" \t")
 _DOUBLE_QUOTE_FORBIDDEN = frozenset("$`\\!")
@@ -204,8 +203,10 @@ class _Refusal(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Word:
+    """One word of a command line: its text, and whether it holds a glob."""
+
     text: str
     globbed: bool
 
@@ -333,7 +334,7 @@ def _check_rg(args: list[_Word]) -> None:
             raise _Refusal("shell-unsafe-option", f"rg {word.text} can run programs")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GitRead:
     """The options one git read accepts, matched exactly.
 
@@ -631,7 +632,7 @@ def classify_command(line: str) -> Classification:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Writer:
     """A writer whose plain form names its targets: the option letters it may
     take (``valued`` ones take the next word), and which operands it writes

@@ -13,12 +13,9 @@ storage).
 
 planfold logs on ``planfold.*`` loggers (a module's own name) and is silent
 unless the application configures logging: the ``planfold`` logger has a
-``NullHandler``.
+``NullHandler`` from the first module that logs (``planfold.adapters.loggers``;
+the kernel logs nothing, and importing it imports no ``logging``).
 """
-
-import logging
-
-logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import planfold
@@ -24,6 +26,21 @@ MIGRATED = "planfold INFO planfold.adapters.store.migration: SQLite schema migra
 def test_the_library_logs_nowhere_unless_the_application_says_where() -> None:
     logger = logging.getLogger(planfold.__name__)
     assert [type(h) for h in logger.handlers] == [logging.NullHandler]
+
+
+def test_the_kernel_and_the_version_import_no_logging_and_the_first_module_that_logs_silences_planfold() -> None:
+    code = (
+        "import sys\n"
+        "import planfold, planfold.kernel.session, planfold.kernel.plan, planfold.kernel.goal, planfold.kernel.tools\n"
+        "from planfold.adapters.cli.entry import main\n"
+        "main(['--version'])\n"
+        "print('logging' in sys.modules)\n"
+        "import logging\n"
+        "import planfold.adapters.store.session_log\n"
+        "print([type(h).__name__ for h in logging.getLogger('planfold').handlers])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[1:] == ["False", "['NullHandler']"]
 
 
 def test_the_command_shows_info_logs_only_when_asked(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def _sh(line: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_make_targets_install_the_command_the_readme_runs_and_demo_installs_the_runtime_alone() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["scripts"]["planfold"] == "planfold.adapters.cli.main:main"
+    assert project["scripts"]["planfold"] == "planfold.adapters.cli.entry:main"
     assert "license" not in project or isinstance(project["license"], str)  # no deprecated {text = ...} table
     # make demo installs the runtime alone; make test adds the dev extra, make bench the bench extra
     runtime = _make_recipe(r"\$\(RUNTIME\)")

@@ -7,6 +7,10 @@ Every tenth round instead kills a process while it opens and migrates a fresh
 legacy file. After every round a fresh store must find: no acknowledged event
 lost, a log that strict replay accepts, a projection and snapshot equal to
 the fold (nothing torn), and ``PRAGMA integrity_check`` ok.
+
+A second test kills a writer whose threads append through one store, so that
+their appends commit in groups (each thread to a session of its own and all
+of them to one they share), with the same checks for every session.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import pytest
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.session import fold_session
 from tests.storage_helpers import LEGACY_SESSIONS, build_legacy_db, dump_db
-from tests.storage_workers import crash_writer, event_at, opener, stress_context
+from tests.storage_workers import crash_writer, event_at, group_crash_writer, opener, stress_context
 
 ROUNDS = 100
 SESSION = "crash"
@@ -49,17 +53,17 @@ def drain(reader: Connection) -> list[int]:
     return acks
 
 
-def verify(path: Path, acked: int) -> int:
+def verify(path: Path, acked: int, session: str = SESSION) -> int:
     with SqliteStore(path) as store:
         assert store.integrity_check() == ("ok",)
-        events = store.read(SESSION)
+        events = store.read(session)
         head = len(events)
         assert head >= acked, f"acknowledged seq {acked} lost: the log ends at {head}"
         assert list(events) == [event_at(seq) for seq in range(1, head + 1)]
-        state = store.load(SESSION)  # strict replay
+        state = store.load(session)  # strict replay
         assert state == fold_session(events)
-        assert store.load(SESSION, incremental=True) == state
-        report = store.audit(SESSION)
+        assert store.load(session, incremental=True) == state
+        report = store.audit(session)
         assert report.ok, report.mismatches
         assert report.snapshot == ("current" if head else "absent")
     return head
@@ -127,3 +131,47 @@ def test_writers_killed_at_random_points_never_lose_or_tear_anything(tmp_path: P
         assert verify(path, acked) >= acked
     assert writer_rounds == 90
     assert acked > 0  # writers really got appends acknowledged before dying
+
+
+GROUP_ROUNDS = 30
+GROUP_SESSIONS = [f"thread-{n}" for n in range(6)]
+SHARED = "shared"
+
+
+def group_round(ctx: ForkServerContext, path: Path, rng: random.Random, acked: dict[str, int]) -> None:
+    reader, writer = ctx.Pipe(duplex=False)
+    proc = ctx.Process(
+        target=group_crash_writer, args=(str(path), GROUP_SESSIONS, SHARED, rng.randrange(2**32), writer), daemon=True
+    )
+    try:
+        proc.start()
+        writer.close()
+        assert reader.poll(60), "the writer never became ready"
+        assert reader.recv() == 0
+        time.sleep(rng.uniform(0.02, 0.3))
+        kill(proc)
+        while reader.poll(5):
+            try:
+                session, seq = reader.recv()
+            except EOFError:
+                break
+            acked[session] = max(acked.get(session, 0), seq)
+    finally:
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=10)
+        reader.close()
+
+
+@pytest.mark.slow
+def test_a_writer_killed_while_its_threads_commit_in_groups_never_loses_or_tears_anything(tmp_path: Path) -> None:
+    ctx = stress_context()
+    rng = random.Random(20261202)
+    path = tmp_path / "group.db"
+    SqliteStore(path).close()
+    acked: dict[str, int] = {}
+    for _ in range(GROUP_ROUNDS):
+        group_round(ctx, path, rng, acked)
+        for session in [*GROUP_SESSIONS, SHARED]:
+            assert verify(path, acked.get(session, 0), session) >= acked.get(session, 0)
+    assert sum(acked.values()) > len(GROUP_SESSIONS)  # appends were acknowledged before the kills

@@ -6,12 +6,15 @@ or just after (so a COMMIT that did happen still reports a failure). Each
 time: only typed errors come out, the file holds either exactly the state
 before or exactly the state after (never a part), and once the fault is gone
 the same store (or a new one) works and the retried append lands exactly once.
+A fault in one append of a group commit fails that append alone.
 """
 
 from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -448,3 +451,61 @@ def test_a_fork_failing_at_any_statement_is_atomic_typed_and_recoverable(
             assert store.integrity_check() == ("ok",)
         finally:
             store.close()
+
+
+class GroupGate:
+    """A real connection that holds the first ``BEGIN IMMEDIATE`` a moment
+    (so that the appends arriving meanwhile commit as one group) and fails
+    every event insert into session ``bad``."""
+
+    def __init__(self, real: Connection, seen: list[str]) -> None:
+        self.real, self.seen, self.held = real, seen, False
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.real.in_transaction
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        self.seen.append(sql)
+        if sql == "BEGIN IMMEDIATE" and not self.held:
+            self.held = True
+            time.sleep(0.3)
+        if sql.startswith("INSERT INTO events") and parameters and parameters[0] == "bad":
+            raise sqlite3.OperationalError("disk I/O error (injected)")
+        return self.real.execute(sql, parameters)
+
+    def close(self) -> None:
+        self.real.close()
+
+
+def test_a_fault_in_one_grouped_append_fails_it_alone_and_the_group_commits_the_others(tmp_path: Path) -> None:
+    seen: list[str] = []
+    store = SqliteStore(tmp_path / "group.db", connect=lambda path: GroupGate(connect_sqlite(path), seen))
+    sessions = ["first", "s1", "s2", "bad", "s3", "s4"]
+    outcomes: dict[str, object] = {}
+
+    def append(session: str) -> None:
+        try:
+            outcomes[session] = store.append(session, 0, batch_after(0, 2))
+        except StorageError as exc:
+            outcomes[session] = exc
+
+    threads = [threading.Thread(target=append, args=(session,)) for session in sessions]
+    threads[0].start()
+    time.sleep(0.1)  # the first holds the file; the others wait together
+    for thread in threads[1:]:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert "SAVEPOINT planfold_append" in seen  # they did commit as a group
+    failed = outcomes.pop("bad")
+    assert isinstance(failed, StorageError) and failed.outcome == "not-applied"
+    assert outcomes == {s: AppendResult(s, 1, 2) for s in sessions if s != "bad"}
+    store.close()
+    with SqliteStore(tmp_path / "group.db") as fresh:
+        assert fresh.integrity_check() == ("ok",)
+        assert fresh.head("bad") == 0
+        for session in outcomes:
+            assert fresh.read(session) == tuple(batch_after(0, 2))
+            assert fresh.audit(session).ok
+        assert fresh.append("bad", 0, batch_after(0, 2)) == AppendResult("bad", 1, 2)

@@ -1,0 +1,230 @@
+"""``record`` builds the frozen slotted dataclass ``dataclasses`` would: each
+test declares the same class both ways and holds them to the same behaviour."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+import subprocess
+import sys
+from typing import Any, ClassVar
+
+import pytest
+
+from planfold.kernel.record import field, record, replace
+
+
+@record
+class Point:
+    """A point."""
+
+    x: int
+    y: int = 0
+    tags: tuple[str, ...] = field(default_factory=tuple)
+    note: str = field(default="", compare=False)
+    KIND: ClassVar[str] = "point"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PointDC:
+    """A point."""
+
+    x: int
+    y: int = 0
+    tags: tuple[str, ...] = dataclasses.field(default_factory=tuple)
+    note: str = dataclasses.field(default="", compare=False)
+    KIND: ClassVar[str] = "point"
+
+
+@record(order=True)
+class Ranked:
+    """Ordered by rank, then name."""
+
+    rank: int
+    name: str
+
+
+@record(eq=False)
+class Handle:
+    """Compared by identity."""
+
+    value: int
+
+
+@record
+class Checked:
+    """Refuses a negative value after construction."""
+
+    value: int
+    hashed: dict[str, int] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.value < 0:
+            raise ValueError("negative")
+
+
+@record
+class Single:
+    """One field."""
+
+    only: float
+
+
+def test_a_record_compares_hashes_and_prints_as_the_same_dataclass_does() -> None:
+    cases: list[tuple[Any, ...]] = [(1,), (1, 2), (1, 2, ("a",)), (1, 2, (), "n")]
+    for args in cases:
+        mine, theirs = Point(*args), PointDC(*args)
+        assert repr(mine).replace("Point(", "PointDC(") == repr(theirs)
+        assert hash(mine) == hash(theirs)
+        assert mine == Point(*args)
+    assert Point(1, note="a") == Point(1, note="b")
+    assert Point(1) != Point(2)
+    assert Point(1) != PointDC(1)  # type: ignore[comparison-overlap]
+    assert Point.KIND == "point"
+    nan = float("nan")
+    assert Single(nan) == Single(nan)  # the same object: equal, as in a tuple
+    assert hash(Single(1.5)) == hash((1.5,))
+
+
+def test_a_record_is_frozen_and_slotted() -> None:
+    p = Point(1)
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'x'"):
+        p.x = 2  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete field 'x'"):
+        del p.x
+    loose: Any = p
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        loose.other = 1
+    assert not hasattr(p, "__dict__")
+    assert vars(Point)["__slots__"] == ("x", "y", "tags", "note")
+
+
+def loose_point(x: int) -> object:
+    return Point(x)
+
+
+def test_a_record_is_a_dataclass_to_the_dataclasses_module() -> None:
+    p = Point(1, 2)
+    cls: Any = Point
+    assert all(dataclasses.is_dataclass(each) for each in (cls, loose_point(3)))
+    assert [f.name for f in dataclasses.fields(Point)] == ["x", "y", "tags", "note"]
+    assert [f.compare for f in dataclasses.fields(p)] == [True, True, True, False]
+    assert dataclasses.asdict(p) == {"x": 1, "y": 2, "tags": (), "note": ""}
+    assert dataclasses.replace(p, y=5) == Point(1, 5)
+    params = cls.__dataclass_params__
+    assert (params.frozen, params.eq, params.order) == (True, True, False)
+    assert cls.__match_args__ == ("x", "y", "tags", "note")
+    match p:
+        case Point(1, y):
+            assert y == 2
+        case _:
+            pytest.fail("no match")
+
+
+def test_replace_makes_a_new_record_with_the_changes_and_runs_post_init() -> None:
+    p = Point(1, 2, ("a",))
+    assert replace(p, y=3) == Point(1, 3, ("a",))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+        replace(p, z=1)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="negative"):
+        replace(Checked(1), value=-1)
+    assert replace(PointDC(1), y=2) == PointDC(1, 2)  # anything else: dataclasses.replace
+
+
+def test_construction_binds_as_a_dataclass_init_does_on_the_first_call_and_after() -> None:
+    for _ in range(3):  # the first call binds without compiling; later ones compile
+        assert Point(1, tags=("t",)) == Point(x=1, y=0, tags=("t",), note="")
+        assert Point(1).tags == ()
+        with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
+            Point()  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="multiple values for argument 'x'"):
+            Point(1, x=2)  # type: ignore[misc]
+        with pytest.raises(TypeError, match="takes from 2 to 5 positional arguments but 6 were given"):
+            Point(1, 2, (), "", 5)  # type: ignore[call-arg]
+        with pytest.raises(ValueError, match="negative"):
+            Checked(-1)
+    assert Checked(1).hashed == {}
+    assert Checked(1).hashed is not Checked(1).hashed
+
+
+def test_ordering_and_identity_equality_follow_the_options() -> None:
+    assert sorted([Ranked(2, "a"), Ranked(1, "b"), Ranked(1, "a")]) == [Ranked(1, "a"), Ranked(1, "b"), Ranked(2, "a")]
+    assert Ranked(1, "a") <= Ranked(1, "a") < Ranked(1, "b")
+    assert Ranked(2, "a") > Ranked(1, "z") and Ranked(2, "a") >= Ranked(2, "a")
+    h, same = Handle(1), []
+    same.append(h)
+    assert h == same[0] and h != Handle(1)
+    assert hash(h) == object.__hash__(h)
+    assert hash(Checked(1, {"a": 1})) == hash(Checked(1, {"b": 2}))  # hash=False: left out of the hash
+
+
+def test_a_record_pickles_and_copies() -> None:
+    p = Point(1, 2, ("a",), "n")
+    assert pickle.loads(pickle.dumps(p)) == p
+    assert copy.copy(p) == p and copy.deepcopy(p) == p
+    assert pickle.loads(pickle.dumps(p)).note == "n"
+
+
+def test_a_record_that_prints_itself_prints_an_ellipsis_inside() -> None:
+    holder: dict[str, object] = {}
+    c = Checked(1, holder)  # type: ignore[arg-type]
+    holder["me"] = c
+    assert repr(c) == "Checked(value=1, hashed={'me': ...})"
+
+
+def test_declarations_records_do_not_support_are_refused() -> None:
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+
+        @record
+        class Bad:
+            a: int = 0
+            b: int  # type: ignore[misc]
+
+    with pytest.raises(TypeError, match="no base class"):
+
+        @record
+        class Child(Point):
+            z: int = 0
+
+    with pytest.raises(ValueError, match="eq must be true if order is true"):
+
+        @record(eq=False, order=True)  # type: ignore[misc]
+        class Unordered:
+            a: int
+
+
+def test_an_undocumented_record_is_documented_by_its_signature_as_dataclasses_does() -> None:
+    @record
+    class Bare:
+        a: int
+        b: str = "x"
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class BareDC:
+        a: int
+        b: str = "x"
+
+    assert Bare.__doc__ == (BareDC.__doc__ or "").replace("BareDC", "Bare")
+
+
+def test_importing_every_machine_imports_neither_dataclasses_nor_inspect() -> None:
+    code = (
+        "import sys\n"
+        "import planfold.kernel.session, planfold.kernel.plan, planfold.kernel.goal, planfold.kernel.tools\n"
+        "print(sorted(m for m in ('dataclasses', 'inspect', 'json', 'hashlib') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_an_init_var_is_refused_whether_its_annotation_is_text_or_a_value() -> None:
+    with pytest.raises(TypeError, match="no InitVar"):
+
+        @record
+        class Text:
+            a: dataclasses.InitVar[int]
+
+    namespace: dict[str, Any] = {"__annotations__": {"a": dataclasses.InitVar[int]}, "__doc__": "d"}
+    with pytest.raises(TypeError, match="no InitVar"):
+        record(type("Value", (), namespace))
