@@ -149,6 +149,7 @@ __all__ = [
     "AppendView",
     "Backend",
     "DecidedAppend",
+    "Folded",
     "KnownKey",
     "LogStore",
     "OneStepBackend",
@@ -344,6 +345,33 @@ class OneStepBackend(Backend, Protocol):
         ...
 
 
+class Folded(NamedTuple):
+    """A caller's strict fold of the events it appends: ``after`` is
+    ``fold_more(before, events)``, computed by the caller (``SessionLog``,
+    which folds every append before it hands it over).
+
+    The store takes ``after`` instead of folding the same events again only
+    when ``before`` is the state the store would fold onto (in the usual
+    case the very object: the store's memo of the session, which its loads
+    hand out and its appends keep; otherwise an equal one), the events are
+    equal to their stored form and ``after`` ends with the last of them;
+    otherwise it folds them itself as always. So the fold an append is
+    checked by is still a strict fold of exactly the stored events onto the
+    stored state, done once. ``after`` is trusted to be that fold: hand the
+    store only a fold ``kernel.session.fold_more`` made."""
+
+    before: SessionState
+    after: SessionState
+
+
+def _folded(sid: str, state: SessionState, events: Sequence[Event], folded: Folded | None) -> SessionState:
+    """The strict fold of ``events`` onto ``state``: the caller's when it
+    folded exactly these onto exactly this state, else ``fold_new_events``."""
+    if folded is not None and (folded.before is state or folded.before == state) and folded.after.last == events[-1]:
+        return folded.after
+    return fold_new_events(sid, state, events)
+
+
 def starts_a_round(events: Sequence[Event]) -> bool:
     """True when ``events`` hold a ``user/message`` attributed to a goal
     (a round, which only the lease holder may start while a lease is live)."""
@@ -385,19 +413,25 @@ class LogStore:
         idempotency_key: str | None = None,
         *,
         lease: Lease | None = None,
+        folded: Folded | None = None,
     ) -> AppendResult:
         """Compare-and-set append in one write transaction (see ``adapters.store.base``
-        for every outcome); with ``lease``, a fenced append."""
+        for every outcome); with ``lease``, a fenced append. ``folded`` is
+        the caller's own strict fold of ``events`` (see ``Folded``)."""
         prepared = prepare_append(session_id, expected_seq, events, idempotency_key)
         if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
             raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
+        if folded is not None and prepared.events != tuple(events):
+            folded = None  # the caller folded other values than the stored ones
         if self._one_step is not None:
-            done = self._append_decided(self._one_step, prepared, lease)
+            done = self._append_decided(self._one_step, prepared, lease, folded)
             if done is not None:
                 return done
-        return self.backend.run("append", True, lambda tx: self._append(tx, prepared, lease))
+        return self.backend.run("append", True, lambda tx: self._append(tx, prepared, lease, folded))
 
-    def _append_decided(self, backend: OneStepBackend, p: PreparedAppend, lease: Lease | None) -> AppendResult | None:
+    def _append_decided(
+        self, backend: OneStepBackend, p: PreparedAppend, lease: Lease | None, folded: Folded | None
+    ) -> AppendResult | None:
         """The append decided on the memo's state and sent in one step (see
         the module docstring); ``None`` when the transaction must decide."""
         sid = p.session_id
@@ -410,7 +444,7 @@ class LogStore:
         else:
             return None
         try:
-            new_state = fold_new_events(sid, state, p.events)
+            new_state = _folded(sid, state, p.events, folded)
         except AppendRejectedError:
             return None
         fold_format, fold_state, parts = snapshot_reusing(new_state, None if memo is None else memo.parts)
@@ -430,7 +464,7 @@ class LogStore:
             _check_round(p, lease, view)
         return None
 
-    def _append(self, tx: Transaction, p: PreparedAppend, lease: Lease | None) -> AppendResult:
+    def _append(self, tx: Transaction, p: PreparedAppend, lease: Lease | None, folded: Folded | None) -> AppendResult:
         sid = p.session_id
         view = tx.append_view(sid, p.key)
         if p.key is not None or view.head != p.expected_seq or lease is not None:  # else nothing to answer
@@ -451,7 +485,7 @@ class LogStore:
         created = created_goal_ids(p.events)
         if created:
             state = knowing_goal_ids(state, tx.used_goal_ids(sid, [goal_id for goal_id, _ in created]))
-        new_state = fold_new_events(sid, state, p.events)
+        new_state = _folded(sid, state, p.events, folded)
         if view.lease is not None:  # no lease, nothing it could hold
             _check_round(p, lease, view)
         # Every check is behind us: from here on only writes.
@@ -571,7 +605,7 @@ class LogStore:
         kept = check_provenance(session_id, prepared.events, provenance)
 
         def body(tx: Transaction) -> AppendResult:
-            result = self._append(tx, prepared, None)
+            result = self._append(tx, prepared, None, None)
             if not result.replayed:
                 tx.write_provenance(session_id, kept)
             return result
@@ -709,7 +743,11 @@ class LogStore:
             stored = tx.snapshot(sid)
             state = None if stored is None else self._resume(sid, *stored)
             if state is not None:
-                return fold_rows(state, decode_rows(tx.rows(sid, state.last_seq)))
+                rows = iter(decode_rows(tx.rows(sid, state.last_seq)))
+                first = next(rows, None)
+                # Nothing after the snapshot: the state itself, so that an
+                # append folded onto it (``Folded``) is not folded again.
+                return state if first is None else fold_rows(state, itertools.chain((first,), rows))
         return fold_rows(SessionState(), decode_rows(tx.rows(sid, 0)))
 
     def projection(self, session_id: str) -> Projection:

@@ -19,7 +19,10 @@ log is the one place that numbers them. Every append is a compare-and-set:
 the drafts become the events that follow the last event this process has
 seen, stamped with one time (``number_drafts``), are folded strictly first
 (so planfold never writes a log it would refuse to read back), and are handed
-to the store with that seq as ``expected_seq``. When another writer got there
+to the store with that seq as ``expected_seq``. A ``LogStore`` gets the fold
+too (``engine.Folded``): when the log's state is the very state the store
+holds for the session, the store checks the append against that fold instead
+of folding the same events again, so an append is folded once. When another writer got there
 first the store raises ``ConflictError`` and nothing of ours is written.
 ``append_decided`` is for decisions that must be made on fresh state (goal
 operations): it calls the decision with the current state and the time the
@@ -54,6 +57,7 @@ from ..errors import AdapterError
 from ..loggers import logger
 from ..views import Prefix
 from .base import Store
+from .engine import Folded, LogStore
 
 __all__ = [
     "Clock",
@@ -187,7 +191,10 @@ class SessionLog:
             raise LogSealedError(self._sealed_by)
         batch = number_drafts(drafts, self.last_seq, self.now() if at is None else at)
         state = fold_more(self._state, batch)
-        self.store.append(self.session_id, self.last_seq, batch, idempotency_key)
+        if isinstance(self.store, LogStore):  # the store takes our fold instead of folding again
+            self.store.append(self.session_id, self.last_seq, batch, idempotency_key, folded=Folded(self._state, state))
+        else:
+            self.store.append(self.session_id, self.last_seq, batch, idempotency_key)
         if self._events is not None:
             self._events.extend(batch)
         self._state = state

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +24,27 @@ import pytest
 
 from benchmarks.workloads import goal_events, session_events
 from planfold.adapters.codec import canonical_event
-from planfold.adapters.store.base import InvalidRequestError, LeaseHeldError, LeaseLostError, StorageError
+from planfold.adapters.store import engine
+from planfold.adapters.store.base import (
+    AppendRejectedError,
+    InvalidRequestError,
+    LeaseHeldError,
+    LeaseLostError,
+    StorageError,
+    fold_new_events,
+)
 from planfold.adapters.store.contract import ManualClock
-from planfold.adapters.store.engine import LogStore
+from planfold.adapters.store.engine import Folded, LogStore
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
+from planfold.adapters.store.session_log import SessionLog
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_conn import connect_sqlite
 from planfold.adapters.store.sqlite_schema import Connection
 from planfold.adapters.store.sqlite_sql import INSERT_ROWS
 from planfold.kernel.errors import ConflictError, ReplayError
-from planfold.kernel.session import fold_session
+from planfold.kernel.log import Draft, Event
+from planfold.kernel.session import SessionState, fold_more, fold_session
 from tests.pg_cluster import Cluster
 
 ROWS = INSERT_ROWS
@@ -225,3 +236,72 @@ def test_an_append_sees_the_lease_its_last_fenced_append_extended(tmp_path: Path
         clock.advance(1_100)
         with pytest.raises(LeaseLostError):
             store.append("s", 4, events[4:5], lease=lease)
+
+
+# --------------------------------------------------------------------------
+# An append through the session log is folded once: the store takes the
+# log's fold when it was made on the store's own state
+
+
+class CountingFold:
+    """``engine.fold_new_events``, counting the store's own folds."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        monkeypatch.setattr(engine, "fold_new_events", self)
+
+    def __call__(self, session_id: str, state: SessionState, events: Sequence[Event]) -> SessionState:
+        self.calls += 1
+        return fold_new_events(session_id, state, events)
+
+
+def drafts_of(events: Sequence[Event]) -> list[Draft]:
+    return [Draft(event.kind, event.payload) for event in events]
+
+
+def test_an_append_through_the_session_log_is_not_folded_again_by_the_store(
+    any_store: LogStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = list(session_events(30))
+    folds = CountingFold(monkeypatch)
+    log = SessionLog(any_store, "s", clock=lambda: 0)
+    for start in range(0, 30, 3):
+        log.append(drafts_of(events[start : start + 3]), at=events[start].at)
+    assert folds.calls == 0
+    again = SessionLog(any_store, "s", clock=lambda: 0)  # a reopened log folds onto the store's state too
+    again.append(drafts_of(list(session_events(33))[30:]), at=events[-1].at)
+    assert folds.calls == 0
+    assert any_store.audit("s").ok
+    assert any_store.load("s") == fold_session(any_store.read("s")) == again.state
+
+
+def test_a_fold_made_on_another_state_is_ignored_and_the_store_folds_the_events_itself(
+    any_store: LogStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = list(session_events(12))
+    any_store.append("s", 0, events[:6])
+    folds = CountingFold(monkeypatch)
+    elsewhere = fold_session(events[:3])  # not the state the store holds at seq 6
+    wrong = Folded(elsewhere, fold_more(elsewhere, events[3:6]))
+    any_store.append("s", 6, events[6:9], folded=wrong)
+    assert folds.calls == 1
+    bad = replace(events[9], seq=11)  # a gap: the strict fold refuses it
+    stored = any_store.load("s", incremental=True)
+    with pytest.raises(AppendRejectedError):
+        any_store.append("s", 9, [bad], folded=Folded(stored, stored))
+    assert any_store.head("s") == 9
+    assert any_store.audit("s").ok
+    assert any_store.load("s") == fold_session(events[:9])
+
+
+def test_a_fold_of_values_other_than_the_stored_ones_is_ignored(any_store: LogStore) -> None:
+    events = list(session_events(6))  # the sixth is a tool/call, whose arguments are free JSON
+    any_store.append("s", 0, events[:5])
+    stored = any_store.load("s", incremental=True)
+    call = events[5]
+    offered = replace(call, payload={**call.payload, "arguments": {"paths": ("a", "b")}})  # stored as a list
+    claimed = Folded(stored, replace(stored, last=offered))  # claims the event, folded nothing
+    any_store.append("s", 5, [offered], folded=claimed)
+    assert any_store.audit("s").ok
+    assert any_store.load("s") == fold_session(any_store.read("s"))
+    assert any_store.read("s")[-1].payload["arguments"] == {"paths": ["a", "b"]}
