@@ -414,18 +414,13 @@ STATUS_HISTORY = 24
 
 
 @dataclass(slots=True)
-class Review:
-    """One ``exit_plan_mode`` call: the plan put to the reviewer, the plan
-    event it recorded, and the answer."""
+class _InTurn:
+    """An item recorded at ``seq`` (time ``at``) in turn ``turn`` (``None``
+    outside a turn); a stretch left out counts it and spans its seq and turn."""
 
     seq: int
     at: int
     turn: int | None
-    call_id: str
-    question: str
-    plan: str = ""
-    answer: str = "no answer recorded"
-    outcome: str = "open"
 
     def summarise(self, stretch: Stretch) -> None:
         stretch.items += 1
@@ -433,21 +428,26 @@ class Review:
 
 
 @dataclass(slots=True)
-class Verification:
+class Review(_InTurn):
+    """One ``exit_plan_mode`` call: the plan put to the reviewer, the plan
+    event it recorded, and the answer."""
+
+    call_id: str
+    question: str
+    plan: str = ""
+    answer: str = "no answer recorded"
+    outcome: str = "open"
+
+
+@dataclass(slots=True)
+class Verification(_InTurn):
     """A verify step of an executing plan: ``verify`` (entering it),
     ``verify-fail`` or ``complete``, with its note."""
 
-    seq: int
-    at: int
-    turn: int | None
     plan_id: str
     revision: int
     action: str
     note: str
-
-    def summarise(self, stretch: Stretch) -> None:
-        stretch.items += 1
-        stretch.span(self.seq, self.seq, self.turn)
 
 
 @dataclass(slots=True)

@@ -229,6 +229,23 @@ class SessionRow(NamedTuple):
     fold_format: str
     fold_state: str
 
+    def columns(self) -> tuple[str, bool, str, str, str, int, str, str]:
+        """What an append writes to the row, in the order every backend's
+        session table takes it (``sqlite_sql.PROJECTION_COLUMNS``): the agent
+        mode, plan mode, current plan, its summary, goal and last seq, then
+        the fold state and its format."""
+        p = self.projection
+        return (
+            p.agent_mode,
+            p.plan_mode,
+            p.current_plan_json,
+            p.current_plan_summary_json,
+            p.goal_json,
+            p.last_seq,
+            self.fold_state,
+            self.fold_format,
+        )
+
 
 class Transaction(Protocol):
     """The rows of one backend, inside one transaction (see the module docstring)."""
