@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 ``describe(event)`` says what an event means in a few words: who spoke, which
 tool ran or was refused and why, what happened to the plan or the goal. It
-reads payloads defensively (a display must never fail on a log the fold has
-already accepted or is about to reject) and never decides anything.
+reads each payload with its kind's reader, and never decides anything; a
+payload that does not read (a log the fold is about to reject) is shown as
+its JSON, so a display never fails.
 ``summarize(state)`` says where a folded session stands, as plain data;
 ``plan_text`` and ``goal_text`` say it in words (``plan-1 rev 2, completed``;
 ``none``), never as a Python repr. Every text it returns has been through
@@ -19,8 +20,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from ...kernel.log import Event
+from ...kernel.errors import PayloadError
+from ...kernel.goal.values import GoalChange, SnapshotChange, read_goal_change
+from ...kernel.log import Event, GoalSource, MessageSource, TurnPayload, read_message, read_request_header
+from ...kernel.payload import JSONObject, read_as
+from ...kernel.plan.mode import read_plan_mode
+from ...kernel.plan.payload import PlanAction, read_plan_action
 from ...kernel.session import SessionState
+from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result
+from ...kernel.tools.spec import thaw_json
 from ..specgen.vectors import summarize as canonical_summary
 from .text import shown
 
@@ -39,75 +47,77 @@ def _quoted(text: object) -> str:
     return shown(json.dumps(str(text), ensure_ascii=False))
 
 
-def _source(source: object) -> str:
-    if not isinstance(source, Mapping):
+def _source(source: MessageSource | None) -> str:
+    if source is None:
         return "human"
-    if source.get("type") == "goal":
-        return f"goal {source.get('goal_id')} round {source.get('round')}"
-    return f"plugin {source.get('plugin')}"
+    if isinstance(source, GoalSource):
+        return f"goal {source.goal_id} round {source.round}"
+    return f"plugin {source.plugin}"
 
 
-def _goal(payload: Mapping[str, object]) -> str:
-    operation = payload.get("operation")
-    goal = payload.get("goal")
-    if isinstance(goal, Mapping):
-        text = f"{operation}: {goal.get('id')} rev {goal.get('revision')} {goal.get('phase')}"
-        reason = goal.get("blocked_reason")
-        if isinstance(reason, Mapping):
-            text += f" ({reason.get('code')})"
-        return text + f", rounds {payload.get('rounds_started')}/{goal.get('max_rounds')}"
-    cleared = payload.get("cleared")
-    if isinstance(cleared, Mapping):
-        return f"clear: {cleared.get('id')} (tombstone rev {cleared.get('revision')})"
-    return str(operation)
+def _goal(change: GoalChange) -> str:
+    if isinstance(change, SnapshotChange):
+        goal = change.goal
+        text = f"{change.operation}: {goal.id} rev {goal.revision} {goal.phase}"
+        if goal.blocked_reason is not None:
+            text += f" ({goal.blocked_reason.code})"
+        return text + f", rounds {change.rounds_started}/{goal.max_rounds}"
+    return f"clear: {change.cleared.id} (tombstone rev {change.cleared.revision})"
 
 
-def _plan(payload: Mapping[str, object]) -> str:
-    action = payload.get("action")
-    text = f"{action}: {payload.get('plan_id')} rev {payload.get('revision')}"
-    if action in ("draft", "bootstrap", "rewrite"):
-        text += f", summary from the {payload.get('summary_source')}"
-    if action == "todo":
-        text += f", {payload.get('todo_id')} -> {payload.get('status')}"
-    spec_hash, note = payload.get("spec_hash"), payload.get("note")
-    if isinstance(spec_hash, str):
-        text += f", hash {spec_hash[:12]}"
-    if note:
-        text += f" ({_short(note, 40)})"
+def _plan(act: PlanAction) -> str:
+    text = f"{act.action}: {act.plan_id} rev {act.revision}"
+    if act.action in ("draft", "bootstrap", "rewrite"):
+        text += f", summary from the {act.summary_source}"
+    if act.action == "todo":
+        text += f", {act.todo_id} -> {act.todo_status}"
+    if act.spec_hash is not None:
+        text += f", hash {act.spec_hash[:12]}"
+    if act.note:
+        text += f" ({_short(act.note, 40)})"
     return text
 
 
 def describe(event: Event) -> str:
     """What ``event`` records, in one line (printable: see ``shown``)."""
-    return shown(_describe(event))
+    try:
+        return shown(_describe(event.kind, event.payload))
+    except PayloadError:  # the fold refuses it: show what it holds
+        return shown(_json(event.payload))
 
 
-def _describe(event: Event) -> str:
-    p = event.payload
-    kind = event.kind
+def _json(payload: JSONObject) -> str:
+    return _short(json.dumps(payload, sort_keys=True, default=str))
+
+
+def _describe(kind: str, p: JSONObject) -> str:
     if kind in ("turn/start", "turn/end"):
-        return f"turn {p.get('turn')}"
+        body: TurnPayload = read_as(TurnPayload, p)
+        return f"turn {body.turn}"
     if kind == "request/header":
-        mode = "plan" if p.get("plan_mode") else "build"
-        return f"turn {p.get('turn')} step {p.get('step')}, {mode} mode"
+        header = read_request_header(p)
+        return f"turn {header.turn} step {header.step}, {'plan' if header.plan_mode else 'build'} mode"
     if kind == "plan/mode":
-        return "plan mode on" if p.get("active") else "plan mode off"
+        return "plan mode on" if read_plan_mode(p) else "plan mode off"
     if kind in ("user/message", "assistant/message"):
-        who = "" if kind == "assistant/message" else f"[{_source(p.get('source'))}] "
-        return who + _short(_quoted(p.get("text", "")))
+        message = read_message(p)
+        who = "" if kind == "assistant/message" else f"[{_source(message.source)}] "
+        return who + _short(_quoted(message.text))
     if kind == "tool/call":
-        args = json.dumps(p.get("arguments"), ensure_ascii=False, sort_keys=True)
-        return f"{p.get('tool')} {_short(args, 50)}"
+        call = read_tool_call(p)
+        args = json.dumps(thaw_json(call.arguments), ensure_ascii=False, sort_keys=True)
+        return f"{call.tool} {_short(args, 50)}"
     if kind == "tool/result":
-        status = "ok" if p.get("ok") else "failed"
-        return f"{p.get('tool')} {status}: {_short(p.get('output', ''), 50)}"
+        result = read_tool_result(p)
+        return f"{result.tool} {'ok' if result.ok else 'failed'}: {_short(result.output, 50)}"
     if kind in ("tool/refused", "tool/warning"):
-        return f"{p.get('tool')} [{p.get('code')}] in {p.get('phase')}"
+        notice = read_tool_notice(p)
+        return f"{notice.tool} [{notice.code}] in {notice.phase}"
     if kind == "plan/artifact":
-        return _plan(p)
+        return _plan(read_plan_action(p))
     if kind == "goal/change":
-        return _goal(p)
-    return _short(json.dumps(p, sort_keys=True, default=str))
+        return _goal(read_goal_change(p))
+    return _json(p)
 
 
 def plan_text(plan: object) -> str:

@@ -160,14 +160,16 @@ def main(
     err: TextIO | None = None,
     stdin: BinaryIO | None = None,
 ) -> int:
-    """Run ``planfold``; returns the exit status (``EXIT_STATUS``)."""
+    """Run ``planfold``; returns the exit status (``EXIT_STATUS``). ``out``
+    and ``err`` default to standard output and error (``printable``),
+    ``stdin`` to standard input's bytes."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not _top_level_only(args):
-        from .main import main as run  # noqa: PLC0415 (a command: import what it needs)
-
-        return run(args, out, err, stdin)
     out = printable(sys.stdout) if out is None else out
     err = printable(sys.stderr) if err is None else err
+    if not _top_level_only(args):
+        from .main import run  # noqa: PLC0415 (a command: import what it needs)
+
+        return run(args, out, err, stdin)
     if args == ["--version"]:
         out.write(f"planfold {__version__}\n")
         return 0

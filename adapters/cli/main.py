@@ -91,12 +91,12 @@ from ..store.opener import is_postgres_url
 from .args import count, positive_seconds
 from .demo import command_name, run_demo
 from .describe import goal_text, plan_text, shown, summarize
-from .entry import EXIT_STATUS, ParserExit, printable, top_parser
+from .entry import EXIT_STATUS, ParserExit, main, top_parser
 from .inputs import CliError, Source, open_database, read_source, same_file
 from .progress import Progress
 from .spill import fold_records
 
-__all__ = ["EXIT_STATUS", "main"]
+__all__ = ["EXIT_STATUS", "main", "run"]
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -654,17 +654,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: BinaryI
     return _cmd_import(args, out, err, stdin)
 
 
-def main(
-    argv: Sequence[str] | None = None,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
-    stdin: BinaryIO | None = None,
-) -> int:
-    """Run ``planfold``; returns the exit status (``EXIT_STATUS``)."""
-    if out is None:
-        out = printable(sys.stdout)
-    if err is None:
-        err = printable(sys.stderr)
+def run(argv: Sequence[str], out: TextIO, err: TextIO, stdin: BinaryIO | None) -> int:
+    """Run the command line ``argv`` with the whole parser (every command's
+    arguments added); returns the exit status (``EXIT_STATUS``). ``main``
+    (``entry.main``) hands it every command line that names a command."""
     parser = _parser(out, err)
     try:
         args = parser.parse_args(argv)

@@ -203,8 +203,17 @@ def _counts(counts: Mapping[str, int]) -> str:
 
 
 def _listing(
-    listing: Listing[T], row: Callable[[T], str], stretch: Callable[[Stretch], str], wrap: tuple[str, str] = ("", "")
+    listing: Listing[T],
+    row: Callable[[T], str],
+    stretch: Callable[[Stretch], str],
+    wrap: tuple[str, str] = ("", ""),
+    empty: str | None = None,
 ) -> str:
+    """The rows of ``listing`` inside ``wrap``, the stretch left out between
+    its head and its tail; ``empty`` (when given) instead for a listing that
+    holds nothing at all."""
+    if empty is not None and not listing.head and not listing.tail and listing.left_out is None:
+        return empty
     out = [wrap[0], *(row(item) for item in listing.head)]
     if listing.left_out is not None:
         out.append(stretch(listing.left_out))
@@ -391,8 +400,10 @@ def _timeline(r: Report) -> str:
         '<p class="legend">Each turn with its requests as bands: <span class="tag plan">plan mode</span> '
         '<span class="tag build">build mode</span>. Long stretches are summarised.</p>'
     )
-    body = _listing(r.timeline, _block(r.first_at), _stretch_div("turns and stretches between turns"))
-    return f'<section id="timeline"><h2>Timeline</h2>{legend}{body or "<p>No events.</p>"}</section>'
+    body = _listing(
+        r.timeline, _block(r.first_at), _stretch_div("turns and stretches between turns"), empty="<p>No events.</p>"
+    )
+    return f'<section id="timeline"><h2>Timeline</h2>{legend}{body}</section>'
 
 
 def _diff(rev: Revision) -> str:
@@ -425,14 +436,13 @@ def _revision(first: int | None) -> Callable[[Revision], str]:
 
 
 def _revisions(r: Report) -> str:
-    if not r.revisions.items and r.revisions.left_out is None:
-        return '<section id="plans"><h2>Plan revisions</h2><p>No plan was recorded.</p></section>'
     body = _listing(
         r.revisions,
         _revision(r.first_at),
         _stretch_row("revisions", 5),
         ("<table><tr><th>revision</th><th>made by</th><th>status</th><th>approval</th><th>change</th></tr>",
          "</table>"),
+        "<p>No plan was recorded.</p>",
     )
     return f'<section id="plans"><h2>Plan revisions</h2>{body}</section>'
 
@@ -461,12 +471,14 @@ def _reviews(r: Report) -> str:
         r.reviews, _review_row, _stretch_row("reviews", 7),
         ('<table><tr><th class="num">seq</th><th>turn</th><th>call</th><th>question: the plan put to the reviewer'
          "</th><th>plan recorded</th><th>outcome</th><th>answer</th></tr>", "</table>"),
-    ) if r.reviews.items else "<p>No plan was put to a reviewer.</p>"
+        "<p>No plan was put to a reviewer.</p>",
+    )
     checks = _listing(
         r.verifications, _verification_row, _stretch_row("verification steps", 5),
         ('<table><tr><th class="num">seq</th><th>turn</th><th>plan</th><th>result</th><th>note</th></tr>',
          "</table>"),
-    ) if r.verifications.items else "<p>No verification was recorded.</p>"
+        "<p>No verification was recorded.</p>",
+    )
     return (
         f'<section id="reviews"><h2>Reviews</h2>{reviews}</section>'
         f'<section id="verification"><h2>Verification</h2>{checks}</section>'

@@ -36,7 +36,8 @@ import functools
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ...kernel.errors import ReplayError
+from ...kernel.errors import PayloadError, ReplayError
+from ...kernel.goal.values import read_goal_change
 from ...kernel.graph import (
     MODE_OFF,
     MODE_ON,
@@ -54,7 +55,8 @@ from ...kernel.graph import (
 )
 from ...kernel.log import GOAL_CHANGE, PLAN_ARTIFACT, PLAN_MODE, Event
 from ...kernel.plan.context import runtime_phase
-from ...kernel.plan.status import find_transition
+from ...kernel.plan.payload import PlanActionName, read_plan_action
+from ...kernel.plan.status import Mode, find_transition
 from ...kernel.session import SessionState
 
 __all__ = [
@@ -121,13 +123,22 @@ def _plan_mode(before: SessionState, after: SessionState) -> tuple[Edge, ...]:
     )
 
 
-def _plan_status(before: SessionState, after: SessionState, event: Event) -> Edge | None:
-    action = event.payload.get("action")
-    if not isinstance(action, str):
-        return None
-    mode = "plan" if before.plan_mode else "build"
+def _plan_action(event: Event) -> PlanActionName | None:
+    """The action of a ``plan/artifact``, read by its kind's reader (the fold
+    accepted it, so it reads; ``None`` otherwise, to stay total all the same)."""
     try:
-        row = find_transition(before.plan.status, action, mode, event.seq)  # type: ignore[arg-type]
+        return read_plan_action(event.payload).action
+    except PayloadError:
+        return None
+
+
+def _plan_status(before: SessionState, after: SessionState, event: Event) -> Edge | None:
+    action = _plan_action(event)
+    if action is None:
+        return None
+    mode: Mode = "plan" if before.plan_mode else "build"
+    try:
+        row = find_transition(before.plan.status, action, mode, event.seq)
     except ReplayError:  # the fold accepted it, so a row exists; stay total all the same
         return None
     return Edge(plan_status_state(before.plan.status), plan_status_state(after.plan.status),
@@ -135,8 +146,9 @@ def _plan_status(before: SessionState, after: SessionState, event: Event) -> Edg
 
 
 def _goal(before: SessionState, after: SessionState, event: Event) -> Edge | None:
-    operation = event.payload.get("operation")
-    if not isinstance(operation, str):
+    try:
+        operation = read_goal_change(event.payload).operation
+    except PayloadError:  # the fold accepted it, so it reads; stay total all the same
         return None
     was = before.goal.current
     now = after.goal.current
@@ -151,8 +163,8 @@ def _runtime_phase(before: SessionState, after: SessionState, event: Event) -> E
     if event.kind == PLAN_MODE:
         label = MODE_ON if after.plan_mode else MODE_OFF
     else:
-        action = event.payload.get("action")
-        label = action if isinstance(action, str) else event.kind
+        action = _plan_action(event)
+        label = event.kind if action is None else action
     return Edge(was, now, label)
 
 

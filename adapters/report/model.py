@@ -57,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from typing import Generic, Protocol, TypeVar
 
 from ...kernel.goal.ops import AUTHORITY, SYSTEM_BLOCK_CODES
+from ...kernel.goal.values import ClearChange, read_goal_change
 from ...kernel.graph import Edge, Graph
 from ...kernel.log import (
     ASSISTANT_MESSAGE,
@@ -72,9 +73,14 @@ from ...kernel.log import (
     TURN_START,
     USER_MESSAGE,
     Event,
+    GoalSource,
+    read_message,
 )
+from ...kernel.plan.payload import read_plan_action
 from ...kernel.plan.spec import PlanSpec
 from ...kernel.session import SessionState
+from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result
+from ...kernel.tools.spec import thaw_json
 from ..cli.spill import FoldStop, fold_records
 from ..codec import encode_event
 from ..provenance import ForkProvenance
@@ -414,18 +420,13 @@ STATUS_HISTORY = 24
 
 
 @dataclass(slots=True)
-class Review:
-    """One ``exit_plan_mode`` call: the plan put to the reviewer, the plan
-    event it recorded, and the answer."""
+class _InTurn:
+    """An item recorded at ``seq`` (time ``at``) in turn ``turn`` (``None``
+    outside a turn); a stretch left out counts it and spans its seq and turn."""
 
     seq: int
     at: int
     turn: int | None
-    call_id: str
-    question: str
-    plan: str = ""
-    answer: str = "no answer recorded"
-    outcome: str = "open"
 
     def summarise(self, stretch: Stretch) -> None:
         stretch.items += 1
@@ -433,21 +434,26 @@ class Review:
 
 
 @dataclass(slots=True)
-class Verification:
+class Review(_InTurn):
+    """One ``exit_plan_mode`` call: the plan put to the reviewer, the plan
+    event it recorded, and the answer."""
+
+    call_id: str
+    question: str
+    plan: str = ""
+    answer: str = "no answer recorded"
+    outcome: str = "open"
+
+
+@dataclass(slots=True)
+class Verification(_InTurn):
     """A verify step of an executing plan: ``verify`` (entering it),
     ``verify-fail`` or ``complete``, with its note."""
 
-    seq: int
-    at: int
-    turn: int | None
     plan_id: str
     revision: int
     action: str
     note: str
-
-    def summarise(self, stretch: Stretch) -> None:
-        stretch.items += 1
-        stretch.span(self.seq, self.seq, self.turn)
 
 
 @dataclass(slots=True)
@@ -675,17 +681,16 @@ class ReportBuilder:
         block.band(after.plan_mode)
 
     def _tool_call(self, block: Block, before: SessionState, after: SessionState, event: Event) -> None:
-        p = event.payload
-        call_id, tool = str(p.get("call_id", "")), str(p.get("tool", ""))
+        call = read_tool_call(event.payload)
+        call_id, tool, arguments = call.call_id, call.tool, thaw_json(call.arguments)
         self.calls += 1
         block.calls += 1
-        entry = self._entry(block, Entry(event.seq, event.at, TOOL_CALL, tool, _json_excerpt(p.get("arguments")),
+        entry = self._entry(block, Entry(event.seq, event.at, TOOL_CALL, tool, _json_excerpt(arguments),
                                          verdict="allowed"))
         if len(self._calls) >= 256:  # calls never answered: forget the oldest
             self._calls.pop(next(iter(self._calls)))
         self._calls[call_id] = entry
         if tool == "exit_plan_mode":
-            arguments = p.get("arguments")
             spec = arguments.get("plan_spec") if isinstance(arguments, Mapping) else None
             goal = spec.get("goal") if isinstance(spec, Mapping) else None
             question = excerpt(goal) if isinstance(goal, str) else _json_excerpt(arguments)
@@ -694,32 +699,30 @@ class ReportBuilder:
         self._verifying_call = call_id if tool == "report_verification" else None
 
     def _tool_notice(self, block: Block, before: SessionState, after: SessionState, event: Event) -> None:
-        p = event.payload
-        code, call_id = str(p.get("code", "")), str(p.get("call_id", ""))
+        notice = read_tool_notice(event.payload)
+        code, call_id = notice.code, notice.call_id
         refused = event.kind == TOOL_REFUSED
         bump(self.refused if refused else self.warned, code)
         bump(block.refused if refused else block.warned, code)
         entry = self._calls.get(call_id)
         if entry is not None:
             entry.verdict = "refused" if refused else "warned"
-            entry.code, entry.reason = code, excerpt(p.get("reason", ""))
+            entry.code, entry.reason = code, excerpt(notice.reason)
             entry.events += 1
         review = self._review
         if refused and review is not None and review.call_id == call_id:
             review.outcome, review.answer = "refused", f"refused by the gate [{code}]"
 
     def _tool_result(self, block: Block, before: SessionState, after: SessionState, event: Event) -> None:
-        p = event.payload
-        call_id = str(p.get("call_id", ""))
+        result = read_tool_result(event.payload)
+        call_id, ok, output = result.call_id, result.ok, result.output
         entry = self._calls.pop(call_id, None)
-        ok = p.get("ok") is True
         if entry is not None:
             entry.ok = ok
             entry.events += 1
-            entry.reason = entry.reason or ("" if ok else excerpt(p.get("output", ""), 120))
+            entry.reason = entry.reason or ("" if ok else excerpt(output, 120))
         review = self._review
         if review is not None and review.call_id == call_id:
-            output = str(p.get("output", ""))
             if ok and _approved(output):
                 review.outcome, review.answer = "approved", "Approve"
             else:
@@ -729,20 +732,19 @@ class ReportBuilder:
             self._review = None
 
     def _message(self, block: Block, before: SessionState, after: SessionState, event: Event) -> None:
-        p = event.payload
-        text = p.get("text", "")
-        source = p.get("source")
+        message = read_message(event.payload)
+        text, source = message.text, message.source
         if event.kind == ASSISTANT_MESSAGE:
             if text:
                 self._entry(block, Entry(event.seq, event.at, event.kind, "assistant", excerpt(text)))
             return
-        if isinstance(source, Mapping) and source.get("type") == "goal":
-            label = f"goal {source.get('goal_id')} round {source.get('round')}"
-            if self._goal is not None and self._goal.goal_id == source.get("goal_id"):
+        if isinstance(source, GoalSource):
+            label = f"goal {source.goal_id} round {source.round}"
+            if self._goal is not None and self._goal.goal_id == source.goal_id:
                 current = after.goal.current
                 self._goal.rounds = current.rounds_started if current is not None else self._goal.rounds
-        elif isinstance(source, Mapping):
-            label = f"plugin {source.get('plugin')}"
+        elif source is not None:
+            label = f"plugin {source.plugin}"
         else:
             label = "user"
         self._entry(block, Entry(event.seq, event.at, event.kind, label, excerpt(text)))
@@ -753,11 +755,10 @@ class ReportBuilder:
         self._entry(block, Entry(event.seq, event.at, event.kind, label, how))
 
     def _plan_artifact(self, block: Block, before: SessionState, after: SessionState, event: Event) -> None:
-        p = event.payload
-        action, plan_id, revision = str(p.get("action")), str(p.get("plan_id")), p.get("revision")
+        act = read_plan_action(event.payload)
+        action, plan_id, revision, note = act.action, act.plan_id, act.revision, act.note
         current = after.plan.current
         status = current.status if current is not None else ""
-        note = p.get("note")
         self._entry(block, Entry(event.seq, event.at, event.kind, f"plan {action}",
                                  f"{plan_id} rev {revision} → {status}" + (f": {excerpt(note)}" if note else "")))
         mode = "plan" if before.plan_mode else "build"
@@ -789,18 +790,17 @@ class ReportBuilder:
             if not note and self._verifying_call is not None:
                 call = self._calls.get(self._verifying_call)
                 note = call.detail if call is not None else None
-            rev_number = revision if isinstance(revision, int) else 0
-            self.verifications.add(Verification(event.seq, event.at, block.turn, plan_id, rev_number, action,
+            self.verifications.add(Verification(event.seq, event.at, block.turn, plan_id, revision, action,
                                                 excerpt(note) if note else ""))
 
     def _goal_change(self, block: Block, before: SessionState, after: SessionState, event: Event) -> None:
-        p = event.payload
-        operation = str(p.get("operation"))
+        change = read_goal_change(event.payload)
+        operation = change.operation
         current = after.goal.current
         if current is None:
-            cleared = p.get("cleared")
-            goal_id = str(cleared.get("id")) if isinstance(cleared, Mapping) else ""
-            revision = cleared.get("revision") if isinstance(cleared, Mapping) else 0
+            cleared = change.cleared if isinstance(change, ClearChange) else None
+            goal_id = "" if cleared is None else cleared.id
+            revision = 0 if cleared is None else cleared.revision
             phase, rounds, cap, code = "cleared", 0, 0, ""
             if self._goal is not None:
                 self._goal.cleared, self._goal.phase = True, "cleared"
@@ -822,11 +822,10 @@ class ReportBuilder:
                     f"{current.blocked_reason.code}: {excerpt(current.blocked_reason.message, 120)}")
         actors = goal_actors(operation, code or None)
         actor = " or ".join(actors) if actors else "nobody the kernel allows"
-        rev = revision if isinstance(revision, int) else 0
-        self.goal_changes.add(GoalChangeEntry(event.seq, event.at, operation, goal_id, rev, phase, rounds, cap,
+        self.goal_changes.add(GoalChangeEntry(event.seq, event.at, operation, goal_id, revision, phase, rounds, cap,
                                               code, actor))
         self._entry(block, Entry(event.seq, event.at, event.kind, f"goal {operation}",
-                                 f"{goal_id} rev {rev} → {phase}, rounds {rounds}/{cap}"))
+                                 f"{goal_id} rev {revision} → {phase}, rounds {rounds}/{cap}"))
 
     # -- the end
 

@@ -62,7 +62,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from ...kernel.errors import ConflictError, PlanfoldError, ReplayError, is_kebab_case
-from ...kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
+from ...kernel.log import GOAL_CHANGE, USER_MESSAGE, Event, read_message
 from ...kernel.payload import JSONObject
 from ...kernel.session import SessionState, fold_session
 from ..codec import MAX_DEPTH, CodecError, canonical_event, encode_jsonl
@@ -498,7 +498,7 @@ class StoreContract:
             for number in range(writers):
                 events = [message(i + 1, f"{number}-{i}") for i in range(rounds)]
                 _assert_matches_fold(current, f"own-{number}", events)
-            shared = [str(event.payload["text"]) for event in current.read("shared")]
+            shared = [read_message(event.payload).text for event in current.read("shared")]
             assert sorted(shared) == sorted(acknowledged)
             assert not set(shared) & set(refused)
             assert current.audit("shared").ok

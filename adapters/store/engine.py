@@ -101,13 +101,14 @@ import functools
 import itertools
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
-from ...kernel.errors import ConflictError
-from ...kernel.log import GOAL_CHANGE, USER_MESSAGE, Event
+from ...kernel.errors import ConflictError, PayloadError
+from ...kernel.goal.values import SnapshotChange, read_goal_change
+from ...kernel.log import GOAL_CHANGE, USER_MESSAGE, Event, GoalSource, read_message
 from ...kernel.payload import maker
 from ...kernel.session import SessionState, fold_rows
 from ..codec import decode_payload, decode_rows
@@ -230,6 +231,23 @@ class SessionRow(NamedTuple):
     fold_format: str
     fold_state: str
 
+    def columns(self) -> tuple[str, bool, str, str, str, int, str, str]:
+        """What an append writes to the row, in the order every backend's
+        session table takes it (``sqlite_sql.PROJECTION_COLUMNS``): the agent
+        mode, plan mode, current plan, its summary, goal and last seq, then
+        the fold state and its format."""
+        p = self.projection
+        return (
+            p.agent_mode,
+            p.plan_mode,
+            p.current_plan_json,
+            p.current_plan_summary_json,
+            p.goal_json,
+            p.last_seq,
+            self.fold_state,
+            self.fold_format,
+        )
+
 
 class Transaction(Protocol):
     """The rows of one backend, inside one transaction (see the module docstring)."""
@@ -288,15 +306,19 @@ class Backend(Protocol):
 
 def created_goal_ids(events: Sequence[Event]) -> list[tuple[str, int]]:
     """The goal ids the ``goal/change`` creates among ``events`` name, each
-    with the seq of its create. Only the shape is looked at: once the fold
-    has accepted the events, each of these is a create it folded."""
+    with the seq of its create, read by the kind's reader. It may be asked
+    before the fold: a change that does not read creates nothing here (the
+    fold refuses it at its seq); once the fold has accepted the events, each
+    of these is a create it folded."""
     created = []
     for event in events:
-        if event.kind == GOAL_CHANGE and event.payload.get("operation") == "create":
-            goal = event.payload.get("goal")
-            goal_id = goal.get("id") if isinstance(goal, Mapping) else None
-            if isinstance(goal_id, str):
-                created.append((goal_id, event.seq))
+        if event.kind == GOAL_CHANGE:
+            try:
+                change = read_goal_change(event.payload)
+            except PayloadError:
+                continue
+            if isinstance(change, SnapshotChange) and change.operation == "create":
+                created.append((change.goal.id, event.seq))
     return created
 
 
@@ -374,13 +396,11 @@ def _folded(sid: str, state: SessionState, events: Sequence[Event], folded: Fold
 
 def starts_a_round(events: Sequence[Event]) -> bool:
     """True when ``events`` hold a ``user/message`` attributed to a goal
-    (a round, which only the lease holder may start while a lease is live)."""
-    for event in events:
-        if event.kind == USER_MESSAGE:
-            source = event.payload.get("source")
-            if isinstance(source, Mapping) and source.get("type") == "goal":
-                return True
-    return False
+    (a round, which only the lease holder may start while a lease is live).
+    Asked of events the fold has accepted, so every message reads."""
+    return any(
+        event.kind == USER_MESSAGE and isinstance(read_message(event.payload).source, GoalSource) for event in events
+    )
 
 
 class LogStore:

@@ -7,17 +7,20 @@ A turn K starts with its ``turn/start`` event (payload ``{"turn": K}``), so
 (``Store.fork(source, turn_start_seq(...) - 1, new_session)``): the new
 session holds everything before turn K, and its next turn is turn K again.
 ``turn_start_seq`` reads the log as it goes (``scan`` where the store has it,
-``read`` otherwise) and stops at the turn's start. A turn the log never
-started is ``ForkTurnMissingError``; turn K starting at seq 1 leaves nothing
-to keep, which the fork refuses (``fork-seq-missing``: start a new session
-instead).
+``read`` otherwise) and stops at the turn's start, each ``turn/start`` read
+by its kind's reader (a stored one that does not read is the log's fault: the
+positioned ``ReplayError`` a fold would give). A turn the log never started
+is ``ForkTurnMissingError``; turn K starting at seq 1 leaves nothing to keep,
+which the fork refuses (``fork-seq-missing``: start a new session instead).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ...kernel.log import TURN_START, Event
+from ...kernel.errors import PayloadError, ReplayError
+from ...kernel.log import TURN_START, Event, TurnPayload
+from ...kernel.payload import read_as
 from ..provenance import ForkProvenance
 from .base import InvalidRequestError, SessionError, Store, check_session_id
 
@@ -51,11 +54,13 @@ def turn_start_seq(store: Store, session_id: str, turn: int) -> int:
     last = 0
     for event in _events(store, session_id):
         if event.kind == TURN_START:
-            number = event.payload.get("turn")
-            if number == turn:
+            try:
+                body: TurnPayload = read_as(TurnPayload, event.payload)
+            except PayloadError as exc:
+                raise ReplayError(event.seq, exc.code, exc.message) from exc
+            if body.turn == turn:
                 return event.seq
-            if isinstance(number, int):
-                last = max(last, number)
+            last = max(last, body.turn)
     raise ForkTurnMissingError(session_id, turn, last)
 
 

@@ -343,21 +343,7 @@ class _PostgresTransaction:
         self.writes.append((NOTIFY, (CHANNEL, _announced(session_id))))
 
     def write_row(self, session_id: str, row: SessionRow, *, exists: bool, first_at: int, last_at: int) -> None:
-        proj = row.projection
-        values = (
-            session_id,
-            proj.agent_mode,
-            proj.plan_mode,
-            proj.current_plan_json,
-            proj.current_plan_summary_json,
-            proj.goal_json,
-            proj.last_seq,
-            row.fold_state,
-            row.fold_format,
-            first_at,
-            last_at,
-        )
-        self.writes.append((UPSERT_ROW, values))
+        self.writes.append((UPSERT_ROW, (session_id, *row.columns(), first_at, last_at)))
 
     def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
         self.writes.append((INSERT_KEY, (session_id, key, request_hash, first_seq, last_seq)))
@@ -551,8 +537,7 @@ class PostgresBackend:
         with something to read is closed unused (nothing was sent on it) and
         another one taken; a connection lost during the statement leaves the
         outcome ``unknown``."""
-        p, lease, row = append.prepared, append.lease, append.row
-        proj = row.projection
+        p, lease = append.prepared, append.lease
         events = [{"seq": seq, "kind": kind, "at": at, "payload": text} for seq, kind, at, text in append.rows]
         created = [{"id": goal_id, "seq": seq} for goal_id, seq in append.goal_ids]
         goals = _EVENTS.encode(created).decode() if created else None
@@ -563,8 +548,7 @@ class PostgresBackend:
             None if lease is None else lease.holder, None if lease is None else lease.token,
             None if lease is None else lease.ttl_ms, append.starts_round, now,
             _EVENTS.encode(events).decode(), goals, append.rows[0][2], append.rows[-1][2], _announced(p.session_id),
-            proj.agent_mode, proj.plan_mode, proj.current_plan_json, proj.current_plan_summary_json,
-            proj.goal_json, proj.last_seq, row.fold_state, row.fold_format,
+            *append.row.columns(),
         )  # fmt: skip
         pool = self._current_pool()
         for _ in range(self.pool_size + 1):

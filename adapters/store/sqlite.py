@@ -258,17 +258,7 @@ class _SqliteTransaction:
             )
 
     def write_row(self, session_id: str, row: SessionRow, *, exists: bool, first_at: int, last_at: int) -> None:
-        proj, sql = row.projection, self.row_sql
-        values = (
-            proj.agent_mode,
-            int(proj.plan_mode),
-            proj.current_plan_json,
-            proj.current_plan_summary_json,
-            proj.goal_json,
-            proj.last_seq,
-            row.fold_state,
-            row.fold_format,
-        )
+        sql, values = self.row_sql, row.columns()
         if not exists:
             times = (first_at, last_at) if sql.timed else ()
             self.conn.execute(sql.insert, (session_id, *values, *times, *sql.fill))
@@ -278,7 +268,8 @@ class _SqliteTransaction:
             self.run(sql.update, (*values, session_id))
         if self.version is not None:  # an append without a key: its view once it commits
             lease = self.lease_written or self.lease_read
-            self.pending = (session_id, AppendView(proj.last_seq, True, row.fold_format, row.fold_state, None, lease))
+            view = AppendView(row.projection.last_seq, True, row.fold_format, row.fold_state, None, lease)
+            self.pending = (session_id, view)
 
     def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
         self.conn.execute(

@@ -60,11 +60,16 @@ def test_a_command_is_run_by_the_whole_command_line() -> None:
 )
 def test_the_top_level_prints_what_the_whole_command_prints(argv: list[str]) -> None:
     answers = []
-    for run in (entry.main, full.main):
+    for whole in (False, True):
         out, err = io.StringIO(), io.StringIO()
-        answers.append((run(argv, out=out, err=err), out.getvalue(), err.getvalue()))
+        status = full.run(argv, out, err, None) if whole else entry.main(argv, out=out, err=err)
+        answers.append((status, out.getvalue(), err.getvalue()))
     assert answers[0] == answers[1]
     assert answers[0][0] == (2 if argv in ([], ["--bogus"], ["-vv"]) else 0)
+
+
+def test_the_whole_command_line_s_main_is_the_entry_point_itself() -> None:
+    assert full.main is entry.main
 
 
 def test_the_version_is_the_installed_distribution_s_and_the_console_script_is_the_entry() -> None:

@@ -109,6 +109,22 @@ def test_a_fork_of_a_hand_edited_log_is_refused_where_its_seqs_break_and_writes_
         assert store.session_ids() == ("new", "s") and store.audit("new").ok
 
 
+def test_a_hand_edited_turn_start_that_does_not_read_is_the_replay_error_at_its_seq(tmp_path: Path) -> None:
+    path = tmp_path / "edited.db"
+    with SqliteStore(path) as store:
+        store.append("s", 0, LOG)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE events SET payload = '{\"turn\": \"2\"}' WHERE session_id = 's' AND seq = ?", (STARTS[2],))
+    conn.commit()
+    conn.close()
+    with SqliteStore(path) as store:
+        assert turn_start_seq(store, "s", 1) == STARTS[1]  # the log is read only as far as the turn asked for
+        with pytest.raises(ReplayError) as info:
+            fork_at_turn(store, "s", 2, "new")  # not "no turn 2": the log's turn 2 does not read
+        assert (info.value.position, info.value.rule) == (STARTS[2], "malformed-payload")
+        assert store.session_ids() == ("s",)
+
+
 def _planted_fork_row(store: SqliteStore | PostgresStore, target: str) -> None:
     """A provenance row for session ``new`` with nothing else of it: the
     fork's last write then fails (its key is taken) after all its others."""
