@@ -14,9 +14,9 @@ the log ``planfold demo`` writes (a test holds this): ``turn/start`` is
 ``tool_result``, ``review/answer`` ``review_answer``, ``turn/end``
 ``end_turn``. This module only turns the machine's results into the
 protocol's (``adapters.serve.protocol``) and adds what only a host has: its
-goal service (``goal/*`` and ``/goal`` are ``GoalService.apply``; a goal
-round starts only when ``GoalService.decide`` allows it) and the facts it
-records (``events/append``: what ``kernel.turn.unrecordable`` allows).
+goal (``adapters.serve.goals``: ``goal/*``, ``/goal`` and a goal round's
+``turn/start``) and the facts it records (``events/append``: what
+``kernel.turn.unrecordable`` allows).
 
 Every operation is atomic (a unit of the machine, which puts the goal
 activation back too): a refusal, a conflict with another writer or a storage
@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...kernel.goal.command import parse_goal_command
-from ...kernel.goal.continuation import round_source
-from ...kernel.goal.ops import GoalRequest
 from ...kernel.log import Draft, MessageSource
 from ...kernel.payload import JSONObject
 from ...kernel.plan.context import ViewRequest, runtime_phase
@@ -45,7 +43,6 @@ from ...kernel.turn import unrecordable
 from ..llm import model
 from ..llm.openai_wire import encode_message, plain_json
 from ..runtime.driver import human_input
-from ..runtime.goal_service import GoalChanged, GoalService
 from ..runtime.machine import StepMachine
 from ..runtime.prompt import PromptConfig
 from ..runtime.tool_runner import ToolRunner
@@ -53,7 +50,8 @@ from ..runtime.toolset import runtime_registry
 from ..store.base import Store
 from ..store.session_log import Clock
 from . import protocol as p
-from .errors import NotRecordableError, RoundNotAdmittedError
+from .errors import NotRecordableError
+from .goals import HostGoals
 
 __all__ = ["HostConfig", "HostSession", "runtime_registry"]
 
@@ -79,7 +77,7 @@ class HostSession:
             store, session_id, tools, clock=clock, prompt=config.prompt, max_tool_calls=config.max_tool_calls
         )
         self.log = self.machine.log
-        self.goals = GoalService(self.log, "host", lambda: f"goal-{self.log.last_seq + 1}")
+        self.goals = HostGoals(self.machine)
 
     @property
     def session_id(self) -> str:
@@ -93,7 +91,7 @@ class HostSession:
         state, m = self.log.state, self.machine
         return p.SessionInfo(
             self.session_id, state.last_seq, state.agent_mode, runtime_phase(state), state.turns.turn,
-            state.turns.open, state.plan.current, state.goal.current, m.pending, self.goals.activation.armed,
+            state.turns.open, state.plan.current, state.goal.current, m.pending, self.goals.armed,
             m.stage, m.awaiting_call, m.next_step,
         )
 
@@ -112,34 +110,27 @@ class HostSession:
     def command(self, text: str, attachments: Sequence[str] = ()) -> p.CommandResult:
         """A line a human typed: ``/plan``, ``/goal`` or a message (the text
         to start a turn with, attachments listed after it)."""
-        return self.machine.atomic(lambda: self._command(text, tuple(attachments)), self.goals)
+        return self.goals.unit(lambda: self._command(text, tuple(attachments)))
 
     def _command(self, text: str, attachments: tuple[str, ...]) -> p.CommandResult:
         goal = parse_goal_command(text)
-        if goal is None or parse_plan(text, attachments) is not None:
-            asked = human_input(self.machine, text, attachments)
-            if asked.plan_mode is None:
-                return p.CommandResult("message", message=asked.message, last_seq=self.log.last_seq)
-            outcome = self.machine.choose(asked.plan_mode)
-            return p.CommandResult("plan", outcome, asked.message, asked.rewriting, last_seq=self.log.last_seq)
-        if goal.verb == "show":
-            return p.CommandResult("goal", verb="show", goal=self.log.state.goal.current, last_seq=self.log.last_seq)
-        change = self._change(GoalRequest(goal.verb, "user", objective=goal.objective))
-        return p.CommandResult("goal", verb=goal.verb, goal=change.goal, seq=change.seq, last_seq=self.log.last_seq)
+        if goal is not None and parse_plan(text, attachments) is None:
+            return self.goals.command(goal)
+        asked = human_input(self.machine, text, attachments)
+        if asked.plan_mode is None:
+            return p.CommandResult("message", message=asked.message, last_seq=self.log.last_seq)
+        outcome = self.machine.choose(asked.plan_mode)
+        return p.CommandResult("plan", outcome, asked.message, asked.rewriting, last_seq=self.log.last_seq)
 
     # -- turns and steps ----------------------------------------------------
 
     def start_turn(self, text: str, *, goal_round: bool = False, view: ViewRequest | None = None) -> p.TurnStarted:
         """Open a turn; a goal round is attributed to the goal when
-        ``should_continue`` allows it now."""
+        ``should_continue`` allows it now (``HostGoals.admit``)."""
         source: MessageSource | None = None
         number: int | None = None
         if goal_round:
-            self.machine.require("turn/start", "idle")
-            decision = self.goals.decide()
-            if not decision.proceed:
-                raise RoundNotAdmittedError(decision.reason or "stop")
-            source, number = round_source(self.log.state.goal), decision.next_round
+            source, number = self.goals.admit()
         report = self.machine.start_turn(text, source, view)
         return p.TurnStarted(report.turn, report.first_seq, self.log.last_seq, number)
 
@@ -188,43 +179,13 @@ class HostSession:
         result, status = reviewed.result, reviewed.outcome.status
         return p.ToolAnswered(call_id, result.ok, result.output, seq, len(self.machine.calls_left), status)
 
-    # -- goals --------------------------------------------------------------
-
-    def goal(self, request: GoalRequest) -> p.GoalResult:
-        """A goal operation (``GoalService.apply``); one with a ``ref`` is
-        compare-and-set."""
-        return self.machine.atomic(lambda: self._goal(request), self.goals)
-
-    def _goal(self, request: GoalRequest) -> p.GoalResult:
-        done = self._change(request)
-        return p.GoalResult(done.operation, done.seq, done.ref, done.goal, self.goals.activation.armed)
-
-    def _change(self, request: GoalRequest) -> GoalChanged:
-        self.machine.require(f"goal {request.operation}", "idle", "turn", "step")
-        return self.goals.apply(self.goals.agent, request)
-
-    def should_continue(self) -> p.ContinueResult:
-        """``GoalService.decide``; when the budget is spent the goal is
-        blocked (``GoalService.block_spent``)."""
-        return self.machine.atomic(self._should_continue, self.goals)
-
-    def _should_continue(self) -> p.ContinueResult:
-        decision = self.goals.decide()
-        blocked_at = None
-        if decision.reason == "budget-spent":
-            self.machine.require("the budget block", "idle", "turn", "step")
-            blocked_at = self.goals.block_spent(self.goals.agent).seq
-        armed = self.goals.activation.armed
-        goal = self.log.state.goal.current
-        return p.ContinueResult(decision.proceed, decision.reason, decision.next_round, blocked_at, goal, armed)
-
     # -- recorded facts -------------------------------------------------------
 
     def append_events(self, events: Sequence[tuple[str, JSONObject]]) -> p.Appended:
         """Record facts that decide nothing (``kernel.turn.unrecordable``
         refuses the rest): seq and time are the log's; the strict fold checks
         them."""
-        return self.machine.atomic(lambda: self._append_events(tuple(events)), self.goals)
+        return self.goals.unit(lambda: self._append_events(tuple(events)))
 
     def _append_events(self, events: tuple[tuple[str, JSONObject], ...]) -> p.Appended:
         self.machine.require("events/append", "idle", "turn", "step")

@@ -242,18 +242,20 @@ class Server:
             "tool/result": lambda q: self._session(q.session).tool_result(q.call_id, q.ok, q.output),
             "review/answer": lambda q: self._session(q.session).review_answer(q.call_id, _answer(q)),
             "turn/end": lambda q: self._session(q.session).end_turn(),
-            "goal/create": lambda q: self._session(q.session).goal(
+            "goal/create": lambda q: self._session(q.session).goals.goal(
                 GoalRequest("create", "user", goal_id=q.goal_id or "", objective=q.objective, max_rounds=q.max_rounds)
             ),
-            "goal/edit": lambda q: self._session(q.session).goal(
+            "goal/edit": lambda q: self._session(q.session).goals.goal(
                 GoalRequest("edit", "user", q.ref, objective=q.objective, max_rounds=q.max_rounds)
             ),
-            "goal/pause": lambda q: self._session(q.session).goal(GoalRequest("pause", "user", q.ref)),
-            "goal/resume": lambda q: self._session(q.session).goal(GoalRequest("resume", "user", q.ref)),
-            "goal/complete": lambda q: self._session(q.session).goal(GoalRequest("complete", "user", q.ref)),
-            "goal/block": lambda q: self._session(q.session).goal(GoalRequest("block", "user", q.ref, reason=q.reason)),
-            "goal/clear": lambda q: self._session(q.session).goal(GoalRequest("clear", "user", q.ref)),
-            "goal/should_continue": lambda q: self._session(q.session).should_continue(),
+            "goal/pause": lambda q: self._session(q.session).goals.goal(GoalRequest("pause", "user", q.ref)),
+            "goal/resume": lambda q: self._session(q.session).goals.goal(GoalRequest("resume", "user", q.ref)),
+            "goal/complete": lambda q: self._session(q.session).goals.goal(GoalRequest("complete", "user", q.ref)),
+            "goal/block": lambda q: self._session(q.session).goals.goal(
+                GoalRequest("block", "user", q.ref, reason=q.reason)
+            ),
+            "goal/clear": lambda q: self._session(q.session).goals.goal(GoalRequest("clear", "user", q.ref)),
+            "goal/should_continue": lambda q: self._session(q.session).goals.should_continue(),
             "events/append": lambda q: self._session(q.session).append_events(
                 [(e.kind, e.payload) for e in q.events]
             ),
