@@ -26,6 +26,12 @@ functions and carries out what they say.
 - ``scope_refusal``: an executor call whose effects (resolved by the
   runtime to where they really land) fall outside the executing plan's
   scope records the realignment and a failed result; the call does not run.
+- ``unrecordable``: what a writer that decides nothing (a ``planfold
+  serve`` host) may append as a fact is only what its model said, what its
+  human typed and the header of a request it made (``RECORDABLE_KINDS``);
+  every other kind is decided by these rules, and a user message attributed
+  to a goal is a goal round, which only the goal's ``should_continue``
+  admits.
 """
 
 from __future__ import annotations
@@ -35,10 +41,13 @@ from typing import Literal
 
 from .decisions import decide_scope, tool_error_text
 from .log import (
+    ASSISTANT_MESSAGE,
+    REQUEST_HEADER,
     TOOL_CALL,
     TOOL_REFUSED,
     TOOL_RESULT,
     TURN_START,
+    USER_MESSAGE,
     Draft,
     Event,
     PluginSource,
@@ -46,7 +55,7 @@ from .log import (
     turn_end,
     user_message,
 )
-from .payload import JSON
+from .payload import JSON, JSONObject
 from .phase import RuntimePhase
 from .plan.scope import Effect
 from .record import record
@@ -57,6 +66,7 @@ from .tools.spec import ToolCall, ToolRegistry, is_json
 
 __all__ = [
     "CALL_INTERRUPTED",
+    "RECORDABLE_KINDS",
     "REPLY_NOTICE_SOURCE",
     "UNFINISHED",
     "RecordedReply",
@@ -64,11 +74,13 @@ __all__ = [
     "ReplyCall",
     "ReplyOutcome",
     "Unfinished",
+    "Unrecordable",
     "abandoned_turn",
     "failed_result",
     "interrupted_calls",
     "record_reply",
     "scope_refusal",
+    "unrecordable",
 ]
 
 #: The code of the answer given to a call its runtime stopped before answering.
@@ -334,3 +346,25 @@ def scope_refusal(
         hint="Tell the user what you need; the plan must be presented and approved again.",
     )
     return realign, result
+
+
+#: The kinds of event a writer that decides nothing may append as facts.
+RECORDABLE_KINDS: frozenset[str] = frozenset({ASSISTANT_MESSAGE, USER_MESSAGE, REQUEST_HEADER})
+
+#: Why an event is not a fact to record: planfold decides its kind
+#: (``decided``), or it is a goal round (``goal-round``).
+Unrecordable = Literal["decided", "goal-round"]
+
+
+def unrecordable(kind: str, payload: JSONObject) -> Unrecordable | None:
+    """Why the event ``kind`` with ``payload`` may not be appended as a fact,
+    or ``None`` when it may: a kind outside ``RECORDABLE_KINDS`` is
+    ``decided``; a ``user/message`` whose ``source`` is of type ``goal`` is
+    a ``goal-round``. Whether the payload is well formed is the strict
+    fold's to say."""
+    if kind not in RECORDABLE_KINDS:
+        return "decided"
+    source = payload.get("source")
+    if kind == USER_MESSAGE and isinstance(source, Mapping) and source.get("type") == "goal":
+        return "goal-round"
+    return None

@@ -23,7 +23,9 @@ the three things that exist only in a running process:
   every round. Each round is one turn whose first message is attributed to
   the goal (``round_message``: goal id, revision, round number), so only
   these turns spend the budget. When the budget is spent the system blocks
-  the goal (``budget_block``), which disarms it.
+  the goal (``budget_block``), which disarms it; ``block_spent`` is that
+  block for a caller that starts its rounds itself (a ``planfold serve``
+  host).
 
 The service is bound to one live agent. Every call names the agent handle it
 was given; a handle from a replaced agent raises ``StaleAgentError`` so an
@@ -59,6 +61,7 @@ from ...kernel.goal.values import (
     session_started,
 )
 from ...kernel.log import Draft, Event, GoalSource, MessageSource
+from ...kernel.record import replace
 from ...kernel.session import SessionState
 from ..errors import AdapterError
 from ..store.session_log import SessionLog
@@ -240,10 +243,20 @@ class GoalService:
 
     # -- operations -------------------------------------------------------
 
-    def _apply(self, request: GoalRequest) -> GoalChanged:
-        """Decide ``request`` on fresh state (``decide_goal``, one call),
-        append its draft (deciding again after a conflict), take the
-        activation it gives and broadcast the change."""
+    def apply(self, agent: AgentHandle, request: GoalRequest) -> GoalChanged:
+        """Any operation, as a ``GoalRequest`` names it (the methods below
+        are its shorthands for the user's): a create without a ``goal_id``
+        gets ``new_goal_id()``'s; any other operation without a ``ref`` acts
+        on the current goal as the caller sees it now (a decision retried
+        after a conflict keeps that ref, so it cannot act on a goal the
+        caller never saw). The kernel decides it on fresh state
+        (``decide_goal``, one call); its draft is appended (decided again
+        after a conflict), its activation taken and the change broadcast."""
+        self._check(agent)
+        if request.operation == "create":
+            request = replace(request, goal_id=request.goal_id or self.new_goal_id())
+        else:
+            request = replace(request, ref=self._ref(request.ref))
         decided: list[GoalDecision] = []
 
         def decision(state: SessionState, at: int) -> Sequence[Draft]:
@@ -260,21 +273,13 @@ class GoalService:
         return notice
 
     def _ref(self, ref: GoalRef | None) -> GoalRef:
-        """``ref``, or the current goal's as the caller sees it now (a
-        decision retried after a conflict keeps it, so it cannot act on a
-        goal the caller never saw)."""
         if ref is not None:
             return ref
         current = self.state().current
         return GoalRef("", 0) if current is None else current.ref
 
-    def create(
-        self, agent: AgentHandle, objective: str, max_rounds: int | None = None
-    ) -> GoalChanged:
-        self._check(agent)
-        return self._apply(
-            GoalRequest("create", "user", goal_id=self.new_goal_id(), objective=objective, max_rounds=max_rounds)
-        )
+    def create(self, agent: AgentHandle, objective: str, max_rounds: int | None = None) -> GoalChanged:
+        return self.apply(agent, GoalRequest("create", "user", objective=objective, max_rounds=max_rounds))
 
     def edit(
         self,
@@ -284,23 +289,19 @@ class GoalService:
         objective: str | None = None,
         max_rounds: int | None = None,
     ) -> GoalChanged:
-        self._check(agent)
-        return self._apply(GoalRequest("edit", "user", self._ref(ref), objective=objective, max_rounds=max_rounds))
+        return self.apply(agent, GoalRequest("edit", "user", ref, objective=objective, max_rounds=max_rounds))
 
     def pause(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
-        self._check(agent)
-        return self._apply(GoalRequest("pause", "user", self._ref(ref)))
+        return self.apply(agent, GoalRequest("pause", "user", ref))
 
     def resume(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
         """A human's resume: re-arms this process (after a restart too)."""
-        self._check(agent)
-        return self._apply(GoalRequest("resume", "user", self._ref(ref)))
+        return self.apply(agent, GoalRequest("resume", "user", ref))
 
     def complete(
         self, agent: AgentHandle, ref: GoalRef | None = None, *, actor: goal_ops.Actor = "user"
     ) -> GoalChanged:
-        self._check(agent)
-        return self._apply(GoalRequest("complete", actor, self._ref(ref)))
+        return self.apply(agent, GoalRequest("complete", actor, ref))
 
     def block(
         self,
@@ -310,18 +311,24 @@ class GoalService:
         *,
         actor: goal_ops.Actor = "user",
     ) -> GoalChanged:
-        self._check(agent)
-        return self._apply(GoalRequest("block", actor, self._ref(ref), reason=reason))
+        return self.apply(agent, GoalRequest("block", actor, ref, reason=reason))
 
     def clear(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
-        self._check(agent)
-        return self._apply(GoalRequest("clear", "user", self._ref(ref)))
+        return self.apply(agent, GoalRequest("clear", "user", ref))
 
     # -- the round driver -------------------------------------------------
 
     def decide(self) -> ContinueDecision:
         """Whether this process may start the next round now."""
         return self._decide(self.log.state.turns.open)
+
+    def block_spent(self, agent: AgentHandle) -> GoalChanged:
+        """The system's block of the goal whose rounds are all started (what
+        ``drive`` appends when it stops for ``budget-spent``); it disarms
+        this process. Raises ``GoalOperationError`` (``invalid-transition``)
+        when the budget is not spent."""
+        self._check(agent)
+        return self._block_spent()
 
     def _decide(self, turn_open: bool) -> ContinueDecision:
         state = self.log.state
@@ -374,7 +381,7 @@ class GoalService:
             return DriveReport(tuple(rounds), None)
         decision = self._decide(self.log.state.turns.open and not abandoned)
         if not decision.proceed:
-            blocked_at = self._block_spent() if decision.reason == "budget-spent" else None
+            blocked_at = self._block_spent().seq if decision.reason == "budget-spent" else None
             return DriveReport(tuple(rounds), decision.reason, blocked_at)
         number = decision.next_round or 0
         text = round_text(number)
@@ -382,11 +389,11 @@ class GoalService:
         rounds.append(number)
         return text, source
 
-    def _block_spent(self) -> int | None:
+    def _block_spent(self) -> GoalChanged:
         decided: list[GoalDecision] = []
 
         def decision(state: SessionState, at: int) -> Sequence[Draft]:
             decided.append(decide_budget_block(state.goal, self.activation, at))
             return (decided[-1].draft,)
 
-        return self._record(self.log.append_decided(decision), decided[-1]).seq
+        return self._record(self.log.append_decided(decision), decided[-1])

@@ -752,7 +752,7 @@ class StepMachine:
                 # An earlier call of this reply moved the phase: ask the gate
                 # again, at the phase this call would now run in.
                 tools = self.tools
-                gate_call = _gate_call(call)
+                gate_call = kernel_call(call)
                 verdict = check_call(tools.registry, phase, tools.policy, gate_call, prepared.offered)
                 again = verdict_events(gate_call, verdict)[1:]
                 self.log.append([Draft(kind, payload) for kind, payload in again])
@@ -761,7 +761,7 @@ class StepMachine:
         if verdict.route == "runtime":
             return self._runtime_call(entry, review_available)
         self.log.append(decide_before_request(self.log.state))  # a plan made executable in this reply
-        refusal = scope_refusal(self.log.state, _gate_call(call), resolved_effects(self.tools, call))
+        refusal = scope_refusal(self.log.state, kernel_call(call), resolved_effects(self.tools, call))
         if refusal is not None:  # realigned: nothing runs
             realign, result = refusal
             self.log.append(realign)
@@ -784,7 +784,7 @@ class StepMachine:
         makes_plan = call.name in ("exit_plan_mode", "bootstrap_plan")
         decision = decide_tool_call(
             self.log.state,
-            _gate_call(call),
+            kernel_call(call),
             new_plan_id=self.new_plan_id() if makes_plan else "",
             review_available=review_available,
         )
@@ -922,6 +922,3 @@ class StepMachine:
         if self._budget_open:
             self._budget_open = False
             self.retry_budget.close()
-
-
-_gate_call = kernel_call

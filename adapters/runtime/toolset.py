@@ -57,6 +57,7 @@ __all__ = [
     "default_registry",
     "open_async_runtime",
     "open_runtime",
+    "runtime_registry",
 ]
 
 _PATH: JSONObject = {"type": "string", "description": "workspace-relative path"}
@@ -115,12 +116,19 @@ REPORT_VERIFICATION = ToolSpec(
 )
 
 
+def runtime_registry(tools: Sequence[ToolSpec], extra: Sequence[ToolSpec] = ()) -> ToolRegistry:
+    """A session's registry, registered once for the whole session:
+    ``tools``, the runtime-owned ones, then ``extra`` (a ``planfold serve``
+    host gives its own tools as ``tools``; ``default_registry`` gives the
+    default tools, then a deployment's own). Raises ``ToolSpecError`` for a
+    clash, a runtime-owned name or an invalid declaration."""
+    return ToolRegistry.of(*tools, EXIT_PLAN_MODE, BOOTSTRAP_PLAN, UPDATE_TODO, REPORT_VERIFICATION, *extra)
+
+
 def default_registry(extra: Sequence[ToolSpec] = ()) -> ToolRegistry:
-    """Every default tool (then ``extra``), registered once for the whole
-    session. Raises ``ToolSpecError`` for a clash."""
-    return ToolRegistry.of(
-        READ_FILE, LIST_FILES, WRITE_FILE, EXIT_PLAN_MODE, BOOTSTRAP_PLAN, UPDATE_TODO, REPORT_VERIFICATION, *extra
-    )
+    """The default tools' registry (``runtime_registry``), with ``extra``
+    after the runtime-owned tools."""
+    return runtime_registry((READ_FILE, LIST_FILES, WRITE_FILE), extra)
 
 
 @dataclass

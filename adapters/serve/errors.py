@@ -3,6 +3,7 @@ host's fault); nothing changed."""
 
 from __future__ import annotations
 
+from ...kernel.turn import Unrecordable
 from ..errors import AdapterError
 
 __all__ = ["NotRecordableError", "RoundNotAdmittedError", "ServeError"]
@@ -19,6 +20,14 @@ class NotRecordableError(ServeError):
     goal, turn or tool event, or a goal round)."""
 
     code = "not-recordable"
+
+    @classmethod
+    def of(cls, kind: str, why: Unrecordable) -> NotRecordableError:
+        """The refusal of an event of ``kind`` (``kernel.turn.unrecordable``
+        says ``why``)."""
+        if why == "goal-round":
+            return cls("a goal round is admitted by turn/start, not recorded")
+        return cls(f"{kind} events are decided by planfold, not recorded")
 
 
 class RoundNotAdmittedError(ServeError):

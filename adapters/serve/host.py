@@ -14,50 +14,46 @@ the log ``planfold demo`` writes (a test holds this): ``turn/start`` is
 ``tool_result``, ``review/answer`` ``review_answer``, ``turn/end``
 ``end_turn``. This module only turns the machine's results into the
 protocol's (``adapters.serve.protocol``) and adds what only a host has: its
-goal service and the facts it records (``events/append``).
+goal (``adapters.serve.goals``: ``goal/*``, ``/goal`` and a goal round's
+``turn/start``) and the facts it records (``events/append``: what
+``kernel.turn.unrecordable`` allows).
 
-Every operation is atomic (the machine's units): a refusal, a conflict with
-another writer or a storage failure leaves the log and the process state as
-they were, and the error is the failed append's own.
+Every operation is atomic (a unit of the machine, which puts the goal
+activation back too): a refusal, a conflict with another writer or a storage
+failure leaves the log and the process state as they were, and the error is
+the failed append's own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from ...kernel.goal.command import parse_goal_command
-from ...kernel.goal.continuation import round_source
-from ...kernel.goal.values import GoalRef
-from ...kernel.log import ASSISTANT_MESSAGE, REQUEST_HEADER, USER_MESSAGE, Draft, MessageSource
+from ...kernel.log import Draft, MessageSource
 from ...kernel.payload import JSONObject
 from ...kernel.plan.context import ViewRequest, runtime_phase
 from ...kernel.plan.mode import StepVerdict
 from ...kernel.plan.review import ReviewAnswer
 from ...kernel.plan.review import parse_plan_command as parse_plan
 from ...kernel.tools.gate import GatePolicy, Refused, Verdict
-from ...kernel.tools.spec import ToolRegistry, ToolSpec
+from ...kernel.tools.spec import ToolSpec
+from ...kernel.turn import unrecordable
 from ..llm import model
 from ..llm.openai_wire import encode_message, plain_json
 from ..runtime.driver import human_input
-from ..runtime.goal_service import AgentHandle, GoalChanged, GoalService
 from ..runtime.machine import StepMachine
 from ..runtime.prompt import PromptConfig
 from ..runtime.tool_runner import ToolRunner
-from ..runtime.toolset import BOOTSTRAP_PLAN, EXIT_PLAN_MODE, REPORT_VERIFICATION, UPDATE_TODO
+from ..runtime.toolset import runtime_registry
 from ..store.base import Store
 from ..store.session_log import Clock
 from . import protocol as p
-from .errors import NotRecordableError, RoundNotAdmittedError
+from .errors import NotRecordableError
+from .goals import HostGoals
 
 __all__ = ["HostConfig", "HostSession", "runtime_registry"]
-
-
-def runtime_registry(tools: Sequence[ToolSpec]) -> ToolRegistry:
-    """The host's tools, then the runtime-owned ones. Raises ``ToolSpecError``
-    for a clash, a runtime-owned name or an invalid declaration."""
-    return ToolRegistry.of(*tools, EXIT_PLAN_MODE, BOOTSTRAP_PLAN, UPDATE_TODO, REPORT_VERIFICATION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +67,6 @@ class HostConfig:
     max_tool_calls: int = 32
 
 
-class _NoRounds:
-    """A round runner for ``GoalService.drive`` when no round may start."""
-
-    def run_turn(self, text: str, source: MessageSource | None = None) -> object:
-        raise AssertionError("no round may start here")
-
-
 class HostSession:
     """One session of ``store`` driven by a host (see the module doc)."""
 
@@ -88,8 +77,7 @@ class HostSession:
             store, session_id, tools, clock=clock, prompt=config.prompt, max_tool_calls=config.max_tool_calls
         )
         self.log = self.machine.log
-        self._goal_id: str | None = None
-        self.goals = GoalService(self.log, "host", lambda: self._goal_id or f"goal-{self.log.last_seq + 1}")
+        self.goals = HostGoals(self.machine)
 
     @property
     def session_id(self) -> str:
@@ -99,15 +87,11 @@ class HostSession:
     def stage(self) -> p.Stage:
         return self.machine.stage
 
-    def _atomic(self, operation: Callable[[], Any]) -> Any:
-        """One unit of the machine that also puts the goal activation back."""
-        return self.machine.atomic(operation, self.goals)
-
     def info(self) -> p.SessionInfo:
         state, m = self.log.state, self.machine
         return p.SessionInfo(
             self.session_id, state.last_seq, state.agent_mode, runtime_phase(state), state.turns.turn,
-            state.turns.open, state.plan.current, state.goal.current, m.pending, self.goals.activation.armed,
+            state.turns.open, state.plan.current, state.goal.current, m.pending, self.goals.armed,
             m.stage, m.awaiting_call, m.next_step,
         )
 
@@ -126,37 +110,27 @@ class HostSession:
     def command(self, text: str, attachments: Sequence[str] = ()) -> p.CommandResult:
         """A line a human typed: ``/plan``, ``/goal`` or a message (the text
         to start a turn with, attachments listed after it)."""
-        return self._atomic(lambda: self._command(text, tuple(attachments)))  # type: ignore[no-any-return]
+        return self.goals.unit(lambda: self._command(text, tuple(attachments)))
 
     def _command(self, text: str, attachments: tuple[str, ...]) -> p.CommandResult:
         goal = parse_goal_command(text)
-        if goal is None or parse_plan(text, attachments) is not None:
-            asked = human_input(self.machine, text, attachments)
-            if asked.plan_mode is None:
-                return p.CommandResult("message", message=asked.message, last_seq=self.log.last_seq)
-            outcome = self.machine.choose(asked.plan_mode)
-            return p.CommandResult("plan", outcome, asked.message, asked.rewriting, last_seq=self.log.last_seq)
-        if goal.verb == "show":
-            return p.CommandResult("goal", verb="show", goal=self.log.state.goal.current, last_seq=self.log.last_seq)
-        fields = {"objective": goal.objective or ""} if goal.verb == "create" else {}
-        if goal.verb == "edit":
-            fields = {"objective": goal.objective} if goal.objective is not None else {}
-        change = self._change(goal.verb, None, **fields)
-        return p.CommandResult("goal", verb=goal.verb, goal=change.goal, seq=change.seq, last_seq=self.log.last_seq)
+        if goal is not None and parse_plan(text, attachments) is None:
+            return self.goals.command(goal)
+        asked = human_input(self.machine, text, attachments)
+        if asked.plan_mode is None:
+            return p.CommandResult("message", message=asked.message, last_seq=self.log.last_seq)
+        outcome = self.machine.choose(asked.plan_mode)
+        return p.CommandResult("plan", outcome, asked.message, asked.rewriting, last_seq=self.log.last_seq)
 
     # -- turns and steps ----------------------------------------------------
 
     def start_turn(self, text: str, *, goal_round: bool = False, view: ViewRequest | None = None) -> p.TurnStarted:
         """Open a turn; a goal round is attributed to the goal when
-        ``should_continue`` allows it now."""
+        ``should_continue`` allows it now (``HostGoals.admit``)."""
         source: MessageSource | None = None
         number: int | None = None
         if goal_round:
-            self.machine.require("turn/start", "idle")
-            decision = self.goals.decide()
-            if not decision.proceed:
-                raise RoundNotAdmittedError(decision.reason or "stop")
-            source, number = round_source(self.log.state.goal), decision.next_round
+            source, number = self.goals.admit()
         report = self.machine.start_turn(text, source, view)
         return p.TurnStarted(report.turn, report.first_seq, self.log.last_seq, number)
 
@@ -185,10 +159,9 @@ class HostSession:
 
     def reply(self, response: model.ChatResponse) -> p.ReplyRecorded:
         recorded = self.machine.reply(response)
-        follow: Literal["continue", "end"] = self.machine.follow
         pairs = zip(recorded.calls, recorded.verdicts, strict=True)
         verdicts = tuple(_verdict(call.call_id, call.tool, v) for call, v in pairs)
-        return p.ReplyRecorded(verdicts, follow, recorded.ended_by, recorded.error, self.log.last_seq)
+        return p.ReplyRecorded(verdicts, self.machine.follow, recorded.ended_by, recorded.error, self.log.last_seq)
 
     def dispatch(self, call_id: str, *, review_available: bool = True) -> p.ToolAction:
         done = self.machine.dispatch(call_id, review_available=review_available)
@@ -206,65 +179,20 @@ class HostSession:
         result, status = reviewed.result, reviewed.outcome.status
         return p.ToolAnswered(call_id, result.ok, result.output, seq, len(self.machine.calls_left), status)
 
-    # -- goals --------------------------------------------------------------
-
-    def goal(self, operation: str, ref: GoalRef | None = None, **fields: Any) -> p.GoalResult:
-        """A goal operation (``create``, ``edit``, ``pause``, ``resume``,
-        ``complete``, ``block``, ``clear``) against ``ref`` (compare-and-set),
-        with its fields (``objective``, ``max_rounds``, ``goal_id``,
-        ``reason``)."""
-
-        def run() -> p.GoalResult:
-            done = self._change(operation, ref, **fields)
-            return p.GoalResult(done.operation, done.seq, done.ref, done.goal, self.goals.activation.armed)
-
-        return self._atomic(run)  # type: ignore[no-any-return]
-
-    def _change(self, operation: str, ref: GoalRef | None, **fields: Any) -> GoalChanged:
-        self.machine.require(f"goal {operation}", "idle", "turn", "step")
-        goals, agent = self.goals, self.goals.agent
-        if operation == "create":
-            self._goal_id = fields.pop("goal_id", None)
-            try:
-                return goals.create(agent, fields["objective"], fields.get("max_rounds"))
-            finally:
-                self._goal_id = None
-        if operation == "edit":
-            return goals.edit(agent, ref, **fields)
-        if operation == "block":
-            return goals.block(agent, fields["reason"], ref)
-        change: Callable[[AgentHandle, GoalRef | None], GoalChanged] = getattr(goals, operation)
-        return change(agent, ref)
-
-    def should_continue(self) -> p.ContinueResult:
-        """``GoalService.decide``; when the budget is spent the goal is blocked."""
-        return self._atomic(self._should_continue)  # type: ignore[no-any-return]
-
-    def _should_continue(self) -> p.ContinueResult:
-        decision = self.goals.decide()
-        blocked_at = None
-        if decision.reason == "budget-spent":
-            self.machine.require("the budget block", "idle", "turn", "step")
-            blocked_at = self.goals.drive(self.goals.agent, _NoRounds(), limit=1).blocked_at
-        armed = self.goals.activation.armed
-        goal = self.log.state.goal.current
-        return p.ContinueResult(decision.proceed, decision.reason, decision.next_round, blocked_at, goal, armed)
-
     # -- recorded facts -------------------------------------------------------
 
     def append_events(self, events: Sequence[tuple[str, JSONObject]]) -> p.Appended:
-        """Record facts that decide nothing: seq and time are the log's; the
-        strict fold checks them. A goal round is never recordable."""
-        return self._atomic(lambda: self._append_events(tuple(events)))  # type: ignore[no-any-return]
+        """Record facts that decide nothing (``kernel.turn.unrecordable``
+        refuses the rest): seq and time are the log's; the strict fold checks
+        them."""
+        return self.goals.unit(lambda: self._append_events(tuple(events)))
 
     def _append_events(self, events: tuple[tuple[str, JSONObject], ...]) -> p.Appended:
         self.machine.require("events/append", "idle", "turn", "step")
         for kind, payload in events:
-            if kind not in (ASSISTANT_MESSAGE, USER_MESSAGE, REQUEST_HEADER):
-                raise NotRecordableError(f"{kind} events are decided by planfold, not recorded")
-            source = payload.get("source")
-            if kind == USER_MESSAGE and isinstance(source, dict) and source.get("type") == "goal":
-                raise NotRecordableError("a goal round is admitted by turn/start, not recorded")
+            why = unrecordable(kind, payload)
+            if why is not None:
+                raise NotRecordableError.of(kind, why)
         written = self.log.append([Draft(kind, payload) for kind, payload in events])
         return p.Appended(written[0].seq, written[-1].seq)
 

@@ -36,6 +36,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
+from ...kernel.goal.ops import GoalRequest
 from ...kernel.plan.context import PromptParts
 from ...kernel.plan.review import ChannelLost, Custom, Dismissed, ReviewAnswer, Selected, load_plan_policy
 from ...kernel.tools.gate import DeploymentRule, GatePolicy
@@ -241,18 +242,20 @@ class Server:
             "tool/result": lambda q: self._session(q.session).tool_result(q.call_id, q.ok, q.output),
             "review/answer": lambda q: self._session(q.session).review_answer(q.call_id, _answer(q)),
             "turn/end": lambda q: self._session(q.session).end_turn(),
-            "goal/create": lambda q: self._session(q.session).goal(
-                "create", objective=q.objective, max_rounds=q.max_rounds, goal_id=q.goal_id
+            "goal/create": lambda q: self._session(q.session).goals.goal(
+                GoalRequest("create", "user", goal_id=q.goal_id or "", objective=q.objective, max_rounds=q.max_rounds)
             ),
-            "goal/edit": lambda q: self._session(q.session).goal(
-                "edit", q.ref, objective=q.objective, max_rounds=q.max_rounds
+            "goal/edit": lambda q: self._session(q.session).goals.goal(
+                GoalRequest("edit", "user", q.ref, objective=q.objective, max_rounds=q.max_rounds)
             ),
-            "goal/pause": lambda q: self._session(q.session).goal("pause", q.ref),
-            "goal/resume": lambda q: self._session(q.session).goal("resume", q.ref),
-            "goal/complete": lambda q: self._session(q.session).goal("complete", q.ref),
-            "goal/block": lambda q: self._session(q.session).goal("block", q.ref, reason=q.reason),
-            "goal/clear": lambda q: self._session(q.session).goal("clear", q.ref),
-            "goal/should_continue": lambda q: self._session(q.session).should_continue(),
+            "goal/pause": lambda q: self._session(q.session).goals.goal(GoalRequest("pause", "user", q.ref)),
+            "goal/resume": lambda q: self._session(q.session).goals.goal(GoalRequest("resume", "user", q.ref)),
+            "goal/complete": lambda q: self._session(q.session).goals.goal(GoalRequest("complete", "user", q.ref)),
+            "goal/block": lambda q: self._session(q.session).goals.goal(
+                GoalRequest("block", "user", q.ref, reason=q.reason)
+            ),
+            "goal/clear": lambda q: self._session(q.session).goals.goal(GoalRequest("clear", "user", q.ref)),
+            "goal/should_continue": lambda q: self._session(q.session).goals.should_continue(),
             "events/append": lambda q: self._session(q.session).append_events(
                 [(e.kind, e.payload) for e in q.events]
             ),

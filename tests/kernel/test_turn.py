@@ -4,17 +4,20 @@ stopped process left open, and what answers a call outside the plan's scope."""
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 
 import pytest
 
+from planfold.kernel import log as kinds
 from planfold.kernel.log import Draft, Event, number_drafts, turn_start, user_message
-from planfold.kernel.payload import object_of
+from planfold.kernel.payload import JSON, object_of
 from planfold.kernel.session import fold_session
 from planfold.kernel.tools.events import read_tool_result
 from planfold.kernel.tools.gate import Allowed, GatePolicy, Refused
 from planfold.kernel.tools.spec import ToolRegistry, ToolSpec
 from planfold.kernel.turn import (
     CALL_INTERRUPTED,
+    RECORDABLE_KINDS,
     REPLY_NOTICE_SOURCE,
     UNFINISHED,
     Reply,
@@ -24,6 +27,7 @@ from planfold.kernel.turn import (
     interrupted_calls,
     record_reply,
     scope_refusal,
+    unrecordable,
 )
 
 READ = ToolSpec("read_file", "Read", {"type": "object"}, effect="read", origin="builtin")
@@ -216,3 +220,30 @@ def test_a_write_without_an_executing_plan_is_no_scope_matter() -> None:
     call = ToolCall("c1", "write_file", {"path": "x"})
     assert scope_refusal(fold_session(events), call, (Effect("write", "x"),)) is None
     assert scope_refusal(fold_session(events), call, ()) is None
+
+
+GOAL_ROUND: dict[str, JSON] = {"type": "goal", "goal_id": "g1", "revision": 1, "round": 1}
+
+
+def test_only_messages_and_request_headers_are_recordable_and_every_other_kind_is_decided() -> None:
+    assert sorted(RECORDABLE_KINDS) == ["assistant/message", "request/header", "user/message"]
+    for kind in RECORDABLE_KINDS:
+        assert unrecordable(kind, {"text": "fyi", "source": None}) is None
+        assert unrecordable(kind, {}) is None
+    decided = (
+        kinds.TURN_START, kinds.TURN_END, kinds.PLAN_MODE, kinds.PLAN_ARTIFACT, kinds.GOAL_CHANGE,
+        kinds.TOOL_CALL, kinds.TOOL_RESULT, kinds.TOOL_REFUSED, kinds.TOOL_WARNING, "no/such-kind",
+    )  # fmt: skip
+    for kind in decided:
+        assert unrecordable(kind, {"text": "fyi", "source": None}) == "decided"
+
+
+def test_a_user_message_attributed_to_a_goal_is_a_goal_round_and_no_other_message_is() -> None:
+    assert unrecordable("user/message", {"text": "x", "source": GOAL_ROUND}) == "goal-round"
+    assert unrecordable("user/message", {"text": "x", "source": MappingProxyType(GOAL_ROUND)}) == "goal-round"
+    assert unrecordable("user/message", {"text": "x", "source": object_of(REPLY_NOTICE_SOURCE)}) is None
+    assert unrecordable("user/message", {"text": "x", "source": {"kind": "goal"}}) is None
+    assert unrecordable("user/message", {"text": "x", "source": "goal"}) is None
+    assert unrecordable("user/message", {"text": "x", "source": ["goal"]}) is None
+    assert unrecordable("assistant/message", {"text": "x", "source": GOAL_ROUND}) is None
+    assert unrecordable("request/header", {"step": 1, "source": GOAL_ROUND}) is None

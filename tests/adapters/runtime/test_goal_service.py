@@ -14,8 +14,8 @@ from planfold.adapters.runtime.goal_service import GoalChanged, GoalService, Sta
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.goal.continuation import round_message
-from planfold.kernel.goal.ops import GoalAuthorityError, GoalError
-from planfold.kernel.goal.values import BlockedReason
+from planfold.kernel.goal.ops import GoalAuthorityError, GoalError, GoalRequest
+from planfold.kernel.goal.values import BlockedReason, GoalRef
 from planfold.kernel.log import GoalSource, MessageSource, turn_end, turn_start, user_message
 from planfold.kernel.session import fold_session
 from tests.runtime_helpers import make_session, say, ticking
@@ -116,6 +116,51 @@ def test_refused_operations_append_nothing() -> None:
     with pytest.raises(GoalError):
         goals.resume(goals.agent)  # active and armed already
     assert log.last_seq == before
+
+
+def test_a_request_is_applied_as_the_operation_it_names_on_the_goal_the_caller_sees() -> None:
+    goals, log, _ = _service()
+    made = goals.apply(goals.agent, GoalRequest("create", "user", objective="Ship it", max_rounds=2))
+    assert made.goal is not None and made.goal.id == "goal-1" and made.goal.max_rounds == 2
+    named = GoalRequest("create", "user", goal_id="mine", objective="Other")
+    with pytest.raises(GoalError) as exists:
+        goals.apply(goals.agent, named)
+    assert exists.value.code == "already-exists"
+    edited = goals.apply(goals.agent, GoalRequest("edit", "user", objective="Ship it well"))
+    assert edited.ref == GoalRef("goal-1", 2) and edited.goal is not None and edited.goal.objective == "Ship it well"
+    before = log.last_seq
+    with pytest.raises(GoalError) as stale:
+        goals.apply(goals.agent, GoalRequest("pause", "user", made.ref))
+    assert stale.value.code == "stale-revision" and log.last_seq == before
+    blocked = goals.apply(goals.agent, GoalRequest("block", "model", reason=BlockedReason("stuck", "needs a human")))
+    assert blocked.operation == "block" and not goals.activation.armed
+    goals.apply(goals.agent, GoalRequest("clear", "user"))
+    assert goals.apply(goals.agent, named).ref == GoalRef("mine", 1)
+
+
+def test_a_request_of_a_replaced_agent_is_refused_and_changes_nothing() -> None:
+    goals, log, _ = _service()
+    old = goals.agent
+    goals.replace_agent()
+    with pytest.raises(StaleAgentError):
+        goals.apply(old, GoalRequest("create", "user", objective="A"))
+    with pytest.raises(StaleAgentError):
+        goals.block_spent(old)
+    assert log.last_seq == 0
+
+
+def test_the_budget_block_blocks_only_a_goal_whose_rounds_are_all_started() -> None:
+    goals, log, _ = _service()
+    goals.create(goals.agent, "Tidy", max_rounds=1)
+    with pytest.raises(GoalError) as early:
+        goals.block_spent(goals.agent)
+    assert early.value.code == "invalid-transition" and log.last_seq == 1 and goals.activation.armed
+    goals.drive(goals.agent, Turns(log), limit=1)
+    assert goals.decide().reason == "budget-spent"
+    blocked = goals.block_spent(goals.agent)
+    assert blocked.operation == "block" and blocked.seq == log.last_seq and not goals.activation.armed
+    assert blocked.goal is not None and blocked.goal.blocked_reason is not None
+    assert blocked.goal.blocked_reason.code == "round-limit"
 
 
 def test_the_driver_attributes_rounds_and_blocks_the_goal_at_its_budget() -> None:

@@ -138,6 +138,47 @@ def test_a_goal_round_starts_only_when_the_goal_may_continue_and_the_spent_budge
     assert stale.value.rpc_code == -32000
 
 
+def test_each_goal_method_and_goal_command_is_the_users_operation_of_its_name() -> None:
+    host = Host(Server(MemoryStore(), ticks(1_000)))
+    made = host("user/command", text="/goal ship it")
+    assert (made["verb"], made["goal"]["id"], made["goal"]["objective"]) == ("create", "goal-1", "ship it")
+    edited = host("user/command", text="/goal edit ship it well")
+    assert (edited["verb"], edited["goal"]["objective"], edited["goal"]["revision"]) == ("edit", "ship it well", 2)
+    ref = {"id": "goal-1", "revision": 2}
+    assert host("goal/edit", ref=ref, max_rounds=4)["goal"]["max_rounds"] == 4
+    ref["revision"] = 3
+    assert host("goal/pause", ref=ref)["goal"]["phase"] == "paused"
+    ref["revision"] = 4
+    resumed = host("goal/resume", ref=ref)
+    assert resumed["goal"]["phase"] == "active" and resumed["armed"]
+    ref["revision"] = 5
+    blocked = host("goal/block", ref=ref, reason={"code": "needs-human", "message": "stuck"})
+    assert blocked["goal"]["blocked_reason"]["code"] == "needs-human" and not blocked["armed"]
+    with pytest.raises(RemoteError) as reserved:
+        host("goal/block", ref={"id": "goal-1", "revision": 6}, reason={"code": "round-limit", "message": "mine"})
+    assert reserved.value.remote_code == "not-authorized"
+    assert host("user/command", text="/goal complete")["goal"]["phase"] == "complete"
+    cleared = host("goal/clear", ref={"id": "goal-1", "revision": 7})
+    assert (cleared["operation"], cleared["goal"]) == ("clear", None)
+    assert host("user/command", text="/goal")["goal"] is None
+
+
+def test_a_spent_budget_is_blocked_only_between_steps() -> None:
+    host = Host(Server(MemoryStore(), ticks(1_000)))
+    host("goal/create", objective="keep it tidy", max_rounds=1)
+    host("turn/start", text="Continue the goal (round 1).", goal_round=True)
+    host("step/begin", step=1)
+    host.reply(("c1", "read_file", {"path": "a.txt"}))
+    with pytest.raises(RemoteError) as busy:
+        host("goal/should_continue")
+    assert busy.value.remote_code == "out-of-order" and "the budget block" in str(busy.value)
+    assert host("session/read")["goal"]["phase"] == "active"
+    host("tool/dispatch", call_id="c1")
+    host("tool/result", call_id="c1", ok=True, output="A")
+    stopped = host("goal/should_continue")
+    assert stopped["reason"] == "budget-spent" and stopped["goal"]["phase"] == "blocked"
+
+
 def test_a_second_host_on_the_same_session_makes_the_first_ones_next_write_a_conflict_that_writes_nothing() -> None:
     store = MemoryStore()
     first, second = Host(Server(store, ticks(1_000))), Host(Server(store, ticks(5_000)))
