@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from .decisions import decide_scope, tool_error_text
+from .errors import PayloadError
 from .log import (
     ASSISTANT_MESSAGE,
     REQUEST_HEADER,
@@ -50,8 +51,10 @@ from .log import (
     USER_MESSAGE,
     Draft,
     Event,
+    GoalSource,
     PluginSource,
     assistant_message,
+    read_message,
     turn_end,
     user_message,
 )
@@ -361,10 +364,14 @@ def unrecordable(kind: str, payload: JSONObject) -> Unrecordable | None:
     or ``None`` when it may: a kind outside ``RECORDABLE_KINDS`` is
     ``decided``; a ``user/message`` whose ``source`` is of type ``goal`` is
     a ``goal-round``. Whether the payload is well formed is the strict
-    fold's to say."""
+    fold's to say: a message that does not read is not a goal round here,
+    and the fold refuses it at its seq."""
     if kind not in RECORDABLE_KINDS:
         return "decided"
-    source = payload.get("source")
-    if kind == USER_MESSAGE and isinstance(source, Mapping) and source.get("type") == "goal":
-        return "goal-round"
-    return None
+    if kind != USER_MESSAGE:
+        return None
+    try:
+        source = read_message(payload).source
+    except PayloadError:
+        return None
+    return "goal-round" if isinstance(source, GoalSource) else None

@@ -245,5 +245,6 @@ def test_a_user_message_attributed_to_a_goal_is_a_goal_round_and_no_other_messag
     assert unrecordable("user/message", {"text": "x", "source": {"kind": "goal"}}) is None
     assert unrecordable("user/message", {"text": "x", "source": "goal"}) is None
     assert unrecordable("user/message", {"text": "x", "source": ["goal"]}) is None
+    assert unrecordable("user/message", {"source": GOAL_ROUND}) is None  # does not read: the fold refuses it
     assert unrecordable("assistant/message", {"text": "x", "source": GOAL_ROUND}) is None
     assert unrecordable("request/header", {"step": 1, "source": GOAL_ROUND}) is None
