@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import pickle
 import subprocess
 import sys
@@ -120,6 +121,32 @@ def test_a_record_is_a_dataclass_to_the_dataclasses_module() -> None:
             assert y == 2
         case _:
             pytest.fail("no match")
+
+
+def test_a_records_field_options_and_parameters_are_what_dataclasses_gives_the_same_class() -> None:
+    # Declared here, so that the dataclass view is built inside the test.
+    @record(order=True)
+    class Options:
+        a: int
+        b: list[int] = field(default_factory=list, repr=False, hash=False, compare=False)
+        c: int = field(default=3, hash=True)
+
+    @dataclasses.dataclass(frozen=True, slots=True, order=True)
+    class OptionsDC:
+        a: int
+        b: list[int] = dataclasses.field(default_factory=list, repr=False, hash=False, compare=False)
+        c: int = dataclasses.field(default=3, hash=True)
+
+    def described(cls: Any) -> list[tuple[object, ...]]:
+        return [
+            (f.name, f.type, f.default, f.default_factory, f.repr, f.hash, f.compare) for f in dataclasses.fields(cls)
+        ]
+
+    assert described(Options) == described(OptionsDC)
+    mine, theirs = vars(Options)["__dataclass_params__"], vars(OptionsDC)["__dataclass_params__"]
+    assert repr(mine) == repr(theirs)
+    shown = "(a: 'int', b: 'list[int]' = <factory>, c: 'int' = 3) -> None"
+    assert str(inspect.signature(Options)) == str(inspect.signature(OptionsDC)) == shown
 
 
 def test_replace_makes_a_new_record_with_the_changes_and_runs_post_init() -> None:

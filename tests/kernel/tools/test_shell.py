@@ -525,6 +525,7 @@ def test_a_command_that_is_not_text_or_a_tool_that_is_not_a_shell_is_refused_say
         ("cp a b", ("b", "b/a")),  # the last of two or more, and where a lands if it is a directory
         ("cp a b c", ("c", "c/a", "c/b")),
         ("cp -r d/ e", ("e", "e/d")),  # a source's name without its trailing slash
+        ("cp aX/ b", ("b", "b/aX")),  # only the slash goes
         ("cp / e", ("e",)),  # a source with no name lands nowhere else
         ("mv a b", ("a", "b", "b/a")),  # every operand
         # ln names what it links to as well as the link
@@ -535,6 +536,7 @@ def test_a_command_that_is_not_text_or_a_tool_that_is_not_a_shell_is_refused_say
         ),
         ("ln -sf /etc/passwd p", ("/etc/passwd", "p", "p/passwd", "/etc/passwd", "/etc/passwd")),
         ("ln -v -s a d/l", ("a", "d/l", "d/l/a", "d/a", "d/l/a")),
+        ("ln -s a b d", ("a", "b", "d", "d/a", "d/b", "a", "d/a", "b", "d/b")),  # every source, read against d
         ("ln -s a", None),  # the link's name is not named
         ("install -m 644 a src/b", None),  # writers without a plain form are unknown
         ("dd if=a of=src/b", None),
