@@ -248,3 +248,31 @@ def test_a_user_message_attributed_to_a_goal_is_a_goal_round_and_no_other_messag
     assert unrecordable("user/message", {"source": GOAL_ROUND}) is None  # does not read: the fold refuses it
     assert unrecordable("assistant/message", {"text": "x", "source": GOAL_ROUND}) is None
     assert unrecordable("request/header", {"step": 1, "source": GOAL_ROUND}) is None
+
+
+def test_a_write_outside_the_executing_plans_scope_is_a_realignment_then_a_failed_result_saying_why() -> None:
+    from planfold.kernel.plan.scope import Effect  # noqa: PLC0415
+    from planfold.kernel.plan.spec import PlanScope  # noqa: PLC0415
+    from planfold.kernel.tools.spec import ToolCall  # noqa: PLC0415
+    from tests.plan_helpers import GOOD_CANDIDATE, Session, approve_event, current_ref, draft_event, spec, start_event  # noqa: PLC0415  # noqa: PLC0415
+
+    s = Session()
+    s.mode(True)
+    s.add(draft_event(s.state, "p1", spec(scope=PlanScope(paths=("src/",), effects=("write",))), GOOD_CANDIDATE))
+    s.add(approve_event(s.state, current_ref(s)))
+    s.mode(False)
+    s.add(start_event(s.state, current_ref(s)))
+    call = ToolCall("c7", "write_file", {"path": "docs/x"})
+    assert scope_refusal(s.state, call, (Effect("write", "src/a.py"),)) is None  # inside: the call runs
+    refused = scope_refusal(s.state, call, (Effect("write", "docs/x"),))
+    assert refused is not None
+    realign, result = refused
+    assert [d.kind for d in realign] == ["plan/artifact"] and realign[0].payload["action"] == "realign"
+    read = read_tool_result(result.payload)
+    assert (read.call_id, read.tool, read.ok) == ("c7", "write_file", False)
+    error = json.loads(read.output)["error"]
+    violation = error["violations"][0]
+    assert error["code"] == "outside-plan-scope" and set(violation) == {"code", "message"}
+    assert error["message"].startswith("nothing ran: ") and "docs/x" in violation["message"]
+    assert error["message"].endswith("; execution stops until the plan is realigned")
+    assert error["hint"] == "Tell the user what you need; the plan must be presented and approved again."

@@ -239,6 +239,12 @@ def test_a_notice_given_for_a_choice_is_not_repeated() -> None:
     assert not notice_due(log, False)
 
 
+def test_a_message_that_does_not_read_after_a_choice_is_not_its_notice() -> None:
+    log = mode(after_a_turn(True), False)
+    log = append(log, USER_MESSAGE, {"source": object_of(NOTICE_SOURCE)})  # no text
+    assert notice_due(log, False)
+
+
 def test_a_malformed_header_is_refused_when_deciding_a_notice() -> None:
     log = append(start_turn([], 1), REQUEST_HEADER, {"turn": 1, "step": 1})
     with pytest.raises(ReplayError) as caught:
