@@ -145,6 +145,16 @@ def test_a_records_field_options_and_parameters_are_what_dataclasses_gives_the_s
     assert described(Options) == described(OptionsDC)
     mine, theirs = vars(Options)["__dataclass_params__"], vars(OptionsDC)["__dataclass_params__"]
     assert repr(mine) == repr(theirs)
+    @record(eq=False)
+    class Identity:
+        a: int
+
+    @dataclasses.dataclass(frozen=True, slots=True, eq=False)
+    class IdentityDC:
+        a: int
+
+    loose: Any = Identity
+    assert repr(loose.__dataclass_params__) == repr(vars(IdentityDC)["__dataclass_params__"])
     shown = "(a: 'int', b: 'list[int]' = <factory>, c: 'int' = 3) -> None"
     assert str(inspect.signature(Options)) == str(inspect.signature(OptionsDC)) == shown
 
