@@ -46,6 +46,7 @@ from benchmarks.lg_baseline import LG_MISSING, load_langgraph
 from benchmarks.memory_bench import run_memory
 from benchmarks.open_bench import run_open
 from benchmarks.pg_bench import run_postgres
+from benchmarks.pg_concurrent_bench import run_pg_concurrent
 from benchmarks.replay_bench import run_replay
 from benchmarks.report_bench import run_report
 from benchmarks.runtime_bench import run_runtime_turns
@@ -66,6 +67,7 @@ FAMILIES: dict[str, Family] = {
     "cold-replay": run_replay,
     "open-session": run_open,
     "postgres-append": run_postgres,
+    "postgres-concurrent": run_pg_concurrent,
     "replay-memory": run_memory,
     "report-generation": run_report,
     "serve-step": run_serve,

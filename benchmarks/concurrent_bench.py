@@ -36,7 +36,7 @@ from benchmarks.workloads import goal_events
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.log import Event
 
-__all__ = ["WRITERS", "run_concurrent_append"]
+__all__ = ["WRITERS", "run_concurrent_append", "writers_round"]
 
 FAMILY = "concurrent-append"
 #: The numbers of writers measured.
@@ -45,7 +45,7 @@ WRITERS = (1, 8, 64)
 Append = Callable[[str, Event], None]
 
 
-def _round(append: Append, sessions: list[str], events: list[Event]) -> tuple[float, list[float]]:
+def writers_round(append: Append, sessions: list[str], events: list[Event]) -> tuple[float, list[float]]:
     """Every writer appends ``events`` to its session at once: the round's
     events/s (wall time) and every append's latency in seconds."""
     barrier = threading.Barrier(len(sessions) + 1)
@@ -115,7 +115,7 @@ def run_concurrent_append(scale: Scale, workdir: Path) -> FamilyResult:
                 sessions = [f"writer-{w}" for w in range(n)]
                 order = [("planfold", planfold(n)), ("raw-sqlite3", raw(n))]
                 for name, append in order if index % 2 == 0 else order[::-1]:
-                    rate, latencies = _round(append, sessions, chunk)
+                    rate, latencies = writers_round(append, sessions, chunk)
                     rates[(name, n)].append(rate)
                     if name == "planfold":
                         p99s[n].append(_p99(latencies) * 1e6)

@@ -81,7 +81,9 @@ Appender = Callable[[Event], None]
 class RawPg:
     """planfold's append statement, run by hand with nothing checked."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, setup: bool = True) -> None:
+        """A connection of its own to ``url``; ``setup`` creates the tables
+        and the function first (one of several on the same schema is enough)."""
         import psycopg  # noqa: PLC0415 (the postgres extra is optional)
 
         from planfold.adapters.store import postgres_schema as sql  # noqa: PLC0415
@@ -91,9 +93,10 @@ class RawPg:
         self.conn = psycopg.connect(url, autocommit=True)
         self.encoder = msgspec.json.Encoder()
         self.has_row = False
-        with self.conn.transaction():
-            for step in sql.STEPS:
-                step.apply(self.conn)
+        if setup:
+            with self.conn.transaction():
+                for step in sql.STEPS:
+                    step.apply(self.conn)
 
     def append(self, session_id: str, expected_seq: int, events: Sequence[Event]) -> None:
         """The statement of ``PostgresStore.append`` in its one round trip
