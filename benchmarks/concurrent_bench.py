@@ -25,24 +25,29 @@ one writer.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from benchmarks.baselines import RawLog
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, median, ratio
 from benchmarks.workloads import goal_events
+from planfold.adapters.store.engine import LogStore
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.log import Event
 
-__all__ = ["WRITERS", "run_concurrent_append", "writers_round"]
+__all__ = ["WRITERS", "Turn", "rates", "run_concurrent_append", "store_appender", "turns", "writers_round"]
 
 FAMILY = "concurrent-append"
 #: The numbers of writers measured.
 WRITERS = (1, 8, 64)
 
 Append = Callable[[str, Event], None]
+#: Each system's appender by number of writers.
+Systems = Mapping[str, Mapping[int, Append]]
 
 
 def writers_round(append: Append, sessions: list[str], events: list[Event]) -> tuple[float, list[float]]:
@@ -76,6 +81,61 @@ def writers_round(append: Append, sessions: list[str], events: list[Event]) -> t
     return len(sessions) * len(events) / max(seconds, 1e-9), [x for own in latencies for x in own]
 
 
+class Turn(NamedTuple):
+    """One system's round: its name, its number of writers, its events/s
+    (wall time), every append's latency in seconds, and the CPU seconds this
+    process spent on it (user and system, every thread)."""
+
+    system: str
+    writers: int
+    rate: float
+    latencies: list[float]
+    cpu: float
+
+
+def store_appender(store: LogStore) -> Append:
+    """Appends an event through ``store`` after the seq before it."""
+
+    def append(session: str, event: Event) -> None:
+        store.append(session, event.seq - 1, [event])
+
+    return append
+
+
+def _cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def turns(systems: Systems, events: list[Event], per_round: int, rounds: int) -> Iterator[Turn]:
+    """``rounds`` rounds of ``per_round`` of ``events`` for every system (its
+    appender by number of writers: each writer on a session of its own) and
+    every number of writers, the systems taking turns round by round in an
+    order that alternates."""
+    counts = sorted({n for by_count in systems.values() for n in by_count})
+    for index in range(rounds):
+        chunk = events[index * per_round : (index + 1) * per_round]
+        for n in counts:
+            sessions = [f"writer-{w}" for w in range(n)]
+            order = [(name, by_count[n]) for name, by_count in systems.items()]
+            for name, append in order if index % 2 == 0 else order[::-1]:
+                before = _cpu()
+                rate, latencies = writers_round(append, sessions, chunk)
+                yield Turn(name, n, rate, latencies, _cpu() - before)
+
+
+def rates(family: str, done: list[Turn], detail: str, noun: str = "writer") -> dict[tuple[str, int], Measurement]:
+    """Each system's events/s by number of writers (``noun``s), one sample a round."""
+    samples: dict[tuple[str, int], list[float]] = {}
+    for turn in done:
+        samples.setdefault((turn.system, turn.writers), []).append(turn.rate)
+    return {
+        key: Measurement(family, f"{key[0]}, {key[1]} {noun}{'s' if key[1] > 1 else ''}", "events/s",
+                         median(values), tuple(values), detail)
+        for key, values in samples.items()
+    }  # fmt: skip
+
+
 def _p99(latencies: list[float]) -> float:
     ordered = sorted(latencies)
     return ordered[round(0.99 * (len(ordered) - 1))]
@@ -88,16 +148,6 @@ def run_concurrent_append(scale: Scale, workdir: Path) -> FamilyResult:
     stores = {n: SqliteStore(workdir / f"planfold-{n}.db") for n in WRITERS}
     raws = {n: RawLog(workdir / f"raw-{n}.db") for n in WRITERS}
     locks = {n: threading.Lock() for n in WRITERS}
-    rates: dict[tuple[str, int], list[float]] = {(s, n): [] for s in ("planfold", "raw-sqlite3") for n in WRITERS}
-    p99s: dict[int, list[float]] = {n: [] for n in WRITERS}
-
-    def planfold(n: int) -> Append:
-        store = stores[n]
-
-        def append(session: str, event: Event) -> None:
-            store.append(session, event.seq - 1, [event])
-
-        return append
 
     def raw(n: int) -> Append:
         log, lock = raws[n], locks[n]
@@ -108,28 +158,20 @@ def run_concurrent_append(scale: Scale, workdir: Path) -> FamilyResult:
 
         return append
 
+    systems = {"planfold": {n: store_appender(stores[n]) for n in WRITERS}, "raw-sqlite3": {n: raw(n) for n in WRITERS}}
     try:
-        for index in range(rounds):
-            chunk = events[index * per_round : (index + 1) * per_round]
-            for n in WRITERS:
-                sessions = [f"writer-{w}" for w in range(n)]
-                order = [("planfold", planfold(n)), ("raw-sqlite3", raw(n))]
-                for name, append in order if index % 2 == 0 else order[::-1]:
-                    rate, latencies = writers_round(append, sessions, chunk)
-                    rates[(name, n)].append(rate)
-                    if name == "planfold":
-                        p99s[n].append(_p99(latencies) * 1e6)
+        done = list(turns(systems, events, per_round, rounds))
     finally:
         for store in stores.values():
             store.close()
         for log in raws.values():
             log.close()
     detail = f"{per_round} goal-log events per writer per round, one per transaction, WAL + synchronous=FULL"
-    found = {
-        key: Measurement(FAMILY, f"{key[0]}, {key[1]} writer{'s' if key[1] > 1 else ''}", "events/s",
-                         median(samples), tuple(samples), detail)
-        for key, samples in rates.items()
-    }
+    found = rates(FAMILY, done, detail)
+    p99s: dict[int, list[float]] = {}
+    for turn in done:
+        if turn.system == "planfold":
+            p99s.setdefault(turn.writers, []).append(_p99(turn.latencies) * 1e6)
     latency = {
         n: Measurement(FAMILY, f"planfold p99 append latency, {n} writer{'s' if n > 1 else ''}", "us",
                        median(samples), tuple(samples), "the 99th percentile of the round's appends")

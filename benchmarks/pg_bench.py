@@ -41,6 +41,7 @@ When the server cannot be started, the family says so and measures nothing.
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 import uuid
@@ -66,7 +67,7 @@ from benchmarks.workloads import goal_events
 from planfold.adapters.store.engine import created_goal_ids, starts_a_round
 from planfold.kernel.log import Event
 
-__all__ = ["POSTGRES", "RawPg", "run_postgres"]
+__all__ = ["POSTGRES", "RawPg", "run_postgres", "start_server"]
 
 POSTGRES = "postgres-append"
 SESSION = "bench-session"
@@ -205,19 +206,30 @@ def _writers(cluster: Any, processes: int, per_writer: int) -> float:
     return throughput(total, seconds)
 
 
-def run_postgres(scale: Scale, workdir: Path) -> FamilyResult:
-    """Durable append on PostgreSQL against raw psycopg, eventsourcing and
-    LangGraph, and throughput with 1, 2, 4 and 8 writers."""
+def start_server() -> tuple[Any, str]:
+    """A throwaway server of a family's own (``tests.pg_cluster``), started,
+    or ``None`` and why the family measures nothing."""
     try:
-        from planfold.adapters.store.postgres import PostgresStore  # noqa: PLC0415
+        importlib.import_module("planfold.adapters.store.postgres")  # the postgres extra is optional
         from tests.pg_cluster import Cluster, ClusterError  # noqa: PLC0415
     except ImportError as exc:
-        return FamilyResult(POSTGRES, (), (), (f"not measured: {exc}",))
+        return None, f"not measured: {exc}"
     try:
         cluster = Cluster()
         cluster.start()
     except ClusterError as exc:
-        return FamilyResult(POSTGRES, (), (), (f"not measured: the PostgreSQL server could not start: {exc}",))
+        return None, f"not measured: the PostgreSQL server could not start: {exc}"
+    return cluster, ""
+
+
+def run_postgres(scale: Scale, workdir: Path) -> FamilyResult:
+    """Durable append on PostgreSQL against raw psycopg, eventsourcing and
+    LangGraph, and throughput with 1, 2, 4 and 8 writers."""
+    cluster, why = start_server()
+    if cluster is None:
+        return FamilyResult(POSTGRES, (), (), (why,))
+    from planfold.adapters.store.postgres import PostgresStore  # noqa: PLC0415 (importable: the server started)
+
     notes: list[str] = []
     closers: list[Callable[[], None]] = []
     try:

@@ -32,6 +32,23 @@ client's state came from, and writes only when they all hold, so the
 compare-and-set stays atomic against writers of either kind. The statement is
 prepared once per connection and run through libpq (``call_append``).
 
+One-statement appends through one store share commits (group commit,
+``adapters.store.group``): an append that finds no other under way goes
+alone, exactly as above. Those that come while one is under way wait, and go
+out together when it is done: every one's own ``planfold_append`` call, in
+one round trip and ONE transaction (``call_appends``: libpq's pipeline mode,
+the calls and one sync, which the server commits as one implicit
+transaction, so one WAL flush), ordered by session (two groups lock the
+sessions they share in the same order) and, within a session, as they came.
+Each call keeps its own checks (compare-and-set, key, lease, goal ids,
+snapshot), and a refused one writes nothing and answers its view as alone;
+every caller is answered only after the sync, that is once the commit is
+durable. A call that fails (a lock timeout, say) rolls the transaction back:
+that append gets its error (``not-applied``) and the others are sent again
+without it. A connection lost during the round trip, or a commit that failed,
+is every grouped append's error with ``outcome`` ``unknown``. Appends the
+store cannot decide in the client run in transactions of their own, as before.
+
 Driver errors are translated at this boundary (``postgres_schema.translate``):
 a conflict is always the kernel's ``ConflictError``, a lost server is
 ``store-unavailable`` with ``outcome`` ``unknown`` when the ``COMMIT`` may
@@ -76,7 +93,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import msgspec
 import psycopg
@@ -102,6 +119,7 @@ from .engine import (
     Transaction,
     Watch,
 )
+from .group import CommitGroup, Pending, own_copy
 from .migration import supported
 from .postgres_schema import (
     APPEND_CALL,
@@ -134,7 +152,7 @@ from .postgres_schema import (
 )
 from .projection import Projection
 
-__all__ = ["PostgresBackend", "PostgresStore", "call_append"]
+__all__ = ["GroupAnswer", "PostgresBackend", "PostgresStore", "call_append", "call_appends"]
 
 T = TypeVar("T")
 
@@ -181,6 +199,12 @@ def _announced(session_id: str) -> str:
 #: The name ``APPEND_CALL`` is prepared under on each connection.
 _APPEND_STATEMENT = b"planfold_append"
 
+#: The most appends one group commit sends.
+GROUP_LIMIT = 64
+
+#: The arguments of one ``planfold_append`` call, the session id first.
+AppendArgs = tuple[object, ...]
+
 
 def _param(value: object, encoding: str) -> bytes | None:
     """One argument in PostgreSQL's text format."""
@@ -189,6 +213,11 @@ def _param(value: object, encoding: str) -> bytes | None:
     if isinstance(value, bool):
         return b"t" if value else b"f"
     return (value if isinstance(value, str) else str(value)).encode(encoding)
+
+
+def _params(args: Sequence[object], encoding: str) -> list[bytes]:
+    # libpq takes None for NULL; psycopg's signature leaves it out.
+    return cast("list[bytes]", [_param(arg, encoding) for arg in args])
 
 
 def call_append(conn: Connection, args: Sequence[object]) -> str | None:
@@ -200,8 +229,7 @@ def call_append(conn: Connection, args: Sequence[object]) -> str | None:
     connection an ``OperationalError``."""
     pgconn = conn.pgconn
     encoding = conn.info.encoding
-    # libpq takes None for NULL; psycopg's signature leaves it out.
-    params = cast("list[bytes]", [_param(arg, encoding) for arg in args])
+    params = _params(args, encoding)
     for attempt in range(2):
         result = pgconn.exec_prepared(_APPEND_STATEMENT, params)
         if result.status == psycopg.pq.ExecStatus.TUPLES_OK:
@@ -212,10 +240,110 @@ def call_append(conn: Connection, args: Sequence[object]) -> str | None:
         failure = psycopg.errors.error_from_result(result, encoding)
         if attempt or not isinstance(failure, psycopg.errors.InvalidSqlStatementName):
             raise failure
-        prepared = pgconn.prepare(_APPEND_STATEMENT, APPEND_CALL.encode(encoding))
-        if prepared.status != psycopg.pq.ExecStatus.COMMAND_OK:
-            raise psycopg.errors.error_from_result(prepared, encoding)
+        _prepare(conn)
     raise AssertionError("unreachable")
+
+
+def _prepare(conn: Connection) -> None:
+    """Prepare ``APPEND_CALL`` on ``conn``."""
+    encoding = conn.info.encoding
+    prepared = conn.pgconn.prepare(_APPEND_STATEMENT, APPEND_CALL.encode(encoding))
+    if prepared.status != psycopg.pq.ExecStatus.COMMAND_OK:
+        raise psycopg.errors.error_from_result(prepared, encoding)
+
+
+class GroupAnswer(NamedTuple):
+    """What a group of appends sent together (``call_appends``) answered:
+    each append's text when they all ran, or else the position of the first
+    that failed and its error (the transaction was rolled back: nothing of
+    the group was written, and the appends after it did not run)."""
+
+    answers: tuple[str | None, ...]
+    failed: tuple[int, psycopg.Error] | None
+
+
+def call_appends(conn: Connection, batch: Sequence[Sequence[object]]) -> GroupAnswer:
+    """Run ``APPEND_CALL`` once for each arguments of ``batch``, in order, in
+    ONE transaction and one round trip, on an autocommit connection that is
+    idle: libpq's pipeline mode sends every call and then one sync, so the
+    calls form one implicit transaction that the server commits at the sync
+    (rolls back, after an error). Nothing is answered before the sync's
+    answer, so a group answered is a group committed and durable. The wait
+    for the server lets other threads run. The statement is prepared, and
+    the group sent again, when it is missing on the connection (psycopg
+    deallocates every statement of a connection it rolls back). A connection
+    lost, or a commit that failed, is psycopg's exception (the group's
+    outcome is unknown); the caller closes the connection after any
+    exception."""
+    encoding = conn.info.encoding
+    params = [_params(args, encoding) for args in batch]
+    for attempt in range(2):
+        answer = _pipeline(conn.pgconn, params, encoding)
+        missing = answer.failed is not None and isinstance(answer.failed[1], psycopg.errors.InvalidSqlStatementName)
+        if attempt or not missing:
+            return answer
+        _prepare(conn)
+    raise AssertionError("unreachable")
+
+
+def _pipeline(pgconn: psycopg.pq.abc.PGconn, params: Sequence[list[bytes]], encoding: str) -> GroupAnswer:
+    """One pipeline of prepared ``APPEND_CALL``s and a sync (see ``call_appends``)."""
+    pgconn.enter_pipeline_mode()
+    for values in params:
+        pgconn.send_query_prepared(_APPEND_STATEMENT, values)
+    pgconn.pipeline_sync()
+    _flush(pgconn)
+    answers: list[str | None] = []
+    failed: tuple[int, psycopg.Error] | None = None
+    position = 0  # each call's results end with None
+    status = psycopg.pq.ExecStatus
+    while True:
+        result = _next_result(pgconn)
+        if result is None:
+            position += 1
+            continue
+        if result.status == status.PIPELINE_SYNC:
+            break
+        if result.status == status.TUPLES_OK:
+            value = result.get_value(0, 0)
+            answers.append(None if value is None else value.decode(encoding))
+        elif result.status != status.PIPELINE_ABORTED:  # skipped after an earlier failure
+            if pgconn.status != psycopg.pq.ConnStatus.OK:
+                raise psycopg.OperationalError(result.get_error_message(encoding))
+            failure = psycopg.errors.error_from_result(result, encoding)
+            if position >= len(params):
+                raise failure  # the commit itself
+            if failed is None:
+                failed = (position, failure)
+    pgconn.exit_pipeline_mode()
+    return GroupAnswer(tuple(answers), failed)
+
+
+def _wait(fileno: int, write: bool) -> bool:
+    """Sleep (other threads run) until the socket can be read or, with
+    ``write``, written; True when it can be read."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fileno, select.POLLIN | (select.POLLOUT if write else 0))
+        return any(events & ~select.POLLOUT for _, events in poller.poll())
+    readable, _, _ = select.select([fileno], [fileno] if write else [], [fileno])
+    return bool(readable)
+
+
+def _flush(pgconn: psycopg.pq.abc.PGconn) -> None:
+    """Send everything queued, reading what comes meanwhile (a server whose
+    answers nobody reads stops reading too)."""
+    while pgconn.flush():
+        if _wait(pgconn.socket, write=True):
+            pgconn.consume_input()
+
+
+def _next_result(pgconn: psycopg.pq.abc.PGconn) -> psycopg.pq.abc.PGresult | None:
+    """The next result of a pipeline, waiting for it without holding the GIL."""
+    while pgconn.is_busy():
+        _wait(pgconn.socket, write=False)
+        pgconn.consume_input()
+    return pgconn.get_result()
 
 
 def _has_input(conn: Connection) -> bool:
@@ -445,6 +573,10 @@ class PostgresBackend:
         self._closed = False
         #: What opening the database did to its schema.
         self.migration: MigrationReport | None = None
+        #: The one-statement appends of this process, committed in groups.
+        self._commits: CommitGroup[AppendArgs, str | None] = CommitGroup(
+            self._append_alone, self._append_together, limit=GROUP_LIMIT
+        )
         _reach(conninfo, connect_timeout)
         pool = self._current_pool()
         try:
@@ -550,28 +682,77 @@ class PostgresBackend:
             _EVENTS.encode(events).decode(), goals, append.rows[0][2], append.rows[-1][2], _announced(p.session_id),
             *append.row.columns(),
         )  # fmt: skip
-        pool = self._current_pool()
+        # Alone, or with the appends that wait meanwhile (group commit, see the module docstring).
+        found = self._commits.submit(args)
+        if found is None:
+            return None
+        columns = _VIEW.decode(found)
+        return _view(p.session_id, columns, _int(columns[-1]))
+
+    def _idle_connection(self, pool: psycopg_pool.ConnectionPool[Connection]) -> Connection:
+        """A pooled connection with nothing to read, for a one-statement append
+        (give it back with ``putconn``): one with something to read is closed
+        unused (nothing was sent on it, the pool drops it) and another taken."""
         for _ in range(self.pool_size + 1):
             try:
                 conn = pool.getconn(timeout=self.timeout)
             except psycopg.Error as exc:
                 raise translate(exc, "append") from exc
+            if not _has_input(conn):
+                return conn
+            conn.close()
+            pool.putconn(conn)
+        raise StoreUnavailableError("append", "every pooled connection was closed by the server", outcome="not-applied")
+
+    def _append_alone(self, args: AppendArgs) -> str | None:
+        """One append in one statement, its own transaction; a connection lost
+        during it leaves the outcome ``unknown``."""
+        pool = self._current_pool()
+        conn = self._idle_connection(pool)
+        try:
+            return call_append(conn, args)
+        except psycopg.Error as exc:
+            self._abort(conn)
+            raise translate(exc, "append", "unknown" if connection_lost(exc) else "not-applied") from exc
+        finally:
+            pool.putconn(conn)
+
+    def _append_together(self, batch: Sequence[Pending[AppendArgs, str | None]]) -> None:
+        """Several appends in one transaction and one round trip
+        (``call_appends``), in the order of their sessions (so two groups lock
+        the sessions they share in the same order and never deadlock) and, for
+        one session, in the order they came. One that fails fails alone: the
+        transaction was rolled back, so the others are sent again without it.
+        A lost connection or a failed commit is every grouped append's error,
+        with outcome ``unknown``."""
+        waiting = sorted(batch, key=lambda pending: str(pending.item[0]))
+        pool = self._current_pool()
+        while len(waiting) > 1:
+            conn = self._idle_connection(pool)
             try:
-                if _has_input(conn):
-                    conn.close()  # the pool drops it
-                    continue
-                try:
-                    found = call_append(conn, args)
-                except psycopg.Error as exc:
-                    self._abort(conn)
-                    raise translate(exc, "append", "unknown" if connection_lost(exc) else "not-applied") from exc
+                answer = call_appends(conn, [pending.item for pending in waiting])
+            except psycopg.Error as exc:
+                conn.close()  # the pool drops it
+                error = translate(exc, "append", "unknown")
+                for pending in waiting:
+                    pending.fail(own_copy(error))
+                return
+            except BaseException:
+                conn.close()
+                raise
             finally:
                 pool.putconn(conn)
-            if found is None:
-                return None
-            columns = _VIEW.decode(found)
-            return _view(p.session_id, columns, _int(columns[-1]))
-        raise StoreUnavailableError("append", "every pooled connection was closed by the server", outcome="not-applied")
+            if answer.failed is None:
+                for pending, text in zip(waiting, answer.answers, strict=True):
+                    pending.answer(text)
+                return
+            position, failure = answer.failed
+            waiting.pop(position).fail(translate(failure, "append"))
+        for pending in waiting:
+            try:
+                pending.answer(self._append_alone(pending.item))
+            except Exception as exc:  # its own outcome
+                pending.fail(exc)
 
     def direct(self, operation: str, body: Callable[[Connection], T]) -> T:
         """``body(conn)`` on a pooled connection outside any transaction."""

@@ -56,18 +56,17 @@ SQL text to ``adapters.store.sqlite_sql``.
 
 from __future__ import annotations
 
-import copy
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from ..provenance import ForkProvenance
-from .base import InvalidRequestError, Lease, SchemaTooNewError, StorageError
+from .base import InvalidRequestError, Lease, SchemaTooNewError
 from .engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
+from .group import CommitGroup, Pending
 from .projection import Projection
 from .session_log import system_clock
 from .sqlite_conn import ConnectionKeeper, connect_sqlite, enable_wal
@@ -311,39 +310,8 @@ class _SqliteTransaction:
         )
 
 
-class _Waiting:
-    """One append waiting to commit with a group: its body, and its outcome
-    once the group committed (or failed); ``lead`` when it is handed the lead
-    of the next group."""
-
-    __slots__ = ("body", "done", "error", "lead", "result")
-
-    def __init__(self, body: Callable[[Transaction], Any]) -> None:
-        self.body = body
-        self.done = threading.Event()
-        self.lead = False
-        self.result: Any = None
-        self.error: BaseException | None = None
-
-
-class _Group:
-    """The appends of one process waiting for a commit, and whether one of
-    them leads (runs the group's transaction) now."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.lock = threading.Lock()
-        self.queue: list[_Waiting] = []
-        self.leading = False
-
-
-def _own_copy(exc: BaseException) -> BaseException:
-    """A copy of ``exc`` for one waiting append (an exception object is raised
-    in one thread), or ``exc`` itself when it cannot be copied."""
-    try:
-        return copy.copy(exc)
-    except Exception:  # an uncopyable error is shared as it is
-        return exc
+#: A grouped append: its body, run in the group's transaction.
+_Body = Callable[[Transaction], Any]
 
 
 class _PollingWatch:
@@ -394,8 +362,8 @@ class SqliteBackend:
         self._tx: _SqliteTransaction | None = None
         #: What opening the file did to its schema.
         self.migration: MigrationReport | None = None
-        #: The appends waiting for a group commit.
-        self._group_state = _Group(os.getpid())
+        #: The appends of this process, committed in groups.
+        self._commits: CommitGroup[_Body, Any] = CommitGroup(self._alone, self._together)
         #: The connection of this process, and its transactions.
         self.connections = ConnectionKeeper(path, connect, self._setup)
         self.connections.open()
@@ -415,7 +383,7 @@ class SqliteBackend:
         if not write:
             return self.connections.run(operation, "BEGIN", lambda conn: body(self._transaction(conn)))
         if operation == "append":
-            return self._grouped(body)
+            return cast("T", self._commits.submit(body))
         return self._write(operation, body)
 
     def _write(self, operation: str, body: Callable[[Transaction], T]) -> T:
@@ -435,74 +403,17 @@ class SqliteBackend:
     # ----------------------------------------------------------------------
     # Group commit
 
-    def _grouped(self, body: Callable[[Transaction], T]) -> T:
-        """An append, in the next group to commit (see the module docstring)."""
-        group = self._group()
-        me: _Waiting | None = None
-        with group.lock:
-            if group.leading:
-                me = _Waiting(body)
-                group.queue.append(me)
-            else:
-                group.leading = True
-        if me is None:
-            # No commit under way (so no one waiting either): this append
-            # runs alone, as without grouping, and then hands the lead on.
-            try:
-                return self._write("append", body)
-            finally:
-                self._hand_over(group)
-        me.done.wait()
-        if me.lead:
-            self._lead(group)
-        if me.error is not None:
-            raise me.error
-        result: T = me.result
-        return result
-
-    def _group(self) -> _Group:
-        """This process's group (a fresh one in a forked child: the parent's
-        lock and waiters are not the child's)."""
-        pid = os.getpid()
-        if self._group_state.pid != pid:
-            self._group_state = _Group(pid)
-        return self._group_state
-
-    def _hand_over(self, group: _Group) -> None:
-        """The lead passes to the first append waiting, if any."""
-        with group.lock:
-            if group.queue:
-                group.queue[0].lead = True
-                group.queue[0].done.set()
-            else:
-                group.leading = False
-
-    def _lead(self, group: _Group) -> None:
-        """Commit every append waiting, in one transaction; then hand the lead
-        to the first that came since and wake each with its own outcome."""
-        with group.lock:
-            batch, group.queue = group.queue, []
-        try:
-            if len(batch) == 1:
-                self._alone(batch[0])
-            else:
-                self._together(batch)
-        finally:
-            self._hand_over(group)
-            for waiting in batch:
-                waiting.done.set()
-
-    def _alone(self, waiting: _Waiting) -> None:
+    def _alone(self, body: _Body) -> Any:
         """One append: its own transaction, as when no one else writes."""
-        try:
-            waiting.result = self._write("append", waiting.body)
-        except BaseException as exc:
-            waiting.error = exc
+        return self._write("append", body)
 
-    def _together(self, batch: list[_Waiting]) -> None:
+    def _together(self, batch: Sequence[Pending[_Body, Any]]) -> None:
         """Several appends in one transaction, each in a savepoint of its own:
         one refused is rolled back to its savepoint alone and leaves the
-        others as they were; the commit is the group's."""
+        others as they were; the commit is the group's, and only once it is
+        done is an append that went through answered (every other one gets
+        the group's error from ``CommitGroup``)."""
+        done: list[tuple[Pending[_Body, Any], Any]] = []
 
         def each(conn: Connection) -> None:
             tx = self._transaction(conn)
@@ -510,9 +421,9 @@ class SqliteBackend:
                 tx.begin()
                 conn.execute("SAVEPOINT planfold_append")
                 try:
-                    waiting.result = waiting.body(tx)
+                    result = waiting.item(tx)
                 except Exception as exc:  # every error is this append's own outcome
-                    waiting.error = translate(exc, "append") if isinstance(exc, sqlite3.Error) else exc
+                    waiting.fail(translate(exc, "append") if isinstance(exc, sqlite3.Error) else exc)
                     # a failure here leaves the whole transaction to the keeper's rollback
                     conn.execute("ROLLBACK TO planfold_append")
                     conn.execute("RELEASE planfold_append")
@@ -520,27 +431,18 @@ class SqliteBackend:
                     continue
                 conn.execute("RELEASE planfold_append")
                 tx.committed(True)  # its view, for the next append of the group to the same session
+                done.append((waiting, result))
 
         try:
             self.connections.run("append", "BEGIN IMMEDIATE", each)
-        except BaseException as exc:
+        except BaseException:
             # Nothing of the group is known to be written (or, when the commit
-            # failed, whether it was): every append not refused on its own
-            # gets the group's error; an interruption of the leader's thread
-            # (KeyboardInterrupt) is the leader's, and the others are told
-            # their append was not applied.
+            # failed, whether it was), nor what the connection kept of the file.
             if self._tx is not None:
                 self._tx.forget()
-            for waiting in batch:
-                if waiting.error is None:
-                    waiting.result = None
-                    waiting.error = (
-                        _own_copy(exc)
-                        if isinstance(exc, Exception)
-                        else StorageError("append", f"the group's transaction was interrupted: {exc!r}")
-                    )
-            if not isinstance(exc, Exception):
-                raise
+            raise
+        for waiting, result in done:
+            waiting.answer(result)
 
     def _transaction(self, conn: Connection) -> _SqliteTransaction:
         """The rows on ``conn`` (one object per connection, which keeps what
