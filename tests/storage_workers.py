@@ -14,6 +14,7 @@ import random
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext
 from multiprocessing.synchronize import Event as MpEvent
@@ -41,6 +42,7 @@ __all__ = [
     "fault_writer",
     "goal_driver",
     "group_crash_writer",
+    "group_fault_writer",
     "opener",
     "stress_context",
 ]
@@ -143,19 +145,59 @@ def fault_writer(url: str, session: str, name: str, seed: int, reports: Connecti
     through server crashes: every append carries an idempotency key; an
     append whose outcome is ``unknown`` is retried with its key until it is
     answered. Sends ``("ready",)`` once the store is open, ``("ack", last_seq,
-    key, replayed)`` after every append that returned, and ``("error", code,
-    typed, text)`` for every exception (``typed`` is False for anything that
-    is not a planfold error)."""
-    rng = random.Random(seed)
+    key, replayed, session)`` after every append that returned, and
+    ``("error", code, typed, text)`` for every exception (``typed`` is False
+    for anything that is not a planfold error)."""
     store = PostgresStore(url, timeout=5.0, pool_size=2)
     reports.send(("ready",))
+    _keep_appending(store, lambda _: session, name, random.Random(seed), reports.send)
+
+
+def group_fault_writer(url: str, sessions: list[str], name: str, seed: int, reports: Connection) -> None:
+    """``fault_writer`` with one thread per session of ``sessions`` but the
+    last, all appending through one store, so that their appends commit in
+    groups: each to its own session and, now and then, to the last one, which
+    they share (and race on). The reports are ``fault_writer``'s."""
+    *own, shared = sessions
+    store = PostgresStore(url, timeout=5.0, pool_size=2)
+    lock = threading.Lock()
+
+    def send(message: object) -> None:
+        with lock:
+            reports.send(message)
+
+    rng = random.Random(seed)
+    threads = [
+        threading.Thread(
+            target=_keep_appending,
+            args=(store, lambda r, mine=session: shared if r.random() < 0.3 else mine, f"{name}-{session}",
+                  random.Random(rng.randrange(2**32)), send),
+            daemon=True,
+        )
+        for session in own
+    ]  # fmt: skip
+    send(("ready",))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _keep_appending(
+    store: PostgresStore, pick: Callable[[random.Random], str], name: str, rng: random.Random,
+    send: Callable[[object], None],
+) -> None:  # fmt: skip
+    """Keyed appends to the session ``pick`` names each time, until killed,
+    each retried with its key while its outcome is ``unknown`` (see
+    ``fault_writer``)."""
     numbers = itertools.count(1)
 
     def report(exc: BaseException) -> None:
         typed = isinstance(exc, PlanfoldError) and not isinstance(exc, RAW_ERRORS)
-        reports.send(("error", getattr(exc, "code", type(exc).__name__), typed, repr(exc)[:300]))
+        send(("error", getattr(exc, "code", type(exc).__name__), typed, repr(exc)[:300]))
 
     while True:
+        session = pick(rng)
         try:
             head = store.head(session)
         except Exception as exc:
@@ -178,7 +220,7 @@ def fault_writer(url: str, session: str, name: str, seed: int, reports: Connecti
             except Exception as exc:
                 report(exc)
                 break
-            reports.send(("ack", result.last_seq, key, result.replayed))
+            send(("ack", result.last_seq, key, result.replayed, session))
             break
 
 

@@ -127,6 +127,12 @@ class CommitGroup(Generic[I, R]):
             raise me.error
         return cast("R", me.result)
 
+    def waiting(self) -> int:
+        """How many items wait for a commit now (for diagnostics and tests)."""
+        state = self._queue()
+        with state.lock:
+            return len(state.waiting)
+
     def _queue(self) -> _Queue[I, R]:
         if self._state.pid != os.getpid():
             self._state = _Queue()

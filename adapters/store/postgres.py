@@ -574,7 +574,7 @@ class PostgresBackend:
         #: What opening the database did to its schema.
         self.migration: MigrationReport | None = None
         #: The one-statement appends of this process, committed in groups.
-        self._commits: CommitGroup[AppendArgs, str | None] = CommitGroup(
+        self.commits: CommitGroup[AppendArgs, str | None] = CommitGroup(
             self._append_alone, self._append_together, limit=GROUP_LIMIT
         )
         _reach(conninfo, connect_timeout)
@@ -683,7 +683,7 @@ class PostgresBackend:
             *append.row.columns(),
         )  # fmt: skip
         # Alone, or with the appends that wait meanwhile (group commit, see the module docstring).
-        found = self._commits.submit(args)
+        found = self.commits.submit(args)
         if found is None:
             return None
         columns = _VIEW.decode(found)

@@ -13,6 +13,11 @@ After every round a fresh store must find: no acknowledged event lost, none
 duplicated (the log is exactly ``event_at(1..N)``, every acknowledged key
 names the seqs it was acknowledged with), strict replay and audit passing, and
 the writers must have seen only typed errors.
+
+A second kill test does the same with one writer process whose threads
+append through one store, each to a session of its own and now and then to
+one they share, so that their appends commit in groups (group commit), with
+the same checks for every session.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import os
 import random
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext
 
@@ -33,7 +38,7 @@ from planfold.adapters.store.base import StoreUnavailableError
 from planfold.adapters.store.postgres import PostgresStore
 from planfold.kernel.session import fold_session
 from tests.pg_cluster import Cluster
-from tests.storage_workers import batch_after, event_at, fault_writer, stress_context
+from tests.storage_workers import batch_after, event_at, fault_writer, group_fault_writer, stress_context
 from tests.system_programs import postgres
 
 ROUNDS = 30
@@ -125,7 +130,11 @@ def kill(proc: multiprocessing.process.BaseProcess) -> None:
     assert not proc.is_alive(), "a killed writer did not exit"
 
 
-def drain(reader: Connection, acks: dict[str, tuple[int, int]], errors: list[tuple[str, bool, str]]) -> None:
+#: Every acknowledged append: its key, and the session and last seq it was acknowledged with.
+Acks = dict[str, tuple[str, int]]
+
+
+def drain(reader: Connection, acks: Acks, errors: list[tuple[str, bool, str]]) -> None:
     """Every message a writer sent before it died."""
     while reader.poll(2):
         try:
@@ -133,8 +142,8 @@ def drain(reader: Connection, acks: dict[str, tuple[int, int]], errors: list[tup
         except EOFError:
             break
         if message[0] == "ack":
-            _, last, key, _ = message
-            acks[key] = (last, acks.get(key, (last, 0))[1] + 1)
+            _, last, key, _, session = message
+            acks[key] = (session, last)
         elif message[0] == "error":
             errors.append((message[1], message[2], message[3]))
 
@@ -146,18 +155,21 @@ def writer_round(
     *,
     rng: random.Random,
     number: int,
-    acks: dict[str, tuple[int, int]],
+    acks: Acks,
     errors: list[tuple[str, bool, str]],
     crash: bool,
+    sessions: Sequence[str] = (),
 ) -> None:
+    """Two writer processes on ``SESSION`` (or, given ``sessions``, one whose
+    threads commit in groups: ``group_fault_writer``), killed after random
+    delays, the server crashed and restarted under them first if ``crash``."""
+    plans = [(group_fault_writer, (url, list(sessions)))] if sessions else [(fault_writer, (url, SESSION))] * 2
     procs, readers = [], []
     try:
-        for index in range(2):
+        for index, (target, where) in enumerate(plans):
             reader, writer = ctx.Pipe(duplex=False)
             name = f"r{number}w{index}"
-            proc = ctx.Process(
-                target=fault_writer, args=(url, SESSION, name, rng.randrange(2**32), writer), daemon=True
-            )
+            proc = ctx.Process(target=target, args=(*where, name, rng.randrange(2**32), writer), daemon=True)
             proc.start()
             writer.close()  # the child holds the only write end: EOF once it dies
             procs.append(proc)
@@ -199,25 +211,26 @@ def quiesce(url: str) -> None:
             time.sleep(0.05)
 
 
-def verify(url: str, acks: dict[str, tuple[int, int]]) -> int:
+def verify(url: str, acks: Acks, sessions: Sequence[str] = (SESSION,)) -> None:
     quiesce(url)
-    with PostgresStore(url) as store:
-        events = store.read(SESSION)
-        head = len(events)
-        acked = max((last for last, _ in acks.values()), default=0)
-        assert head >= acked, f"acknowledged seq {acked} lost: the log ends at {head}"
-        assert list(events) == [event_at(seq) for seq in range(1, head + 1)]  # no gap, no duplicate
-        state = store.load(SESSION)  # strict replay
-        assert state == fold_session(events)
-        assert store.load(SESSION, incremental=True) == state
-        report = store.audit(SESSION)
-        assert report.ok, report.mismatches
-    with psycopg.connect(url) as conn:
-        rows = conn.execute("SELECT key, last_seq FROM planfold_append_keys WHERE session_id = %s", (SESSION,))
-        keys: dict[str, int] = dict(rows)
-    for key, (last, _) in acks.items():
-        assert keys.get(key) == last, f"acknowledged append {key} (to seq {last}) is not recorded once"
-    return head
+    for session in sessions:
+        acked = {key: last for key, (where, last) in acks.items() if where == session}
+        with PostgresStore(url) as store:
+            events = store.read(session)
+            head = len(events)
+            most = max(acked.values(), default=0)
+            assert head >= most, f"acknowledged seq {most} of {session} lost: the log ends at {head}"
+            assert list(events) == [event_at(seq) for seq in range(1, head + 1)]  # no gap, no duplicate
+            state = store.load(session)  # strict replay
+            assert state == fold_session(events)
+            assert store.load(session, incremental=True) == state
+            report = store.audit(session)
+            assert report.ok, report.mismatches
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT key, last_seq FROM planfold_append_keys WHERE session_id = %s", (session,))
+            keys: dict[str, int] = dict(rows)
+        for key, last in acked.items():
+            assert keys.get(key) == last, f"acknowledged append {key} (to seq {last}) is not recorded once"
 
 
 @pytest.mark.slow
@@ -227,7 +240,7 @@ def test_writers_killed_and_server_crashes_never_lose_or_duplicate_an_acknowledg
     ctx = stress_context()
     rng = random.Random(20240612)
     PostgresStore(url).close()
-    acks: dict[str, tuple[int, int]] = {}
+    acks: Acks = {}
     errors: list[tuple[str, bool, str]] = []
     crashes = 0
     for number in range(ROUNDS):
@@ -237,6 +250,39 @@ def test_writers_killed_and_server_crashes_never_lose_or_duplicate_an_acknowledg
         verify(url, acks)
     assert crashes >= 5
     assert acks, "no append was ever acknowledged"
+    assert all(typed for _, typed, _ in errors), [e for e in errors if not e[1]]
+    assert {code for code, _, _ in errors} <= {"store-unavailable", "store-busy", "storage-failure"}
+    assert any(code == "store-unavailable" for code, _, _ in errors)  # the crashes were seen
+
+
+GROUP_ROUNDS = 15
+GROUP_SESSIONS = (*(f"thread-{n}" for n in range(4)), "shared")
+
+
+@pytest.mark.slow
+def test_a_writer_whose_threads_commit_in_groups_killed_and_server_crashes_never_lose_or_duplicate_anything(
+    own_cluster: Cluster, url: str
+) -> None:
+    ctx = stress_context()
+    rng = random.Random(20261203)
+    PostgresStore(url).close()
+    acks: Acks = {}
+    errors: list[tuple[str, bool, str]] = []
+    crashes = 0
+    for number in range(GROUP_ROUNDS):
+        crash = number % RESTART_EVERY == RESTART_EVERY - 1
+        crashes += crash
+        writer_round(ctx, own_cluster, url, rng=rng, number=number, acks=acks, errors=errors, crash=crash,
+                     sessions=GROUP_SESSIONS)  # fmt: skip
+        verify(url, acks, GROUP_SESSIONS)
+    assert crashes >= 3
+    assert {session for session, _ in acks.values()} == set(GROUP_SESSIONS)
+    with psycopg.connect(url) as conn:  # transactions that wrote the events of several sessions: groups
+        row = conn.execute(
+            "SELECT count(*) FROM (SELECT xmin::text FROM planfold_events GROUP BY xmin::text"
+            " HAVING count(DISTINCT session_id) > 1) AS grouped"
+        ).fetchone()
+    assert row is not None and row[0] > 0, "no appends were committed together"
     assert all(typed for _, typed, _ in errors), [e for e in errors if not e[1]]
     assert {code for code, _, _ in errors} <= {"store-unavailable", "store-busy", "storage-failure"}
     assert any(code == "store-unavailable" for code, _, _ in errors)  # the crashes were seen
