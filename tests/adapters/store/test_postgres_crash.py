@@ -233,26 +233,31 @@ def verify(url: str, acks: Acks, sessions: Sequence[str] = (SESSION,)) -> None:
             assert keys.get(key) == last, f"acknowledged append {key} (to seq {last}) is not recorded once"
 
 
+def crash_rounds(cluster: Cluster, url: str, rounds: int, seed: int, sessions: Sequence[str] = ()) -> Acks:
+    """``rounds`` of ``writer_round`` (the server crashed in every
+    ``RESTART_EVERY``-th), each checked by ``verify``; every acknowledged
+    append. The writers saw only typed errors, and the crashes among them."""
+    ctx = stress_context()
+    rng = random.Random(seed)
+    PostgresStore(url).close()
+    acks: Acks = {}
+    errors: list[tuple[str, bool, str]] = []
+    for number in range(rounds):
+        crash = number % RESTART_EVERY == RESTART_EVERY - 1
+        writer_round(ctx, cluster, url, rng=rng, number=number, acks=acks, errors=errors, crash=crash,
+                     sessions=sessions)  # fmt: skip
+        verify(url, acks, sessions or (SESSION,))
+    assert all(typed for _, typed, _ in errors), [e for e in errors if not e[1]]
+    assert {code for code, _, _ in errors} <= {"store-unavailable", "store-busy", "storage-failure"}
+    assert any(code == "store-unavailable" for code, _, _ in errors)  # the crashes were seen
+    return acks
+
+
 @pytest.mark.slow
 def test_writers_killed_and_server_crashes_never_lose_or_duplicate_an_acknowledged_event(
     own_cluster: Cluster, url: str
 ) -> None:
-    ctx = stress_context()
-    rng = random.Random(20240612)
-    PostgresStore(url).close()
-    acks: Acks = {}
-    errors: list[tuple[str, bool, str]] = []
-    crashes = 0
-    for number in range(ROUNDS):
-        crash = number % RESTART_EVERY == RESTART_EVERY - 1
-        crashes += crash
-        writer_round(ctx, own_cluster, url, rng=rng, number=number, acks=acks, errors=errors, crash=crash)
-        verify(url, acks)
-    assert crashes >= 5
-    assert acks, "no append was ever acknowledged"
-    assert all(typed for _, typed, _ in errors), [e for e in errors if not e[1]]
-    assert {code for code, _, _ in errors} <= {"store-unavailable", "store-busy", "storage-failure"}
-    assert any(code == "store-unavailable" for code, _, _ in errors)  # the crashes were seen
+    assert crash_rounds(own_cluster, url, ROUNDS, 20240612), "no append was ever acknowledged"
 
 
 GROUP_ROUNDS = 15
@@ -263,19 +268,7 @@ GROUP_SESSIONS = (*(f"thread-{n}" for n in range(4)), "shared")
 def test_a_writer_whose_threads_commit_in_groups_killed_and_server_crashes_never_lose_or_duplicate_anything(
     own_cluster: Cluster, url: str
 ) -> None:
-    ctx = stress_context()
-    rng = random.Random(20261203)
-    PostgresStore(url).close()
-    acks: Acks = {}
-    errors: list[tuple[str, bool, str]] = []
-    crashes = 0
-    for number in range(GROUP_ROUNDS):
-        crash = number % RESTART_EVERY == RESTART_EVERY - 1
-        crashes += crash
-        writer_round(ctx, own_cluster, url, rng=rng, number=number, acks=acks, errors=errors, crash=crash,
-                     sessions=GROUP_SESSIONS)  # fmt: skip
-        verify(url, acks, GROUP_SESSIONS)
-    assert crashes >= 3
+    acks = crash_rounds(own_cluster, url, GROUP_ROUNDS, 20261203, GROUP_SESSIONS)
     assert {session for session, _ in acks.values()} == set(GROUP_SESSIONS)
     with psycopg.connect(url) as conn:  # transactions that wrote the events of several sessions: groups
         row = conn.execute(
@@ -283,6 +276,3 @@ def test_a_writer_whose_threads_commit_in_groups_killed_and_server_crashes_never
             " HAVING count(DISTINCT session_id) > 1) AS grouped"
         ).fetchone()
     assert row is not None and row[0] > 0, "no appends were committed together"
-    assert all(typed for _, typed, _ in errors), [e for e in errors if not e[1]]
-    assert {code for code, _, _ in errors} <= {"store-unavailable", "store-busy", "storage-failure"}
-    assert any(code == "store-unavailable" for code, _, _ in errors)  # the crashes were seen

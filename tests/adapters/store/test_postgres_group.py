@@ -111,13 +111,8 @@ def transactions(url: str, sessions: Sequence[str]) -> int:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def store(pg_url: str, clock: ManualClock) -> Iterator[PostgresStore]:
-    with PostgresStore(pg_url, clock=clock, pool_size=2) as opened:
+def store(pg_url: str) -> Iterator[PostgresStore]:
+    with PostgresStore(pg_url, pool_size=2) as opened:
         yield opened
 
 
@@ -159,8 +154,15 @@ def test_appends_to_one_session_waiting_together_each_get_the_answer_they_would_
 
 
 def test_a_refused_append_in_a_group_writes_nothing_and_leaves_the_others_as_they_would_be_alone(
-    store: PostgresStore, pg_url: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    clock = ManualClock()
+    with PostgresStore(pg_url, clock=clock, pool_size=2) as store:
+        check_refusals(store, pg_url, clock, monkeypatch)
+
+
+def check_refusals(store: PostgresStore, pg_url: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appends refused by each check, in one group with appends that land."""
     for session in ("stale", "keyed", "fenced", "rejected"):
         store.append(session, 0, batch_after(0, 2), f"k-{session}")
     with PostgresStore(pg_url) as other:  # another process moves "stale" on: the store's state of it is stale
