@@ -27,7 +27,7 @@ import os
 import random
 import signal
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext
 
@@ -163,7 +163,9 @@ def writer_round(
     """Two writer processes on ``SESSION`` (or, given ``sessions``, one whose
     threads commit in groups: ``group_fault_writer``), killed after random
     delays, the server crashed and restarted under them first if ``crash``."""
-    plans = [(group_fault_writer, (url, list(sessions)))] if sessions else [(fault_writer, (url, SESSION))] * 2
+    plans: list[tuple[Callable[..., None], tuple[object, ...]]] = (
+        [(group_fault_writer, (url, list(sessions)))] if sessions else [(fault_writer, (url, SESSION))] * 2
+    )
     procs, readers = [], []
     try:
         for index, (target, where) in enumerate(plans):
