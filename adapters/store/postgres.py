@@ -35,11 +35,12 @@ prepared once per connection and run through libpq (``call_append``).
 One-statement appends through one store share commits (group commit,
 ``adapters.store.group``): an append that finds no other under way goes
 alone, exactly as above. Those that come while one is under way wait, and go
-out together when it is done: every one's own ``planfold_append`` call, in
-one round trip and ONE transaction (``call_appends``: libpq's pipeline mode,
-the calls and one sync, which the server commits as one implicit
-transaction, so one WAL flush), ordered by session (two groups lock the
-sessions they share in the same order) and, within a session, as they came.
+out together when it is done (``GROUP_LIMIT`` at the most): every one's own
+``planfold_append`` call, in one round trip and ONE transaction
+(``call_appends``: libpq's pipeline mode, the calls and one sync, which the
+server commits as one implicit transaction, so one WAL flush), ordered by
+session (two groups lock the sessions they share in the same order) and,
+within a session, as they came.
 Each call keeps its own checks (compare-and-set, key, lease, goal ids,
 snapshot), and a refused one writes nothing and answers its view as alone;
 every caller is answered only after the sync, that is once the commit is
@@ -735,7 +736,9 @@ class PostgresBackend:
                 conn.close()  # the pool drops it
                 error = translate(exc, "append", "unknown")
                 for pending in waiting:
-                    pending.fail(own_copy(error))
+                    own = own_copy(error)
+                    own.__cause__ = exc
+                    pending.fail(own)
                 return
             except BaseException:
                 conn.close()
@@ -747,7 +750,9 @@ class PostgresBackend:
                     pending.answer(text)
                 return
             position, failure = answer.failed
-            waiting.pop(position).fail(translate(failure, "append"))
+            error = translate(failure, "append")
+            error.__cause__ = failure
+            waiting.pop(position).fail(error)
         for pending in waiting:
             try:
                 pending.answer(self._append_alone(pending.item))

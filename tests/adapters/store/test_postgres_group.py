@@ -209,6 +209,7 @@ def test_an_append_whose_call_fails_in_a_group_fails_alone_and_the_others_land(
         holder.rollback()
         failed = outcomes.pop(2)
         assert isinstance(failed, StoreBusyError) and failed.outcome == "not-applied"
+        assert isinstance(failed.__cause__, psycopg.errors.LockNotAvailable)
         assert outcomes == [AppendResult(s, 1, 2) for s in sessions if s != "bad"]
         assert sent.groups == [["a", "b", "bad", "c"], ["a", "b", "c"]]  # sent again without it
         assert store.head("bad") == 0
@@ -249,6 +250,7 @@ def test_a_group_whose_connection_is_lost_gives_every_caller_outcome_unknown_and
         holder.rollback()
         assert outcomes[0] == AppendResult("first", 1, 1)
         assert all(isinstance(o, StoreUnavailableError) and o.outcome == "unknown" for o in outcomes[1:]), outcomes
+        assert all(isinstance(o, Exception) and isinstance(o.__cause__, psycopg.Error) for o in outcomes[1:])
         for session in sessions:
             assert store.head(session) == 0  # nothing of the group was committed
             assert store.append(session, 0, batch_after(0, 2), f"k-{session}") == AppendResult(session, 1, 2)
