@@ -253,8 +253,9 @@ def test_a_user_message_attributed_to_a_goal_is_a_goal_round_and_no_other_messag
 def test_a_write_outside_the_executing_plans_scope_is_a_realignment_then_a_failed_result_saying_why() -> None:
     from planfold.kernel.plan.scope import Effect  # noqa: PLC0415
     from planfold.kernel.plan.spec import PlanScope  # noqa: PLC0415
+    from planfold.kernel.plan_events import approve_event, draft_event, start_event  # noqa: PLC0415
     from planfold.kernel.tools.spec import ToolCall  # noqa: PLC0415
-    from tests.plan_helpers import GOOD_CANDIDATE, Session, approve_event, current_ref, draft_event, spec, start_event  # noqa: PLC0415  # noqa: PLC0415
+    from tests.plan_helpers import GOOD_CANDIDATE, Session, current_ref, spec  # noqa: PLC0415
 
     s = Session()
     s.mode(True)

@@ -16,6 +16,7 @@ from planfold.adapters.runtime.prompt import Conversation, conversation
 from planfold.adapters.runtime.review import approve, keep_planning
 from planfold.adapters.runtime.toolset import Session
 from planfold.adapters.store.base import AppendResult, Lease, StorageError
+from planfold.adapters.store.engine import Folded
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.views import Prefix
 from planfold.kernel.log import Event
@@ -125,11 +126,12 @@ class FlakyStore(MemoryStore):
         idempotency_key: str | None = None,
         *,
         lease: Lease | None = None,
+        folded: Folded | None = None,
     ) -> AppendResult:
         if self.fail_plan_mode and any(e.kind == "plan/mode" for e in events):
             self.fail_plan_mode -= 1
             raise StorageError("append", "disk unplugged")
-        return super().append(session_id, expected_seq, events, idempotency_key, lease=lease)
+        return super().append(session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded)
 
 
 def test_a_failed_flush_keeps_the_choice_pending_and_the_turn_goes_on() -> None:
