@@ -277,3 +277,51 @@ def test_a_write_outside_the_executing_plans_scope_is_a_realignment_then_a_faile
     assert error["message"].startswith("nothing ran: ") and "docs/x" in violation["message"]
     assert error["message"].endswith("; execution stops until the plan is realigned")
     assert error["hint"] == "Tell the user what you need; the plan must be presented and approved again."
+
+
+def test_a_cut_off_reply_refuses_each_call_saying_why_and_what_to_do_and_still_shows_its_text() -> None:
+    recorded = _record(Reply("half", (_call("c1"),), "length"))
+    assert recorded.text == "half" and recorded.outcome == "again"  # type: ignore[attr-defined]
+    (verdict,) = recorded.verdicts  # type: ignore[attr-defined]
+    assert verdict == Refused(
+        "reply-cut-off",
+        "nothing in this reply ran: it was cut off at the length limit (finish_reason: length)",
+        "read_file",
+        "build_execute",
+        "Send the call again in a complete reply.",
+    )
+
+
+def test_the_notice_for_calls_past_the_cap_says_how_many_were_made_taken_and_refused() -> None:
+    recorded = _record(Reply("many", tuple(_call(f"c{i}") for i in range(3)), "tool_calls"), cap=2)
+    assert _notice_texts(recorded.trailing) == [  # type: ignore[attr-defined]
+        "Your reply made 3 tool calls; only the first 2 were taken (at most 2 per reply) and the other 1 "
+        "were refused without running. Send fewer calls per reply."
+    ]
+
+
+def test_a_call_given_an_id_keeps_its_argument_text() -> None:
+    recorded = _record(Reply("", (_call(""),), "tool_calls"))
+    (call,) = recorded.calls  # type: ignore[attr-defined]
+    assert call == ReplyCall("call-0", "read_file", '{"path": "a.txt"}', {"path": "a.txt"})
+
+
+def test_a_call_answered_by_nothing_but_the_turns_first_event_is_still_found() -> None:
+    # The open turn's call right after its turn/start, with no message between.
+    events = number_drafts((turn_start(1), *_calls("c1")[1:]), 0, 1)
+    drafts = interrupted_calls(fold_session(events), events)
+    (result,) = (read_tool_result(d.payload) for d in drafts)
+    assert result.call_id == "c1"
+    assert json.loads(result.output)["error"]["message"] == (
+        "the runtime stopped before this call was answered, so whether it ran is unknown"
+    )
+
+
+def test_an_answer_to_a_call_the_open_turn_never_made_is_passed_over() -> None:
+    refused = record_reply(
+        Reply("", (_call("old", "write_file", path="a"),), "tool_calls"), REGISTRY, GatePolicy(), "plan",
+        ("read_file",), max_tool_calls=32,
+    ).notices[0]
+    events = _turn_log(failed_result("late", "read_file", "x", "y"), *refused, *_calls("c1"))
+    drafts = interrupted_calls(fold_session(events), events)
+    assert [read_tool_result(d.payload).call_id for d in drafts] == ["c1"]
