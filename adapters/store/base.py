@@ -381,11 +381,7 @@ class Store(Protocol):
     """What every session store provides (see the module docstring)."""
 
     def append(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
+        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
     ) -> AppendResult: ...
 
     def head(self, session_id: str) -> int: ...
@@ -405,11 +401,7 @@ class Store(Protocol):
     def provenance(self, session_id: str) -> ForkProvenance | None: ...
 
     def import_fork(
-        self,
-        session_id: str,
-        events: Sequence[Event],
-        provenance: ForkProvenance,
-        idempotency_key: str | None = None,
+        self, session_id: str, events: Sequence[Event], provenance: ForkProvenance, idempotency_key: str | None = None
     ) -> AppendResult: ...
 
     def close(self) -> None: ...
@@ -467,13 +459,8 @@ class SharedStore(Store, Protocol):
     leases and fenced appends (see the module docstring)."""
 
     def append(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
-        *,
-        lease: Lease | None = None,
+        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None,
+        *, lease: Lease | None = None,
     ) -> AppendResult: ...
 
     def follow(
