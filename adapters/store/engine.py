@@ -373,10 +373,10 @@ class Folded(NamedTuple):
     which folds every append before it hands it over).
 
     The store takes ``after`` instead of folding the same events again only
-    when ``before`` is the state the store would fold onto (in the usual
-    case the very object: the store's memo of the session, which its loads
-    hand out and its appends keep; otherwise an equal one), the events are
-    equal to their stored form and ``after`` ends with the last of them;
+    when ``before`` is the very state object the store would fold onto (its
+    memo of the session, which its loads hand out and its appends keep) or,
+    for a new session, an empty state; when the events are equal to their
+    stored form; and when ``after`` ends with the last of them;
     otherwise it folds them itself as always. So the fold an append is
     checked by is still a strict fold of exactly the stored events onto the
     stored state, done once. ``after`` is trusted to be that fold: hand the
@@ -389,7 +389,12 @@ class Folded(NamedTuple):
 def _folded(sid: str, state: SessionState, events: Sequence[Event], folded: Folded | None) -> SessionState:
     """The strict fold of ``events`` onto ``state``: the caller's when it
     folded exactly these onto exactly this state, else ``fold_new_events``."""
-    if folded is not None and (folded.before is state or folded.before == state) and folded.after.last == events[-1]:
+    if folded is None or folded.after.last != events[-1]:
+        return fold_new_events(sid, state, events)
+    # The very state, or (a new session) two empty ones: comparing two
+    # non-empty states built apart would walk them whole, which costs more
+    # than folding the few events again.
+    if folded.before is state or (state.last is None and folded.before == state):
         return folded.after
     return fold_new_events(sid, state, events)
 

@@ -294,6 +294,30 @@ def test_a_fold_made_on_another_state_is_ignored_and_the_store_folds_the_events_
     assert any_store.load("s") == fold_session(events[:9])
 
 
+def test_a_fold_made_on_an_equal_state_built_apart_is_not_compared_whole_but_folded_again(
+    any_store: LogStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = list(session_events(9))
+    any_store.append("s", 0, events[:6])
+    apart = fold_session(any_store.read("s"))  # equal to the store's state, another object
+    assert apart == any_store.load("s") and apart is not any_store.load("s")
+    compared = 0
+    real_eq = SessionState.__eq__
+
+    def counting_eq(self: SessionState, other: object) -> bool:
+        nonlocal compared
+        compared += 1
+        return real_eq(self, other)
+
+    folds = CountingFold(monkeypatch)
+    monkeypatch.setattr(SessionState, "__eq__", counting_eq)
+    any_store.append("s", 6, events[6:9], folded=Folded(apart, fold_more(apart, events[6:9])))
+    assert (folds.calls, compared) == (1, 0)
+    monkeypatch.undo()
+    assert any_store.audit("s").ok
+    assert any_store.load("s") == fold_session(events[:9])
+
+
 def test_a_fold_of_values_other_than_the_stored_ones_is_ignored(any_store: LogStore) -> None:
     events = list(session_events(6))  # the sixth is a tool/call, whose arguments are free JSON
     any_store.append("s", 0, events[:5])
