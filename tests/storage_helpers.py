@@ -2,22 +2,30 @@
 machine and events that are a pure function of their seq (both from
 ``planfold.adapters.store.contract_logs``, which the published contract suite
 uses too), example budgets, and a legacy database file shaped like a coding
-agent's sessions table from before plan/build modes."""
+agent's sessions table from before plan/build modes; and ``CountingFold``,
+which counts the folds a store makes itself."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import settings
 
+from planfold.adapters.store import engine
+from planfold.adapters.store.base import fold_new_events
 from planfold.adapters.store.contract_logs import FULL_SCRIPT, MOVES, LogBuilder, batch_after, build_log, event_at, logs
+from planfold.kernel.log import Event
+from planfold.kernel.session import SessionState
 
 __all__ = [
     "FULL_SCRIPT",
     "LEGACY_SESSIONS",
     "MOVES",
+    "CountingFold",
     "LogBuilder",
     "batch_after",
     "build_legacy_db",
@@ -118,3 +126,15 @@ def dump_db(path: Path) -> dict[str, Any]:
         }
     finally:
         conn.close()
+
+
+class CountingFold:
+    """``engine.fold_new_events``, counting the store's own folds."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        monkeypatch.setattr(engine, "fold_new_events", self)
+
+    def __call__(self, session_id: str, state: SessionState, events: Sequence[Event]) -> SessionState:
+        self.calls += 1
+        return fold_new_events(session_id, state, events)

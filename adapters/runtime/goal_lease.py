@@ -37,22 +37,25 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ...kernel.log import Event, GoalSource, MessageSource
+from ...kernel.log import GoalSource, MessageSource
 from ..loggers import logger
 from ..store.base import (
     AppendResult,
+    FoldedAppend,
     ForwardingStore,
     Lease,
     LeaseHeldError,
     LeaseLostError,
     SharedStore,
     Store,
+    TakesFold,
 )
+from ..store.engine import LogStore
 from .goal_service import AgentHandle, AsyncRoundRunner, DriveReport, GoalChanged, GoalService, RoundRunner
 from .machine import UnitStore
 
@@ -83,18 +86,20 @@ class LeasedDrive:
     expires_at: int | None = None
 
 
-class _FencedStore(ForwardingStore):
-    """``store`` with ``lease()`` passed to every append (when there is one)."""
+class _FencedStore(TakesFold, ForwardingStore):
+    """``store`` with ``lease()`` passed to every append (when there is one),
+    and the caller's fold too when ``store`` takes one (see ``base.Folded``)."""
 
     def __init__(self, store: SharedStore, lease: Callable[[], Lease | None]) -> None:
         super().__init__(store)
         self.shared = store
         self.lease = lease
 
-    def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
-    ) -> AppendResult:
-        return self.shared.append(session_id, expected_seq, events, idempotency_key, lease=self.lease())
+    def append_folded(self, request: FoldedAppend) -> AppendResult:
+        session_id, expected_seq, events, key, folded = request
+        if folded is not None and isinstance(self.shared, LogStore):
+            return self.shared.append(session_id, expected_seq, events, key, lease=self.lease(), folded=folded)
+        return self.shared.append(session_id, expected_seq, events, key, lease=self.lease())
 
 
 class _LeasedRunner:

@@ -96,7 +96,16 @@ from ..delegation import Delegated
 from ..errors import AdapterError
 from ..llm import model
 from ..provenance import ForkProvenance
-from ..store.base import AppendResult, ForwardingStore, InvalidRequestError, Store
+from ..store.base import (
+    AppendResult,
+    Folded,
+    FoldedAppend,
+    ForwardingStore,
+    InvalidRequestError,
+    Store,
+    TakesFold,
+    append_to,
+)
 from ..store.fork import fork_at_turn
 from ..store.session_log import Clock, LogSealedError, SessionLog, system_clock
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
@@ -281,11 +290,13 @@ class Dispatched:
 # A unit of work over a store
 
 
-class UnitStore(ForwardingStore):
+class UnitStore(TakesFold, ForwardingStore):
     """A ``Store`` that, inside a unit, holds one session's appends and
     writes them at ``commit`` in one compare-and-set append; outside a unit
     it passes everything through. Reads see the held events; closing it
-    leaves the shared store open (only its owner closes it)."""
+    leaves the shared store open (only its owner closes it). The folds the
+    held appends came with, when each was made on the one before's result,
+    join into one fold of all of them for the store (see ``base.Folded``)."""
 
     def __init__(self, inner: Store, session_id: str) -> None:
         super().__init__(inner)
@@ -293,33 +304,38 @@ class UnitStore(ForwardingStore):
         self._open = False
         self._base = 0
         self._held: list[Event] = []
+        self._folded: Folded | None = None
 
     @property
     def held(self) -> tuple[Event, ...]:
         return tuple(self._held)
 
     def begin(self) -> None:
-        self._open, self._held = True, []
+        self._open, self._held, self._folded = True, [], None
 
     def commit(self) -> None:
         """Write what the unit holds (may raise; the unit is closed either way)."""
-        held, self._open, self._held = tuple(self._held), False, []
+        held, folded = tuple(self._held), self._folded
+        self.discard()
         if held:
-            self.inner.append(self.session_id, self._base, held)
+            append_to(self.inner, FoldedAppend(self.session_id, self._base, held, None, folded))
 
     def discard(self) -> None:
-        self._open, self._held = False, []
+        self._open, self._held, self._folded = False, [], None
 
-    def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
-    ) -> AppendResult:
+    def append_folded(self, request: FoldedAppend) -> AppendResult:
+        session_id, expected_seq, events, _, folded = request
         if not self._open or session_id != self.session_id:
-            return self.inner.append(session_id, expected_seq, events, idempotency_key)
-        if not self._held:
-            self._base = expected_seq
-        head = self._base + len(self._held)
+            return append_to(self.inner, request)
+        head = self._base + len(self._held) if self._held else expected_seq
         if expected_seq != head:
             raise ConflictError(session_id, expected_seq, head)
+        if not self._held:
+            self._base, self._folded = expected_seq, folded
+        elif self._folded is not None and folded is not None and folded.before is self._folded.after:
+            self._folded = Folded(self._folded.before, folded.after)
+        else:
+            self._folded = None  # an append without a fold, or on another state: the store folds the unit
         self._held.extend(events)
         return AppendResult(session_id, expected_seq + 1, expected_seq + len(events))
 

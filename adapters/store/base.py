@@ -95,6 +95,8 @@ __all__ = [
     "AppendRejectedError",
     "AppendResult",
     "AuditReport",
+    "Folded",
+    "FoldedAppend",
     "ForkProvenance",
     "ForkSeqMissingError",
     "ForkSourceMissingError",
@@ -119,6 +121,8 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "StoreUnreachableError",
+    "TakesFold",
+    "append_to",
     "audit_state",
     "check_after",
     "check_fork_request",
@@ -472,6 +476,66 @@ class SharedStore(Store, Protocol):
     def release_lease(self, lease: Lease) -> bool: ...
 
     def lease(self, session_id: str) -> Lease | None: ...
+
+
+# --------------------------------------------------------------------------
+# One fold per append
+
+
+class Folded(NamedTuple):
+    """A caller's strict fold of the events it appends: ``after`` is
+    ``fold_more(before, events)``, computed by the caller (``SessionLog``,
+    which folds every append before it hands it over).
+
+    A ``LogStore`` takes ``after`` instead of folding the same events again
+    only when ``before`` is the very state object it would fold onto (its
+    memo of the session, which its loads hand out and its appends keep) or,
+    for a new session, an empty state; when the events are equal to their
+    stored form; and when ``after`` ends with the last of them. Otherwise it
+    folds them itself as always. So the fold an append is checked by is
+    still a strict fold of exactly the stored events onto the stored state,
+    done once. ``after`` is trusted to be that fold: hand a store only a
+    fold ``kernel.session.fold_more`` made."""
+
+    before: SessionState
+    after: SessionState
+
+
+class FoldedAppend(NamedTuple):
+    """An append as ``Store.append`` is asked it, with the caller's strict
+    fold of its events (``folded``; ``None`` when it has none)."""
+
+    session_id: str
+    expected_seq: int
+    events: Sequence[Event]
+    idempotency_key: str | None = None
+    folded: Folded | None = None
+
+
+class TakesFold:
+    """A store that takes an append with the caller's fold (see ``Folded``):
+    ``LogStore``, and the wrappers that hand it on to one (the runtime's
+    unit of work, the goal driver's fenced store). A store says so by
+    subclassing this; ``append_to`` gives the fold only to those, so any
+    other ``Store`` (a ``ForwardingStore`` subclass of an embedding, say)
+    keeps the plain ``append`` call. A subclass writes ``append_folded``;
+    its ``append`` is then that, without a fold (``LogStore`` writes both)."""
+
+    def append(
+        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
+    ) -> AppendResult:
+        return self.append_folded(FoldedAppend(session_id, expected_seq, events, idempotency_key))
+
+    def append_folded(self, request: FoldedAppend) -> AppendResult:
+        """``append`` of ``request``, its fold used as ``Folded`` says."""
+        raise NotImplementedError
+
+
+def append_to(store: Store, request: FoldedAppend) -> AppendResult:
+    """``request`` appended to ``store``, with its fold when the store takes one (``TakesFold``)."""
+    if isinstance(store, TakesFold):
+        return store.append_folded(request)
+    return store.append(request.session_id, request.expected_seq, request.events, request.idempotency_key)
 
 
 # --------------------------------------------------------------------------

@@ -117,6 +117,8 @@ from .base import (
     AppendRejectedError,
     AppendResult,
     AuditReport,
+    Folded,
+    FoldedAppend,
     ForkSeqMissingError,
     ForkSourceMissingError,
     IdempotencyMismatchError,
@@ -126,6 +128,7 @@ from .base import (
     LeaseLostError,
     PreparedAppend,
     SessionExistsError,
+    TakesFold,
     audit_state,
     check_after,
     check_fork_request,
@@ -367,25 +370,6 @@ class OneStepBackend(Backend, Protocol):
         ...
 
 
-class Folded(NamedTuple):
-    """A caller's strict fold of the events it appends: ``after`` is
-    ``fold_more(before, events)``, computed by the caller (``SessionLog``,
-    which folds every append before it hands it over).
-
-    The store takes ``after`` instead of folding the same events again only
-    when ``before`` is the very state object the store would fold onto (its
-    memo of the session, which its loads hand out and its appends keep) or,
-    for a new session, an empty state; when the events are equal to their
-    stored form; and when ``after`` ends with the last of them;
-    otherwise it folds them itself as always. So the fold an append is
-    checked by is still a strict fold of exactly the stored events onto the
-    stored state, done once. ``after`` is trusted to be that fold: hand the
-    store only a fold ``kernel.session.fold_more`` made."""
-
-    before: SessionState
-    after: SessionState
-
-
 def _folded(sid: str, state: SessionState, events: Sequence[Event], folded: Folded | None) -> SessionState:
     """The strict fold of ``events`` onto ``state``: the caller's when it
     folded exactly these onto exactly this state, else ``fold_new_events``."""
@@ -408,7 +392,7 @@ def starts_a_round(events: Sequence[Event]) -> bool:
     )
 
 
-class LogStore:
+class LogStore(TakesFold):
     """A ``Store`` over any ``Backend`` (see the module docstring)."""
 
     def __init__(self, backend: Backend) -> None:
@@ -453,6 +437,11 @@ class LogStore:
             if done is not None:
                 return done
         return self.backend.run("append", True, lambda tx: self._append(tx, prepared, lease, folded))
+
+    def append_folded(self, request: FoldedAppend) -> AppendResult:
+        """``append`` of ``request``, with its fold (see ``Folded``)."""
+        r = request
+        return self.append(r.session_id, r.expected_seq, r.events, r.idempotency_key, folded=r.folded)
 
     def _append_decided(
         self, backend: OneStepBackend, p: PreparedAppend, lease: Lease | None, folded: Folded | None

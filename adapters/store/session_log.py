@@ -19,8 +19,9 @@ log is the one place that numbers them. Every append is a compare-and-set:
 the drafts become the events that follow the last event this process has
 seen, stamped with one time (``number_drafts``), are folded strictly first
 (so planfold never writes a log it would refuse to read back), and are handed
-to the store with that seq as ``expected_seq``. A ``LogStore`` gets the fold
-too (``engine.Folded``): when the log's state is the very state the store
+to the store with that seq as ``expected_seq``. A store that takes it
+(``base.TakesFold``: a ``LogStore``, or a wrapper that hands it on) gets the
+fold too (``base.Folded``): when the log's state is the very state the store
 holds for the session, the store checks the append against that fold instead
 of folding the same events again, so an append is folded once. When another writer got there
 first the store raises ``ConflictError`` and nothing of ours is written.
@@ -56,8 +57,7 @@ from ...kernel.session import SessionState, fold_more
 from ..errors import AdapterError
 from ..loggers import logger
 from ..views import Prefix
-from .base import Store
-from .engine import Folded, LogStore
+from .base import Folded, FoldedAppend, Store, append_to
 
 __all__ = [
     "Clock",
@@ -191,10 +191,9 @@ class SessionLog:
             raise LogSealedError(self._sealed_by)
         batch = number_drafts(drafts, self.last_seq, self.now() if at is None else at)
         state = fold_more(self._state, batch)
-        if isinstance(self.store, LogStore):  # the store takes our fold instead of folding again
-            self.store.append(self.session_id, self.last_seq, batch, idempotency_key, folded=Folded(self._state, state))
-        else:
-            self.store.append(self.session_id, self.last_seq, batch, idempotency_key)
+        # A store that takes our fold checks the append against it instead of folding again.
+        folded = Folded(self._state, state)
+        append_to(self.store, FoldedAppend(self.session_id, self.last_seq, batch, idempotency_key, folded))
         if self._events is not None:
             self._events.extend(batch)
         self._state = state

@@ -25,6 +25,7 @@ from planfold.adapters.llm.scripted import ScriptedClient
 from planfold.adapters.runtime.aio import AsyncRuntime, InThread
 from planfold.adapters.runtime.goal_lease import LeasedDriver
 from planfold.adapters.runtime.goal_service import GoalService
+from planfold.adapters.runtime.loop import Runtime
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
@@ -46,6 +47,7 @@ from planfold.kernel.log import (
     user_message,
 )
 from tests.runtime_helpers import make_session, say
+from tests.storage_helpers import CountingFold
 from tests.storage_workers import goal_driver, stress_context
 
 SESSION = "goal"
@@ -310,6 +312,31 @@ def test_an_asyncio_drive_runs_its_rounds_under_the_lease_and_gives_it_back_when
     assert rounds == (1, 2) and stopped == "budget-spent"
     assert round_numbers(store) == [1, 2]
     assert store.lease(SESSION) is None  # given back when the goal stopped
+
+
+def test_a_leased_drives_fenced_appends_reach_the_store_with_their_fold(
+    clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryStore(clock=clock)
+    folds = CountingFold(monkeypatch)
+    model = ScriptedClient(ScriptStep(say(t), Expectation()) for t in ("round one", "round two"))
+    tools = ToolRunner(default_registry(), executors=Workspace({}).executors())
+    runtime = Runtime(store, SESSION, model, tools, clock=lambda: clock.now)
+    goals = GoalService(runtime.log, "agent", lambda: "g1")
+    driver = LeasedDriver(goals, store, holder="host", ttl_ms=1_000)
+    goals.create(goals.agent, "two rounds", max_rounds=2)
+    fenced: list[bool] = []
+    inner = store.append
+
+    def recording(*args: Any, **kwargs: Any) -> AppendResult:
+        fenced.append(kwargs.get("lease") is not None and kwargs.get("folded") is not None)
+        return inner(*args, **kwargs)
+
+    store.append = recording  # type: ignore[method-assign]
+    drive = driver.drive(goals.agent, runtime)
+    assert drive.rounds == (1, 2) and round_numbers(store) == [1, 2]
+    assert any(fenced) and folds.calls == 0
+    assert store.audit(SESSION).ok and store.load(SESSION) == runtime.log.state
 
 
 LEASE_LOG = "planfold.adapters.runtime.goal_lease"

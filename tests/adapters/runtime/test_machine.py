@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import get_args
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from benchmarks.workloads import session_events
 from planfold.adapters.llm.model import ChatRequest, ChatResponse, ModelTimeoutError
 from planfold.adapters.runtime.aio import AsyncRuntime
 from planfold.adapters.runtime.machine import (
@@ -21,6 +23,7 @@ from planfold.adapters.runtime.machine import (
     RunTool,
     StepMachine,
     TurnOver,
+    UnitStore,
 )
 from planfold.adapters.runtime.review import approve
 from planfold.adapters.runtime.tool_runner import ToolRunner
@@ -28,16 +31,18 @@ from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.serve.client import RemoteError
 from planfold.adapters.serve.server import Server
-from planfold.adapters.store.base import AppendResult, ForwardingStore, StorageError, Store
+from planfold.adapters.store.base import AppendResult, Folded, FoldedAppend, ForwardingStore, StorageError, Store
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.session_log import LogSealedError
+from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.errors import KernelError
 from planfold.kernel.log import Event
-from planfold.kernel.session import SessionState, fold_session
+from planfold.kernel.session import SessionState, fold_more, fold_session
 from planfold.kernel.turn import CALL_INTERRUPTED
 from tests.adapters.serve.test_host import Host
 from tests.adapters.serve.test_host import S as HOST_SESSION
 from tests.runtime_helpers import batch, call, exit_plan, say, ticking
+from tests.storage_helpers import CountingFold
 
 S = "s1"
 
@@ -160,6 +165,56 @@ def test_a_failed_write_leaves_the_machine_where_the_store_is_and_raises_the_wri
     store.down = False
     assert machine.log.last_seq == store.head(S)
     assert machine.state == fold_session(store.read(S))
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_a_machines_appends_reach_the_store_with_their_fold_so_the_store_folds_none_of_them_again(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryStore() if backend == "memory" else SqliteStore(tmp_path / "machine.db")
+    folds = CountingFold(monkeypatch)
+    machine = _machine(store)
+    machine.choose(True)
+    machine.start_turn("plan it")
+    assert isinstance(machine.next_action(), AskModel)
+    machine.reply(batch(call("read_file", {"path": "a.txt"})))
+    action = machine.next_action()
+    assert isinstance(action, RunTool)
+    machine.tool_result(action.call.id, True, "A")
+    assert isinstance(machine.next_action(), AskModel)
+    machine.reply(exit_plan())
+    review = machine.next_action()
+    assert isinstance(review, Review)
+    machine.review_answer(review.call.id, approve())
+    assert isinstance(machine.next_action(), AskModel)
+    machine.reply(say("done"))
+    assert isinstance(machine.next_action(), TurnOver)
+    assert store.head(S) > 10 and folds.calls == 0
+    assert store.audit(S).ok
+    assert store.load(S) == fold_session(store.read(S)) == machine.state
+    store.close()
+
+
+def test_a_unit_of_work_hands_the_store_one_fold_only_when_its_appends_folds_form_one_chain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store, events = MemoryStore(), list(session_events(12))
+    unit = UnitStore(store, S)
+    folds = CountingFold(monkeypatch)
+    unit.begin()
+    empty = store.load(S)
+    first = fold_more(empty, events[:3])
+    unit.append_folded(FoldedAppend(S, 0, events[:3], None, Folded(empty, first)))
+    unit.append_folded(FoldedAppend(S, 3, events[3:6], None, Folded(first, fold_more(first, events[3:6]))))
+    unit.commit()
+    assert (store.head(S), folds.calls) == (6, 0)
+    unit.begin()
+    stored = store.load(S)
+    unit.append_folded(FoldedAppend(S, 6, events[6:9], None, Folded(stored, fold_more(stored, events[6:9]))))
+    unit.append(S, 9, events[9:12])  # no fold: the chain is broken, the store folds the unit itself
+    unit.commit()
+    assert (store.head(S), folds.calls) == (12, 1)
+    assert store.audit(S).ok and store.load(S) == fold_session(events)
 
 
 def test_serve_during_a_store_outage_reports_the_appends_own_error_and_never_runs_ahead_of_the_store() -> None:

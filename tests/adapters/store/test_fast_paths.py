@@ -24,14 +24,12 @@ import pytest
 
 from benchmarks.workloads import goal_events, session_events
 from planfold.adapters.codec import canonical_event
-from planfold.adapters.store import engine
 from planfold.adapters.store.base import (
     AppendRejectedError,
     InvalidRequestError,
     LeaseHeldError,
     LeaseLostError,
     StorageError,
-    fold_new_events,
 )
 from planfold.adapters.store.contract import ManualClock
 from planfold.adapters.store.engine import Folded, LogStore
@@ -46,6 +44,7 @@ from planfold.kernel.errors import ConflictError, ReplayError
 from planfold.kernel.log import Draft, Event
 from planfold.kernel.session import SessionState, fold_more, fold_session
 from tests.pg_cluster import Cluster
+from tests.storage_helpers import CountingFold
 
 ROWS = INSERT_ROWS
 
@@ -241,18 +240,6 @@ def test_an_append_sees_the_lease_its_last_fenced_append_extended(tmp_path: Path
 # --------------------------------------------------------------------------
 # An append through the session log is folded once: the store takes the
 # log's fold when it was made on the store's own state
-
-
-class CountingFold:
-    """``engine.fold_new_events``, counting the store's own folds."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        monkeypatch.setattr(engine, "fold_new_events", self)
-
-    def __call__(self, session_id: str, state: SessionState, events: Sequence[Event]) -> SessionState:
-        self.calls += 1
-        return fold_new_events(session_id, state, events)
 
 
 def drafts_of(events: Sequence[Event]) -> list[Draft]:
