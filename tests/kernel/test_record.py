@@ -185,6 +185,66 @@ def test_construction_binds_as_a_dataclass_init_does_on_the_first_call_and_after
     assert Checked(1).hashed is not Checked(1).hashed
 
 
+def _fresh_classes() -> tuple[Any, Any]:
+    """A record like ``Point`` and one with two fields and no default,
+    declared anew: their next call is their first."""
+
+    @record
+    class Fresh:
+        """A point."""
+
+        x: int
+        y: int = 0
+        tags: tuple[str, ...] = field(default_factory=tuple)
+        note: str = field(default="", compare=False)
+
+    @record
+    class Pair:
+        """Two fields, neither with a default."""
+
+        a: int
+        b: int
+
+    return Fresh, Pair
+
+
+#: (class: 0 is like Point, 1 the pair; positional and keyword arguments;
+#: the fields it makes, or the start of the TypeError a dataclass raises)
+FIRST_CALLS: list[tuple[int, tuple[Any, ...], dict[str, Any], tuple[Any, ...] | str]] = [
+    (0, (1,), {}, (1, 0, (), "")),
+    (0, (1,), {"tags": ("t",)}, (1, 0, ("t",), "")),
+    (0, (), {"x": 1, "note": "n"}, (1, 0, (), "n")),
+    (0, (1, 2, ("t",), "n"), {}, (1, 2, ("t",), "n")),
+    (1, (1, 2), {}, (1, 2)),
+    (1, (1,), {"b": 2}, (1, 2)),
+    (0, (), {}, "missing 1 required positional argument: 'x'"),
+    (1, (1,), {}, "missing 1 required positional argument: 'b'"),
+    (1, (), {"b": 2}, "missing 1 required positional argument: 'a'"),
+    (0, (1,), {"x": 2}, "multiple values for argument 'x'"),
+    (0, (1, 2, (), "", 5), {}, "takes from 2 to 5 positional arguments but 6 were given"),
+    (1, (1, 2, 3), {}, "takes 3 positional arguments but 4 were given"),
+    (0, (1,), {"z": 1}, "unexpected keyword argument 'z'"),
+    (0, (1,), {"y": 2, "z": 1}, "unexpected keyword argument 'z'"),
+    (1, (1, 2), {"z": 1}, "unexpected keyword argument 'z'"),
+]
+
+
+@pytest.mark.parametrize(("which", "args", "kwargs", "expected"), FIRST_CALLS)
+def test_the_first_call_of_a_record_class_binds_its_arguments_as_a_dataclass_init_does(
+    which: int, args: tuple[Any, ...], kwargs: dict[str, Any], expected: tuple[Any, ...] | str
+) -> None:
+    cls = _fresh_classes()[which]
+    names = [f.name for f in dataclasses.fields(cls)]
+    for _ in ("first call, bound without compiling", "second call, compiled"):
+        if isinstance(expected, str):
+            with pytest.raises(TypeError) as refused:
+                cls(*args, **kwargs)
+            assert expected in str(refused.value)
+        else:
+            made = cls(*args, **kwargs)
+            assert tuple(getattr(made, name) for name in names) == expected
+
+
 def test_ordering_and_identity_equality_follow_the_options() -> None:
     assert sorted([Ranked(2, "a"), Ranked(1, "b"), Ranked(1, "a")]) == [Ranked(1, "a"), Ranked(1, "b"), Ranked(2, "a")]
     assert Ranked(1, "a") <= Ranked(1, "a") < Ranked(1, "b")
