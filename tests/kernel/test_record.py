@@ -245,6 +245,55 @@ def test_the_first_call_of_a_record_class_binds_its_arguments_as_a_dataclass_ini
             assert tuple(getattr(made, name) for name in names) == expected
 
 
+def _declared_hashes(decorate: Any) -> dict[str, object]:
+    """What ``hash`` gives (or the exception's type) for four classes that
+    declare ``__eq__`` and ``__hash__`` themselves in each way, decorated
+    by ``decorate``."""
+
+    @decorate
+    class OwnHash:
+        a: int
+
+        def __hash__(self) -> int:
+            return 7
+
+    @decorate
+    class OwnEq:  # noqa: PLW1641 (the decorator writes the hash)
+        a: int
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, OwnEq)
+
+    @decorate
+    class NoHash:
+        a: int
+        __hash__ = None  # type: ignore[assignment]
+
+    @decorate
+    class Both:
+        a: int
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def __hash__(self) -> int:
+            return 8
+
+    out: dict[str, object] = {}
+    for cls in (OwnHash, OwnEq, NoHash, Both):
+        try:
+            out[cls.__name__] = hash(cls(1))
+        except TypeError as exc:
+            out[cls.__name__] = type(exc)
+    return out
+
+
+def test_a_record_keeps_a_hash_it_declares_and_hashes_its_fields_when_it_declares_only_eq() -> None:
+    expected = _declared_hashes(dataclasses.dataclass(frozen=True, slots=True))
+    assert expected == {"OwnHash": 7, "OwnEq": hash((1,)), "NoHash": TypeError, "Both": 8}
+    assert _declared_hashes(record) == expected
+
+
 def test_ordering_and_identity_equality_follow_the_options() -> None:
     assert sorted([Ranked(2, "a"), Ranked(1, "b"), Ranked(1, "a")]) == [Ranked(1, "a"), Ranked(1, "b"), Ranked(2, "a")]
     assert Ranked(1, "a") <= Ranked(1, "a") < Ranked(1, "b")
