@@ -294,6 +294,79 @@ def test_a_record_keeps_a_hash_it_declares_and_hashes_its_fields_when_it_declare
     assert _declared_hashes(record) == expected
 
 
+def _options_class(decorate: Any, option: Any) -> Any:
+    """A class with every field option, decorated by ``decorate(order=True)``,
+    its options given by ``option`` (``field`` of record or of dataclasses)."""
+
+    @decorate(order=True)
+    class Opts:
+        """Documented: a record without a docstring compiles its methods at once."""
+
+        a: int
+        b: list[int] = option(default_factory=list, hash=False)
+        c: int = option(default=0, compare=False)
+        d: int = option(default=0, compare=False, hash=True)
+        e: str = option(default="", repr=False)
+
+    return Opts
+
+
+def _uncalled(cls: Any, *values: object) -> Any:
+    """An instance of ``cls`` made without calling the class (as ``copy``
+    makes one), so that a record's ``__init__`` stays uncompiled."""
+    made = cls.__new__(cls)
+    made.__setstate__(list(values))
+    return made
+
+
+def _behaviour(cls: Any) -> tuple[object, ...]:
+    one = _uncalled(cls, 1, [2], 3, 4, "e")
+    others = [_uncalled(cls, *values) for values in ((1, [2], 9, 5, "e"), (1, [3], 3, 4, "e"), (2, [0], 0, 0, ""))]
+    orders = [(one < o, one <= o, one > o, one >= o) for o in others]
+    return hash(one), repr(one), [one == o for o in others], orders, one.__eq__(object())
+
+
+def test_before_its_init_is_compiled_a_record_compares_hashes_orders_and_prints_as_the_dataclass_does() -> None:
+    def dataclass(**options: Any) -> Any:
+        return dataclasses.dataclass(frozen=True, slots=True, **options)
+
+    expected = _behaviour(_options_class(dataclass, dataclasses.field))
+    assert expected[0] == hash((1, 4, "e")) and expected[2] == [True, False, False]
+    assert _behaviour(_options_class(record, field)) == expected
+
+
+def test_a_record_without_fields_and_one_that_names_its_own_slots_are_made_as_declared() -> None:
+    @record
+    class Empty:
+        """Nothing."""
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class EmptyDC:
+        """Nothing."""
+
+    assert (repr(Empty()), Empty() == Empty(), hash(Empty())) == (
+        repr(EmptyDC()).replace("EmptyDC", "Empty"),
+        True,
+        hash(EmptyDC()),
+    )
+    assert repr(Empty()).endswith(".<locals>.Empty()")
+
+    @record
+    class Slotted:
+        """Names its slots: a record has those of its fields."""
+
+        __slots__ = ()
+        a: int
+
+    assert Slotted.__slots__ == ("a",) and Slotted(1).a == 1
+
+
+def test_a_record_has_no_instance_dict_and_no_weak_reference_slot_as_the_slotted_dataclass() -> None:
+    for cls in (Point, PointDC):
+        assert not hasattr(cls, "__weakref__")
+        assert not hasattr(cls(1), "__dict__")
+
+
 def test_ordering_and_identity_equality_follow_the_options() -> None:
     assert sorted([Ranked(2, "a"), Ranked(1, "b"), Ranked(1, "a")]) == [Ranked(1, "a"), Ranked(1, "b"), Ranked(2, "a")]
     assert Ranked(1, "a") <= Ranked(1, "a") < Ranked(1, "b")
