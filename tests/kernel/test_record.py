@@ -425,6 +425,7 @@ def test_an_undocumented_record_is_documented_by_its_signature_as_dataclasses_do
         b: str = "x"
 
     assert Bare.__doc__ == (BareDC.__doc__ or "").replace("BareDC", "Bare")
+    assert (Point.__doc__, PointDC.__doc__) == ("A point.", "A point.")  # a documented one keeps its own
 
 
 def test_importing_every_machine_imports_neither_dataclasses_nor_inspect() -> None:
