@@ -367,6 +367,19 @@ def test_a_record_has_no_instance_dict_and_no_weak_reference_slot_as_the_slotted
         assert not hasattr(cls(1), "__dict__")
 
 
+def test_a_class_variable_declared_between_fields_is_not_a_field_and_the_fields_after_it_are() -> None:
+    @record
+    class Mixed:
+        """A class variable between two fields."""
+
+        a: int
+        LIMIT: ClassVar[int] = 3
+        b: int = 0
+
+    assert [f.name for f in dataclasses.fields(Mixed)] == ["a", "b"]
+    assert Mixed(1, 2) == Mixed(a=1, b=2) and Mixed.LIMIT == 3 and repr(Mixed(1)).endswith("Mixed(a=1, b=0)")
+
+
 def test_ordering_and_identity_equality_follow_the_options() -> None:
     assert sorted([Ranked(2, "a"), Ranked(1, "b"), Ranked(1, "a")]) == [Ranked(1, "a"), Ranked(1, "b"), Ranked(2, "a")]
     assert Ranked(1, "a") <= Ranked(1, "a") < Ranked(1, "b")
