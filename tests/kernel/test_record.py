@@ -380,6 +380,23 @@ def test_a_class_variable_declared_between_fields_is_not_a_field_and_the_fields_
     assert Mixed(1, 2) == Mixed(a=1, b=2) and Mixed.LIMIT == 3 and repr(Mixed(1)).endswith("Mixed(a=1, b=0)")
 
 
+def test_post_init_runs_on_the_first_call_of_a_record_class_and_on_every_later_one() -> None:
+    @record
+    class Positive:
+        """Refuses a value under one after construction."""
+
+        value: int
+
+        def __post_init__(self) -> None:
+            if self.value < 1:
+                raise ValueError(f"not positive: {self.value}")
+
+    for _ in ("first call, bound without compiling", "second call, compiled"):
+        with pytest.raises(ValueError, match=r"^not positive: 0$"):
+            Positive(0)
+    assert Positive(2).value == 2
+
+
 def test_ordering_and_identity_equality_follow_the_options() -> None:
     assert sorted([Ranked(2, "a"), Ranked(1, "b"), Ranked(1, "a")]) == [Ranked(1, "a"), Ranked(1, "b"), Ranked(2, "a")]
     assert Ranked(1, "a") <= Ranked(1, "a") < Ranked(1, "b")
