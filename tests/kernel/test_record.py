@@ -280,7 +280,8 @@ def _declared_hashes(decorate: Any) -> dict[str, object]:
             return 8
 
     out: dict[str, object] = {}
-    for cls in (OwnHash, OwnEq, NoHash, Both):
+    classes: tuple[Any, ...] = (OwnHash, OwnEq, NoHash, Both)  # decorated by an untyped decorator
+    for cls in classes:
         try:
             out[cls.__name__] = hash(cls(1))
         except TypeError as exc:
@@ -358,7 +359,7 @@ def test_a_record_without_fields_and_one_that_names_its_own_slots_are_made_as_de
         __slots__ = ()
         a: int
 
-    assert Slotted.__slots__ == ("a",) and Slotted(1).a == 1
+    assert vars(Slotted)["__slots__"] == ("a",) and Slotted(1).a == 1
 
 
 def test_a_record_has_no_instance_dict_and_no_weak_reference_slot_as_the_slotted_dataclass() -> None:
