@@ -42,7 +42,7 @@ from tests.mutation.import_time import (
     mutated_path,
     recheck,
 )
-from tests.mutation.launch import IMPORT_TIME
+from tests.mutation.launch import EQUIVALENT, IMPORT_TIME
 from tests.mutation.pytest_plugin import CACHES
 from tests.mutation.score import SEPARATOR, Mutant, Score, load_equivalents, load_mutants, module_of, score
 
@@ -103,6 +103,11 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, re
     (root / "mutants").mkdir(parents=True, exist_ok=True)
     listing = root / "mutants" / "import-time-functions.json"
     listing.write_text(json.dumps(sorted(import_time_functions(root))), encoding="utf-8")
+    # Nor does it test the mutants listed as equivalent (see launch).
+    equivalent = root / "mutants" / "equivalent-keys.json"
+    equivalent.write_text(
+        json.dumps(sorted(entry.key() for entry in load_equivalents(EQUIVALENTS))), encoding="utf-8"
+    )
     command = [sys.executable, "-m", "tests.mutation.launch", "run", "--max-children", str(jobs), *patterns]
     # Every Hypothesis test is capped (through the tests.fuzz.budget plugin
     # that [tool.mutmut] loads) so that thousands of test runs stay affordable.
@@ -124,6 +129,7 @@ def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, re
             "PYTEST_ADDOPTS": addopts,
             CACHES: " ".join(kernel_caches(root)),
             IMPORT_TIME: str(listing),
+            EQUIVALENT: str(equivalent),
         },
     )
     return subprocess.run(command, cwd=root, env=env, check=False).returncode

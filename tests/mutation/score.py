@@ -35,10 +35,12 @@ __all__ = [
     "Mutant",
     "Score",
     "describe",
+    "functions_of",
     "load_equivalents",
     "load_mutants",
     "module_of",
     "score",
+    "split_name",
     "status_of",
 ]
 
@@ -115,7 +117,7 @@ def _norm(text: str) -> str:
     return "\n".join(" ".join(line.split()) for line in text.strip().splitlines())
 
 
-def _split_name(name: str) -> tuple[str, str]:
+def split_name(name: str) -> tuple[str, str]:
     """``planfold.kernel.log.x_check_envelope__mutmut_3`` -> (``check_envelope``,
     ``x_check_envelope``); methods come out as ``Class.method``."""
     mangled = name.rpartition(".")[2]
@@ -126,7 +128,7 @@ def _split_name(name: str) -> tuple[str, str]:
     return base.removeprefix("x_"), base
 
 
-def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+def functions_of(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     return {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
 
 
@@ -163,9 +165,9 @@ def load_mutants(root: Path) -> list[Mutant]:
         source = meta.with_suffix("")
         file = source.relative_to(root / "mutants" / NAMESPACE).as_posix()
         lines = source.read_text(encoding="utf-8").splitlines()
-        defs = _functions(ast.parse("\n".join(lines)))
+        defs = functions_of(ast.parse("\n".join(lines)))
         for name, code in sorted(codes.items()):
-            function, base = _split_name(name)
+            function, base = split_name(name)
             original, mutated = describe(lines, defs, base, name)
             out.append(Mutant(name, status_of(code), file, function, original, mutated))
     return out

@@ -135,7 +135,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "tests" / "mutation").mkdir(parents=True)
     (root / "tests" / "__init__.py").write_text("")
     (root / "tests" / "mutation" / "__init__.py").write_text("")
-    for name in ("pytest_plugin.py", "launch.py"):
+    for name in ("pytest_plugin.py", "launch.py", "score.py"):
         shutil.copy(cli.ROOT / "tests" / "mutation" / name, root / "tests" / "mutation")
     (root / "tests" / "test_tiny.py").write_text(TEST_TINY)
     (root / "pyproject.toml").write_text(_config())

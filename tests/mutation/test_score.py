@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import types
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from tests.mutation.import_time import (
     narrowed,
     to_recheck,
 )
-from tests.mutation.launch import SKIPPED, leaving_out
+from tests.mutation.launch import SKIPPED, Describer, leaving_out
 from tests.mutation.launch import main as launch_main
 from tests.mutation.pytest_plugin import empty_caches
 from tests.mutation.score import (
@@ -416,6 +417,52 @@ def test_the_launcher_leaves_import_time_mutants_to_the_recheck_marking_the_unde
     ]
     assert data.exit_code_by_key == {f"{at_import}__mutmut_1": SKIPPED} and data.saved == 1
     assert status_of(SKIPPED) == "skipped"
+
+
+def test_the_launcher_leaves_listed_equivalents_untested_and_the_score_counts_them_equivalent(root: Path) -> None:
+    class Data:
+        path = "src/planfold/kernel/sample.py"
+
+        def __init__(self) -> None:
+            self.exit_code_by_key: dict[str, int | None] = {}
+            self.saved = 0
+
+        def save(self) -> None:
+            self.saved += 1
+
+    listed = Equivalent(
+        "kernel/sample.py",
+        "read_int",
+        'raise ValueError("too small")',
+        'raise ValueError("XXtoo smallXX")',
+        "the message is never shown to anyone in this sample",
+    )
+    # An entry whose line no longer matches its mutant (the code changed)
+    # leaves that mutant to mutmut.
+    changed = Equivalent("kernel/sample.py", "Box.put", "gone", "gone too", "a line that no longer exists here")
+    keys = {entry.key() for entry in (listed, changed)}
+    describer = Describer(root)
+    data = Data()
+    names = sorted(CODES)
+    items = [(data, name, None) for name in names]
+
+    def collect(*, mutant_names: tuple[str, ...]) -> tuple[list[Any], None]:
+        return list(items), None
+
+    def is_listed(of: Any, name: str) -> bool:
+        return describer.key(of.path, name) in keys
+
+    kept, _ = leaving_out(collect, set(), is_listed)(mutant_names=())
+    assert [name for _, name, _ in kept] == [
+        "planfold.kernel.sample.x_read_int__mutmut_1",
+        "planfold.kernel.sample.xǁBoxǁput__mutmut_1",
+    ]
+    assert data.exit_code_by_key == {"planfold.kernel.sample.x_read_int__mutmut_2": SKIPPED}
+    # The description is the score's own: the skipped mutant counts as
+    # equivalent, not against the score.
+    skipped = [replace(m, status="skipped") if m.name in data.exit_code_by_key else m for m in load_mutants(root)]
+    result = score(skipped, [listed])
+    assert [m.name for m in result.equivalent] == ["planfold.kernel.sample.x_read_int__mutmut_2"]
 
 
 def test_the_launcher_forgets_the_checkouts_tests_package_before_mutmut_runs_pytest_on_the_copy(
