@@ -373,12 +373,15 @@ class OneStepBackend(Backend, Protocol):
 def _folded(sid: str, state: SessionState, events: Sequence[Event], folded: Folded | None) -> SessionState:
     """The strict fold of ``events`` onto ``state``: the caller's when it
     folded exactly these onto exactly this state, else ``fold_new_events``."""
-    if folded is None or folded.after.last != events[-1]:
-        return fold_new_events(sid, state, events)
-    # The very state, or (a new session) two empty ones: comparing two
+    # The caller's fold counts when it ends at these events and starts from
+    # the very state, or (a new session) from an empty one too: comparing two
     # non-empty states built apart would walk them whole, which costs more
     # than folding the few events again.
-    if folded.before is state or (state.last is None and folded.before == state):
+    if (
+        folded is not None
+        and folded.after.last == events[-1]
+        and (folded.before is state or (state.last is None and folded.before == state))
+    ):
         return folded.after
     return fold_new_events(sid, state, events)
 

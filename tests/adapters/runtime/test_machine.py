@@ -17,6 +17,7 @@ from benchmarks.workloads import session_events
 from planfold.adapters.llm.model import ChatRequest, ChatResponse, ModelTimeoutError
 from planfold.adapters.runtime.aio import AsyncRuntime
 from planfold.adapters.runtime.machine import (
+    Action,
     AskModel,
     OutOfOrderError,
     Review,
@@ -83,24 +84,37 @@ def _machine(store: Store) -> StepMachine:
     return StepMachine(store, S, _tools(), clock=ticking())
 
 
-def test_a_turn_asks_the_model_runs_the_tools_and_asks_for_reviews_in_order() -> None:
-    machine = _machine(MemoryStore())
+def _planned_turn(machine: StepMachine) -> list[Action]:
+    """A turn in plan mode: read a file, propose a plan, have it approved,
+    reply; every action the machine asked for, in order."""
     machine.choose(True)
     machine.start_turn("plan it")
-    action = machine.next_action()
-    assert isinstance(action, AskModel) and (action.step, action.attempt) == (1, 0)
+    actions = [machine.next_action()]
     machine.reply(batch(call("read_file", {"path": "a.txt"})))
-    action = machine.next_action()
-    assert isinstance(action, RunTool) and action.call.name == "read_file"
-    machine.tool_result(action.call.id, True, "A")
-    assert isinstance(machine.next_action(), AskModel)
+    actions.append(machine.next_action())
+    run = actions[-1]
+    assert isinstance(run, RunTool)
+    machine.tool_result(run.call.id, True, "A")
+    actions.append(machine.next_action())
     machine.reply(exit_plan())
-    review = machine.next_action()
-    assert isinstance(review, Review) and review.request.plan.startswith("# ")
+    actions.append(machine.next_action())
+    review = actions[-1]
+    assert isinstance(review, Review)
     machine.review_answer(review.call.id, approve())
-    assert isinstance(machine.next_action(), AskModel)
+    actions.append(machine.next_action())
     machine.reply(say("done"))
-    over = machine.next_action()
+    actions.append(machine.next_action())
+    return actions
+
+
+def test_a_turn_asks_the_model_runs_the_tools_and_asks_for_reviews_in_order() -> None:
+    machine = _machine(MemoryStore())
+    first, run, after_tool, review, after_review, over = _planned_turn(machine)
+    assert isinstance(first, AskModel) and (first.step, first.attempt) == (1, 0)
+    assert isinstance(run, RunTool) and run.call.name == "read_file"
+    assert isinstance(after_tool, AskModel)
+    assert isinstance(review, Review) and review.request.plan.startswith("# ")
+    assert isinstance(after_review, AskModel)
     assert isinstance(over, TurnOver) and over.report.ended_by == "reply" and over.report.steps == 3
     assert machine.stage == "idle" and not machine.state.turns.open
 
@@ -174,21 +188,7 @@ def test_a_machines_appends_reach_the_store_with_their_fold_so_the_store_folds_n
     store = MemoryStore() if backend == "memory" else SqliteStore(tmp_path / "machine.db")
     folds = CountingFold(monkeypatch)
     machine = _machine(store)
-    machine.choose(True)
-    machine.start_turn("plan it")
-    assert isinstance(machine.next_action(), AskModel)
-    machine.reply(batch(call("read_file", {"path": "a.txt"})))
-    action = machine.next_action()
-    assert isinstance(action, RunTool)
-    machine.tool_result(action.call.id, True, "A")
-    assert isinstance(machine.next_action(), AskModel)
-    machine.reply(exit_plan())
-    review = machine.next_action()
-    assert isinstance(review, Review)
-    machine.review_answer(review.call.id, approve())
-    assert isinstance(machine.next_action(), AskModel)
-    machine.reply(say("done"))
-    assert isinstance(machine.next_action(), TurnOver)
+    assert isinstance(_planned_turn(machine)[-1], TurnOver)
     assert store.head(S) > 10 and folds.calls == 0
     assert store.audit(S).ok
     assert store.load(S) == fold_session(store.read(S)) == machine.state
