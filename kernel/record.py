@@ -189,7 +189,7 @@ def _build(declared: type[_T], eq: bool, order: bool) -> type[_T]:
     made: Any = None  # the class, once made: the methods below close over it
     calls = 0
 
-    def __init__(self: object, *args: Any, **kwargs: Any) -> None:
+    def __init__(self: object, /, *args: Any, **kwargs: Any) -> None:
         nonlocal calls
         calls += 1
         values = _bound(fields, args, kwargs) if calls == 1 else None

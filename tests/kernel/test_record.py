@@ -324,7 +324,11 @@ def _behaviour(cls: Any) -> tuple[object, ...]:
     one = _uncalled(cls, 1, [2], 3, 4, "e")
     others = [_uncalled(cls, *values) for values in ((1, [2], 9, 5, "e"), (1, [3], 3, 4, "e"), (2, [0], 0, 0, ""))]
     orders = [(one < o, one <= o, one > o, one >= o) for o in others]
-    return hash(one), repr(one), [one == o for o in others], orders, one.__eq__(object())
+    # Called directly, each comparison answers for itself: through an
+    # operator, Python would ask the reflected one when it declines.
+    direct = [(one.__lt__(o), one.__le__(o), one.__gt__(o), one.__ge__(o)) for o in others]
+    declined = (one.__lt__(1), one.__le__(1), one.__gt__(1), one.__ge__(1))
+    return hash(one), repr(one), [one == o for o in others], orders, direct, declined, one.__eq__(object())
 
 
 def test_before_its_init_is_compiled_a_record_compares_hashes_orders_and_prints_as_the_dataclass_does() -> None:
@@ -479,3 +483,94 @@ def test_an_init_var_is_refused_whether_its_annotation_is_text_or_a_value() -> N
     namespace: dict[str, Any] = {"__annotations__": {"a": dataclasses.InitVar[int]}, "__doc__": "d"}
     with pytest.raises(TypeError, match=r"^Value\.a: a record has no InitVar$"):
         record(type("Value", (), namespace))
+
+
+def test_a_plain_subclass_of_a_record_may_set_and_delete_its_own_attributes_but_never_a_field() -> None:
+    # dataclasses means this too, but on Python 3.11 its slotted frozen
+    # class refuses every attribute of a subclass with a TypeError (its
+    # __setattr__ names the class it replaced); a record does what it means.
+    @record
+    class Point:
+        """Two coordinates."""
+
+        x: int
+        y: int
+
+    class Tagged(Point):  # not a record: it has an instance dict
+        pass
+
+    seen: list[object] = []
+    plain, sub = Point(1, 2), Tagged(3, 4)
+    for target, name in ((plain, "x"), (plain, "tag"), (sub, "x"), (sub, "tag")):
+        try:
+            setattr(target, name, 9)
+            seen.append(("set", name, getattr(target, name)))
+        except dataclasses.FrozenInstanceError:
+            seen.append(("refused", name))
+    for target, name in ((sub, "tag"), (sub, "y"), (plain, "x")):
+        try:
+            delattr(target, name)
+            seen.append(("deleted", name, hasattr(target, name)))
+        except dataclasses.FrozenInstanceError:
+            seen.append(("kept", name, getattr(target, name)))
+    assert seen == [
+        ("refused", "x"),
+        ("refused", "tag"),
+        ("refused", "x"),
+        ("set", "tag", 9),
+        ("deleted", "tag", False),
+        ("kept", "y", 4),
+        ("kept", "x", 1),
+    ]
+
+
+def test_a_record_restored_from_a_shorter_state_sets_only_the_fields_the_state_gives() -> None:
+    @record
+    class Pair:
+        """Two values."""
+
+        a: int
+        b: int = 0
+
+    made: Any = Pair.__new__(Pair)
+    made.__setstate__([5])  # a state written before the second field existed
+    assert made.a == 5 and not hasattr(made, "b")
+
+
+def test_a_record_may_name_a_field_self_and_is_built_by_keyword_and_by_position() -> None:
+    @record
+    class Odd:
+        """A field that shares the name of the instance."""
+
+        self: int
+        other: str = "o"
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class OddDC:
+        self: int
+        other: str = "o"
+
+    for _ in range(3):  # the first call, the one that compiles, and a compiled one
+        assert (Odd(1).self, Odd(self=2, other="x").other) == (OddDC(1).self, OddDC(self=2, other="x").other)
+    assert list(inspect.signature(Odd).parameters) == list(inspect.signature(OddDC).parameters)
+
+
+def test_the_compiled_methods_of_a_record_are_named_and_placed_as_the_dataclasses() -> None:
+    @record
+    class Point:
+        """Two coordinates."""
+
+        x: int
+        y: int
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class PointDC:
+        x: int
+        y: int
+
+    Point(1, 2), Point(3, 4)  # the second construction compiles the methods
+    for name in ("__init__", "__eq__", "__hash__"):
+        ours, theirs = getattr(Point, name), getattr(PointDC, name)
+        assert ours.__qualname__.replace("Point.", "PointDC.") == theirs.__qualname__
+        assert ours.__module__ == theirs.__module__ == __name__
+    assert Point(1, 2) == Point(1, 2) and hash(Point(1, 2)) == hash(PointDC(1, 2))
