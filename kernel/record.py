@@ -271,7 +271,7 @@ def _compile_init(cls: Any) -> Callable[..., None]:
     ``cls``, set on it (compiled once: a second compile, from two threads at
     once, writes the same function)."""
     fields: tuple[_Field, ...] = cls.__record_fields__
-    me = "__record_self__" if any(f.name == "self" for f in fields) else "self"
+    me = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"  # the dataclass's names
     consts: dict[str, object] = {"__record_set__": object.__setattr__, "__record_factory__": _FACTORY}
     params, body = [me], []
     for f in fields:

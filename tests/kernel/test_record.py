@@ -9,6 +9,7 @@ import inspect
 import pickle
 import subprocess
 import sys
+import typing
 from typing import Any, ClassVar
 
 import pytest
@@ -340,6 +341,30 @@ def test_before_its_init_is_compiled_a_record_compares_hashes_orders_and_prints_
     assert _behaviour(_options_class(record, field)) == expected
 
 
+def test_before_its_init_is_compiled_a_record_of_one_field_or_none_compares_and_hashes_as_the_dataclass_does() -> None:
+    def behaviour(decorate: Any) -> tuple[object, ...]:
+        @decorate(order=True)
+        class One:
+            """One field."""
+
+            a: int
+
+        @decorate(order=True)
+        class Nothing:
+            """No field."""
+
+        one, same, two = (_uncalled(One, value) for value in (1, 1, 2))
+        empty, other = _uncalled(Nothing), _uncalled(Nothing)
+        return (
+            (hash(one), one == same, one == two, one.__lt__(two), one.__ge__(two), repr(one).split(".")[-1]),
+            (hash(empty), empty == other, empty.__lt__(other), empty.__le__(other), repr(empty).split(".")[-1]),
+        )
+
+    expected = behaviour(lambda **options: dataclasses.dataclass(frozen=True, slots=True, **options))
+    assert expected == ((hash((1,)), True, False, True, False, "One(a=1)"), (hash(()), True, False, True, "Nothing()"))
+    assert behaviour(record) == expected
+
+
 def test_a_record_without_fields_and_one_that_names_its_own_slots_are_made_as_declared() -> None:
     @record
     class Empty:
@@ -349,6 +374,8 @@ def test_a_record_without_fields_and_one_that_names_its_own_slots_are_made_as_de
     class EmptyDC:
         """Nothing."""
 
+    first = Empty()  # hashed before the class's second call compiles its methods
+    assert hash(first) == hash(EmptyDC())
     assert (repr(Empty()), Empty() == Empty(), hash(Empty())) == (
         repr(EmptyDC()).replace("EmptyDC", "Empty"),
         True,
@@ -383,6 +410,33 @@ def test_a_class_variable_declared_between_fields_is_not_a_field_and_the_fields_
 
     assert [f.name for f in dataclasses.fields(Mixed)] == ["a", "b"]
     assert Mixed(1, 2) == Mixed(a=1, b=2) and Mixed.LIMIT == 3 and repr(Mixed(1)).endswith("Mixed(a=1, b=0)")
+
+
+def test_class_variables_are_told_from_fields_by_annotation_text_or_value_as_dataclasses_tells_them() -> None:
+    # Declared in a module without deferred annotations, a class annotates
+    # its attributes with the values themselves; here with text, as both
+    # "ClassVar[...]" and "typing.ClassVar[...]".
+    annotations: dict[str, object] = {
+        "a": int,
+        "BARE": ClassVar,
+        "VALUE": ClassVar[int],
+        "TEXT": "ClassVar[int]",
+        "DOTTED": "typing.ClassVar[int]",
+        "b": "list[int]",
+        "c": int | None,  # a value without a __name__
+    }
+    constants = {"BARE": 1, "VALUE": 2, "TEXT": 3, "DOTTED": 4, "c": None}
+
+    def declare(decorate: Any, name: str) -> Any:
+        return decorate(type(name, (), {"__annotations__": dict(annotations), "__doc__": "d", **constants}))
+
+    mine = declare(record, "Mine")
+    theirs = declare(dataclasses.dataclass(frozen=True, slots=True), "Theirs")
+    assert [f.name for f in dataclasses.fields(mine)] == [f.name for f in dataclasses.fields(theirs)] == ["a", "b", "c"]
+    assert [f.type for f in dataclasses.fields(mine)] == [int, "list[int]", int | None]
+    made = mine(1, [2])
+    assert (made.a, made.b, mine.DOTTED, repr(made)) == (1, [2], 4, repr(theirs(1, [2])).replace("Theirs", "Mine"))
+    assert typing.get_origin(annotations["VALUE"]) is ClassVar
 
 
 def test_post_init_runs_on_the_first_call_of_a_record_class_and_on_every_later_one() -> None:
@@ -425,6 +479,9 @@ def test_a_record_that_prints_itself_prints_an_ellipsis_inside() -> None:
     c = Checked(1, holder)  # type: ignore[arg-type]
     holder["me"] = c
     assert repr(c) == "Checked(value=1, hashed={'me': ...})"
+    # Only the very record is elided: another of its class prints in full.
+    outer = Checked(1, {"inner": Checked(2)})  # type: ignore[dict-item]
+    assert repr(outer) == "Checked(value=1, hashed={'inner': Checked(value=2, hashed={})})"
 
 
 def test_declarations_records_do_not_support_are_refused() -> None:
@@ -480,9 +537,10 @@ def test_an_init_var_is_refused_whether_its_annotation_is_text_or_a_value() -> N
         class Text:
             a: dataclasses.InitVar[int]
 
-    namespace: dict[str, Any] = {"__annotations__": {"a": dataclasses.InitVar[int]}, "__doc__": "d"}
-    with pytest.raises(TypeError, match=r"^Value\.a: a record has no InitVar$"):
-        record(type("Value", (), namespace))
+    for annotation in (dataclasses.InitVar[int], dataclasses.InitVar):
+        namespace: dict[str, Any] = {"__annotations__": {"a": annotation}, "__doc__": "d"}
+        with pytest.raises(TypeError, match=r"^Value\.a: a record has no InitVar$"):
+            record(type("Value", (), namespace))
 
 
 def test_a_plain_subclass_of_a_record_may_set_and_delete_its_own_attributes_but_never_a_field() -> None:
@@ -507,12 +565,12 @@ def test_a_plain_subclass_of_a_record_may_set_and_delete_its_own_attributes_but_
             seen.append(("set", name, getattr(target, name)))
         except dataclasses.FrozenInstanceError:
             seen.append(("refused", name))
-    for target, name in ((sub, "tag"), (sub, "y"), (plain, "x")):
+    for target, name in ((sub, "tag"), (sub, "y"), (plain, "x"), (plain, "tag")):
         try:
             delattr(target, name)
             seen.append(("deleted", name, hasattr(target, name)))
         except dataclasses.FrozenInstanceError:
-            seen.append(("kept", name, getattr(target, name)))
+            seen.append(("kept", name, getattr(target, name, None)))
     assert seen == [
         ("refused", "x"),
         ("refused", "tag"),
@@ -521,6 +579,7 @@ def test_a_plain_subclass_of_a_record_may_set_and_delete_its_own_attributes_but_
         ("deleted", "tag", False),
         ("kept", "y", 4),
         ("kept", "x", 1),
+        ("kept", "tag", None),
     ]
 
 
@@ -553,6 +612,26 @@ def test_a_record_may_name_a_field_self_and_is_built_by_keyword_and_by_position(
     for _ in range(3):  # the first call, the one that compiles, and a compiled one
         assert (Odd(1).self, Odd(self=2, other="x").other) == (OddDC(1).self, OddDC(self=2, other="x").other)
     assert list(inspect.signature(Odd).parameters) == list(inspect.signature(OddDC).parameters)
+
+
+def test_a_compiled_init_names_its_parameters_as_the_dataclasses_own_instance_included() -> None:
+    @record
+    class Odd:
+        """A field that shares the name of the instance."""
+
+        self: int
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class OddDC:
+        self: int
+
+    def parameters(cls: Any) -> list[tuple[str, object]]:
+        cls(1), cls(2)  # the second call compiles a record's __init__
+        return [(p.name, p.kind) for p in inspect.signature(cls.__init__).parameters.values()]
+
+    assert parameters(Point) == parameters(PointDC)
+    assert parameters(Odd) == parameters(OddDC)
+    assert [name for name, _ in parameters(Point)] == ["self", "x", "y", "tags", "note"]
 
 
 def test_the_compiled_methods_of_a_record_are_named_and_placed_as_the_dataclasses() -> None:
