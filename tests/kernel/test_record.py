@@ -596,6 +596,13 @@ def test_a_record_restored_from_a_shorter_state_sets_only_the_fields_the_state_g
     assert made.a == 5 and not hasattr(made, "b")
 
 
+def _init_parameters(cls: Any) -> list[tuple[str, object]]:
+    """The names and kinds of ``cls.__init__``'s parameters, the instance's
+    included, once a record's ``__init__`` is compiled (at its second call)."""
+    cls(1), cls(2)
+    return [(p.name, p.kind) for p in inspect.signature(cls.__init__).parameters.values()]
+
+
 def test_a_record_may_name_a_field_self_and_is_built_by_keyword_and_by_position() -> None:
     @record
     class Odd:
@@ -612,26 +619,12 @@ def test_a_record_may_name_a_field_self_and_is_built_by_keyword_and_by_position(
     for _ in range(3):  # the first call, the one that compiles, and a compiled one
         assert (Odd(1).self, Odd(self=2, other="x").other) == (OddDC(1).self, OddDC(self=2, other="x").other)
     assert list(inspect.signature(Odd).parameters) == list(inspect.signature(OddDC).parameters)
+    assert _init_parameters(Odd) == _init_parameters(OddDC)  # the instance's renamed as the dataclass's
 
 
 def test_a_compiled_init_names_its_parameters_as_the_dataclasses_own_instance_included() -> None:
-    @record
-    class Odd:
-        """A field that shares the name of the instance."""
-
-        self: int
-
-    @dataclasses.dataclass(frozen=True, slots=True)
-    class OddDC:
-        self: int
-
-    def parameters(cls: Any) -> list[tuple[str, object]]:
-        cls(1), cls(2)  # the second call compiles a record's __init__
-        return [(p.name, p.kind) for p in inspect.signature(cls.__init__).parameters.values()]
-
-    assert parameters(Point) == parameters(PointDC)
-    assert parameters(Odd) == parameters(OddDC)
-    assert [name for name, _ in parameters(Point)] == ["self", "x", "y", "tags", "note"]
+    assert _init_parameters(Point) == _init_parameters(PointDC)
+    assert [name for name, _ in _init_parameters(Point)] == ["self", "x", "y", "tags", "note"]
 
 
 def test_the_compiled_methods_of_a_record_are_named_and_placed_as_the_dataclasses() -> None:
