@@ -50,6 +50,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import ClassVar, Literal, NewType, Protocol, TypeAlias, runtime_checkable
 
@@ -267,6 +268,30 @@ class RetryBudget:
             return False
         self.used += 1
         return True
+
+    @contextmanager
+    def spending(self) -> Iterator[RetryBudget]:
+        """Make this the budget every model client spends from while the
+        block runs in this thread or asyncio task (``spent_from``): a runtime
+        binds its session's step budget around each model call, so sessions
+        that share one client never share a budget."""
+        token = _SPENDING.set(self)
+        try:
+            yield self
+        finally:
+            _SPENDING.reset(token)
+
+
+#: The budget bound by ``RetryBudget.spending`` in this context (a thread or
+#: an asyncio task has its own), or None.
+_SPENDING: ContextVar[RetryBudget | None] = ContextVar("planfold_retry_budget", default=None)
+
+
+def spent_from(own: RetryBudget) -> RetryBudget:
+    """The budget a client's call spends from: the one a runtime bound for
+    this context (``RetryBudget.spending``), else the client's ``own``."""
+    bound = _SPENDING.get()
+    return own if bound is None else bound
 
 
 #: How deeply tool-call arguments may nest arrays and objects (the tool

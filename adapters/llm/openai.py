@@ -56,6 +56,7 @@ from .model import (
     ModelUnreachableError,
     RetryBudget,
     excerpt,
+    spent_from,
 )
 from .openai_policy import OUTCOMES, Retrier, RetryPolicy, is_retryable, outcome_of
 from .openai_transport import (
@@ -223,9 +224,10 @@ class OpenAIClient(_Properties):
     not an http(s) URL with a host, a non-positive ``timeout_s``, or a proxy
     in the environment that httpx cannot speak. ``on_retry(retry, error,
     delay)`` is called before each wait; ``resolve`` looks host names up
-    (``socket.getaddrinfo``'s signature). Threads that share a client keep
-    each attempt's own deadline, but share its retry budget, which counts the
-    retries of one unit of work at a time: give each thread its own client.
+    (``socket.getaddrinfo``'s signature). Threads and sessions that share a client keep
+    each attempt's own deadline and, when a runtime drives them, each turn's
+    own retry budget (``RetryBudget.spending``): sharing one client is the
+    normal way.
     """
 
     def __init__(
@@ -257,12 +259,13 @@ class OpenAIClient(_Properties):
         ``ModelRetriesExhaustedError`` when every attempt failed retryably.
         """
         payload = self._s.payload(request)
-        with self.retry_budget.step():
+        budget = spent_from(self.retry_budget)
+        with budget.step():
             while True:
                 try:
                     return self._attempt(payload)
                 except ModelError as err:
-                    self._sleep(self._s.retrier.after(err))
+                    self._sleep(self._s.retrier.after(err, budget))
 
     def _attempt(self, payload: bytes) -> ChatResponse:
         s = self._s
@@ -323,12 +326,13 @@ class AsyncOpenAIClient(_Properties):
         """Send ``request`` and return the model's reply; raises as
         ``OpenAIClient.complete`` does."""
         payload = self._s.payload(request)
-        with self.retry_budget.step():
+        budget = spent_from(self.retry_budget)
+        with budget.step():
             while True:
                 try:
                     return await self._attempt(payload)
                 except ModelError as err:
-                    delay = self._s.retrier.after(err)
+                    delay = self._s.retrier.after(err, budget)
                 await self._sleep(delay)
 
     async def _attempt(self, payload: bytes) -> ChatResponse:

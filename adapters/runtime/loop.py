@@ -94,12 +94,14 @@ class Runtime(Driver[ModelClient, ReviewPort]):
     def _carry_out(self, action: AskModel | RunTool | Review) -> None:
         machine = self.machine
         if isinstance(action, AskModel):
+            budget = action.budget(machine.retry_budget)
             try:
-                response = self.model.complete(action.request)
+                with budget.spending():
+                    response = self.model.complete(action.request)
             except ModelError as exc:
-                machine.model_failed(exc)
+                machine.model_failed(exc, budget.used)
                 return
-            machine.reply(response)
+            machine.reply(response, budget.used)
         elif isinstance(action, RunTool):
             call = action.call
             with machine.log.sealed(f"tool {call.name}"):
