@@ -41,7 +41,7 @@ def test_importing_the_kernel_loads_nothing_a_core_name_loads_the_core_and_a_mac
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     nothing, core, machine = out.splitlines()
     assert nothing == "[]"
-    assert core == repr([f"planfold.kernel.{m}" for m in ("errors", "log", "payload", "phase", "record")])
+    assert core == repr([f"planfold.kernel.{m}" for m in ("errors", "log", "payload", "phase")])
     assert machine == "True False"
 
 
