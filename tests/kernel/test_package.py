@@ -93,6 +93,22 @@ def test_the_plan_package_exports_a_short_surface_each_name_its_modules_own() ->
         assert all(getattr(plan, name) is getattr(m, name) for m in owners), name
 
 
+def test_the_plan_package_exports_the_two_checks_seed_000_names_for_the_plan_and_its_summary() -> None:
+    assert {"validate_plan_spec", "validate_summary_candidate"} <= set(plan.__all__)
+    assert plan.validate_plan_spec is plan.spec.validate_plan_spec
+    assert plan.validate_summary_candidate is plan.spec.validate_summary_candidate
+    todo = plan.Todo("t1", "write the fix")
+    good = plan.PlanSpec("fix the bug", ("edit",), (), ("run the tests",), (todo,))
+    assert plan.validate_plan_spec(good) == ()
+    bad = plan.PlanSpec(" ", ("edit",), (), ("run the tests",), (todo,))
+    assert [p.code for p in plan.validate_plan_spec(bad)] == ["empty-goal"]
+    candidate = {"goal": "fix", "key_steps": ["edit"], "constraints": [], "verify": ["test"], "active_todo_ids": ["t9"]}
+    assert [(p.code, p.where) for p in plan.validate_summary_candidate(candidate, good)] == [
+        ("unknown-todo-id", "active_todo_ids[0]")
+    ]
+    assert plan.validate_summary_candidate({**candidate, "active_todo_ids": ["t1"]}, good) == ()
+
+
 def test_nothing_in_the_plan_package_imports_the_session() -> None:
     """The plan machines know only plan state; what needs the whole session
     lives above it (``kernel.plan_events``, ``kernel.decisions``)."""
