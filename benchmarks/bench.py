@@ -41,7 +41,7 @@ from benchmarks.append_bench import run_append_growth, run_durable_append, run_g
 from benchmarks.concurrent_bench import run_concurrent_append
 from benchmarks.es_baseline import MISSING, load_eventsourcing
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale
-from benchmarks.kernel_bench import ROOT, run_folds, run_import
+from benchmarks.kernel_bench import ROOT, run_folds
 from benchmarks.lg_baseline import LG_MISSING, load_langgraph
 from benchmarks.memory_bench import run_memory
 from benchmarks.open_bench import run_open
@@ -51,6 +51,7 @@ from benchmarks.replay_bench import run_replay
 from benchmarks.report_bench import run_report
 from benchmarks.runtime_bench import run_runtime_turns
 from benchmarks.serve_bench import run_serve
+from benchmarks.start_bench import run_start
 
 __all__ = ["FAMILIES", "format_table", "main", "missed", "results_json", "run"]
 
@@ -58,7 +59,7 @@ Family = Callable[[Scale, Path], FamilyResult]
 
 #: Every family, in the order a run measures them.
 FAMILIES: dict[str, Family] = {
-    "kernel-import": run_import,
+    "cold-start": run_start,
     "kernel-fold": run_folds,
     "durable-append": run_durable_append,
     "append-growth": run_append_growth,

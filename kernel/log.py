@@ -19,11 +19,11 @@ number).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence  # noqa: F401  # Mapping: resolves Event's annotations
+from dataclasses import dataclass
 from typing import Literal
 
 from .errors import PayloadError, ReplayError
 from .payload import JSON, MAX_SAFE_INTEGER, JSONObject, NonEmpty, Positive, SafeInt, object_of, read_as  # noqa: F401  # JSON: resolves Event's annotations at run time
-from .record import record
 
 __all__ = [
     "ASSISTANT_MESSAGE",
@@ -97,7 +97,7 @@ KNOWN_KINDS: frozenset[str] = frozenset(
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Event:
     """One record of the session log. ``payload`` is never mutated."""
 
@@ -107,7 +107,7 @@ class Event:
     payload: JSONObject
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Draft:
     """An event before the log numbers it: what a decision returns. The
     session log gives it its ``seq`` (the next of the log) and its time when
@@ -176,14 +176,14 @@ def check_next(last: int, last_at: int, seq: object, kind: object, at: object) -
 # Turns and request headers
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TurnPayload:
     """The payload of ``turn/start`` and ``turn/end``: the turn's number."""
 
     turn: Positive
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RequestHeader:
     """The payload of ``request/header``: one model request, and the plan
     state it was derived with."""
@@ -193,7 +193,7 @@ class RequestHeader:
     plan_mode: bool
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TurnState:
     """The turn fold: the last turn number, whether it is open, its last step,
     and the last request header recorded anywhere in the log."""
@@ -281,7 +281,7 @@ def fold_turns(events: Iterable[Event]) -> TurnState:
 # Messages
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PluginSource:
     """A message a plugin sent (for example the plan-mode notice)."""
 
@@ -289,7 +289,7 @@ class PluginSource:
     plugin: NonEmpty
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GoalSource:
     """A goal continuation: round ``round`` of goal ``goal_id`` at
     ``revision`` (the goal fold judges the numbers)."""
@@ -304,7 +304,7 @@ class GoalSource:
 MessageSource = PluginSource | GoalSource
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Message:
     """The payload of ``user/message`` and ``assistant/message``: the text,
     and who sent it (``None``: a human, or the model)."""

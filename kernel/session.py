@@ -37,6 +37,7 @@ equals the projection of the fold of the log.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
@@ -75,7 +76,6 @@ from .plan.artifact import PlanState
 from .plan.mode import PlanModePayload
 from .plan.payload import PlanPayload, action_of
 from .plan.status import apply_plan_action, mark_answered
-from .record import field, record
 from .tools.events import TOOL_PAYLOADS, check_tool_turn
 
 __all__ = [
@@ -93,7 +93,7 @@ __all__ = [
 
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SessionState:
     """Everything the log determines about a session. An empty log is an old
     or new session: build mode, no plan, no goal."""
@@ -273,7 +273,7 @@ def fold_session(events: Iterable[Event]) -> SessionState:
 Reducer = Callable[[_Working, int, int, Any], None]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Kind:
     """How one kind is folded: its payload's type and its reducer."""
 

@@ -37,6 +37,7 @@ functions and carries out what they say.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from .decisions import decide_scope, tool_error_text
@@ -61,7 +62,6 @@ from .log import (
 from .payload import JSON, JSONObject
 from .phase import RuntimePhase
 from .plan.scope import Effect
-from .record import record
 from .session import SessionState
 from .tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload, verdict_events
 from .tools.gate import GatePolicy, Refused, Verdict, check_call
@@ -94,7 +94,7 @@ CALL_INTERRUPTED = "call-interrupted"
 REPLY_NOTICE_SOURCE = PluginSource("plugin", "reply-check")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Unfinished:
     """How a reply that is not the model's final word is treated: the
     refusal ``code`` its calls get, how the turn ends (``ended_by``; None:
@@ -113,7 +113,7 @@ UNFINISHED: Mapping[str, Unfinished] = {
 }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ReplyCall:
     """One call of a reply as the model sent it: its raw argument text and
     either the decoded object (``arguments``) or why it did not decode
@@ -133,7 +133,7 @@ class ReplyCall:
         return ToolCall(self.call_id, self.tool, arguments)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Reply:
     """The model's reply: its text (None: none), its calls, the server's
     ``finish_reason`` and the model's ``refusal`` text when it declined."""
@@ -147,7 +147,7 @@ class Reply:
 ReplyOutcome = Literal["calls", "final", "again", "stop"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RecordedReply:
     """How one reply goes into the log: append ``batch`` (the assistant
     message and every call taken); then, for each call in order, append its

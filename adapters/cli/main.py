@@ -29,7 +29,7 @@ checked. ``export`` and ``import`` move one session between the two forms.
   every session of a database with the machines' transition coverage; see
   ``adapters.report``. It reads as ``replay`` does (read-only, one pass).
 - ``demo``: see ``adapters.cli.demo``.
-- ``conform DIR``: see ``adapters.specgen.vectors``.
+- ``conform DIR``: see ``adapters.cli.conform`` and ``adapters.specgen.vectors``.
 - ``serve --db FILE``: JSON-RPC 2.0 on stdin/stdout, see ``adapters.serve``.
 
 A forked session's provenance (its source, the seq it was forked at, the
@@ -84,17 +84,17 @@ from ..provenance import ForkProvenance, ForkRecordLines, encode_fork_record, sp
 from ..report.html import render_coverage, render_report
 from ..report.model import Coverage, build_report, with_fork_record
 from ..serve.command import add_serve_arguments, run_serve
-from ..specgen.vectors import add_conform_arguments, run_conform
 from ..store.base import Store, check_provenance, check_session_id, import_session
 from ..store.fork import fork_at_turn
 from ..store.opener import is_postgres_url
+from ..store.spill import fold_records
 from .args import count, positive_seconds
+from .conform import add_conform_arguments, run_conform
 from .demo import command_name, run_demo
 from .describe import goal_text, plan_text, shown, summarize
 from .entry import EXIT_STATUS, ParserExit, main, top_parser
 from .inputs import CliError, Source, open_database, read_source, same_file
 from .progress import Progress
-from .spill import fold_records
 
 __all__ = ["EXIT_STATUS", "main", "run"]
 

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``build_report(session, records)`` reads a session's events once, as a
 stream, and folds each one strictly with the kernel's own fold (through
-``cli.spill.SpillingFold``, so the goal ids a long log has used stay off the
+``store.spill.SpillingFold``, so the goal ids a long log has used stay off the
 states, as in ``planfold replay``). A ``ReportBuilder`` looks at every event
 with the fold's state just before and just after it and keeps:
 
@@ -81,9 +81,9 @@ from ...kernel.plan.spec import PlanSpec
 from ...kernel.session import SessionState
 from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result
 from ...kernel.tools.spec import thaw_json
-from ..cli.spill import FoldStop, fold_records
 from ..codec import encode_event
 from ..provenance import ForkProvenance
+from ..store.spill import FoldStop, fold_records
 from .machines import MACHINES, extra_note, machine_graphs, observable, taken
 
 __all__ = [

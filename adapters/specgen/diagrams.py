@@ -44,10 +44,10 @@ from typing import get_args
 from ...kernel.graph import RULE_TEXT, Edge, Graph, all_graphs
 from ...kernel.phase import RUNTIME_PHASES, RuntimePhase
 from ...kernel.tools.gate import TOOL_CLASSES, VERDICT_TABLE, PhaseRule, ToolClass
+from ..codec.schema import schema_text
 from ..runtime.machine import ANSWERS, DRIVERS, Stage
 from ..serve.openrpc import OPENRPC_FILE, openrpc_text
 from .errors_table import error_table
-from .schema import schema_text
 from .vectors import VECTOR_DIR, write_vectors
 
 __all__ = [

@@ -21,12 +21,12 @@ and refuses one whose hash does not match its content.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, cast
 
 from ..errors import PayloadError
 from ..payload import JSON, Opaque, SafeInt, read_as
 from ..phase import AgentMode, RuntimePhase
-from ..record import record
 from .artifact import PlanFacts, PlanStatus
 from .context import runtime_phase
 from .spec import SummaryView, spec_hash
@@ -56,7 +56,7 @@ CAPSULE_FIELDS: tuple[str, ...] = (
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class StateCapsule:
     """Mode, phase, plan identity and summary, goal, and a hash over them.
     ``goal_json`` is the goal summary as canonical JSON (hashable, immutable);
@@ -173,7 +173,7 @@ def _same(value: object) -> object:
     return value
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class _StoredCapsule:
     """A capsule as it is stored: ``goal`` is the goal summary itself."""
 

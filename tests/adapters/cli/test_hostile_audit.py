@@ -21,7 +21,7 @@ from planfold.adapters.cli.text import shown
 from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.specgen.vectors import VECTOR_DIR
 from planfold.adapters.store.sqlite_readonly import open_read_only
-from tests.adapters.cli.test_spill import goals_then
+from tests.adapters.store.test_spill import goals_then
 
 SPECS = Path(__file__).resolve().parents[3] / "specs"
 

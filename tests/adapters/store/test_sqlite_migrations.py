@@ -12,8 +12,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from planfold.adapters.codec import Projection, project
 from planfold.adapters.store.base import InvalidRequestError, SchemaMismatchError, SchemaTooNewError, StorageError
+from planfold.adapters.store.projection import Projection, project
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_readonly import open_read_only
 from planfold.adapters.store.sqlite_schema import LEGACY_VERSION, SCHEMA_VERSION, STEPS, columns, migrate, read_version

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from planfold.adapters.cli import spill
 from planfold.adapters.cli.main import main
-from planfold.adapters.cli.spill import SpillingFold
 from planfold.adapters.codec import encode_jsonl
+from planfold.adapters.store import spill
+from planfold.adapters.store.spill import SpillingFold
 from planfold.kernel.errors import ReplayError
 from planfold.kernel.goal.fold import GoalState, apply_goal_event
 from planfold.kernel.goal.ops import complete, create

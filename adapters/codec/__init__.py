@@ -24,9 +24,10 @@ events strictly and reports the first bad one as a positioned ``ReplayError``
 whose detail names the line. ``decode_jsonl`` and ``decode_event`` are the
 typed wire decoders: they also refuse an envelope a store cannot keep.
 
-The session projection (``project``) and the fold-state snapshots
-(``SESSION_SNAPSHOT``) live in ``adapters.store.projection``; they are re-exported
-here, where stores and tools have always found them.
+The codec sits below the stores: they import it, it imports nothing of
+theirs. The session projection (``project``) and the fold-state snapshots
+(``SESSION_SNAPSHOT``) are the stores' own (``adapters.store.projection``).
+``adapters.codec.schema`` writes the JSON Schema of the same payload types.
 """
 
 from __future__ import annotations
@@ -40,26 +41,19 @@ from typing import Any, Protocol
 
 import msgspec
 
-from ..kernel.errors import ReplayError
-from ..kernel.log import KNOWN_KINDS, Event
-from ..kernel.payload import JSONObject, maker
-from ..kernel.session import Row, SessionState, apply_session_event
-from .errors import AdapterError
-from .store.projection import SESSION_SNAPSHOT, Projection, goal_json, plan_json, project, summary_json
-from .store.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
-from .typed import decoder
+from ...kernel.errors import ReplayError
+from ...kernel.log import KNOWN_KINDS, Event
+from ...kernel.payload import JSONObject, maker
+from ...kernel.session import Row, SessionState, apply_session_event
+from ..errors import AdapterError
+from ..typed import decoder
 
 __all__ = [
     "MAX_DEPTH",
-    "SESSION_SNAPSHOT",
     "CodecError",
     "JsonlLines",
-    "Projection",
     "Readable",
     "RecordError",
-    "SnapshotCodec",
-    "SnapshotError",
-    "SnapshotParts",
     "canonical_event",
     "check_json",
     "decode_event",
@@ -69,15 +63,11 @@ __all__ = [
     "encode_event",
     "encode_jsonl",
     "encode_payload",
-    "goal_json",
-    "plan_json",
-    "project",
     "read_record",
     "read_records",
     "read_session_jsonl",
     "stored_event",
     "stored_events",
-    "summary_json",
 ]
 
 
