@@ -1,6 +1,7 @@
 """The published store contract (``planfold.adapters.store.contract``) run
 against every store planfold ships: the in-memory reference, SQLite and
-PostgreSQL (on the test session's throwaway server, a schema per store)."""
+PostgreSQL (on the test session's throwaway server, a schema per store), each
+synchronous and async (through its synchronous face)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
+from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.contract import ManualClock, StoreContract, StoreKit, StoreMaker
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
@@ -46,3 +48,11 @@ class TestPostgresStore(StoreContract):
             return StoreKit.reopening(opener, lambda: pg_cluster.drop_schema(schema))
 
         return make
+
+
+class TestAsyncMemoryStore(StoreContract):
+    example_divisor = 2
+
+    @pytest.fixture
+    def store_maker(self) -> StoreMaker:
+        return lambda clock: StoreKit.same_async(AsyncMemoryStore(clock=clock))
