@@ -27,10 +27,11 @@ synchronous store gives, and nothing is written.
 
 Cancelling a task that awaits an operation never leaves anything half
 written: an append is one transaction, so it is in the log or not. An append
-cancelled before its transaction began is dropped and never runs; one
-cancelled while its transaction runs finishes or rolls back as it would have,
-unobserved; the next ``head``/``read`` (or a retry with the same idempotency
-key, answered ``replayed``) tells which.
+cancelled before its transaction began is dropped and never runs; a task
+cancelled while its append's transaction runs waits until it has committed
+or rolled back before the ``CancelledError`` goes on, so the next
+``head``/``read`` (or a retry with the same idempotency key, answered
+``replayed``) tells which.
 
 ``open_async_store(target)`` opens an async store from the same ``--db``
 address the synchronous opener takes (a ``postgresql://`` URL or a SQLite
@@ -146,29 +147,31 @@ def _check_timeout(timeout: object) -> float | None:
 
 
 class AsyncLogStore:
-    """An ``AsyncSharedStore`` over a ``LogStore`` (see the module
-    docstring): a subclass says where the store's work runs (``_run`` for
-    reads, ``_write`` for writes, ``_append`` for an append's transaction)
+    """An ``AsyncSharedStore`` over ``LogStore`` (see the module
+    docstring): a subclass says where the store's work runs and on which
+    ``LogStore`` (``_run`` for reads, ``_write`` for writes, ``_append`` for
+    appends)
     and how a follower waits (``_wait``), and closes what it holds
     (``_close``)."""
 
-    def __init__(self, store: LogStore) -> None:
-        self.store = store
+    def __init__(self) -> None:
         self._closed = False
 
     # ----------------------------------------------------------------------
     # What a subclass supplies
 
-    async def _run(self, call: Callable[[], T]) -> T:
-        """``call()`` (a read of ``self.store``), run where this store reads."""
+    async def _run(self, call: Callable[[LogStore], T]) -> T:
+        """``call(store)``, a read, run where this store reads (on the
+        ``LogStore`` it reads from)."""
         raise NotImplementedError
 
-    async def _write(self, call: Callable[[], T]) -> T:
-        """``call()`` (a write of ``self.store`` other than an append), run where this store writes."""
+    async def _write(self, call: Callable[[LogStore], T]) -> T:
+        """``call(store)``, a write other than an append, run where this store
+        writes (on the ``LogStore`` it writes to)."""
         raise NotImplementedError
 
     async def _append(self, request: FoldedAppend, lease: Lease | None) -> AppendResult:
-        """``self.store.append`` of the request, run where this store writes."""
+        """``LogStore.append`` of the request, run where this store writes."""
         raise NotImplementedError
 
     async def _wait(self, session_id: str, position: int, timeout: float | None) -> None:
@@ -225,22 +228,19 @@ class AsyncLogStore:
     ) -> AppendResult:
         """``Store.import_fork``, awaited."""
         self._check_open()
-        store = self.store
-        return await self._write(lambda: store.import_fork(session_id, events, provenance, idempotency_key))
+        return await self._write(lambda store: store.import_fork(session_id, events, provenance, idempotency_key))
 
     async def fork(self, source_session: str, at: int, new_session: str) -> ForkProvenance:
         """``Store.fork``, awaited."""
         self._check_open()
         check_fork_request(source_session, at, new_session)
-        store = self.store
-        return await self._write(lambda: store.fork(source_session, at, new_session))
+        return await self._write(lambda store: store.fork(source_session, at, new_session))
 
     async def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease:
         """``SharedStore.acquire_lease``, awaited."""
         self._check_open()
         check_lease_request(session_id, holder, ttl_ms)
-        store = self.store
-        return await self._write(lambda: store.acquire_lease(session_id, holder, ttl_ms))
+        return await self._write(lambda store: store.acquire_lease(session_id, holder, ttl_ms))
 
     async def release_lease(self, lease: Lease) -> bool:
         """``SharedStore.release_lease``, awaited."""
@@ -248,47 +248,46 @@ class AsyncLogStore:
         if not isinstance(lease, Lease):
             raise InvalidRequestError(f"expected a Lease, got {lease!r}")
         check_session_id(lease.session_id)
-        store = self.store
-        return await self._write(lambda: store.release_lease(lease))
+        return await self._write(lambda store: store.release_lease(lease))
 
     async def lease(self, session_id: str) -> Lease | None:
         """``SharedStore.lease``, awaited."""
-        return await self._read(session_id, lambda: self.store.lease(session_id))
+        return await self._read(session_id, lambda store: store.lease(session_id))
 
-    async def _read(self, session_id: str, call: Callable[[], T]) -> T:
+    async def _read(self, session_id: str, call: Callable[[LogStore], T]) -> T:
         self._check_open()
         check_session_id(session_id)
         return await self._run(call)
 
     async def head(self, session_id: str) -> int:
         """``Store.head``, awaited."""
-        return await self._read(session_id, lambda: self.store.head(session_id))
+        return await self._read(session_id, lambda store: store.head(session_id))
 
     async def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
         """``Store.read``, awaited."""
         check_after(after)
-        return await self._read(session_id, lambda: self.store.read(session_id, after))
+        return await self._read(session_id, lambda store: store.read(session_id, after))
 
     async def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
         """``Store.load``, awaited."""
-        return await self._read(session_id, lambda: self.store.load(session_id, incremental=incremental))
+        return await self._read(session_id, lambda store: store.load(session_id, incremental=incremental))
 
     async def projection(self, session_id: str) -> Projection:
         """``Store.projection``, awaited."""
-        return await self._read(session_id, lambda: self.store.projection(session_id))
+        return await self._read(session_id, lambda store: store.projection(session_id))
 
     async def audit(self, session_id: str) -> AuditReport:
         """``Store.audit``, awaited."""
-        return await self._read(session_id, lambda: self.store.audit(session_id))
+        return await self._read(session_id, lambda store: store.audit(session_id))
 
     async def provenance(self, session_id: str) -> ForkProvenance | None:
         """``Store.provenance``, awaited."""
-        return await self._read(session_id, lambda: self.store.provenance(session_id))
+        return await self._read(session_id, lambda store: store.provenance(session_id))
 
     async def session_ids(self) -> tuple[str, ...]:
         """``Store.session_ids``, awaited."""
         self._check_open()
-        return await self._run(self.store.session_ids)
+        return await self._run(LogStore.session_ids)
 
     def follow(self, session_id: str, after_seq: int = 0, *, timeout: float | None = None) -> AsyncIterator[Event]:
         """``SharedStore.follow`` as an async iterator: the session's events
@@ -333,11 +332,17 @@ async def open_async_store(
     anything else the ``AsyncSqliteStore`` of that file. Opening does not
     block the loop."""
     # Each backend is imported only when asked for (psycopg is optional).
+    from .opener import is_postgres_url  # noqa: PLC0415
+
     if target == ":memory:":
         from .aio_memory import AsyncMemoryStore  # noqa: PLC0415
 
         return AsyncMemoryStore()
-    raise InvalidRequestError(f"no async store opens {target!r} yet: only ':memory:'")
+    if is_postgres_url(target):
+        raise InvalidRequestError(f"no async store opens a PostgreSQL URL yet: {target!r}")
+    from .aio_sqlite import AsyncSqliteStore  # noqa: PLC0415
+
+    return await AsyncSqliteStore.open(target)
 
 
 # --------------------------------------------------------------------------

@@ -64,17 +64,18 @@ class AsyncMemoryStore(AsyncLogStore):
     (integer milliseconds)."""
 
     def __init__(self, *, clock: Callable[[], int] = system_clock) -> None:
+        super().__init__()
         self._backend = _SignallingBackend(clock)
-        super().__init__(LogStore(self._backend))
+        self.store = LogStore(self._backend)
 
     async def __aenter__(self) -> AsyncMemoryStore:
         return self
 
-    async def _run(self, call: Callable[[], T]) -> T:
-        return call()
+    async def _run(self, call: Callable[[LogStore], T]) -> T:
+        return call(self.store)
 
-    async def _write(self, call: Callable[[], T]) -> T:
-        return call()
+    async def _write(self, call: Callable[[LogStore], T]) -> T:
+        return call(self.store)
 
     async def _append(self, request: FoldedAppend, lease: Lease | None) -> AppendResult:
         r = request

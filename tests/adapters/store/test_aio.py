@@ -5,16 +5,21 @@ opening by address, and running on the loop without threads."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from planfold.adapters.store.aio import AsyncLogStore, AsyncSharedStore, open_async_store
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
-from planfold.adapters.store.base import InvalidRequestError, StoreClosedError
+from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
+from planfold.adapters.store.base import InvalidRequestError, SchemaTooNewError, StoreClosedError
 from planfold.adapters.store.contract_logs import batch_after
+from planfold.adapters.store.sqlite_conn import connect_sqlite
+from planfold.adapters.store.sqlite_schema import Connection
 
 Opener = Callable[[Path], Awaitable[AsyncLogStore]]
 
@@ -23,8 +28,12 @@ async def _memory(_: Path) -> AsyncLogStore:
     return AsyncMemoryStore()
 
 
-OPENERS: list[Opener] = [_memory]
-OPENER_IDS = ["memory"]
+async def _sqlite(path: Path) -> AsyncLogStore:
+    return await AsyncSqliteStore.open(path, poll_interval=0.02)
+
+
+OPENERS: list[Opener] = [_memory, _sqlite]
+OPENER_IDS = ["memory", "sqlite"]
 
 
 @pytest.fixture(params=OPENERS, ids=OPENER_IDS)
@@ -107,14 +116,14 @@ def test_a_closed_async_store_refuses_with_store_closed(opener: Opener, tmp_path
 
 def test_the_memory_store_runs_on_the_loop_without_a_thread() -> None:
     async def scenario() -> None:
-        before = threading.active_count()
+        before = set(threading.enumerate())
         store = await open_async_store(":memory:")
         assert isinstance(store, AsyncMemoryStore)
         for head in range(20):
             await store.append("s", head, batch_after(head, 1))
         assert await store.head("s") == 20
         assert [e async for e in store.follow("s", 18, timeout=0)] == list(batch_after(18, 2))
-        assert threading.active_count() == before
+        assert set(threading.enumerate()) <= before
         await store.close()
 
     asyncio.run(scenario())
@@ -129,5 +138,69 @@ def test_a_bad_request_is_refused_before_it_leaves_the_loop(opener: Opener, tmp_
             with pytest.raises(InvalidRequestError):
                 store.follow("s", 0, timeout=-1)
             assert await store.session_ids() == ()
+
+    asyncio.run(scenario())
+
+
+class _CountingConnection:
+    """A SQLite connection that counts the commits run on it."""
+
+    def __init__(self, conn: Connection, commits: list[int]) -> None:
+        self.conn = conn
+        self.commits = commits
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        if sql.strip().upper() == "COMMIT":
+            self.commits.append(1)
+        return self.conn.execute(sql, params)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def test_the_sqlite_writer_commits_the_appends_of_many_tasks_together_on_two_threads(tmp_path: Path) -> None:
+    commits: list[int] = []
+
+    def connect(path: str) -> Any:
+        return _CountingConnection(connect_sqlite(path), commits)
+
+    async def scenario() -> None:
+        before = set(threading.enumerate())
+        store = await AsyncSqliteStore.open(tmp_path / "store.db", connect=connect)
+        other = await AsyncSqliteStore.open(tmp_path / "store.db", connect=connect)
+        started = sorted(t.name for t in set(threading.enumerate()) - before)
+        assert started == ["planfold-sqlite-reader:store.db", "planfold-sqlite-writer:store.db"]
+        await store.head("warm")  # the reader's connection opens
+        commits.clear()
+        sessions = [f"s{n}" for n in range(100)]
+        results = await asyncio.gather(
+            *(s.append(sid, 0, batch_after(0, 2)) for s, sid in zip([store, other] * 50, sessions, strict=True))
+        )
+        assert [r.last_seq for r in results] == [2] * 100
+        assert len(commits) < 50
+        assert await other.session_ids() == tuple(sorted(sessions))
+        assert all(report.ok for report in await asyncio.gather(*(store.audit(sid) for sid in sessions)))
+        assert sorted(t.name for t in set(threading.enumerate()) - before) == started
+        await store.close()
+        await other.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_async_sqlite_store_refuses_a_foreign_file_and_stops_its_threads(tmp_path: Path) -> None:
+    path = tmp_path / "newer.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 999")
+    conn.close()
+
+    async def scenario() -> None:
+        before = set(threading.enumerate())
+        with pytest.raises(SchemaTooNewError):
+            await AsyncSqliteStore.open(path)
+        for _ in range(200):
+            if set(threading.enumerate()) <= before:
+                break
+            await asyncio.sleep(0.01)
+        assert set(threading.enumerate()) <= before
 
     asyncio.run(scenario())

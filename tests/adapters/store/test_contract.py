@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
+from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
 from planfold.adapters.store.contract import ManualClock, StoreContract, StoreKit, StoreMaker
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
@@ -56,3 +57,13 @@ class TestAsyncMemoryStore(StoreContract):
     @pytest.fixture
     def store_maker(self) -> StoreMaker:
         return lambda clock: StoreKit.same_async(AsyncMemoryStore(clock=clock))
+
+
+class TestAsyncSqliteStore(StoreContract):
+    @pytest.fixture
+    def store_maker(self, tmp_path_factory: pytest.TempPathFactory) -> StoreMaker:
+        def make(clock: ManualClock) -> StoreKit:
+            path = tmp_path_factory.mktemp("store") / "store.db"
+            return StoreKit.of_async(lambda: AsyncSqliteStore.open(path, clock=clock, poll_interval=0.05))
+
+        return make
