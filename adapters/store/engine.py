@@ -430,16 +430,46 @@ class LogStore(TakesFold):
         """Compare-and-set append in one write transaction (see ``adapters.store.base``
         for every outcome); with ``lease``, a fenced append. ``folded`` is
         the caller's own strict fold of ``events`` (see ``Folded``)."""
-        prepared = prepare_append(session_id, expected_seq, events, idempotency_key)
-        if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
-            raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
-        if folded is not None and prepared.events != tuple(events):
-            folded = None  # the caller folded other values than the stored ones
+        prepared, folded = self._prepared(session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded)
         if self._one_step is not None:
             done = self._append_decided(self._one_step, prepared, lease, folded)
             if done is not None:
                 return done
         return self.backend.run("append", True, lambda tx: self._append(tx, prepared, lease, folded))
+
+    def append_transaction(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None = None,
+        *,
+        lease: Lease | None = None,
+        folded: Folded | None = None,
+    ) -> Callable[[Transaction], AppendResult]:
+        """The request of ``append``, checked now (its errors are
+        ``append``'s), as the body of the write transaction that makes it: for
+        a caller that runs the transaction on a backend itself (the async
+        SQLite store's writer, which commits appends in groups)."""
+        prepared, folded = self._prepared(session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded)
+        return lambda tx: self._append(tx, prepared, lease, folded)
+
+    def _prepared(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None,
+        *,
+        lease: Lease | None,
+        folded: Folded | None,
+    ) -> tuple[PreparedAppend, Folded | None]:
+        prepared = prepare_append(session_id, expected_seq, events, idempotency_key)
+        if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
+            raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
+        if folded is not None and prepared.events != tuple(events):
+            folded = None  # the caller folded other values than the stored ones
+        return prepared, folded
 
     def append_folded(self, request: FoldedAppend) -> AppendResult:
         """``append`` of ``request``, with its fold (see ``Folded``)."""

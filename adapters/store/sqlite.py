@@ -66,7 +66,7 @@ from typing import Any, Literal, TypeVar, cast
 from ..provenance import ForkProvenance
 from .base import InvalidRequestError, Lease, SchemaTooNewError
 from .engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
-from .group import CommitGroup, Pending
+from .group import CommitGroup, Pending, own_copy
 from .projection import Projection
 from .session_log import system_clock
 from .sqlite_conn import ConnectionKeeper, connect_sqlite, enable_wal
@@ -443,6 +443,25 @@ class SqliteBackend:
             raise
         for waiting, result in done:
             waiting.answer(result)
+
+    def commit_appends(self, batch: Sequence[Pending[_Body, Any]]) -> None:
+        """Commit the append bodies of ``batch`` as one group (one alone, as
+        without grouping) and answer each: for a caller that gathers the
+        group itself (the async store's writer thread). An error that ends
+        the group's transaction is the answer of every append not yet answered."""
+        if len(batch) == 1:
+            only = batch[0]
+            try:
+                only.answer(self._alone(only.item))
+            except Exception as exc:  # the append's own outcome
+                only.fail(exc)
+            return
+        try:
+            self._together(batch)
+        except Exception as exc:  # the group's outcome, for each one it left unanswered
+            for pending in batch:
+                if not pending.answered:
+                    pending.fail(own_copy(exc))
 
     def _transaction(self, conn: Connection) -> _SqliteTransaction:
         """The rows on ``conn`` (one object per connection, which keeps what
