@@ -66,7 +66,7 @@ class Runtime(Driver[ModelClient, ReviewPort]):
         """A human's input, with the names of any files attached to it
         (``human_input``): ``/plan`` commands are applied (``/plan <message>``
         then runs a turn with the message); anything else runs a turn."""
-        asked = human_input(self.machine, text, attachments)
+        asked = human_input(self.machine.state, text, attachments)
         outcome = None if asked.plan_mode is None else self.choose_plan_mode(asked.plan_mode)
         if asked.message is None:
             assert outcome is not None

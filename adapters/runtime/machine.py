@@ -117,6 +117,7 @@ __all__ = [
     "TurnOver",
     "TurnReport",
     "UnitStore",
+    "report_of",
 ]
 
 T = TypeVar("T")
@@ -360,7 +361,8 @@ class _LazyEvents(Sequence[Event]):
         return iter(self._events())
 
 
-def _report(tally: step.Tally, requests: Sequence[PreparedRequest]) -> TurnReport:
+def report_of(tally: step.Tally, requests: Sequence[PreparedRequest]) -> TurnReport:
+    """A driver's report of a turn: the machine's ``tally`` and the requests it derived."""
     return TurnReport(
         tally.turn, tally.first_seq, tally.last_seq, tally.steps, tally.retries, tally.reply, tally.error,
         tally.ended_by, tally.flush_failures, list(requests), tally.closed_turn,
@@ -600,7 +602,7 @@ class StepMachine:
         tally = self._result(step.StartTurn(text, source, view or ViewRequest(), 0))
         assert isinstance(tally, step.Tally)
         self._requests, self._prepared = [], None
-        return _report(tally, self._requests)
+        return report_of(tally, self._requests)
 
     def end_turn(self) -> TurnReport | None:
         """Close the open turn; its unanswered calls are answered as
@@ -608,7 +610,7 @@ class StepMachine:
         opened it."""
         tally = self._result(step.EndTurn(0))
         self._prepared = None
-        return None if tally is None else _report(tally, self._requests)  # type: ignore[arg-type]
+        return None if tally is None else report_of(tally, self._requests)  # type: ignore[arg-type]
 
     def begin_step(self, number: int, verdict: StepVerdict = "accepted") -> StepBegun:
         """The pre-step of ``number`` with the listeners' ``verdict`` (see
@@ -706,7 +708,7 @@ class StepMachine:
                         self.shown.append(action.request.plan)
                     return Review(from_reply_call(action.call), action.request)
                 if isinstance(action, step.TurnOver):
-                    return TurnOver(_report(action.tally, self._requests))
+                    return TurnOver(report_of(action.tally, self._requests))
             else:  # only results: ask again
                 event = step.Next(0, self.review_available())
 
