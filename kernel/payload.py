@@ -16,7 +16,7 @@ everything else is made from that tree: ``read_as(type, value)`` (the one
 reader: exact key sets, exact JSON types, ``true`` is not an integer, every
 problem reported with its path in one ``PayloadError``), ``to_json(value)``
 (its inverse for every value it accepts), and, in the adapters, the JSON
-Schema and the msgspec decoders of the same types.
+Schema of the same types.
 
 Unions: ``X | None``; a union of records tells its members apart by a *tag*,
 a field every member declares as a ``Literal`` with values of its own

@@ -42,11 +42,10 @@ from typing import Any, Protocol
 import msgspec
 
 from ...kernel.errors import ReplayError
-from ...kernel.log import KNOWN_KINDS, Event
+from ...kernel.log import Event
 from ...kernel.payload import JSONObject, maker
 from ...kernel.session import Row, SessionState, apply_session_event
 from ..errors import AdapterError
-from ..typed import decoder
 
 __all__ = [
     "MAX_DEPTH",
@@ -292,22 +291,12 @@ _SHORT = 2 * MAX_DEPTH
 
 def decode_rows(rows: Iterable[tuple[Any, Any, Any, Any]]) -> Iterator[Row]:
     """Stored ``(seq, kind, at, payload text)`` rows with their payloads
-    decoded, one at a time, for ``kernel.session.fold_rows``: straight into
-    the kind's payload type where msgspec can (``adapters.typed``), else as
-    plain JSON (``decode_payload``, the same errors), which the fold reads
-    into the kind's type itself. The envelope is left to the fold."""
-    decoders = _decoders()
+    decoded as plain JSON (``decode_payload``), one at a time, for
+    ``kernel.session.fold_rows``: the fold reads each into its kind's type
+    with the kernel's reader, the one strict reader of payloads. The
+    envelope is left to the fold."""
     for seq, kind, at, data in rows:
-        decode = decoders.get(kind)
-        body = None if decode is None else decode(data)
-        yield seq, kind, at, decode_payload(data, seq) if body is None else body
-
-
-@functools.cache
-def _decoders() -> dict[object, Callable[[str | bytes], object]]:
-    """The typed decoder of every known kind (``adapters.typed``)."""
-    found = {kind: decoder(kind) for kind in KNOWN_KINDS}
-    return {kind: decode for kind, decode in found.items() if decode is not None}
+        yield seq, kind, at, decode_payload(data, seq)
 
 
 def _shallow(data: bytes | str) -> bool:

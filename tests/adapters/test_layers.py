@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "planfold.adapters.views",
         ),
     ),
-    ("codec", ("planfold.adapters.codec", "planfold.adapters.structuring", "planfold.adapters.typed")),
+    ("codec", ("planfold.adapters.codec", "planfold.adapters.structuring")),
     ("store", ("planfold.adapters.store", "planfold.adapters.provenance", "planfold.adapters.llm")),
     ("runtime", ("planfold.adapters.runtime",)),
     ("serve, report, specgen", ("planfold.adapters.serve", "planfold.adapters.report", "planfold.adapters.specgen")),
