@@ -15,6 +15,7 @@ import pytest
 
 from planfold.adapters.store.aio import AsyncLogStore, AsyncSharedStore, open_async_store
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
+from planfold.adapters.store.aio_postgres import AsyncPostgresStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
 from planfold.adapters.store.base import InvalidRequestError, SchemaTooNewError, StoreClosedError
 from planfold.adapters.store.contract_logs import batch_after
@@ -24,26 +25,36 @@ from planfold.adapters.store.sqlite_schema import Connection
 Opener = Callable[[Path], Awaitable[AsyncLogStore]]
 
 
-async def _memory(_: Path) -> AsyncLogStore:
-    return AsyncMemoryStore()
-
-
-async def _sqlite(path: Path) -> AsyncLogStore:
-    return await AsyncSqliteStore.open(path, poll_interval=0.02)
-
-
-OPENERS: list[Opener] = [_memory, _sqlite]
-OPENER_IDS = ["memory", "sqlite"]
-
-
-@pytest.fixture(params=OPENERS, ids=OPENER_IDS)
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def opener(request: pytest.FixtureRequest) -> Opener:
-    opener: Opener = request.param
-    return opener
+    """Opens a fresh async store of each kind (given a file path SQLite uses)."""
+    if request.param == "memory":
+
+        async def memory(_: Path) -> AsyncLogStore:
+            return AsyncMemoryStore()
+
+        return memory
+    if request.param == "sqlite":
+
+        async def sqlite(path: Path) -> AsyncLogStore:
+            return await AsyncSqliteStore.open(path, poll_interval=0.02)
+
+        return sqlite
+    url: str = request.getfixturevalue("pg_url")
+
+    async def postgres(_: Path) -> AsyncLogStore:
+        return await open_async_store(url)
+
+    return postgres
 
 
-def test_every_async_store_is_an_async_shared_store() -> None:
-    assert isinstance(AsyncMemoryStore(), AsyncSharedStore)
+def test_every_async_store_is_an_async_shared_store(opener: Opener, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = await opener(tmp_path / "store.db")
+        async with store:
+            assert isinstance(store, AsyncSharedStore)
+
+    asyncio.run(scenario())
 
 
 @pytest.mark.parametrize("steps", range(6))
@@ -202,5 +213,31 @@ def test_an_async_sqlite_store_refuses_a_foreign_file_and_stops_its_threads(tmp_
                 break
             await asyncio.sleep(0.01)
         assert set(threading.enumerate()) <= before
+
+    asyncio.run(scenario())
+
+
+def test_the_postgres_store_sends_the_appends_of_many_tasks_in_groups_of_one_statement_each(pg_url: str) -> None:
+    async def scenario() -> None:
+        store = await open_async_store(pg_url)
+        assert isinstance(store, AsyncPostgresStore)
+        sent: list[int] = []
+        send = store._send
+
+        async def counting(batch: list[Any]) -> None:
+            sent.append(len(batch))
+            await send(batch)
+
+        store._send = counting  # type: ignore[method-assign]
+        async with store:
+            sessions = [f"s{n}" for n in range(60)]
+            for head in (0, 2):
+                results = await asyncio.gather(*(store.append(sid, head, batch_after(head, 2)) for sid in sessions))
+                assert [r.last_seq for r in results] == [head + 2] * 60
+            assert sum(sent) == 120  # every append went out as one statement
+            assert len(sent) < 60  # most of them together
+            assert await store.session_ids() == tuple(sorted(sessions))
+            reports = await asyncio.gather(*(store.audit(sid) for sid in sessions))
+            assert all(report.ok for report in reports)
 
     asyncio.run(scenario())

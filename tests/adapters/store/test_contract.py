@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
+from planfold.adapters.store.aio_postgres import AsyncPostgresStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
 from planfold.adapters.store.contract import ManualClock, StoreContract, StoreKit, StoreMaker
 from planfold.adapters.store.memory import MemoryStore
@@ -65,5 +66,20 @@ class TestAsyncSqliteStore(StoreContract):
         def make(clock: ManualClock) -> StoreKit:
             path = tmp_path_factory.mktemp("store") / "store.db"
             return StoreKit.of_async(lambda: AsyncSqliteStore.open(path, clock=clock, poll_interval=0.05))
+
+        return make
+
+
+class TestAsyncPostgresStore(StoreContract):
+    example_divisor = 6
+
+    @pytest.fixture
+    def store_maker(self, pg_cluster: Cluster) -> StoreMaker:
+        def make(clock: ManualClock) -> StoreKit:
+            schema = f"c_{uuid.uuid4().hex[:16]}"
+            url = pg_cluster.schema_url(schema)
+            return StoreKit.of_async(
+                lambda: AsyncPostgresStore.open(url, clock=clock, pool_size=2), lambda: pg_cluster.drop_schema(schema)
+            )
 
         return make
