@@ -45,14 +45,16 @@ import inspect
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Generic, TypeVar, overload
 
 try:
     from opentelemetry import trace
+    from opentelemetry.context import Context
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
+    from opentelemetry.util.types import AttributeValue
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "planfold.adapters.otel needs OpenTelemetry's API: pip install 'planfold[otel]'"
@@ -340,6 +342,21 @@ class SessionTracer:
 
     # -- what the other wrappers ask ----------------------------------------
 
+    def _start(
+        self,
+        name: str,
+        parent: Context | None,
+        attributes: Mapping[str, AttributeValue],
+        kind: SpanKind = SpanKind.INTERNAL,
+    ) -> Span:
+        """A started span, or (when the tracer fails, which is logged) one
+        that records nothing."""
+        try:
+            return self.tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
+        except Exception as exc:  # tracing must never break a call
+            _log.warning("tracing %r failed: %s", name, exc, exc_info=exc)
+            return trace.INVALID_SPAN
+
     def _session(self) -> _Session | None:
         return None if self._current is None else self._sessions.get(self._current)
 
@@ -361,8 +378,8 @@ class SessionTracer:
                 if s.turn is not None:
                     parent = trace.set_span_in_context(s.turn)
         name = f"chat {request_model}" if request_model else "chat"
-        kind = SpanKind.CLIENT
-        with self.tracer.start_as_current_span(name, context=parent, kind=kind, attributes=attributes) as span:
+        span = self._start(name, parent, attributes, SpanKind.CLIENT)
+        with trace.use_span(span, end_on_exit=True):
             try:
                 yield span
             except ModelError as exc:
@@ -374,9 +391,13 @@ class SessionTracer:
         """The span of the call whose executor runs, current meanwhile."""
         with self._lock:
             s = self._session()
-            span = None if s is None else self._call_span(s, call_id, tool)
+            try:
+                span = None if s is None else self._call_span(s, call_id, tool)
+            except Exception as exc:  # tracing must never break a tool call
+                _log.warning("tracing the call %r failed: %s", call_id, exc, exc_info=exc)
+                span = trace.INVALID_SPAN
         if span is None:
-            span = self.tracer.start_span(f"execute_tool {tool}", attributes={"gen_ai.tool.call.id": call_id})
+            span = self._start(f"execute_tool {tool}", None, {"gen_ai.tool.call.id": call_id})
             with trace.use_span(span, end_on_exit=True):
                 yield span
             return
@@ -400,7 +421,8 @@ class SessionTracer:
                     attributes.update({SEQ: call.seq, "gen_ai.tool.call.id": call_id, "gen_ai.tool.name": call.tool})
                 if s.turn is not None:
                     parent = trace.set_span_in_context(s.turn)
-        with self.tracer.start_as_current_span("planfold.review", context=parent, attributes=attributes) as span:
+        span = self._start("planfold.review", parent, attributes)
+        with trace.use_span(span, end_on_exit=True):
             marked = _ReviewSpan(span)
             try:
                 yield marked
@@ -484,7 +506,9 @@ class TracedStore(TakesFold, ForwardingStore):
             raise InvalidRequestError(f"{what} needs a shared store; {type(self.inner).__name__} is not one")
         return self.inner
 
-    def follow(self, session_id: str, after_seq: int = 0, *, timeout: float | None = None) -> Iterator[Event]:
+    def follow(
+        self, session_id: str, after_seq: int = 0, *, timeout: float | None = None
+    ) -> Generator[Event, None, None]:
         return self._shared("following a session").follow(session_id, after_seq, timeout=timeout)
 
     def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease:
@@ -622,12 +646,12 @@ class TracedAsyncReviewPort:
 @dataclass(frozen=True, slots=True)
 class Instrumented(Generic[M, R]):
     """The traced parts to build a runtime on (``instrument``): the store,
-    the model client, the tool runner (``None`` when none was given) and the
-    review port (``None`` when none was given), all sharing ``tracer``."""
+    the model client, the tool runner and the review port (``None`` when
+    none was given), all sharing ``tracer``."""
 
     store: TracedStore
     model: M
-    tools: TracedToolRunner | None
+    tools: TracedToolRunner
     review: R | None
     tracer: SessionTracer
 
@@ -636,7 +660,7 @@ class Instrumented(Generic[M, R]):
 def instrument(
     store: Store,
     model: AsyncModelClient,
-    tools: ToolRunner | None = None,
+    tools: ToolRunner,
     review: AsyncReviewPort | ReviewPort | None = None,
     *,
     tracer_provider: TracerProvider | None = None,
@@ -648,7 +672,7 @@ def instrument(
 def instrument(
     store: Store,
     model: ModelClient,
-    tools: ToolRunner | None = None,
+    tools: ToolRunner,
     review: ReviewPort | None = None,
     *,
     tracer_provider: TracerProvider | None = None,
@@ -659,7 +683,7 @@ def instrument(
 def instrument(
     store: Store,
     model: ModelClient | AsyncModelClient,
-    tools: ToolRunner | None = None,
+    tools: ToolRunner,
     review: ReviewPort | AsyncReviewPort | None = None,
     *,
     tracer_provider: TracerProvider | None = None,
@@ -672,7 +696,7 @@ def instrument(
     ``model`` of its own (``gen_ai.request.model``)."""
     tracer = SessionTracer(trace.get_tracer("planfold", __version__, tracer_provider=tracer_provider))
     traced_store = TracedStore(store, tracer)
-    runner = None if tools is None else TracedToolRunner.of(tools, tracer)
+    runner = TracedToolRunner.of(tools, tracer)
     traced_review: TracedReviewPort | TracedAsyncReviewPort | None = None
     if review is not None:
         if inspect.iscoroutinefunction(review.review):
