@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "observability.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "observability.md"
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
@@ -26,8 +27,23 @@ def programs() -> list[tuple[str, str | None]]:
     return found
 
 
-def test_the_page_shows_a_traced_program_with_the_console_exporter() -> None:
-    assert any("ConsoleSpanExporter" in code and "instrument(" in code and shown for code, shown in programs())
+def test_the_page_shows_a_traced_program_with_the_console_exporter_and_a_logging_setup() -> None:
+    found = programs()
+    assert any("ConsoleSpanExporter" in code and "instrument(" in code and shown for code, shown in found)
+    assert any('logging.getLogger("planfold")' in code and shown for code, shown in found)
+
+
+def test_every_logger_the_page_names_is_a_module_that_logs() -> None:
+    section = PAGE.read_text(encoding="utf-8").split("## Logs", 1)[1]
+    named = set()
+    for line in section.splitlines():
+        if line.startswith(("| DEBUG", "| INFO", "| WARNING")):
+            named |= set(re.findall(r"`([a-z_.]+)`", line.split("|")[2]))
+    assert len(named) >= 7
+    for name in sorted(named):
+        path = ROOT / "adapters" / (name.replace(".", "/") + ".py")
+        assert path.is_file(), name
+        assert "logger(__name__)" in path.read_text(encoding="utf-8"), name
 
 
 @pytest.mark.parametrize("index", range(len(programs())))
