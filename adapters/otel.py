@@ -45,6 +45,7 @@ import inspect
 import json
 import threading
 import time
+import urllib.parse
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -246,7 +247,7 @@ class SessionTracer:
         self._end_spans(s, event.seq)  # a turn a stopped process left open
         body: TurnPayload = read_as(TurnPayload, event.payload)
         s.turn_number = body.turn
-        s.refusals, s.calls = 0, {}
+        s.refusals, s.calls, s.steps = 0, {}, {}
         first = next((e for e in rest if e.kind == USER_MESSAGE), None)
         source = None if first is None else read_message(first.payload).source
         parent = None
@@ -361,12 +362,12 @@ class SessionTracer:
         return None if self._current is None else self._sessions.get(self._current)
 
     @contextmanager
-    def model_call(self, request_model: str | None) -> Iterator[Span]:
+    def model_call(self, request_model: str | None, server: Mapping[str, str | int] | None = None) -> Iterator[Span]:
         """A model call's span, current while the call runs, as a child of
         the open turn's span; a ``ModelError`` is recorded with its code."""
         with self._lock:
             s = self._session()
-            attributes: dict[str, str | int] = {"gen_ai.operation.name": "chat"}
+            attributes: dict[str, str | int] = {"gen_ai.operation.name": "chat", **(server or {})}
             if request_model:
                 attributes["gen_ai.request.model"] = request_model
             parent = None
@@ -527,6 +528,14 @@ class _Model:
         self.tracer = tracer
         named = getattr(inner, "model", None)
         self.request_model = request_model or (named if isinstance(named, str) else None)
+        base_url = getattr(inner, "base_url", None)
+        #: ``server.address`` and ``server.port`` of a client with a ``base_url``
+        self.server: dict[str, str | int] = {}
+        if isinstance(base_url, str):
+            parts = urllib.parse.urlsplit(base_url)
+            if parts.hostname:
+                self.server["server.address"] = parts.hostname
+                self.server["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
         budget = getattr(inner, "retry_budget", None)
         #: the client's retry budget, which the runtime shares (``RetryBudget``)
         self.retry_budget = budget if isinstance(budget, RetryBudget) else None
@@ -557,7 +566,7 @@ class TracedModel(_Model):
         super().__init__(inner, tracer, request_model)
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        with self.tracer.model_call(self.request_model) as span:
+        with self.tracer.model_call(self.request_model, self.server) as span:
             response = self.inner.complete(request)
             _describe(span, response)
             return response
@@ -572,7 +581,7 @@ class TracedAsyncModel(_Model):
         super().__init__(inner, tracer, request_model)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        with self.tracer.model_call(self.request_model) as span:
+        with self.tracer.model_call(self.request_model, self.server) as span:
             response = await self.inner.complete(request)
             _describe(span, response)
             return response

@@ -19,7 +19,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 
 from planfold.adapters.cli.demo_script import DEMO_FILES, TASK, after_restart_model, demo_reviewer, first_model
 from planfold.adapters.llm.model import (
@@ -30,6 +30,7 @@ from planfold.adapters.llm.model import (
     TokenCount,
     Usage,
 )
+from planfold.adapters.llm.openai import OpenAIClient
 from planfold.adapters.llm.scripted import ScriptedClient
 from planfold.adapters.otel import SessionTracer, TracedStore, instrument
 from planfold.adapters.runtime.aio import AsyncRuntime
@@ -45,6 +46,7 @@ from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.errors import ConflictError
 from planfold.kernel.log import Event, turn_start, user_message
 from planfold.kernel.plan.review import ReviewAnswer, ReviewRequest
+from tests.chat_server import Answer, ChatServer, completion
 from tests.runtime_helpers import call, exit_plan, say
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
@@ -284,6 +286,20 @@ def test_a_client_with_a_model_name_names_its_spans_and_a_refusal_is_an_event(tr
     (span,) = traces.named("chat")
     assert span.name == "chat gpt-test" and dict(span.attributes or {})["gen_ai.request.model"] == "gpt-test"
     assert [e.name for e in span.events] == ["planfold.model.refusal"]
+
+
+def test_an_openai_client_names_its_model_and_server_in_its_spans(traces: Traces) -> None:
+    usage = {"prompt_tokens": 30, "completion_tokens": 4, "total_tokens": 34}
+    with ChatServer() as server, OpenAIClient(server.base_url, "test-model", api_key="sk-test") as client:
+        server.plan(Answer(body=completion("hello", usage=usage)))
+        _session(client, traces).submit("hello")
+        port = server.port
+    (span,) = traces.named("chat")
+    attributes = dict(span.attributes or {})
+    assert span.name == "chat test-model" and span.kind is SpanKind.CLIENT
+    assert (attributes["server.address"], attributes["server.port"]) == ("127.0.0.1", port)
+    assert (attributes["gen_ai.request.model"], attributes["gen_ai.usage.input_tokens"]) == ("test-model", 30)
+    assert all("sk-test" not in str(value) for value in attributes.values())
 
 
 # --------------------------------------------------------------------------
