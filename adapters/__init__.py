@@ -8,6 +8,8 @@
   ``SessionLog`` that decides on fresh state and appends;
 - ``llm``: the model port, an OpenAI-compatible client and a scripted one;
 - ``runtime``: turns, pre-steps, tools, review and the goal service;
+- ``otel``: OpenTelemetry traces of a session (the ``otel`` extra; nothing
+  imports it unless a program asks for tracing);
 - ``cli``: the ``planfold`` command;
 - ``specgen``: the generators of ``specs/`` (diagrams, schema, vectors).
 """

@@ -39,7 +39,7 @@ import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import TypedDict, Unpack
+from typing import TypedDict, TypeVar, Unpack
 
 import httpx
 
@@ -58,7 +58,7 @@ from .model import (
     excerpt,
     spent_from,
 )
-from .openai_policy import OUTCOMES, Retrier, RetryPolicy, is_retryable, outcome_of
+from .openai_policy import OUTCOMES, Retrier, RetryPolicy, is_retryable, log_attempt, outcome_of
 from .openai_transport import (
     AsyncResolvingBackend,
     DeadlineBackend,
@@ -119,6 +119,10 @@ class ClientOptions(TypedDict, total=False):
     retry_budget: RetryBudget | None
 
 
+#: What an attempt ended with: the reply, or the error it raised.
+Outcome = TypeVar("Outcome", bound=ChatResponse | ModelError)
+
+
 class _Settings:
     """What both clients take and check alike (see ``OpenAIClient``)."""
 
@@ -167,6 +171,13 @@ class _Settings:
         self.wall_clock = options.get("wall_clock", time.time)
         random = options.get("random", _random.random)
         self.retrier = Retrier(self.retry, self.retry_budget, random, self.where, options.get("on_retry"))
+
+    def attempted(self, outcome: Outcome, seconds: float) -> Outcome:
+        """``outcome`` of an attempt that took ``seconds``, logged (at DEBUG,
+        ``openai_policy.log_attempt``; the attempt's number is the budget's
+        retries so far plus one)."""
+        log_attempt(self.where, self.retry_budget.used + 1, seconds, outcome)
+        return outcome
 
     def payload(self, request: ChatRequest) -> bytes:
         body = build_request_body(self.model, request, tool_call_content=self.tool_call_content)
@@ -262,9 +273,11 @@ class OpenAIClient(_Properties):
         budget = spent_from(self.retry_budget)
         with budget.step():
             while True:
+                started = self._monotonic()
                 try:
-                    return self._attempt(payload)
+                    return self._s.attempted(self._attempt(payload), self._monotonic() - started)
                 except ModelError as err:
+                    self._s.attempted(err, self._monotonic() - started)
                     self._sleep(self._s.retrier.after(err, budget))
 
     def _attempt(self, payload: bytes) -> ChatResponse:
@@ -329,9 +342,11 @@ class AsyncOpenAIClient(_Properties):
         budget = spent_from(self.retry_budget)
         with budget.step():
             while True:
+                started = time.monotonic()
                 try:
-                    return await self._attempt(payload)
+                    return self._s.attempted(await self._attempt(payload), time.monotonic() - started)
                 except ModelError as err:
+                    self._s.attempted(err, time.monotonic() - started)
                     delay = self._s.retrier.after(err, budget)
                 await self._sleep(delay)
 

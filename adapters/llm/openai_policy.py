@@ -46,11 +46,13 @@ its HTTP status and the wait.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..loggers import logger
 from .model import (
+    ChatResponse,
     ModelBadRequestError,
     ModelError,
     ModelHTTPError,
@@ -61,7 +63,7 @@ from .model import (
     RetryBudget,
 )
 
-__all__ = ["OUTCOMES", "Retrier", "RetryPolicy", "is_retryable", "outcome_of"]
+__all__ = ["OUTCOMES", "Retrier", "RetryPolicy", "is_retryable", "log_attempt", "outcome_of"]
 
 _log = logger(__name__)
 
@@ -169,3 +171,17 @@ class Retrier:
         if self.on_retry is not None:
             self.on_retry(retry, err, delay)
         return delay
+
+
+def log_attempt(where: str, attempt: int, seconds: float, outcome: ChatResponse | ModelError) -> None:
+    """The DEBUG record of one attempt of a model call to ``where``: its
+    number within the call (1 first), how long it took and how it ended (the
+    reply's finish reason, or the error's code and HTTP status)."""
+    if not _log.isEnabledFor(logging.DEBUG):
+        return
+    if isinstance(outcome, ModelError):
+        status = f" HTTP {outcome.status}" if isinstance(outcome, ModelHTTPError) else ""
+        ended = f"failed ({outcome.code}{status})"
+    else:
+        ended = f"answered ({outcome.finish_reason or 'no finish reason'}, {len(outcome.tool_calls)} tool call(s))"
+    _log.debug("model call to %s: attempt %d %s in %.1f ms", where, attempt, ended, seconds * 1000)

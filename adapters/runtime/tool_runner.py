@@ -24,6 +24,8 @@ calls are the runtime's, and the gate never routes them to an executor.
 An executor that raises anything but planfold's own typed errors is a bug in
 the deployment's tool: the model gets ``tool-crashed``, and the traceback
 goes to the ``planfold.adapters.runtime.tool_runner`` logger at WARNING.
+Every executor's run is a DEBUG record there (the call, how it ended, how
+long it took).
 
 ``tool_message_text`` is the text the model sees for a recorded answer, so
 the conversation rebuilt from the log is what the model was told.
@@ -33,6 +35,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -174,6 +178,12 @@ class ToolRunner:
         """Run an allowed call's executor: ``(ok, output)``. A typed failure
         of the tool is ``ok=False`` with a structured error; an unexpected
         exception is reported the same way and never escapes."""
+        started = time.perf_counter()
+        answer = self._run(call)
+        _ran(call, answer, started)
+        return answer
+
+    def _run(self, call: model.ToolCall) -> tuple[bool, str]:
         executor = self.executors.get(call.name)
         if executor is None:
             return _missing(call)
@@ -190,11 +200,15 @@ class ToolRunner:
         executor = self.async_executors.get(call.name)
         if executor is None:
             return await asyncio.to_thread(self.execute, call)
+        started = time.perf_counter()
         try:
             output = await executor(_arguments(call))
         except Exception as exc:  # a broken tool must not break the turn
-            return _failed(call, exc)
-        return True, json.dumps(output, ensure_ascii=False, sort_keys=True)
+            answer = _failed(call, exc)
+        else:
+            answer = True, json.dumps(output, ensure_ascii=False, sort_keys=True)
+        _ran(call, answer, started)
+        return answer
 
 
 #: An executor the asyncio runtime awaits.
@@ -203,6 +217,27 @@ AsyncExecutor = Callable[[Mapping[str, object]], Awaitable[JSON]]
 
 def _arguments(call: model.ToolCall) -> Mapping[str, object]:
     return call.arguments if call.arguments is not None else {}
+
+
+def _ran(call: model.ToolCall, answer: tuple[bool, str], started: float) -> None:
+    """The DEBUG record of an executor's run: the call (allowed by the gate:
+    only those run), how it ended and how long it took."""
+    if _log.isEnabledFor(logging.DEBUG):
+        ok, output = answer
+        ended = "ok" if ok else f"failed ({_code_of(output)})"
+        _log.debug(
+            "tool %r (call %r): allowed, ran %s in %.2f ms", call.name, call.id, ended,
+            (time.perf_counter() - started) * 1000,
+        )  # fmt: skip
+
+
+def _code_of(output: str) -> str:
+    """The error code of a failed call's structured output."""
+    try:
+        error = json.loads(output).get("error", {})
+        return str(error.get("code", "an error"))
+    except (ValueError, AttributeError):
+        return "an error"
 
 
 def _missing(call: model.ToolCall) -> tuple[bool, str]:

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Callable
 
 from ..cli.args import positive_seconds
+from ..loggers import logger
 from ..redact import redact_url
 from ..store.base import Store
 from ..store.memory import MemoryStore
@@ -97,7 +98,7 @@ def run_serve(args: argparse.Namespace, clock: Callable[[], int] | None = None) 
     store = store_for(args.db, args.connect_timeout, args.store_timeout)
     stdout, sys.stdout = sys.stdout, sys.stderr
     try:
-        logging.getLogger("planfold.serve").info("ready on stdin/stdout (store %s)", redact_url(args.db))
+        logger(__name__).info("ready on stdin/stdout (store %s)", redact_url(args.db))
         return Server(store, clock).serve(sys.stdin.buffer, stdout.buffer)
     finally:
         sys.stdout = stdout

@@ -61,7 +61,7 @@ MAX_LINE = 16 * 1024 * 1024
 #: The deepest nesting of arrays and objects a request may have.
 MAX_DEPTH = 160
 
-log = logger("planfold.serve")
+log = logger(__name__)
 
 Handler = Callable[[Any], object]
 

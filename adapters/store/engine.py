@@ -99,6 +99,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
@@ -108,10 +109,12 @@ from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from ...kernel.errors import ConflictError, PayloadError
 from ...kernel.goal.values import SnapshotChange, read_goal_change
-from ...kernel.log import GOAL_CHANGE, USER_MESSAGE, Event, GoalSource, read_message
+from ...kernel.log import GOAL_CHANGE, TOOL_REFUSED, TOOL_WARNING, USER_MESSAGE, Event, GoalSource, read_message
 from ...kernel.payload import maker
 from ...kernel.session import SessionState, fold_rows
+from ...kernel.tools.events import read_tool_notice
 from ..codec import decode_payload, decode_rows
+from ..loggers import logger
 from ..provenance import ForkProvenance, prefix_digest
 from .base import (
     AppendRejectedError,
@@ -164,10 +167,13 @@ __all__ = [
     "Watch",
     "created_goal_ids",
     "knowing_goal_ids",
+    "log_appended",
     "starts_a_round",
 ]
 
 T = TypeVar("T")
+
+_log = logger(__name__)
 
 #: One stored event: seq, kind, at and the payload's JSON text. Backends may
 #: hand back any values (a hand-edited database holds anything); the fold
@@ -395,6 +401,54 @@ def _folded(sid: str, state: SessionState, events: Sequence[Event], folded: Fold
     return fold_new_events(sid, state, events)
 
 
+#: The kinds an append logs on their own (``log_appended``).
+_NOTED = frozenset({USER_MESSAGE, GOAL_CHANGE, TOOL_REFUSED, TOOL_WARNING})
+
+
+def log_appended(session_id: str, events: Sequence[Event]) -> None:
+    """The records of what an accepted append did that a reader of the log
+    wants to know without reading it: a goal round started and a goal
+    operation at INFO; a call the gate refused, or (advisory) warned about,
+    at WARNING: the model made it, nobody asked for it."""
+    for event in events:
+        kind = event.kind
+        if kind not in _NOTED:
+            continue
+        try:
+            _log_event(session_id, event)
+        except PayloadError:  # an event the fold accepted always reads; a log line never fails an append
+            continue
+
+
+def _log_event(session_id: str, event: Event) -> None:
+    kind = event.kind
+    if kind == USER_MESSAGE:
+        source = read_message(event.payload).source
+        if isinstance(source, GoalSource):
+            _log.info(
+                "session %r: goal %r round %d started at seq %d (revision %d)",
+                session_id, source.goal_id, source.round, event.seq, source.revision,
+            )  # fmt: skip
+    elif kind == GOAL_CHANGE:
+        change = read_goal_change(event.payload)
+        if isinstance(change, SnapshotChange):
+            goal = change.goal
+            _log.info(
+                "session %r: goal %r %s at seq %d: revision %d, %s, rounds %d/%d",
+                session_id, goal.id, change.operation, event.seq, goal.revision, goal.phase,
+                change.rounds_started, goal.max_rounds,
+            )  # fmt: skip
+        else:
+            _log.info("session %r: goal %r cleared at seq %d", session_id, change.cleared.id, event.seq)
+    elif _log.isEnabledFor(logging.WARNING):
+        notice = read_tool_notice(event.payload, kind)
+        _log.warning(
+            "session %r: the gate %s %s (call %r) at seq %d in %s: [%s] %s",
+            session_id, "refused" if kind == TOOL_REFUSED else "warns about", notice.tool, notice.call_id,
+            event.seq, notice.phase, notice.code, notice.reason,
+        )  # fmt: skip
+
+
 def starts_a_round(events: Sequence[Event]) -> bool:
     """True when ``events`` hold a ``user/message`` attributed to a goal
     (a round, which only the lease holder may start while a lease is live).
@@ -412,6 +466,7 @@ class LogStore(TakesFold):
         self._memo: dict[str, _Memo] = {}
         self._memo_lock = threading.Lock()
         self._one_step = backend if isinstance(backend, OneStepBackend) else None
+        self._closed = False
 
     def __enter__(self) -> LogStore:
         return self
@@ -422,6 +477,9 @@ class LogStore(TakesFold):
     def close(self) -> None:
         """Release the backend; later calls raise ``StoreClosedError``. Idempotent."""
         self.backend.close()
+        if not self._closed:
+            self._closed = True
+            _log.info("store %s closed", type(self).__name__)
 
     # ----------------------------------------------------------------------
     # Writes
@@ -438,7 +496,36 @@ class LogStore(TakesFold):
     ) -> AppendResult:
         """Compare-and-set append in one write transaction (see ``adapters.store.base``
         for every outcome); with ``lease``, a fenced append. ``folded`` is
-        the caller's own strict fold of ``events`` (see ``Folded``)."""
+        the caller's own strict fold of ``events`` (see ``Folded``). Each
+        append is a DEBUG record (session, seq range, duration)."""
+        if not _log.isEnabledFor(logging.DEBUG):
+            result = self._append_request(session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded)
+            if not result.replayed:
+                log_appended(session_id, events)
+            return result
+        started = time.perf_counter()
+        result = self._append_request(session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded)
+        if not result.replayed:
+            log_appended(session_id, events)
+        _log.debug(
+            "session %r: appended seq %d..%d (%d event(s))%s%s in %.2f ms",
+            result.session_id, result.first_seq, result.last_seq, result.last_seq - result.first_seq + 1,
+            " fenced" if lease is not None else "",
+            " (an idempotent retry: nothing written)" if result.replayed else "",
+            (time.perf_counter() - started) * 1000,
+        )  # fmt: skip
+        return result
+
+    def _append_request(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None,
+        *,
+        lease: Lease | None,
+        folded: Folded | None,
+    ) -> AppendResult:
         prepared, folded = self.prepared_append(
             session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded
         )
@@ -714,7 +801,11 @@ class LogStore(TakesFold):
             tx.write_lease(granted)
             return granted
 
-        return self.backend.run("acquire_lease", True, body)
+        lease = self.backend.run("acquire_lease", True, body)
+        _log.debug(
+            "session %r: goal lease to %r, token %d, until %d", session_id, holder, lease.token, lease.expires_at
+        )
+        return lease
 
     def release_lease(self, lease: Lease) -> bool:
         """End ``lease`` now; False (and nothing changed) when it is no longer
@@ -730,7 +821,12 @@ class LogStore(TakesFold):
             tx.write_lease(replace(current, holder="", expires_at=0))
             return True
 
-        return self.backend.run("release_lease", True, body)
+        released = self.backend.run("release_lease", True, body)
+        _log.debug(
+            "session %r: goal lease of %r (token %d) %s", lease.session_id, lease.holder, lease.token,
+            "released" if released else "was no longer the live one: nothing released",
+        )  # fmt: skip
+        return released
 
     def lease(self, session_id: str) -> Lease | None:
         """The session's live goal lease, or ``None``."""

@@ -147,6 +147,7 @@ from .postgres_schema import (
     Connection,
     MigrationReport,
     connection_lost,
+    driver_message,
     migrate,
     read_version,
     translate,
@@ -572,11 +573,11 @@ def _check_readable(conn: Connection) -> None:
 
 def _reach(conninfo: str, connect_timeout: float) -> None:
     """Connect once and hang up; ``StoreUnreachableError`` with the driver's
-    message when that fails (see the module docstring)."""
+    message on one line when that fails (see the module docstring)."""
     try:
         conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=max(2, math.ceil(connect_timeout)))
     except psycopg.Error as exc:
-        raise StoreUnreachableError(redact_url(conninfo), redact_text(str(exc).strip())) from exc
+        raise StoreUnreachableError(redact_url(conninfo), redact_text(driver_message(exc))) from exc
     conn.close()
 
 

@@ -652,12 +652,40 @@ def test_each_retry_is_logged_with_its_status_and_delay_and_never_the_key(
     server.plan(Answer(429, b"slow down", {"Retry-After": "2"}), Answer(503, b"busy"), Answer())
     with caplog.at_level(logging.DEBUG):
         client_for(make, server, []).complete(REQUEST)
-    retries = [r for r in caplog.records if r.name == "planfold.adapters.llm.openai_policy"]
+    records = [r for r in caplog.records if r.name == "planfold.adapters.llm.openai_policy"]
+    retries = [r for r in records if r.levelno > logging.DEBUG]
     assert [r.levelno for r in retries] == [logging.WARNING, logging.WARNING]
     first, second = (r.getMessage() for r in retries)
     assert "model-rate-limited HTTP 429" in first and "retry 1 of 3 in 2.000s" in first
     assert "model-http-error HTTP 503" in second and "retry 2 of 3 in 0.875s" in second
     assert all("sk-test" not in r.getMessage() for r in caplog.records)
+
+
+def test_each_attempt_is_a_debug_record_with_its_number_outcome_and_latency(
+    server: ChatServer, make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.plan(Answer(429, b"slow down", {"Retry-After": "2"}), Answer(503, b"busy"), Answer())
+    with caplog.at_level(logging.DEBUG, logger="planfold"):
+        client_for(make, server, []).complete(REQUEST)
+    attempts = [
+        r.getMessage() for r in caplog.records
+        if r.name == "planfold.adapters.llm.openai_policy" and r.levelno == logging.DEBUG
+    ]  # fmt: skip
+    assert len(attempts) == 3
+    assert all(text.startswith(f"model call to {server.base_url}/chat/completions: attempt") for text in attempts)
+    assert "attempt 1 failed (model-rate-limited HTTP 429) in " in attempts[0]
+    assert "attempt 2 failed (model-http-error HTTP 503) in " in attempts[1]
+    assert "attempt 3 answered (stop, 0 tool call(s)) in " in attempts[2]
+    assert all(text.endswith(" ms") for text in attempts)
+
+
+def test_no_attempt_is_recorded_unless_debug_is_on(
+    server: ChatServer, make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.plan(Answer())
+    with caplog.at_level(logging.INFO, logger="planfold"):
+        client_for(make, server, []).complete(REQUEST)
+    assert [r for r in caplog.records if r.name.startswith("planfold.")] == []
 
 
 def test_the_model_clients_leave_http_and_sockets_to_httpx() -> None:
