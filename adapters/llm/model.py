@@ -83,6 +83,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "decode_arguments",
+    "elapsed_ms",
     "excerpt",
     "json_kind",
 ]
@@ -511,6 +512,12 @@ class ChatResponse:
         if text is None and not self.tool_calls:
             return AssistantMessage("")
         return AssistantMessage(text, self.tool_calls)
+
+
+def elapsed_ms(started: float, ended: float) -> int:
+    """Whole milliseconds from ``started`` to ``ended`` (seconds on a
+    monotonic clock), never negative: how a client states ``latency_ms``."""
+    return max(0, round((ended - started) * 1000))
 
 
 @runtime_checkable

@@ -38,6 +38,7 @@ import random as _random
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from types import TracebackType
 from typing import TypedDict, Unpack
 
@@ -55,6 +56,7 @@ from .model import (
     ModelTimeoutError,
     ModelUnreachableError,
     RetryBudget,
+    elapsed_ms,
     excerpt,
 )
 from .openai_policy import OUTCOMES, Retrier, RetryPolicy, is_retryable, outcome_of
@@ -248,7 +250,8 @@ class OpenAIClient(_Properties):
         use_backend(self._http, DeadlineBackend(resolve, monotonic))
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        """Send ``request`` and return the model's reply.
+        """Send ``request`` and return the model's reply, with how long the
+        call took (every attempt and wait, on ``monotonic``) as ``latency_ms``.
 
         Raises ``ModelBadResponseError`` (not retried), ``ModelHTTPError`` for a
         status that is not retried, ``ModelRateLimitedError`` or
@@ -257,10 +260,12 @@ class OpenAIClient(_Properties):
         ``ModelRetriesExhaustedError`` when every attempt failed retryably.
         """
         payload = self._s.payload(request)
+        started = self._monotonic()
         with self.retry_budget.step():
             while True:
                 try:
-                    return self._attempt(payload)
+                    response = self._attempt(payload)
+                    return replace(response, latency_ms=elapsed_ms(started, self._monotonic()))
                 except ModelError as err:
                     self._sleep(self._s.retrier.after(err))
 
@@ -299,7 +304,8 @@ async def _asyncio_sleep(delay: float) -> None:
 
 class AsyncOpenAIClient(_Properties):
     """The asyncio twin of ``OpenAIClient``: the same options and errors,
-    ``await complete(request)``, ``sleep`` an async function. Use it on one
+    ``await complete(request)``, ``sleep`` an async function (``monotonic``
+    times the call for ``latency_ms`` only; the deadline is asyncio's). Use it on one
     event loop (its connections belong to the loop that opened them)."""
 
     def __init__(
@@ -309,10 +315,12 @@ class AsyncOpenAIClient(_Properties):
         *,
         sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
         resolve: Resolver = system_resolve,
+        monotonic: Callable[[], float] = time.monotonic,
         **options: Unpack[ClientOptions],
     ) -> None:
         self._s = _Settings(base_url, model, "AsyncOpenAIClient", options)
         self._sleep = sleep
+        self._monotonic = monotonic
         try:
             self._http = httpx.AsyncClient(**self._s.client_options())
         except (ImportError, ValueError, httpx.InvalidURL) as exc:
@@ -323,10 +331,12 @@ class AsyncOpenAIClient(_Properties):
         """Send ``request`` and return the model's reply; raises as
         ``OpenAIClient.complete`` does."""
         payload = self._s.payload(request)
+        started = self._monotonic()
         with self.retry_budget.step():
             while True:
                 try:
-                    return await self._attempt(payload)
+                    response = await self._attempt(payload)
+                    return replace(response, latency_ms=elapsed_ms(started, self._monotonic()))
                 except ModelError as err:
                     delay = self._s.retrier.after(err)
                 await self._sleep(delay)
