@@ -14,16 +14,37 @@ elsewhere. A ``request/header`` records one model request (turn, step, and the
 plan state it was derived with) and may only appear inside an open turn, with
 steps numbered 1, 2, 3 … per turn (a retry of the same step repeats its
 number).
+
+An ``assistant/message`` may carry what the model call behind it cost
+(``usage``, a ``ModelUsage``): its latency, as the runtime's model adapter
+measured it around the call, and the tokens the server reported (prompt,
+completion, cached). The kernel reads no clock; these are inputs like ``at``.
+The usage record is versioned (``version`` 1, ``USAGE_VERSION``; any other
+is refused as ``unknown-version``) and optional, so a log written before it
+existed reads as it always did: an assistant message without the key has
+no usage.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence  # noqa: F401  # Mapping: resolves Event's annotations
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from .errors import PayloadError, ReplayError
-from .payload import JSON, MAX_SAFE_INTEGER, JSONObject, NonEmpty, Positive, SafeInt, object_of, read_as  # noqa: F401  # JSON: resolves Event's annotations at run time
+from .payload import (  # noqa: F401  # JSON: resolves Event's annotations at run time
+    JSON,
+    MAX_SAFE_INTEGER,
+    NONE_IS_ABSENT,
+    Code,
+    Count,
+    JSONObject,
+    NonEmpty,
+    Positive,
+    SafeInt,
+    object_of,
+    read_as,
+)
 
 __all__ = [
     "ASSISTANT_MESSAGE",
@@ -38,12 +59,15 @@ __all__ = [
     "TOOL_WARNING",
     "TURN_END",
     "TURN_START",
+    "USAGE_VERSION",
     "USER_MESSAGE",
+    "AssistantPayload",
     "Draft",
     "Event",
     "GoalSource",
     "Message",
     "MessageSource",
+    "ModelUsage",
     "PluginSource",
     "RequestHeader",
     "TurnPayload",
@@ -58,6 +82,7 @@ __all__ = [
     "last_seq",
     "number_drafts",
     "open_turn",
+    "read_assistant_message",
     "read_message",
     "read_request_header",
     "turn_end",
@@ -314,9 +339,45 @@ class Message:
 
 
 def read_message(payload: JSONObject) -> Message:
-    """Read a ``user/message`` or ``assistant/message`` payload; raise
-    ``PayloadError`` on a bad shape."""
+    """Read a ``user/message`` payload; raise ``PayloadError`` on a bad shape."""
     message: Message = read_as(Message, payload)
+    return message
+
+
+#: The only version of an assistant message's ``usage`` this kernel reads and writes.
+USAGE_VERSION: Literal[1] = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    """What the model call behind an assistant message cost: ``latency_ms``,
+    the call's duration as the model adapter measured it, and the tokens the
+    server reported: ``prompt_tokens``, ``completion_tokens`` and
+    ``cached_tokens`` (the part of the prompt the server had cached). A
+    number nobody measured or reported is left out. ``version`` is 1."""
+
+    version: Annotated[Literal[1], Code("unknown-version")]
+    latency_ms: Annotated[Count | None, NONE_IS_ABSENT] = None
+    prompt_tokens: Annotated[Count | None, NONE_IS_ABSENT] = None
+    completion_tokens: Annotated[Count | None, NONE_IS_ABSENT] = None
+    cached_tokens: Annotated[Count | None, NONE_IS_ABSENT] = None
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantPayload:
+    """The payload of ``assistant/message``: the model's text, who sent it
+    (``None``: the model) and, when known, what the call cost (``usage``,
+    left out when unknown)."""
+
+    text: str
+    source: PluginSource | GoalSource | None
+    usage: Annotated[ModelUsage | None, NONE_IS_ABSENT] = None
+
+
+def read_assistant_message(payload: JSONObject) -> AssistantPayload:
+    """Read an ``assistant/message`` payload; raise ``PayloadError`` on a bad
+    shape (``unknown-version`` for a usage record of another version)."""
+    message: AssistantPayload = read_as(AssistantPayload, payload)
     return message
 
 
@@ -353,7 +414,8 @@ def user_message(text: str, source: PluginSource | GoalSource | None = None) -> 
     return _draft(USER_MESSAGE, Message(text, source))
 
 
-def assistant_message(text: str) -> Draft:
-    """An ``assistant/message``: the model's reply text. Raises
-    ``PayloadError`` for text that is not a string."""
-    return _draft(ASSISTANT_MESSAGE, Message(text, None))
+def assistant_message(text: str, usage: ModelUsage | None = None) -> Draft:
+    """An ``assistant/message``: the model's reply text and, when known, what
+    the call cost. Raises ``PayloadError`` for text that is not a string or
+    a usage its type refuses (a negative count)."""
+    return _draft(ASSISTANT_MESSAGE, AssistantPayload(text, None, usage))

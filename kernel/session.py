@@ -59,6 +59,7 @@ from .log import (
     TURN_END,
     TURN_START,
     USER_MESSAGE,
+    AssistantPayload,
     Event,
     GoalSource,
     Message,
@@ -177,7 +178,7 @@ def _user_message(work: _Working, seq: int, at: int, message: Message) -> None:
         work.rounds = source.round
 
 
-def _assistant_message(work: _Working, seq: int, at: int, message: Message) -> None:
+def _assistant_message(work: _Working, seq: int, at: int, message: AssistantPayload) -> None:
     # An answered build-mode request has shown the model the plan's content.
     work.plan = mark_answered(work.plan, work.plan_mode)
 
@@ -289,7 +290,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType(
         REQUEST_HEADER: Kind(RequestHeader, _request_header),
         PLAN_MODE: Kind(PlanModePayload, _plan_mode),
         USER_MESSAGE: Kind(Message, _user_message),
-        ASSISTANT_MESSAGE: Kind(Message, _assistant_message),
+        ASSISTANT_MESSAGE: Kind(AssistantPayload, _assistant_message),
         GOAL_CHANGE: Kind(GoalChange, _goal_change),
         PLAN_ARTIFACT: Kind(PlanPayload, _plan_artifact),
         **{kind: Kind(TOOL_PAYLOADS[kind], _tool_event(kind)) for kind in (TOOL_CALL, TOOL_RESULT, TOOL_REFUSED,

@@ -9,7 +9,8 @@ function over the session state that returns the drafts to append (the log
 numbers and stamps them); the runtime's step machine only asks these
 functions and carries out what they say.
 
-- ``record_reply``: a model's reply is recorded whatever it holds. Text,
+- ``record_reply``: a model's reply is recorded whatever it holds, with
+  what its call cost (latency and tokens) on the assistant message. Text,
   tool names and call ids that are not Unicode (lone surrogates) are
   recorded escaped (``\\udc80`` as six characters); arguments the log
   cannot hold (not finite, nested deeper than the gate allows, not Unicode)
@@ -53,6 +54,7 @@ from .log import (
     Draft,
     Event,
     GoalSource,
+    ModelUsage,
     PluginSource,
     assistant_message,
     read_message,
@@ -136,12 +138,15 @@ class ReplyCall:
 @dataclass(frozen=True, slots=True)
 class Reply:
     """The model's reply: its text (None: none), its calls, the server's
-    ``finish_reason`` and the model's ``refusal`` text when it declined."""
+    ``finish_reason``, the model's ``refusal`` text when it declined and
+    what the call cost (``usage``: measured and reported by the model
+    adapter, None when unknown; recorded on the assistant message)."""
 
     text: str | None
     calls: tuple[ReplyCall, ...] = ()
     finish_reason: str | None = None
     refusal: str | None = None
+    usage: ModelUsage | None = None
 
 
 ReplyOutcome = Literal["calls", "final", "again", "stop"]
@@ -249,7 +254,7 @@ def record_reply(
         reason = f"nothing in this reply ran: it {row.what} (finish_reason: {reply.finish_reason})"
         hint = "Send the call again in a complete reply."
         verdicts = tuple(Refused(row.code, reason, call.tool, phase, hint) for call in calls)
-    batch = [assistant_message(text)]
+    batch = [assistant_message(text, reply.usage)]
     notices: list[tuple[Draft, ...]] = []
     for call, verdict in zip(calls, verdicts, strict=True):
         (call_kind, call_payload), *rest = verdict_events(call.gate_call, verdict)

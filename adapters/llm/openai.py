@@ -38,6 +38,7 @@ import random as _random
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from types import TracebackType
 from typing import TypedDict, TypeVar, Unpack
 
@@ -55,6 +56,7 @@ from .model import (
     ModelTimeoutError,
     ModelUnreachableError,
     RetryBudget,
+    elapsed_ms,
     excerpt,
     spent_from,
 )
@@ -261,7 +263,8 @@ class OpenAIClient(_Properties):
         use_backend(self._http, DeadlineBackend(resolve, monotonic))
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        """Send ``request`` and return the model's reply.
+        """Send ``request`` and return the model's reply, with how long the
+        call took (every attempt and wait, on ``monotonic``) as ``latency_ms``.
 
         Raises ``ModelBadResponseError`` (not retried), ``ModelHTTPError`` for a
         status that is not retried, ``ModelRateLimitedError`` or
@@ -271,11 +274,13 @@ class OpenAIClient(_Properties):
         """
         payload = self._s.payload(request)
         budget = spent_from(self.retry_budget)
+        called = self._monotonic()
         with budget.step():
             while True:
                 started = self._monotonic()
                 try:
-                    return self._s.attempted(self._attempt(payload), self._monotonic() - started)
+                    response = self._s.attempted(self._attempt(payload), self._monotonic() - started)
+                    return replace(response, latency_ms=elapsed_ms(called, self._monotonic()))
                 except ModelError as err:
                     self._s.attempted(err, self._monotonic() - started)
                     self._sleep(self._s.retrier.after(err, budget))
@@ -315,7 +320,8 @@ async def _asyncio_sleep(delay: float) -> None:
 
 class AsyncOpenAIClient(_Properties):
     """The asyncio twin of ``OpenAIClient``: the same options and errors,
-    ``await complete(request)``, ``sleep`` an async function. Use it on one
+    ``await complete(request)``, ``sleep`` an async function (``monotonic``
+    times the call for ``latency_ms`` only; the deadline is asyncio's). Use it on one
     event loop (its connections belong to the loop that opened them)."""
 
     def __init__(
@@ -325,10 +331,12 @@ class AsyncOpenAIClient(_Properties):
         *,
         sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
         resolve: Resolver = system_resolve,
+        monotonic: Callable[[], float] = time.monotonic,
         **options: Unpack[ClientOptions],
     ) -> None:
         self._s = _Settings(base_url, model, "AsyncOpenAIClient", options)
         self._sleep = sleep
+        self._monotonic = monotonic
         try:
             self._http = httpx.AsyncClient(**self._s.client_options())
         except (ImportError, ValueError, httpx.InvalidURL) as exc:
@@ -340,11 +348,13 @@ class AsyncOpenAIClient(_Properties):
         ``OpenAIClient.complete`` does."""
         payload = self._s.payload(request)
         budget = spent_from(self.retry_budget)
+        called = self._monotonic()
         with budget.step():
             while True:
                 started = time.monotonic()
                 try:
-                    return self._s.attempted(await self._attempt(payload), time.monotonic() - started)
+                    response = self._s.attempted(await self._attempt(payload), time.monotonic() - started)
+                    return replace(response, latency_ms=elapsed_ms(called, self._monotonic()))
                 except ModelError as err:
                     self._s.attempted(err, time.monotonic() - started)
                     delay = self._s.retrier.after(err, budget)

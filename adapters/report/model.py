@@ -74,6 +74,7 @@ from ...kernel.log import (
     USER_MESSAGE,
     Event,
     GoalSource,
+    read_assistant_message,
     read_message,
 )
 from ...kernel.plan.payload import read_plan_action
@@ -732,12 +733,13 @@ class ReportBuilder:
             self._review = None
 
     def _message(self, block: Block, before: SessionState, after: SessionState, event: Event) -> None:
-        message = read_message(event.payload)
-        text, source = message.text, message.source
         if event.kind == ASSISTANT_MESSAGE:
+            text = read_assistant_message(event.payload).text
             if text:
                 self._entry(block, Entry(event.seq, event.at, event.kind, "assistant", excerpt(text)))
             return
+        message = read_message(event.payload)
+        text, source = message.text, message.source
         if isinstance(source, GoalSource):
             label = f"goal {source.goal_id} round {source.round}"
             if self._goal is not None and self._goal.goal_id == source.goal_id:

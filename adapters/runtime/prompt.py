@@ -27,7 +27,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ...kernel.log import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, USER_MESSAGE, Event, read_message
+from ...kernel.log import (
+    ASSISTANT_MESSAGE,
+    TOOL_CALL,
+    TOOL_REFUSED,
+    TOOL_RESULT,
+    USER_MESSAGE,
+    Event,
+    read_assistant_message,
+    read_message,
+)
 from ...kernel.phase import RuntimePhase
 from ...kernel.plan.context import (
     PromptParts,
@@ -116,7 +125,7 @@ def _message_at(events: Sequence[Event], index: int) -> tuple[Message | None, in
         while index < len(events) and events[index].kind == TOOL_CALL:
             calls.append(read_call(events[index].payload))
             index += 1
-        text = read_message(event.payload).text
+        text = read_assistant_message(event.payload).text
         return (AssistantMessage(text or None, tuple(calls)) if calls else AssistantMessage(text)), index
     if event.kind in (TOOL_RESULT, TOOL_REFUSED):
         answered = read_tool_result(event.payload) if event.kind == TOOL_RESULT else read_tool_notice(event.payload)
