@@ -54,7 +54,11 @@ A damaged file (a schema SQLite cannot parse, text that is not UTF-8, a
 truncated file, pages of garbage) is ``DamagedDatabaseError``
 (``damaged-database``, a ``StorageError``) wherever the driver finds it:
 ``translate`` maps SQLite's corruption codes, and text the driver cannot
-decode, to it.
+decode, to it. Before a writer first changes a file (a migration, or the
+switch to WAL of a file not yet in it) it runs ``check_sound`` (SQLite's
+``integrity_check``, which reads every page and checks every index against
+its table), so that a damaged file is
+refused before anything is written to it rather than half way through.
 
 Legacy rows keep all their columns and values. The log is the truth, so a
 legacy row that recorded a mode or plan without any log behind it has those
@@ -93,6 +97,7 @@ __all__ = [
     "MigrationReport",
     "NotPlanfoldDatabaseError",
     "Step",
+    "check_sound",
     "columns",
     "is_busy",
     "migrate",
@@ -248,6 +253,18 @@ def recognise(conn: Connection) -> int:
         )
     verify_schema(conn, max(version, LEGACY_VERSION))
     return version
+
+
+def check_sound(conn: Connection) -> None:
+    """``PRAGMA integrity_check``: ``DamagedDatabaseError`` naming the first
+    problems SQLite finds in the file's pages (reads only). A writer runs it
+    before the first change it makes to a file (a migration, the switch to
+    WAL), so that a damaged file is refused before it is written to."""
+    rows = [str(row[0]) for row in conn.execute("PRAGMA integrity_check(5)").fetchall()]
+    if rows != ["ok"]:
+        raise DamagedDatabaseError(
+            "open", f"the database file is damaged (integrity_check: {'; '.join(rows)})", code="damaged-database"
+        )
 
 
 def refuse_foreign(conn: Connection) -> None:
