@@ -26,12 +26,14 @@ import io
 import json
 import random
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from hypothesis import strategies as st
 
 from planfold.adapters.cli.main import main
 from planfold.adapters.store.base import import_session
+from planfold.adapters.store.engine import LogStore
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_readonly import open_read_only
 from planfold.kernel.errors import PlanfoldError
@@ -142,7 +144,11 @@ def _open(db: Path, clock: Clock) -> str:
     session, then a reader's. A refused open leaves the database as it was;
     a read after an open that went through may be refused too."""
     seen: list[str] = []
-    for opener in (lambda: SqliteStore(db), lambda: open_read_only(str(db))):
+    openers: tuple[Callable[[], LogStore], ...] = (
+        functools.partial(SqliteStore, db),
+        functools.partial(open_read_only, str(db)),
+    )
+    for opener in openers:
         before = _written(_files(db.parent))
         try:
             with clock.timed():
