@@ -85,7 +85,7 @@ from ..report.html import render_coverage, render_report
 from ..report.model import Coverage, build_report, with_fork_record
 from ..serve.command import add_serve_arguments, run_serve
 from ..store.base import Store, check_provenance, check_session_id, import_session
-from ..store.fork import fork_at_turn
+from ..store.fork import check_fork, turn_start_seq
 from ..store.opener import is_postgres_url
 from ..store.spill import fold_records
 from .args import count, positive_seconds
@@ -93,7 +93,7 @@ from .conform import add_conform_arguments, run_conform
 from .demo import command_name, run_demo
 from .describe import goal_text, plan_text, shown, summarize
 from .entry import EXIT_STATUS, ParserExit, main, top_parser
-from .inputs import CliError, Source, open_database, read_source, same_file
+from .inputs import CliError, Source, open_database, read_source, require_database_file, same_file
 from .progress import Progress
 
 __all__ = ["EXIT_STATUS", "main", "run"]
@@ -456,15 +456,14 @@ def _cmd_fork(args: argparse.Namespace, out: TextIO) -> int:
     check_session_id(args.source)
     check_session_id(args.new)
     if not is_postgres_url(args.db):
-        if not os.path.exists(args.db):
-            raise CliError(f"{shown(args.db)}: no such database", code="no-such-file")
-        if os.path.isdir(args.db):
-            raise CliError(f"{shown(args.db)}: is a directory, not a database", code="not-a-file")
+        require_database_file(args.db)
+    # Every refusal comes from a read-only look first: opening for writing
+    # would create or migrate the database, and a refused fork writes nothing.
+    with open_database(args.db, write=False) as reader:
+        at = args.at if args.turn is None else turn_start_seq(reader, args.source, args.turn) - 1
+        check_fork(reader, args.source, at, args.new)
     with open_database(args.db, write=True) as store:
-        if args.turn is not None:
-            provenance = fork_at_turn(store, args.source, args.turn, args.new)
-        else:
-            provenance = store.fork(args.source, args.at, args.new)
+        provenance = store.fork(args.source, at, args.new)
     if args.json:
         out.write(json.dumps({"session": args.new, "events": provenance.seq, "fork": provenance.as_json()}) + "\n")
     else:

@@ -64,7 +64,7 @@ from contextlib import contextmanager
 from typing import Any, Literal, TypeVar, cast
 
 from ..provenance import ForkProvenance
-from .base import InvalidRequestError, Lease, SchemaTooNewError
+from .base import InvalidRequestError, Lease
 from .engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
 from .group import CommitGroup, Pending, own_copy
 from .projection import Projection
@@ -74,10 +74,11 @@ from .sqlite_schema import (
     SCHEMA_VERSION,
     Connection,
     MigrationReport,
+    check_sound,
     columns,
     migrate,
     read_version,
-    refuse_foreign,
+    recognise,
     translate,
 )
 from .sqlite_sql import (
@@ -370,10 +371,9 @@ class SqliteBackend:
 
     def _setup(self, conn: Connection) -> None:
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-        found = read_version(conn)
-        if found > SCHEMA_VERSION:
-            raise SchemaTooNewError(found, SCHEMA_VERSION)
-        refuse_foreign(conn)  # before the WAL switch, which writes the file's header
+        version = recognise(conn)  # before the WAL switch, which writes the file's header
+        if version < SCHEMA_VERSION or str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            check_sound(conn)  # about to change the file: refuse a damaged one before the first write
         enable_wal(conn, self.busy_timeout_ms)
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         self.migration = migrate(conn)

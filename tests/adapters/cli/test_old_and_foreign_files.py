@@ -105,3 +105,41 @@ def test_an_import_into_another_applications_database_is_refused_and_leaves_it_b
     code, _, err = _run("demo", "--db", str(db))
     assert code == 2 and "another application" in err
     assert _files(tmp_path) == before
+
+
+def _web_sessions(path: Path) -> None:
+    """A web framework's session store: planfold's table name, other columns."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, data BLOB, expires INTEGER)")
+    conn.execute("INSERT INTO sessions VALUES ('k1', x'80037d71002e', 1700000000)")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("command", ["replay", "audit"])
+def test_replay_and_audit_refuse_a_web_frameworks_sessions_table_as_not_planfolds(tmp_path: Path, command: str) -> None:
+    db = tmp_path / "other.sqlite"
+    _web_sessions(db)
+    before = _files(tmp_path)
+    code, out, err = _run(command, str(db))
+    assert code == 2 and out == "" and "not a planfold database" in err
+    code, out, _ = _run(command, str(db), "--json")
+    assert code == 2 and json.loads(out)["error"]["code"] == "not-a-planfold-database"
+    code, _, err = _run(command, "-", stdin=before["other.sqlite"])
+    assert code == 2 and "not a planfold database" in err
+    assert _files(tmp_path) == before
+
+
+def test_an_import_into_a_web_frameworks_sessions_table_is_refused_and_leaves_it_byte_identical(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "other.sqlite"
+    _web_sessions(db)
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(encode_jsonl(build_log(FULL_SCRIPT).events))
+    before = _files(tmp_path)
+    code, out, err = _run("import", str(log), "--db", str(db), "--session", "x")
+    assert code == 2 and out == "" and "not a planfold database" in err
+    code, out, _ = _run("import", str(log), "--db", str(db), "--session", "x", "--json")
+    assert code == 2 and json.loads(out)["error"]["code"] == "foreign-database"
+    assert _files(tmp_path) == before
