@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``read_source(name, stdin)`` reads a FILE argument once: ``-`` is standard
 input, anything else is opened once and read from that one handle, so a pipe
-(``planfold replay <(cat log.jsonl)``) or a FIFO works like a file. A
+(``planfold replay --db <(cat log.jsonl)``) or a FIFO works like a file. A
 regular file that starts with the SQLite header (``SQLite format 3``) is a
 database, left for SQLite to open by its path; a database arriving any other
 way (a pipe, standard input) is read whole and opened from memory. Anything

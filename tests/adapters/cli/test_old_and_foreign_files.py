@@ -46,15 +46,15 @@ def test_replay_and_audit_read_a_file_an_older_planfold_wrote_and_leave_its_byte
     db = tmp_path / "old.sqlite"
     _old_file(db, version)
     before = _files(tmp_path)
-    code, out, err = _run(command, str(db), "--json")
+    code, out, err = _run(command, "--db", str(db), "--json")
     assert (code, err) == (0, ""), out
     body = json.loads(out)
     assert body["ok"] is True
     assert [s["session"] for s in body["sessions"]] == [sid for sid, *_ in LEGACY_SESSIONS]
     assert all(s["events"] == 0 for s in body["sessions"])
-    code, out, err = _run(command, str(db), "--session", "legacy-1")
+    code, out, err = _run(command, "--db", str(db), "--session", "legacy-1")
     assert code == 0 and out.startswith("legacy-1: ok, 0 events")
-    code, out, err = _run(command, "-", stdin=before["old.sqlite"])  # a copy in memory, read the same way
+    code, out, err = _run(command, "--db", "-", stdin=before["old.sqlite"])  # a copy in memory, read the same way
     assert code == 0 and "legacy-2: ok" in out
     assert _files(tmp_path) == before
 
@@ -76,7 +76,7 @@ def test_an_import_into_an_older_file_migrates_it_and_audits(tmp_path: Path) -> 
     assert _run("import", str(log), "--db", str(db), "--session", "s")[0] == 0
     with SqliteStore(db) as store:
         assert store.settings()["user_version"] == SCHEMA_VERSION
-    assert _run("audit", str(db))[0] == 0
+    assert _run("audit", "--db", str(db))[0] == 0
 
 
 FOREIGN = {

@@ -19,7 +19,8 @@ BLOCK = re.compile(r"^```(sh|console)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 def _make_recipe(target: str) -> list[str]:
     """The recipe of ``target`` in the Makefile, with its variables filled in."""
     text = (ROOT / "Makefile").read_text(encoding="utf-8")
-    variables = dict(re.findall(r"^(\w+)\s*[:?]?=\s*(.*?)\s*$", text, re.MULTILINE))
+    # each variable's first definition: the default one (VENV is defined again for another PYTHON)
+    variables = dict(reversed(re.findall(r"^(\w+)\s*[:?]?=\s*(.*?)\s*$", text, re.MULTILINE)))
     body = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", text, re.MULTILINE)
     assert body is not None, f"the Makefile has no {target} target"
 
@@ -105,8 +106,8 @@ def test_every_command_in_the_readme_runs_as_written(tmp_path: Path) -> None:
             done = _sh(command, clone)
             assert (done.stdout + done.stderr).splitlines() == expected[command], command
             ran.append(command)
-    assert hint == ".venv/bin/planfold audit demo.sqlite --session demo-1"
+    assert hint == ".venv/bin/planfold audit --db demo.sqlite --session demo-1"
     done = _sh(hint, clone)
     assert done.returncode == 0 and "demo-1: ok" in done.stdout
-    assert any(command.startswith(".venv/bin/planfold replay bad.jsonl") for command in ran)
+    assert any(command.startswith(".venv/bin/planfold replay --db bad.jsonl") for command in ran)
     assert len(ran) >= 8
