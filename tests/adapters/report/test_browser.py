@@ -16,12 +16,13 @@ import pytest
 
 from planfold.adapters.report.html import render_report
 from planfold.adapters.report.model import build_report
+from planfold.kernel.log import Event
 from tests.adapters.report.browser import demo_report, edge_id, launch, open_page, screenshot
 from tests.adapters.report.report_logs import gated_events
 from tests.system_programs import chromium as system_chromium
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
+    from playwright.sync_api import Browser, Page
 
 pytestmark = pytest.mark.usefixtures("chromium")
 
@@ -146,3 +147,55 @@ def test_the_readme_screenshot_is_made_from_the_demo_report(
 def test_the_request_guard_catches_a_page_that_asks_the_network(chromium: Browser) -> None:
     opened = open_page(chromium, '<img src="http://example.invalid/x.png"><script>console.error("boom")</script>')
     assert opened.requests == ["http://example.invalid/x.png"] and "boom" in opened.errors
+
+
+SCRIPT = "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">"
+ACTING = "evil\u202etxt.sh \u2066x\u2069 \u200e\u200f\u061c \x00\x1b[2J\x07 \x85"
+ACTING_SEEN = "evil\\u202etxt.sh \\u2066x\\u2069 \\u200e\\u200f\\u061c \\x00\\x1b[2J\\x07 \\x85"
+
+
+def _hostile_page(text: str, ident: str) -> str:
+    events = [
+        Event(1, "turn/start", 10, {"turn": 1}),
+        Event(2, "user/message", 11, {"text": text, "source": None}),
+        Event(3, "request/header", 12, {"turn": 1, "step": 1, "plan_mode": False}),
+        Event(4, "tool/call", 13, {"call_id": ident, "tool": text[:200], "arguments": {"path": text}}),
+        Event(5, "tool/refused", 14, {"call_id": ident, "tool": text[:200], "code": "not-offered",
+                                      "reason": text, "phase": "build_bootstrap"}),
+        Event(6, "assistant/message", 15, {"text": text, "source": None}),
+        Event(7, "goal/change", 16, {"version": 1, "operation": "create", "goal": {
+            "id": ident, "revision": 1, "objective": text, "phase": "active", "max_rounds": 3,
+            "blocked_reason": None}, "rounds_started": 0, "created_at": 16, "updated_at": 16}),
+        Event(8, "turn/end", 17, {"turn": 1}),
+    ]
+    return render_report(build_report(ident, ((None, e) for e in events)))
+
+
+def _width(page: Page) -> tuple[int, int]:
+    scroll, window = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    return int(scroll), int(window)
+
+
+def test_a_hostile_log_shows_its_acting_characters_as_escapes_and_runs_no_script(chromium: Browser) -> None:
+    opened = open_page(chromium, _hostile_page(ACTING + SCRIPT, "call-" + ACTING))
+    page = opened.page
+    text = page.locator("body").inner_text()
+    assert ACTING_SEEN in text and "\u202e" not in text and "\x1b" not in text
+    assert page.locator(".esc", has_text="\\u202e").count() >= 3
+    assert page.evaluate("window.pwned") is None
+    assert opened.requests == [] and opened.errors == []
+
+
+@pytest.mark.parametrize(("token", "ident"), [("A" * 1_000_000, "s"), ("short", "i" * 100_000)])
+def test_the_page_is_never_wider_than_its_window(chromium: Browser, token: str, ident: str) -> None:
+    for width in (1400, 600):
+        opened = open_page(chromium, _hostile_page(token, ident), width=width)
+        page = opened.page
+        scroll, window = _width(page)
+        assert scroll <= window
+        for summary in page.locator("details.long-id summary").all()[:3]:
+            summary.click()
+        scroll, window = _width(page)
+        assert scroll <= window
+        assert opened.requests == [] and opened.errors == []
+        page.close()
