@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 ``render_report(report)`` and ``render_coverage(coverage)`` return the whole
 page as one string: the style sheet, the script and every diagram (inline
-SVG, laid out by ``adapters.report.svg``) are inside it, and it names no other resource, so it
-opens offline and sends no request. Everything it says is in the markup
+SVG, laid out by Graphviz when the package was built and only marked here:
+``adapters.report.diagram``) are inside it, and it names no other resource,
+so it opens offline and sends no request. Everything it says is in the markup
 itself: the page reads the same with script turned off (each diagram has a
 table beside it listing every transition with its count and the events that
 took it), and prints (a print style sheet drops the interactive parts and
@@ -30,6 +31,7 @@ from typing import TypeVar
 from ...kernel.graph import Edge, Graph
 from ..provenance import ForkProvenance
 from ..visible import escapes, visible
+from .diagram import Mark, marked_svg, marks
 from .machines import MACHINES, observable
 from .model import (
     BadEvent,
@@ -48,7 +50,6 @@ from .model import (
     Summarised,
     Verification,
 )
-from .svg import DrawnEdge, layout_edges, render_svg
 
 __all__ = ["render_coverage", "render_report"]
 
@@ -98,25 +99,33 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:now
 .meter{display:inline-block;width:160px;height:10px;background:var(--soft);border-radius:5px;vertical-align:middle;
 overflow:hidden}.meter span{display:block;height:100%;background:var(--build)}
 .machine-box{border:1px solid var(--line);border-radius:8px;padding:8px 12px;margin:12px 0;break-inside:avoid}
-svg.machine{width:100%;max-width:920px;height:auto;display:block;margin:0 auto;background:#fcfcfe;border-radius:6px}
-svg .state rect{fill:#fff;stroke:#9aa3b5;stroke-width:1.2}
-svg .state.visited rect{stroke:var(--ink);stroke-width:2;fill:#eef2fb}
-svg .state.initial rect{stroke-dasharray:none;stroke-width:2.5}
-svg .state text{font:12px system-ui,sans-serif;fill:var(--ink)}
-svg .edge .line{fill:none;stroke:#b8bfcc;stroke-width:1}
-svg .edge .hit{fill:none;stroke:transparent;stroke-width:12;pointer-events:stroke}
-svg .edge{cursor:pointer;outline:none}
-svg .edge.taken .line{stroke:var(--ink)}
-svg .edge.never .line{stroke-dasharray:5 4}
-svg .edge.hidden .line{stroke:#d9dde5;stroke-dasharray:1 4}
-svg .edge.extra .line{stroke:var(--extra);stroke-dasharray:8 3}
-svg .edge:hover .line,svg .edge:focus .line,svg .edge.chosen .line{stroke:#1f6feb}
-svg .head-taken{fill:var(--ink)}svg .head-never{fill:#b8bfcc}svg .head-hidden{fill:#d9dde5}
-svg .head-extra{fill:var(--extra)}
-svg text.label{font:10.5px system-ui,sans-serif;fill:var(--muted);paint-order:stroke;stroke:#fff;stroke-width:3px;
-cursor:pointer}
-svg text.label.taken{fill:var(--ink);font-weight:600}svg text.label.extra{fill:var(--extra)}
-svg text.label.hidden{fill:#aab1bf}
+svg.machine{width:100%;max-width:100%;height:auto;display:block;margin:0 auto;background:#fcfcfe;border-radius:6px}
+svg.machine .graph>polygon{fill:#fcfcfe}
+svg.machine g.node.state path{fill:#fff;stroke:#9aa3b5;stroke-width:1.2}
+svg.machine g.node.state.visited path{stroke:var(--ink);stroke-width:2;fill:#eef2fb}
+svg.machine g.node text{fill:var(--ink)}
+svg.machine g.edge path{stroke:#b8bfcc;stroke-width:1;stroke-dasharray:5 4}
+svg.machine g.edge polygon{fill:#b8bfcc;stroke:#b8bfcc}
+svg.machine g.edge text{fill:var(--muted)}
+svg.machine g.edge{cursor:pointer;outline:none}
+svg.machine g.edge a{text-decoration:none}
+svg.machine g.edge.initial path{stroke:var(--ink);stroke-dasharray:none}
+svg.machine g.edge.initial polygon{fill:var(--ink);stroke:var(--ink)}
+svg.machine g.edge.taken path{stroke:var(--ink);stroke-dasharray:none}
+svg.machine g.edge.taken polygon{fill:var(--ink);stroke:var(--ink)}
+svg.machine g.edge.taken text{fill:var(--ink)}
+svg.machine g.edge.w1 path{stroke-width:1.6}svg.machine g.edge.w2 path{stroke-width:2.4}
+svg.machine g.edge.w3 path{stroke-width:3.2}svg.machine g.edge.w4 path{stroke-width:4}
+svg.machine g.edge.w5 path{stroke-width:4.8}
+svg.machine g.edge.hidden path{stroke:#d9dde5;stroke-dasharray:1 4}
+svg.machine g.edge.hidden polygon{fill:#d9dde5;stroke:#d9dde5}svg.machine g.edge.hidden text{fill:#aab1bf}
+svg.machine g.edge.extra{visibility:hidden}
+svg.machine g.edge.extra.taken,svg.machine g.edge.extra[data-edge]{visibility:visible}
+svg.machine g.edge.extra[data-edge] path{stroke:var(--extra);stroke-dasharray:8 3}
+svg.machine g.edge.extra[data-edge] polygon{fill:var(--extra);stroke:var(--extra)}
+svg.machine g.edge.extra[data-edge] text{fill:var(--extra)}
+svg.machine g.edge:hover path,svg.machine g.edge:focus path,svg.machine g.edge.chosen path{stroke:#1f6feb}
+svg.machine g.edge:hover text,svg.machine g.edge:focus text,svg.machine g.edge.chosen text{fill:#1f6feb}
 .legend{color:var(--muted);font-size:12.5px}
 .detail{min-height:2.2em;padding:6px 10px;background:var(--soft);border-radius:6px;margin:6px 0}
 tr.chosen td{background:#e7f0ff}
@@ -151,7 +160,9 @@ _SCRIPT = """
   }
   document.addEventListener('click',function(e){
     var el=e.target.closest('[data-edge]');
-    if(el){choose(el.getAttribute('data-edge'));}
+    if(!el){return;}
+    if(el.closest('svg')){e.preventDefault();}
+    choose(el.getAttribute('data-edge'));
   });
   document.addEventListener('keydown',function(e){
     if(e.key!=='Enter'&&e.key!==' '){return;}
@@ -605,11 +616,11 @@ def _seq_links(refs: Iterable[tuple[str | None, int]], count: int, linked: bool)
 
 def _machine(key: str, graph: Graph, use: MachineUse, linked: bool) -> str:
     extra = [e for e in use.extra if e not in set(graph.edges)]
-    drawn = layout_edges(graph, use.counts, extra, lambda e: observable(key, e), key)
+    drawn = marks(key, graph, use.counts, extra, lambda e: observable(key, e))
     visited = frozenset(s for d in drawn if d.count for s in (d.edge.source, d.edge.target))
     if graph.initial is not None:
         visited |= {graph.initial}
-    svg = render_svg(graph, key, drawn, visited)
+    svg = marked_svg(key, graph.title, drawn, visited, graph)
     taken, shown = use.coverage(graph, key)
     hidden = sum(1 for d in drawn if d.style == "hidden")
     coverage = f"{taken} of the {shown} transitions of the table a log can show were taken"
@@ -621,8 +632,9 @@ def _machine(key: str, graph: Graph, use: MachineUse, linked: bool) -> str:
     source = f" Read from <code>{_e(graph.source)}</code>." if graph.source else ""
     return (
         f'<section class="machine-box" id="machine-{_a(key)}"><h3>{_e(_TITLES.get(key, graph.title))}</h3>'
-        f'<p class="legend">{_e(coverage)}.{source} Heavier: taken (×count); dashed: never taken; dotted: '
-        f"no log can show it; orange: taken, not in the table.</p>{svg}"
+        f'<p class="legend">{_e(coverage)}.{source} Dark and heavier: taken (the heavier, the more often); '
+        f"dashed: never taken; dotted: no log can show it; orange: taken, not in the table. Laid out by "
+        f"Graphviz.</p>{svg}"
         f'<p class="hint" hidden>Choose a transition in the diagram to see the events that took it.</p>'
         f'<div class="detail" aria-live="polite"></div>'
         f"<table><tr><th>from</th><th>to</th><th>transition</th><th class=\"num\">taken</th><th>events</th></tr>"
@@ -630,7 +642,7 @@ def _machine(key: str, graph: Graph, use: MachineUse, linked: bool) -> str:
     )
 
 
-def _edge_row(d: DrawnEdge, use: MachineUse, linked: bool) -> str:
+def _edge_row(d: Mark, use: MachineUse, linked: bool) -> str:
     edge: Edge = d.edge
     label = edge.label
     if d.style == "extra":

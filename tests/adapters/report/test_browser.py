@@ -44,7 +44,7 @@ def test_the_report_sends_no_request_and_logs_no_error(chromium: Browser, page_h
     page = opened.page
     assert page.title() == "planfold report: demo-1"
     # Every event's anchor and every diagram's script ran, and nothing asked the network.
-    page.locator("#machine-goal text.label").first.click()
+    page.locator("#machine-goal g.edge.taken text").first.click()
     assert opened.requests == [] and opened.errors == []
     assert page.evaluate("document.querySelectorAll('img, link, iframe, object, embed').length") == 0
 
@@ -57,12 +57,12 @@ def test_every_diagram_renders_with_its_states_and_edges(chromium: Browser, page
         svg = svgs.nth(index)
         box = svg.bounding_box()
         assert box is not None and box["width"] > 300 and box["height"] > 200
-        states = svg.locator("g.state rect")
+        states = svg.locator("g.node.state path")
         assert states.count() >= 4
         for n in range(states.count()):
             rect = states.nth(n).bounding_box()
             assert rect is not None and rect["width"] > 20 and rect["height"] > 10
-        taken = svg.locator("g.edge.taken path.line")
+        taken = svg.locator("g.edge.taken path")
         assert taken.count() >= 1
         for n in range(taken.count()):
             line = taken.nth(n).bounding_box()
@@ -74,7 +74,7 @@ def test_choosing_a_transition_shows_the_events_that_took_it(chromium: Browser, 
     detail = page.locator("#machine-plan_status .detail")
     assert detail.inner_text().strip() == ""
     approve = edge_id(page, "plan_status", "approve")
-    page.locator(f'#machine-plan_status text.label[data-edge="{approve}"]').click()
+    page.locator(f'#machine-plan_status g.edge[data-edge="{approve}"] text').click()
     assert "draft → approved [approve]: 1 time(s)" in detail.inner_text()
     assert detail.locator("a").get_attribute("href") == "#seq-16"
     assert page.locator(f"#{approve}-row").get_attribute("class") == "taken chosen"
@@ -118,7 +118,7 @@ def test_the_coverage_page_of_a_database_renders_and_names_each_sessions_events(
         box = page.locator("svg.machine").nth(index).bounding_box()
         assert box is not None and box["width"] > 300
     approve = edge_id(page, "plan_status", "approve")
-    page.locator(f'#machine-plan_status text.label[data-edge="{approve}"]').click()
+    page.locator(f'#machine-plan_status g.edge[data-edge="{approve}"] text').click()
     text = page.locator("#machine-plan_status .detail").inner_text()
     assert "2 time(s)" in text and "demo-1#16, demo-2#16" in text
     assert opened.requests == [] and opened.errors == []
@@ -199,3 +199,24 @@ def test_the_page_is_never_wider_than_its_window(chromium: Browser, token: str, 
         assert scroll <= window
         assert opened.requests == [] and opened.errors == []
         page.close()
+
+
+#: Every text box of each diagram, in the picture's own units (getBBox).
+_TEXT_BOXES = """svg => Array.from(svg.querySelectorAll('text')).map(t => {
+  const b = t.getBBox();
+  return [t.textContent, b.x, b.y, b.width, b.height];
+})"""
+
+
+def test_no_two_labels_of_any_diagram_overlap(chromium: Browser, page_html: str) -> None:
+    page = open_page(chromium, page_html).page
+    svgs = page.locator("svg.machine")
+    assert svgs.count() == 4
+    for index in range(4):
+        boxes = svgs.nth(index).evaluate(_TEXT_BOXES)
+        assert len(boxes) >= 4
+        for i, (a, ax, ay, aw, ah) in enumerate(boxes):
+            assert aw > 0 and ah > 0, a
+            for b, bx, by, bw, bh in boxes[i + 1 :]:
+                apart = ax + aw <= bx + 0.5 or bx + bw <= ax + 0.5 or ay + ah <= by + 0.5 or by + bh <= ay + 0.5
+                assert apart, f"{a!r} overlaps {b!r} in diagram {index}"
