@@ -23,7 +23,9 @@ and embeds no data in its script.
 
 from __future__ import annotations
 
+import base64
 import datetime
+import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from html import escape
 from typing import TypeVar
@@ -51,7 +53,7 @@ from .model import (
     Verification,
 )
 
-__all__ = ["render_coverage", "render_report"]
+__all__ = ["POLICY", "render_coverage", "render_report"]
 
 T = TypeVar("T", bound=Summarised)
 
@@ -92,12 +94,12 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:now
 .tag.build{background:#e3f4ec;color:var(--build)}
 .block{border:1px solid var(--line);border-radius:8px;padding:8px 12px;margin:10px 0;break-inside:avoid}
 .block h3{margin:0 0 4px}
-.bands{display:flex;height:10px;border-radius:5px;overflow:hidden;margin:4px 0 8px;background:var(--soft)}
-.bands span{display:block;height:100%}.bands .plan{background:var(--plan)}.bands .build{background:var(--build)}
+.bands{display:block;width:100%;height:10px;border-radius:5px;margin:4px 0 8px}
+.bands .plan{fill:var(--plan)}.bands .build{fill:var(--build)}
 .stretch{color:var(--muted);font-style:italic;padding:6px 12px;border-left:3px solid var(--line);margin:8px 0}
 .diff .add{color:var(--ok)}.diff .del{color:var(--bad)}.diff .chg{color:var(--warn)}
-.meter{display:inline-block;width:160px;height:10px;background:var(--soft);border-radius:5px;vertical-align:middle;
-overflow:hidden}.meter span{display:block;height:100%;background:var(--build)}
+.meter{display:inline-block;width:160px;height:10px;border-radius:5px;vertical-align:middle}
+.meter .track{fill:var(--soft)}.meter .done{fill:var(--build)}
 .machine-box{border:1px solid var(--line);border-radius:8px;padding:8px 12px;margin:12px 0;break-inside:avoid}
 svg.machine{width:100%;max-width:100%;height:auto;display:block;margin:0 auto;background:#fcfcfe;border-radius:6px}
 svg.machine .graph>polygon{fill:#fcfcfe}
@@ -174,6 +176,19 @@ _SCRIPT = """
 """
 
 
+def _hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+#: The page's content security policy: nothing from anywhere, but the page's
+#: own style sheet and script, each allowed by its SHA-256 (no
+#: ``'unsafe-inline'``: a style or script a log smuggled in would not run).
+POLICY = (
+    f"default-src 'none'; style-src {_hash(_STYLE)}; script-src {_hash(_SCRIPT)}; base-uri 'none'; "
+    "form-action 'none'"
+)
+
+
 def _e(text: object) -> str:
     """``text`` as the page's markup shows it: escaped for HTML, and every
     character that would act on the reader (a control or bidirectional
@@ -240,9 +255,9 @@ def _page(title: str, body: Iterable[str]) -> str:
         [
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
-            # Nothing may leave the page: no fetch, no image, no font, no frame.
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-            "script-src 'unsafe-inline'; img-src data:\">",
+            # Nothing may leave the page (no fetch, no image, no font, no frame), and
+            # no style or script runs but the page's own, named by their hashes.
+            f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
             f"<title>{_a(title)}</title><style>{_STYLE}</style></head><body>",
             *body,
             f"<script>{_SCRIPT}</script></body></html>\n",
@@ -424,16 +439,21 @@ def _entry_row(first: int | None) -> Callable[[Entry], str]:
 
 
 def _bands(block: Block) -> str:
+    """The block's requests as bands of plan and build mode, an SVG (its
+    widths are attributes, so the page needs no inline style)."""
     if not block.bands:
         return ""
     total = sum(n for _, n in block.bands)
-    spans = "".join(
-        f'<span class="{"plan" if mode else "build"}" style="width:{100 * n / total:.2f}%" '
-        f'title="{n} request(s) in {"plan" if mode else "build"} mode"></span>'
-        for mode, n in block.bands
-    )
+    rects, x = [], 0.0
+    for mode, n in block.bands:
+        width = 1000 * n / total
+        name = "plan" if mode else "build"
+        rects.append(f'<rect class="{name}" x="{x:.2f}" y="0" width="{width:.2f}" height="10">'
+                     f"<title>{n} request(s) in {name} mode</title></rect>")
+        x += width
     words = ", then ".join(f"{n} in {'plan' if mode else 'build'} mode" for mode, n in block.bands)
-    return f'<div class="bands" role="img" aria-label="requests: {_a(words)}">{spans}</div>'
+    return (f'<svg class="bands" viewBox="0 0 1000 10" preserveAspectRatio="none" role="img" '
+            f'aria-label="requests: {_a(words)}">{"".join(rects)}</svg>')
 
 
 def _block(first: int | None) -> Callable[[Block], str]:
@@ -557,8 +577,9 @@ def _goal_row(g: GoalEntry) -> str:
     share = 0 if g.max_rounds <= 0 else min(100, 100 * g.rounds / g.max_rounds)
     return (
         f"<tr><td>{_id(g.goal_id)}</td><td>{_e(g.objective)}</td>"
-        f'<td><span class="meter" role="img" aria-label="{g.rounds} of {g.max_rounds} rounds">'
-        f'<span style="width:{share:.1f}%"></span></span> {g.rounds} / {g.max_rounds}</td>'
+        f'<td><svg class="meter" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" '
+        f'aria-label="{g.rounds} of {g.max_rounds} rounds"><rect class="track" width="100" height="10"/>'
+        f'<rect class="done" width="{share:.1f}" height="10"/></svg> {g.rounds} / {g.max_rounds}</td>'
         f"<td>{_e(g.phase)}{'<br><small>' + _e(g.reason) + '</small>' if g.reason else ''}</td>"
         f'<td class="num">{g.changes}</td></tr>'
     )

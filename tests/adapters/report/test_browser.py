@@ -220,3 +220,18 @@ def test_no_two_labels_of_any_diagram_overlap(chromium: Browser, page_html: str)
             for b, bx, by, bw, bh in boxes[i + 1 :]:
                 apart = ax + aw <= bx + 0.5 or bx + bw <= ax + 0.5 or ay + ah <= by + 0.5 or by + bh <= ay + 0.5
                 assert apart, f"{a!r} overlaps {b!r} in diagram {index}"
+
+
+def test_the_policy_lets_the_page_s_style_and_script_run_and_nothing_else(
+    chromium: Browser, page_html: str
+) -> None:
+    opened = open_page(chromium, page_html)
+    page = opened.page
+    assert page.evaluate("getComputedStyle(document.body).maxWidth") == "1180px"  # the style sheet applies
+    assert page.locator("#machine-plan_status .hint").is_visible()  # the script ran
+    assert opened.errors == [] and opened.requests == []
+    smuggled = page_html.replace("</body>", "<script>window.smuggled=1</script><style>body{color:red}</style></body>")
+    opened = open_page(chromium, smuggled)
+    assert opened.page.evaluate("window.smuggled") is None
+    assert opened.page.evaluate("getComputedStyle(document.body).color") != "rgb(255, 0, 0)"
+    assert any("Content Security Policy" in error for error in opened.errors)

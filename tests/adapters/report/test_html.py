@@ -175,3 +175,18 @@ def test_a_long_id_is_shortened_and_its_full_text_is_one_click_away() -> None:
     assert h1 is not None and len(h1.group(1)) < 200
     assert '<details class="long-id"><summary><code>id-xxxxxxxx' in page and "(100,003 characters)" in page
     assert f'<code class="full">{long_id}</code>' in page
+
+
+def test_the_policy_allows_only_the_page_s_own_style_and_script_by_their_hashes(demo: tuple[Event, ...]) -> None:
+    import base64  # noqa: PLC0415
+    import hashlib  # noqa: PLC0415
+
+    page = render_report(build_report("demo-1", ((None, e) for e in demo)))
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert policy is not None and "unsafe" not in policy.group(1) and "default-src 'none'" in policy.group(1)
+    for tag, directive in (("style", "style-src"), ("script", "script-src")):
+        bodies = re.findall(f"<{tag}>(.*?)</{tag}>", page, re.DOTALL)
+        assert len(bodies) == 1
+        digest = base64.b64encode(hashlib.sha256(bodies[0].encode("utf-8")).digest()).decode("ascii")
+        assert f"{directive} 'sha256-{digest}';" in policy.group(1)
+    assert " style=" not in page  # an inline style attribute would need 'unsafe-inline'
