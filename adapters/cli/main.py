@@ -82,9 +82,10 @@ from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
 from ..provenance import ForkProvenance, ForkRecordLines, encode_fork_record, split_fork_record
 from ..report.html import render_coverage, render_report
-from ..report.model import Coverage, build_report, with_fork_record
+from ..report.model import Audited, Coverage, Report, build_report, with_audit, with_fork_record
 from ..serve.command import add_serve_arguments, run_serve
 from ..store.base import Store, check_provenance, check_session_id, import_session
+from ..store.engine import LogStore
 from ..store.fork import check_fork, turn_start_seq
 from ..store.opener import is_postgres_url
 from ..store.spill import fold_records
@@ -292,15 +293,20 @@ def _write_atomically(path: str, data: bytes, mode: int) -> None:
     directory, given ``mode`` before it takes the path's place, so a failed
     write leaves no half file behind."""
     directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".planfold-export-", dir=directory)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=".planfold-export-", dir=directory)
+    except OSError as exc:  # the error names the path asked for, not the temporary file's
+        raise OSError(exc.errno, exc.strerror, path) from exc
     try:
         with os.fdopen(handle, "wb") as stream:
             os.fchmod(stream.fileno(), mode)
             stream.write(data)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(temporary):
             os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, path) from exc
         raise
 
 
@@ -479,6 +485,20 @@ def _cmd_fork(args: argparse.Namespace, out: TextIO) -> int:
 # report
 
 
+def _audit_verdict(store: Store, session: str) -> Audited:
+    """What ``planfold audit`` finds in a stored session whose log passes the
+    strict replay: every difference of its stored projection, snapshot and
+    provenance from the log, and the snapshot's status."""
+    audited = store.audit(session)
+    return Audited(tuple(audited.mismatches), audited.snapshot)
+
+
+def _stored_report(store: LogStore, session: str) -> Report:
+    """The report of a stored session, with ``planfold audit``'s verdict on it."""
+    report = build_report(session, ((None, e) for e in store.scan(session)), store.provenance(session))
+    return report if not report.ok else with_audit(report, _audit_verdict(store, session))
+
+
 def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
     """The HTML page ``report`` writes, and whether every log it read is sound."""
     with read_source(args.file, stdin) as source:
@@ -497,12 +517,11 @@ def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
                     code="session-needed",
                 )
             if not args.all:
-                sid = sessions[0]
-                report = build_report(sid, ((None, e) for e in store.scan(sid)), store.provenance(sid))
+                report = _stored_report(store, sessions[0])
                 return render_report(report), report.ok
             coverage = Coverage(shown(source.name))
             for sid in sessions:
-                coverage.add(build_report(sid, ((None, e) for e in store.scan(sid)), store.provenance(sid)))
+                coverage.add(_stored_report(store, sid))
             done = coverage.finish()
             return render_coverage(done), done.bad == 0
 

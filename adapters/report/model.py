@@ -91,6 +91,7 @@ __all__ = [
     "CODES",
     "EXCERPT",
     "OTHER_CODES",
+    "Audited",
     "BadEvent",
     "Block",
     "Capped",
@@ -114,6 +115,7 @@ __all__ = [
     "bump",
     "goal_actors",
     "spec_diff",
+    "with_audit",
     "with_fork_record",
 ]
 
@@ -585,10 +587,30 @@ class Report:
     plan: str
     goal: str
     provenance: ForkProvenance | None = None
+    #: What ``planfold audit`` found beyond the strict replay (a database's
+    #: stored projection, snapshot and provenance against the log): ``None``
+    #: when nothing more was audited (a JSON Lines log), else its findings
+    #: (none when everything matches) and the snapshot's status.
+    audit: Audited | None = None
 
     @property
     def ok(self) -> bool:
-        return self.bad is None
+        return self.bad is None and (self.audit is None or not self.audit.mismatches)
+
+
+@dataclass(frozen=True, slots=True)
+class Audited:
+    """What ``planfold audit`` says of a stored session beyond its strict
+    replay: every way its stored projection, snapshot or provenance differs
+    from its log (none when they match), and the snapshot's status."""
+
+    mismatches: tuple[str, ...]
+    snapshot: str
+
+
+def with_audit(report: Report, audited: Audited) -> Report:
+    """``report`` with the audit of its stored session."""
+    return replace(report, audit=audited)
 
 
 # --------------------------------------------------------------------------
@@ -947,6 +969,7 @@ class SessionLine:
     events: int
     turns: int
     bad: BadEvent | None
+    mismatches: tuple[str, ...] = ()
 
     def summarise(self, stretch: Stretch) -> None:
         stretch.items += 1
@@ -982,7 +1005,8 @@ class Coverage:
         self.sessions += 1
         self.events += report.events
         self.bad += 0 if report.ok else 1
-        self.listed.add(SessionLine(report.session, report.events, report.turns, report.bad))
+        mismatches = () if report.audit is None else report.audit.mismatches
+        self.listed.add(SessionLine(report.session, report.events, report.turns, report.bad, mismatches))
         for name, use in report.machines.items():
             self.machines[name].merge(use, report.session)
 

@@ -29,6 +29,16 @@ longer correspond to anything, so a removed machine or vector cannot linger.
 ``python -m adapters.specgen.diagrams specs`` runs it and also refreshes the README
 section; the CI freshness test regenerates into a temporary directory and
 compares.
+
+The report's diagrams are laid out here too, once, when the package is
+built, never when a report is made: ``report_dot`` writes a machine's graph
+(its table's edges and the edges a log can take off the table,
+``report.machines.known_extras``) with a stable element id on every state and
+edge (``report.machines.state_id`` and ``edge_id``, read from the names and
+labels), and ``write_report_diagrams`` has Graphviz lay each out as SVG into
+``adapters/report/diagrams/`` (``--report-diagrams DIR``; ``make diagrams``
+does it), which the package ships. The report only marks, by id, the edges a
+session took (``report.diagram``).
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from ...kernel.graph import RULE_TEXT, Edge, Graph, all_graphs
 from ...kernel.phase import RUNTIME_PHASES, RuntimePhase
 from ...kernel.tools.gate import TOOL_CLASSES, VERDICT_TABLE, PhaseRule, ToolClass
 from ..codec.schema import schema_text
+from ..report.machines import MACHINES, edge_id, known_extras, machine_graphs, state_id
 from ..runtime.machine import ANSWERS, DRIVERS, Stage
 from ..serve.openrpc import OPENRPC_FILE, openrpc_text
 from .errors_table import error_table
@@ -54,6 +65,7 @@ __all__ = [
     "DECISION_TABLES",
     "END_MARKER",
     "HEADING",
+    "REPORT_DIAGRAMS",
     "SCHEMA_FILE",
     "START_MARKER",
     "dot",
@@ -61,8 +73,10 @@ __all__ = [
     "main",
     "mermaid",
     "readme_section",
+    "report_dot",
     "update_readme",
     "write_all",
+    "write_report_diagrams",
 ]
 
 START_MARKER = "<!-- diagrams:start -->"
@@ -125,6 +139,65 @@ def dot(graph: Graph) -> str:
     ]
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+#: Where the package keeps the report's diagrams, from the repository's top.
+REPORT_DIAGRAMS = Path("adapters") / "report" / "diagrams"
+
+
+def report_dot(machine: str) -> str:
+    """The Graphviz ``digraph`` of ``machine`` as the report shows it: every
+    state and edge with its stable id and class (``table`` or ``extra``)."""
+    graph = machine_graphs()[machine]
+    edges = (*graph.edges, *(e for e in known_extras(machine) if e not in set(graph.edges)))
+    ids = [edge_id(machine, e) for e in edges] + [state_id(machine, s) for s in graph.states]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{machine}: two states or edges share an element id")
+    lines = [
+        f"// {graph.title}: the report's diagram. {_NOTICE}",
+        f"digraph {_quote(machine)} {{",
+        f"  id={_quote(machine + '-graph')};",
+        "  rankdir=LR; nodesep=0.35; ranksep=0.7; pad=0.15;",
+        '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=12, '
+        "margin=\"0.18,0.06\"];",
+        '  edge [fontname="Helvetica", fontsize=10, arrowsize=0.7];',
+    ]
+    if graph.initial is not None:
+        lines.append(f'  "__start__" [shape=point, width=0.12, id={_quote(machine + "-start")}, class="start"];')
+    lines += [f"  {_quote(s)} [id={_quote(state_id(machine, s))}, class=\"state\"];" for s in graph.states]
+    if graph.initial is not None:
+        lines.append(f'  "__start__" -> {_quote(graph.initial)} [id={_quote(machine + "-initial")}, class="initial"];')
+    table = set(graph.edges)
+    for e in edges:
+        kind = "table" if e in table else "extra"
+        # a label wider than Graphviz measures it in a browser's font still fits its place
+        label = f" {e.label} "
+        lines.append(
+            f"  {_quote(e.source)} -> {_quote(e.target)} [id={_quote(edge_id(machine, e))}, class={_quote(kind)}, "
+            f"label={_quote(label)}];"
+        )
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_report_diagrams(directory: Path, program: str | None = None) -> tuple[Path, ...]:
+    """Lay out every machine of the report with Graphviz's ``dot`` as
+    ``directory/<machine>.svg``; ``FileNotFoundError`` without Graphviz."""
+    found = program or shutil.which("dot")
+    if found is None:
+        raise FileNotFoundError("Graphviz's dot is not installed: the report's diagrams are laid out by it")
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for machine in MACHINES:
+        target = directory / f"{machine}.svg"
+        done = subprocess.run([found, "-Tsvg"], input=report_dot(machine).encode("utf-8"), capture_output=True,
+                              check=True)
+        # Graphviz writes every "-" as a character reference; the report finds its ids as they are
+        # and names the XLink namespace, which nothing in the picture uses
+        text = done.stdout.replace(b"&#45;", b"-").replace(b' xmlns:xlink="http://www.w3.org/1999/xlink"', b"")
+        target.write_bytes(text)
+        written.append(target)
+    return tuple(written)
 
 
 def gate_table(table: Mapping[tuple[RuntimePhase, ToolClass], PhaseRule] = VERDICT_TABLE) -> str:
@@ -284,12 +357,18 @@ def write_all(out_dir: Path, readme: Path | None = None, *, svg: bool = True) ->
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m adapters.specgen.diagrams [OUT_DIR] [--readme PATH] [--no-svg]``."""
+    """``python -m adapters.specgen.diagrams [OUT_DIR] [--readme PATH] [--no-svg] [--report-diagrams DIR]``."""
     parser = argparse.ArgumentParser(prog="python -m adapters.specgen.diagrams", description=main.__doc__)
     parser.add_argument("out_dir", nargs="?", default="specs", help="where to write (default: specs)")
     parser.add_argument("--readme", help="the README to refresh (default: README.md next to OUT_DIR)")
     parser.add_argument("--no-svg", action="store_true", help="do not run Graphviz even if installed")
+    parser.add_argument("--report-diagrams", metavar="DIR",
+                        help="only lay out the report's diagrams into DIR (make diagrams: adapters/report/diagrams)")
     args = parser.parse_args(argv)
+    if args.report_diagrams:
+        done = write_report_diagrams(Path(args.report_diagrams))
+        print(f"wrote {len(done)} diagrams under {args.report_diagrams}")
+        return 0
     out_dir = Path(args.out_dir)
     readme = Path(args.readme) if args.readme else out_dir.resolve().parent / "README.md"
     written = write_all(out_dir, readme, svg=not args.no_svg)

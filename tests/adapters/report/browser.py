@@ -161,7 +161,7 @@ def screenshot(browser: Browser, html: str, path: Path) -> None:
     chosen, as a PNG at ``path``."""
     opened = open_page(browser, html, width=1100)
     page = opened.page
-    page.locator(f'#machine-plan_status text.label[data-edge="{edge_id(page, "plan_status", "approve")}"]').click()
+    page.locator(f'#machine-plan_status g.edge[data-edge="{edge_id(page, "plan_status", "approve")}"] text').click()
     box = page.locator("#machine-plan_status")
     box.screenshot(path=str(path))
     page.close()
