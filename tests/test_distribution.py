@@ -102,6 +102,18 @@ def test_the_wheel_installs_exactly_one_top_level_package_planfold(planfold_whee
     assert "planfold/kernel/plan/mode.py" in names and "planfold/adapters/store/sqlite.py" in names
 
 
+def test_the_wheel_carries_the_apache_license_text_and_its_metadata_names_it(planfold_wheel: Path) -> None:
+    wheel = zipfile.ZipFile(planfold_wheel)
+    [shipped] = [name for name in wheel.namelist() if name.endswith(".dist-info/licenses/LICENSE")]
+    text = wheel.read(shipped).decode("utf-8")
+    assert text == (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text and "APPENDIX: How to apply the Apache License" in text
+    [metadata] = [name for name in wheel.namelist() if name.endswith(".dist-info/METADATA")]
+    lines = wheel.read(metadata).decode("utf-8").splitlines()
+    assert "License-Expression: Apache-2.0" in lines and "License-File: LICENSE" in lines
+
+
 def test_planfold_and_a_distribution_owning_kernel_and_adapters_install_and_import_side_by_side(
     planfold_wheel: Path, tmp_path: Path
 ) -> None:
