@@ -231,17 +231,20 @@ def test_the_readme_installs_from_a_checkout_and_from_the_wheel_this_build_makes
 def test_a_consumer_of_the_installed_wheel_runs_the_quick_start_and_type_checks_it_under_mypy_strict(
     planfold_wheel: Path, tmp_path: Path
 ) -> None:
+    from tests.docs_blocks import run_program  # noqa: PLC0415
     from tests.test_embedding import quick_start  # noqa: PLC0415
 
     python = _installed(planfold_wheel, tmp_path)
     work = tmp_path / "consumer"
-    work.mkdir()
     paths = []
-    for index, (code, shown) in enumerate(quick_start()):
-        path = work / f"quick_{index}.py"
-        path.write_text(code, encoding="utf-8")
-        paths.append(path)
-        assert _run(python, path, cwd=work).splitlines() == shown.splitlines()
+    for index, block in enumerate(quick_start()):
+        folder = work / f"quick_{index}"
+        folder.mkdir(parents=True)
+        done = run_program(python, block, folder)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert block.shown is not None and done.stdout.splitlines() == block.shown.splitlines()
+        paths.append(work / f"quick_{index}.py")
+        paths[-1].write_text(block.body, encoding="utf-8")
     where = _run(python, "-c", "import planfold; print(planfold.__file__)", cwd=work).strip()
     assert where.startswith(str(tmp_path / "env"))
     assert "Success" in _run(python, "-m", "mypy", "--strict", "--no-incremental", *paths, cwd=work)
