@@ -7,9 +7,9 @@ store contract suite runs (its ``contract`` extra names pytest and Hypothesis);
 the README's installation lines name the wheel this build makes.
 
 The wheel is built from this checkout without build isolation (setuptools is
-in the dev extra) and installed into a fresh virtual environment; msgspec, the
-adapters' one dependency, comes from the test's own environment through a
-path entry, so nothing is fetched."""
+in the dev extra) and installed into a fresh virtual environment; the adapters' dependencies
+(msgspec, cattrs, httpx) come from the test's own environment through a
+path entry, so nothing is fetched. The wheel carries the license text."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def planfold_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _installed(wheel: Path, tmp: Path) -> Path:
     """A fresh virtual environment with ``wheel`` installed; its other
-    packages (msgspec, cattrs, pytest, Hypothesis) come from the test's own
+    packages (msgspec, cattrs, httpx, pytest, Hypothesis) come from the test's own
     environment through a path entry (which runs no editable install's .pth),
     so nothing is fetched. Returns its python."""
     env = tmp / "env"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -157,4 +158,11 @@ def test_the_readme_is_short_and_links_every_page_of_docs() -> None:
     pages = {"embedding", "plan-mode-and-goals", "storage", "serve", "report-and-fork", "security", "testing"}
     assert {f"docs/{name}.md" for name in pages} <= set(LINK.findall(text))
     assert {f"docs/{page.name}" for page in DOCS.glob("*.md")} <= set(LINK.findall(text))
-    assert "msgspec, cattrs, httpx" in text and "[LICENSE](LICENSE)" in text
+    assert "[LICENSE](LICENSE)" in text
+
+
+def test_the_readme_names_exactly_the_runtimes_dependencies() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = [re.split(r"[<>=!~\[;\s]", requirement, maxsplit=1)[0] for requirement in project["dependencies"]]
+    assert len(names) >= 2
+    assert f"the runtime ({', '.join(names)})" in (ROOT / "README.md").read_text(encoding="utf-8")
