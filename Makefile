@@ -62,10 +62,10 @@ test: lint typecheck unit
 demo: $(RUNTIME)
 	$(BIN)/planfold demo --db demo.sqlite
 
-## Regenerate specs/: state diagrams, the event schema, conformance vectors, README diagrams;
-## the report's diagrams, laid out by Graphviz with stable ids (adapters/report/diagrams/);
-## the TypeScript types of planfold serve (examples/planfold-rpc.d.ts, needs Node); and
-## docs/report.png, the README's screenshot of the demo's report (needs Chromium).
+## Regenerate specs/: state diagrams, the event schema, conformance vectors, the diagrams of
+## docs/how-it-works.md; the report's diagrams, laid out by Graphviz with stable ids
+## (adapters/report/diagrams/); the TypeScript types of planfold serve (examples/planfold-rpc.d.ts,
+## needs Node); and docs/report.png, the picture of the demo's report (needs Chromium).
 diagrams: $(STAMP) $(NODE_PACKAGES)
 	$(BIN)/python -m planfold.adapters.specgen.diagrams specs
 	$(BIN)/python -m planfold.adapters.specgen.diagrams --report-diagrams adapters/report/diagrams
