@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmarks.append_bench import run_append_growth, run_durable_append, run_group_append
+from benchmarks.async_sessions_bench import run_async_sessions
 from benchmarks.concurrent_bench import run_concurrent_append
 from benchmarks.es_baseline import MISSING, load_eventsourcing
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale
@@ -73,6 +74,7 @@ FAMILIES: dict[str, Family] = {
     "report-generation": run_report,
     "serve-step": run_serve,
     "runtime-turn": run_runtime_turns,
+    "async-sessions": run_async_sessions,
 }
 
 
