@@ -229,9 +229,14 @@ class AsyncRuntime:
         return step.stage_of(self._p, self._view())
 
     def _config(self) -> step.TurnConfig:
-        return step.TurnConfig(
-            self.tools.registry, self.tools.policy, self.max_steps, self.max_tool_calls, self.retry_budget.retries
-        )
+        """The reducer's configuration, made again only when a setting changed."""
+        tools = self.tools
+        key = (tools.registry, tools.policy, self.max_steps, self.max_tool_calls, self.retry_budget.retries)
+        made = getattr(self, "_configured", None)
+        if made is None or any(a is not b for a, b in zip(made[0], key, strict=True)):
+            made = (key, step.TurnConfig(*key))
+            self._configured = made
+        return made[1]
 
     def _view(self) -> step.Log:
         return step.Log(self._log.state, self._log.events)
@@ -254,7 +259,7 @@ class AsyncRuntime:
         continuations, carry out appends and path resolutions, return the
         actions left. A failed append keeps the value from before it."""
         config = self._config()
-        if config != self._p.config:
+        if config is not self._p.config:
             self._p = replace(self._p, config=config)
         queue: list[step.Input] = [event]
         left: list[step.Action] = []

@@ -424,9 +424,14 @@ class StepMachine:
         return self._p.resumed
 
     def _config(self) -> step.TurnConfig:
-        return step.TurnConfig(
-            self.tools.registry, self.tools.policy, self.max_steps, self.max_tool_calls, self.retry_budget.retries
-        )
+        """The reducer's configuration, made again only when a setting changed."""
+        tools = self.tools
+        key = (tools.registry, tools.policy, self.max_steps, self.max_tool_calls, self.retry_budget.retries)
+        made = getattr(self, "_configured", None)
+        if made is None or any(a is not b for a, b in zip(made[0], key, strict=True)):
+            made = (key, step.TurnConfig(*key))
+            self._configured = made
+        return made[1]
 
     def _view(self) -> step.Log:
         return step.Log(self.log.state, _LazyEvents(self.log))
@@ -442,7 +447,7 @@ class StepMachine:
         left for the caller (results, model, tool, review, turn over). A
         failed append keeps the process value from before it."""
         config = self._config()
-        if config != self._p.config:
+        if config is not self._p.config:
             self._p = replace(self._p, config=config)
         queue: list[step.Input] = [event]
         left: list[step.Action] = []

@@ -172,7 +172,25 @@ class Conversation:
         return Prefix(kept, len(kept), head, tail)
 
 
+#: The tool definitions of a registry and policy in a phase, as the last
+#: request of each runner made them (registries are immutable values, so a
+#: runner's definitions change only when it is given another registry or policy).
+_DEFINED: dict[tuple[int, int, str], tuple[object, object, tuple[ToolDefinition, ...]]] = {}
+
+
 def _definitions(tools: ToolRunner, phase: RuntimePhase) -> tuple[ToolDefinition, ...]:
+    key = (id(tools.registry), id(tools.policy), phase)
+    known = _DEFINED.get(key)
+    if known is not None and known[0] is tools.registry and known[1] is tools.policy:
+        return known[2]
+    made = _made_definitions(tools, phase)
+    if len(_DEFINED) > 256:
+        _DEFINED.clear()
+    _DEFINED[key] = (tools.registry, tools.policy, made)
+    return made
+
+
+def _made_definitions(tools: ToolRunner, phase: RuntimePhase) -> tuple[ToolDefinition, ...]:
     out = []
     for spec in tools.offered(phase):
         parameters = thaw_json(spec.parameters)
