@@ -62,7 +62,10 @@ class _OncePerStep:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # every session connects at once
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
@@ -135,6 +138,45 @@ def test_twenty_asyncio_sessions_sharing_one_client_each_complete_their_turn_wit
 
     reports = asyncio.run(scenario())
     assert len(reports) == SESSIONS
-    assert all(r.ended_by == "reply" and r.reply == "done" and r.error is None for r in reports)
+    assert [r for r in reports if not (r.ended_by == "reply" and r.reply == "done" and r.error is None)] == []
     # each session's first attempt failed once and its step went on within its own budget
     assert all(count == 2 for count in server.seen.values()) and len(server.seen) == SESSIONS
+
+
+def test_one_tool_call_crosses_into_the_kernel_four_times_from_the_reply_to_its_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reply, the dispatch (the gate and where the call lands), the
+    resolution, the result: each is one question to the reducer (an appending
+    answer is asked again once with the clock's reading, which changes no
+    decision)."""
+    from planfold.adapters.llm.model import ChatResponse, ToolCall  # noqa: PLC0415
+    from planfold.kernel import step  # noqa: PLC0415
+
+    asked: list[str] = []
+    advance = step.advance
+
+    def traced(process: step.Process, log: step.Log, event: step.Input) -> step.Transition:
+        marker = f"{event.name}@{id(process)}"
+        if not asked or asked[-1] != marker:
+            asked.append(marker)
+        return advance(process, log, event)
+
+    class Model:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def complete(self, request: object) -> ChatResponse:
+            self.calls += 1
+            if self.calls == 1:
+                return ChatResponse(None, (ToolCall.of("c1", "read_file", {"path": "README.md"}),), "tool_calls")
+            return ChatResponse("done", finish_reason="stop")
+
+    runtime = Runtime(MemoryStore(), "s", Model(), _tools(), clock=ticking())
+    monkeypatch.setattr(step, "advance", traced)
+    report = runtime.run_turn("read it")
+    assert report.ended_by == "reply"
+    names = [marker.split("@")[0] for marker in asked]
+    start = names.index("reply")
+    end = names.index("tool-done", start)
+    assert names[start : end + 1] == ["reply", "next", "resolved", "tool-done"]
