@@ -523,8 +523,6 @@ def _identity(value: Any) -> Any:
     return value
 
 
-#: Each kind of type the converter treats its own way, with the factories of
-#: its structure and unstructure hooks.
 def _is_constrained(tp: Any) -> bool:
     """An ``Annotated`` type with a ``msgspec.Meta`` marker (the wire
     protocol's bounds, lengths and patterns)."""
@@ -545,6 +543,8 @@ def _limits(tp: Any) -> list[Callable[[Any], str | None]]:
     for meta in typing.get_args(tp)[1:]:
         if not isinstance(meta, msgspec.Meta):
             continue
+        if meta.multiple_of is not None or meta.tz is not None:
+            raise TypeError(f"{tp!r}: only bounds, lengths and patterns are checked, not multiple_of or tz")
         for name, holds, says in (
             ("ge", operator.ge, ">="), ("gt", operator.gt, ">"), ("le", operator.le, "<="), ("lt", operator.lt, "<"),
         ):
@@ -595,6 +595,8 @@ def _constrained_unstructure(tp: Any, conv: cattrs.Converter) -> UnstructureHook
     return conv.get_unstructure_hook(typing.get_args(tp)[0])
 
 
+#: Each kind of type the converter treats its own way, with the factories of
+#: its structure and unstructure hooks.
 _HOOK_FACTORIES = (
     (_is_constrained, _constrained_structure, _constrained_unstructure),
     (_is_array, _array_structure, _array_unstructure),
