@@ -75,9 +75,12 @@ microseconds more per message, against a step's budget of a millisecond
 (the ``serve-step`` benchmark). So cattrs structures, msgspec only turns
 JSON bytes into plain values and back (and writes the OpenRPC schema).
 The payload mirrors went with it: the stores hand payloads to the fold as
-plain JSON and the kernel reads them, at a cost measured on 50,000 stored
-rows decoded and folded of 3.49 µs of CPU per event against 2.79 with the
-mirrors (1.26x, pairwise 1.02-1.53x).
+plain JSON and the kernel's reader, the one reader of payloads, reads them.
+That costs replay time, measured on the benchmarks' goal log of 20,000
+events in SQLite (``SqliteStore.load``, CPU, medians of 7): 4.0-4.5 µs per
+event against 3.1 with the mirrors; the ``cold-replay`` family's ratio of
+the naive fold to planfold's load went from 1.60-1.78x to 1.15-1.40x (scale
+0.1, two runs of each, interleaved), below its goal of 1.5x.
 """
 
 from __future__ import annotations
@@ -520,8 +523,6 @@ def _identity(value: Any) -> Any:
     return value
 
 
-#: Each kind of type the converter treats its own way, with the factories of
-#: its structure and unstructure hooks.
 def _is_constrained(tp: Any) -> bool:
     """An ``Annotated`` type with a ``msgspec.Meta`` marker (the wire
     protocol's bounds, lengths and patterns)."""
@@ -542,6 +543,8 @@ def _limits(tp: Any) -> list[Callable[[Any], str | None]]:
     for meta in typing.get_args(tp)[1:]:
         if not isinstance(meta, msgspec.Meta):
             continue
+        if meta.multiple_of is not None or meta.tz is not None:
+            raise TypeError(f"{tp!r}: only bounds, lengths and patterns are checked, not multiple_of or tz")
         for name, holds, says in (
             ("ge", operator.ge, ">="), ("gt", operator.gt, ">"), ("le", operator.le, "<="), ("lt", operator.lt, "<"),
         ):
@@ -592,6 +595,8 @@ def _constrained_unstructure(tp: Any, conv: cattrs.Converter) -> UnstructureHook
     return conv.get_unstructure_hook(typing.get_args(tp)[0])
 
 
+#: Each kind of type the converter treats its own way, with the factories of
+#: its structure and unstructure hooks.
 _HOOK_FACTORIES = (
     (_is_constrained, _constrained_structure, _constrained_unstructure),
     (_is_array, _array_structure, _array_unstructure),

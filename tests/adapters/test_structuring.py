@@ -175,3 +175,12 @@ def test_keys_a_class_does_not_have_are_refused_unless_the_converter_lets_them_t
     allowed = "['count', 'name', 'note', 'share', 'tags']"
     assert problems(caught.value, "$") == (f"$: unknown key(s) ['typo'] (allowed: {allowed})",)
     assert exact_converter(forbid_extra_keys=False).structure(data, Limited) == Limited("ab", 1)
+
+
+def test_a_limit_the_converter_does_not_check_is_refused_when_its_hook_is_made() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Stepped:
+        size: Annotated[int, msgspec.Meta(multiple_of=2)]
+
+    with pytest.raises(TypeError, match="not multiple_of or tz"):
+        exact_converter().structure({"size": 2}, Stepped)
