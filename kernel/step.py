@@ -82,6 +82,7 @@ from .turn import RecordedReply, Reply, ReplyCall, abandoned_turn, interrupted_c
 
 __all__ = [
     "ACCEPTS",
+    "ANSWERED_BY",
     "RECOVERABLE_MODEL_ERRORS",
     "Action",
     "Append",
@@ -529,6 +530,20 @@ class Result:
 
 
 Action = Append | Then | ProposeStep | AskModel | ResolvePaths | RunTool | AskReview | TurnOver | Result
+
+#: Each action a driver carries out, and the inputs that answer it (an
+#: acknowledged append is answered by carrying on with the actions after it).
+ANSWERED_BY: Mapping[type, tuple[str, ...]] = {
+    Append: ("append-failed",),
+    Then: (),
+    ProposeStep: ("step-verdict",),
+    AskModel: ("reply", "model-failed"),
+    ResolvePaths: ("resolved",),
+    RunTool: ("tool-done",),
+    AskReview: ("review-answer",),
+    TurnOver: (),
+    Result: (),
+}
 
 
 @dataclass(frozen=True, slots=True)

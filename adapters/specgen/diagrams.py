@@ -50,14 +50,14 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import get_args
 
+from ...kernel import step
 from ...kernel.graph import RULE_TEXT, Edge, Graph, all_graphs
 from ...kernel.phase import RUNTIME_PHASES, RuntimePhase
 from ...kernel.tools.gate import TOOL_CLASSES, VERDICT_TABLE, PhaseRule, ToolClass
 from ..codec.schema import schema_text
 from ..report.machines import MACHINES, edge_id, known_extras, machine_graphs, state_id
-from ..runtime.machine import ANSWERS, DRIVERS, Stage
+from ..runtime.machine import DRIVERS
 from ..serve.openrpc import OPENRPC_FILE, openrpc_text
 from .errors_table import error_table
 from .vectors import VECTOR_DIR, write_vectors
@@ -270,26 +270,30 @@ RUNTIME_END = "<!-- runtime:end -->"
 
 
 def runtime_picture() -> str:
-    """A Mermaid flowchart of the step machine and its drivers, drawn from
-    ``adapters.runtime.machine``'s ``DRIVERS`` and ``ANSWERS`` tables and
-    its ``Stage`` values."""
-    lines = ["flowchart LR", '  subgraph drivers["drivers: the I/O"]']
+    """A Mermaid flowchart of the turn reducer and its drivers, drawn from
+    ``kernel.step``'s ``ACCEPTS`` and ``ANSWERED_BY`` tables and
+    ``adapters.runtime.machine``'s ``DRIVERS``."""
+    lines = ["flowchart LR", '  subgraph drivers["drivers: every I/O"]']
     lines += [f'    {cls}["{cls}<br/>({how})"]' for _, cls, how in DRIVERS]
-    stages = ", ".join(get_args(Stage))
+    stages = ", ".join(step.ACCEPTS)
     lines += [
         "  end",
-        f'  machine(["StepMachine<br/>no I/O but its log<br/>stages: {stages}"])',
-        '  kernel[["kernel: turn rules, plan decisions,<br/>tool gate, strict folds"]]',
+        f'  reducer(["kernel.step.advance<br/>pure: process, log, input -> process, actions<br/>stages: {stages}"])',
+        '  rules[["kernel: turn rules, plan decisions,<br/>tool gate, strict folds"]]',
         '  store[("session log<br/>memory, SQLite, PostgreSQL")]',
-        '  drivers -- "next_action()" --> machine',
+        '  drivers -- "an input: what the world answered" --> reducer',
     ]
-    for action, answers in ANSWERS.items():
-        answer = "answered by " + " or ".join(f"{name}()" for name in answers) if answers else "with its report"
-        lines.append(f'  machine -. "{action.__name__}, {answer}" .-> drivers')
+    for action, answers in step.ANSWERED_BY.items():
+        if action in (step.Then, step.Result):
+            continue
+        answer = "answered by " + " or ".join(answers) if answers else "the turn's report"
+        if action is step.Append:
+            answer = "at the expected seq: carry on, or " + " ".join(answers)
+        lines.append(f'  reducer -. "{action.__name__}, {answer}" .-> drivers')
     lines += [
-        '  machine -- "state, what happened" --> kernel',
-        '  kernel -- "drafts" --> machine',
-        '  machine -- "one atomic append per operation" --> store',
+        '  reducer -- "state, what happened" --> rules',
+        '  rules -- "drafts" --> reducer',
+        '  drivers -- "one compare-and-set append per Append" --> store',
     ]
     return "\n".join(lines) + "\n"
 
