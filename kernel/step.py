@@ -149,6 +149,7 @@ class StageError(KernelError):
     ``out-of-order`` anything else. Nothing changed."""
 
     code = "out-of-order"
+    codes = frozenset({"unexpected-call"})
 
     def __init__(self, message: str, stage: Stage, *, code: str = "out-of-order") -> None:
         super().__init__(message)
