@@ -56,6 +56,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from ...kernel.session import SessionState, fold_rows
 from .aio import AsyncLogStore
 from .base import AppendResult, FoldedAppend, InvalidRequestError, Lease
 from .engine import LogStore, Transaction
@@ -65,7 +66,7 @@ from .sqlite import SqliteStore, Synchronous
 from .sqlite_conn import connect_sqlite
 from .sqlite_schema import Connection
 
-__all__ = ["GROUP_LIMIT", "AsyncSqliteStore"]
+__all__ = ["AsyncSqliteStore"]
 
 T = TypeVar("T")
 
@@ -102,6 +103,10 @@ class _FileWorkers:
         self.writes: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self.reads: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         name = os.path.basename(str(key[0]) if isinstance(key, tuple) else str(key))
+        # The kernel's table of event kinds is filled on first use; filled
+        # here, before the two threads fold at once, so neither sees it half
+        # filled.
+        fold_rows(SessionState(), ())
         self.threads = (
             threading.Thread(target=self._write_loop, name=f"planfold-sqlite-writer:{name}", daemon=True),
             threading.Thread(target=self._read_loop, name=f"planfold-sqlite-reader:{name}", daemon=True),
