@@ -64,10 +64,12 @@ _SLOWEST = 0.001
 
 class WriteTurns:
     """Takes the write lock for one connection (see the module docstring);
-    ``busy_timeout_ms`` is how long it may wait for it."""
+    ``busy_timeout_ms`` is how long it may wait for it, ``handoff`` how long
+    (seconds) it waits for another connection to take its turn."""
 
-    def __init__(self, busy_timeout_ms: int) -> None:
+    def __init__(self, busy_timeout_ms: int, *, handoff: float = HANDOFF) -> None:
         self.busy_timeout_ms = busy_timeout_ms
+        self.handoff = handoff
         #: Until when (``time.monotonic``) the file counts as contended.
         self.contended_until = 0.0
         #: Whether turns are handed over (the last handoff was taken).
@@ -108,12 +110,12 @@ class WriteTurns:
     def hand_over(self, data_version: Callable[[], int]) -> None:
         """When it is another writer's turn, wait until another connection
         commits (``data_version()`` reads this connection's ``PRAGMA
-        data_version``), at most ``HANDOFF`` seconds. The store's group
+        data_version``), at most ``handoff`` seconds. The store's group
         commit calls this before its leader takes the appends waiting."""
         version, self.version = self.version, None
         if version is None:
             return
-        deadline = time.monotonic() + HANDOFF
+        deadline = time.monotonic() + self.handoff
         while data_version() == version:
             if time.monotonic() >= deadline:
                 self.handing_over = False  # no one took the turn
