@@ -17,7 +17,9 @@ process, two threads that every ``AsyncSqliteStore`` on it shares:
   of them up to ``GROUP_LIMIT``, in the order they came; consecutive appends
   commit together, in one ``BEGIN IMMEDIATE`` transaction with a savepoint
   each and one ``COMMIT`` (``SqliteBackend.commit_appends``, the synchronous
-  store's group commit), whichever sessions and tasks they come from. So
+  store's group commit), whichever sessions and tasks they come from (when
+  another process writes too, it first lets that one take its turn at the
+  write lock, ``adapters.store.sqlite_turns``, and more writes join). So
   the appends of a thousand sessions on one loop pay one disk flush per
   group, not one each, and take the write lock as one writer. Forks, imports
   and lease changes run in their own transactions, in queue order.
@@ -137,6 +139,10 @@ class _FileWorkers:
             job = writes.get()
             if job is _STOP:
                 break
+            if self.writer is not None:
+                # Another connection's turn at the write lock, when it is due
+                # (adapters.store.sqlite_turns): the writes that come meanwhile join the batch.
+                self.writer.connections.hand_over()
             batch = [job]
             stop = False
             while len(batch) < GROUP_LIMIT:
