@@ -41,6 +41,7 @@ from benchmarks.append_bench import run_append_growth, run_durable_append, run_g
 from benchmarks.async_sessions_bench import run_async_sessions
 from benchmarks.concurrent_bench import run_concurrent_append
 from benchmarks.es_baseline import MISSING, load_eventsourcing
+from benchmarks.fair_bench import run_fair_writers
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale
 from benchmarks.kernel_bench import ROOT, run_folds
 from benchmarks.lg_baseline import LG_MISSING, load_langgraph
@@ -66,6 +67,7 @@ FAMILIES: dict[str, Family] = {
     "append-growth": run_append_growth,
     "group-append": run_group_append,
     "concurrent-append": run_concurrent_append,
+    "fair-writers": run_fair_writers,
     "cold-replay": run_replay,
     "open-session": run_open,
     "postgres-append": run_postgres,

@@ -44,6 +44,7 @@ __all__ = [
     "group_crash_writer",
     "group_fault_writer",
     "opener",
+    "steady_writer",
     "stress_context",
 ]
 
@@ -222,6 +223,23 @@ def _keep_appending(
                 break
             send(("ack", result.last_seq, key, result.replayed, session))
             break
+
+
+def steady_writer(path: str, session: str, stop: MpEvent, reports: Connection) -> None:
+    """Append one event at a time to ``session`` through a store of its own
+    until ``stop`` is set: send 0 after the first append, then how many
+    appends landed in all."""
+    store = SqliteStore(path)
+    head = store.head(session)
+    landed = 0
+    while landed == 0 or not stop.is_set():
+        store.append(session, head, batch_after(head, 1))
+        head += 1
+        landed += 1
+        if landed == 1:
+            reports.send(0)
+    store.close()
+    reports.send(landed)
 
 
 def opener(path: str) -> None:

@@ -123,6 +123,15 @@ def test_group_append_smoke(tmp_path: Path) -> None:
     assert planfold is not None and len(planfold.samples) == math.ceil(TINY.group_events / TINY.group_batch)
 
 
+def test_fair_writers_smoke(tmp_path: Path) -> None:
+    result = FAMILIES["fair-writers"](TINY, tmp_path)
+    check_family(result, "fair-writers")
+    assert [r.bound for r in result.ratios] == [0.5, 1.0, None, 0.05, 1.0, None]
+    assert all(r.value is not None for r in result.ratios)
+    subjects = {m.subject for m in result.measurements}
+    assert {"planfold, own sessions: all appends", "busy handler only, one session: all appends"} <= subjects
+
+
 def test_concurrent_append_smoke(tmp_path: Path) -> None:
     result = FAMILIES["concurrent-append"](TINY, tmp_path)
     check_family(result, "concurrent-append")

@@ -5,9 +5,24 @@ the projection and snapshot, and ``SessionLog`` (decide on fresh state, append).
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from . import aio, aio_memory, base, fork, memory, migration, opener, postgres, session_log, sqlite
+    from . import (
+        aio,
+        aio_memory,
+        aio_postgres,
+        aio_sqlite,
+        base,
+        fork,
+        memory,
+        migration,
+        opener,
+        postgres,
+        session_log,
+        sqlite,
+    )
     from .aio import *
     from .aio_memory import *
+    from .aio_postgres import *
+    from .aio_sqlite import *
     from .base import *
     from .fork import *
     from .memory import *
@@ -21,6 +36,8 @@ if TYPE_CHECKING:
         *base.__all__,
         *aio.__all__,
         *aio_memory.__all__,
+        *aio_sqlite.__all__,
+        *aio_postgres.__all__,
         *memory.__all__,
         *sqlite.__all__,
         *postgres.__all__,
@@ -34,6 +51,7 @@ else:
 
     __getattr__, __dir__ = lazy_modules(
         __name__, globals(), (
-            "base", "aio", "aio_memory", "memory", "sqlite", "postgres", "opener", "session_log", "fork", "migration",
+            "base", "aio", "aio_memory", "aio_sqlite", "aio_postgres", "memory", "sqlite", "postgres", "opener",
+            "session_log", "fork", "migration",
         ),
     )

@@ -13,10 +13,11 @@ The append algorithm is not written again for asyncio. Every async store
 planfold ships is an ``AsyncLogStore``: it holds a ``LogStore`` (the one
 algorithm: idempotency, compare-and-set, the strict fold, the projection and
 the snapshot, ``adapters.store.engine``) and decides only *where* its
-synchronous work runs, through ``_run`` (reads) and ``_write`` (appends and
-the other writes). Requests are checked on the caller's loop before anything
-is handed over, so a bad request is refused at once, with the same error the
-synchronous store gives, and nothing is written.
+synchronous work runs, through ``_run`` (reads), ``_write`` (the other
+writes) and ``_append``. A request's arguments are checked on the caller's
+loop before anything is handed over (an append's events are checked and
+encoded there too; an import's where it runs), so a bad request gets the
+error the synchronous store gives, and nothing is written.
 
 - ``AsyncMemoryStore`` (``adapters.store.aio_memory``) runs the work inline:
   nothing it does waits, so it needs no thread at all.
@@ -24,6 +25,10 @@ synchronous store gives, and nothing is written.
   thread per database file, which group-commits the appends of every session
   of the process, and one reader thread; results come back to the loop as
   futures (see that module for why).
+- ``AsyncPostgresStore`` (``adapters.store.aio_postgres``) runs it on the
+  loop and awaits the server through psycopg's async connection pool: the
+  one-statement append and its group commit natively, every other body
+  replayed over the reads it has fetched (see that module).
 
 Cancelling a task that awaits an operation never leaves anything half
 written: an append is one transaction, so it is in the log or not. An append

@@ -75,7 +75,7 @@ from .postgres import (
 )
 from .postgres_schema import APPEND_CALL_PARAMS, CHANNEL, LOCK_SESSION, SELECT_EVENTS, connection_lost, translate
 
-__all__ = ["GROUP_LIMIT", "AsyncPostgresStore"]
+__all__ = ["AsyncPostgresStore"]
 
 T = TypeVar("T")
 

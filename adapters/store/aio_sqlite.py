@@ -17,7 +17,9 @@ process, two threads that every ``AsyncSqliteStore`` on it shares:
   of them up to ``GROUP_LIMIT``, in the order they came; consecutive appends
   commit together, in one ``BEGIN IMMEDIATE`` transaction with a savepoint
   each and one ``COMMIT`` (``SqliteBackend.commit_appends``, the synchronous
-  store's group commit), whichever sessions and tasks they come from. So
+  store's group commit), whichever sessions and tasks they come from (when
+  another process writes too, it first lets that one take its turn at the
+  write lock, ``adapters.store.sqlite_turns``, and more writes join). So
   the appends of a thousand sessions on one loop pay one disk flush per
   group, not one each, and take the write lock as one writer. Forks, imports
   and lease changes run in their own transactions, in queue order.
@@ -56,6 +58,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from ...kernel.session import SessionState, fold_rows
 from .aio import AsyncLogStore
 from .base import AppendResult, FoldedAppend, InvalidRequestError, Lease
 from .engine import LogStore, Transaction
@@ -65,7 +68,7 @@ from .sqlite import SqliteStore, Synchronous
 from .sqlite_conn import connect_sqlite
 from .sqlite_schema import Connection
 
-__all__ = ["GROUP_LIMIT", "AsyncSqliteStore"]
+__all__ = ["AsyncSqliteStore"]
 
 T = TypeVar("T")
 
@@ -102,6 +105,10 @@ class _FileWorkers:
         self.writes: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self.reads: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         name = os.path.basename(str(key[0]) if isinstance(key, tuple) else str(key))
+        # The kernel's table of event kinds is filled on first use; filled
+        # here, before the two threads fold at once, so neither sees it half
+        # filled.
+        fold_rows(SessionState(), ())
         self.threads = (
             threading.Thread(target=self._write_loop, name=f"planfold-sqlite-writer:{name}", daemon=True),
             threading.Thread(target=self._read_loop, name=f"planfold-sqlite-reader:{name}", daemon=True),
@@ -132,6 +139,10 @@ class _FileWorkers:
             job = writes.get()
             if job is _STOP:
                 break
+            if self.writer is not None:
+                # Another connection's turn at the write lock, when it is due
+                # (adapters.store.sqlite_turns): the writes that come meanwhile join the batch.
+                self.writer.connections.hand_over()
             batch = [job]
             stop = False
             while len(batch) < GROUP_LIMIT:

@@ -14,7 +14,10 @@ waiting, whose thread takes the items then waiting (all of them, or the first
 answers each item of the batch (``Pending.answer`` or ``Pending.fail``) only
 once the shared commit is over, and only then is each waiting caller woken,
 with its own answer, and the lead passed to the first item that came
-meanwhile.
+meanwhile. A leading thread first runs ``before()`` (when given), before it
+takes the items waiting: a wait there (the SQLite store's turn for the
+file's write lock, ``adapters.store.sqlite_turns``) lets more items join
+its group.
 
 An exception out of ``together`` (which should answer every item itself) is
 the answer of every item it left unanswered; an interruption of the leading
@@ -26,6 +29,7 @@ its own).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import threading
@@ -94,9 +98,11 @@ class CommitGroup(Generic[I, R]):
         *,
         limit: int | None = None,
         operation: str = "append",
+        before: Callable[[], None] | None = None,
     ) -> None:
         if limit is not None and limit < 1:
             raise ValueError("a group holds at least one item")
+        self.before = before
         self.alone = alone
         self.together = together
         self.limit = limit
@@ -117,6 +123,7 @@ class CommitGroup(Generic[I, R]):
         if me is None:
             # No commit under way, so no one waiting either: alone, as without grouping.
             try:
+                self._before()
                 return self.alone(item)
             finally:
                 self._hand_over(state)
@@ -150,6 +157,7 @@ class CommitGroup(Generic[I, R]):
     def _lead(self, state: _Queue[I, R]) -> None:
         """Commit the items waiting (this one first), then hand the lead on and
         wake each with its own answer."""
+        self._before()
         with state.lock:
             batch = state.waiting[: self.limit]
             state.waiting = state.waiting[len(batch) :]
@@ -172,6 +180,12 @@ class CommitGroup(Generic[I, R]):
             self._hand_over(state)
             for pending in batch:
                 pending.done.set()
+
+    def _before(self) -> None:
+        """``before()``, a courtesy wait: whatever it raises is left to the commit to meet."""
+        if self.before is not None:
+            with contextlib.suppress(Exception):
+                self.before()
 
     def _one(self, pending: Pending[I, R]) -> None:
         try:

@@ -45,7 +45,9 @@ through unchanged.
 
 The file runs in WAL mode with ``synchronous=FULL`` by default, so an append
 that returned is durable; ``synchronous="normal"`` must be asked for. Writers
-wait up to ``busy_timeout_ms`` for the write lock. Goal leases (``goal_leases``)
+wait up to ``busy_timeout_ms`` for the write lock (the store waits itself,
+without SQLite's busy handler), and take it in turns with other connections
+that write at the same time (``adapters.store.sqlite_turns``). Goal leases (``goal_leases``)
 run on ``clock``, the system clock in milliseconds by default, so processes
 that share a file should share a host clock. ``follow`` polls the log's head
 at an interval that starts at a few milliseconds and doubles while nothing
@@ -98,6 +100,7 @@ from .sqlite_sql import (
     row_sql,
     used_goal_ids_sql,
 )
+from .sqlite_turns import WriteTurns
 
 __all__ = ["SqliteBackend", "SqliteStore", "Synchronous", "connect_sqlite"]
 
@@ -353,6 +356,7 @@ class SqliteBackend:
         connect: Callable[[str], Connection],
         clock: Callable[[], int] = system_clock,
         poll_interval: float = 0.25,
+        take_turns: bool = True,
     ) -> None:
         self.path = path
         self.synchronous: Synchronous = synchronous
@@ -364,9 +368,11 @@ class SqliteBackend:
         #: What opening the file did to its schema.
         self.migration: MigrationReport | None = None
         #: The appends of this process, committed in groups.
-        self._commits: CommitGroup[_Body, Any] = CommitGroup(self._alone, self._together)
+        self._commits: CommitGroup[_Body, Any] = CommitGroup(self._alone, self._together, before=self._hand_over)
         #: The connection of this process, and its transactions.
-        self.connections = ConnectionKeeper(path, connect, self._setup)
+        self.take_turns = take_turns
+        turns = WriteTurns(busy_timeout_ms) if take_turns else None
+        self.connections = ConnectionKeeper(path, connect, self._setup, turns=turns)
         self.connections.open()
 
     def _setup(self, conn: Connection) -> None:
@@ -378,6 +384,8 @@ class SqliteBackend:
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         self.migration = migrate(conn)
         self._row_sql = row_sql(columns(conn, "sessions"))
+        if self.take_turns:
+            conn.execute("PRAGMA busy_timeout = 0")  # from now on the store waits for locks itself (sqlite_turns)
 
     def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
         if not write:
@@ -402,6 +410,11 @@ class SqliteBackend:
 
     # ----------------------------------------------------------------------
     # Group commit
+
+    def _hand_over(self) -> None:
+        """Before a group's leader takes the appends waiting: another
+        writer's turn at the write lock, when it is due (``sqlite_turns``)."""
+        self.connections.hand_over()
 
     def _alone(self, body: _Body) -> Any:
         """One append: its own transaction, as when no one else writes."""
@@ -487,7 +500,9 @@ class SqliteStore(LogStore):
     or ``StorageError`` come out of the constructor. ``connect`` replaces the
     connection factory (tests use it to inject faults); ``clock`` is the lease
     clock (integer milliseconds); ``poll_interval`` bounds how long ``follow``
-    sleeps between looks at the log (seconds).
+    sleeps between looks at the log (seconds); ``take_turns=False`` leaves
+    the waits for locks to SQLite's busy handler, as before write turns
+    (``adapters.store.sqlite_turns``; a baseline for benchmarks).
     """
 
     backend: SqliteBackend
@@ -501,6 +516,7 @@ class SqliteStore(LogStore):
         connect: Callable[[str], Connection] | None = None,
         clock: Callable[[], int] = system_clock,
         poll_interval: float = 0.25,
+        take_turns: bool = True,
     ) -> None:
         if synchronous not in ("full", "normal"):
             raise InvalidRequestError(f"synchronous must be 'full' or 'normal', got {synchronous!r}")
@@ -519,6 +535,7 @@ class SqliteStore(LogStore):
                 connect=connect or connect_sqlite,
                 clock=clock,
                 poll_interval=float(poll_interval),
+                take_turns=bool(take_turns),
             )
         )
 
@@ -536,14 +553,14 @@ class SqliteStore(LogStore):
         return self.backend.migration
 
     def settings(self) -> dict[str, object]:
-        """The live connection's journal mode, synchronous level, busy timeout
-        and schema version (for diagnostics and tests)."""
+        """The live connection's journal mode, synchronous level and schema
+        version, and the store's busy timeout (for diagnostics and tests)."""
 
         def body(conn: Connection) -> dict[str, object]:
             return {
                 "journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0],
                 "synchronous": conn.execute("PRAGMA synchronous").fetchone()[0],
-                "busy_timeout": conn.execute("PRAGMA busy_timeout").fetchone()[0],
+                "busy_timeout": self.busy_timeout_ms,  # the store's own waits (SQLite's handler is off)
                 "user_version": read_version(conn),
             }
 

@@ -5,8 +5,10 @@ Theory of operation
 ``ConnectionKeeper`` owns the connection of one store. It opens it lazily
 through a factory and a ``setup`` callback (pragmas, migrations), serialises
 every use under a lock, and runs each unit of work as ``begin``, body,
-``COMMIT``. Any exception rolls the transaction back; if the rollback itself
-fails the connection is closed (SQLite discards an open transaction when its
+``COMMIT``; a write transaction's ``BEGIN IMMEDIATE`` takes the file's write
+lock in turns with other connections (``adapters.store.sqlite_turns``). Any
+exception rolls the transaction back; if the rollback itself fails the
+connection is closed (SQLite discards an open transaction when its
 connection closes) and the next call opens a fresh one. A driver exception
 (or the ``UnicodeDecodeError`` it raises for a damaged schema) leaves as
 ``StorageError`` (``DamagedDatabaseError`` for a damaged file), whose ``outcome`` is ``unknown`` only when the
@@ -28,8 +30,9 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from .base import StoreClosedError
+from .base import StoreBusyError, StoreClosedError
 from .sqlite_schema import DRIVER_ERRORS, Connection, is_busy, rollback_quietly, translate
+from .sqlite_turns import POLL, WriteTurns
 
 __all__ = ["ConnectionKeeper", "connect_sqlite", "enable_wal"]
 
@@ -64,8 +67,17 @@ def enable_wal(conn: Connection, busy_timeout_ms: int) -> None:
 class ConnectionKeeper:
     """The connection of one store in this process (see the module docstring)."""
 
-    def __init__(self, path: str, connect: Callable[[str], Connection], setup: Callable[[Connection], None]) -> None:
+    def __init__(
+        self,
+        path: str,
+        connect: Callable[[str], Connection],
+        setup: Callable[[Connection], None],
+        *,
+        turns: WriteTurns | None = None,
+    ) -> None:
         self.path = path
+        #: Takes the write lock for ``BEGIN IMMEDIATE`` (``adapters.store.sqlite_turns``).
+        self.turns = turns
         self._connect = connect
         self._setup = setup
         self._lock = threading.RLock()
@@ -131,15 +143,40 @@ class ConnectionKeeper:
             self._connection(pid)
 
     def run(self, operation: str, begin: str, body: Callable[[Connection], T]) -> T:
-        """``begin``; ``body(conn)``; ``COMMIT``, rolled back on any exception."""
+        """``begin``; ``body(conn)``; ``COMMIT``, rolled back on any exception.
+        With ``turns``, a read transaction that met a lock runs again until
+        the busy timeout is spent (see ``adapters.store.sqlite_turns``)."""
+        turns = self.turns
+        if turns is None or begin == "BEGIN IMMEDIATE":
+            return self._run(operation, begin, body)
+        start = time.monotonic()
+        pause = POLL
+        while True:
+            try:
+                return self._run(operation, begin, body)
+            except StoreBusyError as exc:
+                if exc.outcome != "not-applied" or time.monotonic() - start >= turns.busy_timeout_ms / 1000:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.001)
+
+    def _run(self, operation: str, begin: str, body: Callable[[Connection], T]) -> T:
         pid = os.getpid()  # once: it is a system call
         with self._locked(pid):
             conn = self._connection(pid)
             committing = False
+            turns = self.turns if begin == "BEGIN IMMEDIATE" else None
+            changes = 0
             try:
-                conn.execute(begin)
+                if turns is None:
+                    conn.execute(begin)
+                else:
+                    turns.begin(conn)
+                    changes = getattr(conn, "total_changes", 0)
                 result = body(conn)
                 committing = True
+                if turns is not None:
+                    turns.ending(conn, wrote=getattr(conn, "total_changes", 1) != changes)
                 conn.execute("COMMIT")
                 return result
             except DRIVER_ERRORS as exc:
@@ -148,6 +185,24 @@ class ConnectionKeeper:
             except BaseException:
                 self._abort(conn)
                 raise
+            finally:
+                if turns is not None and not committing:
+                    turns.version = None  # rolled back: no one waits for it
+
+    def hand_over(self) -> None:
+        """Wait for another writer's turn at the write lock, when it is its
+        turn (``WriteTurns.hand_over``); the connection is used under the
+        lock only for each look, so reads go on meanwhile."""
+        turns = self.turns
+        if turns is None or turns.version is None:
+            return
+
+        def data_version() -> int:
+            pid = os.getpid()
+            with self._locked(pid):
+                return int(self._connection(pid).execute("PRAGMA data_version").fetchone()[0])
+
+        turns.hand_over(data_version)
 
     def direct(self, operation: str, body: Callable[[Connection], T]) -> T:
         """``body(conn)`` outside any transaction (for pragmas that refuse one)."""

@@ -241,3 +241,23 @@ def test_the_postgres_store_sends_the_appends_of_many_tasks_in_groups_of_one_sta
             assert all(report.ok for report in reports)
 
     asyncio.run(scenario())
+
+
+def test_no_operation_of_an_async_store_starts_a_thread(opener: Opener, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = await opener(tmp_path / "store.db")
+        async with store:
+            await store.append("warm", 0, batch_after(0, 1))
+            await store.head("warm")
+            before = set(threading.enumerate())
+            for head in range(20):
+                await store.append("s", head, batch_after(head, 1))
+                assert (await store.load("s", incremental=True)).last_seq == head + 1
+            lease = await store.acquire_lease("s", "me", 1_000)
+            await store.append("s", 20, batch_after(20, 1), lease=lease)
+            assert await store.release_lease(lease)
+            await store.fork("s", 5, "forked")
+            assert [e async for e in store.follow("s", 19, timeout=0)] == list(batch_after(19, 2))
+            assert set(threading.enumerate()) <= before
+
+    asyncio.run(scenario())

@@ -202,14 +202,31 @@ def test_a_commit_that_landed_but_reported_failure_is_retried_exactly_once(tmp_p
         assert store.head("s") == 4
 
 
-def test_a_busy_driver_error_becomes_store_busy(tmp_path: Path) -> None:
-    plan = FaultPlan(message="database is locked")
-    with SqliteStore(tmp_path / "busy.db", connect=factory(plan)) as store:
+def test_a_lock_held_past_the_busy_timeout_becomes_store_busy(tmp_path: Path) -> None:
+    plan = FaultPlan(message="database is locked", persistent=True)
+    with SqliteStore(tmp_path / "busy.db", connect=factory(plan), busy_timeout_ms=50) as store:
         plan.arm(1)
         with pytest.raises(StoreBusyError) as info:
             store.append("s", 0, batch_after(0, 1))
         assert info.value.code == "store-busy" and info.value.outcome == "not-applied"
+        with pytest.raises(StoreBusyError):
+            store.head("s")  # a read waits as long, then gives up too
+        plan.arm(None)
         assert store.head("s") == 0
+
+
+@pytest.mark.parametrize("statement", [1, 2], ids=["write", "read"])
+def test_a_lock_met_for_a_moment_is_waited_for(tmp_path: Path, statement: int) -> None:
+    plan = FaultPlan(message="database is locked")
+    with SqliteStore(tmp_path / "busy.db", connect=factory(plan)) as store:
+        plan.arm(statement)
+        if statement == 1:  # the write transaction's BEGIN IMMEDIATE
+            assert store.append("s", 0, batch_after(0, 1)).last_seq == 1
+        else:  # the read transaction's first query
+            assert store.head("s") == 0
+            store.append("s", 0, batch_after(0, 1))
+        assert plan.count > statement  # the statement failed once and ran again
+        assert store.head("s") == 1
 
 
 @pytest.mark.parametrize("persistent", [False, True])
