@@ -50,7 +50,8 @@ def test_a_log_that_changes_between_the_passes_is_refused_and_nothing_is_importe
 
     monkeypatch.setattr(cli, "import_stream", changing)
     status, out, err = _run("import", str(log), "--db", str(db), "--session", "s")
-    assert (status, out) == (2, "") and err == f"planfold import: nothing imported: {log} changed while it was imported\n"
+    assert (status, out) == (2, "")
+    assert err == f"planfold import: nothing imported: {log} changed while it was imported\n"
     with SqliteStore(db) as store:
         assert store.session_ids() == () and store.head("s") == 0
 
