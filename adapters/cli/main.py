@@ -2,34 +2,37 @@
 
 Theory of operation
 -------------------
-``FILE`` is either a SQLite database written by planfold (recognised by the
+``FILE`` (``--db FILE``) is either a SQLite database written by planfold (recognised by the
 SQLite header, ``SQLite format 3``) or a JSON Lines log (one event record
 ``{seq, kind, at, payload}`` per line); ``-`` is standard input. It is read
 once, so pipes and FIFOs work (``adapters.cli.inputs``). For a database
 ``--session ID`` picks one session; without it every session in the file is
 checked. ``export`` and ``import`` move one session between the two forms.
 
-- ``replay FILE``: fold each log strictly, event by event, and say where it
+- ``replay --db FILE``: fold each log strictly, event by event, and say where it
   stands (mode, plan, goal).
-- ``audit FILE``: the strict replay plus, for a database, the stored
+- ``audit --db FILE``: the strict replay plus, for a database, the stored
   projection and snapshot compared with the fold.
 - ``export --db PATH --session ID [-o OUT]``: the session as JSON Lines,
   written where ``OUT`` leads: into a FIFO or a character device (or a link
   to one) as a stream, over a regular file atomically and with its mode
   kept, or into a new file.
 - ``import FILE --db PATH --session ID``: a JSON Lines log into an empty
-  session (folded strictly first; nothing is written, and no database is
-  created, unless the whole log lands).
+  session, folded strictly first (a log that fails creates no database),
+  then written in batches inside one transaction (``_CheckedLog``,
+  ``store.importing``): nothing is written unless the whole log lands, and
+  memory stays flat however long the log.
 - ``fork --db PATH SOURCE NEW --at N`` (or ``--turn K``): a new session
   whose log is the first N events of SOURCE (or everything before turn K
   started), with its provenance (``Store.fork``).
-- ``report FILE [--session ID | --all] [-o OUT]``: one session as a
+- ``report --db FILE [--session ID | --all] [-o OUT]``: one session as a
   self-contained HTML page for auditors (timeline, verdicts, plan revisions,
   goal rounds, the machines with the transitions taken), or with ``--all``
   every session of a database with the machines' transition coverage; see
   ``adapters.report``. It reads as ``replay`` does (read-only, one pass).
 - ``demo``: see ``adapters.cli.demo``.
 - ``conform DIR``: see ``adapters.specgen.vectors``.
+- ``completion bash|zsh``: see ``adapters.cli.completion``.
 - ``serve --db FILE``: JSON-RPC 2.0 on stdin/stdout, see ``adapters.serve``.
 
 A forked session's provenance (its source, the seq it was forked at, the
@@ -50,8 +53,14 @@ of it is readable, else by its line, with the rule it breaks.
 
 Logs (``planfold.*`` loggers: model retries, tool crashes, conflicts,
 leases, migrations) go to standard error: warnings and worse by default,
-``-v`` adds INFO, ``-vv`` DEBUG, ``--log-level LEVEL`` names the level (both
-before the command). ``serve`` keeps its own log format.
+``-v`` adds INFO, ``-vv`` DEBUG (and the HTTP client's loggers, ``httpx``
+and ``httpcore``), ``--log-level LEVEL`` names the level; they go before the
+command or after it (``-v`` counts wherever it is given). ``serve`` logs INFO
+by default, in its own format; its line per request is DEBUG (``-vv``).
+
+Every command that reads or writes a store names it with ``--db``; the
+``FILE`` of ``replay``, ``audit`` and ``report`` may still be given without
+it for a release, with a deprecation note on stderr (``_store_named``).
 
 Output is for people by default (plain words, no Python reprs); ``--json``
 prints one JSON document on stdout. Exit status (``EXIT_STATUS``): 0 when
