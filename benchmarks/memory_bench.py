@@ -15,6 +15,13 @@ replay added. The child's peak comes from ``resource.getrusage`` (KiB on
 Linux). Children run in interleaved repetitions; the goal is that the
 median memory added at 1M events is at most twice that at 100k events, for
 each source.
+
+``planfold import`` of the same JSON Lines log must keep memory as flat as
+the replay does: at ``large_events // 5`` (200k at the default scale) and at
+``large_events`` (1M), a child imports the log into a new database and its
+peak resident set size (the whole process: ``VmHWM``) is held to at most 1.5
+times the peak of a child that replays the same file, in interleaved
+repetitions (the ratio is the median of the pairwise quotients).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, median, 
 from benchmarks.kernel_bench import ROOT
 from benchmarks.logs import stored_log
 
-__all__ = ["ChildFailedError", "replay_memory", "run_memory"]
+__all__ = ["ChildFailedError", "child_memory", "replay_memory", "run_memory"]
 
 MEMORY = "replay-memory"
 
@@ -41,6 +48,13 @@ class ChildFailedError(RuntimeError):
 def replay_memory(path: Path, command: str = "replay") -> tuple[float, float]:
     """MiB added by ``planfold replay path`` (or ``command``: ``report``) in a
     fresh child, and its wall seconds."""
+    report = child_memory(path, command)
+    return max(report["peak_kib"] - report["baseline_kib"], 1) / 1024, float(report["seconds"])
+
+
+def child_memory(path: Path, command: str) -> dict[str, float]:
+    """What a fresh child that runs ``planfold command path`` reports (see
+    ``benchmarks.memory_child``): ``baseline_kib``, ``peak_kib``, ``seconds``."""
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.memory_child", str(path), command],
         cwd=ROOT, capture_output=True, text=True, check=False,
@@ -50,7 +64,7 @@ def replay_memory(path: Path, command: str = "replay") -> tuple[float, float]:
     report = json.loads(done.stdout)
     if report["status"] != 0:
         raise ChildFailedError(f"planfold {command} {path} exited {report['status']}")
-    return max(report["peak_kib"] - report["baseline_kib"], 1) / 1024, float(report["seconds"])
+    return {key: float(report[key]) for key in ("baseline_kib", "peak_kib", "seconds")}
 
 
 def run_memory(scale: Scale, workdir: Path) -> FamilyResult:
@@ -88,4 +102,37 @@ def run_memory(scale: Scale, workdir: Path) -> FamilyResult:
               how="MiB added to a child's peak RSS by planfold replay, median of the repetitions' ratios")
         for source in sources
     )
-    return FamilyResult(MEMORY, (*found.values(), *timing), ratios)
+    imports, import_ratios = _import_memory(scale, root, logs["large"].jsonl)
+    return FamilyResult(MEMORY, (*found.values(), *timing, *imports), (*ratios, *import_ratios))
+
+
+def _import_memory(scale: Scale, root: Path, large: Path) -> tuple[list[Measurement], list[Ratio]]:
+    """Peak RSS of ``planfold import`` against ``planfold replay`` of the same
+    JSON Lines log, at a fifth of the large size and at the large size."""
+    sizes = {"fifth": stored_log(root, "goal", max(scale.large_events // 5, 1), scale.build_batch).jsonl,
+             "large": large}
+    counts = {"fifth": max(scale.large_events // 5, 1), "large": scale.large_events}
+    peaks: dict[tuple[str, str], list[float]] = {(c, w): [] for c in ("import", "replay") for w in sizes}
+    took: dict[str, list[float]] = {w: [] for w in sizes}
+    for _ in range(max(scale.memory_repeats - 1, 1)):
+        for which, path in sizes.items():
+            for command in ("import", "replay"):
+                report = child_memory(path, command)
+                peaks[(command, which)].append(report["peak_kib"] / 1024)
+                if command == "import":
+                    took[which].append(report["seconds"])
+    found = {
+        key: Measurement(MEMORY, f"planfold {key[0]}, {counts[key[1]]:,} events, JSON Lines: peak memory", "MiB",
+                         median(s), tuple(s), "peak RSS of the child (VmHWM), the whole process")
+        for key, s in peaks.items()
+    }
+    timing = [Measurement(MEMORY, f"planfold import, {counts[w]:,} events, JSON Lines: wall time", "s",
+                          median(s), tuple(s), "inside the child") for w, s in took.items()]
+    ratios = [
+        ratio(MEMORY, f"import / replay peak memory, {counts[w]:,} events, JSON Lines",
+              found[("import", w)], found[("replay", w)], direction="at-most", bound=1.5,
+              how="peak RSS of a child running planfold import over one running planfold replay of the same "
+              "file, median of the repetitions' ratios")
+        for w in sizes
+    ]
+    return [*found.values(), *timing], ratios

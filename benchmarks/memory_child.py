@@ -6,7 +6,8 @@ first, then takes its baseline, runs ``planfold replay FILE --no-progress``
 peak resident set size after the replay (KiB), how they were read, the exit
 status and the wall seconds of the replay. ``python -m
 benchmarks.memory_child FILE report`` measures ``planfold report FILE``
-instead, its page written to a temporary file.
+instead, its page written to a temporary file, and ``... FILE import``
+``planfold import FILE`` into a new database in a temporary folder.
 
 On Linux the peak is the process's own high-water mark (``VmHWM`` in
 ``/proc/self/status``), reset to the current resident size just before the
@@ -50,10 +51,13 @@ def _reset_peak() -> bool:
 
 
 def run(path: str, command: str = "replay") -> dict[str, object]:
-    """Replay (or report) ``path`` through the command and measure it."""
+    """Replay (or report, or import) ``path`` through the command and measure it."""
     with tempfile.TemporaryDirectory() as scratch:
-        argv = (["replay", "--db", path, "--no-progress"] if command == "replay"
-                else ["report", "--db", path, "-o", f"{scratch}/r.html"])
+        argv = {
+            "replay": ["replay", "--db", path, "--no-progress"],
+            "report": ["report", "--db", path, "-o", f"{scratch}/r.html"],
+            "import": ["import", path, "--db", f"{scratch}/i.sqlite", "--session", "imported", "--no-progress"],
+        }[command]
         own = _reset_peak()
         baseline = _status_kib("VmRSS") if own else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.perf_counter()

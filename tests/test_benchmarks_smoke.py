@@ -199,8 +199,14 @@ def test_serve_step_smoke(tmp_path: Path) -> None:
 def test_replay_memory_smoke(tmp_path: Path) -> None:
     result = FAMILIES["replay-memory"](replace(TINY, memory_repeats=1), tmp_path / "replay-memory")
     check_family(result, "replay-memory")
-    assert [r.name.split(",")[1].split(":")[0].strip() for r in result.ratios] == ["SQLite", "JSON Lines"]
-    assert all(r.bound == 2.0 and r.direction == "at-most" for r in result.ratios)
+    replays, imports = result.ratios[:2], result.ratios[2:]
+    assert [r.name.split(",")[1].split(":")[0].strip() for r in replays] == ["SQLite", "JSON Lines"]
+    assert all(r.bound == 2.0 and r.direction == "at-most" for r in replays)
+    # import's peak against replay's, at a fifth of the large log and at the large log
+    assert [r.name for r in imports] == [
+        f"import / replay peak memory, {count:,} events, JSON Lines" for count in (TINY.large_events // 5,
+                                                                                   TINY.large_events)]
+    assert all(r.bound == 1.5 and r.direction == "at-most" and r.value is not None for r in imports)
 
 
 def test_report_generation_smoke(tmp_path: Path) -> None:

@@ -143,7 +143,7 @@ def top_parser(out: TextIO, err: TextIO) -> tuple[argparse.ArgumentParser, dict[
         # ``-v demo -v`` counts two.
         parser.add_argument("-v", "--verbose", dest="verbosity" + suffix, action="count", default=0,
                             help="log more on stderr: -v for INFO, -vv for DEBUG, httpx's requests included "
-                            "(default: warnings only; serve: INFO)")
+                            "(default: warnings only; serve: INFO, and -vv logs every request)")
         parser.add_argument("--log-level", dest="log_level" + suffix, type=log_level, metavar="LEVEL",
                             help=f"the level of the logs on stderr, one of {', '.join(LOG_LEVELS)} (overrides -v)")
 

@@ -64,12 +64,14 @@ class CliError(AdapterError):
     ``unreadable-file``, ``no-such-session``, ``no-sessions``,
     ``output-is-the-database``, ``not-a-jsonl-log``, ``nothing-to-import``,
     ``already-imported``, ``session-not-empty``, ``session-needed``,
+    ``log-changed``,
     ``no-api-key``."""
 
     code = "cli-error"
     codes = frozenset(
         {
             "already-imported",
+            "log-changed",
             "no-api-key",
             "no-sessions",
             "no-such-file",

@@ -2,34 +2,37 @@
 
 Theory of operation
 -------------------
-``FILE`` is either a SQLite database written by planfold (recognised by the
+``FILE`` (``--db FILE``) is either a SQLite database written by planfold (recognised by the
 SQLite header, ``SQLite format 3``) or a JSON Lines log (one event record
 ``{seq, kind, at, payload}`` per line); ``-`` is standard input. It is read
 once, so pipes and FIFOs work (``adapters.cli.inputs``). For a database
 ``--session ID`` picks one session; without it every session in the file is
 checked. ``export`` and ``import`` move one session between the two forms.
 
-- ``replay FILE``: fold each log strictly, event by event, and say where it
+- ``replay --db FILE``: fold each log strictly, event by event, and say where it
   stands (mode, plan, goal).
-- ``audit FILE``: the strict replay plus, for a database, the stored
+- ``audit --db FILE``: the strict replay plus, for a database, the stored
   projection and snapshot compared with the fold.
 - ``export --db PATH --session ID [-o OUT]``: the session as JSON Lines,
   written where ``OUT`` leads: into a FIFO or a character device (or a link
   to one) as a stream, over a regular file atomically and with its mode
   kept, or into a new file.
 - ``import FILE --db PATH --session ID``: a JSON Lines log into an empty
-  session (folded strictly first; nothing is written, and no database is
-  created, unless the whole log lands).
+  session, folded strictly first (a log that fails creates no database),
+  then written in batches inside one transaction (``_CheckedLog``,
+  ``store.importing``): nothing is written unless the whole log lands, and
+  memory stays flat however long the log.
 - ``fork --db PATH SOURCE NEW --at N`` (or ``--turn K``): a new session
   whose log is the first N events of SOURCE (or everything before turn K
   started), with its provenance (``Store.fork``).
-- ``report FILE [--session ID | --all] [-o OUT]``: one session as a
+- ``report --db FILE [--session ID | --all] [-o OUT]``: one session as a
   self-contained HTML page for auditors (timeline, verdicts, plan revisions,
   goal rounds, the machines with the transitions taken), or with ``--all``
   every session of a database with the machines' transition coverage; see
   ``adapters.report``. It reads as ``replay`` does (read-only, one pass).
 - ``demo``: see ``adapters.cli.demo``.
 - ``conform DIR``: see ``adapters.cli.conform`` and ``adapters.specgen.vectors``.
+- ``completion bash|zsh``: see ``adapters.cli.completion``.
 - ``serve --db FILE``: JSON-RPC 2.0 on stdin/stdout, see ``adapters.serve``.
 
 A forked session's provenance (its source, the seq it was forked at, the
@@ -50,8 +53,14 @@ of it is readable, else by its line, with the rule it breaks.
 
 Logs (``planfold.*`` loggers: model retries, tool crashes, conflicts,
 leases, migrations) go to standard error: warnings and worse by default,
-``-v`` adds INFO, ``-vv`` DEBUG, ``--log-level LEVEL`` names the level (both
-before the command). ``serve`` keeps its own log format.
+``-v`` adds INFO, ``-vv`` DEBUG (and the HTTP client's loggers, ``httpx``
+and ``httpcore``), ``--log-level LEVEL`` names the level; they go before the
+command or after it (``-v`` counts wherever it is given). ``serve`` logs INFO
+by default, in its own format; its line per request is DEBUG (``-vv``).
+
+Every command that reads or writes a store names it with ``--db``; the
+``FILE`` of ``replay``, ``audit`` and ``report`` may still be given without
+it for a release, with a deprecation note on stderr (``_store_named``).
 
 Output is for people by default (plain words, no Python reprs); ``--json``
 prints one JSON document on stdout. Exit status (``EXIT_STATUS``): 0 when
@@ -64,6 +73,8 @@ with a traceback: every refusal is a message and an exit status.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import itertools
 import json
 import logging
 import os
@@ -77,18 +88,19 @@ from typing import BinaryIO, TextIO
 from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
 from ...kernel.log import Event
 from ...kernel.session import SessionState
-from ..codec import CodecError, JsonlLines, encode_jsonl, read_records
+from ..codec import CodecError, JsonlLines, canonical_event, encode_event, encode_jsonl, read_records
 from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
-from ..provenance import ForkProvenance, ForkRecordLines, encode_fork_record, split_fork_record
+from ..provenance import ForkProvenance, ForkRecordLines, encode_fork_record
 from ..report.html import render_coverage, render_report
 from ..report.model import Audited, Coverage, Report, build_report, with_audit, with_fork_record
 from ..serve.command import add_serve_arguments, run_serve
-from ..store.base import Store, check_provenance, check_session_id, import_session
+from ..store.base import Store, check_session_id
 from ..store.engine import LogStore
 from ..store.fork import check_fork, turn_start_seq
+from ..store.importing import check_prefix, import_stream
 from ..store.opener import is_postgres_url
-from ..store.spill import fold_records
+from ..store.spill import SpillingFold, fold_records
 from .args import count, positive_seconds
 from .completion import add_completion_arguments, run_completion
 from .conform import add_conform_arguments, run_conform
@@ -371,28 +383,114 @@ def _cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _refuse_a_filled_session(store: Store, session: str, events: Sequence[Event], db: str) -> None:
-    if store.head(session) == 0:
+def _refuse_a_filled_session(store: LogStore, session: str, log: _CheckedLog, db: str) -> None:
+    """``CliError`` when ``session`` already holds events: this very log
+    (``already-imported``, told by its digest: the stored events are read a
+    page at a time) or another (``session-not-empty``)."""
+    held = store.head(session)
+    if held == 0:
         return
-    held = store.read(session)
-    if tuple(held) == tuple(events):
+    stored = hashlib.sha256()
+    for event in store.scan(session):
+        stored.update(encode_event(event) + b"\n")
+    if stored.hexdigest() == log.canonical():
         raise CliError(
             f"nothing imported: session {shown(session)!r} in {shown(db)} already holds this log "
-            f"({len(events)} events)",
+            f"({log.events} events)",
             code="already-imported",
         )
     raise CliError(
-        f"nothing imported: session {shown(session)!r} in {shown(db)} already holds {len(held)} events; "
+        f"nothing imported: session {shown(session)!r} in {shown(db)} already holds {held} events; "
         "import writes only into an empty session",
         code="session-not-empty",
     )
 
 
-def _kept(records: Iterable[tuple[int, Event]], into: list[Event]) -> Iterator[tuple[int, Event]]:
-    """``records``, each event also appended to ``into`` as it passes."""
-    for line, event in records:
-        into.append(event)
-        yield line, event
+class _CheckedLog:
+    """A JSON Lines log that ``import`` checked in a first pass, read again
+    as often as needed: from its file when it is a regular file, else from a
+    private temporary copy the first pass wrote as it read (standard input,
+    a pipe, a FIFO). ``digest`` is the SHA-256 of its lines (each with its
+    line end), which the import's idempotency key is made of; a later pass
+    that reads other lines than the first one did is refused
+    (``log-changed``), so the file may not change between the passes."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.path = source.name if source.name != "-" and os.path.isfile(source.name) else None
+        # closed by ``close``; deleted by the system as it is closed
+        self.spool: BinaryIO | None = None if self.path is not None else tempfile.TemporaryFile()  # noqa: SIM115
+        self.events = 0
+        self.digest = ""
+        self.provenance: ForkProvenance | None = None
+
+    def close(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
+
+    def first_pass(self, session: str, progress: Progress) -> Checked:
+        """Fold the log strictly as ``replay`` does (the same reader, fold
+        and report), hashing its lines and copying them to the spool."""
+        digest = hashlib.sha256()
+
+        def teed(lines: Iterable[bytes]) -> Iterator[bytes]:
+            for line in lines:
+                digest.update(line + b"\n")
+                if self.spool is not None:
+                    self.spool.write(line + b"\n")
+                yield line
+
+        lines = ForkRecordLines(teed(self.source.lines()))
+        source = self.source
+        checked = fold_checked(session, read_records(lines), source.size, progress, lambda _: source.bytes_read)
+        self.events, self.provenance, self.digest = checked.events, lines.provenance, digest.hexdigest()
+        return checked
+
+    def events_again(self) -> Iterator[Event]:
+        """The log's events, read again; ``log-changed`` (at their end) when
+        its lines are not the lines the first pass read."""
+        digest = hashlib.sha256()
+
+        def hashed(lines: Iterable[bytes]) -> Iterator[bytes]:
+            for line in lines:
+                digest.update(line + b"\n")
+                yield line
+
+        if self.spool is None:
+            assert self.path is not None
+            with open(self.path, "rb") as again:
+                for _, event in read_records(ForkRecordLines(hashed(JsonlLines(again)))):
+                    yield event
+        else:
+            self.spool.flush()
+            self.spool.seek(0)
+            for _, event in read_records(ForkRecordLines(hashed(JsonlLines(self.spool)))):
+                yield event
+        if digest.hexdigest() != self.digest:
+            raise CliError(f"nothing imported: {shown(self.source.name)} changed while it was imported",
+                           code="log-changed")
+
+    def canonical(self) -> str:
+        """The SHA-256 of the log's events as a store keeps them (``encode_event``
+        of each canonical event, one per line)."""
+        digest = hashlib.sha256()
+        for event in self.events_again():
+            digest.update(encode_event(canonical_event(event)) + b"\n")
+        return digest.hexdigest()
+
+    def check_provenance(self, session: str) -> None:
+        """``ProvenanceMismatchError`` unless the fork record describes the
+        log's events (``check_provenance``), its prefix read again."""
+        provenance = self.provenance
+        if provenance is None:
+            return
+        check_session_id(provenance.source)
+        seq = provenance.seq
+        prefix = hashlib.sha256()
+        if isinstance(seq, int) and not isinstance(seq, bool) and 1 <= seq <= self.events:
+            for event in itertools.islice(self.events_again(), seq):
+                prefix.update(encode_event(canonical_event(event)) + b"\n")
+        check_prefix(session, provenance, self.events, prefix.hexdigest())
 
 
 def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: BinaryIO) -> int:
@@ -403,22 +501,28 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Binar
                 f"{shown(args.file)} is a SQLite database; import reads a JSON Lines log (export a session first)",
                 code="not-a-jsonl-log",
             )
-        # An import lands in one transaction (all of it or nothing), so it
-        # holds the log it writes; a replay streams it instead.
-        data = source.read_all()
-    body, provenance = split_fork_record(data)
+        log = _CheckedLog(source)
+        try:
+            return _import_checked(args, log, out, err)
+        finally:
+            log.close()
+
+
+def _import_checked(args: argparse.Namespace, log: _CheckedLog, out: TextIO, err: TextIO) -> int:
+    """``import`` of a log (see ``_CheckedLog``): a first pass checks it as
+    ``replay`` does, before anything is opened; a second writes it in
+    batches inside one transaction (``store.importing.import_stream``), so
+    memory stays flat however long the log, and a refusal writes nothing."""
+    progress = Progress(err, enabled=args.progress)
     # A bad log is refused before anything is opened, with the verdict a
     # replay gives: the same reader, the same fold, the same report.
-    events: list[Event] = []
-    checked = fold_checked(args.session, _kept(read_records(JsonlLines(None, body)), events), 0,
-                           Progress(err, enabled=False))
+    checked = log.first_pass(args.session, progress)
     if checked.problem is not None:
         _fail(args, out, err, checked.problem.as_json(), checked.problem.text())
         return 1
-    if not events:
+    if not log.events:
         raise CliError(f"nothing imported: {shown(args.file)} holds no events", code="nothing-to-import")
-    if provenance is not None:
-        check_provenance(args.session, events, provenance)  # before anything is opened, as the log
+    log.check_provenance(args.session)  # before anything is opened, as the log
     if is_postgres_url(args.db) or os.path.exists(args.db):
         try:
             existing = open_database(args.db, write=False)
@@ -428,21 +532,27 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Binar
             existing = None  # not (yet) a planfold database: the writer migrates it or refuses it
         if existing is not None:
             with existing:
-                _refuse_a_filled_session(existing, args.session, events, args.db)
-    with open_database(args.db, write=True) as store:
+                _refuse_a_filled_session(existing, args.session, log, args.db)
+    with open_database(args.db, write=True) as store, SpillingFold() as spilling:
+        progress.start(log.events, args.session)
         try:
-            result = import_session(store, args.session, data)
+            result = import_stream(store, args.session, log.events_again(), provenance=log.provenance,
+                                   idempotency_key="import:" + log.digest, fold=spilling.fold,
+                                   progress=progress.update)
         except ConflictError as exc:
             raise CliError(
                 f"nothing imported: session {shown(args.session)!r} gained events while importing "
                 "(another writer)",
                 code="session-not-empty",
             ) from exc
-    if result is None or result.replayed:
+        finally:
+            progress.finish()
+    if result.replayed:
         raise CliError(
             f"nothing imported: session {shown(args.session)!r} in {shown(args.db)} already holds this log",
             code="already-imported",
         )
+    provenance = log.provenance
     if args.json:
         body_json: dict[str, object] = {"session": args.session, "events": result.last_seq}
         if provenance is not None:
@@ -630,6 +740,9 @@ def _parser(out: TextIO, err: TextIO) -> tuple[argparse.ArgumentParser, dict[str
         "--db", required=True, metavar="PATH", help="the SQLite database (created if missing) or postgresql:// URL"
     )
     imp.add_argument("--session", required=True, metavar="ID", help="the session to create")
+    imp.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="report progress on stderr however short the log (--no-progress: never); "
+                     "by default only on a terminal or for logs of 10,000 events or more")
 
     fork = commands["fork"]
     fork.add_argument("--db", required=True, metavar="PATH", help="the planfold SQLite database or postgresql:// URL")
