@@ -4,7 +4,7 @@ the projection and snapshot, and ``SessionLog`` (decide on fresh state, append).
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from . import base, fork, memory, migration, opener, postgres, session_log, sqlite
+    from . import base, fork, memory, migration, opener, postgres, session_log, sqlite, verdict
     from .base import *
     from .fork import *
     from .memory import *
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .postgres import *
     from .session_log import *
     from .sqlite import *
+    from .verdict import *
 
     __all__ = [
         *base.__all__,
@@ -23,10 +24,13 @@ if TYPE_CHECKING:
         *session_log.__all__,
         *fork.__all__,
         *migration.__all__,
+        *verdict.__all__,
     ]
 else:
     from .._lazy import lazy_modules
 
     __getattr__, __dir__ = lazy_modules(
-        __name__, globals(), ("base", "memory", "sqlite", "postgres", "opener", "session_log", "fork", "migration")
+        __name__,
+        globals(),
+        ("base", "memory", "sqlite", "postgres", "opener", "session_log", "fork", "migration", "verdict"),
     )
