@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         postgres,
         session_log,
         sqlite,
+        verdict,
     )
     from .aio import *
     from .aio_memory import *
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from .postgres import *
     from .session_log import *
     from .sqlite import *
+    from .verdict import *
 
     __all__ = [
         *base.__all__,
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
         *session_log.__all__,
         *fork.__all__,
         *migration.__all__,
+        *verdict.__all__,
     ]
 else:
     from .._lazy import lazy_modules
@@ -52,6 +55,6 @@ else:
     __getattr__, __dir__ = lazy_modules(
         __name__, globals(), (
             "base", "aio", "aio_memory", "aio_sqlite", "aio_postgres", "memory", "sqlite", "postgres", "opener",
-            "session_log", "fork", "migration",
+            "session_log", "fork", "migration", "verdict",
         ),
     )

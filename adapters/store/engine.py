@@ -79,6 +79,13 @@ snapshot of the prefix's fold) and the provenance (``write_provenance``;
 ``provenance`` reads it back). The source is only read: the rows up to a
 seq never change once written, so nothing of it needs locking.
 
+An audit of a forked session checks its provenance twice, in the audit's one
+read transaction: against the session's own first events (their digest must
+be the recorded one), and, when the source session is in the same store,
+against the source's first events (``provenance-source-mismatch`` when they
+are missing or hash otherwise), so that a fork imported with a recomputed
+digest cannot claim a source it did not come from.
+
 ``follow`` reads the events after its position, yields them, and waits on
 the backend's ``Watch`` until the session may have grown: a condition
 variable in memory, a bounded polling interval on SQLite, ``LISTEN``/``NOTIFY``
@@ -107,7 +114,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
-from ...kernel.errors import ConflictError, PayloadError
+from ...kernel.errors import ConflictError, PayloadError, PlanfoldError
 from ...kernel.goal.values import SnapshotChange, read_goal_change
 from ...kernel.log import GOAL_CHANGE, TOOL_REFUSED, TOOL_WARNING, USER_MESSAGE, Event, GoalSource, read_message
 from ...kernel.payload import maker
@@ -153,6 +160,7 @@ from .snapshot import SnapshotParts
 
 __all__ = [
     "SCAN_PAGE",
+    "SOURCE_MISMATCH",
     "AppendView",
     "Backend",
     "DecidedAppend",
@@ -952,6 +960,7 @@ class LogStore(TakesFold):
             if provenance is None:
                 return report
             problems = _provenance_problems(provenance, state.last_seq, lambda: tx.prefix(sid, provenance.seq))
+            problems += _source_problems(provenance, tx.head(provenance.source), tx.prefix)
             return replace(report, mismatches=report.mismatches + problems, provenance=provenance)
 
         return self._read("audit", session_id, body)
@@ -973,6 +982,41 @@ def _provenance_problems(
         return (
             f"provenance: the first {provenance.seq} events hash to {found}, "
             f"not to the recorded {provenance.prefix_sha256}",
+        )
+    return ()
+
+
+#: The rule of an audit mismatch between a fork's provenance and its
+#: source session in the same store.
+SOURCE_MISMATCH = "provenance-source-mismatch"
+
+
+def _source_problems(
+    provenance: ForkProvenance, source_head: int, prefix: Callable[[str, int], Iterable[StoredEvent]]
+) -> tuple[str, ...]:
+    """How a fork's provenance disagrees with its source session when that
+    session is in the same store (``source_head`` > 0): the source's first
+    ``seq`` events must exist and hash to the recorded digest. A source the
+    store does not hold (a fork imported from elsewhere) cannot be checked
+    here and is no mismatch."""
+    if source_head == 0 or provenance.source == "":
+        return ()
+    if provenance.seq > source_head:
+        return (
+            f"{SOURCE_MISMATCH}: the fork claims the first {provenance.seq} events of session "
+            f"{provenance.source!r}, whose log here ends at seq {source_head}",
+        )
+    try:
+        found = prefix_digest(_events(prefix(provenance.source, provenance.seq)))
+    except PlanfoldError as exc:  # the source's own log is bad: its audit says where
+        return (
+            f"{SOURCE_MISMATCH}: the first {provenance.seq} events of session {provenance.source!r} "
+            f"here do not read ({exc.message})",
+        )
+    if found != provenance.prefix_sha256:
+        return (
+            f"{SOURCE_MISMATCH}: the first {provenance.seq} events of session {provenance.source!r} here hash to "
+            f"{found}, not to the fork's recorded {provenance.prefix_sha256}",
         )
     return ()
 

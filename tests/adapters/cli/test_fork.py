@@ -9,19 +9,26 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
+import sqlite3
+import stat
+from collections.abc import Callable
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from planfold.adapters.cli.demo import run_demo
 from planfold.adapters.cli.main import main
+from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.provenance import ForkProvenance, encode_fork_record, prefix_digest
 from planfold.adapters.store.base import export_session, import_session
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.log import TURN_START
+from tests.storage_helpers import FULL_SCRIPT, build_legacy_db, build_log
 
 
 @pytest.fixture(scope="module")
@@ -216,3 +223,138 @@ def test_importing_a_fork_whose_prefix_was_changed_is_refused_and_writes_nothing
     assert run("import", str(respaced), "--db", str(target), "--session", "copy")[0] == 0
     with SqliteStore(target) as store, SqliteStore(db) as source:
         assert store.provenance("copy") == source.provenance("f")
+
+
+# --------------------------------------------------------------------------
+# A refused fork writes nothing, whatever the database holds
+
+
+def _state(folder: Path) -> dict[str, object]:
+    """Every file in ``folder`` byte for byte, and each SQLite file's tables
+    and pragmas as a reader sees them."""
+    seen: dict[str, object] = {}
+    for path in sorted(folder.iterdir()):
+        data = path.read_bytes()
+        seen[path.name] = data
+        if data.startswith(b"SQLite format 3\x00"):
+            conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+            seen[path.name + " tables"] = conn.execute("SELECT name FROM sqlite_master ORDER BY name").fetchall()
+            seen[path.name + " pragmas"] = [
+                conn.execute(f"PRAGMA {name}").fetchone() for name in ("user_version", "journal_mode")
+            ]
+            conn.close()
+    return seen
+
+
+def _older_file(path: Path) -> None:
+    """A file an older planfold wrote (schema version 7: before forks), with
+    two sessions in it."""
+    with SqliteStore(path) as store:
+        for sid in ("demo-1", "legacy-1"):
+            import_session(store, sid, encode_jsonl(build_log(FULL_SCRIPT).events))
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("DROP TABLE forks")
+    conn.execute("PRAGMA user_version = 7")
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+
+
+TARGETS = {
+    "an empty file": lambda path: path.write_bytes(b""),
+    "an older planfold file": _older_file,
+    "a legacy file": build_legacy_db,
+}
+
+REFUSALS = {
+    "no-source": ["nobody", "new", "--at", "1"],
+    "past-the-head": ["demo-1", "new", "--at", "100000"],
+    "no-such-turn": ["demo-1", "new", "--turn", "99"],
+    "new-exists": ["demo-1", "legacy-1", "--at", "1"],
+}
+
+
+@pytest.mark.parametrize("make", TARGETS.values(), ids=TARGETS.keys())
+@pytest.mark.parametrize("argv", REFUSALS.values(), ids=REFUSALS.keys())
+def test_a_refused_fork_leaves_an_empty_older_or_legacy_file_exactly_as_it_was(
+    tmp_path: Path, make: Callable[[Path], None], argv: list[str]
+) -> None:
+    db = tmp_path / "target.sqlite"
+    make(db)
+    before = _state(tmp_path)
+    status, out, err = run("fork", "--db", str(db), *argv)
+    assert status == 2 and out == "" and err.startswith("planfold fork: ")
+    assert _state(tmp_path) == before
+
+
+def test_a_fork_into_an_older_file_that_goes_through_migrates_it(tmp_path: Path) -> None:
+    db = tmp_path / "old.sqlite"
+    _older_file(db)
+    status, _, err = run("fork", "--db", str(db), "demo-1", "f", "--at", "3")
+    assert status == 0, err
+    with SqliteStore(db) as store:
+        assert store.provenance("f") is not None and store.audit("f").ok
+
+
+@pytest.mark.parametrize("what", ["/dev/null", "a directory", "a fifo", "a link to /dev/null"])
+def test_fork_refuses_a_db_that_is_not_a_regular_file_before_anything_is_attempted(
+    tmp_path: Path, what: str
+) -> None:
+    if what == "/dev/null":
+        target = "/dev/null"
+    elif what == "a directory":
+        target = str(tmp_path / "dir")
+        os.mkdir(target)
+    elif what == "a fifo":
+        target = str(tmp_path / "fifo")
+        os.mkfifo(target)
+    else:
+        target = str(tmp_path / "link")
+        os.symlink("/dev/null", target)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    status, out, _ = run("fork", "--db", target, "demo-1", "new", "--at", "1", "--json")
+    assert status == 2 and json.loads(out)["error"]["code"] == "not-a-file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert not stat.S_ISREG(os.stat(target).st_mode)
+
+
+def _objects(url: str) -> list[tuple[object, ...]]:
+    """Every table, index, sequence and function in the URL's schema."""
+    with psycopg.connect(url) as conn:
+        relations = conn.execute(
+            "SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = current_schema() ORDER BY 1"
+        ).fetchall()
+        functions = conn.execute(
+            "SELECT p.proname, 'f' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+            " WHERE n.nspname = current_schema() ORDER BY 1"
+        ).fetchall()
+    return relations + functions
+
+
+def test_a_refused_fork_gives_an_empty_postgresql_database_no_tables(pg_url: str) -> None:
+    assert _objects(pg_url) == []
+    for argv in REFUSALS.values():
+        status, out, err = run("fork", "--db", pg_url, *argv)
+        assert status == 2 and out == "", err
+        assert _objects(pg_url) == []
+
+
+def test_a_refused_fork_leaves_a_postgresql_database_exactly_as_it_was(pg_url: str) -> None:
+    with PostgresStore(pg_url) as store:
+        import_session(store, "demo-1", encode_jsonl(build_log(FULL_SCRIPT).events))
+        store.fork("demo-1", 2, "legacy-1")
+    with psycopg.connect(pg_url) as conn:
+        tables = [row[0] for row in conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = current_schema() AND c.relkind = 'r' ORDER BY 1"
+        ).fetchall()]
+
+    def contents() -> dict[str, list[tuple[object, ...]]]:
+        with psycopg.connect(pg_url) as conn:
+            return {table: conn.execute(f'SELECT * FROM "{table}" ORDER BY 1').fetchall() for table in tables}
+
+    before = (_objects(pg_url), contents())
+    for argv in REFUSALS.values():
+        status, out, err = run("fork", "--db", pg_url, *argv)
+        assert status == 2 and out == "", err
+        assert (_objects(pg_url), contents()) == before

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -143,3 +144,16 @@ def test_an_import_into_a_web_frameworks_sessions_table_is_refused_and_leaves_it
     code, out, _ = _run("import", str(log), "--db", str(db), "--session", "x", "--json")
     assert code == 2 and json.loads(out)["error"]["code"] == "foreign-database"
     assert _files(tmp_path) == before
+
+
+@pytest.mark.parametrize("command", ["import", "export"])
+def test_import_and_export_refuse_a_db_that_is_not_a_regular_file(tmp_path: Path, command: str) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(encode_jsonl(build_log(FULL_SCRIPT).events))
+    for db in ("/dev/null", str(fifo)):
+        argv = ["import", str(log)] if command == "import" else ["export"]
+        code, out, _ = _run(*argv, "--db", db, "--session", "s", "--json")
+        assert code == 2 and json.loads(out)["error"]["code"] == "not-a-file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "log.jsonl"]

@@ -20,12 +20,13 @@ from planfold.adapters.store.base import (
     StorageError,
 )
 from planfold.adapters.store.contract_logs import FULL_SCRIPT, build_log
-from planfold.adapters.store.fork import ForkTurnMissingError, fork_at_turn, turn_start_seq
+from planfold.adapters.store.fork import ForkTurnMissingError, check_fork, fork_at_turn, turn_start_seq
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.projection import Projection
 from planfold.adapters.store.sqlite import SqliteStore
-from planfold.kernel.errors import ReplayError
+from planfold.adapters.store.sqlite_readonly import open_read_only
+from planfold.kernel.errors import PlanfoldError, ReplayError
 from planfold.kernel.log import TURN_START, Event
 
 LOG = build_log(FULL_SCRIPT).events
@@ -156,3 +157,54 @@ def test_a_fork_whose_last_write_fails_writes_nothing_at_all(
         report = store.audit("new")  # the planted provenance, which the audit checks against the log
         assert report.provenance == ForkProvenance("elsewhere", 1, "0" * 64)
         assert len(report.mismatches) == 1 and "the first 1 events hash to" in report.mismatches[0]
+
+
+# --------------------------------------------------------------------------
+# check_fork: the fork's refusals, by reads alone
+
+
+FORK_REQUESTS = {
+    "a fork that goes through": ("s", 3, "new"),
+    "no source": ("nobody", 1, "new"),
+    "past the head": ("s", len(LOG) + 1, "new"),
+    "at zero": ("s", 0, "new"),
+    "new exists": ("s", 1, "s"),
+    "an empty new id": ("s", 1, ""),
+    "a seq that is not an integer": ("s", "3", "new"),
+}
+
+
+@pytest.mark.parametrize(("source", "at", "new"), FORK_REQUESTS.values(), ids=FORK_REQUESTS.keys())
+def test_check_fork_refuses_exactly_what_the_fork_refuses_and_reads_only(
+    tmp_path: Path, source: str, at: int, new: str
+) -> None:
+    path = tmp_path / "db.sqlite"
+    with SqliteStore(path) as store:
+        store.append("s", 0, LOG)
+    before = path.read_bytes()
+    with open_read_only(str(path)) as reader:
+        try:
+            checked: object = check_fork(reader, source, at, new)
+        except PlanfoldError as exc:
+            checked = (type(exc), exc.code)
+    assert path.read_bytes() == before
+    with SqliteStore(path) as store:
+        try:
+            forked: object = store.fork(source, at, new).seq
+        except PlanfoldError as exc:
+            forked = (type(exc), exc.code)
+    assert checked == forked
+
+
+def test_check_fork_refuses_a_hand_edited_log_whose_seqs_skip_the_fork_seq_as_the_fork_does(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    with SqliteStore(path) as store:
+        store.append("s", 0, LOG)
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM events WHERE session_id = 's' AND seq = 3")
+    conn.commit()
+    conn.close()
+    with open_read_only(str(path)) as reader, pytest.raises(ForkSeqMissingError, match="hand-edited"):
+        check_fork(reader, "s", 3, "new")
+    with SqliteStore(path) as store, pytest.raises(ForkSeqMissingError, match="hand-edited"):
+        store.fork("s", 3, "new")
