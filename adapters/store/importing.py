@@ -29,7 +29,7 @@ provenance are written, and the transaction commits.
 
 ``fold`` is the strict fold of one event (the kernel's
 ``apply_session_event`` by default); a caller whose logs create many goals
-passes one that keeps their ids off the states (``adapters.cli.spill``), so
+passes one that keeps their ids off the states (``adapters.store.spill``), so
 that nothing the import holds grows with the log. A state folded so is the
 same state as far as the snapshot and the projection go: the ids are not
 part of either (the backend's index holds them).

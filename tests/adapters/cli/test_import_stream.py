@@ -17,7 +17,7 @@ from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.store.importing import import_stream
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.session import fold_session
-from tests.adapters.cli.test_spill import goals_then
+from tests.adapters.store.test_spill import goals_then
 
 LOG = goals_then(30)
 

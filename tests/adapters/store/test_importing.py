@@ -23,7 +23,7 @@ from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.errors import ConflictError
 from planfold.kernel.log import Event
 from planfold.kernel.session import fold_session
-from tests.adapters.cli.test_spill import goals_then
+from tests.adapters.store.test_spill import goals_then
 
 #: Twelve goals created and completed: 24 events, so batches of 5 leave a short last one.
 LOG = goals_then(12)
