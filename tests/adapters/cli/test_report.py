@@ -139,11 +139,11 @@ def test_a_fork_is_reported_with_where_it_came_from_from_its_database_and_its_ex
     assert code == 0, err
     code, page, err = _run("report", str(db), "--session", "early")
     assert code == 0, err
-    assert "forked from</dt><dd>session <code>demo-1</code> at seq 20" in page and "passes the strict replay" in page
+    assert 'forked from</dt><dd>session <a class="source-link" href="demo-1.html#ev-20"><code>demo-1</code></a> at seq 20' in page and "passes the strict replay" in page
     log = tmp_path / "early.jsonl"
     assert _run("export", "--db", str(db), "--session", "early", "-o", str(log))[0] == 0
     code, page, _ = _run("report", str(log))
-    assert code == 0 and "session <code>demo-1</code> at seq 20" in page
+    assert code == 0 and '<code>demo-1</code></a> at seq 20' in page
     lines = log.read_bytes().splitlines(keepends=True)
     log.write_bytes(b"".join(lines[:15] + lines[-1:]))  # the record claims 20 events; 15 are left
     code, page, _ = _run("report", str(log))
