@@ -221,14 +221,15 @@ _SCRIPT = """
     return at<0?['build',null,null,null,[],null,null,null,null]:states[at][1];
   }
   function search(q){
-    var out=[],text=(q.text||'').toLowerCase();
+    var out=[],text=(q.text||'').toLowerCase(),seq=/^#(\\d+)$/.exec(text.trim());
+    if(seq){var one=event(+seq[1]);return one?[one]:[];}
     for(var i=0;i<events.length;i++){
       var e=events[i];
       if(q.kind>=0&&e.kind!==q.kind){continue;}
       if(q.tool>=0&&e.tool!==q.tool){continue;}
       if(q.rule>=0&&e.rule!==q.rule){continue;}
       if(q.turn!==null&&q.turn!==undefined&&e.turn!==q.turn){continue;}
-      if(text&&String(e.seq)!==text&&(e.payload===null||e.payload.toLowerCase().indexOf(text)<0)){continue;}
+      if(text&&(e.payload===null||e.payload.toLowerCase().indexOf(text)<0)){continue;}
       out.push(e);
     }
     return out;
@@ -892,11 +893,11 @@ def _events(r: Report) -> str:
     return (
         '<section id="events"><h2>Every event</h2>'
         f'<p class="legend">All {index.events:,} events are in this page: {index.embedded:,} with their payload whole '
-        f"(tool outputs, messages and review notes included).{left} Search by text (or a seq) and filter by kind, "
-        "tool, rule and turn; open an event to read it in full with the folded state after it.</p>"
+        f"(tool outputs, messages and review notes included).{left} Search by text (or #seq for one event) and "
+        "filter by kind, tool, rule and turn; open an event to read it in full with the folded state after it.</p>"
         '<p class="needs-script legend">Searching and opening events needs script; the sections above are the '
         "page's printable record.</p>"
-        '<form id="event-search" class="search" hidden><label>text or seq <input id="event-text" type="search">'
+        '<form id="event-search" class="search" hidden><label>text (or #seq) <input id="event-text" type="search">'
         f'</label> {selects}<label>turn <input id="event-turn" type="number" min="0"></label> '
         '<button type="submit">search</button></form>'
         '<p id="event-count" aria-live="polite"></p>'

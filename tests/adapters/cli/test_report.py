@@ -139,7 +139,8 @@ def test_a_fork_is_reported_with_where_it_came_from_from_its_database_and_its_ex
     assert code == 0, err
     code, page, err = _run("report", str(db), "--session", "early")
     assert code == 0, err
-    assert 'forked from</dt><dd>session <a class="source-link" href="demo-1.html#ev-20"><code>demo-1</code></a> at seq 20' in page and "passes the strict replay" in page
+    linked = '<a class="source-link" href="demo-1.html#ev-20"><code>demo-1</code></a> at seq 20'
+    assert f"forked from</dt><dd>session {linked}" in page and "passes the strict replay" in page
     log = tmp_path / "early.jsonl"
     assert _run("export", "--db", str(db), "--session", "early", "-o", str(log))[0] == 0
     code, page, _ = _run("report", str(log))
