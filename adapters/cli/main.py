@@ -517,9 +517,10 @@ def _forks_of(store: LogStore, session: str) -> tuple[tuple[str, int], ...]:
 
 def _stored_report(store: LogStore, session: str, args: argparse.Namespace, origin: str) -> Report:
     """The report of a stored session, with ``planfold audit``'s verdict on it
-    and the sessions forked from it."""
+    and the sessions forked from it (its events embedded unless ``--all``)."""
     report = build_report(session, ((None, e) for e in store.scan(session)), store.provenance(session),
-                          limit=args.payload_limit, budget=args.payload_budget, around=args.around)
+                          limit=args.payload_limit, budget=args.payload_budget, around=args.around,
+                          events=not args.all)
     report = replace(report, origin=origin, forks=_forks_of(store, session))
     return report if not report.ok else with_audit(report, _audit_verdict(store, session))
 

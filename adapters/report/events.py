@@ -200,7 +200,10 @@ class IndexBuilder:
         self._at: int | None = None
         self._base = 0
         self._state: list[object] | None = None
-        self._states: list[object] = []
+        # the states, compressed as they come: memory grows with their compressed size only
+        self._states = zlib.compressobj(6, zlib.DEFLATED, 31)
+        self._packed: list[bytes] = []
+        self._opened = False
         self.events = 0
         self.embedded = 0
         self.left_out = 0
@@ -232,7 +235,9 @@ class IndexBuilder:
         state = state_of(after)
         if state != self._state:
             self._state = state
-            self._states.append([event.seq, state])
+            text = ("," if self._opened else "[") + json.dumps([event.seq, state], ensure_ascii=False)
+            self._opened = True
+            self._packed.append(self._states.compress(text.encode("utf-8")))
         if len(self._rows) >= CHUNK or self._raw >= CHUNK_BYTES:
             self._flush()
 
@@ -246,8 +251,11 @@ class IndexBuilder:
 
     def finish(self) -> EventIndex:
         self._flush()
+        self._packed.append(self._states.compress(b"]" if self._opened else b"[]"))
+        self._packed.append(self._states.flush())
+        states = base64.b64encode(b"".join(self._packed)).decode("ascii")
         return EventIndex(
-            tuple(self.chunks), _pack(self._states), tuple(self.kinds.names), tuple(self.tools.names),
+            tuple(self.chunks), states, tuple(self.kinds.names), tuple(self.tools.names),
             tuple(self.rules.names), self.events, self.embedded, self.left_out, self.limit, self.budget,
             self.around,
         )

@@ -945,6 +945,7 @@ def build_report(
     limit: int = LIMIT,
     budget: int = BUDGET,
     around: int | None = None,
+    events: bool = True,
 ) -> Report:
     """The report of ``session`` from its ``(line, event)`` records (``line``
     is the record's line in a JSON Lines log, ``None`` from a database),
@@ -955,8 +956,9 @@ def build_report(
     (``provenance-mismatch`` otherwise). Every event is embedded as
     ``events.EventIndex`` says: payloads whole up to ``limit`` bytes each
     and ``budget`` compressed bytes in all, and the ``events.AROUND``
-    events either side of seq ``around`` whole whatever their size."""
-    builder = ReportBuilder(session, provenance, IndexBuilder(limit, budget, around))
+    events either side of seq ``around`` whole whatever their size;
+    ``events`` False embeds none (a database's coverage page lists no event)."""
+    builder = ReportBuilder(session, provenance, IndexBuilder(limit, budget, around) if events else None)
     prefix = None if provenance is None else hashlib.sha256()
 
     def observed(before: SessionState, after: SessionState, event: Event) -> None:
