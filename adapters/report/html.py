@@ -10,15 +10,27 @@ so it opens offline and sends no request. Everything it says is in the markup
 itself: the page reads the same with script turned off (each diagram has a
 table beside it listing every transition with its count and the events that
 took it), and prints (a print style sheet drops the interactive parts and
-keeps sections whole where it can). The script only connects the two:
+keeps sections whole where it can). The script connects the two:
 choosing an edge of a diagram (a click, or Enter on a focused edge) shows
 that edge's row (its events, each a link to the event in the timeline) in
-the box under the diagram and highlights the edge.
+the box under the diagram and highlights the edge. It also reads the
+"Every event" section: every event of the session in data blocks
+(``events.EventIndex``: compressed chunks the browser inflates with its own
+``DecompressionStream``, and the folded states), searched and filtered in
+the page, each event opened with its payload whole and the state after it;
+that section alone needs script.
 
 Every text that comes from a log (ids, messages, tool names, arguments,
-rule details, plan contents) is escaped with ``html.escape`` where it is
-written, attribute values included; the page has no inline event handlers
-and embeds no data in its script.
+rule details, plan contents) is written as ``adapters.visible`` shows it
+(control and bidirectional characters as marked escapes) and escaped with
+``html.escape``, attribute values included; an id longer than ``LONG_ID``
+is shortened, its whole text in a ``details`` element; every cell wraps
+long tokens, so the page is never wider than its window. The script sets
+only ``textContent``. The page has no inline event handler and no inline
+style attribute, and its content security policy (``POLICY``) allows its
+own style sheet and script by their SHA-256 and nothing else. A page links
+others by their file names (``page_name``): a fork's its source's, a
+source's its forks'. ``_usage`` is the place of the usage view.
 """
 
 from __future__ import annotations

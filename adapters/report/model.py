@@ -23,7 +23,9 @@ with the fold's state just before and just after it and keeps:
 - per machine, how often the session took each transition, and the first
   seqs that took it (``machines.taken``).
 
-Nothing listed grows with the log: every list is a ``Capped`` list that keeps
+Every event is also handed to an ``events.IndexBuilder``, which embeds it in
+the page compactly (a bounded page that still holds every event: see
+``events``). Nothing else listed grows with the log: every list is a ``Capped`` list that keeps
 its first ``head`` and last ``tail`` items and folds the ones in between into
 a ``Stretch`` (how many items, events, seqs and turns, tool calls and their
 verdicts), which the page prints as one line ("… 4,812 events of turns
