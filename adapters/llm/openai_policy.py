@@ -46,11 +46,13 @@ its HTTP status and the wait.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..loggers import logger
 from .model import (
+    ChatResponse,
     ModelBadRequestError,
     ModelError,
     ModelHTTPError,
@@ -61,7 +63,7 @@ from .model import (
     RetryBudget,
 )
 
-__all__ = ["OUTCOMES", "Retrier", "RetryPolicy", "is_retryable", "outcome_of"]
+__all__ = ["OUTCOMES", "Retrier", "RetryPolicy", "is_retryable", "log_attempt", "outcome_of"]
 
 _log = logger(__name__)
 
@@ -140,19 +142,20 @@ class Retrier:
     where: str
     on_retry: Callable[[int, ModelError, float], None] | None = None
 
-    def after(self, err: ModelError) -> float:
+    def after(self, err: ModelError, budget: RetryBudget | None = None) -> float:
         """The wait before the next attempt after the failed one that raised
         ``err``. Raises ``err`` when it is not retried (or the server asked
         for a longer wait than the policy allows), and
         ``ModelRetriesExhaustedError`` when the budget is spent."""
+        budget = self.budget if budget is None else budget
         err.retryable = False
         if not is_retryable(err, self.policy):
             raise err
-        if not self.budget.take():
-            exhausted = ModelRetriesExhaustedError(self.budget.used + 1, err)
+        if not budget.take():
+            exhausted = ModelRetriesExhaustedError(budget.used + 1, err)
             exhausted.retryable = True
             raise exhausted from err
-        retry = self.budget.used
+        retry = budget.used
         asked = err.retry_after if isinstance(err, ModelHTTPError) else None
         if asked is None:
             delay = self.policy.backoff(retry, self.random())
@@ -163,8 +166,22 @@ class Retrier:
         status = f" HTTP {err.status}" if isinstance(err, ModelHTTPError) else ""
         _log.warning(
             "model server %s failed (%s%s); retry %d of %d in %.3fs",
-            self.where, err.code, status, retry, self.budget.retries, delay,
+            self.where, err.code, status, retry, budget.retries, delay,
         )  # fmt: skip
         if self.on_retry is not None:
             self.on_retry(retry, err, delay)
         return delay
+
+
+def log_attempt(where: str, attempt: int, seconds: float, outcome: ChatResponse | ModelError) -> None:
+    """The DEBUG record of one attempt of a model call to ``where``: its
+    number within the call (1 first), how long it took and how it ended (the
+    reply's finish reason, or the error's code and HTTP status)."""
+    if not _log.isEnabledFor(logging.DEBUG):
+        return
+    if isinstance(outcome, ModelError):
+        status = f" HTTP {outcome.status}" if isinstance(outcome, ModelHTTPError) else ""
+        ended = f"failed ({outcome.code}{status})"
+    else:
+        ended = f"answered ({outcome.finish_reason or 'no finish reason'}, {len(outcome.tool_calls)} tool call(s))"
+    _log.debug("model call to %s: attempt %d %s in %.1f ms", where, attempt, ended, seconds * 1000)

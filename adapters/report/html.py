@@ -886,7 +886,7 @@ def _events(r: Report) -> str:
     if index is None:
         return ""
     origin = _shell(r.origin) if r.origin else "FILE"
-    around = f"planfold report {origin} --session {_shell(r.session)} -o {_shell(page_name(r.session))} --around"
+    around = f"planfold report --db {origin} --session {_shell(r.session)} -o {_shell(page_name(r.session))} --around"
     facts = {**names_json(index), "around_command": around}
     left = ""
     if index.left_out:

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``build_report(session, records)`` reads a session's events once, as a
 stream, and folds each one strictly with the kernel's own fold (through
-``cli.spill.SpillingFold``, so the goal ids a long log has used stay off the
+``store.spill.SpillingFold``, so the goal ids a long log has used stay off the
 states, as in ``planfold replay``). A ``ReportBuilder`` looks at every event
 with the fold's state just before and just after it and keeps:
 
@@ -76,6 +76,7 @@ from ...kernel.log import (
     USER_MESSAGE,
     Event,
     GoalSource,
+    read_assistant_message,
     read_message,
 )
 from ...kernel.plan.payload import read_plan_action
@@ -83,9 +84,9 @@ from ...kernel.plan.spec import PlanSpec
 from ...kernel.session import SessionState
 from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result
 from ...kernel.tools.spec import thaw_json
-from ..cli.spill import FoldStop, fold_records
 from ..codec import encode_event
 from ..provenance import ForkProvenance
+from ..store.spill import FoldStop, fold_records
 from .events import BUDGET, LIMIT, EventIndex, IndexBuilder
 from .machines import MACHINES, extra_note, machine_graphs, observable, taken
 
@@ -769,12 +770,13 @@ class ReportBuilder:
             self._review = None
 
     def _message(self, block: Block, before: SessionState, after: SessionState, event: Event) -> None:
-        message = read_message(event.payload)
-        text, source = message.text, message.source
         if event.kind == ASSISTANT_MESSAGE:
+            text = read_assistant_message(event.payload).text
             if text:
                 self._entry(block, Entry(event.seq, event.at, event.kind, "assistant", excerpt(text)))
             return
+        message = read_message(event.payload)
+        text, source = message.text, message.source
         if isinstance(source, GoalSource):
             label = f"goal {source.goal_id} round {source.round}"
             if self._goal is not None and self._goal.goal_id == source.goal_id:

@@ -24,6 +24,8 @@ calls are the runtime's, and the gate never routes them to an executor.
 An executor that raises anything but planfold's own typed errors is a bug in
 the deployment's tool: the model gets ``tool-crashed``, and the traceback
 goes to the ``planfold.adapters.runtime.tool_runner`` logger at WARNING.
+Every executor's run is a DEBUG record there (the call, how it ended, how
+long it took).
 
 ``tool_message_text`` is the text the model sees for a recorded answer, so
 the conversation rebuilt from the log is what the model was told.
@@ -33,13 +35,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from ...kernel.decisions import tool_error_text
 from ...kernel.errors import PlanfoldError
-from ...kernel.log import TOOL_REFUSED, TOOL_RESULT, Draft, Event
-from ...kernel.payload import JSON, JSONObject
+from ...kernel.log import TOOL_REFUSED, TOOL_RESULT, USAGE_VERSION, Draft, Event, ModelUsage
+from ...kernel.payload import JSON, MAX_SAFE_INTEGER, JSONObject
 from ...kernel.phase import RuntimePhase
 from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload
 from ...kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
@@ -64,6 +68,7 @@ __all__ = [
     "reply_of",
     "result_draft",
     "tool_message_text",
+    "usage_of",
 ]
 
 
@@ -75,11 +80,35 @@ def kernel_call(call: model.ToolCall) -> KernelCall:
 
 
 def reply_of(response: model.ChatResponse) -> Reply:
-    """The model's reply as the kernel's turn rules read it."""
+    """The model's reply as the kernel's turn rules read it, with what the
+    call cost (``usage_of``)."""
     calls = tuple(
         ReplyCall(c.id, c.name, c.arguments_json, c.arguments, c.arguments_error) for c in response.tool_calls
     )
-    return Reply(response.text, calls, response.finish_reason, response.refusal)
+    return Reply(response.text, calls, response.finish_reason, response.refusal, usage_of(response))
+
+
+def _count(value: int | None) -> int | None:
+    """A count the log can hold: a non-negative integer, else None (a server
+    that reports a negative or non-integer count reported nothing usable)."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SAFE_INTEGER
+    return value if ok else None
+
+
+def usage_of(response: model.ChatResponse) -> ModelUsage | None:
+    """What the call behind ``response`` cost, as the assistant message
+    records it: the client's measured latency and the server's prompt,
+    completion and cached token counts; None when none is known."""
+    tokens = response.usage or model.Usage()
+    counts = (
+        _count(response.latency_ms),
+        _count(tokens.prompt_tokens),
+        _count(tokens.completion_tokens),
+        _count(tokens.cached_tokens),
+    )
+    if all(count is None for count in counts):
+        return None
+    return ModelUsage(USAGE_VERSION, *counts)
 
 
 def from_reply_call(call: ReplyCall) -> model.ToolCall:
@@ -174,6 +203,12 @@ class ToolRunner:
         """Run an allowed call's executor: ``(ok, output)``. A typed failure
         of the tool is ``ok=False`` with a structured error; an unexpected
         exception is reported the same way and never escapes."""
+        started = time.perf_counter()
+        answer = self._run(call)
+        _ran(call, answer, started)
+        return answer
+
+    def _run(self, call: model.ToolCall) -> tuple[bool, str]:
         executor = self.executors.get(call.name)
         if executor is None:
             return _missing(call)
@@ -190,11 +225,15 @@ class ToolRunner:
         executor = self.async_executors.get(call.name)
         if executor is None:
             return await asyncio.to_thread(self.execute, call)
+        started = time.perf_counter()
         try:
             output = await executor(_arguments(call))
         except Exception as exc:  # a broken tool must not break the turn
-            return _failed(call, exc)
-        return True, json.dumps(output, ensure_ascii=False, sort_keys=True)
+            answer = _failed(call, exc)
+        else:
+            answer = True, json.dumps(output, ensure_ascii=False, sort_keys=True)
+        _ran(call, answer, started)
+        return answer
 
 
 #: An executor the asyncio runtime awaits.
@@ -203,6 +242,27 @@ AsyncExecutor = Callable[[Mapping[str, object]], Awaitable[JSON]]
 
 def _arguments(call: model.ToolCall) -> Mapping[str, object]:
     return call.arguments if call.arguments is not None else {}
+
+
+def _ran(call: model.ToolCall, answer: tuple[bool, str], started: float) -> None:
+    """The DEBUG record of an executor's run: the call (allowed by the gate:
+    only those run), how it ended and how long it took."""
+    if _log.isEnabledFor(logging.DEBUG):
+        ok, output = answer
+        ended = "ok" if ok else f"failed ({_code_of(output)})"
+        _log.debug(
+            "tool %r (call %r): allowed, ran %s in %.2f ms", call.name, call.id, ended,
+            (time.perf_counter() - started) * 1000,
+        )  # fmt: skip
+
+
+def _code_of(output: str) -> str:
+    """The error code of a failed call's structured output."""
+    try:
+        error = json.loads(output).get("error", {})
+        return str(error.get("code", "an error"))
+    except (ValueError, AttributeError):
+        return "an error"
 
 
 def _missing(call: model.ToolCall) -> tuple[bool, str]:

@@ -6,28 +6,28 @@ Theory of operation
 This module only prints them: ``mermaid`` and ``dot`` are separate pure
 renderers whose output depends on nothing but the graph (states and edges
 come sorted, so the text is stable), and ``readme_section`` embeds them in
-the README between the markers ``<!-- diagrams:start -->`` and
-``<!-- diagrams:end -->``, under the "## State diagrams and decision tables"
-heading.
+the documentation page ``docs/how-it-works.md`` between the markers
+``<!-- diagrams:start -->`` and ``<!-- diagrams:end -->``, under the
+"## State diagrams and decision tables" heading.
 
 A machine with states (plan mode, plan status, runtime phase, goal) is drawn
 as a state diagram. A decision table is not a machine: the tool gate's
 verdicts (phase x tool class -> verdict and basis, ``VERDICT_TABLE``) have
 no states to move between, and drawn as a graph they are a tangle of
 crossing edges, so ``DECISION_TABLES`` renders them as a Markdown table
-(``gate_table``) in ``specs/gate.md`` and in the README instead.
+(``gate_table``) in ``specs/gate.md`` and in that page instead.
 
 ``write_all(out_dir)`` writes every generated file of ``specs/``: one
 ``.mmd`` and one ``.dot`` per machine, and its ``.svg`` rendered by
-Graphviz's ``dot`` where it is installed (CI installs it; the README links
+Graphviz's ``dot`` where it is installed (CI installs it; the page links
 the committed SVGs, which the freshness check leaves alone because their
 bytes vary with the Graphviz version); one ``.md`` per decision table; the
 event schema ``events.schema.json``, the OpenRPC document of ``planfold
 serve`` (``rpc.openrpc.json``), the table of errors (``errors.md``) and the
 conformance vectors in ``vectors/``. It removes generated files that no
 longer correspond to anything, so a removed machine or vector cannot linger.
-``python -m adapters.specgen.diagrams specs`` runs it and also refreshes the README
-section; the CI freshness test regenerates into a temporary directory and
+``python -m adapters.specgen.diagrams specs`` runs it and also refreshes the page's
+sections; the CI freshness test regenerates into a temporary directory and
 compares.
 
 The report's diagrams are laid out here too, once, when the package is
@@ -44,21 +44,22 @@ session took (``report.diagram``).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import get_args
 
+from ...kernel import step
 from ...kernel.graph import RULE_TEXT, Edge, Graph, all_graphs
 from ...kernel.phase import RUNTIME_PHASES, RuntimePhase
 from ...kernel.tools.gate import TOOL_CLASSES, VERDICT_TABLE, PhaseRule, ToolClass
+from ..codec.schema import schema_text
 from ..report.machines import MACHINES, edge_id, known_extras, machine_graphs, state_id
-from ..runtime.machine import ANSWERS, DRIVERS, Stage
+from ..runtime.machine import DRIVERS
 from ..serve.openrpc import OPENRPC_FILE, openrpc_text
 from .errors_table import error_table
-from .schema import schema_text
 from .vectors import VECTOR_DIR, write_vectors
 
 __all__ = [
@@ -228,8 +229,8 @@ def _table_file(graph: Graph) -> str:
 
 
 def readme_section(graphs: Iterable[Graph], specs: str = "specs") -> str:
-    """The README text between (and including) the two markers; ``specs`` is
-    where the README finds the SVG files."""
+    """The page text between (and including) the two markers; ``specs`` is
+    where the page finds the SVG files."""
     parts = [START_MARKER, f"<!-- {_NOTICE} -->", ""]
     for graph in graphs:
         parts += [f"### {graph.title}", ""]
@@ -254,7 +255,7 @@ def update_readme(text: str, section: str) -> str:
     start, end = text.find(START_MARKER), text.find(END_MARKER)
     if start >= 0 or end >= 0:
         if start < 0 or end < start or text.count(START_MARKER) != 1 or text.count(END_MARKER) != 1:
-            raise ValueError("README.md: the diagram markers must appear once each, start before end")
+            raise ValueError("the page's diagram markers must appear once each, start before end")
         return text[:start] + section + text[end + len(END_MARKER) :]
     lines = text.splitlines(keepends=True)
     for index, line in enumerate(lines):
@@ -269,32 +270,36 @@ RUNTIME_END = "<!-- runtime:end -->"
 
 
 def runtime_picture() -> str:
-    """A Mermaid flowchart of the step machine and its drivers, drawn from
-    ``adapters.runtime.machine``'s ``DRIVERS`` and ``ANSWERS`` tables and
-    its ``Stage`` values."""
-    lines = ["flowchart LR", '  subgraph drivers["drivers: the I/O"]']
+    """A Mermaid flowchart of the turn reducer and its drivers, drawn from
+    ``kernel.step``'s ``ACCEPTS`` and ``ANSWERED_BY`` tables and
+    ``adapters.runtime.machine``'s ``DRIVERS``."""
+    lines = ["flowchart LR", '  subgraph drivers["drivers: every I/O"]']
     lines += [f'    {cls}["{cls}<br/>({how})"]' for _, cls, how in DRIVERS]
-    stages = ", ".join(get_args(Stage))
+    stages = ", ".join(step.ACCEPTS)
     lines += [
         "  end",
-        f'  machine(["StepMachine<br/>no I/O but its log<br/>stages: {stages}"])',
-        '  kernel[["kernel: turn rules, plan decisions,<br/>tool gate, strict folds"]]',
+        f'  reducer(["kernel.step.advance<br/>pure: process, log, input -> process, actions<br/>stages: {stages}"])',
+        '  rules[["kernel: turn rules, plan decisions,<br/>tool gate, strict folds"]]',
         '  store[("session log<br/>memory, SQLite, PostgreSQL")]',
-        '  drivers -- "next_action()" --> machine',
+        '  drivers -- "an input: what the world answered" --> reducer',
     ]
-    for action, answers in ANSWERS.items():
-        answer = "answered by " + " or ".join(f"{name}()" for name in answers) if answers else "with its report"
-        lines.append(f'  machine -. "{action.__name__}, {answer}" .-> drivers')
+    for action, answers in step.ANSWERED_BY.items():
+        if action in (step.Then, step.Result):
+            continue
+        answer = "answered by " + " or ".join(answers) if answers else "the turn's report"
+        if action is step.Append:
+            answer = "at the expected seq: carry on, or " + " ".join(answers)
+        lines.append(f'  reducer -. "{action.__name__}, {answer}" .-> drivers')
     lines += [
-        '  machine -- "state, what happened" --> kernel',
-        '  kernel -- "drafts" --> machine',
-        '  machine -- "one atomic append per operation" --> store',
+        '  reducer -- "state, what happened" --> rules',
+        '  rules -- "drafts" --> reducer',
+        '  drivers -- "one compare-and-set append per Append" --> store',
     ]
     return "\n".join(lines) + "\n"
 
 
 def runtime_section() -> str:
-    """The README text between (and including) the runtime picture's markers."""
+    """The page text between (and including) the runtime picture's markers."""
     body = ["```mermaid", runtime_picture().rstrip("\n"), "```"]
     return "\n".join([RUNTIME_START, f"<!-- {_NOTICE} -->", "", *body, "", RUNTIME_END])
 
@@ -350,7 +355,8 @@ def write_all(out_dir: Path, readme: Path | None = None, *, svg: bool = True) ->
     written += write_vectors(out_dir / VECTOR_DIR)
     if readme is not None:
         current = readme.read_text(encoding="utf-8") if readme.exists() else ""
-        updated = update_runtime_picture(update_readme(current, readme_section(graphs)))
+        specs = Path(os.path.relpath(out_dir.resolve(), readme.resolve().parent)).as_posix()
+        updated = update_runtime_picture(update_readme(current, readme_section(graphs, specs)))
         if updated != current:
             _write(readme, updated, written)
     return tuple(written)
@@ -360,7 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m adapters.specgen.diagrams [OUT_DIR] [--readme PATH] [--no-svg] [--report-diagrams DIR]``."""
     parser = argparse.ArgumentParser(prog="python -m adapters.specgen.diagrams", description=main.__doc__)
     parser.add_argument("out_dir", nargs="?", default="specs", help="where to write (default: specs)")
-    parser.add_argument("--readme", help="the README to refresh (default: README.md next to OUT_DIR)")
+    parser.add_argument(
+        "--readme", help="the page to refresh (default: docs/how-it-works.md beside OUT_DIR)"
+    )
     parser.add_argument("--no-svg", action="store_true", help="do not run Graphviz even if installed")
     parser.add_argument("--report-diagrams", metavar="DIR",
                         help="only lay out the report's diagrams into DIR (make diagrams: adapters/report/diagrams)")
@@ -370,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {len(done)} diagrams under {args.report_diagrams}")
         return 0
     out_dir = Path(args.out_dir)
-    readme = Path(args.readme) if args.readme else out_dir.resolve().parent / "README.md"
+    readme = Path(args.readme) if args.readme else out_dir.resolve().parent / "docs" / "how-it-works.md"
     written = write_all(out_dir, readme, svg=not args.no_svg)
     print(f"wrote {len(written)} files under {out_dir}")
     return 0

@@ -99,6 +99,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
@@ -108,10 +109,12 @@ from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from ...kernel.errors import ConflictError, PayloadError
 from ...kernel.goal.values import SnapshotChange, read_goal_change
-from ...kernel.log import GOAL_CHANGE, USER_MESSAGE, Event, GoalSource, read_message
+from ...kernel.log import GOAL_CHANGE, TOOL_REFUSED, TOOL_WARNING, USER_MESSAGE, Event, GoalSource, read_message
 from ...kernel.payload import maker
 from ...kernel.session import SessionState, fold_rows
+from ...kernel.tools.events import read_tool_notice
 from ..codec import decode_payload, decode_rows
+from ..loggers import logger
 from ..provenance import ForkProvenance, prefix_digest
 from .base import (
     AppendRejectedError,
@@ -153,6 +156,7 @@ __all__ = [
     "AppendView",
     "Backend",
     "DecidedAppend",
+    "Decision",
     "Folded",
     "KnownKey",
     "LogStore",
@@ -163,10 +167,13 @@ __all__ = [
     "Watch",
     "created_goal_ids",
     "knowing_goal_ids",
+    "log_appended",
     "starts_a_round",
 ]
 
 T = TypeVar("T")
+
+_log = logger(__name__)
 
 #: One stored event: seq, kind, at and the payload's JSON text. Backends may
 #: hand back any values (a hand-edited database holds anything); the fold
@@ -355,6 +362,14 @@ class DecidedAppend(NamedTuple):
     goal_ids: tuple[tuple[str, int], ...]
 
 
+class Decision(NamedTuple):
+    """An append decided in the client (``LogStore.decide_append``) and the
+    memo the store keeps once it is written."""
+
+    append: DecidedAppend
+    memo: _Memo
+
+
 @runtime_checkable
 class OneStepBackend(Backend, Protocol):
     """A backend that checks and writes a decided append in one step."""
@@ -386,6 +401,54 @@ def _folded(sid: str, state: SessionState, events: Sequence[Event], folded: Fold
     return fold_new_events(sid, state, events)
 
 
+#: The kinds an append logs on their own (``log_appended``).
+_NOTED = frozenset({USER_MESSAGE, GOAL_CHANGE, TOOL_REFUSED, TOOL_WARNING})
+
+
+def log_appended(session_id: str, events: Sequence[Event]) -> None:
+    """The records of what an accepted append did that a reader of the log
+    wants to know without reading it: a goal round started and a goal
+    operation at INFO; a call the gate refused, or (advisory) warned about,
+    at WARNING: the model made it, nobody asked for it."""
+    for event in events:
+        kind = event.kind
+        if kind not in _NOTED:
+            continue
+        try:
+            _log_event(session_id, event)
+        except PayloadError:  # an event the fold accepted always reads; a log line never fails an append
+            continue
+
+
+def _log_event(session_id: str, event: Event) -> None:
+    kind = event.kind
+    if kind == USER_MESSAGE:
+        source = read_message(event.payload).source
+        if isinstance(source, GoalSource):
+            _log.info(
+                "session %r: goal %r round %d started at seq %d (revision %d)",
+                session_id, source.goal_id, source.round, event.seq, source.revision,
+            )  # fmt: skip
+    elif kind == GOAL_CHANGE:
+        change = read_goal_change(event.payload)
+        if isinstance(change, SnapshotChange):
+            goal = change.goal
+            _log.info(
+                "session %r: goal %r %s at seq %d: revision %d, %s, rounds %d/%d",
+                session_id, goal.id, change.operation, event.seq, goal.revision, goal.phase,
+                change.rounds_started, goal.max_rounds,
+            )  # fmt: skip
+        else:
+            _log.info("session %r: goal %r cleared at seq %d", session_id, change.cleared.id, event.seq)
+    elif _log.isEnabledFor(logging.WARNING):
+        notice = read_tool_notice(event.payload, kind)
+        _log.warning(
+            "session %r: the gate %s %s (call %r) at seq %d in %s: [%s] %s",
+            session_id, "refused" if kind == TOOL_REFUSED else "warns about", notice.tool, notice.call_id,
+            event.seq, notice.phase, notice.code, notice.reason,
+        )  # fmt: skip
+
+
 def starts_a_round(events: Sequence[Event]) -> bool:
     """True when ``events`` hold a ``user/message`` attributed to a goal
     (a round, which only the lease holder may start while a lease is live).
@@ -403,6 +466,7 @@ class LogStore(TakesFold):
         self._memo: dict[str, _Memo] = {}
         self._memo_lock = threading.Lock()
         self._one_step = backend if isinstance(backend, OneStepBackend) else None
+        self._closed = False
 
     def __enter__(self) -> LogStore:
         return self
@@ -413,6 +477,9 @@ class LogStore(TakesFold):
     def close(self) -> None:
         """Release the backend; later calls raise ``StoreClosedError``. Idempotent."""
         self.backend.close()
+        if not self._closed:
+            self._closed = True
+            _log.info("store %s closed", type(self).__name__)
 
     # ----------------------------------------------------------------------
     # Writes
@@ -429,17 +496,82 @@ class LogStore(TakesFold):
     ) -> AppendResult:
         """Compare-and-set append in one write transaction (see ``adapters.store.base``
         for every outcome); with ``lease``, a fenced append. ``folded`` is
-        the caller's own strict fold of ``events`` (see ``Folded``)."""
-        prepared = prepare_append(session_id, expected_seq, events, idempotency_key)
-        if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
-            raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
-        if folded is not None and prepared.events != tuple(events):
-            folded = None  # the caller folded other values than the stored ones
+        the caller's own strict fold of ``events`` (see ``Folded``). Each
+        append is a DEBUG record (session, seq range, duration)."""
+        if not _log.isEnabledFor(logging.DEBUG):
+            result = self._append_request(session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded)
+            if not result.replayed:
+                log_appended(session_id, events)
+            return result
+        started = time.perf_counter()
+        result = self._append_request(session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded)
+        if not result.replayed:
+            log_appended(session_id, events)
+        _log.debug(
+            "session %r: appended seq %d..%d (%d event(s))%s%s in %.2f ms",
+            result.session_id, result.first_seq, result.last_seq, result.last_seq - result.first_seq + 1,
+            " fenced" if lease is not None else "",
+            " (an idempotent retry: nothing written)" if result.replayed else "",
+            (time.perf_counter() - started) * 1000,
+        )  # fmt: skip
+        return result
+
+    def _append_request(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None,
+        *,
+        lease: Lease | None,
+        folded: Folded | None,
+    ) -> AppendResult:
+        prepared, folded = self.prepared_append(
+            session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded
+        )
         if self._one_step is not None:
             done = self._append_decided(self._one_step, prepared, lease, folded)
             if done is not None:
                 return done
         return self.backend.run("append", True, lambda tx: self._append(tx, prepared, lease, folded))
+
+    def append_transaction(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None = None,
+        *,
+        lease: Lease | None = None,
+        folded: Folded | None = None,
+    ) -> Callable[[Transaction], AppendResult]:
+        """The request of ``append``, checked now (its errors are
+        ``append``'s), as the body of the write transaction that makes it: for
+        a caller that runs the transaction on a backend itself (the async
+        SQLite store's writer, which commits appends in groups)."""
+        prepared, folded = self.prepared_append(
+            session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded
+        )
+        return lambda tx: self._append(tx, prepared, lease, folded)
+
+    def prepared_append(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None,
+        *,
+        lease: Lease | None,
+        folded: Folded | None,
+    ) -> tuple[PreparedAppend, Folded | None]:
+        """The request of ``append``, checked (its errors are ``append``'s),
+        and the caller's fold when it counts (see ``Folded``)."""
+        prepared = prepare_append(session_id, expected_seq, events, idempotency_key)
+        if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
+            raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
+        if folded is not None and prepared.events != tuple(events):
+            folded = None  # the caller folded other values than the stored ones
+        return prepared, folded
 
     def append_folded(self, request: FoldedAppend) -> AppendResult:
         """``append`` of ``request``, with its fold (see ``Folded``)."""
@@ -451,6 +583,16 @@ class LogStore(TakesFold):
     ) -> AppendResult | None:
         """The append decided on the memo's state and sent in one step (see
         the module docstring); ``None`` when the transaction must decide."""
+        decision = self.decide_append(p, lease, folded)
+        if decision is None:
+            return None
+        return self.decided_answer(decision, backend.append_decided(decision.append))
+
+    def decide_append(self, p: PreparedAppend, lease: Lease | None, folded: Folded | None) -> Decision | None:
+        """The append decided in the client, on the memo's state (or a new
+        session's empty one), for a ``OneStepBackend`` to check and write in
+        one step; ``None`` when the store holds no such state or the fold
+        refuses the events (the transaction decides then)."""
         sid = p.session_id
         memo = self._memo.get(sid)
         if memo is not None and memo.state.last_seq == p.expected_seq:
@@ -470,14 +612,22 @@ class LogStore(TakesFold):
         created = tuple(created_goal_ids(p.events))
         round_ = starts_a_round(p.events)
         decided = DecidedAppend(p, lease, has_row, base_format, base_state, round_, _rows(p), row, created)
-        view = backend.append_decided(decided)
+        return Decision(decided, _Memo(fold_format, fold_state, new_state, parts, projection))
+
+    def decided_answer(self, decision: Decision, view: AppendView | None) -> AppendResult | None:
+        """The answer to a decided append, given what the one step answered
+        (``None``: it was written; a view: it was not); ``None`` when the
+        transaction must decide after all."""
+        append = decision.append
+        p, lease = append.prepared, append.lease
+        sid = p.session_id
         if view is None:
-            self._remember(sid, _Memo(fold_format, fold_state, new_state, parts, projection))
+            self._remember(sid, decision.memo)
             return _RESULT(sid, p.events[0].seq, p.events[-1].seq, False)
         answer = _answered(p, lease, view)
         if answer is not None:
             return answer
-        if (view.has_row, view.fold_format, view.fold_state) == (has_row, base_format, base_state):
+        if (view.has_row, view.fold_format, view.fold_state) == (append.has_row, append.base_format, append.base_state):
             _check_round(p, lease, view)
         return None
 
@@ -651,7 +801,11 @@ class LogStore(TakesFold):
             tx.write_lease(granted)
             return granted
 
-        return self.backend.run("acquire_lease", True, body)
+        lease = self.backend.run("acquire_lease", True, body)
+        _log.debug(
+            "session %r: goal lease to %r, token %d, until %d", session_id, holder, lease.token, lease.expires_at
+        )
+        return lease
 
     def release_lease(self, lease: Lease) -> bool:
         """End ``lease`` now; False (and nothing changed) when it is no longer
@@ -667,7 +821,12 @@ class LogStore(TakesFold):
             tx.write_lease(replace(current, holder="", expires_at=0))
             return True
 
-        return self.backend.run("release_lease", True, body)
+        released = self.backend.run("release_lease", True, body)
+        _log.debug(
+            "session %r: goal lease of %r (token %d) %s", lease.session_id, lease.holder, lease.token,
+            "released" if released else "was no longer the live one: nothing released",
+        )  # fmt: skip
+        return released
 
     def lease(self, session_id: str) -> Lease | None:
         """The session's live goal lease, or ``None``."""

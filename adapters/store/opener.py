@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import os
 
+from ..loggers import logger
+from ..redact import redact_url
 from .base import InvalidRequestError
 from .engine import LogStore
 from .sqlite import SqliteStore
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_STORE_TIMEOUT", "POSTGRES_SCHEMES", "is_postgres_url", "open_store"]
+
+_log = logger(__name__)
 
 #: Seconds the first connection to a PostgreSQL server may take.
 DEFAULT_CONNECT_TIMEOUT = 5.0
@@ -64,5 +68,10 @@ def open_store(
             raise InvalidRequestError(
                 f"a PostgreSQL URL needs the postgres extra: pip install 'planfold[postgres]' ({exc})"
             ) from exc
-        return PostgresStore(os.fspath(target), read_only=read_only, connect_timeout=connect_timeout, timeout=timeout)
-    return SqliteStore(target)
+        store: LogStore = PostgresStore(
+            os.fspath(target), read_only=read_only, connect_timeout=connect_timeout, timeout=timeout
+        )
+    else:
+        store = SqliteStore(target)
+    _log.info("store %s opened: %s", type(store).__name__, redact_url(os.fspath(target)))
+    return store

@@ -56,6 +56,7 @@ from .migration import MigrationReport, Step, logged, supported
 
 __all__ = [
     "APPEND_CALL",
+    "APPEND_CALL_PARAMS",
     "APPEND_FUNCTION",
     "APPEND_READ",
     "CHANNEL",
@@ -83,6 +84,7 @@ __all__ = [
     "MigrationReport",
     "Step",
     "connection_lost",
+    "driver_message",
     "migrate",
     "read_version",
     "translate",
@@ -308,6 +310,8 @@ _APPEND_TYPES = (
 )  # fmt: skip
 
 #: A call of ``planfold_append``, its arguments as libpq parameters ``$1``, ``$2``, ...
+#: ``APPEND_CALL`` with psycopg's placeholders, for a psycopg cursor (the async store's).
+APPEND_CALL_PARAMS = "SELECT planfold_append(" + ", ".join(f"%s::{t}" for t in _APPEND_TYPES) + ")"
 APPEND_CALL = "SELECT planfold_append(" + ", ".join(f"${i}::{t}" for i, t in enumerate(_APPEND_TYPES, 1)) + ")"
 
 # --------------------------------------------------------------------------
@@ -325,10 +329,31 @@ def connection_lost(exc: psycopg.Error) -> bool:
     return isinstance(exc, psycopg.OperationalError) and (not state or state.startswith("08") or state in _GONE)
 
 
+def driver_message(exc: BaseException) -> str:
+    """The driver's message of ``exc`` on one line. libpq writes a failed
+    connection on several: one line per server address it tried, each hint
+    on a line of its own indented by a tab. An indented line is a new
+    sentence of its line (after ``. ``, or a space when the line already
+    ends one); the next address's line follows after ``; ``."""
+    text = ""
+    for line in str(exc).splitlines():
+        said = line.strip()
+        if not said:
+            continue
+        if not text:
+            text = said
+        elif not line[:1].isspace():
+            text = f"{text}; {said}"
+        else:
+            text = f"{text}{' ' if text.endswith(('.', '?', '!', ':', ';')) else '. '}{said}"
+    return text
+
+
 def translate(exc: psycopg.Error, operation: str, outcome: Outcome = "not-applied") -> StorageError:
-    """The typed error for a driver exception raised during ``operation``."""
+    """The typed error for a driver exception raised during ``operation``
+    (the driver's message on one line: ``driver_message``)."""
     state = exc.sqlstate or ""
-    detail = f"{type(exc).__name__}{f' [{state}]' if state else ''}: {str(exc).strip()}"
+    detail = f"{type(exc).__name__}{f' [{state}]' if state else ''}: {driver_message(exc)}"
     if state in _BUSY:
         return StoreBusyError(operation, detail, outcome=outcome)
     if connection_lost(exc):

@@ -138,7 +138,7 @@ def demo_report(directory: Path, runs: int = 1) -> str:
     for _ in range(runs):
         run_demo(str(db), io.StringIO())
     chosen = ["--session", "demo-1"] if runs == 1 else ["--all"]
-    status = planfold(["report", str(db), *chosen, "-o", str(out)], out=io.StringIO(), err=io.StringIO())
+    status = planfold(["report", "--db", str(db), *chosen, "-o", str(out)], out=io.StringIO(), err=io.StringIO())
     if status != 0:
         raise RuntimeError(f"planfold report exited {status}")
     return out.read_text(encoding="utf-8")

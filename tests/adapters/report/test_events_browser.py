@@ -136,7 +136,7 @@ def _shown(state: list[object]) -> list[str]:
 
 def test_the_state_at_every_seq_is_the_kernel_s_fold_there(chromium: Browser, demo_db: Path) -> None:
     events: list[Event] = list(demo_events(demo_db))
-    status, html = _report(str(demo_db), "--session", "demo-1")
+    status, html = _report("--db", str(demo_db), "--session", "demo-1")
     assert status == 0
     opened = open_page(chromium, html)
     page = opened.page
@@ -160,9 +160,9 @@ def test_a_fork_and_its_source_link_each_other_and_each_turn_offers_its_fork_com
     db.write_bytes(demo_db.read_bytes())
     assert planfold(["fork", "--db", str(db), "demo-1", "early", "--at", "20"], out=io.StringIO(),
                     err=io.StringIO()) == 0
-    status, source = _report(str(db), "--session", "demo-1")
+    status, source = _report("--db", str(db), "--session", "demo-1")
     assert status == 0
-    status, fork = _report(str(db), "--session", "early")
+    status, fork = _report("--db", str(db), "--session", "early")
     assert status == 0
     opened = open_page(chromium, fork)
     link = opened.page.locator("a.source-link")
@@ -177,7 +177,7 @@ def test_a_fork_and_its_source_link_each_other_and_each_turn_offers_its_fork_com
 
 
 def test_a_payload_past_the_limit_names_the_command_and_around_embeds_it(chromium: Browser, demo_db: Path) -> None:
-    status, html = _report(str(demo_db), "--session", "demo-1", "--payload-limit", "40")
+    status, html = _report("--db", str(demo_db), "--session", "demo-1", "--payload-limit", "40")
     assert status == 0
     opened = open_page(chromium, html)
     page = opened.page
@@ -185,9 +185,9 @@ def test_a_payload_past_the_limit_names_the_command_and_around_embeds_it(chromiu
     page.evaluate("planfoldEvents.open(31)")
     text = page.locator("#event-open").inner_text()
     assert "not embedded" in text
-    command = f"planfold report {demo_db} --session demo-1 -o demo-1.html --around 31"
+    command = f"planfold report --db {demo_db} --session demo-1 -o demo-1.html --around 31"
     assert page.locator("#event-open code").inner_text() == command
-    status, around = _report(str(demo_db), "--session", "demo-1", "--payload-limit", "40", "--around", "31")
+    status, around = _report("--db", str(demo_db), "--session", "demo-1", "--payload-limit", "40", "--around", "31")
     assert status == 0
     opened = open_page(chromium, around)
     page = opened.page

@@ -40,9 +40,13 @@ def test_an_executor_that_raises_is_a_crashed_call_and_its_traceback_is_logged(
     assert "the tool divided by zero" in caplog.text  # the traceback is in the log
 
 
-def test_a_typed_refusal_of_an_executor_is_no_crash_and_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_typed_refusal_of_an_executor_is_no_crash_and_only_the_runs_debug_record(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     runner = ToolRunner(default_registry(), executors={"read_file": refusing})
     with caplog.at_level(logging.DEBUG, logger=LOGGER):
         ok, output = runner.execute(ToolCall.of("c1", "read_file", {"path": "a.md"}))
     assert not ok and json.loads(output)["error"]["code"] == "tool-failed"
-    assert [r for r in caplog.records if r.name == LOGGER] == []
+    (record,) = [r for r in caplog.records if r.name == LOGGER]
+    assert record.levelno == logging.DEBUG and record.exc_info is None
+    assert record.getMessage().startswith("tool 'read_file' (call 'c1'): allowed, ran failed (tool-failed) in ")

@@ -1,7 +1,7 @@
 """Opening a PostgreSQL store fails fast on a wrong URL: a wrong database,
 user, port or host is ``store-unreachable`` with the driver's own message
-within the connect timeout, not a pool timeout; the URL's password never
-shows in the error."""
+within the connect timeout, not a pool timeout, on one readable line; the
+URL's password never shows in the error."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from planfold.adapters.store.base import InvalidRequestError, StoreUnavailableError, StoreUnreachableError
 from planfold.adapters.store.opener import open_store
 from planfold.adapters.store.postgres import PostgresStore
+from planfold.adapters.store.postgres_schema import driver_message
 from tests.pg_cluster import Cluster
 
 
@@ -39,6 +40,34 @@ def test_a_wrong_url_fails_at_once_with_the_drivers_message(pg_cluster: Cluster,
     assert err.code == "store-unreachable" and err.outcome == "not-applied"
     assert isinstance(err, StoreUnavailableError)
     assert said in err.message
+    assert "\n" not in err.message and "\t" not in err.message and "\\n" not in err.message
+
+
+def test_a_refused_connection_reads_as_one_line_with_the_drivers_hint(pg_cluster: Cluster) -> None:
+    with pytest.raises(StoreUnreachableError) as caught:
+        open_store(pg_cluster.url(port="1"), connect_timeout=1)
+    detail = caught.value.message.partition(": cannot connect to ")[2]
+    assert "No such file or directory. Is the server running locally" in detail
+    assert detail.count("\n") == 0 and "  " not in detail
+
+
+def test_the_drivers_message_keeps_each_address_and_joins_each_hint_to_its_line() -> None:
+    said = Exception(
+        'connection failed: connection to server at "10.0.0.1", port 5432 failed: Connection refused\n'
+        "\tIs the server running on that host and accepting TCP/IP connections?\n"
+        'connection to server at "10.0.0.2", port 5432 failed: timeout expired\n'
+        "\n"
+    )
+    assert driver_message(said) == (
+        'connection failed: connection to server at "10.0.0.1", port 5432 failed: Connection refused. '
+        "Is the server running on that host and accepting TCP/IP connections?; "
+        'connection to server at "10.0.0.2", port 5432 failed: timeout expired'
+    )
+    assert driver_message(Exception("FATAL: no such role:\n\tcheck the URL.\n\tthen retry")) == (
+        "FATAL: no such role: check the URL. then retry"
+    )
+    assert driver_message(Exception("  one line  ")) == "one line"
+    assert driver_message(Exception("")) == ""
 
 
 def test_the_password_of_an_unreachable_url_never_shows(pg_cluster: Cluster) -> None:
