@@ -6,8 +6,9 @@ first, then takes its baseline, runs ``planfold replay FILE --no-progress``
 peak resident set size after the replay (KiB), how they were read, the exit
 status and the wall seconds of the replay. ``python -m
 benchmarks.memory_child FILE report`` measures ``planfold report FILE``
-instead, its page written to a temporary file, and ``... FILE import``
-``planfold import FILE`` into a new database in a temporary folder.
+instead, its page written to a temporary file (whose size it prints too),
+and ``... FILE import`` ``planfold import FILE`` into a new database in a
+temporary folder.
 
 On Linux the peak is the process's own high-water mark (``VmHWM`` in
 ``/proc/self/status``), reset to the current resident size just before the
@@ -63,6 +64,8 @@ def run(path: str, command: str = "replay") -> dict[str, object]:
         started = time.perf_counter()
         status = main(argv, out=io.StringIO(), err=io.StringIO())
         seconds = time.perf_counter() - started
+        page = Path(scratch) / "r.html"
+        page_bytes = page.stat().st_size if page.exists() else 0
     peak = _status_kib("VmHWM") if own else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "baseline_kib": baseline,
@@ -70,6 +73,7 @@ def run(path: str, command: str = "replay") -> dict[str, object]:
         "method": "VmRSS/VmHWM" if own else "ru_maxrss",
         "status": status,
         "seconds": seconds,
+        "page_bytes": page_bytes,
     }
 
 

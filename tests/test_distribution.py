@@ -248,3 +248,18 @@ def test_a_consumer_of_the_installed_wheel_runs_the_quick_start_and_type_checks_
     where = _run(python, "-c", "import planfold; print(planfold.__file__)", cwd=work).strip()
     assert where.startswith(str(tmp_path / "env"))
     assert "Success" in _run(python, "-m", "mypy", "--strict", "--no-incremental", *paths, cwd=work)
+
+
+def test_the_wheel_ships_the_report_s_diagrams_and_a_report_made_from_it_draws_them(
+    planfold_wheel: Path, tmp_path: Path
+) -> None:
+    names = zipfile.ZipFile(planfold_wheel).namelist()
+    shipped = {name for name in names if name.startswith("planfold/adapters/report/diagrams/")}
+    machines = ("plan_mode", "plan_status", "runtime_phase", "goal")
+    assert shipped == {f"planfold/adapters/report/diagrams/{m}.svg" for m in machines}
+    python = _installed(planfold_wheel, tmp_path)
+    _run(python, "-m", "planfold", "demo", "--db", "demo.sqlite", cwd=tmp_path)
+    _run(python, "-m", "planfold", "report", "--db", "demo.sqlite", "--session", "demo-1", "-o", "demo.html",
+         cwd=tmp_path)
+    page = (tmp_path / "demo.html").read_text(encoding="utf-8")
+    assert page.count('<svg class="machine"') == 4 and 'id="plan_status-e-draft-approved-approve"' in page

@@ -82,7 +82,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO, TextIO
 
 from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
@@ -92,6 +92,7 @@ from ..codec import CodecError, JsonlLines, canonical_event, encode_event, encod
 from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
 from ..provenance import ForkProvenance, ForkRecordLines, encode_fork_record
+from ..report.events import AROUND, BUDGET, LIMIT
 from ..report.html import render_coverage, render_report
 from ..report.model import Audited, Coverage, Report, build_report, with_audit, with_fork_record
 from ..serve.command import add_serve_arguments, run_serve
@@ -603,10 +604,36 @@ def _audit_verdict(store: Store, session: str) -> Audited:
     return Audited(tuple(audited.mismatches), audited.snapshot)
 
 
-def _stored_report(store: LogStore, session: str) -> Report:
-    """The report of a stored session, with ``planfold audit``'s verdict on it."""
-    report = build_report(session, ((None, e) for e in store.scan(session)), store.provenance(session))
+def _whole(text: str) -> int:
+    """A whole number from 0 to 2**53 (a seq, or a number of bytes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 2**53:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**53, got {text!r}")
+    return value
+
+
+def _forks_of(store: LogStore, session: str) -> tuple[tuple[str, int], ...]:
+    """The sessions of ``store`` forked from ``session``, with the seq each was forked at."""
+    found = []
+    for sid in store.session_ids():
+        provenance = store.provenance(sid)
+        if provenance is not None and provenance.source == session:
+            found.append((sid, provenance.seq))
+    return tuple(found)
+
+
+def _stored_report(store: LogStore, session: str, args: argparse.Namespace, origin: str) -> Report:
+    """The report of a stored session, with ``planfold audit``'s verdict on it
+    and the sessions forked from it (its events embedded unless ``--all``)."""
+    report = build_report(session, ((None, e) for e in store.scan(session)), store.provenance(session),
+                          limit=args.payload_limit, budget=args.payload_budget, around=args.around,
+                          events=not args.all)
+    report = replace(report, origin=origin, forks=_forks_of(store, session))
     return report if not report.ok else with_audit(report, _audit_verdict(store, session))
+
 
 
 def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
@@ -614,8 +641,9 @@ def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
     with read_source(args.file, stdin) as source:
         if source.kind == "jsonl":
             lines = ForkRecordLines(source.lines())
-            report = build_report(shown(args.session or source.label), read_records(lines))
-            report = with_fork_record(report, lines.provenance)
+            report = build_report(shown(args.session or source.label), read_records(lines),
+                                  limit=args.payload_limit, budget=args.payload_budget, around=args.around)
+            report = replace(with_fork_record(report, lines.provenance), origin=source.name)
             return render_report(report), report.ok
         with open_database(source, write=False) as store:
             sessions = _sessions_to_read(store, args.session, source.name, "report")
@@ -627,11 +655,11 @@ def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
                     code="session-needed",
                 )
             if not args.all:
-                report = _stored_report(store, sessions[0])
+                report = _stored_report(store, sessions[0], args, source.name)
                 return render_report(report), report.ok
             coverage = Coverage(shown(source.name))
             for sid in sessions:
-                coverage.add(_stored_report(store, sid))
+                coverage.add(_stored_report(store, sid, args, source.name))
             done = coverage.finish()
             return render_coverage(done), done.bad == 0
 
@@ -724,6 +752,14 @@ def _parser(out: TextIO, err: TextIO) -> tuple[argparse.ArgumentParser, dict[str
     chosen.add_argument("--all", action="store_true",
                         help="every session of a database: each machine's transitions with counts over all of them")
     report.add_argument("-o", "--output", metavar="OUT", help="the HTML file to write (default, or -: stdout)")
+    report.add_argument("--around", metavar="SEQ", type=_whole,
+                        help=f"embed the {AROUND} events either side of SEQ whole, whatever their size, and open "
+                             "the page at SEQ")
+    report.add_argument("--payload-limit", metavar="BYTES", type=_whole, default=LIMIT,
+                        help=f"embed a payload whole up to this many bytes of JSON (default {LIMIT})")
+    report.add_argument("--payload-budget", metavar="BYTES", type=_whole, default=BUDGET,
+                        help=f"the compressed bytes of payloads one page embeds (default {BUDGET}); the page "
+                             "names the command that shows any other")
 
     export = commands["export"]
     export.add_argument(

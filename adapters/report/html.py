@@ -10,15 +10,27 @@ so it opens offline and sends no request. Everything it says is in the markup
 itself: the page reads the same with script turned off (each diagram has a
 table beside it listing every transition with its count and the events that
 took it), and prints (a print style sheet drops the interactive parts and
-keeps sections whole where it can). The script only connects the two:
+keeps sections whole where it can). The script connects the two:
 choosing an edge of a diagram (a click, or Enter on a focused edge) shows
 that edge's row (its events, each a link to the event in the timeline) in
-the box under the diagram and highlights the edge.
+the box under the diagram and highlights the edge. It also reads the
+"Every event" section: every event of the session in data blocks
+(``events.EventIndex``: compressed chunks the browser inflates with its own
+``DecompressionStream``, and the folded states), searched and filtered in
+the page, each event opened with its payload whole and the state after it;
+that section alone needs script.
 
 Every text that comes from a log (ids, messages, tool names, arguments,
-rule details, plan contents) is escaped with ``html.escape`` where it is
-written, attribute values included; the page has no inline event handlers
-and embeds no data in its script.
+rule details, plan contents) is written as ``adapters.visible`` shows it
+(control and bidirectional characters as marked escapes) and escaped with
+``html.escape``, attribute values included; an id longer than ``LONG_ID``
+is shortened, its whole text in a ``details`` element; every cell wraps
+long tokens, so the page is never wider than its window. The script sets
+only ``textContent``. The page has no inline event handler and no inline
+style attribute, and its content security policy (``POLICY``) allows its
+own style sheet and script by their SHA-256 and nothing else. A page links
+others by their file names (``page_name``): a fork's its source's, a
+source's its forks'. ``_usage`` is the place of the usage view.
 """
 
 from __future__ import annotations
@@ -26,14 +38,18 @@ from __future__ import annotations
 import base64
 import datetime
 import hashlib
+import json
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from html import escape
 from typing import TypeVar
+from urllib.parse import quote
 
 from ...kernel.graph import Edge, Graph
 from ..provenance import ForkProvenance
 from ..visible import escapes, visible
 from .diagram import Mark, marked_svg, marks
+from .events import names_json
 from .machines import MACHINES, observable
 from .model import (
     BadEvent,
@@ -53,7 +69,7 @@ from .model import (
     Verification,
 )
 
-__all__ = ["POLICY", "render_coverage", "render_report"]
+__all__ = ["POLICY", "page_name", "render_coverage", "render_report"]
 
 T = TypeVar("T", bound=Summarised)
 
@@ -128,12 +144,17 @@ svg.machine g.edge.extra[data-edge] polygon{fill:var(--extra);stroke:var(--extra
 svg.machine g.edge.extra[data-edge] text{fill:var(--extra)}
 svg.machine g.edge:hover path,svg.machine g.edge:focus path,svg.machine g.edge.chosen path{stroke:#1f6feb}
 svg.machine g.edge:hover text,svg.machine g.edge:focus text,svg.machine g.edge.chosen text{fill:#1f6feb}
+pre.payload{white-space:pre-wrap;overflow-wrap:anywhere;max-height:30em;overflow:auto;background:var(--soft);
+padding:8px;border-radius:6px;font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.search label{margin-right:8px;white-space:nowrap}.search select{max-width:14em}
+#event-results td.mono{max-width:40em}
 .legend{color:var(--muted);font-size:12.5px}
 .detail{min-height:2.2em;padding:6px 10px;background:var(--soft);border-radius:6px;margin:6px 0}
 tr.chosen td{background:#e7f0ff}
 tr.never td{color:var(--muted)}tr.hidden td{color:#aab1bf}
 a{color:#1f5fbf}
-@media print{body{max-width:none;padding:0;font-size:11px}.detail,.hint{display:none}
+@media print{body{max-width:none;padding:0;font-size:11px}
+.detail,.hint,#event-search,#state-form,#event-more{display:none}
 a{color:inherit;text-decoration:none}h2{break-after:avoid}.block,.machine-box,table{break-inside:auto}
 svg.machine{max-height:none}}
 """
@@ -172,6 +193,148 @@ _SCRIPT = """
     if(el){e.preventDefault();choose(el.getAttribute('data-edge'));}
   });
   document.querySelectorAll('.hint').forEach(function(el){el.hidden=false;});
+})();
+(function(){
+  var facts=null,events=null,states=null,loading=null,found=[],shown=0;
+  var STATE=['plan mode','plan','revision','status','open todos','goal','goal phase','rounds','max rounds'];
+  function byId(id){return document.getElementById(id);}
+  function inflate(b64){
+    var bin=atob(b64),bytes=new Uint8Array(bin.length);
+    for(var i=0;i<bin.length;i++){bytes[i]=bin.charCodeAt(i);}
+    var stream=new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    return new Response(stream).text().then(JSON.parse);
+  }
+  function load(){
+    if(loading){return loading;}
+    var chunks=Array.prototype.slice.call(document.querySelectorAll('script.event-chunk'));
+    loading=Promise.all(chunks.map(function(c){
+      return inflate(c.textContent).then(function(rows){
+        var first=+c.getAttribute('data-first'),at=rows[0],out=[];
+        for(var i=1;i<rows.length;i++){
+          var r=rows[i];at+=r[4];
+          out.push({seq:first+i-1,kind:r[0],turn:r[1],tool:r[2],rule:r[3],at:at,size:r[5],payload:r[6]===0?null:r[6]});
+        }
+        return out;
+      });
+    })).then(function(parts){
+      events=[].concat.apply([],parts);
+      return inflate(byId('event-states').textContent);
+    }).then(function(s){states=s;return events;});
+    return loading;
+  }
+  function event(seq){
+    if(!events||!events.length){return null;}
+    var e=events[seq-events[0].seq];
+    return e&&e.seq===seq?e:null;
+  }
+  function stateAt(seq){
+    var lo=0,hi=states.length-1,at=-1;
+    while(lo<=hi){var mid=(lo+hi)>>1;if(states[mid][0]<=seq){at=mid;lo=mid+1;}else{hi=mid-1;}}
+    return at<0?['build',null,null,null,[],null,null,null,null]:states[at][1];
+  }
+  function search(q){
+    var out=[],text=(q.text||'').toLowerCase(),seq=/^#(\\d+)$/.exec(text.trim());
+    if(seq){var one=event(+seq[1]);return one?[one]:[];}
+    for(var i=0;i<events.length;i++){
+      var e=events[i];
+      if(q.kind>=0&&e.kind!==q.kind){continue;}
+      if(q.tool>=0&&e.tool!==q.tool){continue;}
+      if(q.rule>=0&&e.rule!==q.rule){continue;}
+      if(q.turn!==null&&q.turn!==undefined&&e.turn!==q.turn){continue;}
+      if(text&&(e.payload===null||e.payload.toLowerCase().indexOf(text)<0)){continue;}
+      out.push(e);
+    }
+    return out;
+  }
+  function cell(row,text,cls){
+    var td=document.createElement('td');td.textContent=text;
+    if(cls){td.className=cls;}
+    row.appendChild(td);return td;
+  }
+  function name(list,i){return i<0||i===null?'':facts[list][i];}
+  function stateList(box,state){
+    box.textContent='';
+    for(var i=0;i<STATE.length;i++){
+      var dt=document.createElement('dt'),dd=document.createElement('dd'),v=state[i];
+      dt.textContent=STATE[i];
+      dd.textContent=v===null?'none':(Array.isArray(v)?(v.length?v.join('; '):'none'):String(v));
+      dd.setAttribute('data-field',STATE[i]);
+      box.appendChild(dt);box.appendChild(dd);
+    }
+  }
+  function open(seq){
+    var e=event(seq),box=byId('event-open');
+    box.textContent='';
+    if(!e){box.textContent='No event '+seq+' in this session.';return;}
+    var h=document.createElement('h3');h.textContent='Event seq '+e.seq;box.appendChild(h);
+    var p=document.createElement('p');
+    p.textContent=facts.kinds[e.kind]+(e.turn===null?', between turns':', turn '+e.turn)
+      +(e.tool>=0?', tool '+name('tools',e.tool):'')+(e.rule>=0?', rule '+name('rules',e.rule):'')
+      +', at '+new Date(e.at).toISOString()+', '+e.size+' bytes of payload';
+    box.appendChild(p);
+    if(e.payload===null){
+      var more=document.createElement('p');
+      more.textContent='This payload is not embedded in the page (over its size limit or budget). Show it with: ';
+      var code=document.createElement('code');code.textContent=facts.around_command+' '+e.seq;
+      more.appendChild(code);box.appendChild(more);
+    }else{
+      var pre=document.createElement('pre');pre.className='payload';pre.textContent=e.payload;box.appendChild(pre);
+    }
+    var s=document.createElement('h4');s.textContent='State after it (the fold up to seq '+e.seq+')';box.appendChild(s);
+    var dl=document.createElement('dl');dl.className='facts';box.appendChild(dl);stateList(dl,stateAt(e.seq));
+  }
+  function more(){
+    var table=byId('event-results'),end=Math.min(found.length,shown+200);
+    for(;shown<end;shown++){
+      var e=found[shown],row=table.insertRow(-1);
+      cell(row,String(e.seq),'num');cell(row,e.turn===null?'':String(e.turn),'num');
+      cell(row,facts.kinds[e.kind]);cell(row,name('tools',e.tool));cell(row,name('rules',e.rule));
+      cell(row,e.payload===null?'(not embedded: '+e.size+' bytes)':e.payload.slice(0,160),'mono');
+      var button=document.createElement('button');button.type='button';button.textContent='open';
+      button.setAttribute('data-seq',String(e.seq));cell(row,'').appendChild(button);
+    }
+    byId('event-more').hidden=shown>=found.length;
+  }
+  function query(){
+    var turn=byId('event-turn').value;
+    return {text:byId('event-text').value,kind:+byId('event-kind').value,tool:+byId('event-tool').value,
+            rule:+byId('event-rule').value,turn:turn===''?null:+turn};
+  }
+  function run(){
+    load().then(function(){
+      found=search(query());shown=0;
+      var table=byId('event-results');
+      while(table.rows.length>1){table.deleteRow(1);}
+      byId('event-count').textContent=found.length+' of '+events.length+' events match.';
+      more();
+    });
+  }
+  function fill(id,list){
+    var select=byId(id);
+    for(var i=0;i<list.length;i++){
+      var o=document.createElement('option');o.value=String(i);o.textContent=list[i];select.appendChild(o);
+    }
+  }
+  var box=byId('events');
+  if(!box){return;}
+  facts=JSON.parse(byId('event-facts').textContent);
+  fill('event-kind',facts.kinds);fill('event-tool',facts.tools);fill('event-rule',facts.rules);
+  byId('event-search').hidden=false;byId('state-form').hidden=false;
+  box.querySelectorAll('.needs-script').forEach(function(el){el.hidden=true;});
+  byId('event-search').addEventListener('submit',function(e){e.preventDefault();run();});
+  byId('event-more').addEventListener('click',more);
+  byId('event-results').addEventListener('click',function(e){
+    var b=e.target.closest('button[data-seq]');
+    if(b){load().then(function(){open(+b.getAttribute('data-seq'));});}
+  });
+  byId('state-form').addEventListener('submit',function(e){
+    e.preventDefault();
+    load().then(function(){stateList(byId('state-at'),stateAt(+byId('state-seq').value));});
+  });
+  window.planfoldEvents={load:load,search:search,event:event,stateAt:stateAt,open:open};
+  var hash=/^#ev-(\\d+)$/.exec(location.hash);
+  var first=hash?+hash[1]:facts.around;
+  if(first){load().then(function(){open(first);});}
 })();
 """
 
@@ -353,7 +516,8 @@ def _provenance(provenance: ForkProvenance | None) -> str:
     if provenance is None:
         return ""
     return (
-        f"<dt>forked from</dt><dd>session {_id(provenance.source)} at seq {provenance.seq:,} "
+        f'<dt>forked from</dt><dd>session <a class="source-link" href="{_a(page_name(provenance.source))}#ev-'
+        f'{provenance.seq}">{_id(provenance.source)}</a> at seq {provenance.seq:,} '
         f"(its first {provenance.seq:,} events have SHA-256 <code>{_e(provenance.prefix_sha256)}</code>)</dd>"
     )
 
@@ -401,7 +565,7 @@ def _header(r: Report) -> str:
     dl = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
     return (
         f"<header><h1>planfold report: session <code>{_e(_short(r.session))}</code></h1>"
-        f'<dl class="facts">{dl}{_provenance(r.provenance)}<dt>events by kind</dt><dd>{kinds}</dd></dl>'
+        f'<dl class="facts">{dl}{_provenance(r.provenance)}{_forks(r)}<dt>events by kind</dt><dd>{kinds}</dd></dl>'
         + ("" if r.bad is None else _bad(r.bad))
         + "</header>"
     )
@@ -456,7 +620,7 @@ def _bands(block: Block) -> str:
             f'aria-label="requests: {_a(words)}">{"".join(rects)}</svg>')
 
 
-def _block(first: int | None) -> Callable[[Block], str]:
+def _block(first: int | None, r: Report | None = None) -> Callable[[Block], str]:
     def render(b: Block) -> str:
         title = "Between turns" if b.turn is None else f"Turn {b.turn}" + ("" if b.closed else " (not closed)")
         refused = sum(b.refused.values())
@@ -475,9 +639,13 @@ def _block(first: int | None) -> Callable[[Block], str]:
             ('<table><tr><th class="num">seq</th><th class="num">time</th><th>what</th><th>detail</th>'
              "<th>verdict</th></tr>", "</table>"),
         )
+        fork = ""
+        if r is not None and b.turn is not None:
+            fork = (f'<p class="fork-cmd legend">Rewind here: <code>{_e(_fork_command(r, b.turn))}</code> '
+                    "(a new session of everything before this turn)</p>")
         return (
             f'<section class="block" id="block-{b.first_seq}"><h3>{_e(title)}</h3><div class="legend">{_e(facts)}'
-            f"</div>{_bands(b)}{table if len(b.items) else ''}</section>"
+            f"</div>{_bands(b)}{fork}{table if len(b.items) else ''}</section>"
         )
 
     return render
@@ -489,7 +657,7 @@ def _timeline(r: Report) -> str:
         '<span class="tag build">build mode</span>. Long stretches are summarised.</p>'
     )
     body = _listing(
-        r.timeline, _block(r.first_at), _stretch_div("turns and stretches between turns"), empty="<p>No events.</p>"
+        r.timeline, _block(r.first_at, r), _stretch_div("turns and stretches between turns"), empty="<p>No events.</p>"
     )
     return f'<section id="timeline"><h2>Timeline</h2>{legend}{body}</section>'
 
@@ -682,6 +850,97 @@ def _diagrams(machines: Mapping[str, MachineUse], graphs: Mapping[str, Graph], l
     return f'<section id="machines"><h2>State machines</h2><p class="legend">{intro}</p>{boxes}</section>'
 
 
+
+def _usage(r: Report) -> str:
+    """The place of the usage view (latency, tokens and cost per step, turn
+    and session, from the usage the log records on the model's messages):
+    its own module renders it; nothing until the log records usage."""
+    return ""
+
+
+# --------------------------------------------------------------------------
+# Every event, the state at any seq, lineage
+
+
+def page_name(session: str) -> str:
+    """The file name the page of ``session`` goes by, so that pages written
+    side by side link each other (a fork to its source, a source to its
+    forks): the id percent-encoded, or a hash of it when that is too long."""
+    name = quote(session, safe="")
+    if len(name) > 200:
+        name = "session-" + hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return name + ".html"
+
+
+def _shell(text: str) -> str:
+    return shlex.quote(visible(text))
+
+
+def _data(text: str) -> str:
+    """Text inside a data block: nothing in it can close the block."""
+    return text.replace("<", "\\u003c")
+
+
+def _events(r: Report) -> str:
+    index = r.index
+    if index is None:
+        return ""
+    origin = _shell(r.origin) if r.origin else "FILE"
+    around = f"planfold report --db {origin} --session {_shell(r.session)} -o {_shell(page_name(r.session))} --around"
+    facts = {**names_json(index), "around_command": around}
+    left = ""
+    if index.left_out:
+        left = (f" {index.left_out:,} payloads are not embedded (over {index.limit:,} bytes, or past the page's "
+                f"budget of {index.budget:,} compressed bytes): each names the command that shows it, "
+                f"<code>{_e(around)} SEQ</code>.")
+    chunks = "".join(
+        f'<script type="application/gzip-base64" class="event-chunk" data-first="{c.first}" data-last="{c.last}">'
+        f"{c.data}</script>"
+        for c in index.chunks
+    )
+    selects = "".join(
+        f'<label>{label} <select id="event-{key}"><option value="-1">any</option></select></label> '
+        for key, label in (("kind", "kind"), ("tool", "tool"), ("rule", "rule"))
+    )
+    return (
+        '<section id="events"><h2>Every event</h2>'
+        f'<p class="legend">All {index.events:,} events are in this page: {index.embedded:,} with their payload whole '
+        f"(tool outputs, messages and review notes included).{left} Search by text (or #seq for one event) and "
+        "filter by kind, tool, rule and turn; open an event to read it in full with the folded state after it.</p>"
+        '<p class="needs-script legend">Searching and opening events needs script; the sections above are the '
+        "page's printable record.</p>"
+        '<form id="event-search" class="search" hidden><label>text (or #seq) <input id="event-text" type="search">'
+        f'</label> {selects}<label>turn <input id="event-turn" type="number" min="0"></label> '
+        '<button type="submit">search</button></form>'
+        '<p id="event-count" aria-live="polite"></p>'
+        '<table id="event-results"><tr><th class="num">seq</th><th class="num">turn</th><th>kind</th><th>tool</th>'
+        "<th>rule</th><th>payload</th><th></th></tr></table>"
+        '<button id="event-more" type="button" hidden>show 200 more</button>'
+        '<div id="event-open" aria-live="polite"></div>'
+        "<h3>The state at a seq</h3>"
+        '<p class="legend">The kernel\'s fold of the events up to a seq: plan mode, the plan and its open todos, '
+        "the goal and its rounds (taken from the fold when the page was made, wherever it changed).</p>"
+        f'<form id="state-form" hidden><label>seq <input id="state-seq" type="number" min="0" max="{index.events}">'
+        '</label> <button type="submit">show</button></form><dl id="state-at" class="facts"></dl>'
+        f'<script type="application/json" id="event-facts">{_data(json.dumps(facts))}</script>'
+        f'<script type="application/gzip-base64" id="event-states">{index.states}</script>{chunks}</section>'
+    )
+
+
+def _forks(r: Report) -> str:
+    if not r.forks:
+        return ""
+    items = ", ".join(
+        f'<a href="{_a(page_name(fork))}" class="fork-link">{_e(_short(fork))}</a> (at seq {seq:,})'
+        for fork, seq in r.forks
+    )
+    return f"<dt>forks of it</dt><dd>{items} <small>(sessions of the same database)</small></dd>"
+
+
+def _fork_command(r: Report, turn: int) -> str:
+    origin = _shell(r.origin) if r.origin else "DB"
+    return f"planfold fork --db {origin} {_shell(r.session)} NEW --turn {turn}"
+
 def render_report(report: Report) -> str:
     """The page of one session's report."""
     intro = (
@@ -696,7 +955,9 @@ def render_report(report: Report) -> str:
             _revisions(report),
             _reviews(report),
             _goals(report),
+            _usage(report),
             _diagrams(report.machines, report.graphs, True, _e(intro)),
+            _events(report),
         ],
     )
 

@@ -23,7 +23,9 @@ with the fold's state just before and just after it and keeps:
 - per machine, how often the session took each transition, and the first
   seqs that took it (``machines.taken``).
 
-Nothing listed grows with the log: every list is a ``Capped`` list that keeps
+Every event is also handed to an ``events.IndexBuilder``, which embeds it in
+the page compactly (a bounded page that still holds every event: see
+``events``). Nothing else listed grows with the log: every list is a ``Capped`` list that keeps
 its first ``head`` and last ``tail`` items and folds the ones in between into
 a ``Stretch`` (how many items, events, seqs and turns, tool calls and their
 verdicts), which the page prints as one line ("… 4,812 events of turns
@@ -85,6 +87,7 @@ from ...kernel.tools.spec import thaw_json
 from ..codec import encode_event
 from ..provenance import ForkProvenance
 from ..store.spill import FoldStop, fold_records
+from .events import BUDGET, LIMIT, EventIndex, IndexBuilder
 from .machines import MACHINES, extra_note, machine_graphs, observable, taken
 
 __all__ = [
@@ -592,6 +595,12 @@ class Report:
     #: when nothing more was audited (a JSON Lines log), else its findings
     #: (none when everything matches) and the snapshot's status.
     audit: Audited | None = None
+    #: Every event as the page embeds it (``events.EventIndex``).
+    index: EventIndex | None = None
+    #: The database the session was read from, as given (for the commands the page offers).
+    origin: str | None = None
+    #: Sessions of the same database forked from this one: (session, seq forked at).
+    forks: tuple[tuple[str, int], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -621,8 +630,11 @@ class ReportBuilder:
     """Looks at every event of one session with the strict fold's state just
     before and after it (``observe``), then makes the ``Report`` (``finish``)."""
 
-    def __init__(self, session: str, provenance: ForkProvenance | None = None) -> None:
+    def __init__(
+        self, session: str, provenance: ForkProvenance | None = None, index: IndexBuilder | None = None
+    ) -> None:
         self.session = session
+        self.index = index
         self.provenance = provenance
         self.graphs = machine_graphs()
         self._edges = {name: frozenset(graph.edges) for name, graph in self.graphs.items()}
@@ -676,6 +688,9 @@ class ReportBuilder:
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, block, before, after, event)
+        if self.index is not None:
+            tool, rule = _tool_and_rule(event)
+            self.index.add(event, after, block.turn, tool, rule)
         if kind == TURN_END:
             block.closed = True
             self._close_block()
@@ -886,6 +901,7 @@ class ReportBuilder:
             goal="none" if goal is None else (
                 f"{goal.id} rev {goal.revision}, {goal.phase}, rounds {goal.rounds_started}/{goal.max_rounds}"),
             provenance=self.provenance,
+            index=None if self.index is None else self.index.finish(),
         )
 
 
@@ -903,6 +919,20 @@ _HANDLERS = {
 }
 
 
+def _tool_and_rule(event: Event) -> tuple[str, str]:
+    """The tool a tool event names, and the rule code of a refusal or warning
+    (the fold accepted the event, so its payload has them)."""
+    kind = event.kind
+    if kind not in _TOOL_KINDS:
+        return "", ""
+    payload = event.payload
+    tool, code = payload.get("tool"), payload.get("code") if kind in (TOOL_REFUSED, TOOL_WARNING) else ""
+    return (tool if isinstance(tool, str) else ""), (code if isinstance(code, str) else "")
+
+
+_TOOL_KINDS = frozenset({TOOL_CALL, TOOL_REFUSED, TOOL_WARNING, TOOL_RESULT})
+
+
 def _bad_event(stop: FoldStop) -> BadEvent:
     event = stop.event
     if event is None:
@@ -912,7 +942,14 @@ def _bad_event(stop: FoldStop) -> BadEvent:
 
 
 def build_report(
-    session: str, records: Iterable[tuple[int | None, Event]], provenance: ForkProvenance | None = None
+    session: str,
+    records: Iterable[tuple[int | None, Event]],
+    provenance: ForkProvenance | None = None,
+    *,
+    limit: int = LIMIT,
+    budget: int = BUDGET,
+    around: int | None = None,
+    events: bool = True,
 ) -> Report:
     """The report of ``session`` from its ``(line, event)`` records (``line``
     is the record's line in a JSON Lines log, ``None`` from a database),
@@ -920,8 +957,12 @@ def build_report(
     first bad record, which the report names. A fork's ``provenance`` (as
     its store keeps it) is checked as ``audit`` checks it: its first ``seq``
     events must be there and hash to its ``prefix_sha256``
-    (``provenance-mismatch`` otherwise)."""
-    builder = ReportBuilder(session, provenance)
+    (``provenance-mismatch`` otherwise). Every event is embedded as
+    ``events.EventIndex`` says: payloads whole up to ``limit`` bytes each
+    and ``budget`` compressed bytes in all, and the ``events.AROUND``
+    events either side of seq ``around`` whole whatever their size;
+    ``events`` False embeds none (a database's coverage page lists no event)."""
+    builder = ReportBuilder(session, provenance, IndexBuilder(limit, budget, around) if events else None)
     prefix = None if provenance is None else hashlib.sha256()
 
     def observed(before: SessionState, after: SessionState, event: Event) -> None:

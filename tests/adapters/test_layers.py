@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "planfold.adapters.options",
             "planfold.adapters.redact",
             "planfold.adapters.views",
+            "planfold.adapters.visible",
         ),
     ),
     ("codec", ("planfold.adapters.codec", "planfold.adapters.structuring")),

@@ -143,11 +143,12 @@ def test_a_fork_is_reported_with_where_it_came_from_from_its_database_and_its_ex
     assert code == 0, err
     code, page, err = _run("report", "--db", str(db), "--session", "early")
     assert code == 0, err
-    assert "forked from</dt><dd>session <code>demo-1</code> at seq 20" in page and "passes the strict replay" in page
+    linked = '<a class="source-link" href="demo-1.html#ev-20"><code>demo-1</code></a> at seq 20'
+    assert f"forked from</dt><dd>session {linked}" in page and "passes the strict replay" in page
     log = tmp_path / "early.jsonl"
     assert _run("export", "--db", str(db), "--session", "early", "-o", str(log))[0] == 0
     code, page, _ = _run("report", "--db", str(log))
-    assert code == 0 and "session <code>demo-1</code> at seq 20" in page
+    assert code == 0 and '<code>demo-1</code></a> at seq 20' in page
     lines = log.read_bytes().splitlines(keepends=True)
     log.write_bytes(b"".join(lines[:15] + lines[-1:]))  # the record claims 20 events; 15 are left
     code, page, _ = _run("report", "--db", str(log))
@@ -164,20 +165,20 @@ def test_a_database_whose_stored_projection_does_not_match_its_log_fails_as_audi
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE sessions SET agent_mode = 'plan' WHERE id = 'demo-1'")
     conn.close()
-    audit, said, _ = _run("audit", str(db), "--session", "demo-1")
+    audit, said, _ = _run("audit", "--db", str(db), "--session", "demo-1")
     assert audit == 1 and "DOES NOT match the fold" in said
-    code, page, _ = _run("report", str(db), "--session", "demo-1")
+    code, page, _ = _run("report", "--db", str(db), "--session", "demo-1")
     assert code == 1
     assert "passes the" not in page and "FAILS the audit" in page and "agent_mode: stored" in page
-    code, page, _ = _run("report", str(db), "--all")
+    code, page, _ = _run("report", "--db", str(db), "--all")
     assert code == 1 and "1 session(s) fail the audit" in page
-    code, page, _ = _run("report", str(db), "--session", "demo-2")
+    code, page, _ = _run("report", "--db", str(db), "--session", "demo-2")
     assert code == 0 and "passes the audit" in page and "matches the fold (snapshot current)" in page
 
 
 def test_an_output_in_a_missing_directory_is_named_as_given_in_the_error(two_sessions: Path, tmp_path: Path) -> None:
     missing = str(tmp_path / "nonexistent" / "x.html")
-    code, text, err = _run("report", str(two_sessions), "--session", "demo-1", "-o", missing)
+    code, text, err = _run("report", "--db", str(two_sessions), "--session", "demo-1", "-o", missing)
     assert code == 2 and text == ""
     assert err == f"planfold report: {missing}: No such file or directory\n" and ".planfold-export-" not in err
     assert not (tmp_path / "nonexistent").exists()
