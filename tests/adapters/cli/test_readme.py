@@ -34,7 +34,8 @@ SERVER_PAGES = frozenset({"storage.md"})
 def _make_recipe(target: str) -> list[str]:
     """The recipe of ``target`` in the Makefile, with its variables filled in."""
     text = (ROOT / "Makefile").read_text(encoding="utf-8")
-    variables = dict(re.findall(r"^(\w+)\s*[:?]?=\s*(.*?)\s*$", text, re.MULTILINE))
+    # each variable's first definition: the default one (VENV is defined again for another PYTHON)
+    variables = dict(reversed(re.findall(r"^(\w+)\s*[:?]?=\s*(.*?)\s*$", text, re.MULTILINE)))
     body = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", text, re.MULTILINE)
     assert body is not None, f"the Makefile has no {target} target"
 
@@ -58,6 +59,8 @@ def _clone(tmp_path: Path) -> Path:
     program.write_text(script, encoding="utf-8")
     program.chmod(0o755)
     (clone / "specs").symlink_to(ROOT / "specs")
+    # the Go host's sources (docs/serve.md builds and runs it): a copy, so the build writes nothing here
+    shutil.copytree(ROOT / "examples" / "go", clone / "examples" / "go")
     return clone
 
 
@@ -87,7 +90,8 @@ def _run_blocks(page: Path, clone: Path, env: dict[str, str] | None = None) -> t
         if block.language not in {"sh", "console"}:
             continue
         lines = block.body.splitlines()
-        for line in lines:
+        commands = lines if block.language == "sh" else [line for line in lines if line.startswith("$ ")]
+        for line in commands:
             assert not line.startswith(("planfold ", "$ planfold ")), f"{line!r}: the command is .venv/bin/planfold"
         if block.language == "sh":
             for line in filter(None, lines):
