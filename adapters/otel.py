@@ -81,8 +81,12 @@ from ..kernel.log import (
     read_request_header,
 )
 from ..kernel.payload import read_as
+from ..kernel.phase import RuntimePhase
 from ..kernel.plan.review import APPROVE, ChannelLost, Custom, Dismissed, ReviewAnswer, ReviewRequest, Selected
 from ..kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result
+from ..kernel.tools.gate import Allowed, check_call
+from ..kernel.tools.spec import ToolCall as KernelCall
+from ..kernel.tools.spec import ToolSpec
 from .llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget, ToolCall
 from .loggers import logger
 from .runtime.review import AsyncReviewPort, ReviewPort
@@ -158,6 +162,8 @@ class _Call:
     seq: int
     tool: str
     span: Span | None = None
+    #: the gate's basis and route for an allowed call, when the tracer knows the request's phase
+    basis: tuple[str, str] | None = None
 
 
 @dataclass
@@ -187,6 +193,23 @@ class SessionTracer:
         self._lock = threading.RLock()
         self._sessions: dict[str, _Session] = {}
         self._current: str | None = None
+        #: the runner, phase and tool names of the last request prepared (``TracedToolRunner.offered``)
+        self._request: tuple[ToolRunner, RuntimePhase, tuple[str, ...]] | None = None
+
+    def offered(self, runner: ToolRunner, phase: RuntimePhase, names: tuple[str, ...]) -> None:
+        """The tools ``runner`` offers with the request being prepared, in
+        ``phase``: what the gate's basis of the reply's calls is asked with."""
+        with self._lock:
+            self._request = (runner, phase, names)
+
+    def _basis(self, call: KernelCall) -> tuple[str, str] | None:
+        """The gate's basis and route for ``call`` at the last request's
+        phase, when it allowed it (``None``: refused, or no request known)."""
+        if self._request is None:
+            return None
+        runner, phase, names = self._request
+        verdict = check_call(runner.registry, phase, runner.policy, call, names)
+        return (verdict.basis, verdict.route) if isinstance(verdict, Allowed) else None
 
     # -- the log -----------------------------------------------------------
 
@@ -219,7 +242,7 @@ class SessionTracer:
             call = read_tool_call(event.payload)
             if not any(c.span is not None for c in s.calls.values()):
                 s.answering_since = time.time_ns()
-            s.calls[call.call_id] = _Call(event.seq, call.tool)
+            s.calls[call.call_id] = _Call(event.seq, call.tool, basis=self._basis(call))
         elif kind in (TOOL_REFUSED, TOOL_WARNING):
             self._notice(s, event)
         elif kind == TOOL_RESULT:
@@ -326,6 +349,9 @@ class SessionTracer:
                     "gen_ai.tool.call.id": call_id, GATE_VERDICT: "allowed",
                 },
             )  # fmt: skip
+            if call.basis is not None:
+                call.span.set_attribute(GATE_RULE, call.basis[0])
+                call.span.set_attribute("planfold.gate.route", call.basis[1])
         return call.span
 
     def _goal_change(self, s: _Session, event: Event) -> None:
@@ -598,6 +624,12 @@ class TracedToolRunner(ToolRunner):
     def of(cls, runner: ToolRunner, tracer: SessionTracer) -> TracedToolRunner:
         """``runner``'s registry, policy, executors and resolver, traced."""
         return cls(**{f.name: getattr(runner, f.name) for f in fields(ToolRunner)}, tracer=tracer)
+
+    def offered(self, phase: RuntimePhase) -> tuple[ToolSpec, ...]:
+        specs = super().offered(phase)
+        if self.tracer is not None:
+            self.tracer.offered(self, phase, tuple(spec.name for spec in specs))
+        return specs
 
     def execute(self, call: ToolCall) -> tuple[bool, str]:
         if self.tracer is None:

@@ -196,8 +196,14 @@ def test_the_refused_call_carries_the_gates_verdict_rule_and_event(traces: Trace
     turn = traces.parent(refused)
     assert turn is not None and dict(turn.attributes or {})["planfold.turn.refusals"] == 1
     assert "planfold.tool.refused" in [e.name for e in turn.events]
-    assert all(dict(s.attributes or {}).get("planfold.tool.ok") is True
-               for s in traces.named("execute_tool") if s is not refused)  # fmt: skip
+    allowed = [dict(s.attributes or {}) for s in calls if s is not refused]
+    assert all(a["planfold.tool.ok"] is True for a in allowed)
+    bases = {(a["gen_ai.tool.name"], a["planfold.gate.rule"], a["planfold.gate.route"]) for a in allowed}
+    assert ("read_file", "phase-allows", "executor") in bases
+    assert ("exit_plan_mode", "runtime-owned", "runtime") in bases
+    assert {name for name, _, route in bases if route == "runtime"} == {
+        "exit_plan_mode", "bootstrap_plan", "update_todo", "report_verification",
+    }  # fmt: skip
 
 
 def test_the_review_carries_the_exit_calls_seq_and_the_approval(traces: Traces) -> None:
