@@ -56,7 +56,7 @@ try:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
     from opentelemetry.util.types import AttributeValue
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as exc:  # without the otel extra
     raise ImportError(
         "planfold.adapters.otel needs OpenTelemetry's API: pip install 'planfold[otel]'"
     ) from exc

@@ -11,6 +11,8 @@ import asyncio
 import itertools
 import logging
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,7 +51,8 @@ from planfold.kernel.plan.review import ReviewAnswer, ReviewRequest
 from tests.chat_server import Answer, ChatServer, completion
 from tests.runtime_helpers import call, exit_plan, say
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "observability.md"
 
 
 class Traces:
@@ -468,4 +471,24 @@ def test_a_leased_goal_drive_through_the_traced_store_traces_its_rounds(traces: 
     assert drive.rounds == (1, 2)
     assert [dict(r.attributes or {})["planfold.goal.round"] for r in traces.named("planfold.goal.round")] == [1, 2]
 
+
+def test_tracing_is_off_unless_a_program_imports_it() -> None:
+    program = (
+        "import sys\n"
+        "from tests.adapters.test_logs import _runtime\n"
+        "from tests.runtime_helpers import say\n"
+        "from planfold.adapters.store.memory import MemoryStore\n"
+        "_runtime(MemoryStore(), say('hello')).submit('hi')\n"
+        "print(sorted(name for name in sys.modules if name.startswith(('opentelemetry', 'planfold.adapters.otel'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_without_the_extra_the_module_says_which_extra_to_install() -> None:
+    program = "import sys\nsys.modules['opentelemetry'] = None\nimport planfold.adapters.otel\n"
+    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    assert "ImportError: planfold.adapters.otel needs OpenTelemetry's API: pip install 'planfold[otel]'" in done.stderr
 
