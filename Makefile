@@ -1,6 +1,18 @@
 # planfold — every target builds its own virtual environment when it is missing.
+# PYTHON names the interpreter; each one gets its own environment: .venv for
+# the default python3, .venv-3.13 for `make test PYTHON=python3.13`.
 PYTHON ?= python3
+PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+ifeq ($(origin PYTHON),default)
 VENV   := .venv
+else ifeq ($(origin PYTHON),file)
+VENV   := .venv
+else
+VENV   := .venv-$(PYTHON_VERSION)
+endif
+ifeq ($(PYTHON_VERSION),)
+$(error PYTHON=$(PYTHON) does not run here: name a working interpreter, e.g. PYTHON=$$(pyenv prefix 3.13)/bin/python3.13)
+endif
 BIN    := $(VENV)/bin
 # One environment, filled as far as each target needs: the runtime alone
 # (make demo), with the dev extra (make test), with the bench extra too
@@ -50,11 +62,13 @@ test: lint typecheck unit
 demo: $(RUNTIME)
 	$(BIN)/planfold demo --db demo.sqlite
 
-## Regenerate specs/: state diagrams, the event schema, conformance vectors, README diagrams;
-## the TypeScript types of planfold serve (examples/planfold-rpc.d.ts, needs Node); and
-## docs/report.png, the README's screenshot of the demo's report (needs Chromium).
+## Regenerate specs/: state diagrams, the event schema, conformance vectors, the diagrams of
+## docs/how-it-works.md; the report's diagrams, laid out by Graphviz with stable ids
+## (adapters/report/diagrams/); the TypeScript types of planfold serve (examples/planfold-rpc.d.ts,
+## needs Node); and docs/report.png, the picture of the demo's report (needs Chromium).
 diagrams: $(STAMP) $(NODE_PACKAGES)
 	$(BIN)/python -m planfold.adapters.specgen.diagrams specs
+	$(BIN)/python -m planfold.adapters.specgen.diagrams --report-diagrams adapters/report/diagrams
 	$(BIN)/python -m planfold.adapters.specgen.errors_table specs
 	$(BIN)/python -m planfold.adapters.specgen.vectors write adapters/specgen/conformance
 	cd examples && node generate-types.mjs
@@ -79,4 +93,4 @@ bench: $(BENCH)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis demo.sqlite* examples/node_modules examples/build
+	rm -rf .venv .venv-* .mypy_cache .ruff_cache .pytest_cache .hypothesis demo.sqlite* examples/node_modules examples/build

@@ -1,6 +1,7 @@
 """planfold's adapters: the imperative shell around the kernel.
 
-- ``codec``: msgspec encoding of events and snapshots, JSON Lines;
+- ``codec``: msgspec encoding of events, JSON Lines and the JSON Schema of
+  payloads (below the stores, which import it);
 - ``provenance``: where a forked session came from, and its fork record in
   a JSON Lines export;
 - ``store``: the session log on memory, SQLite (the embedded default) and the

@@ -1,4 +1,5 @@
-"""cattrs configured for exact JSON: the converter behind snapshots and model scripts.
+"""cattrs configured for exact JSON: the one structuring library of the
+adapters, behind snapshots, model scripts and ``planfold serve``'s messages.
 
 Theory of operation
 -------------------
@@ -35,6 +36,51 @@ On the way out, a dataclass goes through a function made from cattrs's own
 value is checked inline and an optional object goes straight to its class's
 hook (``_object_unstructure``): a hook is called only where it has work to do
 or an error to raise, and a snapshot encodes a few such objects per append.
+
+The wire protocol states its limits once, as ``msgspec.Meta`` markers on
+``Annotated`` types (the OpenRPC document is generated from them); the
+converter enforces them: a number's ``ge``/``gt``/``le``/``lt``, the
+``min_length``/``max_length`` of a text, an array or an object, and a
+text's ``pattern`` (searched, as msgspec does). cattrs reads a dataclass's
+fields without their ``Annotated`` markers, so a field whose type carries a
+limit is structured with the hook of its full type. ``exact_converter(
+forbid_extra_keys=False)`` lets objects carry keys their class does not
+have, for a caller that names them itself (the server reports the first
+unknown key after the types and the texts' cap).
+
+Why one library, and why cattrs
+-------------------------------
+Three readers had grown over the same kernel types: the kernel's payload
+reader, msgspec mirrors of the payload types (a decoding fast path of the
+stores) and this converter. Payloads have one reader, the kernel's; for
+snapshots, script files and wire messages one library was chosen by
+measuring both on real data (one process on 2 shared cores under load,
+medians of 5 rounds; the data: the fold state of a 200,000-event
+coding-agent session from ``benchmarks.workloads``, a 12-step script of
+every step kind, and ``planfold serve`` params):
+
+| data | msgspec | cattrs (this converter) |
+|---|---:|---:|
+| snapshot, 765 bytes: encode / decode | cannot: no ``IdSet``, no recursive ``JSON`` alias | 18.4 / 75.8 µs |
+| script, 12 steps: structure | cannot: a union of error dataclasses | 525 µs |
+| ``session/open`` with 5 tools | 21.8 µs | 28.5 µs |
+| ``step/begin`` / ``step/reply`` / ``goal/create`` | 2.0 / 4.0 / 1.7 µs | 3.9 / 8.1 / 4.0 µs |
+
+msgspec is faster where it can structure at all, but it cannot read the
+snapshots and scripts as they are declared (it takes at most one dataclass
+per union, refuses the kernel's recursive ``JSON`` alias and an ``IdSet``,
+and stops at the first problem, where a script must report every problem
+with its path). cattrs structures all three; on the wire it costs a few
+microseconds more per message, against a step's budget of a millisecond
+(the ``serve-step`` benchmark). So cattrs structures, msgspec only turns
+JSON bytes into plain values and back (and writes the OpenRPC schema).
+The payload mirrors went with it: the stores hand payloads to the fold as
+plain JSON and the kernel's reader, the one reader of payloads, reads them.
+That costs replay time, measured on the benchmarks' goal log of 20,000
+events in SQLite (``SqliteStore.load``, CPU, medians of 7): 4.0-4.5 µs per
+event against 3.1 with the mirrors; the ``cold-replay`` family's ratio of
+the naive fold to planfold's load went from 1.60-1.78x to 1.15-1.40x (scale
+0.1, two runs of each, interleaved), below its goal of 1.5x.
 """
 
 from __future__ import annotations
@@ -43,16 +89,18 @@ import dataclasses
 import enum
 import functools
 import operator
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
 import cattrs
 import msgspec
 from cattrs.cols import list_structure_factory
 from cattrs.errors import ForbiddenExtraKeysError
+from cattrs.gen import make_dict_structure_fn, override
 from cattrs.strategies import configure_tagged_union
 
 __all__ = [
@@ -140,7 +188,9 @@ def _kinds(tp: Any) -> tuple[type, ...]:
 
 
 def _base(tp: Any) -> Any:
-    """``tp``, or the type a ``NewType`` stands for."""
+    """``tp``, or the type a ``NewType`` or an ``Annotated`` stands for."""
+    if typing.get_origin(tp) is Annotated:
+        return _base(typing.get_args(tp)[0])
     return getattr(tp, "__supertype__", tp)
 
 
@@ -385,7 +435,24 @@ def _is_class(tp: Any) -> bool:
 
 
 def _object_structure(cl: Any, conv: cattrs.Converter) -> StructureHook:
-    hook = conv.gen_structure_attrs_fromdict(cl)
+    # cattrs reads a dataclass's fields without their Annotated markers: a
+    # field whose type carries msgspec.Meta limits gets the hook of its full type.
+    hints = typing.get_type_hints(cl, include_extras=True)
+    limited = {f.name: hints[f.name] for f in dataclasses.fields(cl) if f.init and _carries_limits(hints[f.name])}
+    hook: Callable[[Any, Any], Any]
+    if limited:
+        overrides: dict[str, Any] = {
+            name: override(struct_hook=conv.get_structure_hook(tp)) for name, tp in limited.items()
+        }
+        hook = make_dict_structure_fn(
+            cl,
+            conv,
+            _cattrs_forbid_extra_keys=conv.forbid_extra_keys,
+            _cattrs_detailed_validation=conv.detailed_validation,
+            **overrides,
+        )
+    else:
+        hook = conv.gen_structure_attrs_fromdict(cl)
 
     def structure(data: Any, _: Any) -> Any:
         if not isinstance(data, dict):
@@ -456,9 +523,82 @@ def _identity(value: Any) -> Any:
     return value
 
 
+def _is_constrained(tp: Any) -> bool:
+    """An ``Annotated`` type with a ``msgspec.Meta`` marker (the wire
+    protocol's bounds, lengths and patterns)."""
+    return typing.get_origin(tp) is Annotated and any(isinstance(m, msgspec.Meta) for m in typing.get_args(tp)[1:])
+
+
+def _carries_limits(tp: Any) -> bool:
+    """``tp`` or a type inside it is ``_is_constrained``."""
+    return _is_constrained(tp) or any(_carries_limits(arg) for arg in typing.get_args(tp) if arg is not Ellipsis)
+
+
+def _limits(tp: Any) -> list[Callable[[Any], str | None]]:
+    """The checks the ``msgspec.Meta`` markers of ``Annotated`` type ``tp``
+    ask for (bounds of a number, the length of a text, an array or an
+    object, a text's pattern, searched as msgspec does); each gives what is
+    wrong with a value, or None."""
+    checks: list[Callable[[Any], str | None]] = []
+    for meta in typing.get_args(tp)[1:]:
+        if not isinstance(meta, msgspec.Meta):
+            continue
+        if meta.multiple_of is not None or meta.tz is not None:
+            raise TypeError(f"{tp!r}: only bounds, lengths and patterns are checked, not multiple_of or tz")
+        for name, holds, says in (
+            ("ge", operator.ge, ">="), ("gt", operator.gt, ">"), ("le", operator.le, "<="), ("lt", operator.lt, "<"),
+        ):
+            bound = getattr(meta, name)
+            if bound is not None:
+                checks.append(functools.partial(_bound, holds, bound, f"expected a number {says} {bound}"))
+        if meta.min_length is not None:
+            checks.append(functools.partial(_length, operator.ge, meta.min_length, "at least"))
+        if meta.max_length is not None:
+            checks.append(functools.partial(_length, operator.le, meta.max_length, "at most"))
+        if meta.pattern is not None:
+            checks.append(functools.partial(_pattern, re.compile(meta.pattern)))
+    return checks
+
+
+def _bound(holds: Callable[[Any, Any], bool], bound: Any, expected: str, value: Any) -> str | None:
+    return None if holds(value, bound) else f"{expected}, got {value!r}"
+
+
+def _length(holds: Callable[[int, int], bool], bound: int, which: str, value: Any) -> str | None:
+    unit = "characters" if isinstance(value, str) else "items"
+    return None if holds(len(value), bound) else f"expected {which} {bound} {unit}, got {len(value)}"
+
+
+def _pattern(pattern: re.Pattern[str], value: Any) -> str | None:
+    return None if pattern.search(value) else f"expected a string matching {pattern.pattern!r}"
+
+
+def _constrained_structure(tp: Any, conv: cattrs.Converter) -> StructureHook:
+    inner = typing.get_args(tp)[0]
+    hook = conv.get_structure_hook(inner)
+    checks = _limits(tp)
+    if not checks:
+        return hook
+
+    def structure(data: Any, _: Any) -> Any:
+        value = hook(data, inner)
+        for check in checks:
+            problem = check(value)
+            if problem is not None:
+                raise ValueError(problem)
+        return value
+
+    return structure
+
+
+def _constrained_unstructure(tp: Any, conv: cattrs.Converter) -> UnstructureHook:
+    return conv.get_unstructure_hook(typing.get_args(tp)[0])
+
+
 #: Each kind of type the converter treats its own way, with the factories of
 #: its structure and unstructure hooks.
 _HOOK_FACTORIES = (
+    (_is_constrained, _constrained_structure, _constrained_unstructure),
     (_is_array, _array_structure, _array_unstructure),
     (_is_fixed_tuple, _fixed_tuple_structure, _fixed_tuple_unstructure),
     (_is_pair_map, _pair_map_structure, _pair_map_unstructure),
@@ -467,9 +607,11 @@ _HOOK_FACTORIES = (
 )
 
 
-def exact_converter() -> cattrs.Converter:
-    """A cattrs converter that keeps JSON exact both ways (see the module doc)."""
-    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+def exact_converter(*, forbid_extra_keys: bool = True) -> cattrs.Converter:
+    """A cattrs converter that keeps JSON exact both ways (see the module
+    doc); ``forbid_extra_keys=False`` lets an object carry keys its class
+    does not have, for a caller that names them itself."""
+    conv = cattrs.Converter(forbid_extra_keys=forbid_extra_keys, detailed_validation=True)
     for tp in (*SCALARS, _NONE):
         check = _exactly(tp)
         conv.register_structure_hook(tp, _structuring(check))

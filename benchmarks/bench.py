@@ -38,10 +38,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmarks.append_bench import run_append_growth, run_durable_append, run_group_append
+from benchmarks.async_sessions_bench import run_async_sessions
 from benchmarks.concurrent_bench import run_concurrent_append
 from benchmarks.es_baseline import MISSING, load_eventsourcing
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale
-from benchmarks.kernel_bench import ROOT, run_folds, run_import
+from benchmarks.kernel_bench import ROOT, run_folds
 from benchmarks.lg_baseline import LG_MISSING, load_langgraph
 from benchmarks.memory_bench import run_memory
 from benchmarks.open_bench import run_open
@@ -51,6 +52,7 @@ from benchmarks.replay_bench import run_replay
 from benchmarks.report_bench import run_report
 from benchmarks.runtime_bench import run_runtime_turns
 from benchmarks.serve_bench import run_serve
+from benchmarks.start_bench import run_start
 
 __all__ = ["FAMILIES", "format_table", "main", "missed", "results_json", "run"]
 
@@ -58,7 +60,7 @@ Family = Callable[[Scale, Path], FamilyResult]
 
 #: Every family, in the order a run measures them.
 FAMILIES: dict[str, Family] = {
-    "kernel-import": run_import,
+    "cold-start": run_start,
     "kernel-fold": run_folds,
     "durable-append": run_durable_append,
     "append-growth": run_append_growth,
@@ -72,6 +74,7 @@ FAMILIES: dict[str, Family] = {
     "report-generation": run_report,
     "serve-step": run_serve,
     "runtime-turn": run_runtime_turns,
+    "async-sessions": run_async_sessions,
 }
 
 

@@ -5,7 +5,7 @@ Theory of operation
 A replay must not hold the log: its memory may not grow with the number of
 events, nor with the goal ids a strict fold must remember to refuse a reused
 one (``planfold replay`` keeps those off its states, on disk past a bound:
-``adapters.cli.spill``). Each measurement is a fresh
+``adapters.store.spill``). Each measurement is a fresh
 child process (``benchmarks.memory_child``) that imports the ``planfold``
 command, takes its peak resident set size so far as a baseline, runs
 ``planfold replay FILE`` on the stored goal log (``benchmarks.logs``, at

@@ -52,7 +52,8 @@ def _reset_peak() -> bool:
 def run(path: str, command: str = "replay") -> dict[str, object]:
     """Replay (or report) ``path`` through the command and measure it."""
     with tempfile.TemporaryDirectory() as scratch:
-        argv = ["replay", path, "--no-progress"] if command == "replay" else ["report", path, "-o", f"{scratch}/r.html"]
+        argv = (["replay", "--db", path, "--no-progress"] if command == "replay"
+                else ["report", "--db", path, "-o", f"{scratch}/r.html"])
         own = _reset_peak()
         baseline = _status_kib("VmRSS") if own else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.perf_counter()

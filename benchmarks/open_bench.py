@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, median, ratio, stopwatch
 from benchmarks.logs import SESSION, Shape, stored_log
-from planfold.adapters.codec import Projection
+from planfold.adapters.store.projection import Projection
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.session import SessionState
 

@@ -12,7 +12,7 @@
  * in-memory workspace) and the human reviewer (who approves). planfold
  * decides everything else and writes the log: plan mode, the plan and its
  * approval, which tools the model may see and call, the plan context of
- * each request. Afterwards `planfold audit DB` checks the log.
+ * each request. Afterwards `planfold audit --db DB` checks the log.
  *
  * To type-check it against the protocol's generated types (planfold-rpc.d.ts),
  * in examples/: npm ci && npx tsc --noEmit --allowJs --checkJs --strict

@@ -52,6 +52,7 @@ knows only plan state.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from .errors import PlanfoldError, ReplayError
 from .log import REQUEST_HEADER, TOOL_RESULT, Draft, Event, RequestHeader, user_message
@@ -88,7 +89,6 @@ from .plan_events import (
     todo_event,
     verification_event,
 )
-from .record import record
 from .session import SessionState
 from .tools.events import tool_result_payload
 from .tools.spec import ToolCall
@@ -128,7 +128,7 @@ def tool_ok_text(body: dict[str, JSON]) -> str:
     return json.dumps(body, sort_keys=True)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What the model is told about a call: whether it succeeded, and the text."""
 
@@ -136,7 +136,7 @@ class ToolResult:
     output: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PendingReview:
     """An ``exit_plan_mode`` call waiting for a human: the call, the request
     to show (the rendered plan and the answers offered) and the exact plan
@@ -148,7 +148,7 @@ class PendingReview:
     ref: PlanRef
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ToolDecision:
     """What to do for one runtime-owned tool call: append ``drafts`` (in
     order), then answer the model with ``result``; or, when ``review`` is set
@@ -160,7 +160,7 @@ class ToolDecision:
     review: PendingReview | None = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ReviewDecision:
     """What to do with a review answer: append ``drafts`` (the plan's
     ``approve`` or ``reject`` when there is one, then the ``tool/result``),
@@ -174,7 +174,7 @@ class ReviewDecision:
     exit: PendingChoice | None = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanChoice:
     """A user's plan-mode choice decided: append ``drafts`` now (none when the
     choice waits for the next accepted pre-step), keep ``pending`` as the
@@ -185,7 +185,7 @@ class PlanChoice:
     outcome: ChoiceOutcome
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PreStep:
     """The flush for a proposed step: append ``drafts`` (possibly none); the
     pending choice is then ``pending_after_success``, or stays

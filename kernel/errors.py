@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
-
-from .record import record
 
 __all__ = [
     "KEBAB_CASE",
@@ -102,7 +101,7 @@ class ReplayError(KernelError):
         self.detail = detail
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Problem:
     """One thing wrong with a value: a kebab-case ``code``, where it is (a
     path such as ``payload.goal.max_rounds`` or ``plan_spec.todos[2].id``) and

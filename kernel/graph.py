@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from .errors import KernelError
 from .goal.values import TRANSITIONS as GOAL_TRANSITIONS
@@ -34,7 +35,6 @@ from .plan.artifact import PLAN_STATUSES, PlanArtifact, PlanState, PlanStatus
 from .plan.context import runtime_phase
 from .plan.mode import CHOICE_TABLE, ChoiceRow, PendingRelation
 from .plan.spec import PlanSpec, SummaryView, Todo
-from .record import field, record
 from .session import SessionState
 from .tools.gate import VERDICT_TABLE, PhaseRule, RuleKind, ToolClass
 
@@ -77,7 +77,7 @@ class GraphError(KernelError):
     code = "invalid-graph"
 
 
-@record(order=True)
+@dataclass(frozen=True, slots=True, order=True)
 class Edge:
     """One labelled transition; ``note`` is shown but not compared."""
 
@@ -87,7 +87,7 @@ class Edge:
     note: str = field(default="", compare=False)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Graph:
     """A machine: ``name`` (a file stem), a human ``title``, the ``initial``
     state (``None`` for a decision table, which has none), every state
@@ -160,7 +160,7 @@ def reachable(graph: Graph) -> frozenset[str]:
     return frozenset(seen)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GraphDiff:
     """How observed behaviour differs from a table: ``missing`` edges are in
     the table but were never taken, ``extra`` edges were taken but are not in

@@ -14,16 +14,37 @@ elsewhere. A ``request/header`` records one model request (turn, step, and the
 plan state it was derived with) and may only appear inside an open turn, with
 steps numbered 1, 2, 3 … per turn (a retry of the same step repeats its
 number).
+
+An ``assistant/message`` may carry what the model call behind it cost
+(``usage``, a ``ModelUsage``): its latency, as the runtime's model adapter
+measured it around the call, and the tokens the server reported (prompt,
+completion, cached). The kernel reads no clock; these are inputs like ``at``.
+The usage record is versioned (``version`` 1, ``USAGE_VERSION``; any other
+is refused as ``unknown-version``) and optional, so a log written before it
+existed reads as it always did: an assistant message without the key has
+no usage.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence  # noqa: F401  # Mapping: resolves Event's annotations
-from typing import Literal
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
 from .errors import PayloadError, ReplayError
-from .payload import JSON, MAX_SAFE_INTEGER, JSONObject, NonEmpty, Positive, SafeInt, object_of, read_as  # noqa: F401  # JSON: resolves Event's annotations at run time
-from .record import record
+from .payload import (  # noqa: F401  # JSON: resolves Event's annotations at run time
+    JSON,
+    MAX_SAFE_INTEGER,
+    NONE_IS_ABSENT,
+    Code,
+    Count,
+    JSONObject,
+    NonEmpty,
+    Positive,
+    SafeInt,
+    object_of,
+    read_as,
+)
 
 __all__ = [
     "ASSISTANT_MESSAGE",
@@ -38,12 +59,15 @@ __all__ = [
     "TOOL_WARNING",
     "TURN_END",
     "TURN_START",
+    "USAGE_VERSION",
     "USER_MESSAGE",
+    "AssistantPayload",
     "Draft",
     "Event",
     "GoalSource",
     "Message",
     "MessageSource",
+    "ModelUsage",
     "PluginSource",
     "RequestHeader",
     "TurnPayload",
@@ -58,6 +82,7 @@ __all__ = [
     "last_seq",
     "number_drafts",
     "open_turn",
+    "read_assistant_message",
     "read_message",
     "read_request_header",
     "turn_end",
@@ -97,7 +122,7 @@ KNOWN_KINDS: frozenset[str] = frozenset(
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Event:
     """One record of the session log. ``payload`` is never mutated."""
 
@@ -107,7 +132,7 @@ class Event:
     payload: JSONObject
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Draft:
     """An event before the log numbers it: what a decision returns. The
     session log gives it its ``seq`` (the next of the log) and its time when
@@ -176,14 +201,14 @@ def check_next(last: int, last_at: int, seq: object, kind: object, at: object) -
 # Turns and request headers
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TurnPayload:
     """The payload of ``turn/start`` and ``turn/end``: the turn's number."""
 
     turn: Positive
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RequestHeader:
     """The payload of ``request/header``: one model request, and the plan
     state it was derived with."""
@@ -193,7 +218,7 @@ class RequestHeader:
     plan_mode: bool
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TurnState:
     """The turn fold: the last turn number, whether it is open, its last step,
     and the last request header recorded anywhere in the log."""
@@ -281,7 +306,7 @@ def fold_turns(events: Iterable[Event]) -> TurnState:
 # Messages
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PluginSource:
     """A message a plugin sent (for example the plan-mode notice)."""
 
@@ -289,7 +314,7 @@ class PluginSource:
     plugin: NonEmpty
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GoalSource:
     """A goal continuation: round ``round`` of goal ``goal_id`` at
     ``revision`` (the goal fold judges the numbers)."""
@@ -304,7 +329,7 @@ class GoalSource:
 MessageSource = PluginSource | GoalSource
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Message:
     """The payload of ``user/message`` and ``assistant/message``: the text,
     and who sent it (``None``: a human, or the model)."""
@@ -314,9 +339,45 @@ class Message:
 
 
 def read_message(payload: JSONObject) -> Message:
-    """Read a ``user/message`` or ``assistant/message`` payload; raise
-    ``PayloadError`` on a bad shape."""
+    """Read a ``user/message`` payload; raise ``PayloadError`` on a bad shape."""
     message: Message = read_as(Message, payload)
+    return message
+
+
+#: The only version of an assistant message's ``usage`` this kernel reads and writes.
+USAGE_VERSION: Literal[1] = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    """What the model call behind an assistant message cost: ``latency_ms``,
+    the call's duration as the model adapter measured it, and the tokens the
+    server reported: ``prompt_tokens``, ``completion_tokens`` and
+    ``cached_tokens`` (the part of the prompt the server had cached). A
+    number nobody measured or reported is left out. ``version`` is 1."""
+
+    version: Annotated[Literal[1], Code("unknown-version")]
+    latency_ms: Annotated[Count | None, NONE_IS_ABSENT] = None
+    prompt_tokens: Annotated[Count | None, NONE_IS_ABSENT] = None
+    completion_tokens: Annotated[Count | None, NONE_IS_ABSENT] = None
+    cached_tokens: Annotated[Count | None, NONE_IS_ABSENT] = None
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantPayload:
+    """The payload of ``assistant/message``: the model's text, who sent it
+    (``None``: the model) and, when known, what the call cost (``usage``,
+    left out when unknown)."""
+
+    text: str
+    source: PluginSource | GoalSource | None
+    usage: Annotated[ModelUsage | None, NONE_IS_ABSENT] = None
+
+
+def read_assistant_message(payload: JSONObject) -> AssistantPayload:
+    """Read an ``assistant/message`` payload; raise ``PayloadError`` on a bad
+    shape (``unknown-version`` for a usage record of another version)."""
+    message: AssistantPayload = read_as(AssistantPayload, payload)
     return message
 
 
@@ -353,7 +414,8 @@ def user_message(text: str, source: PluginSource | GoalSource | None = None) -> 
     return _draft(USER_MESSAGE, Message(text, source))
 
 
-def assistant_message(text: str) -> Draft:
-    """An ``assistant/message``: the model's reply text. Raises
-    ``PayloadError`` for text that is not a string."""
-    return _draft(ASSISTANT_MESSAGE, Message(text, None))
+def assistant_message(text: str, usage: ModelUsage | None = None) -> Draft:
+    """An ``assistant/message``: the model's reply text and, when known, what
+    the call cost. Raises ``PayloadError`` for text that is not a string or
+    a usage its type refuses (a negative count)."""
+    return _draft(ASSISTANT_MESSAGE, AssistantPayload(text, None, usage))

@@ -16,7 +16,7 @@ everything else is made from that tree: ``read_as(type, value)`` (the one
 reader: exact key sets, exact JSON types, ``true`` is not an integer, every
 problem reported with its path in one ``PayloadError``), ``to_json(value)``
 (its inverse for every value it accepts), and, in the adapters, the JSON
-Schema and the msgspec decoders of the same types.
+Schema of the same types.
 
 Unions: ``X | None``; a union of records tells its members apart by a *tag*,
 a field every member declares as a ``Literal`` with values of its own
@@ -41,6 +41,7 @@ classes of the same layout (``maker``, ``record_maker``, ``record_lines``).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import types
@@ -49,7 +50,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from .errors import KEBAB_CASE, PayloadError, Problem
-from .record import record
 
 __all__ = [
     "JSON",
@@ -100,7 +100,7 @@ MAX_SAFE_INTEGER = 2**53 - 1
 # Markers
 
 
-@record
+@dataclasses.dataclass(frozen=True, slots=True)
 class Range:
     """An integer from ``minimum`` to ``maximum`` (both included; never
     beyond the safe integers)."""
@@ -121,7 +121,7 @@ class Text(enum.Enum):
     KEBAB = "kebab-case"
 
 
-@record
+@dataclasses.dataclass(frozen=True, slots=True)
 class Code:
     """The code every refusal of this field's present value carries (a
     missing key is always ``missing-field``)."""
@@ -129,7 +129,7 @@ class Code:
     code: str
 
 
-@record
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Omissible:
     """The key may be left out: it then reads as the field's default, and a
     field whose value is its default is not written. A ``None`` default is
@@ -140,7 +140,7 @@ class _Omissible:
 OMISSIBLE = _Omissible()
 
 
-@record
+@dataclasses.dataclass(frozen=True, slots=True)
 class _NoneIsAbsent:
     """The field's ``None`` is written by leaving the key out: the key may be
     left out (reading as ``None``), and a present ``null`` is refused."""
@@ -150,7 +150,7 @@ class _NoneIsAbsent:
 NONE_IS_ABSENT = _NoneIsAbsent()
 
 
-@record
+@dataclasses.dataclass(frozen=True, slots=True)
 class Opaque:
     """Any JSON value ``check`` accepts, kept as ``freeze`` makes it (the
     writer writes any mapping as an object and any list or tuple as an
@@ -162,7 +162,7 @@ class Opaque:
     like: object = None
 
 
-@record
+@dataclasses.dataclass(frozen=True, slots=True)
 class PresentWhen:
     """Class rule: ``field`` is not ``None`` exactly when ``on`` is ``value``."""
 
@@ -172,7 +172,7 @@ class PresentWhen:
     message: str
 
 
-@record
+@dataclasses.dataclass(frozen=True, slots=True)
 class NonBlankWhen:
     """Class rule: ``field`` is non-blank text when ``on`` is ``value``;
     otherwise refused with ``code``."""
@@ -211,7 +211,7 @@ SHAPE_CODES: frozenset[str] = frozenset(
 ShapeKind = Literal["int", "bool", "str", "null", "choice", "array", "json", "record", "union"]
 
 
-@record(eq=False)
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class FieldShape:
     """One key of a record: its shape, the code of its refusals, whether it
     may be left out and the value it then reads as."""
@@ -223,7 +223,7 @@ class FieldShape:
     default: object
 
 
-@record(eq=False)
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class Shape:
     """What one annotation means on the wire (see the module docstring).
 
@@ -301,14 +301,12 @@ def _make_shape(tp: object) -> Shape:
         return Shape("array", item=shape_of(args[0]))
     if origin is typing.Union or origin is types.UnionType:
         return _union_shape(base)
-    if isinstance(base, type) and hasattr(base, "__dataclass_fields__"):  # dataclasses.is_dataclass
+    if isinstance(base, type) and dataclasses.is_dataclass(base):
         return _record_shape(base)
     raise TypeError(f"{base!r} has no exact JSON reading")
 
 
 def _record_shape(cls: type) -> Shape:
-    import dataclasses  # noqa: PLC0415 (a record's shape is read on first use; importing the kernel needs none)
-
     hints = typing.get_type_hints(cls, include_extras=True)
     out = []
     for field in dataclasses.fields(cls):
@@ -444,8 +442,6 @@ def _empty(shape: Shape) -> object:
 
 
 def _default(field: FieldShape) -> object:
-    import dataclasses  # noqa: PLC0415 (see _record_shape)
-
     return field.default if field.default is not dataclasses.MISSING else _empty(field.shape)
 
 
@@ -793,8 +789,6 @@ def maker(cls: type[_T]) -> Callable[..., _T]:
     without calling its ``__init__`` (a frozen dataclass's costs several
     times as much): for values made very often, from values already of
     their types (cached)."""
-    import dataclasses  # noqa: PLC0415 (see _record_shape)
-
     names = [field.name for field in dataclasses.fields(cls)]  # type: ignore[arg-type]
     values = [f"x{index}" for index in range(len(names))]
     consts: dict[str, object] = {}
@@ -993,7 +987,7 @@ def to_json(value: object) -> JSON:
         return value
     cls = type(value)
     layout = _WRITTEN.get(cls)
-    if layout is None and hasattr(cls, "__dataclass_fields__"):  # dataclasses.is_dataclass
+    if layout is None and dataclasses.is_dataclass(cls):
         layout = _WRITTEN[cls] = _layout(cls)
     if layout is not None:
         out: dict[str, JSON] = {}

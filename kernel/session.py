@@ -37,6 +37,7 @@ equals the projection of the fold of the log.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
@@ -58,6 +59,7 @@ from .log import (
     TURN_END,
     TURN_START,
     USER_MESSAGE,
+    AssistantPayload,
     Event,
     GoalSource,
     Message,
@@ -75,7 +77,6 @@ from .plan.artifact import PlanState
 from .plan.mode import PlanModePayload
 from .plan.payload import PlanPayload, action_of
 from .plan.status import apply_plan_action, mark_answered
-from .record import field, record
 from .tools.events import TOOL_PAYLOADS, check_tool_turn
 
 __all__ = [
@@ -93,7 +94,7 @@ __all__ = [
 
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SessionState:
     """Everything the log determines about a session. An empty log is an old
     or new session: build mode, no plan, no goal."""
@@ -177,7 +178,7 @@ def _user_message(work: _Working, seq: int, at: int, message: Message) -> None:
         work.rounds = source.round
 
 
-def _assistant_message(work: _Working, seq: int, at: int, message: Message) -> None:
+def _assistant_message(work: _Working, seq: int, at: int, message: AssistantPayload) -> None:
     # An answered build-mode request has shown the model the plan's content.
     work.plan = mark_answered(work.plan, work.plan_mode)
 
@@ -273,7 +274,7 @@ def fold_session(events: Iterable[Event]) -> SessionState:
 Reducer = Callable[[_Working, int, int, Any], None]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Kind:
     """How one kind is folded: its payload's type and its reducer."""
 
@@ -289,7 +290,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType(
         REQUEST_HEADER: Kind(RequestHeader, _request_header),
         PLAN_MODE: Kind(PlanModePayload, _plan_mode),
         USER_MESSAGE: Kind(Message, _user_message),
-        ASSISTANT_MESSAGE: Kind(Message, _assistant_message),
+        ASSISTANT_MESSAGE: Kind(AssistantPayload, _assistant_message),
         GOAL_CHANGE: Kind(GoalChange, _goal_change),
         PLAN_ARTIFACT: Kind(PlanPayload, _plan_artifact),
         **{kind: Kind(TOOL_PAYLOADS[kind], _tool_event(kind)) for kind in (TOOL_CALL, TOOL_RESULT, TOOL_REFUSED,

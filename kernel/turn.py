@@ -9,7 +9,8 @@ function over the session state that returns the drafts to append (the log
 numbers and stamps them); the runtime's step machine only asks these
 functions and carries out what they say.
 
-- ``record_reply``: a model's reply is recorded whatever it holds. Text,
+- ``record_reply``: a model's reply is recorded whatever it holds, with
+  what its call cost (latency and tokens) on the assistant message. Text,
   tool names and call ids that are not Unicode (lone surrogates) are
   recorded escaped (``\\udc80`` as six characters); arguments the log
   cannot hold (not finite, nested deeper than the gate allows, not Unicode)
@@ -37,6 +38,7 @@ functions and carries out what they say.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from .decisions import decide_scope, tool_error_text
@@ -52,6 +54,7 @@ from .log import (
     Draft,
     Event,
     GoalSource,
+    ModelUsage,
     PluginSource,
     assistant_message,
     read_message,
@@ -61,7 +64,6 @@ from .log import (
 from .payload import JSON, JSONObject
 from .phase import RuntimePhase
 from .plan.scope import Effect
-from .record import record
 from .session import SessionState
 from .tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload, verdict_events
 from .tools.gate import GatePolicy, Refused, Verdict, check_call
@@ -94,7 +96,7 @@ CALL_INTERRUPTED = "call-interrupted"
 REPLY_NOTICE_SOURCE = PluginSource("plugin", "reply-check")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Unfinished:
     """How a reply that is not the model's final word is treated: the
     refusal ``code`` its calls get, how the turn ends (``ended_by``; None:
@@ -113,7 +115,7 @@ UNFINISHED: Mapping[str, Unfinished] = {
 }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ReplyCall:
     """One call of a reply as the model sent it: its raw argument text and
     either the decoded object (``arguments``) or why it did not decode
@@ -133,21 +135,24 @@ class ReplyCall:
         return ToolCall(self.call_id, self.tool, arguments)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Reply:
     """The model's reply: its text (None: none), its calls, the server's
-    ``finish_reason`` and the model's ``refusal`` text when it declined."""
+    ``finish_reason``, the model's ``refusal`` text when it declined and
+    what the call cost (``usage``: measured and reported by the model
+    adapter, None when unknown; recorded on the assistant message)."""
 
     text: str | None
     calls: tuple[ReplyCall, ...] = ()
     finish_reason: str | None = None
     refusal: str | None = None
+    usage: ModelUsage | None = None
 
 
 ReplyOutcome = Literal["calls", "final", "again", "stop"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RecordedReply:
     """How one reply goes into the log: append ``batch`` (the assistant
     message and every call taken); then, for each call in order, append its
@@ -249,7 +254,7 @@ def record_reply(
         reason = f"nothing in this reply ran: it {row.what} (finish_reason: {reply.finish_reason})"
         hint = "Send the call again in a complete reply."
         verdicts = tuple(Refused(row.code, reason, call.tool, phase, hint) for call in calls)
-    batch = [assistant_message(text)]
+    batch = [assistant_message(text, reply.usage)]
     notices: list[tuple[Draft, ...]] = []
     for call, verdict in zip(calls, verdicts, strict=True):
         (call_kind, call_payload), *rest = verdict_events(call.gate_call, verdict)

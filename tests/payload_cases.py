@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from planfold.adapters.specgen.schema import WHITESPACE
+from planfold.adapters.codec.schema import WHITESPACE
 from planfold.adapters.specgen.vector_cases import cases
 from planfold.adapters.specgen.vector_log import SPEC
 from planfold.kernel import log, plan_events

@@ -2,16 +2,18 @@
 
 Theory of operation
 -------------------
-Four kinds of test need a program that pip does not install: Graphviz's
+Five kinds of test need a program that pip does not install: Graphviz's
 ``dot`` (the machines' SVGs), a PostgreSQL server (the PostgreSQL store, on a
 throwaway server of the tests' own, ``tests.pg_cluster``), Node 20 or later
 with the npm packages of ``examples/`` (the JavaScript and TypeScript hosts of
 ``planfold serve`` and the TypeScript types generated from its OpenRPC
-document) and Chromium (the report's browser tests, ``tests.adapters.report.
-browser``). Each such test asks here for its program. On a developer's machine
+document) Chromium (the report's browser tests, ``tests.adapters.report.
+browser``) and Go (the Go host of ``planfold serve`` in ``examples/go``,
+standard library only). Each such test asks here for its program. On a developer's machine
 a missing program skips the test, and the skip says what to install; CI sets
 ``PLANFOLD_REQUIRE_GRAPHVIZ``, ``PLANFOLD_REQUIRE_POSTGRES``,
-``PLANFOLD_REQUIRE_NODE`` and ``PLANFOLD_REQUIRE_CHROMIUM`` to 1, and then the
+``PLANFOLD_REQUIRE_NODE``, ``PLANFOLD_REQUIRE_CHROMIUM`` and
+``PLANFOLD_REQUIRE_GO`` to 1, and then the
 test fails instead, saying the same. A program that is there but broken is never a skip: the test runs and
 fails.
 """
@@ -28,13 +30,13 @@ import pytest
 
 from tests.pg_cluster import ClusterError, bindir
 
-__all__ = ["EXAMPLES", "REQUIRE", "chromium", "graphviz", "missing", "node", "node_packages", "postgres"]
+__all__ = ["EXAMPLES", "REQUIRE", "chromium", "go", "graphviz", "missing", "node", "node_packages", "postgres"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The examples' folder: the hosts, their package.json and package-lock.json.
 EXAMPLES = ROOT / "examples"
 
-System = Literal["graphviz", "postgres", "node", "chromium"]
+System = Literal["graphviz", "postgres", "node", "chromium", "go"]
 
 #: The variable that turns each system's skip into a failure.
 REQUIRE: dict[System, str] = {
@@ -42,6 +44,7 @@ REQUIRE: dict[System, str] = {
     "postgres": "PLANFOLD_REQUIRE_POSTGRES",
     "node": "PLANFOLD_REQUIRE_NODE",
     "chromium": "PLANFOLD_REQUIRE_CHROMIUM",
+    "go": "PLANFOLD_REQUIRE_GO",
 }
 
 
@@ -104,4 +107,20 @@ def chromium() -> str:
     why = playwright_missing()
     if why is not None:
         missing("chromium", why)
+    return found
+
+
+#: The oldest Go the Go host is written for (Debian 12's golang-go).
+GO_MINIMUM = (1, 19)
+
+
+def go() -> str:
+    """The path of the Go toolchain's ``go``, version 1.19 or later."""
+    found = shutil.which("go")
+    if found is None:
+        missing("go", "go is not on the PATH: install Go 1.19 or later (Debian: apt-get install golang-go)")
+    version = subprocess.run([found, "env", "GOVERSION"], capture_output=True, text=True, check=True, timeout=60)
+    numbers = version.stdout.strip().removeprefix("go").split(".")
+    if tuple(int(part) for part in numbers[:2] if part.isdigit()) < GO_MINIMUM:
+        missing("go", f"go is {version.stdout.strip()}: the Go host needs Go 1.19 or later")
     return found

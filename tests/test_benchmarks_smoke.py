@@ -22,7 +22,6 @@ from benchmarks.baselines import NaiveGoal, RawLog, naive_fold, naive_replay
 from benchmarks.bench import FAMILIES, format_table, main, missed
 from benchmarks.es_baseline import MISSING, load_eventsourcing
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, batched, difference, ratio
-from benchmarks.kernel_bench import importtime_split
 from benchmarks.lg_baseline import LG_MISSING, load_langgraph
 from benchmarks.logs import SESSION, TAIL, stored_log
 from benchmarks.workloads import goal_events, session_events
@@ -227,43 +226,25 @@ def test_kernel_fold_smoke(tmp_path: Path) -> None:
     assert {m.subject for m in result.measurements} >= {"fold_plan_mode (session log)", "fold_goal (goal log)"}
 
 
-def test_kernel_import_smoke(tmp_path: Path) -> None:
-    result = FAMILIES["kernel-import"](TINY, tmp_path)
-    check_family(result, "kernel-import")
-    goal, every_machine, version = result.ratios
-    assert goal.bound == 15.0 and goal.direction == "at-most" and goal.value is not None
-    assert every_machine.bound == 25.0 and every_machine.direction == "at-most" and every_machine.value is not None
+def test_cold_start_smoke(tmp_path: Path) -> None:
+    result = FAMILIES["cold-start"](TINY, tmp_path)
+    check_family(result, "cold-start")
+    version, *informative = result.ratios
+    assert version.name == "planfold --version wall time / python -c pass"
     assert version.bound == 2.0 and version.direction == "at-most" and version.value is not None and version.value > 0
     assert len(version.samples) == TINY.import_runs
-    reported = [m for m in result.measurements if "importtime" in m.subject or "of which" in m.subject]
-    assert len(reported) == 3 and reported[0].value > 0
+    assert [r.name.split(" / ")[0] for r in informative] == [
+        "import planfold.kernel + every machine",
+        "one scripted turn (new session, SQLite)",
+        "planfold serve to its first answer (session/open)",
+    ]
+    assert all(r.bound is None and r.value is not None and r.value > 0 for r in informative)
     by_subject = {m.subject: m for m in result.measurements}
-    every = by_subject["import planfold.kernel + every machine"]
-    assert len(every.samples) == TINY.import_runs and every.value > 0
-    added = by_subject["every machine adds (wall, difference of medians)"].value
-    assert added == every.value - by_subject["python -c 'pass'"].value
-    core = by_subject["python -c 'from planfold.kernel import Event'"]
-    assert len(core.samples) == TINY.import_runs
-    assert by_subject["the core (log, phase, errors) adds (wall, difference of medians)"].value == (
-        core.value - by_subject["python -c 'pass'"].value
-    )
-
-
-def test_importtime_split_sums_every_tree_rooted_at_a_planfold_module_and_nothing_else() -> None:
-    stderr = "\n".join([
-        "import time: self [us] | cumulative | imported package",
-        "import time:       500 |        500 | site",
-        "import time:        50 |         50 |   planfold",
-        "import time:       200 |        250 | planfold.kernel",
-        "import time:        80 |         80 | importlib",
-        "import time:       100 |        100 |       re",
-        "import time:      2000 |       2100 |     planfold.kernel.errors",
-        "import time:       300 |        300 |     dataclasses",
-        "import time:      1000 |       3400 |   planfold.kernel.log",
-        "import time:       700 |       4100 | planfold.kernel.payload",
-    ])
-    assert importtime_split(stderr) == (4.35, 3.95, 0.4)
-    assert importtime_split("import time:  5 |  5 | site") is None
+    others = [r.name.split(" / ")[0] for r in informative]
+    assert list(by_subject) == ["python -c 'pass'", "planfold --version", *others]
+    assert all(len(m.samples) == TINY.import_runs and m.value > 0 for m in result.measurements)
+    # every turn ran on a new session file of its own, the untimed first one included
+    assert len(list(tmp_path.glob("turn-*.db"))) == TINY.import_runs + 1
 
 
 # --------------------------------------------------------------------------

@@ -7,9 +7,9 @@ store contract suite runs (its ``contract`` extra names pytest and Hypothesis);
 the README's installation lines name the wheel this build makes.
 
 The wheel is built from this checkout without build isolation (setuptools is
-in the dev extra) and installed into a fresh virtual environment; msgspec, the
-adapters' one dependency, comes from the test's own environment through a
-path entry, so nothing is fetched."""
+in the dev extra) and installed into a fresh virtual environment; the adapters' dependencies
+(msgspec, cattrs, httpx) come from the test's own environment through a
+path entry, so nothing is fetched. The wheel carries the license text."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def planfold_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _installed(wheel: Path, tmp: Path) -> Path:
     """A fresh virtual environment with ``wheel`` installed; its other
-    packages (msgspec, cattrs, pytest, Hypothesis) come from the test's own
+    packages (msgspec, cattrs, httpx, pytest, Hypothesis) come from the test's own
     environment through a path entry (which runs no editable install's .pth),
     so nothing is fetched. Returns its python."""
     env = tmp / "env"
@@ -100,6 +100,18 @@ def test_the_wheel_installs_exactly_one_top_level_package_planfold(planfold_whee
     assert "planfold/kernel/py.typed" in names and "planfold/adapters/py.typed" in names
     assert "planfold/py.typed" in names  # a consumer's mypy reads `from planfold import ...` as typed
     assert "planfold/kernel/plan/mode.py" in names and "planfold/adapters/store/sqlite.py" in names
+
+
+def test_the_wheel_carries_the_apache_license_text_and_its_metadata_names_it(planfold_wheel: Path) -> None:
+    wheel = zipfile.ZipFile(planfold_wheel)
+    [shipped] = [name for name in wheel.namelist() if name.endswith(".dist-info/licenses/LICENSE")]
+    text = wheel.read(shipped).decode("utf-8")
+    assert text == (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text and "APPENDIX: How to apply the Apache License" in text
+    [metadata] = [name for name in wheel.namelist() if name.endswith(".dist-info/METADATA")]
+    lines = wheel.read(metadata).decode("utf-8").splitlines()
+    assert "License-Expression: Apache-2.0" in lines and "License-File: LICENSE" in lines
 
 
 def test_planfold_and_a_distribution_owning_kernel_and_adapters_install_and_import_side_by_side(
@@ -219,17 +231,20 @@ def test_the_readme_installs_from_a_checkout_and_from_the_wheel_this_build_makes
 def test_a_consumer_of_the_installed_wheel_runs_the_quick_start_and_type_checks_it_under_mypy_strict(
     planfold_wheel: Path, tmp_path: Path
 ) -> None:
+    from tests.docs_blocks import run_program  # noqa: PLC0415
     from tests.test_embedding import quick_start  # noqa: PLC0415
 
     python = _installed(planfold_wheel, tmp_path)
     work = tmp_path / "consumer"
-    work.mkdir()
     paths = []
-    for index, (code, shown) in enumerate(quick_start()):
-        path = work / f"quick_{index}.py"
-        path.write_text(code, encoding="utf-8")
-        paths.append(path)
-        assert _run(python, path, cwd=work).splitlines() == shown.splitlines()
+    for index, block in enumerate(quick_start()):
+        folder = work / f"quick_{index}"
+        folder.mkdir(parents=True)
+        done = run_program(python, block, folder)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert block.shown is not None and done.stdout.splitlines() == block.shown.splitlines()
+        paths.append(work / f"quick_{index}.py")
+        paths[-1].write_text(block.body, encoding="utf-8")
     where = _run(python, "-c", "import planfold; print(planfold.__file__)", cwd=work).strip()
     assert where.startswith(str(tmp_path / "env"))
     assert "Success" in _run(python, "-m", "mypy", "--strict", "--no-incremental", *paths, cwd=work)

@@ -1,93 +1,79 @@
-"""The README's "Quick start" and "Embedding planfold" programs run exactly
-as written, print what the README shows under each, and pass ``mypy
---strict``: neither section can drift from the API. The quick start imports
-from ``planfold`` alone."""
+"""Every program in the documentation (the README's quick start and the
+``python`` blocks of ``docs/``) runs exactly as written, prints what the page
+shows under it, and passes ``mypy --strict``: no page can drift from the API.
+The quick start imports from ``planfold`` alone, and runs again and again
+with the same output."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-PAIR = re.compile(r"^```python\n(.*?)^```\n\n```text\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+from tests.docs_blocks import PAGES, ROOT, Block, programs, run_program
+
+README = ROOT / "README.md"
+PROGRAMS = programs()
 
 
-def programs(heading: str = "## Embedding planfold") -> list[tuple[str, str]]:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(f"{heading}\n")
-    end = text.index("\n## ", start + 1)
-    return [(code, shown) for code, shown in PAIR.findall(text[start:end])]
+def quick_start() -> list[Block]:
+    return programs(README, "Quick start")
 
 
-def quick_start() -> list[tuple[str, str]]:
-    return programs("## Quick start")
+def _printed(text: str) -> list[str]:
+    return [line.rstrip() for line in text.splitlines()]
 
 
-def test_the_section_has_its_three_programs() -> None:
-    found = programs()
-    assert len(found) == 3
-    assert "decide_plan_choice" in found[0][0] and "decide(" in found[1][0] and "open_store" in found[2][0]
+def _check(done: subprocess.CompletedProcess[str], block: Block) -> None:
+    assert done.returncode == 0, f"{block.where}\n{done.stdout}{done.stderr}"
+    if block.shown is not None:
+        assert _printed(done.stdout) == _printed(block.shown), block.where
+    elif block.file_name is None:
+        assert done.stdout == "", f"{block.where} prints what its page does not show"
 
 
-@pytest.mark.parametrize("index", range(3), ids=["plan-mode", "gate", "goals-in-sqlite"])
-def test_each_program_prints_what_the_readme_shows(index: int, tmp_path: Path) -> None:
-    code, shown = programs()[index]
-    (tmp_path / "program.py").write_text(code, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "program.py"], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    printed = [line.rstrip() for line in done.stdout.splitlines()]
-    assert printed == [line.rstrip() for line in shown.splitlines()]
+def test_the_documentation_has_programs_on_several_pages() -> None:
+    assert len({block.page for block in PROGRAMS}) >= 3 and len(PROGRAMS) >= 8
 
 
-def test_the_programs_type_check_under_mypy_strict(tmp_path: Path) -> None:
+@pytest.mark.parametrize("block", PROGRAMS, ids=[block.where for block in PROGRAMS])
+def test_each_program_prints_what_its_page_shows(block: Block, tmp_path: Path) -> None:
+    _check(run_program(sys.executable, block, tmp_path), block)
+
+
+@pytest.mark.parametrize("page", [page for page in PAGES if programs(page)], ids=lambda page: page.name)
+def test_the_programs_of_each_page_type_check_under_mypy_strict(page: Path, tmp_path: Path) -> None:
     paths = []
-    for index, (code, _) in enumerate(programs()):
-        path = tmp_path / f"program_{index}.py"
-        path.write_text(code, encoding="utf-8")
+    for index, block in enumerate(programs(page)):
+        folder = tmp_path / f"program_{index}"
+        folder.mkdir()
+        path = folder / (block.file_name or f"program_{index}.py")
+        path.write_text(block.body, encoding="utf-8")
         paths.append(str(path))
     mypy = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / ".mypy")]
     done = subprocess.run([*mypy, *paths], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_quick_start_has_a_runtime_its_asyncio_form_and_a_tool_of_ones_own_importing_planfold_alone() -> None:
+def test_the_quick_start_has_a_runtime_a_real_model_client_its_asyncio_form_and_a_tool_of_ones_own() -> None:
     found = quick_start()
-    assert len(found) == 3
-    assert "open_runtime" in found[0][0] and "GoalService" in found[0][0] and "approve" in found[0][0]
-    assert "open_async_runtime" in found[1][0] and "async def complete" in found[1][0]
-    assert "executors=" in found[2][0] and "ToolSpec(" in found[2][0]
-    for code, _ in found:
-        imports = [line for line in code.splitlines() if line.startswith(("import ", "from "))]
-        assert all(line.startswith(("from planfold import", "import asyncio", "from typing", "from collections"))
-                   for line in imports), imports
+    assert len(found) == 4 and all(block.shown for block in found)
+    assert "open_runtime" in found[0].body and "GoalService" in found[0].body and "approve" in found[0].body
+    assert "OpenAIClient(os.environ[\"OPENAI_BASE_URL\"]" in found[1].body and "OPENAI_API_KEY" in found[1].body
+    assert "open_async_runtime" in found[2].body and "async def complete" in found[2].body
+    assert "executors=" in found[3].body and "ToolSpec(" in found[3].body
+    allowed = ("from planfold import", "import asyncio", "import os", "from typing", "from collections", "from pathlib")
+    for block in found:
+        imports = [line for line in block.body.splitlines() if line.startswith(("import ", "from "))]
+        assert all(line.startswith(allowed) for line in imports), imports
 
 
-@pytest.mark.parametrize("index", range(3), ids=["runtime", "asyncio", "own-tool"])
-def test_each_quick_start_program_prints_what_the_readme_shows(index: int, tmp_path: Path) -> None:
-    code, shown = quick_start()[index]
-    (tmp_path / "program.py").write_text(code, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "program.py"], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    assert [line.rstrip() for line in done.stdout.splitlines()] == [line.rstrip() for line in shown.splitlines()]
-
-
-def test_the_quick_start_programs_type_check_under_mypy_strict(tmp_path: Path) -> None:
-    paths = []
-    for index, (code, _) in enumerate(quick_start()):
-        path = tmp_path / f"quick_{index}.py"
-        path.write_text(code, encoding="utf-8")
-        paths.append(str(path))
-    mypy = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / ".mypy")]
-    done = subprocess.run([*mypy, *paths], cwd=tmp_path, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_each_quick_start_program_prints_the_same_when_run_again_in_the_same_folder(tmp_path: Path) -> None:
+    for block in quick_start():
+        for _ in range(2):
+            _check(run_program(sys.executable, block, tmp_path), block)
 
 
 def test_the_top_level_api_is_short_static_and_every_name_resolves() -> None:

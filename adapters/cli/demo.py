@@ -264,7 +264,7 @@ def _summary(out: _Out, result: DemoResult, session: Session, db: str, command: 
     out.line(f"   goal: {goal_text(facts['goal'])}")
     out.line(f"   mode now: {facts['agent_mode']}")
     verdict = "passes" if result.audit_ok else "FAILS"
-    again = f"{shlex.quote(command)} audit {shlex.quote(db)} --session {shlex.quote(result.session_id)}"
+    again = f"{shlex.quote(command)} audit --db {shlex.quote(db)} --session {shlex.quote(result.session_id)}"
     out.line(f"   the log {verdict} the audit; check it again with: {shown(again)}")
     for problem in result.problems:
         out.line(f"   ! {shown(problem)}")

@@ -22,7 +22,15 @@ from collections.abc import Mapping
 
 from ...kernel.errors import PayloadError
 from ...kernel.goal.values import GoalChange, SnapshotChange, read_goal_change
-from ...kernel.log import Event, GoalSource, MessageSource, TurnPayload, read_message, read_request_header
+from ...kernel.log import (
+    Event,
+    GoalSource,
+    MessageSource,
+    TurnPayload,
+    read_assistant_message,
+    read_message,
+    read_request_header,
+)
 from ...kernel.payload import JSONObject, read_as
 from ...kernel.plan.mode import read_plan_mode
 from ...kernel.plan.payload import PlanAction, read_plan_action
@@ -99,10 +107,11 @@ def _describe(kind: str, p: JSONObject) -> str:
         return f"turn {header.turn} step {header.step}, {'plan' if header.plan_mode else 'build'} mode"
     if kind == "plan/mode":
         return "plan mode on" if read_plan_mode(p) else "plan mode off"
-    if kind in ("user/message", "assistant/message"):
+    if kind == "assistant/message":
+        return _short(_quoted(read_assistant_message(p).text))
+    if kind == "user/message":
         message = read_message(p)
-        who = "" if kind == "assistant/message" else f"[{_source(message.source)}] "
-        return who + _short(_quoted(message.text))
+        return f"[{_source(message.source)}] " + _short(_quoted(message.text))
     if kind == "tool/call":
         call = read_tool_call(p)
         args = json.dumps(thaw_json(call.arguments), ensure_ascii=False, sort_keys=True)

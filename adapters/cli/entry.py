@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import BinaryIO, NoReturn, TextIO
 
-__all__ = ["EXIT_STATUS", "FILE_HELP", "main", "printable", "top_parser"]
+__all__ = ["AFTER", "EXIT_STATUS", "FILE_HELP", "global_options_joined", "main", "printable", "top_parser"]
 
 EXIT_STATUS = """\
 exit status:
@@ -37,10 +37,13 @@ exit status:
      empty; nothing was written"""
 
 FILE_HELP = """\
-FILE is a planfold SQLite database (recognised by its header), a
-postgresql:// URL, or a JSON Lines log, one {seq, kind, at, payload} record
-per line; - reads standard input.
-An empty file is a log with no events; a blank line is a malformed record."""
+--db FILE names what replay, audit and report read: a planfold SQLite
+database (recognised by its header), a postgresql:// URL, or a JSON Lines
+log, one {seq, kind, at, payload} record per line; - reads standard input.
+An empty file is a log with no events; a blank line is a malformed record.
+Every command names its store with --db; the FILE of replay, audit and
+report may still be given without it, which is deprecated (a note on
+stderr) and goes in the next release."""
 
 #: Each command: its name, its one line of help and its description.
 COMMANDS: tuple[tuple[str, str, str | None], ...] = (
@@ -69,6 +72,14 @@ COMMANDS: tuple[tuple[str, str, str | None], ...] = (
         "is written when SOURCE has no seq N or turn K, or NEW already exists.",
     ),
     ("conform", "check an implementation against conformance vectors", None),
+    (
+        "completion",
+        "print a shell completion script (bash or zsh)",
+        "Load it in the running shell, or from its start-up file:\n"
+        "  bash: source <(planfold completion bash)     (in ~/.bashrc)\n"
+        "  zsh:  source <(planfold completion zsh)      (in ~/.zshrc)\n"
+        "It completes command names, each command's options, and file names where a file is asked for.",
+    ),
 )
 #: The command whose parser is its own (no epilog, the default formatter).
 SERVE = ("serve", "JSON-RPC 2.0 on stdin/stdout, for runtimes in other languages")
@@ -125,16 +136,41 @@ def top_parser(out: TextIO, err: TextIO) -> tuple[argparse.ArgumentParser, dict[
         formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=f"planfold {__version__}")
-    parser.add_argument("-v", "--verbose", dest="verbosity", action="count", default=0,
-                        help="log more on stderr: -v for INFO, -vv for DEBUG (default: warnings only)")
-    parser.add_argument("--log-level", type=log_level, metavar="LEVEL",
-                        help=f"the level of the logs on stderr, one of {', '.join(LOG_LEVELS)} (overrides -v)")
+
+    def global_options(parser: argparse.ArgumentParser, suffix: str) -> None:
+        # Accepted before the command and after it; what comes after is kept
+        # apart (``suffix``) and joined by ``global_options_joined``, so that
+        # ``-v demo -v`` counts two.
+        parser.add_argument("-v", "--verbose", dest="verbosity" + suffix, action="count", default=0,
+                            help="log more on stderr: -v for INFO, -vv for DEBUG, httpx's requests included "
+                            "(default: warnings only; serve: INFO)")
+        parser.add_argument("--log-level", dest="log_level" + suffix, type=log_level, metavar="LEVEL",
+                            help=f"the level of the logs on stderr, one of {', '.join(LOG_LEVELS)} (overrides -v)")
+
+    global_options(parser, "")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for name, text, description in COMMANDS:
         sub.add_parser(name, help=text, description=description, epilog=EXIT_STATUS, formatter_class=formatter)
     sub.add_parser(SERVE[0], help=SERVE[1])
     commands: dict[str, argparse.ArgumentParser] = dict(sub.choices)
+    for command in commands.values():
+        global_options(command, AFTER)
     return parser, commands
+
+
+#: The suffix of the global options' destinations when they follow the command.
+AFTER = "_after"
+
+
+def global_options_joined(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with the global options given after the command joined to
+    those given before it: ``-v`` counts add up, a ``--log-level`` after the
+    command wins."""
+    args.verbosity += getattr(args, "verbosity" + AFTER, 0)
+    after = getattr(args, "log_level" + AFTER, None)
+    if after is not None:
+        args.log_level = after
+    return args
 
 
 def printable(stream: TextIO) -> TextIO:

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``read_source(name, stdin)`` reads a FILE argument once: ``-`` is standard
 input, anything else is opened once and read from that one handle, so a pipe
-(``planfold replay <(cat log.jsonl)``) or a FIFO works like a file. A
+(``planfold replay --db <(cat log.jsonl)``) or a FIFO works like a file. A
 regular file that starts with the SQLite header (``SQLite format 3``) is a
 database, left for SQLite to open by its path; a database arriving any other
 way (a pipe, standard input) is read whole and opened from memory. Anything
@@ -24,9 +24,12 @@ bytes, mode and side files stay as they were, it works on read-only files
 and directories; a file an older planfold wrote is read through a private
 migrated copy in memory (``store.sqlite_readonly``), and a file that is not a
 planfold database is refused (``not-a-planfold-database``). Opened for
-writing (``import``, ``demo``) it is the ordinary ``SqliteStore``, which
+writing (``import``, ``demo``, ``fork``) it is the ordinary ``SqliteStore``, which
 creates the file and migrates it, and refuses another application's file
-(``foreign-database``) before it writes anything.
+(``foreign-database``) before it writes anything. A SQLite path is a regular
+file (links followed) or nothing yet (a writer creates it); a directory, a
+device such as ``/dev/null``, a FIFO or a socket is refused before anything
+is opened (``require_database_file``).
 
 Every refusal here is a ``CliError`` (an ``AdapterError``) with a stable
 code; the commands turn it into a message and exit status 2.
@@ -50,7 +53,7 @@ from ..store.sqlite import SqliteStore
 from ..store.sqlite_readonly import open_read_only
 from .describe import shown
 
-__all__ = ["SQLITE_MAGIC", "CliError", "Source", "open_database", "read_source", "same_file"]
+__all__ = ["SQLITE_MAGIC", "CliError", "Source", "open_database", "read_source", "require_database_file", "same_file"]
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -188,12 +191,30 @@ def open_database(target: str | Source, *, write: bool) -> LogStore:
     if is_postgres_url(target):
         return open_store(target, read_only=not write)
     if write:
+        if "\x00" in target or os.path.lexists(target):
+            require_database_file(target)
         return SqliteStore(target)
-    if not os.path.exists(target):
-        raise CliError(f"{shown(target)}: no such database", code="no-such-file")
-    if os.path.isdir(target):
-        raise CliError(f"{shown(target)}: is a directory, not a database", code="not-a-file")
+    require_database_file(target)
     return open_read_only(target)
+
+
+def require_database_file(target: str) -> None:
+    """Refuse a ``--db`` path that is not a regular file (links followed):
+    ``no-such-file`` when nothing is there, ``not-a-file`` for a directory,
+    a device (``/dev/null``), a FIFO or a socket; before anything is opened."""
+    if "\x00" in target:
+        raise CliError(f"{shown(target)}: no such database (a file name cannot hold a NUL character)",
+                       code="no-such-file")
+    try:
+        status = os.stat(target)
+    except FileNotFoundError as exc:
+        raise CliError(f"{shown(target)}: no such database", code="no-such-file") from exc
+    except OSError as exc:
+        raise CliError(f"{shown(target)}: cannot be read ({exc.strerror or exc})", code="unreadable-file") from exc
+    if stat.S_ISDIR(status.st_mode):
+        raise CliError(f"{shown(target)}: is a directory, not a database", code="not-a-file")
+    if not stat.S_ISREG(status.st_mode):
+        raise CliError(f"{shown(target)}: is not a regular file, not a database", code="not-a-file")
 
 
 def same_file(one: str, other: str) -> bool:

@@ -29,7 +29,7 @@ checked. ``export`` and ``import`` move one session between the two forms.
   every session of a database with the machines' transition coverage; see
   ``adapters.report``. It reads as ``replay`` does (read-only, one pass).
 - ``demo``: see ``adapters.cli.demo``.
-- ``conform DIR``: see ``adapters.specgen.vectors``.
+- ``conform DIR``: see ``adapters.cli.conform`` and ``adapters.specgen.vectors``.
 - ``serve --db FILE``: JSON-RPC 2.0 on stdin/stdout, see ``adapters.serve``.
 
 A forked session's provenance (its source, the seq it was forked at, the
@@ -82,19 +82,21 @@ from ..llm.model import RetryBudget
 from ..llm.openai import OpenAIClient, RetryPolicy
 from ..provenance import ForkProvenance, ForkRecordLines, encode_fork_record, split_fork_record
 from ..report.html import render_coverage, render_report
-from ..report.model import Coverage, build_report, with_fork_record
+from ..report.model import Audited, Coverage, Report, build_report, with_audit, with_fork_record
 from ..serve.command import add_serve_arguments, run_serve
-from ..specgen.vectors import add_conform_arguments, run_conform
 from ..store.base import Store, check_provenance, check_session_id, import_session
-from ..store.fork import fork_at_turn
+from ..store.engine import LogStore
+from ..store.fork import check_fork, turn_start_seq
 from ..store.opener import is_postgres_url
+from ..store.spill import fold_records
 from .args import count, positive_seconds
+from .completion import add_completion_arguments, run_completion
+from .conform import add_conform_arguments, run_conform
 from .demo import command_name, run_demo
 from .describe import goal_text, plan_text, shown, summarize
-from .entry import EXIT_STATUS, ParserExit, main, top_parser
-from .inputs import CliError, Source, open_database, read_source, same_file
+from .entry import EXIT_STATUS, ParserExit, global_options_joined, main, top_parser
+from .inputs import CliError, Source, open_database, read_source, require_database_file, same_file
 from .progress import Progress
-from .spill import fold_records
 
 __all__ = ["EXIT_STATUS", "main", "run"]
 
@@ -291,15 +293,20 @@ def _write_atomically(path: str, data: bytes, mode: int) -> None:
     directory, given ``mode`` before it takes the path's place, so a failed
     write leaves no half file behind."""
     directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".planfold-export-", dir=directory)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=".planfold-export-", dir=directory)
+    except OSError as exc:  # the error names the path asked for, not the temporary file's
+        raise OSError(exc.errno, exc.strerror, path) from exc
     try:
         with os.fdopen(handle, "wb") as stream:
             os.fchmod(stream.fileno(), mode)
             stream.write(data)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(temporary):
             os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, path) from exc
         raise
 
 
@@ -456,15 +463,14 @@ def _cmd_fork(args: argparse.Namespace, out: TextIO) -> int:
     check_session_id(args.source)
     check_session_id(args.new)
     if not is_postgres_url(args.db):
-        if not os.path.exists(args.db):
-            raise CliError(f"{shown(args.db)}: no such database", code="no-such-file")
-        if os.path.isdir(args.db):
-            raise CliError(f"{shown(args.db)}: is a directory, not a database", code="not-a-file")
+        require_database_file(args.db)
+    # Every refusal comes from a read-only look first: opening for writing
+    # would create or migrate the database, and a refused fork writes nothing.
+    with open_database(args.db, write=False) as reader:
+        at = args.at if args.turn is None else turn_start_seq(reader, args.source, args.turn) - 1
+        check_fork(reader, args.source, at, args.new)
     with open_database(args.db, write=True) as store:
-        if args.turn is not None:
-            provenance = fork_at_turn(store, args.source, args.turn, args.new)
-        else:
-            provenance = store.fork(args.source, args.at, args.new)
+        provenance = store.fork(args.source, at, args.new)
     if args.json:
         out.write(json.dumps({"session": args.new, "events": provenance.seq, "fork": provenance.as_json()}) + "\n")
     else:
@@ -477,6 +483,20 @@ def _cmd_fork(args: argparse.Namespace, out: TextIO) -> int:
 
 # --------------------------------------------------------------------------
 # report
+
+
+def _audit_verdict(store: Store, session: str) -> Audited:
+    """What ``planfold audit`` finds in a stored session whose log passes the
+    strict replay: every difference of its stored projection, snapshot and
+    provenance from the log, and the snapshot's status."""
+    audited = store.audit(session)
+    return Audited(tuple(audited.mismatches), audited.snapshot)
+
+
+def _stored_report(store: LogStore, session: str) -> Report:
+    """The report of a stored session, with ``planfold audit``'s verdict on it."""
+    report = build_report(session, ((None, e) for e in store.scan(session)), store.provenance(session))
+    return report if not report.ok else with_audit(report, _audit_verdict(store, session))
 
 
 def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
@@ -497,12 +517,11 @@ def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
                     code="session-needed",
                 )
             if not args.all:
-                sid = sessions[0]
-                report = build_report(sid, ((None, e) for e in store.scan(sid)), store.provenance(sid))
+                report = _stored_report(store, sessions[0])
                 return render_report(report), report.ok
             coverage = Coverage(shown(source.name))
             for sid in sessions:
-                coverage.add(build_report(sid, ((None, e) for e in store.scan(sid)), store.provenance(sid)))
+                coverage.add(_stored_report(store, sid))
             done = coverage.finish()
             return render_coverage(done), done.bad == 0
 
@@ -560,8 +579,9 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # the parser
 
 
-def _parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
-    """The top-level parser (``entry.top_parser``) with every command's own arguments."""
+def _parser(out: TextIO, err: TextIO) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser (``entry.top_parser``) with every command's own
+    arguments, and each command's parser by name."""
     parser, commands = top_parser(out, err)
     demo = commands["demo"]
     demo.add_argument(
@@ -577,22 +597,16 @@ def _parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     demo.add_argument("--retries", type=count, default=3, metavar="N",
                       help="retries of one step's model request, all layers together (default 3)")
 
+    for name in ("replay", "audit", "report"):
+        _add_store_to_read(commands[name])
     for name in ("replay", "audit"):
         cmd = commands[name]
-        cmd.add_argument(
-            "file",
-            metavar="FILE",
-            help="a planfold SQLite database, a postgresql:// URL or a JSON Lines log (- for stdin)",
-        )
         cmd.add_argument("--session", help="one session of a database (default: every session); names a JSON Lines log")
         cmd.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                          help="report progress on stderr however short the log (--no-progress: never); "
                          "by default only on a terminal or for logs of 10,000 events or more")
 
     report = commands["report"]
-    report.add_argument(
-        "file", metavar="FILE", help="a planfold SQLite database, a postgresql:// URL or a JSON Lines log (- for stdin)"
-    )
     chosen = report.add_mutually_exclusive_group()
     chosen.add_argument("--session", metavar="ID",
                         help="the session of a database to report (needed when it holds more than one); "
@@ -629,7 +643,36 @@ def _parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
 
     add_conform_arguments(commands["conform"])
     add_serve_arguments(commands["serve"])
-    return parser
+    add_completion_arguments(commands["completion"])
+    return parser, commands
+
+
+#: The commands whose store may still be named by a positional FILE (deprecated: ``--db``).
+POSITIONAL_STORE = ("replay", "audit", "report")
+
+
+def _add_store_to_read(command: argparse.ArgumentParser) -> None:
+    """``--db FILE``, and the deprecated positional ``FILE`` it replaces; both
+    land in ``args.file`` (``_store_named``)."""
+    command.add_argument("--db", metavar="FILE", dest="store",
+                         help="a planfold SQLite database, a postgresql:// URL or a JSON Lines log (- for stdin)")
+    command.add_argument("file", metavar="FILE", nargs="?",
+                         help="the same as --db FILE (deprecated: give it with --db; goes in the next release)")
+
+
+def _store_named(args: argparse.Namespace, parser: argparse.ArgumentParser, err: TextIO) -> None:
+    """Put what ``replay``, ``audit`` or ``report`` read into ``args.file``:
+    ``--db FILE``, or the positional FILE with a deprecation note on ``err``;
+    a usage error (``ParserExit``) when neither or both are given."""
+    option, positional = args.store, args.file
+    if option is not None and positional is not None:
+        parser.error(f"the store is named twice ({option!r} and {positional!r}): give it once, with --db")
+    if option is None and positional is None:
+        parser.error("the following arguments are required: --db")
+    if option is None:
+        err.write(f"planfold {args.command}: naming the store without --db is deprecated and goes in the next "
+                  f"release: use planfold {args.command} --db FILE\n")
+    args.file = option if option is not None else positional
 
 
 # --------------------------------------------------------------------------
@@ -637,6 +680,8 @@ def _parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
 
 
 def _dispatch(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: BinaryIO) -> int:
+    if args.command == "completion":
+        return run_completion(args, _parser(out, err)[0], out)
     if args.command == "demo":
         return _cmd_demo(args, out, err)
     if args.command == "conform":
@@ -658,9 +703,11 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO, stdin: BinaryIO | None) -
     """Run the command line ``argv`` with the whole parser (every command's
     arguments added); returns the exit status (``EXIT_STATUS``). ``main``
     (``entry.main``) hands it every command line that names a command."""
-    parser = _parser(out, err)
+    parser, commands = _parser(out, err)
     try:
-        args = parser.parse_args(argv)
+        args = global_options_joined(parser.parse_args(argv))
+        if args.command in POSITIONAL_STORE:
+            _store_named(args, commands[args.command], err)
     except ParserExit as done:
         return done.status
     undo = _log_to(args, err)
@@ -692,27 +739,33 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO, stdin: BinaryIO | None) -
         undo()
 
 
+#: The loggers of the HTTP client a model is asked through, shown at DEBUG (``-vv``).
+HTTP_LOGGERS = ("httpx", "httpcore")
+
+
 def _log_to(args: argparse.Namespace, err: TextIO) -> Callable[[], None]:
     """Send the ``planfold`` loggers to ``err`` at the level the options ask
-    for (``serve`` only takes the level: it has a handler of its own);
-    returns what undoes it."""
-    logger = logging.getLogger("planfold")
+    for: warnings by default (``serve``: INFO, its ready line), ``-v`` INFO,
+    ``-vv`` DEBUG, ``--log-level`` names it. At DEBUG the HTTP client's own
+    loggers (``HTTP_LOGGERS``: each request and connection) go there too.
+    Returns what undoes it all."""
     asked: int | None = args.log_level
     if asked is None and args.verbosity:
         asked = logging.INFO if args.verbosity == 1 else logging.DEBUG
-    saved = logger.level
-    handler: logging.Handler | None = None
-    if args.command != "serve":
-        handler = logging.StreamHandler(err)
-        handler.setFormatter(logging.Formatter("planfold %(levelname)s %(name)s: %(message)s"))
+    serve = args.command == "serve"
+    level = asked if asked is not None else logging.INFO if serve else logging.WARNING
+    handler = logging.StreamHandler(err)
+    layout = "planfold serve: %(message)s" if serve else "planfold %(levelname)s %(name)s: %(message)s"
+    handler.setFormatter(logging.Formatter(layout))
+    names = ["planfold", *(HTTP_LOGGERS if level <= logging.DEBUG else ())]
+    saved = [(logging.getLogger(name), logging.getLogger(name).level) for name in names]
+    for logger, _ in saved:
         logger.addHandler(handler)
-        asked = logging.WARNING if asked is None else asked
-    if asked is not None:
-        logger.setLevel(asked)
+        logger.setLevel(level)
 
     def undo() -> None:
-        logger.setLevel(saved)
-        if handler is not None:
+        for logger, before in saved:
+            logger.setLevel(before)
             logger.removeHandler(handler)
 
     return undo

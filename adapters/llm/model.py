@@ -5,8 +5,9 @@ Theory of operation
 The runtime talks to a model through one method, ``ModelClient.complete``,
 which takes a ``ChatRequest`` (the conversation so far and the tools on offer)
 and returns a ``ChatResponse`` (assistant text, tool calls, why generation
-stopped, token usage when the server reports it). Everything here is a frozen
-value; a client may keep connection or script state, the values never change.
+stopped, token usage when the server reports it, and how long the call took
+as the client measured it). Everything here is a frozen value; a client may
+keep connection or script state, the values never change.
 
 Messages come in four roles, one class each, so that an impossible message (a
 system message with tool calls, a tool result without the id of the call it
@@ -50,6 +51,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import ClassVar, Literal, NewType, Protocol, TypeAlias, runtime_checkable
 
@@ -82,6 +84,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "decode_arguments",
+    "elapsed_ms",
     "excerpt",
     "json_kind",
 ]
@@ -267,6 +270,30 @@ class RetryBudget:
             return False
         self.used += 1
         return True
+
+    @contextmanager
+    def spending(self) -> Iterator[RetryBudget]:
+        """Make this the budget every model client spends from while the
+        block runs in this thread or asyncio task (``spent_from``): a runtime
+        binds its session's step budget around each model call, so sessions
+        that share one client never share a budget."""
+        token = _SPENDING.set(self)
+        try:
+            yield self
+        finally:
+            _SPENDING.reset(token)
+
+
+#: The budget bound by ``RetryBudget.spending`` in this context (a thread or
+#: an asyncio task has its own), or None.
+_SPENDING: ContextVar[RetryBudget | None] = ContextVar("planfold_retry_budget", default=None)
+
+
+def spent_from(own: RetryBudget) -> RetryBudget:
+    """The budget a client's call spends from: the one a runtime bound for
+    this context (``RetryBudget.spending``), else the client's ``own``."""
+    bound = _SPENDING.get()
+    return own if bound is None else bound
 
 
 #: How deeply tool-call arguments may nest arrays and objects (the tool
@@ -468,11 +495,14 @@ TokenCount = NewType("TokenCount", int)
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts as the server reported them; a count it left out is None."""
+    """Token counts as the server reported them; a count it left out is None.
+    ``cached_tokens`` is the part of ``prompt_tokens`` the server served from
+    its prompt cache."""
 
     prompt_tokens: TokenCount | None = None
     completion_tokens: TokenCount | None = None
     total_tokens: TokenCount | None = None
+    cached_tokens: TokenCount | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,7 +513,9 @@ class ChatResponse:
     ``length``, ``content_filter`` …) or None when it gave none; ``refusal``
     is the model's refusal text when it declined (OpenAI's ``refusal``
     field); ``reasoning`` is separate reasoning text some servers return
-    (``reasoning_content``).
+    (``reasoning_content``). ``latency_ms`` is how long the whole call took
+    (every attempt and the waits between them), as the client measured it
+    on its monotonic clock; None from a client that does not measure.
     """
 
     text: str | None
@@ -493,6 +525,7 @@ class ChatResponse:
     model: str | None = None
     reasoning: str | None = None
     refusal: str | None = None
+    latency_ms: int | None = None
 
     def as_message(self) -> AssistantMessage:
         """The reply as a message to append to the conversation.
@@ -504,6 +537,12 @@ class ChatResponse:
         if text is None and not self.tool_calls:
             return AssistantMessage("")
         return AssistantMessage(text, self.tool_calls)
+
+
+def elapsed_ms(started: float, ended: float) -> int:
+    """Whole milliseconds from ``started`` to ``ended`` (seconds on a
+    monotonic clock), never negative: how a client states ``latency_ms``."""
+    return max(0, round((ended - started) * 1000))
 
 
 @runtime_checkable

@@ -142,19 +142,20 @@ class Retrier:
     where: str
     on_retry: Callable[[int, ModelError, float], None] | None = None
 
-    def after(self, err: ModelError) -> float:
+    def after(self, err: ModelError, budget: RetryBudget | None = None) -> float:
         """The wait before the next attempt after the failed one that raised
         ``err``. Raises ``err`` when it is not retried (or the server asked
         for a longer wait than the policy allows), and
         ``ModelRetriesExhaustedError`` when the budget is spent."""
+        budget = self.budget if budget is None else budget
         err.retryable = False
         if not is_retryable(err, self.policy):
             raise err
-        if not self.budget.take():
-            exhausted = ModelRetriesExhaustedError(self.budget.used + 1, err)
+        if not budget.take():
+            exhausted = ModelRetriesExhaustedError(budget.used + 1, err)
             exhausted.retryable = True
             raise exhausted from err
-        retry = self.budget.used
+        retry = budget.used
         asked = err.retry_after if isinstance(err, ModelHTTPError) else None
         if asked is None:
             delay = self.policy.backoff(retry, self.random())
@@ -165,7 +166,7 @@ class Retrier:
         status = f" HTTP {err.status}" if isinstance(err, ModelHTTPError) else ""
         _log.warning(
             "model server %s failed (%s%s); retry %d of %d in %.3fs",
-            self.where, err.code, status, retry, self.budget.retries, delay,
+            self.where, err.code, status, retry, budget.retries, delay,
         )  # fmt: skip
         if self.on_retry is not None:
             self.on_retry(retry, err, delay)

@@ -13,7 +13,9 @@ kept as ``refusal``.
 
 Servers that speak this API (vLLM, llama.cpp, Ollama, OpenAI) differ in small
 ways, and the parser accepts all of them: ``content`` may be null next to tool
-calls, or a list of text parts; ``usage`` may be missing or partial; a tool
+calls, or a list of text parts; ``usage`` may be missing or partial (a count
+that is not a non-negative integer is left out; the cached part of the
+prompt is read where OpenAI or DeepSeek put it); a tool
 call's ``arguments`` may be a JSON string, an object, empty or null; a call
 may lack an ``id`` (a stable ``call-<index>`` is made up) or ``type``; a
 legacy ``function_call`` counts as one tool call. Arguments that do not decode
@@ -240,15 +242,24 @@ def _raw_arguments(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _count(where: object, key: str) -> TokenCount | None:
+    """The count at ``key`` of ``where`` when it is a non-negative integer."""
+    n: JSON = where.get(key) if isinstance(where, dict) else None
+    return TokenCount(n) if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+
+
 def _usage(value: object) -> Usage | None:
+    """The token counts of ``usage``; the cached part of the prompt is
+    ``prompt_tokens_details.cached_tokens`` (OpenAI's API) or
+    ``prompt_cache_hit_tokens`` (DeepSeek's)."""
     if not isinstance(value, dict):
         return None
-
-    def count(key: str) -> TokenCount | None:
-        n: JSON = value.get(key)
-        return TokenCount(n) if isinstance(n, int) and not isinstance(n, bool) else None
-
-    return Usage(count("prompt_tokens"), count("completion_tokens"), count("total_tokens"))
+    cached = _count(value.get("prompt_tokens_details"), "cached_tokens")
+    if cached is None:
+        cached = _count(value, "prompt_cache_hit_tokens")
+    return Usage(
+        _count(value, "prompt_tokens"), _count(value, "completion_tokens"), _count(value, "total_tokens"), cached
+    )
 
 
 def read_reply(status: int, headers: Mapping[str, str], body: bytes, now: float) -> ChatResponse:

@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 ``render_report(report)`` and ``render_coverage(coverage)`` return the whole
 page as one string: the style sheet, the script and every diagram (inline
-SVG, laid out by ``adapters.report.svg``) are inside it, and it names no other resource, so it
-opens offline and sends no request. Everything it says is in the markup
+SVG, laid out by Graphviz when the package was built and only marked here:
+``adapters.report.diagram``) are inside it, and it names no other resource,
+so it opens offline and sends no request. Everything it says is in the markup
 itself: the page reads the same with script turned off (each diagram has a
 table beside it listing every transition with its count and the events that
 took it), and prints (a print style sheet drops the interactive parts and
@@ -22,13 +23,17 @@ and embeds no data in its script.
 
 from __future__ import annotations
 
+import base64
 import datetime
+import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from html import escape
 from typing import TypeVar
 
 from ...kernel.graph import Edge, Graph
 from ..provenance import ForkProvenance
+from ..visible import escapes, visible
+from .diagram import Mark, marked_svg, marks
 from .machines import MACHINES, observable
 from .model import (
     BadEvent,
@@ -47,9 +52,8 @@ from .model import (
     Summarised,
     Verification,
 )
-from .svg import DrawnEdge, layout_edges, render_svg
 
-__all__ = ["render_coverage", "render_report"]
+__all__ = ["POLICY", "render_coverage", "render_report"]
 
 T = TypeVar("T", bound=Summarised)
 
@@ -64,12 +68,18 @@ _STYLE = """
 :root{--ink:#1d2330;--muted:#5b6478;--line:#d5dae3;--plan:#7b5cd6;--build:#2f8f6a;--bad:#c0392b;--warn:#b7791f;
 --ok:#2f8f6a;--bg:#fff;--soft:#f4f6fa;--extra:#d35400}
 *{box-sizing:border-box}
+html,body{max-width:100%;overflow-wrap:anywhere;word-break:break-word}
+td,th,dd,dt,li,p,summary,h1,h2,h3,code,.mono,.detail,.tag{overflow-wrap:anywhere;word-break:break-word;max-width:100%}
+.esc{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:0.9em;color:var(--bad);
+background:#fbe5e2;border-radius:3px;padding:0 2px}
+details.long-id{display:inline-block;vertical-align:top;max-width:100%}details.long-id summary{cursor:pointer}
+details.long-id code.full{display:block;max-height:12em;overflow:auto}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);background:var(--bg);
 margin:0 auto;max-width:1180px;padding:24px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid var(--line);
 padding-bottom:4px}h3{font-size:15px;margin:20px 0 6px}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
-.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:12px 0}
+.facts{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 16px;margin:12px 0}
 .facts dt{color:var(--muted)}.facts dd{margin:0}
 .verdict{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:600}
 .verdict.ok{background:#e3f4ec;color:var(--ok)}.verdict.bad{background:#fbe5e2;color:var(--bad)}
@@ -84,32 +94,40 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:now
 .tag.build{background:#e3f4ec;color:var(--build)}
 .block{border:1px solid var(--line);border-radius:8px;padding:8px 12px;margin:10px 0;break-inside:avoid}
 .block h3{margin:0 0 4px}
-.bands{display:flex;height:10px;border-radius:5px;overflow:hidden;margin:4px 0 8px;background:var(--soft)}
-.bands span{display:block;height:100%}.bands .plan{background:var(--plan)}.bands .build{background:var(--build)}
+.bands{display:block;width:100%;height:10px;border-radius:5px;margin:4px 0 8px}
+.bands .plan{fill:var(--plan)}.bands .build{fill:var(--build)}
 .stretch{color:var(--muted);font-style:italic;padding:6px 12px;border-left:3px solid var(--line);margin:8px 0}
 .diff .add{color:var(--ok)}.diff .del{color:var(--bad)}.diff .chg{color:var(--warn)}
-.meter{display:inline-block;width:160px;height:10px;background:var(--soft);border-radius:5px;vertical-align:middle;
-overflow:hidden}.meter span{display:block;height:100%;background:var(--build)}
+.meter{display:inline-block;width:160px;height:10px;border-radius:5px;vertical-align:middle}
+.meter .track{fill:var(--soft)}.meter .done{fill:var(--build)}
 .machine-box{border:1px solid var(--line);border-radius:8px;padding:8px 12px;margin:12px 0;break-inside:avoid}
-svg.machine{width:100%;max-width:920px;height:auto;display:block;margin:0 auto;background:#fcfcfe;border-radius:6px}
-svg .state rect{fill:#fff;stroke:#9aa3b5;stroke-width:1.2}
-svg .state.visited rect{stroke:var(--ink);stroke-width:2;fill:#eef2fb}
-svg .state.initial rect{stroke-dasharray:none;stroke-width:2.5}
-svg .state text{font:12px system-ui,sans-serif;fill:var(--ink)}
-svg .edge .line{fill:none;stroke:#b8bfcc;stroke-width:1}
-svg .edge .hit{fill:none;stroke:transparent;stroke-width:12;pointer-events:stroke}
-svg .edge{cursor:pointer;outline:none}
-svg .edge.taken .line{stroke:var(--ink)}
-svg .edge.never .line{stroke-dasharray:5 4}
-svg .edge.hidden .line{stroke:#d9dde5;stroke-dasharray:1 4}
-svg .edge.extra .line{stroke:var(--extra);stroke-dasharray:8 3}
-svg .edge:hover .line,svg .edge:focus .line,svg .edge.chosen .line{stroke:#1f6feb}
-svg .head-taken{fill:var(--ink)}svg .head-never{fill:#b8bfcc}svg .head-hidden{fill:#d9dde5}
-svg .head-extra{fill:var(--extra)}
-svg text.label{font:10.5px system-ui,sans-serif;fill:var(--muted);paint-order:stroke;stroke:#fff;stroke-width:3px;
-cursor:pointer}
-svg text.label.taken{fill:var(--ink);font-weight:600}svg text.label.extra{fill:var(--extra)}
-svg text.label.hidden{fill:#aab1bf}
+svg.machine{width:100%;max-width:100%;height:auto;display:block;margin:0 auto;background:#fcfcfe;border-radius:6px}
+svg.machine .graph>polygon{fill:#fcfcfe}
+svg.machine g.node.state path{fill:#fff;stroke:#9aa3b5;stroke-width:1.2}
+svg.machine g.node.state.visited path{stroke:var(--ink);stroke-width:2;fill:#eef2fb}
+svg.machine g.node text{fill:var(--ink)}
+svg.machine g.edge path{stroke:#b8bfcc;stroke-width:1;stroke-dasharray:5 4}
+svg.machine g.edge polygon{fill:#b8bfcc;stroke:#b8bfcc}
+svg.machine g.edge text{fill:var(--muted)}
+svg.machine g.edge{cursor:pointer;outline:none}
+svg.machine g.edge a{text-decoration:none}
+svg.machine g.edge.initial path{stroke:var(--ink);stroke-dasharray:none}
+svg.machine g.edge.initial polygon{fill:var(--ink);stroke:var(--ink)}
+svg.machine g.edge.taken path{stroke:var(--ink);stroke-dasharray:none}
+svg.machine g.edge.taken polygon{fill:var(--ink);stroke:var(--ink)}
+svg.machine g.edge.taken text{fill:var(--ink)}
+svg.machine g.edge.w1 path{stroke-width:1.6}svg.machine g.edge.w2 path{stroke-width:2.4}
+svg.machine g.edge.w3 path{stroke-width:3.2}svg.machine g.edge.w4 path{stroke-width:4}
+svg.machine g.edge.w5 path{stroke-width:4.8}
+svg.machine g.edge.hidden path{stroke:#d9dde5;stroke-dasharray:1 4}
+svg.machine g.edge.hidden polygon{fill:#d9dde5;stroke:#d9dde5}svg.machine g.edge.hidden text{fill:#aab1bf}
+svg.machine g.edge.extra{visibility:hidden}
+svg.machine g.edge.extra.taken,svg.machine g.edge.extra[data-edge]{visibility:visible}
+svg.machine g.edge.extra[data-edge] path{stroke:var(--extra);stroke-dasharray:8 3}
+svg.machine g.edge.extra[data-edge] polygon{fill:var(--extra);stroke:var(--extra)}
+svg.machine g.edge.extra[data-edge] text{fill:var(--extra)}
+svg.machine g.edge:hover path,svg.machine g.edge:focus path,svg.machine g.edge.chosen path{stroke:#1f6feb}
+svg.machine g.edge:hover text,svg.machine g.edge:focus text,svg.machine g.edge.chosen text{fill:#1f6feb}
 .legend{color:var(--muted);font-size:12.5px}
 .detail{min-height:2.2em;padding:6px 10px;background:var(--soft);border-radius:6px;margin:6px 0}
 tr.chosen td{background:#e7f0ff}
@@ -144,7 +162,9 @@ _SCRIPT = """
   }
   document.addEventListener('click',function(e){
     var el=e.target.closest('[data-edge]');
-    if(el){choose(el.getAttribute('data-edge'));}
+    if(!el){return;}
+    if(el.closest('svg')){e.preventDefault();}
+    choose(el.getAttribute('data-edge'));
   });
   document.addEventListener('keydown',function(e){
     if(e.key!=='Enter'&&e.key!==' '){return;}
@@ -156,8 +176,55 @@ _SCRIPT = """
 """
 
 
+def _hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+#: The page's content security policy: nothing from anywhere, but the page's
+#: own style sheet and script, each allowed by its SHA-256 (no
+#: ``'unsafe-inline'``: a style or script a log smuggled in would not run).
+POLICY = (
+    f"default-src 'none'; style-src {_hash(_STYLE)}; script-src {_hash(_SCRIPT)}; base-uri 'none'; "
+    "form-action 'none'"
+)
+
+
 def _e(text: object) -> str:
-    return escape(str(text), quote=True)
+    """``text`` as the page's markup shows it: escaped for HTML, and every
+    character that would act on the reader (a control or bidirectional
+    formatting character) written visibly as its escape, marked as one."""
+    return "".join(
+        f'<span class="esc">{escape(run)}</span>' if acting else escape(run, quote=True)
+        for run, acting in escapes(text)
+    )
+
+
+def _a(text: object) -> str:
+    """``text`` as an attribute's value: escaped for HTML, acting characters as their escapes."""
+    return escape(visible(text), quote=True)
+
+
+#: The longest id the page shows whole in its line; a longer one shows its
+#: first ``ID_HEAD`` characters, and the whole id when it is opened.
+LONG_ID = 64
+ID_HEAD = 40
+
+
+def _id(text: object) -> str:
+    """An id from the log in code style: a long one shortened, the full text on demand."""
+    raw = str(text)
+    if len(visible(raw)) <= LONG_ID:
+        return f"<code>{_e(raw)}</code>"
+    return (
+        f'<details class="long-id"><summary><code>{_e(raw[:ID_HEAD])}…</code> ({len(raw):,} characters)'
+        f'</summary><code class="full">{_e(raw)}</code></details>'
+    )
+
+
+def _short(text: object, width: int = LONG_ID) -> str:
+    """An id from the log where it cannot open (a title, a heading), cut to ``width`` characters."""
+    raw = str(text)
+    return raw if len(visible(raw)) <= width else raw[: width - 1] + "…"
 
 
 def _time(ms: int | None) -> str:
@@ -188,10 +255,10 @@ def _page(title: str, body: Iterable[str]) -> str:
         [
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
-            # Nothing may leave the page: no fetch, no image, no font, no frame.
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-            "script-src 'unsafe-inline'; img-src data:\">",
-            f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
+            # Nothing may leave the page (no fetch, no image, no font, no frame), and
+            # no style or script runs but the page's own, named by their hashes.
+            f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
+            f"<title>{_a(title)}</title><style>{_STYLE}</style></head><body>",
             *body,
             f"<script>{_SCRIPT}</script></body></html>\n",
         ]
@@ -274,7 +341,7 @@ def _bad(bad: BadEvent) -> str:
     ]
     if bad.kind:
         rows.append(
-            f'<table><tr><th>seq</th><th>kind</th><th>at</th><th>payload</th></tr><tr id="seq-{_e(bad.position)}">'
+            f'<table><tr><th>seq</th><th>kind</th><th>at</th><th>payload</th></tr><tr id="seq-{_a(bad.position)}">'
             f"<td>{_e(bad.position)}</td><td><code>{_e(bad.kind)}</code></td><td>{_e(_time(bad.at))}</td>"
             f'<td class="mono">{_e(bad.payload)}</td></tr></table>'
         )
@@ -286,38 +353,54 @@ def _provenance(provenance: ForkProvenance | None) -> str:
     if provenance is None:
         return ""
     return (
-        f"<dt>forked from</dt><dd>session <code>{_e(provenance.source)}</code> at seq {provenance.seq:,} "
+        f"<dt>forked from</dt><dd>session {_id(provenance.source)} at seq {provenance.seq:,} "
         f"(its first {provenance.seq:,} events have SHA-256 <code>{_e(provenance.prefix_sha256)}</code>)</dd>"
     )
 
 
-def _header(r: Report) -> str:
-    verdict = (
-        '<span class="verdict ok">passes the strict replay</span>'
-        if r.bad is None
-        else f'<span class="verdict bad">BAD LOG at {_e(_where(r.bad))} [{_e(r.bad.rule)}]</span>'
+def _verdict(r: Report) -> str:
+    """The audit line: ``planfold audit``'s verdict on the session (the strict
+    replay, and for a stored session its projection, snapshot and provenance)."""
+    if r.bad is not None:
+        return f'<span class="verdict bad">BAD LOG at {_e(_where(r.bad))} [{_e(r.bad.rule)}]</span>'
+    if r.audit is None:
+        return '<span class="verdict ok">passes the strict replay</span>'
+    if r.audit.mismatches:
+        items = "".join(f"<li>{_e(m)}</li>" for m in r.audit.mismatches)
+        return (
+            '<span class="verdict bad">FAILS the audit: the stored session does not match its log</span>'
+            f' <small>(the strict replay passes; snapshot {_e(r.audit.snapshot)})</small><ul class="mismatches">'
+            f"{items}</ul>"
+        )
+    return (
+        '<span class="verdict ok">passes the audit</span> <small>it passes the strict replay, and its stored '
+        f"projection matches the fold (snapshot {_e(r.audit.snapshot)})</small>"
     )
+
+
+def _header(r: Report) -> str:
+    verdict = _verdict(r)
     span = "—"
     if r.first_at is not None and r.last_at is not None:
         span = f"{_time(r.first_at)} – {_time(r.last_at)} ({_duration(r.last_at - r.first_at)})"
     refused = sum(r.refused.values())
     warned = sum(r.warned.values())
     facts = [
-        ("session", f"<code>{_e(r.session)}</code>"),
+        ("session", _id(r.session)),
         ("audit", verdict),
         ("events", f"{r.events:,}" + ("" if r.bad is None else " (before the first bad event)")),
         ("turns", f"{r.turns:,} ({r.requests:,} model requests)"),
         ("time span", _e(span)),
         ("tool calls", f"{r.calls:,}: {r.calls - refused:,} allowed, {refused:,} refused ({_counts(r.refused)}), "
                        f"{warned:,} warned ({_counts(r.warned)})"),
-        ("mode now", f'<span class="tag {_e(r.mode)}">{_e(r.mode)}</span>'),
+        ("mode now", f'<span class="tag {_a(r.mode)}">{_e(r.mode)}</span>'),
         ("plan", _e(r.plan)),
         ("goal", _e(r.goal)),
     ]
     kinds = ", ".join(f"<code>{_e(k)}</code> {n:,}" for k, n in sorted(r.kinds.items())) or "none"
     dl = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
     return (
-        f"<header><h1>planfold report: session <code>{_e(r.session)}</code></h1>"
+        f"<header><h1>planfold report: session <code>{_e(_short(r.session))}</code></h1>"
         f'<dl class="facts">{dl}{_provenance(r.provenance)}<dt>events by kind</dt><dd>{kinds}</dd></dl>'
         + ("" if r.bad is None else _bad(r.bad))
         + "</header>"
@@ -338,7 +421,7 @@ def _entry_row(first: int | None) -> Callable[[Entry], str]:
     def row(e: Entry) -> str:
         verdict = ""
         if e.kind == "tool/call":
-            verdict = f'<span class="tag {_e(e.verdict)}">{_e(e.verdict)}</span>'
+            verdict = f'<span class="tag {_a(e.verdict)}">{_e(e.verdict)}</span>'
             if e.code:
                 verdict += f" <code>{_e(e.code)}</code>"
             if e.ok is False:
@@ -356,16 +439,21 @@ def _entry_row(first: int | None) -> Callable[[Entry], str]:
 
 
 def _bands(block: Block) -> str:
+    """The block's requests as bands of plan and build mode, an SVG (its
+    widths are attributes, so the page needs no inline style)."""
     if not block.bands:
         return ""
     total = sum(n for _, n in block.bands)
-    spans = "".join(
-        f'<span class="{"plan" if mode else "build"}" style="width:{100 * n / total:.2f}%" '
-        f'title="{n} request(s) in {"plan" if mode else "build"} mode"></span>'
-        for mode, n in block.bands
-    )
+    rects, x = [], 0.0
+    for mode, n in block.bands:
+        width = 1000 * n / total
+        name = "plan" if mode else "build"
+        rects.append(f'<rect class="{name}" x="{x:.2f}" y="0" width="{width:.2f}" height="10">'
+                     f"<title>{n} request(s) in {name} mode</title></rect>")
+        x += width
     words = ", then ".join(f"{n} in {'plan' if mode else 'build'} mode" for mode, n in block.bands)
-    return f'<div class="bands" role="img" aria-label="requests: {_e(words)}">{spans}</div>'
+    return (f'<svg class="bands" viewBox="0 0 1000 10" preserveAspectRatio="none" role="img" '
+            f'aria-label="requests: {_a(words)}">{"".join(rects)}</svg>')
 
 
 def _block(first: int | None) -> Callable[[Block], str]:
@@ -426,7 +514,7 @@ def _revision(first: int | None) -> Callable[[Revision], str]:
         rejected = "".join(f"<br>sent back at seq {seq}: {_e(note)}" for seq, note in rev.rejected)
         change = "the change from the revision before" if rev.revision > 1 else "the new plan"
         return (
-            f'<tr id="rev-{_e(rev.plan_id)}-{rev.revision}"><td><code>{_e(rev.plan_id)}</code> rev {rev.revision}'
+            f'<tr id="rev-{_a(rev.plan_id)}-{rev.revision}"><td>{_id(rev.plan_id)} rev {rev.revision}'
             f"</td><td>{_e(rev.action)} at seq {rev.seq} ({_e(rev.mode)} mode, {_e(_offset(rev.at, first))})</td>"
             f"<td><strong>{_e(rev.status)}</strong><br><small>{history or 'no change since'}</small></td>"
             f"<td>{approved}{rejected}</td><td><small>{_e(change)}:</small>{_diff(rev)}</td></tr>"
@@ -450,7 +538,7 @@ def _revisions(r: Report) -> str:
 def _review_row(r: Review) -> str:
     return (
         f'<tr><td class="num"><a href="#seq-{r.seq}">{r.seq}</a></td><td>{_e(r.turn or "—")}</td>'
-        f"<td><code>{_e(r.call_id)}</code></td><td>{_e(r.question)}</td><td>{_e(r.plan or '—')}</td>"
+        f"<td>{_id(r.call_id)}</td><td>{_e(r.question)}</td><td>{_e(r.plan or '—')}</td>"
         f'<td><span class="tag {"allowed" if r.outcome == "approved" else "warned"}">{_e(r.outcome)}</span></td>'
         f"<td>{_e(r.answer)}</td></tr>"
     )
@@ -461,7 +549,7 @@ def _verification_row(v: Verification) -> str:
     word = {"complete": "passed", "verify-fail": "failed", "verify": "verification started"}.get(v.action, v.action)
     return (
         f'<tr><td class="num"><a href="#seq-{v.seq}">{v.seq}</a></td><td>{_e(v.turn or "—")}</td>'
-        f"<td><code>{_e(v.plan_id)}</code> rev {v.revision}</td><td><span class=\"tag {tag}\">{_e(word)}</span></td>"
+        f"<td>{_id(v.plan_id)} rev {v.revision}</td><td><span class=\"tag {tag}\">{_e(word)}</span></td>"
         f"<td>{_e(v.note)}</td></tr>"
     )
 
@@ -488,9 +576,10 @@ def _reviews(r: Report) -> str:
 def _goal_row(g: GoalEntry) -> str:
     share = 0 if g.max_rounds <= 0 else min(100, 100 * g.rounds / g.max_rounds)
     return (
-        f"<tr><td><code>{_e(g.goal_id)}</code></td><td>{_e(g.objective)}</td>"
-        f'<td><span class="meter" role="img" aria-label="{g.rounds} of {g.max_rounds} rounds">'
-        f'<span style="width:{share:.1f}%"></span></span> {g.rounds} / {g.max_rounds}</td>'
+        f"<tr><td>{_id(g.goal_id)}</td><td>{_e(g.objective)}</td>"
+        f'<td><svg class="meter" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" '
+        f'aria-label="{g.rounds} of {g.max_rounds} rounds"><rect class="track" width="100" height="10"/>'
+        f'<rect class="done" width="{share:.1f}" height="10"/></svg> {g.rounds} / {g.max_rounds}</td>'
         f"<td>{_e(g.phase)}{'<br><small>' + _e(g.reason) + '</small>' if g.reason else ''}</td>"
         f'<td class="num">{g.changes}</td></tr>'
     )
@@ -500,7 +589,7 @@ def _change_row(first: int | None) -> Callable[[GoalChangeEntry], str]:
     def row(c: GoalChangeEntry) -> str:
         return (
             f'<tr><td class="num"><a href="#seq-{c.seq}">{c.seq}</a></td><td>{_e(_offset(c.at, first))}</td>'
-            f"<td>{_e(c.operation)}</td><td><code>{_e(c.goal_id)}</code> rev {c.revision}</td><td>{_e(c.phase)}"
+            f"<td>{_e(c.operation)}</td><td>{_id(c.goal_id)} rev {c.revision}</td><td>{_e(c.phase)}"
             f"{' (' + _e(c.reason) + ')' if c.reason else ''}</td><td>{c.rounds} / {c.max_rounds}</td>"
             f"<td>{_e(c.actor)}</td></tr>"
         )
@@ -539,7 +628,7 @@ def _seq_links(refs: Iterable[tuple[str | None, int]], count: int, linked: bool)
         if session is None:
             out.append(f'<a href="#seq-{seq}">{seq}</a>' if linked else str(seq))
         else:
-            out.append(f"<code>{_e(session)}</code>#{seq}")
+            out.append(f"{_id(session)}#{seq}")
     text = ", ".join(out)
     if count > len(listed):
         text += f" … and {count - len(listed):,} more"
@@ -548,11 +637,11 @@ def _seq_links(refs: Iterable[tuple[str | None, int]], count: int, linked: bool)
 
 def _machine(key: str, graph: Graph, use: MachineUse, linked: bool) -> str:
     extra = [e for e in use.extra if e not in set(graph.edges)]
-    drawn = layout_edges(graph, use.counts, extra, lambda e: observable(key, e), key)
+    drawn = marks(key, graph, use.counts, extra, lambda e: observable(key, e))
     visited = frozenset(s for d in drawn if d.count for s in (d.edge.source, d.edge.target))
     if graph.initial is not None:
         visited |= {graph.initial}
-    svg = render_svg(graph, key, drawn, visited)
+    svg = marked_svg(key, graph.title, drawn, visited, graph)
     taken, shown = use.coverage(graph, key)
     hidden = sum(1 for d in drawn if d.style == "hidden")
     coverage = f"{taken} of the {shown} transitions of the table a log can show were taken"
@@ -563,9 +652,10 @@ def _machine(key: str, graph: Graph, use: MachineUse, linked: bool) -> str:
     rows = "".join(_edge_row(d, use, linked) for d in drawn)
     source = f" Read from <code>{_e(graph.source)}</code>." if graph.source else ""
     return (
-        f'<section class="machine-box" id="machine-{_e(key)}"><h3>{_e(_TITLES.get(key, graph.title))}</h3>'
-        f'<p class="legend">{_e(coverage)}.{source} Heavier: taken (×count); dashed: never taken; dotted: '
-        f"no log can show it; orange: taken, not in the table.</p>{svg}"
+        f'<section class="machine-box" id="machine-{_a(key)}"><h3>{_e(_TITLES.get(key, graph.title))}</h3>'
+        f'<p class="legend">{_e(coverage)}.{source} Dark and heavier: taken (the heavier, the more often); '
+        f"dashed: never taken; dotted: no log can show it; orange: taken, not in the table. Laid out by "
+        f"Graphviz.</p>{svg}"
         f'<p class="hint" hidden>Choose a transition in the diagram to see the events that took it.</p>'
         f'<div class="detail" aria-live="polite"></div>'
         f"<table><tr><th>from</th><th>to</th><th>transition</th><th class=\"num\">taken</th><th>events</th></tr>"
@@ -573,7 +663,7 @@ def _machine(key: str, graph: Graph, use: MachineUse, linked: bool) -> str:
     )
 
 
-def _edge_row(d: DrawnEdge, use: MachineUse, linked: bool) -> str:
+def _edge_row(d: Mark, use: MachineUse, linked: bool) -> str:
     edge: Edge = d.edge
     label = edge.label
     if d.style == "extra":
@@ -581,7 +671,7 @@ def _edge_row(d: DrawnEdge, use: MachineUse, linked: bool) -> str:
     elif d.style == "hidden":
         label += " (appends nothing)"
     return (
-        f'<tr id="{_e(d.ident)}-row" class="{_e(d.style)}" data-edge="{_e(d.ident)}"><td>{_e(edge.source)}</td>'
+        f'<tr id="{_a(d.ident)}-row" class="{_a(d.style)}" data-edge="{_a(d.ident)}"><td>{_e(edge.source)}</td>'
         f'<td>{_e(edge.target)}</td><td>{_e(label)}</td><td class="num">{d.count:,}</td>'
         f"<td>{_seq_links(use.seqs.get(edge, ()), d.count, linked)}</td></tr>"
     )
@@ -599,7 +689,7 @@ def render_report(report: Report) -> str:
         "counted, and the ones it never took shown as such. Choose a transition to list the events that took it."
     )
     return _page(
-        f"planfold report: {report.session}",
+        f"planfold report: {_short(report.session)}",
         [
             _header(report),
             _timeline(report),
@@ -617,11 +707,14 @@ def render_report(report: Report) -> str:
 
 def _session_row(s: SessionLine) -> str:
     verdict = '<span class="verdict ok">ok</span>'
+    if s.mismatches:
+        verdict = ('<span class="verdict bad">FAILS the audit</span> '
+                   + "; ".join(_e(m) for m in s.mismatches))
     if s.bad is not None:
         verdict = (f'<span class="verdict bad">BAD at {_e(_where(s.bad))} [{_e(s.bad.rule)}]</span> '
                    f"{_e(s.bad.detail)}")
     return (
-        f'<tr><td><code>{_e(s.session)}</code></td><td class="num">{s.events:,}</td>'
+        f'<tr><td>{_id(s.session)}</td><td class="num">{s.events:,}</td>'
         f'<td class="num">{s.turns:,}</td><td>{verdict}</td></tr>'
     )
 
@@ -630,10 +723,10 @@ def render_coverage(coverage: CoverageReport) -> str:
     """The page of a whole database: every session's verdict, and every
     machine with the transitions all of them took together."""
     facts = (
-        f"<dt>source</dt><dd><code>{_e(coverage.source)}</code></dd><dt>sessions</dt><dd>{coverage.sessions:,}"
+        f"<dt>source</dt><dd>{_id(coverage.source)}</dd><dt>sessions</dt><dd>{coverage.sessions:,}"
         f"</dd><dt>events</dt><dd>{coverage.events:,}</dd><dt>audit</dt><dd>"
-        + ('<span class="verdict ok">every session passes the strict replay</span>' if not coverage.bad else
-           f'<span class="verdict bad">{coverage.bad:,} session(s) break a rule</span>')
+        + ('<span class="verdict ok">every session passes the audit</span>' if not coverage.bad else
+           f'<span class="verdict bad">{coverage.bad:,} session(s) fail the audit</span>')
         + "</dd>"
     )
     sessions = _listing(
@@ -646,9 +739,9 @@ def render_coverage(coverage: CoverageReport) -> str:
         "transition, and which never happened. A bad session counts up to its first bad event."
     )
     return _page(
-        f"planfold report: {coverage.source}",
+        f"planfold report: {_short(coverage.source)}",
         [
-            f'<header><h1>planfold report: every session of <code>{_e(coverage.source)}</code></h1>'
+            f'<header><h1>planfold report: every session of <code>{_e(_short(coverage.source))}</code></h1>'
             f'<dl class="facts">{facts}</dl></header>',
             f'<section id="sessions"><h2>Sessions</h2>{sessions}</section>',
             _diagrams(coverage.machines, coverage.graphs, False, _e(intro)),

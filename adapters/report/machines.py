@@ -63,9 +63,12 @@ __all__ = [
     "FLUSH_LABEL",
     "MACHINES",
     "REPEAT_LABEL",
+    "edge_id",
     "extra_note",
+    "known_extras",
     "machine_graphs",
     "observable",
+    "state_id",
     "taken",
 ]
 
@@ -93,6 +96,40 @@ def machine_graphs() -> Mapping[str, Graph]:
         "runtime_phase": runtime_phase_graph(),
         "goal": goal_graph(),
     })
+
+
+def _slug(text: str) -> str:
+    return "-".join("".join(ch if ch.isalnum() else " " for ch in text.lower()).split()) or "x"
+
+
+def state_id(machine: str, state: str) -> str:
+    """The element id of ``state`` in ``machine``'s diagram: stable, read
+    from the state's name (``plan_status-s-no-plan``)."""
+    return f"{machine}-s-{_slug(state)}"
+
+
+def edge_id(machine: str, edge: Edge) -> str:
+    """The element id of ``edge`` in ``machine``'s diagram (and the stem of
+    its row in the page's table): stable, read from the edge's source,
+    target and label (``plan_status-e-draft-approved-approve``)."""
+    return f"{machine}-e-{_slug(edge.source)}-{_slug(edge.target)}-{_slug(edge.label)}"
+
+
+@functools.cache
+def known_extras(machine: str) -> tuple[Edge, ...]:
+    """The edges a log can take that are no row of ``machine``'s table, as
+    ``taken`` names them: a plan-mode choice flushed at a pre-step, and a
+    ``plan/mode`` event that records the state again. The diagrams are laid
+    out with them, shown only when a session takes one."""
+    if machine != "plan_mode":
+        return ()
+    out = []
+    for mode in (False, True):
+        state = plan_mode_state(mode, None)
+        out.append(Edge(state, state, REPEAT_LABEL, _NOTES[REPEAT_LABEL]))
+        out.append(Edge(plan_mode_state(mode, not mode), plan_mode_state(not mode, None), FLUSH_LABEL,
+                        _NOTES[FLUSH_LABEL]))
+    return tuple(out)
 
 
 def observable(machine: str, edge: Edge) -> bool:

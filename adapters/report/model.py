@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``build_report(session, records)`` reads a session's events once, as a
 stream, and folds each one strictly with the kernel's own fold (through
-``cli.spill.SpillingFold``, so the goal ids a long log has used stay off the
+``store.spill.SpillingFold``, so the goal ids a long log has used stay off the
 states, as in ``planfold replay``). A ``ReportBuilder`` looks at every event
 with the fold's state just before and just after it and keeps:
 
@@ -74,6 +74,7 @@ from ...kernel.log import (
     USER_MESSAGE,
     Event,
     GoalSource,
+    read_assistant_message,
     read_message,
 )
 from ...kernel.plan.payload import read_plan_action
@@ -81,15 +82,16 @@ from ...kernel.plan.spec import PlanSpec
 from ...kernel.session import SessionState
 from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result
 from ...kernel.tools.spec import thaw_json
-from ..cli.spill import FoldStop, fold_records
 from ..codec import encode_event
 from ..provenance import ForkProvenance
+from ..store.spill import FoldStop, fold_records
 from .machines import MACHINES, extra_note, machine_graphs, observable, taken
 
 __all__ = [
     "CODES",
     "EXCERPT",
     "OTHER_CODES",
+    "Audited",
     "BadEvent",
     "Block",
     "Capped",
@@ -113,6 +115,7 @@ __all__ = [
     "bump",
     "goal_actors",
     "spec_diff",
+    "with_audit",
     "with_fork_record",
 ]
 
@@ -584,10 +587,30 @@ class Report:
     plan: str
     goal: str
     provenance: ForkProvenance | None = None
+    #: What ``planfold audit`` found beyond the strict replay (a database's
+    #: stored projection, snapshot and provenance against the log): ``None``
+    #: when nothing more was audited (a JSON Lines log), else its findings
+    #: (none when everything matches) and the snapshot's status.
+    audit: Audited | None = None
 
     @property
     def ok(self) -> bool:
-        return self.bad is None
+        return self.bad is None and (self.audit is None or not self.audit.mismatches)
+
+
+@dataclass(frozen=True, slots=True)
+class Audited:
+    """What ``planfold audit`` says of a stored session beyond its strict
+    replay: every way its stored projection, snapshot or provenance differs
+    from its log (none when they match), and the snapshot's status."""
+
+    mismatches: tuple[str, ...]
+    snapshot: str
+
+
+def with_audit(report: Report, audited: Audited) -> Report:
+    """``report`` with the audit of its stored session."""
+    return replace(report, audit=audited)
 
 
 # --------------------------------------------------------------------------
@@ -732,12 +755,13 @@ class ReportBuilder:
             self._review = None
 
     def _message(self, block: Block, before: SessionState, after: SessionState, event: Event) -> None:
-        message = read_message(event.payload)
-        text, source = message.text, message.source
         if event.kind == ASSISTANT_MESSAGE:
+            text = read_assistant_message(event.payload).text
             if text:
                 self._entry(block, Entry(event.seq, event.at, event.kind, "assistant", excerpt(text)))
             return
+        message = read_message(event.payload)
+        text, source = message.text, message.source
         if isinstance(source, GoalSource):
             label = f"goal {source.goal_id} round {source.round}"
             if self._goal is not None and self._goal.goal_id == source.goal_id:
@@ -945,6 +969,7 @@ class SessionLine:
     events: int
     turns: int
     bad: BadEvent | None
+    mismatches: tuple[str, ...] = ()
 
     def summarise(self, stretch: Stretch) -> None:
         stretch.items += 1
@@ -980,7 +1005,8 @@ class Coverage:
         self.sessions += 1
         self.events += report.events
         self.bad += 0 if report.ok else 1
-        self.listed.add(SessionLine(report.session, report.events, report.turns, report.bad))
+        mismatches = () if report.audit is None else report.audit.mismatches
+        self.listed.add(SessionLine(report.session, report.events, report.turns, report.bad, mismatches))
         for name, use in report.machines.items():
             self.machines[name].merge(use, report.session)
 

@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import PlanModeView
 from ...kernel.plan.review import parse_plan_command
+from ...kernel.session import SessionState
 from ..delegation import Delegated, Writable
 from ..llm.model import RetryBudget
 from ..provenance import ForkProvenance
@@ -50,7 +51,7 @@ class HumanInput:
     rewriting: bool = False
 
 
-def human_input(machine: StepMachine, text: str, attachments: Sequence[str] = ()) -> HumanInput:
+def human_input(state: SessionState, text: str, attachments: Sequence[str] = ()) -> HumanInput:
     """Read a human's input: ``/plan`` (on, with a message to run a turn with,
     or ``off``) or a message. A ``/plan <message>`` turn with a live plan is
     about rewriting it, so it carries the full plan. ``/plan off`` takes no
@@ -61,7 +62,7 @@ def human_input(machine: StepMachine, text: str, attachments: Sequence[str] = ()
     if command.message is None and not command.attachments:
         return HumanInput(command.target, None)
     message = with_attachments(command.message or "", command.attachments)
-    return HumanInput(command.target, message, machine.state.plan.live)
+    return HumanInput(command.target, message, state.plan.live)
 
 
 def turn_view(asked: HumanInput, view: ViewRequest | None) -> ViewRequest | None:

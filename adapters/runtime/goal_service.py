@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ...kernel.goal import ops as goal_ops
@@ -61,7 +61,6 @@ from ...kernel.goal.values import (
     session_started,
 )
 from ...kernel.log import Draft, Event, GoalSource, MessageSource
-from ...kernel.record import replace
 from ...kernel.session import SessionState
 from ..errors import AdapterError
 from ..store.session_log import SessionLog

@@ -66,7 +66,7 @@ class Runtime(Driver[ModelClient, ReviewPort]):
         """A human's input, with the names of any files attached to it
         (``human_input``): ``/plan`` commands are applied (``/plan <message>``
         then runs a turn with the message); anything else runs a turn."""
-        asked = human_input(self.machine, text, attachments)
+        asked = human_input(self.machine.state, text, attachments)
         outcome = None if asked.plan_mode is None else self.choose_plan_mode(asked.plan_mode)
         if asked.message is None:
             assert outcome is not None
@@ -94,12 +94,14 @@ class Runtime(Driver[ModelClient, ReviewPort]):
     def _carry_out(self, action: AskModel | RunTool | Review) -> None:
         machine = self.machine
         if isinstance(action, AskModel):
+            budget = action.budget(machine.retry_budget)
             try:
-                response = self.model.complete(action.request)
+                with budget.spending():
+                    response = self.model.complete(action.request)
             except ModelError as exc:
-                machine.model_failed(exc)
+                machine.model_failed(exc, budget.used)
                 return
-            machine.reply(response)
+            machine.reply(response, budget.used)
         elif isinstance(action, RunTool):
             call = action.call
             with machine.log.sealed(f"tool {call.name}"):

@@ -66,32 +66,19 @@ calls, so that the model's transcript answers every call.
 from __future__ import annotations
 
 import contextlib
-import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
-from ...kernel.decisions import (
-    PendingReview,
-    ReviewDecision,
-    decide_after_final_reply,
-    decide_before_request,
-    decide_plan_choice,
-    decide_pre_step,
-    decide_request_header,
-    decide_review_answer,
-    decide_tool_call,
-)
-from ...kernel.errors import ConflictError, PlanfoldError
-from ...kernel.log import Draft, Event, MessageSource, turn_start, user_message
-from ...kernel.plan.context import ViewRequest, plan_to_start, runtime_phase
+from ...kernel import step
+from ...kernel.decisions import ReviewDecision
+from ...kernel.errors import ConflictError
+from ...kernel.log import Event, MessageSource
+from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
 from ...kernel.plan.review import ReviewAnswer, ReviewRequest
-from ...kernel.plan_events import fold_drafts
 from ...kernel.session import SessionState
-from ...kernel.tools.events import verdict_events
-from ...kernel.tools.gate import Allowed, Refused, Verdict, check_call
-from ...kernel.turn import RecordedReply, abandoned_turn, interrupted_calls, record_reply, scope_refusal
+from ...kernel.turn import RecordedReply
 from ..delegation import Delegated
 from ..errors import AdapterError
 from ..llm import model
@@ -110,15 +97,7 @@ from ..store.fork import fork_at_turn
 from ..store.session_log import Clock, LogSealedError, SessionLog, system_clock
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
 from .resolve import resolved_effects
-from .tool_runner import (
-    ToolRunner,
-    answer_of,
-    error_output,
-    from_reply_call,
-    kernel_call,
-    reply_of,
-    result_draft,
-)
+from .tool_runner import ToolRunner, from_reply_call, reply_of
 
 __all__ = [
     "ANSWERS",
@@ -138,21 +117,13 @@ __all__ = [
     "TurnOver",
     "TurnReport",
     "UnitStore",
+    "report_of",
 ]
 
 T = TypeVar("T")
 
 #: Model failures after which the same step is proposed again.
-RECOVERABLE_MODEL_ERRORS: frozenset[str] = frozenset(
-    {
-        "model-timeout",
-        "model-unreachable",
-        "model-rate-limited",
-        "model-http-error",
-        "model-retries-exhausted",
-        "model-bad-response",
-    }
-)
+RECOVERABLE_MODEL_ERRORS: frozenset[str] = step.RECOVERABLE_MODEL_ERRORS
 
 Stage = Literal["idle", "turn", "step", "calls", "execute", "review"]
 
@@ -218,6 +189,18 @@ class AskModel:
     prepared: PreparedRequest
     step: int
     attempt: int
+    #: the step's retries already spent (its budget's ``used``)
+    retries_used: int = 0
+
+    def budget(self, size: model.RetryBudget) -> model.RetryBudget:
+        """A budget of ``size``'s retries for this attempt, ``retries_used``
+        of them spent: bind it (``RetryBudget.spending``) around the model
+        call, so that a client shared by many sessions spends this turn's
+        retries, then hand its ``used`` back with the answer."""
+        budget = model.RetryBudget(size.retries)
+        budget.open()
+        budget.used = self.retries_used
+        return budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,61 +333,55 @@ class UnitStore(TakesFold, ForwardingStore):
     def close(self) -> None:
         """The shared store stays open."""
 
-
 # --------------------------------------------------------------------------
-# Process state
+# The synchronous driver of the kernel's turn machine
 
 
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """A recorded call still to answer: its gate verdict and the notices
-    (``tool/refused`` or ``tool/warning``) recorded when it is dispatched."""
+class _LazyEvents(Sequence[Event]):
+    """The log's events, read from the store only when a decision reads them."""
 
-    call: model.ToolCall
-    verdict: Verdict
-    notices: tuple[Draft, ...]
+    __slots__ = ("_log", "_view")
 
+    def __init__(self, log: SessionLog) -> None:
+        self._log = log
+        self._view: Sequence[Event] | None = None
 
-@dataclass
-class _Process:
-    """Everything the machine keeps outside the log (copied before each
-    operation and put back when it fails)."""
+    def _events(self) -> Sequence[Event]:
+        if self._view is None:
+            self._view = self._log.events
+        return self._view
 
-    pending: PendingChoice | None = None
-    view: ViewRequest = field(default_factory=ViewRequest)
-    requests: int = 0
-    view_state: SessionState | None = None
-    step_open: bool = False
-    prepared: PreparedRequest | None = None
-    calls: tuple[_Call, ...] = ()
-    current: _Call | None = None
-    awaiting: Literal["execute", "review"] | None = None
-    review: PendingReview | None = None
-    trailing: tuple[Draft, ...] = ()
-    #: whether this machine opened the turn that is open (False: a stopped
-    #: process left it open, or none is)
-    turn_mine: bool = False
-    #: the step to propose next, its same-step retry, and whether the turn
-    #: goes on after the last reply
-    step: int = 1
-    attempt: int = 0
-    follow: Literal["continue", "end"] = "continue"
-    report: TurnReport | None = None
-    over: TurnReport | None = None
+    def __len__(self) -> int:
+        return len(self._events())
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        return self._events()[index]
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events())
 
 
-# --------------------------------------------------------------------------
-# The machine
+def report_of(tally: step.Tally, requests: Sequence[PreparedRequest]) -> TurnReport:
+    """A driver's report of a turn: the machine's ``tally`` and the requests it derived."""
+    return TurnReport(
+        tally.turn, tally.first_seq, tally.last_seq, tally.steps, tally.retries, tally.reply, tally.error,
+        tally.ended_by, tally.flush_failures, list(requests), tally.closed_turn,
+    )
+
+
+def _dispatched(result: step.DispatchResult) -> Dispatched:
+    return Dispatched(from_reply_call(result.call), result.action, result.ok, result.output, result.review)
 
 
 class StepMachine:
-    """One session's step machine over ``store`` (see the module doc).
+    """One session's turn machine over ``store``: the kernel's reducer
+    (``kernel.step``) and the I/O it asks for (see the module doc).
 
     ``tools`` is the registry, gate policy and executors (the machine only
     asks the gate; a driver runs executors); ``max_steps`` caps a turn's
-    steps, ``max_tool_calls`` the calls of one reply; ``retry_budget`` is
-    the retries of one step (shared with the model client's own retries when
-    it has one). ``review_available`` says whether a human can be asked now
+    steps, ``max_tool_calls`` the calls of one reply; ``retry_budget`` sizes
+    the retries of one step (shared with the model client's own retries).
+    ``review_available`` says whether a human can be asked now
     (``exit_plan_mode`` fails closed without one). Raises ``ReplayError``
     when the stored log does not fold strictly.
     """
@@ -432,67 +409,138 @@ class StepMachine:
         self.retry_budget = retry_budget or model.RetryBudget(2)
         self.step_listeners = list(step_listeners)
         self.review_available = review_available
-        self.resumed = self.log.last_seq > 0
-        #: the plans put before a human, and what each answer meant
+        #: the plans put before a human, in order
         self.shown: list[str] = []
-        self._p = _Process()
+        self._p = step.Process.opened(self._config(), self._view())
         self._conversation = Conversation()
-        self._budget_open = False
+        self._prepared: PreparedRequest | None = None
+        self._requests: list[PreparedRequest] = []
 
     session_id = Delegated[str]("log")
     state = Delegated[SessionState]("log")
 
+    @property
+    def resumed(self) -> bool:
+        return self._p.resumed
+
+    def _config(self) -> step.TurnConfig:
+        """The reducer's configuration, made again only when a setting changed."""
+        tools = self.tools
+        key = (tools.registry, tools.policy, self.max_steps, self.max_tool_calls, self.retry_budget.retries)
+        made = getattr(self, "_configured", None)
+        if made is None or any(a is not b for a, b in zip(made[0], key, strict=True)):
+            made = (key, step.TurnConfig(*key))
+            self._configured = made
+        return made[1]
+
+    def _view(self) -> step.Log:
+        return step.Log(self.log.state, _LazyEvents(self.log))
+
     def new_plan_id(self) -> str:
         return f"plan-{self.log.last_seq + 1}"
 
-    # -- atomic operations and stages -------------------------------------
+    # -- carrying out the reducer's actions -----------------------------------
+
+    def _advance(self, event: step.Input) -> list[step.Action]:
+        """Feed ``event`` (and the continuations it asks for) to the reducer,
+        carry out its appends and path resolutions, and return the actions
+        left for the caller (results, model, tool, review, turn over). A
+        failed append keeps the process value from before it."""
+        config = self._config()
+        if config is not self._p.config:
+            self._p = replace(self._p, config=config)
+        queue: list[step.Input] = [event]
+        left: list[step.Action] = []
+        while queue:
+            current = queue.pop(0)
+            try:
+                moved = step.advance(self._p, self._view(), current)
+                if moved.actions and isinstance(moved.actions[0], step.Append) and hasattr(current, "at"):
+                    # the clock is read only for a transition that appends
+                    current = replace(current, at=self.log.now())  # type: ignore[arg-type]
+                    moved = step.advance(self._p, self._view(), current)
+            except step.StageError as exc:
+                raise self._refusal(exc) from None
+            actions = moved.actions
+            if actions and isinstance(actions[0], step.Append):
+                append = actions[0]
+                try:
+                    self._write(append)
+                except Exception as exc:
+                    if append.on_failure is None:
+                        if isinstance(exc, ConflictError):  # another writer is ahead: catch up when it answers
+                            with contextlib.suppress(Exception):
+                                self.log.reload()
+                        raise
+                    queue.insert(0, step.AppendFailed(append.on_failure, 0, append.detail))
+                    continue
+                actions = actions[1:]
+            self._p = moved.process
+            for action in actions:
+                if isinstance(action, step.Then):
+                    queue.append(action.event)
+                elif isinstance(action, step.ResolvePaths):
+                    call = from_reply_call(action.call)
+                    effects = tuple(resolved_effects(self.tools, call))
+                    queue.append(step.Resolved(call.id, effects, 0))
+                else:
+                    left.append(action)
+        return left
+
+    def _write(self, append: step.Append) -> None:
+        if append.expected_seq != self.log.last_seq:
+            raise ConflictError(self.session_id, append.expected_seq, self.log.last_seq)
+        self.log.append_folded(append.events, append.before, append.state)
+
+    def _refusal(self, exc: step.StageError) -> Exception:
+        if exc.stage in ("resolve", "execute") and exc.code == "out-of-order" and self._p.current is not None:
+            return LogSealedError(f"tool {self._p.current.call.tool}")
+        code = exc.code if exc.code != "out-of-order" else None
+        return OutOfOrderError(exc.message, "execute" if exc.stage == "resolve" else exc.stage, code=code)
+
+    def _result(self, event: step.Input) -> object:
+        for action in self._advance(event):
+            if isinstance(action, step.Result):
+                return action.value
+        return None
 
     def atomic(self, operation: Callable[[], T], *extra: object) -> T:
-        """Run ``operation`` as one unit (see "Failed appends"); ``extra``
-        objects with a ``__dict__`` are put back too when it fails."""
-        saved = copy.copy(self._p)
+        """Run ``operation`` (a goal operation of ``planfold serve``) as one
+        unit of appends; ``extra`` objects with a ``__dict__`` are put back
+        when it fails, and so is the in-memory log."""
         kept = [(obj, dict(vars(obj))) for obj in extra]
         mark = self.log.mark()
-
-        def undo(conflict: bool) -> None:
-            self.unit.discard()
-            self._p = saved
-            for obj, attrs in kept:
-                vars(obj).update(attrs)
-            if self.log.last_seq != mark.last_seq:
-                self.log.restore(mark)
-                self._conversation = Conversation()
-            if conflict:  # another writer is ahead: catch up when the store answers
-                with contextlib.suppress(Exception):
-                    self.log.reload()
-
         self.unit.begin()
         try:
             result = operation()
             self.unit.commit()
         except BaseException as exc:
-            undo(isinstance(exc, ConflictError))
+            self.unit.discard()
+            for obj, attrs in kept:
+                vars(obj).update(attrs)
+            if self.log.last_seq != mark.last_seq:
+                self.log.restore(mark)
+                self._conversation = Conversation()
+            if isinstance(exc, ConflictError):
+                with contextlib.suppress(Exception):
+                    self.log.reload()
             raise
         return result
 
+    # -- stages ---------------------------------------------------------------
+
     @property
     def stage(self) -> Stage:
-        p = self._p
-        if p.awaiting is not None:
-            return p.awaiting
-        if p.calls:
-            return "calls"
-        if not self.log.state.turns.open:
-            return "idle"
-        return "step" if p.step_open else "turn"
+        found = step.stage_of(self._p, self._view())
+        return "execute" if found == "resolve" else found
 
     @property
     def awaiting_call(self) -> str | None:
         """The id of the call answered next, if any."""
         p = self._p
         if p.current is not None:
-            return p.current.call.id
-        return p.calls[0].call.id if p.calls else None
+            return p.current.call.call_id
+        return p.calls[0].call.call_id if p.calls else None
 
     @property
     def pending(self) -> PendingChoice | None:
@@ -502,7 +550,7 @@ class StepMachine:
     @property
     def calls_left(self) -> tuple[model.ToolCall, ...]:
         """The reply's calls still to dispatch, in order."""
-        return tuple(entry.call for entry in self._p.calls)
+        return tuple(from_reply_call(entry.call) for entry in self._p.calls)
 
     @property
     def follow(self) -> Literal["continue", "end"]:
@@ -531,22 +579,11 @@ class StepMachine:
         if stage in stages:
             return
         if stage == "execute" and self._p.current is not None:
-            raise LogSealedError(f"tool {self._p.current.call.name}")
+            raise LogSealedError(f"tool {self._p.current.call.tool}")
         wanted = " or ".join(stages)
         raise OutOfOrderError(f"{what} needs the session at {wanted}, but it is at {stage}", stage)
 
-    def _expect_call(self, call_id: str, stage: Stage) -> _Call:
-        self.require(f"answering call {call_id!r}", stage)
-        p = self._p
-        head = p.current if stage != "calls" else p.calls[0]
-        assert head is not None
-        if head.call.id != call_id:
-            raise OutOfOrderError(
-                f"call {head.call.id!r} is answered next, not {call_id!r}", self.stage, code="unexpected-call"
-            )
-        return head
-
-    # -- the user's plan-mode choice ----------------------------------------
+    # -- the operations -------------------------------------------------------
 
     @property
     def plan_mode(self) -> PlanModeView:
@@ -559,365 +596,140 @@ class StepMachine:
         """The user chooses plan mode on or off: appended now between turns,
         queued for the next accepted pre-step in a turn (a tool running
         included: the sealed log stops the tool, not the user)."""
-        return self.atomic(lambda: self._choose(target))
-
-    def _choose(self, target: bool) -> ChoiceOutcome:
-        choice = decide_plan_choice(
-            self.log.state, self.log.events, self._p.pending, target, tool_running=self._p.awaiting == "execute"
-        )
-        self.log.append(choice.drafts)
-        self._p.pending = choice.pending
-        return choice.outcome
-
-    # -- turns ------------------------------------------------------------
+        outcome = self._result(step.Choose(target, 0))
+        assert isinstance(outcome, str)
+        return outcome  # type: ignore[return-value]
 
     def start_turn(self, text: str, source: MessageSource | None = None, view: ViewRequest | None = None) -> TurnReport:
         """Open a turn with ``text`` from ``source`` (``None``: a human). A turn
-        an earlier process left open is closed first, in the same append
-        (``abandoned_turn``). Refused (``OutOfOrderError``) while this
-        machine's own turn is open."""
-        return self.atomic(lambda: self._start_turn(text, source, view or ViewRequest()))
-
-    def _start_turn(self, text: str, source: MessageSource | None, view: ViewRequest) -> TurnReport:
-        if self._p.turn_mine:
-            self.require("turn/start", "idle")
-        state = self.log.state
-        closing = abandoned_turn(state, self.log.events) if state.turns.open else ()
-        number = state.turns.turn + 1
-        opened = self.log.append((*closing, turn_start(number), user_message(text, source)))
-        report = TurnReport(number, opened[len(closing)].seq, closed_turn=state.turns.turn if closing else None)
-        self._p = replace(
-            self._p, view=view, step_open=False, prepared=None, turn_mine=True, step=1, attempt=0,
-            follow="continue", report=report, over=None, calls=(), current=None, awaiting=None, review=None,
-            trailing=(),
-        )
-        return report
+        an earlier process left open is closed first, in the same append.
+        Refused (``OutOfOrderError``) while this machine's own turn is open."""
+        tally = self._result(step.StartTurn(text, source, view or ViewRequest(), 0))
+        assert isinstance(tally, step.Tally)
+        self._requests, self._prepared = [], None
+        return report_of(tally, self._requests)
 
     def end_turn(self) -> TurnReport | None:
-        """Close the open turn; calls of it still unanswered in the log (a
-        process that stopped recorded them) are answered as
+        """Close the open turn; its unanswered calls are answered as
         ``call-interrupted`` first. The turn's report, when this machine
         opened it."""
-        return self.atomic(self._end_turn)
+        tally = self._result(step.EndTurn(0))
+        self._prepared = None
+        return None if tally is None else report_of(tally, self._requests)  # type: ignore[arg-type]
 
-    def _end_turn(self) -> TurnReport | None:
-        self.require("turn/end", "turn", "step")
-        self.log.append(abandoned_turn(self.log.state, self.log.events))
-        p = self._p
-        report = p.report
-        if report is not None:
-            report.last_seq = self.log.last_seq
-        p.step_open, p.prepared, p.turn_mine, p.report, p.over = False, None, False, None, report
-        self._close_budget()
-        return report
-
-    # -- steps ------------------------------------------------------------
-
-    def begin_step(self, step: int, verdict: StepVerdict = "accepted") -> StepBegun:
-        """The pre-step of ``step`` with the listeners' ``verdict``: calls a
-        stopped process left unanswered in the turn are answered; the pending
-        choice is flushed (its own unit: a failed flush keeps it pending and
-        the step goes on); then, for an accepted step, an approved plan
-        starts and the request header is recorded."""
-        self.require("step/begin", "turn", "step")
-        if verdict == "accepted":  # a header the log would refuse is refused before anything is written
-            fold_drafts(self.log.state, (decide_request_header(self.log.state, step),))
-        flushed = self._flush(verdict)
-        return self.atomic(lambda: self._begin_step(step, verdict, flushed))
-
-    def _flush(self, verdict: StepVerdict) -> bool:
-        """The pre-step flush, as its own unit; whether it recorded anything."""
-        p = self._p
-
-        def flush() -> bool:
-            self.log.append(interrupted_calls(self.log.state, self.log.events))
-            decided = decide_pre_step(self.log.state, self.log.events, p.pending, verdict)
-            self.log.append(decided.drafts)
-            p.pending = decided.pending_after_success
-            return bool(decided.drafts)
-
-        try:
-            return self.atomic(flush)
-        except Exception:  # the choice stays pending; the step goes on
-            if p.report is not None:
-                p.report.flush_failures += 1
-            return False
-
-    def _begin_step(self, step: int, verdict: StepVerdict, flushed: bool) -> StepBegun:
-        p = self._p
-        if verdict != "accepted":
-            p.step_open, p.prepared = False, None
-            return StepBegun(False, flushed, False, None)
-        started = plan_to_start(self.log.state) is not None
-        self.log.append(decide_before_request(self.log.state))
-        # The plan view is chosen from the fold the header describes; a new
-        # plan counts as seen only once a build-mode reply is recorded, so a
-        # retry of this step carries the same view.
-        p.view_state = self.log.state
-        (header,) = self.log.append((decide_request_header(self.log.state, step),))
-        p.step_open, p.prepared = True, None
-        return StepBegun(True, flushed, started, header.seq)
+    def begin_step(self, number: int, verdict: StepVerdict = "accepted") -> StepBegun:
+        """The pre-step of ``number`` with the listeners' ``verdict`` (see
+        ``kernel.step``): the flush of a pending choice (its own append: a
+        failed flush keeps it pending and the step goes on); then, for an
+        accepted step, an approved plan starts and the header is recorded."""
+        begun = self._result(step.BeginStep(number, verdict, 0))
+        assert isinstance(begun, step.StepBegun)
+        self._prepared = None
+        return StepBegun(begun.accepted, begun.flushed, begun.started, begun.header_seq)
 
     def request(self) -> PreparedRequest:
         """The open step's request, derived once from the recorded state."""
-        self.require("step/context", "step")
-        p = self._p
-        if p.prepared is None:
-            p.prepared = prepare_request(
-                p.view_state or self.log.state,
-                self.log.events,
-                p.view,
-                first_request=self.resumed and p.requests == 0,
-                tools=self.tools,
-                config=self.prompt,
-                messages=self._conversation,
-            )
-            p.requests += 1
-            if p.report is not None:
-                p.report.requests.append(p.prepared)
-                p.report.steps += 1
-        return p.prepared
+        if self.stage != "step":
+            self.require("step/context", "step")
+        if self._prepared is None:
+            self._prepared = self._derive(step.basis(self._p, self._view()))
+            self._advance(step.Asked())
+            self._requests.append(self._prepared)
+        return self._prepared
 
-    def model_failed(self, error: model.ModelError) -> bool:
+    def _derive(self, basis: step.RequestBasis) -> PreparedRequest:
+        return prepare_request(
+            basis.state, basis.events, basis.view, first_request=basis.first_request, tools=self.tools,
+            config=self.prompt, messages=self._conversation,
+        )
+
+    def model_failed(self, error: model.ModelError, retries_used: int | None = None) -> bool:
         """The model call of the open step failed: propose the same step again
         when the error is recoverable and the step's budget lasts (True);
         otherwise the turn ends with the error (False)."""
-        self.require("a model failure", "step")
-        p = self._p
-        retry = error.retryable is not False and error.code in RECOVERABLE_MODEL_ERRORS
-        p.step_open, p.prepared = False, None
-        if retry and self.retry_budget.take():
-            p.attempt += 1
-            if p.report is not None:
-                p.report.retries += 1
-            return True
-        p.follow = "end"
-        if p.report is not None:
-            p.report.error, p.report.ended_by = f"[{error.code}] {error.message}", "model-error"
-        self._close_budget()
-        return False
+        if self.stage != "step":
+            self.require("a model failure", "step")
+        self.request()
+        used = self._p.retries_used if retries_used is None else retries_used
+        failed = step.ModelFailed(error.code, error.message, error.retryable, used)
+        retried = self._result(failed)
+        self._prepared = None
+        return bool(retried)
 
-    def reply(self, response: model.ChatResponse) -> RecordedReply:
-        """Record the model's reply to the open step (``kernel.turn.record_reply``):
-        the assistant message and the calls taken, each with the gate's
-        verdict. The notices owed after the calls are appended once the last
-        call is answered (at once when there are none)."""
-        return self.atomic(lambda: self._reply(response))
-
-    def _reply(self, response: model.ChatResponse) -> RecordedReply:
-        self.require("step/reply", "step")
-        prepared = self.request()
-        tools = self.tools
-        recorded = record_reply(
-            reply_of(response), tools.registry, tools.policy, prepared.phase, prepared.offered,
-            max_tool_calls=self.max_tool_calls,
-        )
-        self.log.append(recorded.batch)
-        p = self._p
-        p.step_open = False
-        answers = zip(recorded.calls, recorded.verdicts, recorded.notices, strict=True)
-        p.calls = tuple(_Call(from_reply_call(call), verdict, notices) for call, verdict, notices in answers)
-        p.trailing = recorded.trailing
-        self._settle()
-        follow: Literal["continue", "end"] = "end" if recorded.outcome == "stop" else "continue"
-        if recorded.outcome == "final":
-            verify = decide_after_final_reply(self.log.state)
-            self.log.append(verify)
-            if not verify:
-                follow = "end"
-        p.follow, p.step, p.attempt = follow, p.step + 1, 0
-        if p.report is not None:
-            p.report.reply = recorded.text
-            if recorded.ended_by is not None:
-                p.report.error, p.report.ended_by = recorded.error, recorded.ended_by
-        self._close_budget()
-        return recorded
-
-    def _settle(self) -> None:
-        """Once every call of the reply is answered, append the notices owed
-        after them, each on its own."""
-        p = self._p
-        if p.calls or p.current is not None:
-            return
-        for notice in p.trailing:
-            self.log.append((notice,))
-        p.trailing = ()
-
-    # -- answering the calls ------------------------------------------------
+    def reply(self, response: model.ChatResponse, retries_used: int | None = None) -> RecordedReply:
+        """Record the model's reply to the open step (``kernel.turn.record_reply``)."""
+        if self.stage != "step":
+            self.require("step/reply", "step")
+        self.request()
+        used = self._p.retries_used if retries_used is None else retries_used
+        recorded = self._result(step.ReplyIn(reply_of(response), 0, used))
+        self._prepared = None
+        return step.recorded_reply(recorded)
 
     def dispatch(self, call_id: str, *, review_available: bool | None = None) -> Dispatched:
-        """Answer the reply's next call up to where a driver takes over: the
-        gate's notices; the gate asked again when an earlier call of the
-        reply moved the phase; a runtime-owned call decided by the kernel
-        (``exit_plan_mode`` then asks for a review); an executor call checked
-        against the executing plan's scope, then handed to the driver."""
+        """Answer the reply's next call up to where a driver takes over (see
+        ``kernel.step``): refused, done (its answer is in the log), to
+        execute, or to review."""
         available = self.review_available() if review_available is None else review_available
-        return self.atomic(lambda: self._dispatch(call_id, available))
-
-    def _dispatch(self, call_id: str, review_available: bool) -> Dispatched:
-        entry = self._expect_call(call_id, "calls")
-        p = self._p
-        p.calls = p.calls[1:]
-        prepared = p.prepared
-        assert prepared is not None
-        self.log.append(entry.notices)
-        call, verdict = entry.call, entry.verdict
-        if isinstance(verdict, Allowed):
-            phase = runtime_phase(self.log.state)
-            if phase != prepared.phase:
-                # An earlier call of this reply moved the phase: ask the gate
-                # again, at the phase this call would now run in.
-                tools = self.tools
-                gate_call = kernel_call(call)
-                verdict = check_call(tools.registry, phase, tools.policy, gate_call, prepared.offered)
-                again = verdict_events(gate_call, verdict)[1:]
-                self.log.append([Draft(kind, payload) for kind, payload in again])
-        if isinstance(verdict, Refused):
-            return self._answered(call, "refused")
-        if verdict.route == "runtime":
-            return self._runtime_call(entry, review_available)
-        self.log.append(decide_before_request(self.log.state))  # a plan made executable in this reply
-        refusal = scope_refusal(self.log.state, kernel_call(call), resolved_effects(self.tools, call))
-        if refusal is not None:  # realigned: nothing runs
-            realign, result = refusal
-            self.log.append(realign)
-            self.log.append((result,))
-            return self._answered(call, "done")
-        p.current, p.awaiting = entry, "execute"
-        return Dispatched(call, "execute")
-
-    def _answered(self, call: model.ToolCall, action: Literal["refused", "done"]) -> Dispatched:
-        """The answer the log holds for ``call``, once the notices owed after
-        the reply's last call are appended."""
-        ok, output = answer_of(self.log.state.last, refused=action == "refused")
-        self._settle()
-        return Dispatched(call, action, ok, output)
-
-    def _runtime_call(self, entry: _Call, review_available: bool) -> Dispatched:
-        """A runtime-owned call, decided by the kernel (``decide_tool_call``);
-        ``exit_plan_mode`` that recorded a plan waits for a review."""
-        call = entry.call
-        makes_plan = call.name in ("exit_plan_mode", "bootstrap_plan")
-        decision = decide_tool_call(
-            self.log.state,
-            kernel_call(call),
-            new_plan_id=self.new_plan_id() if makes_plan else "",
-            review_available=review_available,
-        )
-        self._record_or_fail(call, decision.drafts)
-        if decision.review is None:
-            return self._answered(call, "done")
-        p = self._p
-        p.current, p.awaiting, p.review = entry, "review", decision.review
-        self.shown.append(decision.review.request.plan)
-        return Dispatched(call, "review", review=decision.review.request)
-
-    def _record_or_fail(self, call: model.ToolCall, drafts: Sequence[Draft]) -> None:
-        """Append a decision's drafts; when the log refuses them the call
-        fails with that error instead."""
-        mark = self.log.mark()
-        try:
-            self.log.append(drafts)
-        except PlanfoldError as exc:
-            if self.log.last_seq != mark.last_seq:
-                raise
-            output = error_output(exc.code, exc.message)
-            self.log.append((result_draft(call.id, call.name, ok=False, output=output),))
+        result = self._result(step.Dispatch(call_id, 0, available))
+        assert isinstance(result, step.DispatchResult)
+        if result.review is not None:
+            self.shown.append(result.review.plan)
+        return _dispatched(result)
 
     def tool_result(self, call_id: str, ok: bool, output: str) -> Event:
         """Record what the executor returned for the call being run."""
-        return self.atomic(lambda: self._tool_result(call_id, ok, output))
-
-    def _tool_result(self, call_id: str, ok: bool, output: str) -> Event:
-        entry = self._expect_call(call_id, "execute")
-        call = entry.call
-        self._p.awaiting = None  # the log is no longer sealed for the tool
-        (written,) = self.log.append((result_draft(call.id, call.name, ok=ok, output=output),))
-        self._p.current = None
-        self._settle()
+        written = self._result(step.ToolDone(call_id, ok, output, 0))
+        assert isinstance(written, Event)
         return written
 
     def review_answer(self, call_id: str, answer: ReviewAnswer) -> tuple[ReviewDecision, int]:
-        """The human's answer to the review of an ``exit_plan_mode`` call
-        (``decide_review_answer``): the approval (which queues the silent
-        exit) or the rejection, and the call's result; with the seq of that
-        result."""
-        return self.atomic(lambda: self._review_answer(call_id, answer))
-
-    def _review_answer(self, call_id: str, answer: ReviewAnswer) -> tuple[ReviewDecision, int]:
-        self._expect_call(call_id, "review")
-        p = self._p
-        assert p.review is not None
-        reviewed = decide_review_answer(self.log.state, p.review, answer)
-        p.current, p.awaiting, p.review = None, None, None
-        written = self.log.append(reviewed.drafts)
-        if reviewed.exit is not None:
-            p.pending = reviewed.exit
-        self._settle()
-        return reviewed, written[-1].seq
+        """The human's answer to the review of an ``exit_plan_mode`` call:
+        the decision and the seq of the call's result."""
+        if self.stage == "execute":
+            self.require(f"answering call {call_id!r}", "review")
+        answered = self._result(step.ReviewAnswered(call_id, answer, 0))
+        assert isinstance(answered, tuple)
+        return answered
 
     # -- what next -------------------------------------------------------------
 
     def next_action(self) -> Action:
-        """What the driver must do next (see the module doc). Between the
-        actions, the machine proposes steps (asking the step listeners),
-        answers calls it can answer itself and ends the turn. Raises
+        """What the driver must do next (see the module doc). Raises
         ``OutOfOrderError`` when no turn was started."""
+        event: step.Input = step.Next(0, self.review_available())
         while True:
-            p = self._p
-            stage = self.stage
-            if stage == "execute":
-                assert p.current is not None
-                return RunTool(p.current.call)
-            if stage == "review":
-                assert p.current is not None and p.review is not None
-                return Review(p.current.call, p.review.request)
-            if stage == "step":
-                prepared = self.request()
-                return AskModel(prepared.request, prepared, p.step, p.attempt)
-            if stage == "calls":
-                self.dispatch(p.calls[0].call.id)
-                continue
-            if stage == "idle":
-                if p.over is None:
-                    raise OutOfOrderError("no turn was started", stage)
-                return TurnOver(p.over)
-            if not p.turn_mine:
-                raise OutOfOrderError("the open turn was left by a process that stopped; start a turn", stage)
-            if p.follow == "end" or p.step > self.max_steps:
-                if p.follow != "end" and p.report is not None:
-                    p.report.ended_by = "max-steps"
-                self.end_turn()
-                continue
-            self._propose()
+            for action in self._advance(event):
+                if isinstance(action, step.ProposeStep):
+                    event = step.StepVerdictIn(self._verdict(action.step), 0)
+                    break
+                if isinstance(action, step.AskModel):
+                    prepared = self.request()
+                    return AskModel(prepared.request, prepared, action.step, action.attempt, action.retries_used)
+                if isinstance(action, step.RunTool):
+                    return RunTool(from_reply_call(action.call))
+                if isinstance(action, step.AskReview):
+                    if not self.shown or self.shown[-1] is not action.request.plan:
+                        self.shown.append(action.request.plan)
+                    return Review(from_reply_call(action.call), action.request)
+                if isinstance(action, step.TurnOver):
+                    return TurnOver(report_of(action.tally, self._requests))
+            else:  # only results: ask again
+                event = step.Next(0, self.review_available())
 
-    def _propose(self) -> None:
-        """Propose the next step to the listeners, then begin it."""
-        p = self._p
-        assert p.report is not None
-        if not self._budget_open:
-            self._budget_open = True
-            self.retry_budget.open()
-        proposed = ProposedStep(p.report.turn, p.step, p.attempt)
+    def _verdict(self, proposed: step.ProposedStep) -> StepVerdict:
         verdict: StepVerdict = "accepted"
+        shown = ProposedStep(proposed.turn, proposed.step, proposed.attempt)
         for listener in self.step_listeners:
-            verdict = listener(proposed)
+            verdict = listener(shown)
             if verdict != "accepted":
                 break
-        begun = self.begin_step(p.step, verdict)
-        if not begun.accepted:
-            self._p.follow = "end"
-            if self._p.report is not None:
-                self._p.report.ended_by = "step-rejected"
+        return verdict
 
     def fork(self, new_session: str, *, at: int | None = None, turn: int | None = None) -> ForkProvenance:
         """A new session whose log is this one's first ``at`` events, or the
         events before turn ``turn`` started (a rewind to that turn); give
-        exactly one. The store writes it atomically with its provenance and
-        this session is unchanged; a fork inside an open turn is closed by
-        the new session's next turn as a stopped process's turn is. Refused
-        while an operation's appends are held (never the case between
-        operations). Raises ``InvalidRequestError`` for neither or both,
+        exactly one. Raises ``InvalidRequestError`` for neither or both,
         and the store's typed refusals (``fork-seq-missing``,
         ``fork-turn-missing``, ``session-exists``)."""
         if (at is None) == (turn is None):
@@ -931,10 +743,5 @@ class StepMachine:
     def abandon(self) -> None:
         """Forget the process state of the open turn, as a process that stops
         does (the log keeps the turn open; the next turn closes it)."""
-        self._p = _Process(pending=self._p.pending, requests=self._p.requests)
-        self._close_budget()
-
-    def _close_budget(self) -> None:
-        if self._budget_open:
-            self._budget_open = False
-            self.retry_budget.close()
+        self._p = self._p.abandoned()
+        self._prepared = None

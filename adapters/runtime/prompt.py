@@ -27,7 +27,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ...kernel.log import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, USER_MESSAGE, Event, read_message
+from ...kernel.log import (
+    ASSISTANT_MESSAGE,
+    TOOL_CALL,
+    TOOL_REFUSED,
+    TOOL_RESULT,
+    USER_MESSAGE,
+    Event,
+    read_assistant_message,
+    read_message,
+)
 from ...kernel.phase import RuntimePhase
 from ...kernel.plan.context import (
     PromptParts,
@@ -116,7 +125,7 @@ def _message_at(events: Sequence[Event], index: int) -> tuple[Message | None, in
         while index < len(events) and events[index].kind == TOOL_CALL:
             calls.append(read_call(events[index].payload))
             index += 1
-        text = read_message(event.payload).text
+        text = read_assistant_message(event.payload).text
         return (AssistantMessage(text or None, tuple(calls)) if calls else AssistantMessage(text)), index
     if event.kind in (TOOL_RESULT, TOOL_REFUSED):
         answered = read_tool_result(event.payload) if event.kind == TOOL_RESULT else read_tool_notice(event.payload)
@@ -163,7 +172,25 @@ class Conversation:
         return Prefix(kept, len(kept), head, tail)
 
 
+#: The tool definitions of a registry and policy in a phase, as the last
+#: request of each runner made them (registries are immutable values, so a
+#: runner's definitions change only when it is given another registry or policy).
+_DEFINED: dict[tuple[int, int, str], tuple[object, object, tuple[ToolDefinition, ...]]] = {}
+
+
 def _definitions(tools: ToolRunner, phase: RuntimePhase) -> tuple[ToolDefinition, ...]:
+    key = (id(tools.registry), id(tools.policy), phase)
+    known = _DEFINED.get(key)
+    if known is not None and known[0] is tools.registry and known[1] is tools.policy:
+        return known[2]
+    made = _made_definitions(tools, phase)
+    if len(_DEFINED) > 256:
+        _DEFINED.clear()
+    _DEFINED[key] = (tools.registry, tools.policy, made)
+    return made
+
+
+def _made_definitions(tools: ToolRunner, phase: RuntimePhase) -> tuple[ToolDefinition, ...]:
     out = []
     for spec in tools.offered(phase):
         parameters = thaw_json(spec.parameters)

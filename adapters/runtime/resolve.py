@@ -49,7 +49,7 @@ outside it). So is an entry that is neither a file, a directory nor a link (a
 device, a socket, a FIFO), and a path that cannot be read (``OSError``).
 
 What is resolved is true when it is read: an executor that runs later acts on
-the tree as it is then. The README's security section says what a deployment
+the tree as it is then. The security page (docs/security.md) says what a deployment
 adds to close that window.
 """
 

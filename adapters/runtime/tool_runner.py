@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 
 from ...kernel.decisions import tool_error_text
 from ...kernel.errors import PlanfoldError
-from ...kernel.log import TOOL_REFUSED, TOOL_RESULT, Draft, Event
-from ...kernel.payload import JSON, JSONObject
+from ...kernel.log import TOOL_REFUSED, TOOL_RESULT, USAGE_VERSION, Draft, Event, ModelUsage
+from ...kernel.payload import JSON, MAX_SAFE_INTEGER, JSONObject
 from ...kernel.phase import RuntimePhase
 from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload
 from ...kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
@@ -68,6 +68,7 @@ __all__ = [
     "reply_of",
     "result_draft",
     "tool_message_text",
+    "usage_of",
 ]
 
 
@@ -79,11 +80,35 @@ def kernel_call(call: model.ToolCall) -> KernelCall:
 
 
 def reply_of(response: model.ChatResponse) -> Reply:
-    """The model's reply as the kernel's turn rules read it."""
+    """The model's reply as the kernel's turn rules read it, with what the
+    call cost (``usage_of``)."""
     calls = tuple(
         ReplyCall(c.id, c.name, c.arguments_json, c.arguments, c.arguments_error) for c in response.tool_calls
     )
-    return Reply(response.text, calls, response.finish_reason, response.refusal)
+    return Reply(response.text, calls, response.finish_reason, response.refusal, usage_of(response))
+
+
+def _count(value: int | None) -> int | None:
+    """A count the log can hold: a non-negative integer, else None (a server
+    that reports a negative or non-integer count reported nothing usable)."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SAFE_INTEGER
+    return value if ok else None
+
+
+def usage_of(response: model.ChatResponse) -> ModelUsage | None:
+    """What the call behind ``response`` cost, as the assistant message
+    records it: the client's measured latency and the server's prompt,
+    completion and cached token counts; None when none is known."""
+    tokens = response.usage or model.Usage()
+    counts = (
+        _count(response.latency_ms),
+        _count(tokens.prompt_tokens),
+        _count(tokens.completion_tokens),
+        _count(tokens.cached_tokens),
+    )
+    if all(count is None for count in counts):
+        return None
+    return ModelUsage(USAGE_VERSION, *counts)
 
 
 def from_reply_call(call: ReplyCall) -> model.ToolCall:

@@ -31,9 +31,9 @@ from ...kernel.plan.spec_json import PlanArgs
 from ...kernel.plan.tools import TodoUpdate, VerificationReport
 from ...kernel.tools.gate import GatePolicy
 from ...kernel.tools.spec import ToolRegistry, ToolSpec
+from ..codec.schema import tool_parameters
 from ..llm.model import AsyncModelClient, ModelClient
 from ..options import refuse_unknown
-from ..specgen.schema import tool_parameters
 from ..store.base import Store
 from ..store.session_log import Clock, SessionLog, system_clock
 from .aio import AsyncRuntime

@@ -6,7 +6,9 @@ Theory of operation
 on standard input until it ends (``adapters.serve.server``). Standard output
 carries responses only: while the server runs, ``sys.stdout`` points at
 standard error, so nothing printed by accident can corrupt the protocol.
-Logs go to standard error (``--verbose`` adds one line per request).
+Logs go to standard error, as the ``planfold`` command sets them up
+(``adapters.cli.main``): INFO by default, ``-vv`` (DEBUG) adds one line per
+request (which ``serve -v`` did before ``-v`` counted for every command).
 
 ``--db`` is a SQLite file, a ``postgresql://`` URL (with the postgres
 extra installed), or ``:memory:`` for a store that lives only as long as the
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import logging
 import sys
 from collections.abc import Callable
 
@@ -86,13 +87,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds one request waits for a PostgreSQL connection, so during an outage each fails"
         f" after about that long (default {DEFAULT_STORE_TIMEOUT:g})",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log every request on stderr")
 
 
 def run_serve(args: argparse.Namespace, clock: Callable[[], int] | None = None) -> int:
     """Serve until standard input ends; the exit status (0)."""
-    logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="planfold serve: %(message)s")
     if clock is None:
         clock = ticks(*args.ticks) if args.ticks else system_clock
     store = store_for(args.db, args.connect_timeout, args.store_timeout)

@@ -116,7 +116,7 @@ class HostSession:
         goal = parse_goal_command(text)
         if goal is not None and parse_plan(text, attachments) is None:
             return self.goals.command(goal)
-        asked = human_input(self.machine, text, attachments)
+        asked = human_input(self.machine.state, text, attachments)
         if asked.plan_mode is None:
             return p.CommandResult("message", message=asked.message, last_seq=self.log.last_seq)
         outcome = self.machine.choose(asked.plan_mode)

@@ -6,9 +6,11 @@ A host runtime (written in any language) drives one or more sessions through
 JSON-RPC 2.0 methods. Each method's params and result are one frozen
 dataclass here; the kernel's own values (``GoalRef``, ``GoalSnapshot``,
 ``PlanArtifact``, ``ViewRequest``, ``ViewChoice``, ``PromptSection``,
-``Refused``, ``PendingChoice``) appear in them as they are. The server decodes
-params straight into these classes with msgspec, and the OpenRPC document in
-``specs/`` is generated from them, so the wire shapes are written once.
+``Refused``, ``PendingChoice``) appear in them as they are. The server
+structures params straight into these classes with the exact converter of
+``adapters.structuring`` (which enforces their ``msgspec.Meta`` limits), and
+the OpenRPC document in ``specs/`` is generated from them, so the wire
+shapes are written once.
 
 ``METHODS`` lists every method in the order a host meets them in a session;
 each row says what the method does. Params are by name (a JSON object);

@@ -33,6 +33,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
+import cattrs
 import msgspec
 
 from ...kernel.errors import ConflictError, PlanfoldError, ReplayError
@@ -47,6 +48,7 @@ from ..runtime.machine import OutOfOrderError
 from ..runtime.prompt import PromptConfig
 from ..store.base import AppendRejectedError, Store
 from ..store.session_log import Clock, LogSealedError
+from ..structuring import exact_converter, problems
 from . import protocol as p
 from .errors import ServeError
 from .host import HostConfig, HostSession
@@ -113,9 +115,42 @@ def _longest_text(value: object) -> int:
     return longest
 
 
+#: Params are structured into the protocol's dataclasses by the exact
+#: converter that structures snapshots and scripts too (``adapters.structuring``:
+#: no coercion, the ``msgspec.Meta`` limits the OpenRPC document states
+#: enforced). It lets an object carry unknown keys, which ``_unknown_key``
+#: then names, after the type checks and the cap on texts.
+_PARAMS = exact_converter(forbid_extra_keys=False)
+
+
+def _structured(params: dict[str, Any], tp: type) -> object:
+    """``params`` as a ``tp``; ``-32602`` naming every problem with its path,
+    or the message of a kernel value's own refusal (``GoalRef`` …)."""
+    try:
+        return _PARAMS.structure(params, tp)
+    except PlanfoldError as exc:
+        raise _standard(-32602, exc.message, "invalid-params") from exc
+    except (cattrs.BaseValidationError, TypeError, ValueError) as exc:
+        refusal = _kernel_refusal(exc)
+        if refusal is not None:
+            raise _standard(-32602, refusal.message, "invalid-params") from exc
+        raise _standard(-32602, "; ".join(problems(exc, "$")), "invalid-params") from exc
+
+
+def _kernel_refusal(exc: BaseException) -> PlanfoldError | None:
+    """The first kernel value's refusal among the problems of ``exc``."""
+    if isinstance(exc, PlanfoldError):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _kernel_refusal(inner)
+        if found is not None:
+            return found
+    return None
+
+
 def _unknown_key(raw: object, typed: object, path: str = "$") -> str | None:
-    """The first key of ``raw`` that the decoded value ``typed`` (as
-    builtins) does not have: msgspec ignores unknown keys of a dataclass."""
+    """The first key of ``raw`` that the structured value ``typed`` (as
+    plain data) does not have."""
     if isinstance(raw, dict) and isinstance(typed, dict):
         for key, value in raw.items():
             where = f"{path}.{key}"
@@ -352,16 +387,11 @@ class Server:
             raise _standard(-32601, f"no method {method!r}", "method-not-found")
         if not isinstance(params, dict):
             raise _standard(-32602, "params must be an object (by name)", "invalid-params")
-        try:
-            typed: object = msgspec.convert(params, spec.params)
-        except msgspec.ValidationError as exc:
-            raise _standard(-32602, str(exc), "invalid-params") from exc
-        except PlanfoldError as exc:  # a kernel value's own check (GoalRef …)
-            raise _standard(-32602, exc.message, "invalid-params") from exc
+        typed = _structured(params, spec.params)
         long = _longest_text(params)
         if long > p.MAX_TEXT:
             raise _standard(-32602, f"a text of {long} characters is longer than {p.MAX_TEXT}", "invalid-params")
-        unknown = _unknown_key(params, msgspec.to_builtins(typed))
+        unknown = _unknown_key(params, _PARAMS.unstructure(typed))
         if unknown is not None:
             raise _standard(-32602, f"unknown key {unknown}", "invalid-params")
         try:

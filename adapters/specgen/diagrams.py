@@ -6,34 +6,45 @@ Theory of operation
 This module only prints them: ``mermaid`` and ``dot`` are separate pure
 renderers whose output depends on nothing but the graph (states and edges
 come sorted, so the text is stable), and ``readme_section`` embeds them in
-the README between the markers ``<!-- diagrams:start -->`` and
-``<!-- diagrams:end -->``, under the "## State diagrams and decision tables"
-heading.
+the documentation page ``docs/how-it-works.md`` between the markers
+``<!-- diagrams:start -->`` and ``<!-- diagrams:end -->``, under the
+"## State diagrams and decision tables" heading.
 
 A machine with states (plan mode, plan status, runtime phase, goal) is drawn
 as a state diagram. A decision table is not a machine: the tool gate's
 verdicts (phase x tool class -> verdict and basis, ``VERDICT_TABLE``) have
 no states to move between, and drawn as a graph they are a tangle of
 crossing edges, so ``DECISION_TABLES`` renders them as a Markdown table
-(``gate_table``) in ``specs/gate.md`` and in the README instead.
+(``gate_table``) in ``specs/gate.md`` and in that page instead.
 
 ``write_all(out_dir)`` writes every generated file of ``specs/``: one
 ``.mmd`` and one ``.dot`` per machine, and its ``.svg`` rendered by
-Graphviz's ``dot`` where it is installed (CI installs it; the README links
+Graphviz's ``dot`` where it is installed (CI installs it; the page links
 the committed SVGs, which the freshness check leaves alone because their
 bytes vary with the Graphviz version); one ``.md`` per decision table; the
 event schema ``events.schema.json``, the OpenRPC document of ``planfold
 serve`` (``rpc.openrpc.json``), the table of errors (``errors.md``) and the
 conformance vectors in ``vectors/``. It removes generated files that no
 longer correspond to anything, so a removed machine or vector cannot linger.
-``python -m adapters.specgen.diagrams specs`` runs it and also refreshes the README
-section; the CI freshness test regenerates into a temporary directory and
+``python -m adapters.specgen.diagrams specs`` runs it and also refreshes the page's
+sections; the CI freshness test regenerates into a temporary directory and
 compares.
+
+The report's diagrams are laid out here too, once, when the package is
+built, never when a report is made: ``report_dot`` writes a machine's graph
+(its table's edges and the edges a log can take off the table,
+``report.machines.known_extras``) with a stable element id on every state and
+edge (``report.machines.state_id`` and ``edge_id``, read from the names and
+labels), and ``write_report_diagrams`` has Graphviz lay each out as SVG into
+``adapters/report/diagrams/`` (``--report-diagrams DIR``; ``make diagrams``
+does it), which the package ships. The report only marks, by id, the edges a
+session took (``report.diagram``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -44,16 +55,18 @@ from typing import get_args
 from ...kernel.graph import RULE_TEXT, Edge, Graph, all_graphs
 from ...kernel.phase import RUNTIME_PHASES, RuntimePhase
 from ...kernel.tools.gate import TOOL_CLASSES, VERDICT_TABLE, PhaseRule, ToolClass
+from ..codec.schema import schema_text
+from ..report.machines import MACHINES, edge_id, known_extras, machine_graphs, state_id
 from ..runtime.machine import ANSWERS, DRIVERS, Stage
 from ..serve.openrpc import OPENRPC_FILE, openrpc_text
 from .errors_table import error_table
-from .schema import schema_text
 from .vectors import VECTOR_DIR, write_vectors
 
 __all__ = [
     "DECISION_TABLES",
     "END_MARKER",
     "HEADING",
+    "REPORT_DIAGRAMS",
     "SCHEMA_FILE",
     "START_MARKER",
     "dot",
@@ -61,8 +74,10 @@ __all__ = [
     "main",
     "mermaid",
     "readme_section",
+    "report_dot",
     "update_readme",
     "write_all",
+    "write_report_diagrams",
 ]
 
 START_MARKER = "<!-- diagrams:start -->"
@@ -127,6 +142,65 @@ def dot(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Where the package keeps the report's diagrams, from the repository's top.
+REPORT_DIAGRAMS = Path("adapters") / "report" / "diagrams"
+
+
+def report_dot(machine: str) -> str:
+    """The Graphviz ``digraph`` of ``machine`` as the report shows it: every
+    state and edge with its stable id and class (``table`` or ``extra``)."""
+    graph = machine_graphs()[machine]
+    edges = (*graph.edges, *(e for e in known_extras(machine) if e not in set(graph.edges)))
+    ids = [edge_id(machine, e) for e in edges] + [state_id(machine, s) for s in graph.states]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{machine}: two states or edges share an element id")
+    lines = [
+        f"// {graph.title}: the report's diagram. {_NOTICE}",
+        f"digraph {_quote(machine)} {{",
+        f"  id={_quote(machine + '-graph')};",
+        "  rankdir=LR; nodesep=0.35; ranksep=0.7; pad=0.15;",
+        '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=12, '
+        "margin=\"0.18,0.06\"];",
+        '  edge [fontname="Helvetica", fontsize=10, arrowsize=0.7];',
+    ]
+    if graph.initial is not None:
+        lines.append(f'  "__start__" [shape=point, width=0.12, id={_quote(machine + "-start")}, class="start"];')
+    lines += [f"  {_quote(s)} [id={_quote(state_id(machine, s))}, class=\"state\"];" for s in graph.states]
+    if graph.initial is not None:
+        lines.append(f'  "__start__" -> {_quote(graph.initial)} [id={_quote(machine + "-initial")}, class="initial"];')
+    table = set(graph.edges)
+    for e in edges:
+        kind = "table" if e in table else "extra"
+        # a label wider than Graphviz measures it in a browser's font still fits its place
+        label = f" {e.label} "
+        lines.append(
+            f"  {_quote(e.source)} -> {_quote(e.target)} [id={_quote(edge_id(machine, e))}, class={_quote(kind)}, "
+            f"label={_quote(label)}];"
+        )
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_report_diagrams(directory: Path, program: str | None = None) -> tuple[Path, ...]:
+    """Lay out every machine of the report with Graphviz's ``dot`` as
+    ``directory/<machine>.svg``; ``FileNotFoundError`` without Graphviz."""
+    found = program or shutil.which("dot")
+    if found is None:
+        raise FileNotFoundError("Graphviz's dot is not installed: the report's diagrams are laid out by it")
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for machine in MACHINES:
+        target = directory / f"{machine}.svg"
+        done = subprocess.run([found, "-Tsvg"], input=report_dot(machine).encode("utf-8"), capture_output=True,
+                              check=True)
+        # Graphviz writes every "-" as a character reference; the report finds its ids as they are
+        # and names the XLink namespace, which nothing in the picture uses
+        text = done.stdout.replace(b"&#45;", b"-").replace(b' xmlns:xlink="http://www.w3.org/1999/xlink"', b"")
+        target.write_bytes(text)
+        written.append(target)
+    return tuple(written)
+
+
 def gate_table(table: Mapping[tuple[RuntimePhase, ToolClass], PhaseRule] = VERDICT_TABLE) -> str:
     """The tool gate's verdicts as a Markdown decision table: a row per tool
     class, a column per runtime phase, each cell the verdict and the code a
@@ -155,8 +229,8 @@ def _table_file(graph: Graph) -> str:
 
 
 def readme_section(graphs: Iterable[Graph], specs: str = "specs") -> str:
-    """The README text between (and including) the two markers; ``specs`` is
-    where the README finds the SVG files."""
+    """The page text between (and including) the two markers; ``specs`` is
+    where the page finds the SVG files."""
     parts = [START_MARKER, f"<!-- {_NOTICE} -->", ""]
     for graph in graphs:
         parts += [f"### {graph.title}", ""]
@@ -181,7 +255,7 @@ def update_readme(text: str, section: str) -> str:
     start, end = text.find(START_MARKER), text.find(END_MARKER)
     if start >= 0 or end >= 0:
         if start < 0 or end < start or text.count(START_MARKER) != 1 or text.count(END_MARKER) != 1:
-            raise ValueError("README.md: the diagram markers must appear once each, start before end")
+            raise ValueError("the page's diagram markers must appear once each, start before end")
         return text[:start] + section + text[end + len(END_MARKER) :]
     lines = text.splitlines(keepends=True)
     for index, line in enumerate(lines):
@@ -221,7 +295,7 @@ def runtime_picture() -> str:
 
 
 def runtime_section() -> str:
-    """The README text between (and including) the runtime picture's markers."""
+    """The page text between (and including) the runtime picture's markers."""
     body = ["```mermaid", runtime_picture().rstrip("\n"), "```"]
     return "\n".join([RUNTIME_START, f"<!-- {_NOTICE} -->", "", *body, "", RUNTIME_END])
 
@@ -277,21 +351,30 @@ def write_all(out_dir: Path, readme: Path | None = None, *, svg: bool = True) ->
     written += write_vectors(out_dir / VECTOR_DIR)
     if readme is not None:
         current = readme.read_text(encoding="utf-8") if readme.exists() else ""
-        updated = update_runtime_picture(update_readme(current, readme_section(graphs)))
+        specs = Path(os.path.relpath(out_dir.resolve(), readme.resolve().parent)).as_posix()
+        updated = update_runtime_picture(update_readme(current, readme_section(graphs, specs)))
         if updated != current:
             _write(readme, updated, written)
     return tuple(written)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m adapters.specgen.diagrams [OUT_DIR] [--readme PATH] [--no-svg]``."""
+    """``python -m adapters.specgen.diagrams [OUT_DIR] [--readme PATH] [--no-svg] [--report-diagrams DIR]``."""
     parser = argparse.ArgumentParser(prog="python -m adapters.specgen.diagrams", description=main.__doc__)
     parser.add_argument("out_dir", nargs="?", default="specs", help="where to write (default: specs)")
-    parser.add_argument("--readme", help="the README to refresh (default: README.md next to OUT_DIR)")
+    parser.add_argument(
+        "--readme", help="the page to refresh (default: docs/how-it-works.md beside OUT_DIR)"
+    )
     parser.add_argument("--no-svg", action="store_true", help="do not run Graphviz even if installed")
+    parser.add_argument("--report-diagrams", metavar="DIR",
+                        help="only lay out the report's diagrams into DIR (make diagrams: adapters/report/diagrams)")
     args = parser.parse_args(argv)
+    if args.report_diagrams:
+        done = write_report_diagrams(Path(args.report_diagrams))
+        print(f"wrote {len(done)} diagrams under {args.report_diagrams}")
+        return 0
     out_dir = Path(args.out_dir)
-    readme = Path(args.readme) if args.readme else out_dir.resolve().parent / "README.md"
+    readme = Path(args.readme) if args.readme else out_dir.resolve().parent / "docs" / "how-it-works.md"
     written = write_all(out_dir, readme, svg=not args.no_svg)
     print(f"wrote {len(written)} files under {out_dir}")
     return 0

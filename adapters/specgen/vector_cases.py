@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from ...kernel import plan_events
 from ...kernel.log import (
+    ASSISTANT_MESSAGE,
     GOAL_CHANGE,
     PLAN_ARTIFACT,
     PLAN_MODE,
@@ -32,7 +33,10 @@ from ...kernel.log import (
     TOOL_REFUSED,
     TURN_END,
     TURN_START,
+    USAGE_VERSION,
     USER_MESSAGE,
+    ModelUsage,
+    assistant_message,
 )
 from ...kernel.payload import JSON
 from ...kernel.tools.events import tool_call_payload, tool_notice_payload, tool_result_payload
@@ -91,6 +95,12 @@ def _valid_cases() -> list[Case]:
     warned = replace(refused, hint="Write a minimal plan first.")
     tools.add("tool/warning", tool_notice_payload("c2", warned, "tool/warning"))
     tools.end()
+    usage = LogBuilder().turn().header()
+    usage.put(assistant_message("Reading first.", ModelUsage(USAGE_VERSION, 840, 1200, 35, 1024)))
+    usage.header()
+    usage.put(assistant_message("Done.", ModelUsage(USAGE_VERSION, 95)))
+    usage.add(ASSISTANT_MESSAGE, {"text": "A message written before usage was recorded.", "source": None})
+    usage.end()
     return [
         _valid("empty", "An empty log: an old or new session, build mode, no plan, no goal.", LogBuilder()),
         _valid("plan-mode", "Plan mode switched inside and between turns, with notices.", plan_mode),
@@ -100,6 +110,8 @@ def _valid_cases() -> list[Case]:
         _valid("goal-lifecycle", "A goal with rounds, a pause, a resume and a block.", goals),
         _valid("goal-cleared", "A goal completed and cleared, then a new goal.", cleared),
         _valid("tools", "A turn with a tool call and result, a refusal and a warning.", tools),
+        _valid("usage", "Assistant messages with what their model call cost (latency, prompt, completion and "
+               "cached tokens), with latency only, and one without usage as logs before version 1 of it.", usage),
     ]
 
 
@@ -142,6 +154,10 @@ def _log_cases() -> list[Case]:
     log = LogBuilder().turn().header()
     log.raw(REQUEST_HEADER, {"turn": 1, "step": 3, "plan_mode": False})
     out.append(_bad("log", "transition-not-allowed-step", "transition-not-allowed", "A step skipped.", log))
+    log = LogBuilder().turn().header()
+    log.raw(ASSISTANT_MESSAGE, {"text": "Done.", "source": None, "usage": {"version": 2, "latency_ms": 5}})
+    out.append(_bad("log", "unknown-version", "unknown-version",
+                    "An assistant message's usage of a version this reader does not know.", log))
     return out
 
 

@@ -39,13 +39,13 @@ implementation for its answer to every log: planfold itself by default, any
 Python callable, or a command run once per log with the log's path as its
 last argument, which must print its answer (the same JSON shape) on stdout
 and exit 0. A command that cannot be started at all stops the run with one
-``ConformCommandError``. ``run_conform`` is the ``planfold conform``
-subcommand (text, or one JSON document with ``--json``).
+``ConformCommandError``. The ``planfold conform`` command (text, or one JSON
+document with ``--json``) is ``adapters.cli.conform``: a generator imports no
+command-line module.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import subprocess
@@ -53,14 +53,11 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
 from ...kernel.errors import ReplayError
 from ...kernel.log import Event
 from ...kernel.payload import JSON
 from ...kernel.session import SessionState, fold_session
-from ..cli.args import positive_seconds
-from ..cli.text import shown
 from ..codec import RecordError, read_record
 from ..errors import AdapterError
 from .vector_cases import Case, cases
@@ -74,16 +71,13 @@ __all__ = [
     "MalformedRecordError",
     "Outcome",
     "VectorFormatError",
-    "add_conform_arguments",
     "answer",
     "conform",
-    "conform_main",
     "expected_result",
     "planfold_answer",
     "read_log",
     "read_record_lines",
     "read_records",
-    "run_conform",
     "summarize",
     "write_vectors",
 ]
@@ -335,93 +329,18 @@ def conform(directory: Path, implementation: Implementation = None, *, timeout: 
     return ConformReport(tuple(outcomes))
 
 
-def add_conform_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the arguments of ``planfold conform`` to ``parser``."""
-    parser.description = "Check an implementation against the conformance vectors in DIR."
-    parser.add_argument(
-        "dir",
-        nargs="?",
-        help="a directory of <name>.jsonl logs and <name>.expected.json results"
-        " (default: the vectors installed with planfold)",
-    )
-    parser.add_argument(
-        "--command",
-        dest="implementation",
-        metavar="CMD",
-        help="run CMD LOG per vector and read its JSON answer from stdout (default: planfold itself)",
-    )
-    parser.add_argument(
-        "--timeout", type=positive_seconds, default=30.0, metavar="S", help="seconds per vector (default 30)"
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
-    return parser
-
-
-def _plain(value: object) -> str:
-    """``value`` as one line of JSON (anything JSON cannot hold as its repr)."""
-    return json.dumps(value, default=repr)
-
-
-def run_conform(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run ``planfold conform`` with parsed ``args``: 0 when every vector
-    passes, 1 when one fails, 2 when there is nothing to check or the
-    command cannot be run (said once)."""
-    out = out or sys.stdout
-    err = err or sys.stderr
-    as_json = bool(getattr(args, "json", False))
-    directory = Path(args.dir) if args.dir else SHIPPED_VECTORS
-    try:
-        command = shlex.split(args.implementation) if args.implementation else None
-        report = conform(directory, command, timeout=args.timeout)
-    except (ValueError, ConformCommandError) as exc:
-        return _conform_failed(out, err, as_json, getattr(exc, "code", "usage"), str(exc))
-    if not report.outcomes:
-        return _conform_failed(out, err, as_json, "no-vectors", f"no vectors in {directory}")
-    passed = len(report.outcomes) - len(report.failures)
-    if as_json:
-        failures = [
-            {"name": o.name, "problem": o.problem, "expected": o.expected, "actual": o.actual}
-            for o in report.failures
-        ]
-        body = {"ok": report.ok, "passed": passed, "total": len(report.outcomes), "failures": failures}
-        out.write(json.dumps(body, default=repr) + "\n")
-        return 0 if report.ok else 1
-    for outcome in report.failures:
-        out.write(f"FAIL {shown(outcome.name)}: {shown(outcome.problem)}\n")
-        out.write(f"  expected {_plain(outcome.expected)}\n")
-        out.write(f"  got      {_plain(outcome.actual)}\n")
-    out.write(f"{passed}/{len(report.outcomes)} vectors passed\n")
-    return 0 if report.ok else 1
-
-
-def _conform_failed(out: TextIO, err: TextIO, as_json: bool, code: str, detail: str) -> int:
-    if as_json:
-        out.write(json.dumps({"ok": False, "error": {"code": code, "detail": detail}}) + "\n")
-    else:
-        err.write(f"planfold conform: {shown(detail)}\n")
-    return 2
-
-
-def conform_main(argv: Sequence[str]) -> int:
-    """``planfold conform [DIR] [--command CMD] [--timeout S]`` (see ``run_conform``)."""
-    parser = add_conform_arguments(argparse.ArgumentParser(prog="planfold conform"))
-    return run_conform(parser.parse_args(list(argv)))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m adapters.specgen.vectors conform DIR [--command CMD]``, or
-    ``answer LOG`` (planfold's answer for one log, the protocol's reply),
-    or ``write DIR``."""
+    """``python -m planfold.adapters.specgen.vectors answer LOG`` (planfold's
+    answer for one log, the protocol's reply) or ``write DIR``; checking an
+    implementation is ``planfold conform``."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["conform"]:
-        return conform_main(args[1:])
     if args[:1] == ["answer"] and len(args) == 2:
         print(_json(planfold_answer(Path(args[1]))))
         return 0
     if args[:1] == ["write"] and len(args) == 2:
         write_vectors(Path(args[1]))
         return 0
-    usage = "usage: python -m planfold.adapters.specgen.vectors conform DIR [--command CMD] | answer LOG | write DIR"
+    usage = "usage: python -m planfold.adapters.specgen.vectors answer LOG | write DIR"
     print(usage, file=sys.stderr)
     return 2
 

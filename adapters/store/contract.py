@@ -20,6 +20,13 @@ makes a fresh, empty store on it, saying how to open the same storage again
                 return StoreKit.reopening(lambda: MyStore(path, lease_clock=clock))
             return make
 
+An async store (``adapters.store.aio.AsyncSharedStore``) runs the same
+suite through its synchronous face: its maker returns
+``StoreKit.of_async(open_it)``, where ``open_it()`` is a coroutine that opens
+the store (or ``StoreKit.same_async(store)`` for one that lives in memory);
+every call then runs the store's coroutine on a private event loop, so every
+check of the suite, the state machine's included, applies unchanged.
+
 The maker is called once per test and once per Hypothesis example, so it may
 come from a fixture of any scope. The suite needs pytest and Hypothesis (the
 ``contract`` extra: ``pip install 'planfold[contract]'``). ``example_divisor`` scales down the examples of the expensive
@@ -52,7 +59,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -67,6 +74,7 @@ from ...kernel.payload import JSONObject
 from ...kernel.session import SessionState, fold_session
 from ..codec import MAX_DEPTH, CodecError, canonical_event, encode_jsonl
 from ..provenance import ForkProvenance, ForkRecordError, encode_fork_record, prefix_digest
+from .aio import AsyncSharedStore, BlockingStore
 from .base import (
     AppendRejectedError,
     AppendResult,
@@ -154,6 +162,20 @@ class StoreKit:
     def reopening(cls, open_store: Callable[[], SharedStore], dispose: Callable[[], None] = lambda: None) -> StoreKit:
         """A kit that opens ``open_store()`` now and whenever another store is needed."""
         return cls(open_store(), open_store, dispose)
+
+    @classmethod
+    def of_async(
+        cls, open_store: Callable[[], Awaitable[AsyncSharedStore]], dispose: Callable[[], None] = lambda: None
+    ) -> StoreKit:
+        """A kit for an async store: each store ``open_store()`` opens, seen
+        through its synchronous face (``aio.BlockingStore``), so the whole
+        suite runs against it unchanged."""
+        return cls.reopening(lambda: BlockingStore.opening(open_store), dispose)
+
+    @classmethod
+    def same_async(cls, store: AsyncSharedStore) -> StoreKit:
+        """A kit whose storage lives in the async store itself, seen through its synchronous face."""
+        return cls.same(BlockingStore(store))
 
     def another(self) -> SharedStore:
         """One more store on the same storage, closed with the kit."""

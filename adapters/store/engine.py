@@ -156,6 +156,7 @@ __all__ = [
     "AppendView",
     "Backend",
     "DecidedAppend",
+    "Decision",
     "Folded",
     "KnownKey",
     "LogStore",
@@ -361,6 +362,14 @@ class DecidedAppend(NamedTuple):
     goal_ids: tuple[tuple[str, int], ...]
 
 
+class Decision(NamedTuple):
+    """An append decided in the client (``LogStore.decide_append``) and the
+    memo the store keeps once it is written."""
+
+    append: DecidedAppend
+    memo: _Memo
+
+
 @runtime_checkable
 class OneStepBackend(Backend, Protocol):
     """A backend that checks and writes a decided append in one step."""
@@ -517,16 +526,52 @@ class LogStore(TakesFold):
         lease: Lease | None,
         folded: Folded | None,
     ) -> AppendResult:
-        prepared = prepare_append(session_id, expected_seq, events, idempotency_key)
-        if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
-            raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
-        if folded is not None and prepared.events != tuple(events):
-            folded = None  # the caller folded other values than the stored ones
+        prepared, folded = self.prepared_append(
+            session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded
+        )
         if self._one_step is not None:
             done = self._append_decided(self._one_step, prepared, lease, folded)
             if done is not None:
                 return done
         return self.backend.run("append", True, lambda tx: self._append(tx, prepared, lease, folded))
+
+    def append_transaction(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None = None,
+        *,
+        lease: Lease | None = None,
+        folded: Folded | None = None,
+    ) -> Callable[[Transaction], AppendResult]:
+        """The request of ``append``, checked now (its errors are
+        ``append``'s), as the body of the write transaction that makes it: for
+        a caller that runs the transaction on a backend itself (the async
+        SQLite store's writer, which commits appends in groups)."""
+        prepared, folded = self.prepared_append(
+            session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded
+        )
+        return lambda tx: self._append(tx, prepared, lease, folded)
+
+    def prepared_append(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None,
+        *,
+        lease: Lease | None,
+        folded: Folded | None,
+    ) -> tuple[PreparedAppend, Folded | None]:
+        """The request of ``append``, checked (its errors are ``append``'s),
+        and the caller's fold when it counts (see ``Folded``)."""
+        prepared = prepare_append(session_id, expected_seq, events, idempotency_key)
+        if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
+            raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
+        if folded is not None and prepared.events != tuple(events):
+            folded = None  # the caller folded other values than the stored ones
+        return prepared, folded
 
     def append_folded(self, request: FoldedAppend) -> AppendResult:
         """``append`` of ``request``, with its fold (see ``Folded``)."""
@@ -538,6 +583,16 @@ class LogStore(TakesFold):
     ) -> AppendResult | None:
         """The append decided on the memo's state and sent in one step (see
         the module docstring); ``None`` when the transaction must decide."""
+        decision = self.decide_append(p, lease, folded)
+        if decision is None:
+            return None
+        return self.decided_answer(decision, backend.append_decided(decision.append))
+
+    def decide_append(self, p: PreparedAppend, lease: Lease | None, folded: Folded | None) -> Decision | None:
+        """The append decided in the client, on the memo's state (or a new
+        session's empty one), for a ``OneStepBackend`` to check and write in
+        one step; ``None`` when the store holds no such state or the fold
+        refuses the events (the transaction decides then)."""
         sid = p.session_id
         memo = self._memo.get(sid)
         if memo is not None and memo.state.last_seq == p.expected_seq:
@@ -557,14 +612,22 @@ class LogStore(TakesFold):
         created = tuple(created_goal_ids(p.events))
         round_ = starts_a_round(p.events)
         decided = DecidedAppend(p, lease, has_row, base_format, base_state, round_, _rows(p), row, created)
-        view = backend.append_decided(decided)
+        return Decision(decided, _Memo(fold_format, fold_state, new_state, parts, projection))
+
+    def decided_answer(self, decision: Decision, view: AppendView | None) -> AppendResult | None:
+        """The answer to a decided append, given what the one step answered
+        (``None``: it was written; a view: it was not); ``None`` when the
+        transaction must decide after all."""
+        append = decision.append
+        p, lease = append.prepared, append.lease
+        sid = p.session_id
         if view is None:
-            self._remember(sid, _Memo(fold_format, fold_state, new_state, parts, projection))
+            self._remember(sid, decision.memo)
             return _RESULT(sid, p.events[0].seq, p.events[-1].seq, False)
         answer = _answered(p, lease, view)
         if answer is not None:
             return answer
-        if (view.has_row, view.fold_format, view.fold_state) == (has_row, base_format, base_state):
+        if (view.has_row, view.fold_format, view.fold_state) == (append.has_row, append.base_format, append.base_state):
             _check_round(p, lease, view)
         return None
 

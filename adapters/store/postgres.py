@@ -154,7 +154,15 @@ from .postgres_schema import (
 )
 from .projection import Projection
 
-__all__ = ["GroupAnswer", "PostgresBackend", "PostgresStore", "call_append", "call_appends"]
+__all__ = [
+    "GroupAnswer",
+    "PostgresBackend",
+    "PostgresStore",
+    "append_args",
+    "call_append",
+    "call_appends",
+    "decided_view",
+]
 
 T = TypeVar("T")
 
@@ -206,6 +214,32 @@ GROUP_LIMIT = 64
 
 #: The arguments of one ``planfold_append`` call, the session id first.
 AppendArgs = tuple[object, ...]
+
+
+def append_args(append: DecidedAppend, now: int | None) -> AppendArgs:
+    """The arguments of ``planfold_append`` for a decided append; ``now`` is
+    the lease clock's time (``None``: the database's clock)."""
+    p, lease = append.prepared, append.lease
+    events = [{"seq": seq, "kind": kind, "at": at, "payload": text} for seq, kind, at, text in append.rows]
+    created = [{"id": goal_id, "seq": seq} for goal_id, seq in append.goal_ids]
+    goals = _EVENTS.encode(created).decode() if created else None
+    return (
+        p.session_id, p.expected_seq, append.has_row, append.base_format, append.base_state,
+        p.key, p.request_hash,
+        None if lease is None else lease.holder, None if lease is None else lease.token,
+        None if lease is None else lease.ttl_ms, append.starts_round, now,
+        _EVENTS.encode(events).decode(), goals, append.rows[0][2], append.rows[-1][2], _announced(p.session_id),
+        *append.row.columns(),
+    )  # fmt: skip
+
+
+def decided_view(append: DecidedAppend, found: str | None) -> AppendView | None:
+    """What ``planfold_append`` answered for ``append``: ``None`` when it
+    wrote, else the view it read."""
+    if found is None:
+        return None
+    columns = _VIEW.decode(found)
+    return _view(append.prepared.session_id, columns, _int(columns[-1]))
 
 
 def _param(value: object, encoding: str) -> bytes | None:
@@ -671,25 +705,9 @@ class PostgresBackend:
         with something to read is closed unused (nothing was sent on it) and
         another one taken; a connection lost during the statement leaves the
         outcome ``unknown``."""
-        p, lease = append.prepared, append.lease
-        events = [{"seq": seq, "kind": kind, "at": at, "payload": text} for seq, kind, at, text in append.rows]
-        created = [{"id": goal_id, "seq": seq} for goal_id, seq in append.goal_ids]
-        goals = _EVENTS.encode(created).decode() if created else None
-        now = None if self.clock is None else self.clock()
-        args = (
-            p.session_id, p.expected_seq, append.has_row, append.base_format, append.base_state,
-            p.key, p.request_hash,
-            None if lease is None else lease.holder, None if lease is None else lease.token,
-            None if lease is None else lease.ttl_ms, append.starts_round, now,
-            _EVENTS.encode(events).decode(), goals, append.rows[0][2], append.rows[-1][2], _announced(p.session_id),
-            *append.row.columns(),
-        )  # fmt: skip
+        args = append_args(append, None if self.clock is None else self.clock())
         # Alone, or with the appends that wait meanwhile (group commit, see the module docstring).
-        found = self.commits.submit(args)
-        if found is None:
-            return None
-        columns = _VIEW.decode(found)
-        return _view(p.session_id, columns, _int(columns[-1]))
+        return decided_view(append, self.commits.submit(args))
 
     def _idle_connection(self, pool: psycopg_pool.ConnectionPool[Connection]) -> Connection:
         """A pooled connection with nothing to read, for a one-statement append

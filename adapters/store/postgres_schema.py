@@ -56,6 +56,7 @@ from .migration import MigrationReport, Step, logged, supported
 
 __all__ = [
     "APPEND_CALL",
+    "APPEND_CALL_PARAMS",
     "APPEND_FUNCTION",
     "APPEND_READ",
     "CHANNEL",
@@ -309,6 +310,8 @@ _APPEND_TYPES = (
 )  # fmt: skip
 
 #: A call of ``planfold_append``, its arguments as libpq parameters ``$1``, ``$2``, ...
+#: ``APPEND_CALL`` with psycopg's placeholders, for a psycopg cursor (the async store's).
+APPEND_CALL_PARAMS = "SELECT planfold_append(" + ", ".join(f"%s::{t}" for t in _APPEND_TYPES) + ")"
 APPEND_CALL = "SELECT planfold_append(" + ", ".join(f"${i}::{t}" for i, t in enumerate(_APPEND_TYPES, 1)) + ")"
 
 # --------------------------------------------------------------------------

@@ -207,6 +207,26 @@ class SessionLog:
                 observer(event)
         return batch
 
+    def append_folded(self, events: Sequence[Event], before: SessionState, state: SessionState) -> None:
+        """Append ``events``, already numbered to follow the log and stamped,
+        whose strict fold from ``before`` (the log's state) is ``state`` (the
+        kernel's turn machine decides and folds them). Raises as ``append``
+        does; ``ConflictError`` when the log is not at ``before``."""
+        if not events:
+            return
+        if self._sealed_by is not None:
+            raise LogSealedError(self._sealed_by)
+        if before is not self._state:
+            raise ConflictError(self.session_id, events[0].seq - 1, self.last_seq)
+        batch = tuple(events)
+        append_to(self.store, FoldedAppend(self.session_id, self.last_seq, batch, None, Folded(before, state)))
+        if self._events is not None:
+            self._events.extend(batch)
+        self._state = state
+        for event in batch:
+            for observer in tuple(self.observers):
+                observer(event)
+
     def append_decided(
         self,
         decide: Callable[[SessionState, int], Sequence[Draft]],

@@ -64,9 +64,9 @@ from contextlib import contextmanager
 from typing import Any, Literal, TypeVar, cast
 
 from ..provenance import ForkProvenance
-from .base import InvalidRequestError, Lease, SchemaTooNewError
+from .base import InvalidRequestError, Lease
 from .engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
-from .group import CommitGroup, Pending
+from .group import CommitGroup, Pending, own_copy
 from .projection import Projection
 from .session_log import system_clock
 from .sqlite_conn import ConnectionKeeper, connect_sqlite, enable_wal
@@ -74,10 +74,11 @@ from .sqlite_schema import (
     SCHEMA_VERSION,
     Connection,
     MigrationReport,
+    check_sound,
     columns,
     migrate,
     read_version,
-    refuse_foreign,
+    recognise,
     translate,
 )
 from .sqlite_sql import (
@@ -370,10 +371,9 @@ class SqliteBackend:
 
     def _setup(self, conn: Connection) -> None:
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-        found = read_version(conn)
-        if found > SCHEMA_VERSION:
-            raise SchemaTooNewError(found, SCHEMA_VERSION)
-        refuse_foreign(conn)  # before the WAL switch, which writes the file's header
+        version = recognise(conn)  # before the WAL switch, which writes the file's header
+        if version < SCHEMA_VERSION or str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            check_sound(conn)  # about to change the file: refuse a damaged one before the first write
         enable_wal(conn, self.busy_timeout_ms)
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         self.migration = migrate(conn)
@@ -443,6 +443,25 @@ class SqliteBackend:
             raise
         for waiting, result in done:
             waiting.answer(result)
+
+    def commit_appends(self, batch: Sequence[Pending[_Body, Any]]) -> None:
+        """Commit the append bodies of ``batch`` as one group (one alone, as
+        without grouping) and answer each: for a caller that gathers the
+        group itself (the async store's writer thread). An error that ends
+        the group's transaction is the answer of every append not yet answered."""
+        if len(batch) == 1:
+            only = batch[0]
+            try:
+                only.answer(self._alone(only.item))
+            except Exception as exc:  # the append's own outcome
+                only.fail(exc)
+            return
+        try:
+            self._together(batch)
+        except Exception as exc:  # the group's outcome, for each one it left unanswered
+            for pending in batch:
+                if not pending.answered:
+                    pending.fail(own_copy(exc))
 
     def _transaction(self, conn: Connection) -> _SqliteTransaction:
         """The rows on ``conn`` (one object per connection, which keeps what

@@ -8,7 +8,8 @@ every use under a lock, and runs each unit of work as ``begin``, body,
 ``COMMIT``. Any exception rolls the transaction back; if the rollback itself
 fails the connection is closed (SQLite discards an open transaction when its
 connection closes) and the next call opens a fresh one. A driver exception
-leaves as ``StorageError``, whose ``outcome`` is ``unknown`` only when the
+(or the ``UnicodeDecodeError`` it raises for a damaged schema) leaves as
+``StorageError`` (``DamagedDatabaseError`` for a damaged file), whose ``outcome`` is ``unknown`` only when the
 failure came from the ``COMMIT`` itself (the commit may have happened).
 
 A connection is never used across a fork. A keeper that finds itself in a
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from .base import StoreClosedError
-from .sqlite_schema import Connection, is_busy, rollback_quietly, translate
+from .sqlite_schema import DRIVER_ERRORS, Connection, is_busy, rollback_quietly, translate
 
 __all__ = ["ConnectionKeeper", "connect_sqlite", "enable_wal"]
 
@@ -102,13 +103,13 @@ class ConnectionKeeper:
     def _open(self) -> Connection:
         try:
             conn = self._connect(self.path)
-        except sqlite3.Error as exc:
+        except DRIVER_ERRORS as exc:
             raise translate(exc, "open") from exc
         try:
             self._setup(conn)
         except BaseException as exc:
             self._drop(conn)
-            if isinstance(exc, sqlite3.Error):
+            if isinstance(exc, DRIVER_ERRORS):
                 raise translate(exc, "open") from exc
             raise
         return conn
@@ -141,7 +142,7 @@ class ConnectionKeeper:
                 committing = True
                 conn.execute("COMMIT")
                 return result
-            except sqlite3.Error as exc:
+            except DRIVER_ERRORS as exc:
                 self._abort(conn)
                 raise translate(exc, operation, "unknown" if committing else "not-applied") from exc
             except BaseException:
@@ -155,7 +156,7 @@ class ConnectionKeeper:
             conn = self._connection(pid)
             try:
                 return body(conn)
-            except sqlite3.Error as exc:
+            except DRIVER_ERRORS as exc:
                 self._abort(conn)
                 raise translate(exc, operation) from exc
 

@@ -18,7 +18,8 @@ in-memory database cannot use the write-ahead log.
 
 ``check_readable(conn)`` is the setup of such a connection: it switches
 nothing (no WAL, no ``synchronous``), runs no migration, turns on
-``query_only`` and refuses a file that is not a planfold database with an
+``query_only`` and refuses a file that does not carry planfold's fingerprint
+(``sqlite_schema.recognise``), or is not a planfold database with an
 event log (schema version ``LOG_VERSION`` up to the current one, its tables
 as that version promises) with ``NotPlanfoldDatabaseError``
 (``not-a-planfold-database``); a newer version is ``SchemaTooNewError``. An
@@ -46,11 +47,18 @@ import os
 import sqlite3
 import urllib.parse
 
-from .base import SchemaMismatchError, StoreError
+from .base import SchemaMismatchError
 from .engine import LogStore
-from .migration import supported
 from .sqlite import SqliteBackend
-from .sqlite_schema import LOG_VERSION, SCHEMA_VERSION, Connection, columns, migrate, read_version, verify_schema
+from .sqlite_schema import (
+    LOG_VERSION,
+    SCHEMA_VERSION,
+    Connection,
+    NotPlanfoldDatabaseError,
+    migrate,
+    recognise,
+    verify_schema,
+)
 
 __all__ = [
     "NotPlanfoldDatabaseError",
@@ -60,13 +68,6 @@ __all__ = [
     "open_read_only",
     "readable_connection",
 ]
-
-
-class NotPlanfoldDatabaseError(StoreError):
-    """A SQLite file opened read-only that is not a planfold database
-    (another application's, or an empty one)."""
-
-    code = "not-a-planfold-database"
 
 
 def connect_read_only(path: str) -> sqlite3.Connection:
@@ -91,9 +92,25 @@ def connect_image(data: bytes) -> sqlite3.Connection:
     return conn
 
 
+def _version(conn: Connection) -> int:
+    """The schema version of a planfold file (``sqlite_schema.recognise``);
+    ``NotPlanfoldDatabaseError`` for any other file, whose tables do not
+    match planfold's fingerprint (an empty one is left to
+    ``check_readable``)."""
+    try:
+        return recognise(conn)
+    except NotPlanfoldDatabaseError as exc:
+        if type(exc) is NotPlanfoldDatabaseError:
+            raise
+        raise NotPlanfoldDatabaseError(exc.message) from exc
+    except SchemaMismatchError as exc:
+        raise NotPlanfoldDatabaseError(f"not a planfold database: {exc.message}") from exc
+
+
 def _legacy(conn: Connection) -> bool:
     """Whether the database is a legacy layout a writer would migrate."""
-    return read_version(conn) < LOG_VERSION and "id" in columns(conn, "sessions")
+    version = _version(conn)
+    return version < LOG_VERSION and bool(conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone())
 
 
 def readable_connection(conn: sqlite3.Connection) -> sqlite3.Connection:
@@ -121,7 +138,7 @@ def check_readable(conn: Connection, busy_timeout_ms: int = 15_000) -> None:
     """The setup of a read-only connection (see the module docstring)."""
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     conn.execute("PRAGMA query_only = ON")
-    version = supported(read_version(conn), SCHEMA_VERSION)
+    version = _version(conn)
     if version < LOG_VERSION:
         tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
         what = "an empty SQLite file" if not tables else f"a SQLite file with schema version {version}"

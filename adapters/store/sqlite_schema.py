@@ -34,18 +34,40 @@ finds nothing to do). Every step checks the columns and tables it adds before
 adding them, so running it again changes nothing. A version above
 ``SCHEMA_VERSION`` is refused with ``SchemaTooNewError`` and the file is left
 untouched; a file whose tables do not match its version is
-``SchemaMismatchError``. A file at version 0 that holds something but none of
-planfold's tables is another application's: a writer refuses it with
-``ForeignDatabaseError`` (``refuse_foreign``) before it switches or writes
-anything, so the file stays byte for byte as it was.
+``SchemaMismatchError``.
+
+A file is taken for planfold's only by what planfold writes into it
+(``recognise``, its fingerprint): no SQLite application id (planfold sets
+none; another application's is refused), and a ``sessions`` table with the
+columns every planfold file has had since the legacy layout (``id``,
+``title``, ``created_at_ms``, ``updated_at_ms``: the legacy table's own,
+which ``_step_base`` also creates), at a ``user_version`` no newer than this
+code; from version 3 on the tables and columns that version promises are
+checked as well (``SchemaMismatchError`` names what is missing). A file with
+nothing in it at version 0 is a new one. Anything else (a web framework's
+``sessions (id, data, expires)`` table, a table of another name, a view) is
+``ForeignDatabaseError`` (a ``NotPlanfoldDatabaseError``: "not a planfold
+database"), raised before the writer switches or writes anything, so the
+file stays byte for byte as it was.
+
+A damaged file (a schema SQLite cannot parse, text that is not UTF-8, a
+truncated file, pages of garbage) is ``DamagedDatabaseError``
+(``damaged-database``, a ``StorageError``) wherever the driver finds it:
+``translate`` maps SQLite's corruption codes, and text the driver cannot
+decode, to it. Before a writer first changes a file (a migration, or the
+switch to WAL of a file not yet in it) it runs ``check_sound`` (SQLite's
+``integrity_check``, which reads every page and checks every index against
+its table), so that a damaged file is
+refused before anything is written to it rather than half way through.
 
 Legacy rows keep all their columns and values. The log is the truth, so a
 legacy row that recorded a mode or plan without any log behind it has those
 values moved to ``legacy_head_json`` (kept for people and importers) and its
 projection reset to what the empty log gives: build mode, no plan.
 
-``translate`` turns any ``sqlite3`` exception into the adapters' typed errors;
-no driver exception leaves the SQLite modules.
+``translate`` turns any ``sqlite3`` exception (and the ``UnicodeDecodeError``
+the driver raises for a damaged schema, ``DRIVER_ERRORS``) into the
+adapters' typed errors; no driver exception leaves the SQLite modules.
 """
 
 from __future__ import annotations
@@ -58,24 +80,29 @@ from .base import (
     SchemaMismatchError,
     StorageError,
     StoreBusyError,
-    StoreError,
 )
 from .migration import MigrationReport, Step, logged, supported
 
 __all__ = [
+    "DRIVER_ERRORS",
+    "LEGACY_COLUMNS",
     "LEGACY_VERSION",
     "LOG_VERSION",
     "PLANFOLD_TABLES",
     "SCHEMA_VERSION",
     "STEPS",
     "Connection",
+    "DamagedDatabaseError",
     "ForeignDatabaseError",
     "MigrationReport",
+    "NotPlanfoldDatabaseError",
     "Step",
+    "check_sound",
     "columns",
     "is_busy",
     "migrate",
     "read_version",
+    "recognise",
     "refuse_foreign",
     "rollback_quietly",
     "translate",
@@ -94,12 +121,39 @@ LEGACY_VERSION = 2
 PLANFOLD_TABLES = ("sessions", "events", "append_keys", "goal_leases", "goal_ids")
 
 
-class ForeignDatabaseError(StoreError):
-    """A SQLite file that belongs to another application: schema version 0,
-    something in it, and none of planfold's tables. Refused before anything
-    is written to it."""
+#: The columns of the legacy sessions table, which every planfold file has.
+LEGACY_COLUMNS = ("id", "title", "created_at_ms", "updated_at_ms")
+
+#: What the driver raises: its own errors, and ``UnicodeDecodeError`` for
+#: schema text that is not UTF-8 (a damaged file).
+DRIVER_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, UnicodeDecodeError)
+
+#: SQLite's result codes for a file that is not (or no longer) a sound database.
+_DAMAGE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
+class NotPlanfoldDatabaseError(SchemaMismatchError):
+    """A SQLite file planfold did not write (another application's, or, for a
+    reader, an empty one): refused before anything is written to it, and the
+    message says "not a planfold database"."""
+
+    code = "not-a-planfold-database"
+
+
+class ForeignDatabaseError(NotPlanfoldDatabaseError):
+    """A SQLite file that belongs to another application: something in it,
+    but not planfold's fingerprint (see ``recognise``). Refused before
+    anything is written to it."""
 
     code = "foreign-database"
+
+
+class DamagedDatabaseError(StorageError):
+    """The file is damaged: SQLite cannot read its header, schema or pages,
+    or its schema text is not UTF-8 (the file's fault, not the caller's;
+    nothing was written)."""
+
+    code = "damaged-database"
 
 
 class Connection(Protocol):
@@ -119,12 +173,32 @@ def is_busy(exc: sqlite3.Error) -> bool:
     return name.startswith("SQLITE_BUSY") or "database is locked" in str(exc)
 
 
-def translate(exc: sqlite3.Error, operation: str, outcome: Outcome = "not-applied") -> StorageError:
-    """The typed error for a driver exception raised during ``operation``."""
+def _damaged(exc: Exception) -> bool:
+    """Whether ``exc`` says the file is damaged (see ``DamagedDatabaseError``)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return True
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    return (
+        name.startswith(_DAMAGE_CODES)
+        or "disk image is malformed" in text
+        or "malformed database schema" in text
+        or "file is not a database" in text
+        or "Could not decode to UTF-8" in text
+    )
+
+
+def translate(exc: Exception, operation: str, outcome: Outcome = "not-applied") -> StorageError:
+    """The typed error for a driver exception (one of ``DRIVER_ERRORS``)
+    raised during ``operation``."""
     name = getattr(exc, "sqlite_errorname", "") or type(exc).__name__
     detail = f"{name}: {exc}"
-    if is_busy(exc):
+    if isinstance(exc, sqlite3.Error) and is_busy(exc):
         return StoreBusyError(operation, detail, outcome=outcome, code="store-busy")
+    if _damaged(exc):
+        return DamagedDatabaseError(
+            operation, f"the database file is damaged ({detail})", outcome=outcome, code="damaged-database"
+        )
     return StorageError(operation, detail, outcome=outcome)
 
 
@@ -144,20 +218,60 @@ def read_version(conn: Connection) -> int:
     return int(row[0])
 
 
-def refuse_foreign(conn: Connection) -> None:
-    """Raise ``ForeignDatabaseError`` when the file is another application's
-    (see the class); reads only, so the file is left exactly as it was. An
-    empty or new file, and a legacy sessions table at any version, are not
-    foreign: ``migrate`` takes them forward."""
-    if read_version(conn) != 0:
-        return
-    names = [str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite%'")]
-    if names and not set(names) & set(PLANFOLD_TABLES):
-        listed = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+def _described(conn: Connection, names: list[str]) -> str:
+    """What a file holds, for a refusal: its first few tables with their columns."""
+    shown = []
+    for name in sorted(names)[:3]:
+        have = columns(conn, name)
+        shown.append(f"{name} ({', '.join(list(have)[:6])}{', ...' if len(have) > 6 else ''})" if have else name)
+    return ", ".join(shown) + (", ..." if len(names) > 3 else "")
+
+
+def recognise(conn: Connection) -> int:
+    """The schema version of a planfold file, read without writing (see the
+    module docstring): 0 for a new file with nothing in it;
+    ``SchemaTooNewError`` for a newer one, ``ForeignDatabaseError`` for a
+    file planfold did not write, ``SchemaMismatchError`` for a planfold file
+    missing what its version promises. Driver errors pass through."""
+    version = supported(read_version(conn), SCHEMA_VERSION)
+    application = int(conn.execute("PRAGMA application_id").fetchone()[0])
+    if application:
         raise ForeignDatabaseError(
-            f"a SQLite file of another application (it holds {listed} and none of planfold's tables); "
+            f"not a planfold database: its SQLite application id {application:#x} is another application's; "
             "nothing was changed"
         )
+    names = [str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite%'")]
+    if not names and version == 0:
+        return 0
+    have = columns(conn, "sessions")
+    missing = [name for name in LEGACY_COLUMNS if name not in have]
+    if missing:
+        holds = f"it holds {_described(conn, names)}" if names else "it holds nothing"
+        raise ForeignDatabaseError(
+            f"not a planfold database: a SQLite file of another application at schema version {version} ({holds}; "
+            f"a planfold file has a sessions table with {', '.join(LEGACY_COLUMNS)}); nothing was changed"
+        )
+    verify_schema(conn, max(version, LEGACY_VERSION))
+    return version
+
+
+def check_sound(conn: Connection) -> None:
+    """``PRAGMA integrity_check``: ``DamagedDatabaseError`` naming the first
+    problems SQLite finds in the file's pages (reads only). A writer runs it
+    before the first change it makes to a file (a migration, the switch to
+    WAL), so that a damaged file is refused before it is written to."""
+    rows = [str(row[0]) for row in conn.execute("PRAGMA integrity_check(5)").fetchall()]
+    if rows != ["ok"]:
+        raise DamagedDatabaseError(
+            "open", f"the database file is damaged (integrity_check: {'; '.join(rows)})", code="damaged-database"
+        )
+
+
+def refuse_foreign(conn: Connection) -> None:
+    """``recognise``, for a writer about to open the file: raises unless the
+    file is planfold's (or new); reads only, so the file is left exactly as
+    it was."""
+    recognise(conn)
 
 
 def columns(conn: Connection, table: str) -> dict[str, tuple[str, bool, object, bool]]:
@@ -358,5 +472,5 @@ def migrate(conn: Connection, target: int = SCHEMA_VERSION) -> MigrationReport:
                 raise
         verify_schema(conn, max(before, target))
         return logged("SQLite", MigrationReport(before, max(before, target), tuple(applied)))
-    except sqlite3.Error as exc:
+    except DRIVER_ERRORS as exc:
         raise translate(exc, "schema migration", "unknown" if committing else "not-applied") from exc

@@ -30,10 +30,10 @@ validating them further is the operation's job.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import GoalError
-from ..record import record
 
 __all__ = [
     "CONTROL_VERBS",
@@ -67,7 +67,7 @@ class GoalCommandError(GoalError):
     codes = frozenset({"missing-objective", "unexpected-argument"})
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GoalCommand:
     """A parsed ``/goal``: the verb and, for create and edit, the objective."""
 

@@ -34,10 +34,10 @@ Otherwise it continues with round ``rounds_started + 1``.
 from __future__ import annotations
 
 import typing
+from dataclasses import dataclass
 from typing import Literal
 
 from ..log import Draft, GoalSource, user_message
-from ..record import record
 from .fold import GoalState
 from .ops import BUDGET_BLOCK_CODE, GoalDecision, GoalOperationError, block
 from .values import Activation, BlockedReason, GoalSnapshot
@@ -146,7 +146,7 @@ def decide_budget_block(state: GoalState, activation: Activation, at: int) -> Go
     return GoalDecision.of("block", draft, activation)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ContinueFacts:
     """What the session says beyond the goal: whether plan mode is active (the
     fold) and whether a turn is open (the turn fold)."""
@@ -155,7 +155,7 @@ class ContinueFacts:
     turn_open: bool = False
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ContinueDecision:
     """Continue with round ``next_round``, or stop for ``reason``."""
 

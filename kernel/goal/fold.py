@@ -42,13 +42,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..errors import PayloadError, ReplayError
 from ..idset import IdSet
 from ..log import GOAL_CHANGE, USER_MESSAGE, Event, GoalSource, check_envelope, read_message
 from ..payload import maker
-from ..record import field, record
 from .values import (
     TRANSITION_TABLE,
     ClearChange,
@@ -126,7 +126,7 @@ GOAL_REPLAY_RULES: Mapping[str, str] = {
 _NO_IDS = IdSet()
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GoalState:
     """What the log determines about goals: the current goal (``None`` before
     the first create and after a clear), the ref of the latest change
@@ -463,7 +463,7 @@ def _counted(state: GoalState, rounds: int, event: Event) -> tuple[GoalState, in
 # Whole and incremental folds
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GoalFailure:
     """Where and why an incremental fold stopped."""
 
@@ -476,7 +476,7 @@ class GoalFailure:
         return ReplayError(self.position, self.rule, self.detail)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GoalFold:
     """An incremental strict fold: the state after the valid prefix, the last
     event of that prefix, and the failure it stopped at (if any)."""

@@ -44,12 +44,12 @@ same for the system's block of a goal whose rounds are all started.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..errors import GoalError, ReplayError
 from ..log import GOAL_CHANGE, Draft
 from ..payload import MAX_SAFE_INTEGER, object_of, read_problems
-from ..record import record, replace
 from .fold import GoalState, apply_goal_change
 from .values import (
     DEFAULT_MAX_ROUNDS,
@@ -450,7 +450,7 @@ def clear(state: GoalState, ref: GoalRef, *, actor: Actor, at: int) -> Draft:
 # One call per operation
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GoalRequest:
     """An operation someone asks for: ``operation`` by ``actor`` on the goal
     ``ref`` names (every operation but create), with what the operation
@@ -467,7 +467,7 @@ class GoalRequest:
     reason: BlockedReason | None = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GoalDecision:
     """An accepted operation: append ``draft`` (stamped with the time it was
     decided at), then hold ``activation``. ``goal`` is the goal after it

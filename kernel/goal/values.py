@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import typing
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, ClassVar, Literal, TypeAlias
 
 from ..payload import (
@@ -62,7 +63,6 @@ from ..payload import (
     record_maker,
     shape_of,
 )
-from ..record import record
 
 __all__ = [
     "ARMED",
@@ -108,7 +108,7 @@ DEFAULT_MAX_ROUNDS = 256
 GOAL_CHANGE_VERSION: Literal[1] = 1
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GoalRef:
     """The compare-and-set handle of one revision of one goal (in a clear
     tombstone: the goal it clears, at the tombstone's own revision)."""
@@ -117,7 +117,7 @@ class GoalRef:
     revision: Positive
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class BlockedReason:
     """Why a goal is blocked: a kebab-case ``code`` for routing and a trimmed,
     non-empty ``message``. ``goal.ops.block`` checks and trims it."""
@@ -126,7 +126,7 @@ class BlockedReason:
     message: Trimmed
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GoalSnapshot:
     """The current goal as the log determines it.
 
@@ -165,7 +165,7 @@ ActivationEffect = Literal["arm", "disarm", "keep"]
 Guard = Literal["rounds-remaining", "disarmed", "reason", "fresh-id"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Transition:
     """One allowed (operation, phase before) pair.
 
@@ -205,7 +205,7 @@ TRANSITION_TABLE: Mapping[tuple[GoalOperation, GoalPhase | None], Transition] = 
 # Activation (process state, never persisted)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Activation:
     """Whether this process may continue the current goal on its own. It is
     never persisted: every session start disarms it (``session_started``)."""
@@ -245,7 +245,7 @@ def session_started(activation: Activation) -> Activation:
 ChangeVersion: TypeAlias = Annotated[Literal[1], Code("unknown-version")]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GoalBody:
     """The goal a snapshot change records (its counters sit beside it)."""
 
@@ -261,7 +261,7 @@ class GoalBody:
     blocked_reason: BlockedReason | None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SnapshotChange:
     """The payload of a ``goal/change`` that records the goal after
     ``operation`` (any operation but ``clear``)."""
@@ -300,7 +300,7 @@ class SnapshotChange:
         )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ClearChange:
     """The payload of a ``goal/change`` tombstone: ``cleared`` is the goal at
     the tombstone's own revision (one past the cleared snapshot)."""

@@ -90,6 +90,8 @@ from .spec import (
     Todo,
     TodoStatus,
     spec_hash,
+    validate_plan_spec,
+    validate_summary_candidate,
 )
 from .spec_json import ExitPlanArgs, decode_exit_plan_args, spec_from_json, spec_to_json
 from .status import fold_plans
@@ -172,4 +174,6 @@ __all__ = [
     "spec_from_json",
     "spec_hash",
     "spec_to_json",
+    "validate_plan_spec",
+    "validate_summary_candidate",
 ]

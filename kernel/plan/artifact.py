@@ -8,11 +8,11 @@ table of ``status`` (``TRANSITIONS``), whose checks (``checks``) read the
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal, Protocol
 
 from ..phase import AgentMode
-from ..record import record
 from .spec import PlanSpec, SummarySource, SummaryView, spec_hash
 
 __all__ = [
@@ -38,7 +38,7 @@ PLAN_STATUSES: tuple[PlanStatus, ...] = (
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class StatusInfo:
     """What a status means: ``live`` (the plan still guides the session),
     ``may_start`` (execution may begin from it) and a sentence."""
@@ -62,7 +62,7 @@ LIVE_STATUSES: frozenset[PlanStatus] = frozenset(s for s, info in STATUS_TABLE.i
 
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanRef:
     """One exact version of a plan: what an approval is bound to."""
 
@@ -71,7 +71,7 @@ class PlanRef:
     spec_hash: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanArtifact:
     """The current plan. ``updated_at`` moves only when content changes
     (draft, rewrite, todo progress), never on a status change."""
@@ -89,7 +89,7 @@ class PlanArtifact:
         return PlanRef(self.id, self.revision, spec_hash(self.spec))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanState:
     """The plan fold. An empty log has no plan.
 

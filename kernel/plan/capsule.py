@@ -21,12 +21,12 @@ and refuses one whose hash does not match its content.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, cast
 
 from ..errors import PayloadError
 from ..payload import JSON, Opaque, SafeInt, read_as
 from ..phase import AgentMode, RuntimePhase
-from ..record import record
 from .artifact import PlanFacts, PlanStatus
 from .context import runtime_phase
 from .spec import SummaryView, spec_hash
@@ -56,7 +56,7 @@ CAPSULE_FIELDS: tuple[str, ...] = (
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class StateCapsule:
     """Mode, phase, plan identity and summary, goal, and a hash over them.
     ``goal_json`` is the goal summary as canonical JSON (hashable, immutable);
@@ -86,13 +86,21 @@ def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
+def _not_json(exc: TypeError | ValueError) -> str:
+    """Why ``_canonical`` refused a value, in words that do not depend on the
+    Python version (json words its refusal of NaN differently across them)."""
+    if isinstance(exc, ValueError):
+        return "it holds a number JSON cannot carry (NaN or an infinity)"
+    return str(exc)
+
+
 def _canonical_goal(goal: Mapping[str, JSON]) -> str:
     """The goal's canonical JSON; ``PayloadError`` when it holds a value JSON
     cannot carry (NaN, Infinity, a non-JSON object)."""
     try:
         return _canonical(goal)
     except (TypeError, ValueError) as exc:
-        raise PayloadError(f"capsule 'goal' is not plain JSON: {exc}") from exc
+        raise PayloadError(f"capsule 'goal' is not plain JSON: {_not_json(exc)}") from exc
 
 
 def _body(capsule_fields: Mapping[str, JSON]) -> dict[str, JSON]:
@@ -127,7 +135,7 @@ def build_capsule(state: PlanFacts, goal: Mapping[str, JSON] | None = None) -> S
     try:
         goal_json = None if goal is None else _canonical(goal)
     except (TypeError, ValueError) as exc:
-        raise PayloadError(f"the goal summary is not JSON: {exc}") from exc
+        raise PayloadError(f"the goal summary is not JSON: {_not_json(exc)}") from exc
     cur = state.plan.current
     draft = StateCapsule(
         mode=state.agent_mode,
@@ -173,7 +181,7 @@ def _same(value: object) -> object:
     return value
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class _StoredCapsule:
     """A capsule as it is stored: ``goal`` is the goal summary itself."""
 

@@ -34,11 +34,11 @@ never half old, half new.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
 from ..phase import AgentMode, RuntimePhase
-from ..record import record
 from .artifact import PlanArtifact, PlanFacts, PlanRef, PlanState
 from .review import PlanPolicy
 from .views import render_plan_content
@@ -89,7 +89,7 @@ def plan_to_start(state: PlanFacts) -> PlanRef | None:
 PlanView = Literal["none", "summary", "full"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ViewRequest:
     """What the runtime knows about the next request that the log does not:
     the user asked for the full plan, the summary is judged not enough, the
@@ -106,7 +106,7 @@ class ViewRequest:
 _NO_FACTS = ViewRequest()
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ViewChoice:
     """The plan view for one request and the kebab-case rule that chose it."""
 
@@ -114,7 +114,7 @@ class ViewChoice:
     reason: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ViewRule:
     """One row: in ``modes``, when ``condition`` holds, inject ``view``."""
 
@@ -226,7 +226,7 @@ DEFAULT_BUILD_OVERLAY = (
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PromptParts:
     """The deployment's prompt texts: one shared base and the two overlays."""
 
@@ -235,7 +235,7 @@ class PromptParts:
     build_overlay: str = DEFAULT_BUILD_OVERLAY
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PromptSection:
     """One named section: ``base``, ``overlay:plan`` or ``overlay:build``,
     ``plan:policy``, ``plan:view``."""

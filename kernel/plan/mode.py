@@ -44,13 +44,13 @@ request header, so its cost does not grow with the log).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
 from ..errors import PayloadError, ReplayError
 from ..log import PLAN_MODE, REQUEST_HEADER, USER_MESSAGE, Draft, Event, PluginSource, read_message, read_request_header
 from ..payload import JSONObject, read_as
-from ..record import record
 from .artifact import PlanStatus
 
 __all__ = [
@@ -90,7 +90,7 @@ class PendingRelation(Enum):
         return cls.SAME if pending.target == target else cls.OPPOSITE
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PendingChoice:
     """A choice waiting for the next accepted in-turn pre-step.
 
@@ -102,7 +102,7 @@ class PendingChoice:
     silent: bool = False
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ChoiceRow:
     """One row of the choice table: the outcome, what happens to the pending
     choice (``keep`` it, ``set`` it to the target, ``drop`` it) and whether the
@@ -141,7 +141,7 @@ CHOICE_TABLE: Mapping[tuple[PendingRelation, bool, bool], ChoiceRow] = {
 # The fold
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanModePayload:
     """The payload of ``plan/mode``: the recorded plan-mode state."""
 
@@ -179,7 +179,7 @@ def fold_plan_mode(events: Iterable[Event], end: int | None = None) -> bool:
     return active
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanModeView:
     """What ``get`` returns: the recorded state used to assemble the current
     step, and the chosen state waiting to be appended."""

@@ -29,10 +29,10 @@ from __future__ import annotations
 import functools
 import typing
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from ..payload import JSON, FieldShape, NonBlank, Positive, object_of, read_as, shape_of
-from ..record import record
 from .spec import PlanSpec, SummarySource, SummaryView, TodoStatus
 
 __all__ = [
@@ -70,7 +70,7 @@ PLAN_ACTIONS: tuple[PlanActionName, ...] = typing.get_args(PlanActionName)
 CONTENT_ACTIONS: frozenset[PlanActionName] = frozenset(typing.get_args(ContentActionName))
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ContentPayload:
     """A plan's content: recorded (``draft``, ``bootstrap``) or rewritten."""
 
@@ -83,7 +83,7 @@ class ContentPayload:
     summary_rejected: tuple[str, ...]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class HashPayload:
     """Approval of, or the start of execution of, one exact version."""
 
@@ -93,7 +93,7 @@ class HashPayload:
     spec_hash: NonBlank
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RejectPayload:
     """The reviewer sent this exact version back, with feedback or none."""
 
@@ -104,7 +104,7 @@ class RejectPayload:
     note: str | None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TodoPayload:
     """Progress of one todo of the executing plan."""
 
@@ -115,7 +115,7 @@ class TodoPayload:
     status: TodoStatus
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class NotePayload:
     """Verification failed, realignment is needed, or the plan is retired;
     the note says why (or is null)."""
@@ -126,7 +126,7 @@ class NotePayload:
     note: str | None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class BarePayload:
     """Execution enters verify, or verification passed."""
 
@@ -139,7 +139,7 @@ class BarePayload:
 PlanPayload: TypeAlias = ContentPayload | HashPayload | RejectPayload | TodoPayload | NotePayload | BarePayload
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanAction:
     """A parsed ``plan/artifact`` payload. Fields an action does not carry are
     ``None`` (or empty)."""

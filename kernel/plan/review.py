@@ -25,10 +25,10 @@ next request does not treat the plan as being rewritten.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import PlanError
-from ..record import record
 from .mode import PendingChoice
 
 __all__ = [
@@ -65,7 +65,7 @@ class ExitPlanError(PlanError):
     codes = frozenset({"not-in-plan-mode", "no-review-channel", "invalid-plan"})
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ReviewRequest:
     """A plan ready to be shown to a human, with the answers offered."""
 
@@ -94,7 +94,7 @@ def start_review(plan_mode_active: bool, channel_available: bool, plan: str) -> 
     return ReviewRequest(plan)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Selected:
     """The human picked one or more of the offered options, and may have
     typed ``text`` with them (notes on an approval, feedback otherwise)."""
@@ -103,19 +103,19 @@ class Selected:
     text: str = ""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Custom:
     """The human typed an answer of their own."""
 
     text: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Dismissed:
     """The human closed the review to speak instead."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ChannelLost:
     """The review channel went away while the review was open."""
 
@@ -123,7 +123,7 @@ class ChannelLost:
 ReviewAnswer = Selected | Custom | Dismissed | ChannelLost
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ReviewOutcome:
     """What a review answer means.
 
@@ -197,7 +197,7 @@ class PlanCommandError(PlanError):
     codes = frozenset({"attachments-with-off"})
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanCommand:
     """A parsed ``/plan``: the target state and, for ``/plan <message>``, the
     message to steer into the conversation after selecting plan mode."""
@@ -237,7 +237,7 @@ class PlanPolicyConfigError(PlanError):
     code = "invalid-plan-policy"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanPolicy:
     """The deployment-owned text rendered as the ``plan:policy`` section."""
 

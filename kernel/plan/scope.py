@@ -48,10 +48,10 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal
 
-from ..record import record
 from .spec import PlanScope, PlanSpec
 
 __all__ = [
@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ResolvedTarget:
     """Where a named path really lands, as a resolver found it: ``path``
     relative to the workspace root, or ``None`` when it could not be resolved
@@ -75,7 +75,7 @@ class ResolvedTarget:
     why: str = ""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Effect:
     """One thing execution does: an effect kind and, if it touches one, a
     workspace-relative path. ``targets_known`` is false when what it acts on
@@ -104,7 +104,7 @@ ViolationCode = Literal[
 ]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ScopeViolation:
     """One effect outside the plan's scope, and why."""
 
@@ -113,7 +113,7 @@ class ScopeViolation:
     message: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ScopeVerdict:
     """Every violation found; the plan needs realignment when there is one."""
 

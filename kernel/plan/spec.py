@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import PlanError, Problem
-from ..record import record
 
 __all__ = [
     "ACTIVE_TODO_STATUSES",
@@ -61,7 +61,7 @@ SummarySource = Literal["model", "runtime"]
 SUMMARY_FIELDS: tuple[str, ...] = ("goal", "key_steps", "constraints", "verify", "active_todo_ids")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Todo:
     """One execution action with a stable ``id`` that summaries refer to."""
 
@@ -70,7 +70,7 @@ class Todo:
     status: TodoStatus = "pending"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class OpenQuestion:
     """A question the plan leaves open; ``blocking`` when it blocks writes."""
 
@@ -78,7 +78,7 @@ class OpenQuestion:
     blocking: bool = False
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanScope:
     """Where execution may act: path patterns and effect names."""
 
@@ -86,7 +86,7 @@ class PlanScope:
     effects: tuple[str, ...] = ()
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanSpec:
     """The plan itself, the only truth every view derives from."""
 
@@ -99,7 +99,7 @@ class PlanSpec:
     scope: PlanScope | None = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SummaryView:
     """The default plan context of ordinary requests, derived from a spec."""
 

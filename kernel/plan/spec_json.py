@@ -27,10 +27,10 @@ model is offered for these tools.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated
 
 from ..payload import JSON, OMISSIBLE, Code, Opaque, object_of, read_as, read_problems
-from ..record import record
 from .spec import (
     OpenQuestion,
     PlanScope,
@@ -88,7 +88,7 @@ def summary_from_json(payload: object) -> SummaryView:
 # Model output: report everything at once
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TodoArgs:
     """A todo as the model gives it: without ``status`` it is pending."""
 
@@ -97,7 +97,7 @@ class TodoArgs:
     status: Annotated[TodoStatus, Code("unknown-todo-status"), OMISSIBLE] = "pending"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class QuestionArgs:
     """An open question as an object: ``blocking`` when it blocks writes."""
 
@@ -105,7 +105,7 @@ class QuestionArgs:
     blocking: Annotated[bool, OMISSIBLE] = False
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ScopeArgs:
     """Where execution may act: workspace paths and effect kinds (``write``,
     ``shell``)."""
@@ -114,7 +114,7 @@ class ScopeArgs:
     effects: Annotated[tuple[str, ...], OMISSIBLE] = ()
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanSpecArgs:
     """The plan as the model gives it: a goal, steps, verify items and
     todos, none of them empty and no item blank, todo ids unique; open
@@ -153,7 +153,7 @@ def _same(value: object) -> object:
     return value
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PlanArgs:
     """The arguments of ``exit_plan_mode`` and ``bootstrap_plan``: the plan,
     and the model's proposal for its summary (taken as sent: it is adopted
@@ -163,7 +163,7 @@ class PlanArgs:
     summary_candidate: Annotated[object, Opaque(_any, _same, like=SummaryView), OMISSIBLE] = None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ExitPlanArgs:
     """The decoded arguments of ``exit_plan_mode``: a valid spec and the
     summary candidate exactly as the model sent it (``None`` when absent)."""

@@ -42,11 +42,11 @@ Replay is strict: a bad event raises ``ReplayError`` at its seq with a rule:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..errors import PayloadError, ReplayError
 from ..log import ASSISTANT_MESSAGE, PLAN_ARTIFACT, Event
-from ..record import record, replace
 from .artifact import PlanArtifact, PlanState, PlanStatus
 from .checks import CHECKS
 from .mode import apply_plan_mode_event
@@ -66,7 +66,7 @@ __all__ = [
 Mode = Literal["plan", "build"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Transition:
     """One row: ``action`` moves a plan from ``source`` (``None``: no plan
     yet) to ``target``, only in ``mode`` (``None``: either mode), after

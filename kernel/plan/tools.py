@@ -46,11 +46,11 @@ The decoders report every problem at once in one ``ToolArgumentsError``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, ClassVar, TypeVar, cast
 
 from ..errors import PlanError
 from ..payload import OMISSIBLE, Code, JSONObject, NonBlank, NonBlankWhen, read_problems
-from ..record import record
 from ..tools.gate import tool_class
 from ..tools.shell import shell_write_targets
 from ..tools.spec import ToolSpec
@@ -82,7 +82,7 @@ class ToolArgumentsError(PlanError):
         self.problems = tuple(problems)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TodoUpdate:
     """``update_todo``: set todo ``todo_id`` of the executing plan to ``status``."""
 
@@ -90,7 +90,7 @@ class TodoUpdate:
     status: Annotated[TodoStatus, Code("unknown-todo-status")]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class VerificationReport:
     """``report_verification``: whether the plan's verify list holds, and notes
     (what was checked, or what failed: required when it failed)."""

@@ -24,8 +24,8 @@ plan put before a human reviewer must.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from ..record import record, replace
 from .spec import (
     PlanSpec,
     SpecProblem,
@@ -63,7 +63,7 @@ def refresh_summary(summary: SummaryView, spec: PlanSpec) -> SummaryView:
     return summary if summary.active_todo_ids == active else replace(summary, active_todo_ids=active)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SummaryAdoption:
     """The summary a plan is saved with, where it came from, and why a
     candidate was rejected (empty when the model's candidate was adopted)."""

@@ -27,6 +27,7 @@ open turn, is a ``ReplayError`` at its seq.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Annotated, cast
 
@@ -34,7 +35,6 @@ from ..errors import PayloadError, ReplayError
 from ..log import TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, TOOL_WARNING, Event
 from ..payload import JSON, NONE_IS_ABSENT, JSONObject, Kebab, NonBlank, Opaque, object_of, read_as
 from ..phase import RuntimePhase
-from ..record import record
 from .gate import Allowed, Refused, Verdict
 from .spec import ToolCall, freeze_json, is_json
 
@@ -58,7 +58,7 @@ __all__ = [
 TOOL_KINDS: frozenset[str] = frozenset({TOOL_CALL, TOOL_RESULT, TOOL_REFUSED, TOOL_WARNING})
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ToolCallPayload:
     """The payload of ``tool/call``: the call exactly as the model sent it
     (``tool`` may name no tool; ``arguments`` is any JSON value)."""
@@ -68,7 +68,7 @@ class ToolCallPayload:
     arguments: Annotated[object, Opaque(is_json, freeze_json)]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """The payload of ``tool/result``: what a call that ran returned
     (``ok`` false for a tool's own failure)."""
@@ -79,7 +79,7 @@ class ToolResult:
     output: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ToolNotice:
     """The payload of ``tool/refused`` and ``tool/warning``: why the gate
     refused (or, in advisory mode, would have refused) a call, and what the

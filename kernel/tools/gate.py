@@ -38,6 +38,7 @@ phase, and execution is checked either way. The gate only returns verdicts.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from types import MappingProxyType
 from typing import Literal, cast, get_args
@@ -45,7 +46,6 @@ from typing import Literal, cast, get_args
 from ..errors import GateError
 from ..payload import JSONObject
 from ..phase import RUNTIME_PHASES, RuntimePhase
-from ..record import record
 from .spec import (
     RUNTIME_OWNED_TOOLS,
     RUNTIME_TOOLS,
@@ -86,7 +86,7 @@ RuleKind = Literal["runtime", "never", "deny", "classify", "deployment"]
 TOOL_CLASSES: tuple[ToolClass, ...] = get_args(ToolClass)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PhaseRule:
     """One row of the verdict table: the rule, and for ``deny`` and
     ``classify`` the refusal code and hint given when the call does not pass."""
@@ -134,7 +134,7 @@ VERDICT_TABLE: Mapping[tuple[RuntimePhase, ToolClass], PhaseRule] = MappingProxy
 )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class DeploymentRule:
     """``allow`` or ``deny`` the tools whose name matches ``pattern`` (a
     case-sensitive glob), in ``phases`` (all phases when None)."""
@@ -148,7 +148,7 @@ class DeploymentRule:
         return in_phase and fnmatchcase(name, self.pattern)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GatePolicy:
     """How a deployment runs the gate. Raises ``GateError``
     (``invalid-gate-policy``) for a value outside its domain.
@@ -190,7 +190,7 @@ class GatePolicy:
                 raise bad(f"{classifier!r} is not a CallClassifier")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Refused:
     """The call may not run (or the tool may not be offered). ``hint`` tells
     the model what to do instead; ``code`` is stable kebab-case."""
@@ -202,7 +202,7 @@ class Refused:
     hint: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Allowed:
     """The call may run (or the tool may be offered).
 

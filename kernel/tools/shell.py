@@ -75,10 +75,10 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..payload import JSONObject
-from ..record import record
 from .spec import CallClassifier, Classification, ToolSpec
 
 __all__ = [
@@ -203,7 +203,7 @@ class _Refusal(Exception):
         self.reason = reason
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class _Word:
     """One word of a command line: its text, and whether it holds a glob."""
 
@@ -334,7 +334,7 @@ def _check_rg(args: list[_Word]) -> None:
             raise _Refusal("shell-unsafe-option", f"rg {word.text} can run programs")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GitRead:
     """The options one git read accepts, matched exactly.
 
@@ -632,7 +632,7 @@ def classify_command(line: str) -> Classification:
     )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class _Writer:
     """A writer whose plain form names its targets: the option letters it may
     take (``valued`` ones take the next word), and which operands it writes

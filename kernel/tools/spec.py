@@ -43,13 +43,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal, get_args
 
 from ..errors import GateError, is_kebab_case
 from ..payload import JSON, JSONObject
 from ..phase import RuntimePhase
-from ..record import field, record
 
 __all__ = [
     "RUNTIME_OWNED_TOOLS",
@@ -86,7 +86,7 @@ TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 RuntimeToolName = Literal["exit_plan_mode", "bootstrap_plan", "update_todo", "report_verification"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RuntimeTool:
     """Where a runtime-owned tool is offered (``phases``), and the hint a
     call made in any other phase is refused with."""
@@ -184,7 +184,7 @@ def thaw_json(value: JSON) -> JSON:
     return value
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     """One tool. Raises ``ToolSpecError`` when the declaration is invalid."""
 
@@ -264,7 +264,7 @@ class ToolSpec:
         }
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ToolRegistry:
     """Every registered tool, in registration order; never shrinks.
 
@@ -330,7 +330,7 @@ class ToolRegistry:
         return len(self.specs)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """A call as the model made it: untrusted, checked by the gate.
 
@@ -343,7 +343,7 @@ class ToolCall:
     arguments: JSON = field(hash=False)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Classification:
     """A classifier's word on one call: read-only or not, and why.
 
@@ -370,7 +370,7 @@ class Classification:
             )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CallClassifier:
     """A deployment's classifier: for the tools it ``covers``, ``classify``
     decides whether one particular call (its arguments) is read-only.

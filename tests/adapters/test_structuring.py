@@ -8,15 +8,16 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import cattrs
+import msgspec
 import pytest
 from cattrs.gen import make_dict_unstructure_fn
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planfold.adapters.structuring import _object_unstructure, exact_converter
+from planfold.adapters.structuring import _object_unstructure, exact_converter, problems
 
 
 class Shade(enum.Enum):
@@ -126,3 +127,60 @@ def test_a_function_cattrs_makes_with_settings_of_its_own_is_kept_as_it_is() -> 
     assert _object_unstructure(Defaulted, conv)(Defaulted()) == {}
     assert _object_unstructure(Defaulted, conv)(Defaulted(2)) == {"count": 2}
     assert _object_unstructure(Defaulted, exact_converter())(Defaulted()) == {"count": 0}
+
+
+@dataclass(frozen=True, slots=True)
+class Limited:
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=4, pattern="^[a-z]+$")]
+    count: Annotated[int, msgspec.Meta(ge=1, le=9)]
+    share: Annotated[float, msgspec.Meta(gt=0, lt=1)] = 0.5
+    tags: Annotated[tuple[Annotated[str, msgspec.Meta(max_length=2)], ...], msgspec.Meta(max_length=2)] = ()
+    note: Annotated[str, msgspec.Meta(max_length=3, description="said, not checked")] | None = None
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ({"name": "", "count": 1}, "$.name: expected at least 1 characters, got 0"),
+        ({"name": "abcde", "count": 1}, "$.name: expected at most 4 characters, got 5"),
+        ({"name": "ab1", "count": 1}, "$.name: expected a string matching '^[a-z]+$'"),
+        ({"name": "ab", "count": 0}, "$.count: expected a number >= 1, got 0"),
+        ({"name": "ab", "count": 10}, "$.count: expected a number <= 9, got 10"),
+        ({"name": "ab", "count": 1, "share": 1}, "$.share: expected a number < 1, got 1"),
+        ({"name": "ab", "count": 1, "share": 0.0}, "$.share: expected a number > 0, got 0.0"),
+        ({"name": "ab", "count": 1, "tags": ["a", "b", "c"]}, "$.tags: expected at most 2 items, got 3"),
+        ({"name": "ab", "count": 1, "tags": ["abc"]}, "$.tags[0]: expected at most 2 characters, got 3"),
+        ({"name": "ab", "count": 1, "note": "long"}, "$.note: expected at most 3 characters, got 4"),
+        ({"name": "ab", "count": True}, "$.count: expected an integer, got a boolean"),
+    ],
+)
+def test_a_value_past_a_msgspec_meta_limit_is_refused_with_its_path(data: dict[str, Any], problem: str) -> None:
+    with pytest.raises(cattrs.BaseValidationError) as caught:
+        exact_converter().structure(data, Limited)
+    assert problems(caught.value, "$") == (problem,)
+
+
+def test_values_within_their_limits_are_structured_and_unstructured_unchanged() -> None:
+    conv = exact_converter()
+    data = {"name": "abcd", "count": 9, "share": 0.25, "tags": ["ab", "c"], "note": None}
+    made = conv.structure(data, Limited)
+    assert made == Limited("abcd", 9, 0.25, ("ab", "c"))
+    assert conv.unstructure(made) == data
+
+
+def test_keys_a_class_does_not_have_are_refused_unless_the_converter_lets_them_through() -> None:
+    data = {"name": "ab", "count": 1, "typo": 0}
+    with pytest.raises(cattrs.BaseValidationError) as caught:
+        exact_converter().structure(data, Limited)
+    allowed = "['count', 'name', 'note', 'share', 'tags']"
+    assert problems(caught.value, "$") == (f"$: unknown key(s) ['typo'] (allowed: {allowed})",)
+    assert exact_converter(forbid_extra_keys=False).structure(data, Limited) == Limited("ab", 1)
+
+
+def test_a_limit_the_converter_does_not_check_is_refused_when_its_hook_is_made() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Stepped:
+        size: Annotated[int, msgspec.Meta(multiple_of=2)]
+
+    with pytest.raises(TypeError, match="not multiple_of or tz"):
+        exact_converter().structure({"size": 2}, Stepped)

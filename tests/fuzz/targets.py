@@ -29,6 +29,7 @@ from planfold.kernel.session import SessionState, apply_session_event, fold_more
 from planfold.kernel.tools.shell import MAX_COMMAND_LENGTH, classify_command, classify_shell_call
 from planfold.kernel.tools.spec import Classification, ToolSpec
 from tests.fuzz.cli_targets import CLI_TARGETS
+from tests.fuzz.database_targets import DATABASE_TARGETS
 from tests.fuzz.harness import (
     Clock,
     FuzzFinding,
@@ -326,7 +327,7 @@ KERNEL_TARGETS: tuple[Target, ...] = (
 
 #: Every fuzz target, kernel entry points first.
 TARGETS: tuple[Target, ...] = (
-    KERNEL_TARGETS + TOOL_TARGETS + SCOPE_TARGETS + STORE_TARGETS + SERVE_TARGETS + CLI_TARGETS
+    KERNEL_TARGETS + TOOL_TARGETS + SCOPE_TARGETS + STORE_TARGETS + SERVE_TARGETS + CLI_TARGETS + DATABASE_TARGETS
 )
 
 

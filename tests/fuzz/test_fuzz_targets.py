@@ -134,3 +134,12 @@ SCOPE_LINKS = by_name("scope_links")
 @given(SCOPE_LINKS.inputs)
 def test_fuzz_scope_links(data: bytes) -> None:
     check(SCOPE_LINKS, data)
+
+
+DAMAGED_DATABASE = by_name("damaged_database")
+
+
+@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
+@given(DAMAGED_DATABASE.inputs)
+def test_fuzz_damaged_database(data: bytes) -> None:
+    check(DAMAGED_DATABASE, data)

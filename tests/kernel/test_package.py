@@ -41,7 +41,7 @@ def test_importing_the_kernel_loads_nothing_a_core_name_loads_the_core_and_a_mac
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     nothing, core, machine = out.splitlines()
     assert nothing == "[]"
-    assert core == repr([f"planfold.kernel.{m}" for m in ("errors", "log", "payload", "phase", "record")])
+    assert core == repr([f"planfold.kernel.{m}" for m in ("errors", "log", "payload", "phase")])
     assert machine == "True False"
 
 
@@ -91,6 +91,22 @@ def test_the_plan_package_exports_a_short_surface_each_name_its_modules_own() ->
         owners = [m for m in modules if name in getattr(m, "__all__", ())]
         assert owners, f"{name} is exported by no module of the plan package"
         assert all(getattr(plan, name) is getattr(m, name) for m in owners), name
+
+
+def test_the_plan_package_exports_the_two_checks_seed_000_names_for_the_plan_and_its_summary() -> None:
+    assert {"validate_plan_spec", "validate_summary_candidate"} <= set(plan.__all__)
+    assert plan.validate_plan_spec is plan.spec.validate_plan_spec
+    assert plan.validate_summary_candidate is plan.spec.validate_summary_candidate
+    todo = plan.Todo("t1", "write the fix")
+    good = plan.PlanSpec("fix the bug", ("edit",), (), ("run the tests",), (todo,))
+    assert plan.validate_plan_spec(good) == ()
+    bad = plan.PlanSpec(" ", ("edit",), (), ("run the tests",), (todo,))
+    assert [p.code for p in plan.validate_plan_spec(bad)] == ["empty-goal"]
+    candidate = {"goal": "fix", "key_steps": ["edit"], "constraints": [], "verify": ["test"], "active_todo_ids": ["t9"]}
+    assert [(p.code, p.where) for p in plan.validate_summary_candidate(candidate, good)] == [
+        ("unknown-todo-id", "active_todo_ids[0]")
+    ]
+    assert plan.validate_summary_candidate({**candidate, "active_todo_ids": ["t1"]}, good) == ()
 
 
 def test_nothing_in_the_plan_package_imports_the_session() -> None:

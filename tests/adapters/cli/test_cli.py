@@ -49,9 +49,9 @@ def _export(db: Path, tmp_path: Path) -> Path:
 
 
 def test_replay_and_audit_a_database_in_text_and_json(demo_db: Path) -> None:
-    code, out, _ = _run("replay", str(demo_db))
+    code, out, _ = _run("replay", "--db", str(demo_db))
     assert code == 0 and "demo-1: ok" in out and "plan: plan-" in out and ", completed" in out
-    code, out, _ = _run("audit", str(demo_db), "--session", "demo-1", "--json")
+    code, out, _ = _run("audit", "--db", str(demo_db), "--session", "demo-1", "--json")
     body = json.loads(out)
     assert code == 0 and body["ok"] is True
     (session,) = body["sessions"]
@@ -61,15 +61,15 @@ def test_replay_and_audit_a_database_in_text_and_json(demo_db: Path) -> None:
 
 def test_export_then_import_round_trips_and_audits(demo_db: Path, tmp_path: Path) -> None:
     exported = _export(demo_db, tmp_path)
-    code, out, _ = _run("audit", str(exported), "--json")
+    code, out, _ = _run("audit", "--db", str(exported), "--json")
     assert code == 0 and json.loads(out)["ok"] is True
     target = tmp_path / "copy.sqlite"
     code, out, _ = _run("import", str(exported), "--db", str(target), "--session", "copy", "--json")
     assert code == 0 and json.loads(out)["events"] == len(decode_jsonl(exported.read_bytes()))
-    code, out, _ = _run("audit", str(target), "--session", "copy")
+    code, out, _ = _run("audit", "--db", str(target), "--session", "copy")
     assert code == 0 and "matches the fold" in out
 
-    code, out, _ = _run("replay", str(target), "--session", "copy", "--json")
+    code, out, _ = _run("replay", "--db", str(target), "--session", "copy", "--json")
     assert json.loads(out)["sessions"][0]["events"] == len(decode_jsonl(exported.read_bytes()))
 
 
@@ -89,10 +89,10 @@ def test_a_bad_log_prints_the_position_and_rule_of_its_first_bad_event(
     events[20] = corrupt(events[20])
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(encode_jsonl(events))
-    code, out, _ = _run("audit", str(bad))
+    code, out, _ = _run("audit", "--db", str(bad))
     assert code == 1
     assert f"BAD LOG at seq {events[20].seq} (line 21) [{rule}]" in out
-    code, out, _ = _run("replay", str(bad), "--json")
+    code, out, _ = _run("replay", "--db", str(bad), "--json")
     error = json.loads(out)["sessions"][0]["error"]
     assert code == 1 and error["rule"] == rule and error["position"] == events[20].seq
     # importing it is refused with the same position and rule; nothing is written
@@ -103,10 +103,10 @@ def test_a_bad_log_prints_the_position_and_rule_of_its_first_bad_event(
 def test_an_undecodable_line_is_reported_by_seq_when_readable_else_by_line_with_its_rule(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"seq": 1}\n')
-    code, out, _ = _run("replay", str(bad))
+    code, out, _ = _run("replay", "--db", str(bad))
     assert code == 1 and out.startswith("bad: BAD LOG at seq 1 (line 1) [malformed-record]: ")
     bad.write_text('{"seq": 1, "kind": "turn/start", "at": 1, "payload": {"turn": 1}}\nnot json\n')
-    code, out, _ = _run("replay", str(bad), "--json")
+    code, out, _ = _run("replay", "--db", str(bad), "--json")
     error = json.loads(out)["sessions"][0]["error"]
     assert code == 1 and (error["position"], error["line"], error["rule"]) == (None, 2, "malformed-record")
 
@@ -114,7 +114,7 @@ def test_an_undecodable_line_is_reported_by_seq_when_readable_else_by_line_with_
 def test_a_payload_the_fold_refuses_is_reported_at_its_seq_with_the_folds_rule(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"seq": 1, "kind": "goal/change", "at": 5, "payload": null}\n')
-    code, out, _ = _run("replay", str(bad), "--json")
+    code, out, _ = _run("replay", "--db", str(bad), "--json")
     error = json.loads(out)["sessions"][0]["error"]
     assert code == 1 and (error["position"], error["line"], error["rule"]) == (1, 1, "malformed-payload")
 
@@ -125,7 +125,7 @@ def test_replay_and_conform_agree_on_every_vector() -> None:
     for sidecar in sidecars:
         expected = json.loads(sidecar.read_text(encoding="utf-8"))
         log = sidecar.with_name(sidecar.name.replace(".expected.json", ".jsonl"))
-        code, out, _ = _run("replay", str(log), "--json")
+        code, out, _ = _run("replay", "--db", str(log), "--json")
         (session,) = json.loads(out)["sessions"]
         if expected["ok"]:
             assert code == 0 and session["ok"], log.name
@@ -139,22 +139,22 @@ def test_replay_and_conform_agree_on_every_vector() -> None:
 def test_an_empty_file_is_a_log_with_no_events_and_a_blank_line_is_a_malformed_record(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
-    code, out, _ = _run("replay", str(empty))
+    code, out, _ = _run("replay", "--db", str(empty))
     assert code == 0 and out.startswith("empty: ok, 0 events")
     newline = tmp_path / "newline.jsonl"
     newline.write_bytes(b"\n")
-    code, out, _ = _run("replay", str(newline))
+    code, out, _ = _run("replay", "--db", str(newline))
     assert code == 1 and "BAD LOG at line 1 [malformed-record]: a blank line is not an event record" in out
     _, help_text, _ = _run("replay", "--help")
     assert "An empty file is a log with no events; a blank line is a malformed record." in help_text
 
 
 def test_an_unknown_session_or_file_is_a_usage_error(demo_db: Path, tmp_path: Path) -> None:
-    code, _, err = _run("audit", str(demo_db), "--session", "nope")
+    code, _, err = _run("audit", "--db", str(demo_db), "--session", "nope")
     assert code == 2 and err == f"planfold audit: no session 'nope' in {demo_db} (sessions: demo-1)\n"
-    code, _, err = _run("replay", str(tmp_path / "missing.jsonl"))
+    code, _, err = _run("replay", "--db", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "no such file" in err
-    code, _, err = _run("replay", str(tmp_path))
+    code, _, err = _run("replay", "--db", str(tmp_path))
     assert code == 2 and "is a directory" in err
 
 
@@ -223,7 +223,7 @@ def test_a_file_name_that_is_not_utf8_is_shown_escaped(demo_db: Path, tmp_path: 
     with open(odd, "wb") as handle:
         handle.write(exported.read_bytes())
     env = {**os.environ, "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
-    for argv in (["replay", os.fsdecode(odd)], ["replay", os.fsdecode(odd) + ".missing"]):
+    for argv in (["replay", "--db", os.fsdecode(odd)], ["replay", "--db", os.fsdecode(odd) + ".missing"]):
         done = subprocess.run(
             [sys.executable, "-m", "planfold.adapters.cli", *argv], capture_output=True, env=env, check=False
         )
@@ -237,7 +237,7 @@ def test_a_file_name_that_is_not_utf8_is_shown_escaped(demo_db: Path, tmp_path: 
 
 
 def test_text_output_holds_no_python_reprs(demo_db: Path) -> None:
-    code, out, _ = _run("audit", str(demo_db))
+    code, out, _ = _run("audit", "--db", str(demo_db))
     assert code == 0
     assert "{" not in out and "None" not in out and "'" not in out
     assert "  goal: goal-" in out and "blocked (round-limit), rounds 3/3" in out
@@ -288,10 +288,10 @@ def test_conform_without_a_folder_checks_the_vectors_installed_with_planfold() -
 
 
 def test_progress_goes_to_stderr_only_when_asked_or_long(demo_db: Path) -> None:
-    code, out, err = _run("replay", str(demo_db), "--session", "demo-1", "--progress")
+    code, out, err = _run("replay", "--db", str(demo_db), "--session", "demo-1", "--progress")
     assert code == 0 and err.startswith("demo-1: 99 events in ") and err.endswith("s\n")
     assert "\r" not in err and out.startswith("demo-1: ok")
-    code, _, err = _run("replay", str(demo_db), "--session", "demo-1")
+    code, _, err = _run("replay", "--db", str(demo_db), "--session", "demo-1")
     assert err == ""  # not a terminal, not long
 
 
@@ -312,9 +312,9 @@ def test_no_arguments_and_no_file_contents_end_in_a_traceback(data: bytes) -> No
     [
         ["import", "{FILE}", "--db", "{DB}", "--session", ""],
         ["import", "{FILE}", "--db", "{DB}", "--session", "\udcff"],
-        ["replay", "{FILE}", "--session", "\udcff", "--json"],
+        ["replay", "--db", "{FILE}", "--session", "\udcff", "--json"],
         ["export", "--db", "{FILE}", "--session", "demo-1", "-o", "{FILE}"],
-        ["audit", "{DIR}", "--json"],
+        ["audit", "--db", "{DIR}", "--json"],
         ["conform", "{DIR}", "--json"],
     ],
 )
@@ -336,7 +336,7 @@ def test_a_json_lines_replay_moves_its_bar_as_the_file_is_read(tmp_path: Path) -
     log = tmp_path / "long.jsonl"
     log.write_bytes(encode_jsonl(session_events(4_000)))
     out, err = io.StringIO(), _Terminal()
-    assert main(["replay", str(log), "--progress"], out=out, err=err, stdin=io.BytesIO()) == 0
+    assert main(["replay", "--db", str(log), "--progress"], out=out, err=err, stdin=io.BytesIO()) == 0
     frames = err.getvalue().split("\r")[1:]
     read = [float(frame.split("] ")[1].split("/")[0]) for frame in frames]
     size = log.stat().st_size / 1e6
@@ -365,7 +365,7 @@ def test_a_json_lines_replay_reads_no_further_than_its_first_bad_record() -> Non
             return len(data)
 
     stdin = Endless()
-    code, out, _ = _run_with(stdin, "replay", "-")
+    code, out, _ = _run_with(stdin, "replay", "--db", "-")
     assert code == 1 and "BAD LOG at line 4 [malformed-record]" in out
     assert stdin.reads < 10  # a chunk or two past the bad record, never the rest
 
@@ -379,8 +379,8 @@ def _run_with(stdin: io.RawIOBase, *argv: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize(
     "argv",
     [
-        ("replay", "log\x00.jsonl"),
-        ("audit", "log\x00.jsonl"),
+        ("replay", "--db", "log\x00.jsonl"),
+        ("audit", "--db", "log\x00.jsonl"),
         ("replay", "--json", "log\x00.jsonl"),
         ("export", "--db", "db\x00.sqlite", "--session", "s1"),
         ("import", "log\x00.jsonl", "--db", "db.sqlite", "--session", "s1"),

@@ -112,7 +112,7 @@ def test_a_second_run_adds_a_new_session_and_the_cli_audits_both(tmp_path: Path)
     assert main(["demo", "--db", str(db)], out=out) == 0
     assert "session 'demo-2'" in out.getvalue()
     report = io.StringIO()
-    assert main(["audit", str(db)], out=report) == 0
+    assert main(["audit", "--db", str(db)], out=report) == 0
     assert "demo-1: ok" in report.getvalue() and "demo-2: ok" in report.getvalue()
 
 
@@ -143,7 +143,8 @@ def test_a_real_model_that_does_not_follow_the_script_gets_a_clean_run_and_audit
 def test_the_closing_hint_runs_planfold_the_way_the_user_did(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = io.StringIO()
     run_demo(str(tmp_path / "d b.sqlite"), out, command=".venv/bin/planfold")
-    assert f"check it again with: .venv/bin/planfold audit '{tmp_path}/d b.sqlite' --session demo-1" in out.getvalue()
+    hint = f"check it again with: .venv/bin/planfold audit --db '{tmp_path}/d b.sqlite' --session demo-1"
+    assert hint in out.getvalue()
     program = tmp_path / ".venv" / "bin" / "planfold"
     program.parent.mkdir(parents=True)
     program.write_text("#!/bin/sh\n")

@@ -44,7 +44,8 @@ def test_the_top_level_imports_no_adapter_and_no_kernel_module(argv: list[str]) 
     # the parser's own argument types (--log-level) and the escaping of what a
     # usage error quotes belong to the command line; no store, model, runtime or kernel
     assert set(modules) <= {
-        *entry, "planfold.adapters.cli.args", "planfold.adapters.cli.text", "planfold.adapters.redact"
+        *entry, "planfold.adapters.cli.args", "planfold.adapters.cli.text", "planfold.adapters.redact",
+        "planfold.adapters.visible",
     }
 
 

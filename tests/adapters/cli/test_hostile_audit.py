@@ -21,7 +21,7 @@ from planfold.adapters.cli.text import shown
 from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.specgen.vectors import VECTOR_DIR
 from planfold.adapters.store.sqlite_readonly import open_read_only
-from tests.adapters.cli.test_spill import goals_then
+from tests.adapters.store.test_spill import goals_then
 
 SPECS = Path(__file__).resolve().parents[3] / "specs"
 
@@ -44,14 +44,14 @@ def test_replay_of_a_non_object_goal_payload_after_a_create_is_a_positioned_malf
     log = tmp_path / "goals.jsonl"
     log.write_bytes(created + b'{"seq":2,"kind":"goal/change","at":20,"payload":%s}\n' % payload)
     for command in ("replay", "audit"):
-        code, out, err = _run(command, str(log), "--json")
+        code, out, err = _run(command, "--db", str(log), "--json")
         (session,) = json.loads(out)["sessions"]
         assert code == 1 and err == ""
         assert (session["error"]["position"], session["error"]["line"], session["error"]["rule"]) == (
             2, 2, "malformed-payload"
         )
         assert session["events"] == 1
-        code, out, err = _run(command, str(log))
+        code, out, err = _run(command, "--db", str(log))
         assert code == 1 and "BAD LOG at seq 2 (line 2) [malformed-payload]" in out and err == ""
 
 
@@ -140,14 +140,14 @@ def test_replay_and_audit_escape_control_characters_in_ids_and_file_names(
     session = "se\x1b]0;title\x07ss\rion\x9b"
     assert _run("import", str(log), "--db", str(db), "--session", session)[0] == 0
     for argv in ([str(log)], [str(db)], [str(db), "--session", session], ["-"]):
-        code, out, err = _run(command, *argv, "--progress", stdin=hostile_log)
+        code, out, err = _run(command, "--db", *argv, "--progress", stdin=hostile_log)
         assert code == 0, (out, err)
         assert _acts_on_a_terminal(out) == set() and _acts_on_a_terminal(err) == set(), (out, err)
         assert "plan: pl\\x1b]0;pwned\\x07an-" in out and "go\\r\\x9b2Jal\\x7f rev" in out
-    code, out, err = _run(command, str(db), "--progress")
+    code, out, err = _run(command, "--db", str(db), "--progress")
     assert "se\\x1b]0;title\\x07ss\\rion\\x9b: ok" in out
     assert "se\\x1b]0;title\\x07ss\\rion\\x9b: " in err  # the progress line names the session too
-    code, out, err = _run(command, str(log))
+    code, out, err = _run(command, "--db", str(log))
     assert out.startswith("lo\\x1b[2Jg\\x07: ok")
 
 
@@ -156,7 +156,7 @@ def test_refusals_escape_the_names_they_repeat(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     log.write_bytes(b"")
     runs = [
-        _run("replay", str(tmp_path / "no\x1b[2Jsuch\x07.jsonl")),
+        _run("replay", "--db", str(tmp_path / "no\x1b[2Jsuch\x07.jsonl")),
         _run("export", "--db", str(tmp_path / "\x1b]0;x\x07.sqlite"), "--session", "s"),
         _run("replay", "a", "b\x1b[2J"),  # a usage error quoting the argument
         _run("import", str(log), "--db", str(db), "--session", "s\x1b[1m"),
@@ -213,7 +213,7 @@ SECOND_LINES = {
 def test_replay_and_import_give_one_verdict_on_every_line(tmp_path: Path, second: bytes) -> None:
     log = tmp_path / "log.jsonl"
     log.write_bytes(_FIRST + b"\n" + second + b"\n")
-    code, out, err = _run("replay", str(log), "--json")
+    code, out, err = _run("replay", "--db", str(log), "--json")
     (session,) = json.loads(out)["sessions"]
     assert code == 1 and err == "" and session["ok"] is False
     assert session["error"]["line"] == 2
@@ -229,5 +229,5 @@ def test_replay_and_import_give_one_verdict_on_every_line(tmp_path: Path, second
 def test_a_lone_surrogate_is_named_as_such(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     log.write_bytes(_FIRST + b"\n" + SECOND_LINES["a lone high surrogate before a letter"] + b"\n")
-    code, out, _ = _run("replay", str(log))
+    code, out, _ = _run("replay", "--db", str(log))
     assert code == 1 and "[malformed-record]" in out and "surrogate" in out

@@ -46,15 +46,15 @@ def test_replay_and_audit_read_a_file_an_older_planfold_wrote_and_leave_its_byte
     db = tmp_path / "old.sqlite"
     _old_file(db, version)
     before = _files(tmp_path)
-    code, out, err = _run(command, str(db), "--json")
+    code, out, err = _run(command, "--db", str(db), "--json")
     assert (code, err) == (0, ""), out
     body = json.loads(out)
     assert body["ok"] is True
     assert [s["session"] for s in body["sessions"]] == [sid for sid, *_ in LEGACY_SESSIONS]
     assert all(s["events"] == 0 for s in body["sessions"])
-    code, out, err = _run(command, str(db), "--session", "legacy-1")
+    code, out, err = _run(command, "--db", str(db), "--session", "legacy-1")
     assert code == 0 and out.startswith("legacy-1: ok, 0 events")
-    code, out, err = _run(command, "-", stdin=before["old.sqlite"])  # a copy in memory, read the same way
+    code, out, err = _run(command, "--db", "-", stdin=before["old.sqlite"])  # a copy in memory, read the same way
     assert code == 0 and "legacy-2: ok" in out
     assert _files(tmp_path) == before
 
@@ -76,7 +76,7 @@ def test_an_import_into_an_older_file_migrates_it_and_audits(tmp_path: Path) -> 
     assert _run("import", str(log), "--db", str(db), "--session", "s")[0] == 0
     with SqliteStore(db) as store:
         assert store.settings()["user_version"] == SCHEMA_VERSION
-    assert _run("audit", str(db))[0] == 0
+    assert _run("audit", "--db", str(db))[0] == 0
 
 
 FOREIGN = {
@@ -104,4 +104,42 @@ def test_an_import_into_another_applications_database_is_refused_and_leaves_it_b
     assert code == 2 and json.loads(out)["error"]["code"] == "foreign-database"
     code, _, err = _run("demo", "--db", str(db))
     assert code == 2 and "another application" in err
+    assert _files(tmp_path) == before
+
+
+def _web_sessions(path: Path) -> None:
+    """A web framework's session store: planfold's table name, other columns."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, data BLOB, expires INTEGER)")
+    conn.execute("INSERT INTO sessions VALUES ('k1', x'80037d71002e', 1700000000)")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("command", ["replay", "audit"])
+def test_replay_and_audit_refuse_a_web_frameworks_sessions_table_as_not_planfolds(tmp_path: Path, command: str) -> None:
+    db = tmp_path / "other.sqlite"
+    _web_sessions(db)
+    before = _files(tmp_path)
+    code, out, err = _run(command, str(db))
+    assert code == 2 and out == "" and "not a planfold database" in err
+    code, out, _ = _run(command, str(db), "--json")
+    assert code == 2 and json.loads(out)["error"]["code"] == "not-a-planfold-database"
+    code, _, err = _run(command, "-", stdin=before["other.sqlite"])
+    assert code == 2 and "not a planfold database" in err
+    assert _files(tmp_path) == before
+
+
+def test_an_import_into_a_web_frameworks_sessions_table_is_refused_and_leaves_it_byte_identical(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "other.sqlite"
+    _web_sessions(db)
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(encode_jsonl(build_log(FULL_SCRIPT).events))
+    before = _files(tmp_path)
+    code, out, err = _run("import", str(log), "--db", str(db), "--session", "x")
+    assert code == 2 and out == "" and "not a planfold database" in err
+    code, out, _ = _run("import", str(log), "--db", str(db), "--session", "x", "--json")
+    assert code == 2 and json.loads(out)["error"]["code"] == "foreign-database"
     assert _files(tmp_path) == before

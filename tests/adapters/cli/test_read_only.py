@@ -98,8 +98,8 @@ def _as_a_user_who_may_not_write(argv: list[str]) -> tuple[int, str, str, int]:
 
 
 READERS = {
-    "replay": lambda db: ["replay", str(db), "--json"],
-    "audit": lambda db: ["audit", str(db), "--session", "demo-1", "--json"],
+    "replay": lambda db: ["replay", "--db", str(db), "--json"],
+    "audit": lambda db: ["audit", "--db", str(db), "--session", "demo-1", "--json"],
     "export": lambda db: ["export", "--db", str(db), "--session", "demo-1"],
 }
 
@@ -144,7 +144,7 @@ def _foreign(path: Path) -> Path:
 def test_a_database_that_is_not_planfolds_is_refused_and_left_as_it_was(tmp_path: Path, command: str) -> None:
     db = _foreign(tmp_path / "other.sqlite")
     before = _fingerprint(tmp_path)
-    argv = ["export", "--db", str(db), "--session", "a"] if command == "export" else [command, str(db)]
+    argv = ["export", "--db", str(db), "--session", "a"] if command == "export" else [command, "--db", str(db)]
     code, out, err = _run(*argv)
     assert code == 2 and out == ""
     assert "not a planfold database" in err
@@ -162,7 +162,7 @@ def test_a_database_with_a_live_write_ahead_log_is_read_whole(demo_db: Path, tmp
     try:
         import_session(writer, "demo-copy", log)
         assert Path(f"{copy}-wal").stat().st_size > 0
-        code, out, err = _run("replay", str(copy), "--json")
+        code, out, err = _run("replay", "--db", str(copy), "--json")
     finally:
         writer.close()
     assert code == 0, err
@@ -170,7 +170,7 @@ def test_a_database_with_a_live_write_ahead_log_is_read_whole(demo_db: Path, tmp
 
 
 def test_a_database_on_standard_input_is_read_once_from_memory(demo_db: Path) -> None:
-    code, out, err = _run("audit", "-", "--session", "demo-1", "--json", stdin=demo_db.read_bytes())
+    code, out, err = _run("audit", "--db", "-", "--session", "demo-1", "--json", stdin=demo_db.read_bytes())
     assert code == 0, err
     (session,) = json.loads(out)["sessions"]
     assert session["ok"] and session["projection"]["mismatches"] == []
@@ -179,7 +179,7 @@ def test_a_database_on_standard_input_is_read_once_from_memory(demo_db: Path) ->
 def test_a_log_on_standard_input_or_through_a_fifo_is_read_once(demo_db: Path, tmp_path: Path) -> None:
     code, exported, _ = _run("export", "--db", str(demo_db), "--session", "demo-1")
     assert code == 0
-    code, out, _ = _run("replay", "-", "--json", stdin=exported.encode())
+    code, out, _ = _run("replay", "--db", "-", "--json", stdin=exported.encode())
     assert code == 0 and json.loads(out)["sessions"][0]["session"] == "stdin"
     fifo = tmp_path / "log.fifo"
     os.mkfifo(fifo)
@@ -191,7 +191,7 @@ def test_a_log_on_standard_input_or_through_a_fifo_is_read_once(demo_db: Path, t
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     result: list[tuple[int, str, str]] = []
-    reader = threading.Thread(target=lambda: result.append(_run("replay", str(fifo), "--json")), daemon=True)
+    reader = threading.Thread(target=lambda: result.append(_run("replay", "--db", str(fifo), "--json")), daemon=True)
     reader.start()
     reader.join(timeout=60)  # a second open of the FIFO would wait forever for a writer
     assert not reader.is_alive(), "replay opened the FIFO twice"
@@ -209,7 +209,7 @@ def test_a_database_read_from_a_fifo_is_read_from_memory(demo_db: Path, tmp_path
             pipe.write(data)
 
     threading.Thread(target=feed, daemon=True).start()
-    code, out, err = _run("replay", str(fifo), "--session", "demo-1")
+    code, out, err = _run("replay", "--db", str(fifo), "--session", "demo-1")
     assert code == 0, err
     assert out.startswith("demo-1: ok")
     assert stat.S_ISFIFO(fifo.stat().st_mode)

@@ -1,19 +1,34 @@
-"""The README runs as written: after ``make demo`` on a fresh clone, every
-command line in its ``sh`` and ``console`` blocks works exactly as printed,
-a ``console`` block's output is the real output, and the hint the demo
-prints works too."""
+"""The documentation runs as written: after ``make demo`` on a fresh clone,
+every command line in the ``sh`` and ``console`` blocks of the README and of
+each page of ``docs/`` works exactly as printed, a ``console`` block's output
+is the real output, and the hint the demo prints works too. Each page runs
+in a clone of its own, where the demo has run."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+import pytest
+
+from tests.docs_blocks import DOCS, ROOT, page_blocks
+from tests.pg_cluster import bindir
+from tests.system_programs import postgres
+
 README = ROOT / "README.md"
-BLOCK = re.compile(r"^```(sh|console)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+COMMAND_PAGES = [
+    page for page in sorted(DOCS.glob("*.md")) if any(b.language in {"sh", "console"} for b in page_blocks(page))
+]
+#: The pages whose blocks start a PostgreSQL server of their own.
+SERVER_PAGES = frozenset({"storage.md"})
 
 
 def _make_recipe(target: str) -> list[str]:
@@ -46,10 +61,6 @@ def _clone(tmp_path: Path) -> Path:
     return clone
 
 
-def _sh(line: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", line], cwd=cwd, capture_output=True, text=True, check=False)
-
-
 def test_the_make_targets_install_the_command_the_readme_runs_and_demo_installs_the_runtime_alone() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["scripts"]["planfold"] == "planfold.adapters.cli.entry:main"
@@ -67,30 +78,27 @@ def test_the_make_targets_install_the_command_the_readme_runs_and_demo_installs_
     assert re.search(r"^bench: \$\(BENCH\)$", makefile, re.MULTILINE)
 
 
-def test_every_command_in_the_readme_runs_as_written(tmp_path: Path) -> None:
-    clone = _clone(tmp_path)
-    text = README.read_text(encoding="utf-8")
-    blocks = BLOCK.findall(text)
-    assert len(blocks) >= 3
+def _run_blocks(page: Path, clone: Path, env: dict[str, str] | None = None) -> tuple[list[str], str]:
+    """Run every ``sh`` and ``console`` block of ``page`` in ``clone``: the
+    commands that ran, and the hint ``make demo`` printed (if a block ran it)."""
     ran: list[str] = []
     hint = ""
-    for kind, body in blocks:
-        lines = body.splitlines()
+    for block in page_blocks(page):
+        if block.language not in {"sh", "console"}:
+            continue
+        lines = block.body.splitlines()
         for line in lines:
             assert not line.startswith(("planfold ", "$ planfold ")), f"{line!r}: the command is .venv/bin/planfold"
-        if kind == "sh":
+        if block.language == "sh":
             for line in filter(None, lines):
                 command = line.split("#")[0].strip()
                 if command == "make demo":
-                    for recipe in _make_recipe("demo"):
-                        done = _sh(recipe, clone)
-                        assert done.returncode == 0, done.stdout + done.stderr
-                        hint = done.stdout.split("check it again with: ")[1].splitlines()[0]
+                    hint = _demo(clone)
                     continue
                 if command.startswith("make "):
                     continue  # the other targets run this very test suite
-                done = _sh(line, clone)
-                assert done.returncode == 0, f"{line}\n{done.stdout}{done.stderr}"
+                done = _sh(line, clone, env)
+                assert done.returncode == 0, f"{block.where}: {line}\n{done.stdout}{done.stderr}"
                 ran.append(command)
             continue
         expected: dict[str, list[str]] = {}
@@ -102,11 +110,72 @@ def test_every_command_in_the_readme_runs_as_written(tmp_path: Path) -> None:
             else:
                 expected[order[-1]].append(line)
         for command in order:
-            done = _sh(command, clone)
-            assert (done.stdout + done.stderr).splitlines() == expected[command], command
+            done = _sh(command, clone, env)
+            assert (done.stdout + done.stderr).splitlines() == expected[command], f"{block.where}: {command}"
             ran.append(command)
-    assert hint == ".venv/bin/planfold audit demo.sqlite --session demo-1"
+    return ran, hint
+
+
+def _demo(clone: Path) -> str:
+    """Run ``make demo``'s recipe in ``clone``; the audit hint it printed."""
+    hint = ""
+    for recipe in _make_recipe("demo"):
+        done = _sh(recipe, clone)
+        assert done.returncode == 0, done.stdout + done.stderr
+        hint = done.stdout.split("check it again with: ")[1].splitlines()[0]
+    return hint
+
+
+def test_every_command_in_the_readme_runs_as_written(tmp_path: Path) -> None:
+    clone = _clone(tmp_path)
+    _, hint = _run_blocks(README, clone)
+    assert hint == ".venv/bin/planfold audit --db demo.sqlite --session demo-1"
     done = _sh(hint, clone)
     assert done.returncode == 0 and "demo-1: ok" in done.stdout
-    assert any(command.startswith(".venv/bin/planfold replay bad.jsonl") for command in ran)
-    assert len(ran) >= 8
+
+
+def test_the_pages_with_commands_include_the_command_line_report_and_storage() -> None:
+    assert {"command-line.md", "report-and-fork.md", "storage.md"} <= {page.name for page in COMMAND_PAGES}
+
+
+@pytest.mark.parametrize("page", COMMAND_PAGES, ids=lambda page: page.name)
+def test_every_command_of_each_page_runs_as_written_after_make_demo(page: Path, tmp_path: Path) -> None:
+    clone = _clone(tmp_path)
+    _demo(clone)
+    if page.name in SERVER_PAGES:
+        with _server_home() as env:
+            ran, _ = _run_blocks(page, clone, env)
+    else:
+        ran, _ = _run_blocks(page, clone)
+    assert ran
+    if page.name == "command-line.md":
+        assert any(command.startswith(".venv/bin/planfold replay --db bad.jsonl") for command in ran)
+        assert len(ran) >= 8
+
+
+@contextlib.contextmanager
+def _server_home() -> Iterator[dict[str, str]]:
+    """The environment the storage page's commands run in: ``HOME`` a new
+    folder and ``pg_config`` on the ``PATH``. PostgreSQL refuses to run as
+    root, so as root that folder belongs to the ``postgres`` user, and the
+    page's server commands run as that user. A server the page left running
+    is stopped at the end, and the folder removed."""
+    postgres()
+    home = Path(tempfile.mkdtemp(prefix="planfold-docs-"))
+    if os.geteuid() == 0:
+        shutil.chown(home, "postgres")
+    env = {"HOME": str(home), "PATH": f"{bindir()}:{os.environ['PATH']}"}
+    try:
+        yield env
+    finally:
+        if (home / "planfold-pg" / "postmaster.pid").exists():
+            _sh('"$(pg_config --bindir)/pg_ctl" -D "$HOME/planfold-pg" -m immediate -w stop', home, env)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _sh(line: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = os.environ | (env or {})
+    command = ["bash", "-c", line]
+    if env is not None and os.geteuid() == 0 and line.startswith('"$(pg_config'):
+        command = ["runuser", "-u", "postgres", "--", "env", f"HOME={env['HOME']}", f"PATH={env['PATH']}", *command]
+    return subprocess.run(command, cwd=cwd, env=full, capture_output=True, text=True, check=False)

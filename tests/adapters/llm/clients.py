@@ -1,6 +1,12 @@
-"""Model clients of both kinds behind one synchronous face, for tests that
-run once on ``OpenAIClient`` and once on ``AsyncOpenAIClient`` (the ``make``
-fixture of this package's conftest)."""
+"""Model clients of every kind behind one synchronous face, for tests that
+run once on each: planfold's ``OpenAIClient`` and ``AsyncOpenAIClient``, and
+the adapters of a user's own ``openai.OpenAI`` and ``openai.AsyncOpenAI``
+(``OpenAISDKClient``, ``AsyncOpenAISDKClient``), built from the same options
+(the ``make`` fixtures of this package's conftest).
+
+For the SDK kinds, ``base_url`` and ``api_key`` configure the user's client
+(a key left out is a placeholder: the SDK always sends one); every other
+option goes to planfold's adapter."""
 
 from __future__ import annotations
 
@@ -8,21 +14,34 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
+import openai
+
 from planfold.adapters.llm.model import ChatRequest, ChatResponse, RetryBudget
 from planfold.adapters.llm.openai import AsyncOpenAIClient, OpenAIClient
+from planfold.adapters.llm.openai_sdk import AsyncOpenAISDKClient, OpenAISDKClient
 
-Kind = Literal["sync", "async"]
+Kind = Literal["sync", "async", "openai-sync", "openai-async"]
+#: planfold's own httpx clients.
+HTTPX_KINDS: tuple[Kind, ...] = ("sync", "async")
+#: The adapters of a user's openai SDK client.
+SDK_KINDS: tuple[Kind, ...] = ("openai-sync", "openai-async")
+#: The kinds whose deadline covers the whole attempt whatever the server does
+#: (the synchronous SDK adapter's is the SDK's own per-operation timeout).
+WHOLE_DEADLINE_KINDS: tuple[Kind, ...] = ("sync", "async", "openai-async")
+
+AnyClient = OpenAIClient | AsyncOpenAIClient | OpenAISDKClient | AsyncOpenAISDKClient
+_ASYNC = (AsyncOpenAIClient, AsyncOpenAISDKClient)
 
 
 class Blocking:
     """A client of either kind, called synchronously."""
 
-    def __init__(self, client: OpenAIClient | AsyncOpenAIClient, runner: asyncio.Runner) -> None:
+    def __init__(self, client: AnyClient, runner: asyncio.Runner) -> None:
         self.client = client
         self._runner = runner
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        if isinstance(self.client, AsyncOpenAIClient):
+        if isinstance(self.client, _ASYNC):
             return self._runner.run(self.client.complete(request))
         return self.client.complete(request)
 
@@ -32,13 +51,20 @@ class Blocking:
 
     @property
     def url(self) -> str:
+        if isinstance(self.client, OpenAISDKClient | AsyncOpenAISDKClient):
+            return str(self.client.client.base_url).rstrip("/") + "/chat/completions"
         return self.client.url
 
     def close(self) -> None:
-        if isinstance(self.client, AsyncOpenAIClient):
-            self._runner.run(self.client.aclose())
+        client = self.client
+        if isinstance(client, AsyncOpenAIClient):
+            self._runner.run(client.aclose())
+        elif isinstance(client, AsyncOpenAISDKClient):
+            self._runner.run(client.client.close())
+        elif isinstance(client, OpenAISDKClient):
+            client.client.close()
         else:
-            self.client.close()
+            client.close()
 
 
 class Make(Protocol):
@@ -61,11 +87,17 @@ class Maker:
         self.made: list[Blocking] = []
 
     def __call__(self, base_url: str | None, model: str, **options: Any) -> Blocking:
-        client: OpenAIClient | AsyncOpenAIClient
+        client: AnyClient
+        if self.kind in ("async", "openai-async") and "sleep" in options:
+            options["sleep"] = _in_a_coroutine(options["sleep"])
+        if self.kind in SDK_KINDS:
+            key = options.pop("api_key", None) or "sk-placeholder"
         if self.kind == "async":
-            if "sleep" in options:
-                options["sleep"] = _in_a_coroutine(options["sleep"])
             client = AsyncOpenAIClient(base_url, model, **options)
+        elif self.kind == "openai-sync":
+            client = OpenAISDKClient(openai.OpenAI(base_url=base_url, api_key=key), model, **options)
+        elif self.kind == "openai-async":
+            client = AsyncOpenAISDKClient(openai.AsyncOpenAI(base_url=base_url, api_key=key), model, **options)
         else:
             client = OpenAIClient(base_url, model, **options)
         made = Blocking(client, self.runner)

@@ -187,9 +187,9 @@ def test_empty_content_option_for_servers_that_reject_null(server: ChatServer, m
     assert server.received[0].json()["messages"][1]["content"] == ""
 
 
-def test_base_url_with_trailing_slash_and_query(server: ChatServer, make: Make) -> None:
+def test_base_url_with_trailing_slash_and_query(server: ChatServer, make_httpx: Make) -> None:
     server.plan(Answer())
-    client = make(server.base_url + "/?api-version=2024", "m", sleep=lambda _: None)
+    client = make_httpx(server.base_url + "/?api-version=2024", "m", sleep=lambda _: None)
     client.complete(REQUEST)
     assert server.received[0].path == "/v1/chat/completions?api-version=2024"
     assert "authorization" not in server.received[0].headers
@@ -385,9 +385,9 @@ def test_nobody_listening_exhausts_retries_as_unreachable(make: Make) -> None:
         ("http://127.0.0.1:99999/v1", {}),
     ],
 )
-def test_bad_client_configuration_is_refused(base_url: str, options: dict[str, Any], make: Make) -> None:
+def test_bad_client_configuration_is_refused(base_url: str, options: dict[str, Any], make_httpx: Make) -> None:
     with pytest.raises(ModelBadRequestError) as caught:
-        make(base_url, "m", **options)
+        make_httpx(base_url, "m", **options)
     assert caught.value.code == "model-bad-request"
 
 
@@ -418,18 +418,22 @@ def test_every_error_code_is_kebab_case_and_a_model_error() -> None:
 #: The timeout of the deadline tests: small, so that they stay quick.
 T = 0.5
 
-MISBEHAVING = {
+#: Servers that a deadline of every kind cuts off: the SDK's own timeout
+#: ends a silent wait, and each adapter checks the deadline between pieces of
+#: the body.
+SLOW = {
     "silent": Answer(delay=3.0),
+    "trickled body": Answer(body=completion("y" * 400), trickle=0.05),
+}
+#: Servers that only a deadline over the whole attempt cuts off: each byte of
+#: the head arrives within any per-operation timeout.
+DRIBBLING = {
     "dribbled headers": Answer(dribble=0.05),
     "repeated 100 Continue": Answer(continues=200, pause=0.02),
-    "trickled body": Answer(body=completion("y" * 400), trickle=0.05),
 }
 
 
-@pytest.mark.parametrize("answer", MISBEHAVING.values(), ids=list(MISBEHAVING))
-def test_one_deadline_covers_connect_headers_and_body_against_every_misbehaving_server(
-    server: ChatServer, answer: Answer, make: Make
-) -> None:
+def _cut_off_at_the_deadline(server: ChatServer, answer: Answer, make: Make) -> None:
     server.plan(answer)
     policy = RetryPolicy(max_retries=0, retry_timeouts=False)
     started = time.monotonic()
@@ -437,6 +441,20 @@ def test_one_deadline_covers_connect_headers_and_body_against_every_misbehaving_
         client_for(make, server, [], policy=policy, timeout_s=T).complete(REQUEST)
     assert time.monotonic() - started < T + 1.0
     assert len(server.received) == 1
+
+
+@pytest.mark.parametrize("answer", SLOW.values(), ids=list(SLOW))
+def test_the_deadline_of_every_client_cuts_off_a_silent_or_trickling_server(
+    server: ChatServer, answer: Answer, make: Make
+) -> None:
+    _cut_off_at_the_deadline(server, answer, make)
+
+
+@pytest.mark.parametrize("answer", DRIBBLING.values(), ids=list(DRIBBLING))
+def test_one_deadline_covers_connect_headers_and_body_against_every_misbehaving_server(
+    server: ChatServer, answer: Answer, make_whole_deadline: Make
+) -> None:
+    _cut_off_at_the_deadline(server, answer, make_whole_deadline)
 
 
 def _resolver_to(port: int, looked_up: list[str]) -> Any:
@@ -449,15 +467,15 @@ def _resolver_to(port: int, looked_up: list[str]) -> Any:
     return resolve
 
 
-def test_a_host_name_is_connected_to_through_the_injected_name_lookup(server: ChatServer, make: Make) -> None:
+def test_a_host_name_is_connected_to_through_the_injected_name_lookup(server: ChatServer, make_httpx: Make) -> None:
     server.plan(Answer(body=completion("found by name")))
     looked_up: list[str] = []
-    client = make(f"http://model.example:{server.port}/v1", "m", resolve=_resolver_to(server.port, looked_up))
+    client = make_httpx(f"http://model.example:{server.port}/v1", "m", resolve=_resolver_to(server.port, looked_up))
     assert client.complete(REQUEST).text == "found by name"
     assert looked_up == ["model.example"] and len(server.received) == 1
 
 
-def test_a_name_lookup_that_hangs_is_cut_off_by_the_attempts_deadline(server: ChatServer, make: Make) -> None:
+def test_a_name_lookup_that_hangs_is_cut_off_by_the_attempts_deadline(server: ChatServer, make_httpx: Make) -> None:
     released = threading.Event()
 
     def hanging(host: str, port: int, family: int, kind: int) -> list[Any]:
@@ -465,7 +483,7 @@ def test_a_name_lookup_that_hangs_is_cut_off_by_the_attempts_deadline(server: Ch
         return []
 
     policy = RetryPolicy(max_retries=0, retry_timeouts=False)
-    client = make(f"http://model.example:{server.port}/v1", "m", retry=policy, timeout_s=T, resolve=hanging)
+    client = make_httpx(f"http://model.example:{server.port}/v1", "m", retry=policy, timeout_s=T, resolve=hanging)
     try:
         with pytest.raises(ModelTimeoutError) as caught:
             client.complete(REQUEST)
@@ -476,19 +494,19 @@ def test_a_name_lookup_that_hangs_is_cut_off_by_the_attempts_deadline(server: Ch
     assert server.received == []
 
 
-def test_a_name_lookup_that_fails_is_an_unreachable_server(make: Make) -> None:
+def test_a_name_lookup_that_fails_is_an_unreachable_server(make_httpx: Make) -> None:
     def unknown(host: str, port: int, family: int, kind: int) -> list[Any]:
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
     policy = RetryPolicy(max_retries=0)
-    client = make("http://nowhere.example/v1", "m", retry=policy, resolve=unknown)
+    client = make_httpx("http://nowhere.example/v1", "m", retry=policy, resolve=unknown)
     with pytest.raises(ModelRetriesExhaustedError) as caught:
         client.complete(REQUEST)
     assert isinstance(caught.value.last, ModelUnreachableError)
     assert "Name or service not known" in caught.value.last.detail
 
 
-def test_every_address_of_a_name_is_tried_until_one_takes_the_connection(server: ChatServer, make: Make) -> None:
+def test_every_address_of_a_name_is_tried_until_one_takes_the_connection(server: ChatServer, make_httpx: Make) -> None:
     server.plan(Answer(body=completion("second address")))
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
@@ -500,7 +518,7 @@ def test_every_address_of_a_name_is_tried_until_one_takes_the_connection(server:
             (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", server.port)),
         ]
 
-    client = make(f"http://model.example:{server.port}/v1", "m", resolve=two)
+    client = make_httpx(f"http://model.example:{server.port}/v1", "m", resolve=two)
     assert client.complete(REQUEST).text == "second address"
 
 
@@ -537,11 +555,11 @@ def test_a_connection_dropped_mid_body_says_so_when_it_is_the_last_failure(serve
 
 
 def test_http_proxy_from_the_environment_carries_the_request(
-    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make: Make
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make_httpx: Make
 ) -> None:
     monkeypatch.setenv("HTTP_PROXY", f"http://user:secret@127.0.0.1:{server.port}")
     server.plan(Answer(body=completion("via the proxy")))
-    client = make("http://model.invalid:8000/v1", "m", retry=RetryPolicy(max_retries=0))
+    client = make_httpx("http://model.invalid:8000/v1", "m", retry=RetryPolicy(max_retries=0))
     assert client.complete(REQUEST).text == "via the proxy"
     (received,) = server.received
     assert received.path == "http://model.invalid:8000/v1/chat/completions"
@@ -549,10 +567,10 @@ def test_http_proxy_from_the_environment_carries_the_request(
 
 
 def test_https_proxy_from_the_environment_is_asked_for_a_tunnel(
-    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make: Make
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make_httpx: Make
 ) -> None:
     monkeypatch.setenv("https_proxy", f"127.0.0.1:{server.port}")
-    client = make("https://model.invalid/v1", "m", retry=RetryPolicy(max_retries=0))
+    client = make_httpx("https://model.invalid/v1", "m", retry=RetryPolicy(max_retries=0))
     with pytest.raises(ModelRetriesExhaustedError, match="403"):
         client.complete(REQUEST)
     (received,) = server.received
@@ -560,7 +578,7 @@ def test_https_proxy_from_the_environment_is_asked_for_a_tunnel(
 
 
 def test_no_proxy_sends_matching_hosts_directly(
-    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make: Make
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make_httpx: Make
 ) -> None:
     with socket.socket() as probe:  # a proxy nobody listens on
         probe.bind(("127.0.0.1", 0))
@@ -568,20 +586,20 @@ def test_no_proxy_sends_matching_hosts_directly(
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
     monkeypatch.setenv("NO_PROXY", "example.com,127.0.0.1")
     server.plan(Answer(body=completion("direct")))
-    assert client_for(make, server, []).complete(REQUEST).text == "direct"
+    assert client_for(make_httpx, server, []).complete(REQUEST).text == "direct"
     assert server.received[0].path == "/v1/chat/completions"
 
 
 def test_a_proxy_scheme_the_client_cannot_speak_is_refused_when_it_is_built(
-    monkeypatch: pytest.MonkeyPatch, make: Make
+    monkeypatch: pytest.MonkeyPatch, make_httpx: Make
 ) -> None:
     monkeypatch.setenv("HTTP_PROXY", "socks5://127.0.0.1:1080")
     with pytest.raises(ModelBadRequestError, match="socks5"):
-        make("http://model.invalid/v1", "m")
+        make_httpx("http://model.invalid/v1", "m")
 
 
 def test_a_proxy_in_no_proxy_as_an_address_range_is_bypassed(
-    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make: Make
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make_httpx: Make
 ) -> None:
     with socket.socket() as probe:  # a proxy nobody listens on
         probe.bind(("127.0.0.1", 0))
@@ -589,61 +607,61 @@ def test_a_proxy_in_no_proxy_as_an_address_range_is_bypassed(
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
     monkeypatch.setenv("NO_PROXY", "10.0.0.0/8, 127.0.0.0/8")
     server.plan(Answer(body=completion("direct")))
-    assert client_for(make, server, []).complete(REQUEST).text == "direct"
+    assert client_for(make_httpx, server, []).complete(REQUEST).text == "direct"
     assert server.received[0].path == "/v1/chat/completions"
 
 
-def test_a_proxy_password_never_shows_in_an_error(monkeypatch: pytest.MonkeyPatch, make: Make) -> None:
+def test_a_proxy_password_never_shows_in_an_error(monkeypatch: pytest.MonkeyPatch, make_httpx: Make) -> None:
     monkeypatch.setenv("HTTP_PROXY", "socks5://alice:hunter2@127.0.0.1:1080")
     with pytest.raises(ModelBadRequestError) as caught:
-        make("http://model.invalid/v1", "m")
+        make_httpx("http://model.invalid/v1", "m")
     assert "hunter2" not in str(caught.value)
     assert "socks5://alice:***@127.0.0.1:1080" in str(caught.value)
 
 
-def test_a_base_url_password_never_shows_in_an_error(make: Make) -> None:
+def test_a_base_url_password_never_shows_in_an_error(make_httpx: Make) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with pytest.raises(ModelBadRequestError) as refused:
-        make("ftp://bob:hunter2@example.invalid/v1", "m")
+        make_httpx("ftp://bob:hunter2@example.invalid/v1", "m")
     assert "hunter2" not in str(refused.value) and "bob:***@" in str(refused.value)
-    client = make(f"http://bob:hunter2@127.0.0.1:{port}/v1", "m", retry=RetryPolicy(max_retries=0))
+    client = make_httpx(f"http://bob:hunter2@127.0.0.1:{port}/v1", "m", retry=RetryPolicy(max_retries=0))
     with pytest.raises(ModelRetriesExhaustedError) as caught:
         client.complete(REQUEST)
     assert "hunter2" not in str(caught.value) and f"bob:***@127.0.0.1:{port}" in str(caught.value)
 
 
-def test_a_client_keeps_its_connection_alive_from_one_request_to_the_next(server: ChatServer, make: Make) -> None:
+def test_a_client_keeps_its_connection_alive_from_one_request_to_the_next(server: ChatServer, make_httpx: Make) -> None:
     server.plan(Answer(body=completion("one")), Answer(body=completion("two")), Answer(body=completion("three")))
-    client = client_for(make, server, [])
+    client = client_for(make_httpx, server, [])
     assert [client.complete(REQUEST).text for _ in range(3)] == ["one", "two", "three"]
     assert len(server.received) == 3 and server.connections == 1
 
 
-def test_a_connection_the_server_closed_is_replaced_by_a_new_one(server: ChatServer, make: Make) -> None:
+def test_a_connection_the_server_closed_is_replaced_by_a_new_one(server: ChatServer, make_httpx: Make) -> None:
     server.plan(Answer(body=completion("one")), Answer(drop=True), Answer(body=completion("three")))
     sleeps: list[float] = []
-    client = client_for(make, server, sleeps)
+    client = client_for(make_httpx, server, sleeps)
     assert client.complete(REQUEST).text == "one"
     assert client.complete(REQUEST).text == "three"
     assert len(sleeps) == 1 and server.connections == 2
 
 
 def test_the_base_url_and_key_default_to_the_openai_environment_variables(
-    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make: Make
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make_httpx: Make
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     server.plan(Answer(body=completion("from the environment")), Answer())
-    assert make(None, "m").complete(REQUEST).text == "from the environment"
+    assert make_httpx(None, "m").complete(REQUEST).text == "from the environment"
     assert server.received[0].headers["authorization"] == "Bearer sk-from-env"
-    make(None, "m", api_key="").complete(REQUEST)  # "" sends no key at all
+    make_httpx(None, "m", api_key="").complete(REQUEST)  # "" sends no key at all
     assert "authorization" not in server.received[1].headers
 
 
-def test_without_a_base_url_anywhere_the_client_posts_to_openai(make: Make) -> None:
-    assert make(None, "m").url == "https://api.openai.com/v1/chat/completions"
+def test_without_a_base_url_anywhere_the_client_posts_to_openai(make_httpx: Make) -> None:
+    assert make_httpx(None, "m").url == "https://api.openai.com/v1/chat/completions"
 
 
 def test_each_retry_is_logged_with_its_status_and_delay_and_never_the_key(

@@ -138,7 +138,7 @@ def demo_report(directory: Path, runs: int = 1) -> str:
     for _ in range(runs):
         run_demo(str(db), io.StringIO())
     chosen = ["--session", "demo-1"] if runs == 1 else ["--all"]
-    status = planfold(["report", str(db), *chosen, "-o", str(out)], out=io.StringIO(), err=io.StringIO())
+    status = planfold(["report", "--db", str(db), *chosen, "-o", str(out)], out=io.StringIO(), err=io.StringIO())
     if status != 0:
         raise RuntimeError(f"planfold report exited {status}")
     return out.read_text(encoding="utf-8")
@@ -161,7 +161,7 @@ def screenshot(browser: Browser, html: str, path: Path) -> None:
     chosen, as a PNG at ``path``."""
     opened = open_page(browser, html, width=1100)
     page = opened.page
-    page.locator(f'#machine-plan_status text.label[data-edge="{edge_id(page, "plan_status", "approve")}"]').click()
+    page.locator(f'#machine-plan_status g.edge[data-edge="{edge_id(page, "plan_status", "approve")}"] text').click()
     box = page.locator("#machine-plan_status")
     box.screenshot(path=str(path))
     page.close()

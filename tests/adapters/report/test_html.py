@@ -125,7 +125,7 @@ def test_the_coverage_page_lists_each_session_and_the_transitions_of_all(
     coverage.add(build_report(HOSTILE, ((None, e) for e in demo)))
     page = render_coverage(coverage.finish())
     assert HOSTILE not in page and "2" in page and "<code>one</code>#16" in page
-    assert "every session passes the strict replay" in page and page.count('class="machine"') == 4
+    assert "every session passes the audit" in page and page.count('class="machine"') == 4
 
 
 def test_a_long_stretch_is_one_line_of_counts_with_its_seqs_and_verdicts() -> None:
@@ -136,3 +136,57 @@ def test_a_long_stretch_is_one_line_of_counts_with_its_seqs_and_verdicts() -> No
     assert re.match(r"… [\d,]+ entries left out \([\d,]+ events, seq [\d,]+–[\d,]+\): [\d,]+ tool calls "
                     r"\([\d,]+ allowed; [\d,]+ refused: not-offered [\d,]+, read-only-phase [\d,]+; [\d,]+ warned: "
                     r"advisory-write [\d,]+\) …$", line.group(1)), line.group(1)
+
+
+ACTING = "evil\u202etxt.sh \u2066x\u2069 \u200e\u200f\u061c \x00\x1b[2J\x07 \x85\x9b"
+ACTING_SEEN = "evil\\u202etxt.sh \\u2066x\\u2069 \\u200e\\u200f\\u061c \\x00\\x1b[2J\\x07 \\x85\\x9b"
+
+
+def _acting_log(text: str, ident: str) -> Iterable[tuple[int | None, Event]]:
+    events = [
+        Event(1, "turn/start", 10, {"turn": 1}),
+        Event(2, "user/message", 11, {"text": text, "source": None}),
+        Event(3, "request/header", 12, {"turn": 1, "step": 1, "plan_mode": False}),
+        Event(4, "tool/call", 13, {"call_id": ident, "tool": "write_file", "arguments": {"path": text}}),
+        Event(5, "tool/refused", 14, {"call_id": ident, "tool": "write_file", "code": "not-offered",
+                                      "reason": text, "phase": "build_bootstrap"}),
+        Event(6, "assistant/message", 15, {"text": text, "source": None}),
+        Event(7, "turn/end", 17, {"turn": 1}),
+    ]
+    return ((None, e) for e in events)
+
+
+def test_control_and_bidirectional_characters_are_shown_as_marked_escapes() -> None:
+    page = render_report(build_report("s" + ACTING, _acting_log(ACTING, "c" + ACTING)))
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]", page)
+    assert '<span class="esc">\\u202e</span>' in page and '<span class="esc">\\x00\\x1b</span>' in page
+    assert "<title>planfold report: s" + ACTING_SEEN.replace("&", "&amp;") in page  # no markup in a title
+    text = re.sub(r"<[^>]+>", "", page)
+    assert text.count(ACTING_SEEN) >= 3  # the message, the reply and the tool's argument
+
+
+def test_a_long_id_is_shortened_and_its_full_text_is_one_click_away() -> None:
+    long_id = "id-" + "x" * 100_000
+    report = build_report(long_id, _acting_log("hello", long_id))
+    page = render_report(report)
+    title = re.search("<title>(.*?)</title>", page)
+    assert title is not None and len(title.group(1)) < 100
+    h1 = re.search("<h1>(.*?)</h1>", page)
+    assert h1 is not None and len(h1.group(1)) < 200
+    assert '<details class="long-id"><summary><code>id-xxxxxxxx' in page and "(100,003 characters)" in page
+    assert f'<code class="full">{long_id}</code>' in page
+
+
+def test_the_policy_allows_only_the_page_s_own_style_and_script_by_their_hashes(demo: tuple[Event, ...]) -> None:
+    import base64  # noqa: PLC0415
+    import hashlib  # noqa: PLC0415
+
+    page = render_report(build_report("demo-1", ((None, e) for e in demo)))
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert policy is not None and "unsafe" not in policy.group(1) and "default-src 'none'" in policy.group(1)
+    for tag, directive in (("style", "style-src"), ("script", "script-src")):
+        bodies = re.findall(f"<{tag}>(.*?)</{tag}>", page, re.DOTALL)
+        assert len(bodies) == 1
+        digest = base64.b64encode(hashlib.sha256(bodies[0].encode("utf-8")).digest()).decode("ascii")
+        assert f"{directive} 'sha256-{digest}';" in policy.group(1)
+    assert " style=" not in page  # an inline style attribute would need 'unsafe-inline'

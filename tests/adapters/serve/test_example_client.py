@@ -28,7 +28,7 @@ def test_the_javascript_host_drives_a_plan_then_build_session_whose_log_audits_c
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "mode build, plan plan-" in done.stdout and "completed" in done.stdout
-    assert main(["audit", str(db)]) == 0
+    assert main(["audit", "--db", str(db)]) == 0
     with SqliteStore(db) as store:
         state = fold_session(store.read("example-1"))
     assert state.plan.current is not None and state.plan.current.status == "completed"

@@ -1,5 +1,6 @@
-"""The README's ``planfold serve`` section cannot drift: its method table is
-the protocol's method table, and its exchange is what the server answers."""
+"""The ``planfold serve`` page (docs/serve.md) cannot drift: its method
+table is the protocol's method table, and its exchange is what the server
+answers."""
 
 from __future__ import annotations
 
@@ -12,23 +13,20 @@ from planfold.adapters.serve.server import Server
 from planfold.adapters.store.memory import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[3]
-HEADING = "## `planfold serve`"
+PAGE = ROOT / "docs" / "serve.md"
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index(HEADING)
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
+    return PAGE.read_text(encoding="utf-8")
 
 
-def test_the_readme_lists_every_method_with_its_summary() -> None:
+def test_the_serve_page_lists_every_method_with_its_summary() -> None:
     rows = re.findall(r"^\| `([^`]+)` \| (.+) \|$", _section(), re.MULTILINE)
     expected = [(m.name, m.summary) for m in METHODS.values()]
     assert rows == [*expected, ("rpc.discover", "The OpenRPC document of the protocol.")]
 
 
-def test_the_readme_exchange_is_what_the_server_answers() -> None:
+def test_the_serve_page_exchange_is_what_the_server_answers() -> None:
     block = re.search(r"^```jsonrpc\n(.*?)^```$", _section(), re.MULTILINE | re.DOTALL)
     assert block is not None
     lines = block.group(1).splitlines()

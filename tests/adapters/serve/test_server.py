@@ -95,6 +95,33 @@ def test_an_unknown_key_anywhere_in_the_params_is_refused_with_its_path() -> Non
     assert _answer(server, _request("session/read", session="s"))["result"]["last_seq"] == 0
 
 
+def test_an_unknown_key_in_an_object_of_an_array_is_refused_with_its_path() -> None:
+    server = _server()
+    tool = {"name": "read_file", "description": "d", "parameters": {}, "effect": "read", "typo": 1}
+    answer = _answer(server, _request("session/open", session="s", tools=[tool]))
+    assert answer["error"]["code"] == -32602
+    assert answer["error"]["data"]["detail"] == "unknown key $.tools[0].typo"
+    assert _answer(server, _request("session/read", session="s"))["error"]["data"]["code"] == "session-not-open"
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "detail"),
+    [
+        ("step/begin", {"session": "s", "step": 0}, "$.step: expected a number >= 1, got 0"),
+        ("step/reply", {"session": "s", "finish_reason": "x" * 65}, "$.finish_reason: expected at most 64 characters"),
+        ("session/open", {"session": "s", "max_tool_calls": -1}, "$.max_tool_calls: expected a number >= 0, got -1"),
+        ("goal/create", {"session": "s", "objective": "x", "goal_id": ""}, "$.goal_id: expected at least 1 characters"),
+    ],
+)
+def test_a_value_past_a_limit_the_protocol_states_is_an_invalid_parameter_naming_its_path(
+    method: str, params: dict[str, object], detail: str
+) -> None:
+    server = _server()
+    answer = _answer(server, _request(method, **params))
+    assert answer["error"]["code"] == -32602 and answer["error"]["data"]["code"] == "invalid-params"
+    assert answer["error"]["data"]["detail"].startswith(detail)
+
+
 def test_a_notification_is_carried_out_and_not_answered() -> None:
     server = _server()
     _open(server)

@@ -91,7 +91,7 @@ def test_the_typescript_host_compiles_under_tsc_strict_and_drives_a_plan_mode_tu
     assert done.returncode == 0, done.stdout + done.stderr
     assert "/plan: committed" in done.stdout and "exit_plan_mode: approved" in done.stdout
     assert "mode build, plan plan-" in done.stdout and "completed" in done.stdout
-    assert main(["audit", str(db)]) == 0
+    assert main(["audit", "--db", str(db)]) == 0
     with SqliteStore(db) as store:
         state = fold_session(store.read("typescript-1"))
     assert state.plan.current is not None and state.plan.current.status == "completed"

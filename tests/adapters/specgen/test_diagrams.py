@@ -1,5 +1,5 @@
 """The graph values, the renderers (machines as state diagrams and SVG by
-Graphviz, the tool gate as a decision table), the README section, and the
+Graphviz, the tool gate as a decision table), the section of docs/how-it-works.md, and the
 freshness check: what is committed in specs/ is exactly what the code
 generates."""
 
@@ -34,10 +34,10 @@ from tests.system_programs import graphviz
 
 ROOT = Path(__file__).resolve().parents[3]
 SPECS = ROOT / "specs"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "how-it-works.md"
 FIX = (
     "regenerate with `make diagrams` (python -m planfold.adapters.specgen.diagrams specs) "
-    "and commit specs/ and README.md"
+    "and commit specs/ and docs/how-it-works.md"
 )
 
 #: Hand-written files in specs/ (not generated) and files only made where
@@ -66,9 +66,10 @@ def test_committed_specs_are_what_the_code_generates(tmp_path: Path) -> None:
         assert committed[name] == fresh[name], f"specs/{name} differs from what the code generates: {FIX}"
 
 
-def test_readme_embeds_the_current_diagrams() -> None:
+def test_the_how_it_works_page_embeds_the_current_diagrams() -> None:
     text = README.read_text(encoding="utf-8")
-    assert update_readme(text, readme_section(all_graphs())) == text, f"README.md's diagrams are stale: {FIX}"
+    fresh = update_readme(text, readme_section(all_graphs(), "../specs"))
+    assert fresh == text, f"docs/how-it-works.md's diagrams are stale: {FIX}"
     assert text.index(HEADING) < text.index(START_MARKER) < text.index(END_MARKER)
 
 
@@ -237,6 +238,22 @@ def test_write_all_refreshes_the_readme_and_removes_stale_files(tmp_path: Path) 
     assert readme not in write_all(out, readme, svg=False)  # unchanged the second time
 
 
+def test_a_page_in_another_folder_links_the_svgs_relative_to_itself(tmp_path: Path) -> None:
+    page = tmp_path / "docs" / "how-it-works.md"
+    page.parent.mkdir()
+    page.write_text(f"# p\n\n{HEADING}\n", encoding="utf-8")
+    write_all(tmp_path / "specs", page, svg=False)
+    assert "([SVG](../specs/plan_mode.svg))" in page.read_text(encoding="utf-8")
+
+
+def test_the_entry_point_refreshes_the_how_it_works_page_beside_the_specs_folder(tmp_path: Path) -> None:
+    page = tmp_path / "docs" / "how-it-works.md"
+    page.parent.mkdir()
+    page.write_text(f"# p\n\n{HEADING}\n", encoding="utf-8")
+    assert main([str(tmp_path / "specs"), "--no-svg"]) == 0
+    assert START_MARKER in page.read_text(encoding="utf-8") and not (tmp_path / "README.md").exists()
+
+
 def _states_drawn(svg: Path) -> set[str]:
     root = ElementTree.parse(svg).getroot()
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
@@ -260,13 +277,13 @@ def test_without_graphviz_no_svg_is_written(tmp_path: Path, monkeypatch: pytest.
     assert not list((tmp_path / "none").glob("*.svg"))
 
 
-def test_the_svgs_the_readme_links_are_committed() -> None:
+def test_the_svgs_the_how_it_works_page_links_are_committed() -> None:
     for graph in all_graphs():
         svg = SPECS / f"{graph.name}.svg"
         if graph.name in DECISION_TABLES:
             assert not svg.exists() and not (SPECS / f"{graph.name}.mmd").exists()
             continue
-        assert f"specs/{graph.name}.svg" in README.read_text(encoding="utf-8")
+        assert f"../specs/{graph.name}.svg" in README.read_text(encoding="utf-8")
         assert set(graph.states) <= _states_drawn(svg), f"specs/{graph.name}.svg is stale: {FIX}"
 
 

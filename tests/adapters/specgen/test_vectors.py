@@ -27,6 +27,7 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
+from planfold.adapters.cli.conform import conform_main
 from planfold.adapters.specgen.vector_cases import Case, cases
 from planfold.adapters.specgen.vectors import (
     SHIPPED_VECTORS,
@@ -36,7 +37,6 @@ from planfold.adapters.specgen.vectors import (
     VectorFormatError,
     answer,
     conform,
-    conform_main,
     expected_result,
     planfold_answer,
     read_log,

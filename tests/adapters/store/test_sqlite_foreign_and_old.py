@@ -20,6 +20,7 @@ from planfold.adapters.store.sqlite_schema import (
     ForeignDatabaseError,
     migrate,
     read_version,
+    recognise,
 )
 from planfold.kernel.session import fold_session
 from tests.storage_helpers import FULL_SCRIPT, LEGACY_SESSIONS, build_legacy_db, build_log
@@ -129,3 +130,76 @@ def test_a_reader_still_refuses_a_file_that_is_not_planfolds(tmp_path: Path) -> 
     with pytest.raises(NotPlanfoldDatabaseError):
         open_read_only(str(path))
     assert path.read_bytes() == before
+
+
+# --------------------------------------------------------------------------
+# Planfold's fingerprint, not a table's name
+
+#: A web framework's session table: planfold's table name, another application's columns.
+WEB_SESSIONS = (
+    "CREATE TABLE sessions (id TEXT PRIMARY KEY, data BLOB, expires INTEGER)",
+    "INSERT INTO sessions VALUES ('k1', x'80037d71002e', 1700000000)",
+)
+
+LOOK_ALIKES = {
+    "a web framework's sessions table": WEB_SESSIONS,
+    "the same at a planfold schema version": (*WEB_SESSIONS, "PRAGMA user_version = 8"),
+    "the legacy columns under another application id": (
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, title TEXT, created_at_ms INTEGER, updated_at_ms INTEGER)",
+        "PRAGMA application_id = 1179012935",
+    ),
+    "a user_version and nothing else": ("PRAGMA user_version = 5",),
+}
+
+
+@pytest.mark.parametrize("statements", LOOK_ALIKES.values(), ids=LOOK_ALIKES.keys())
+def test_a_file_with_planfolds_table_names_but_not_its_fingerprint_is_refused_by_writer_and_reader(
+    tmp_path: Path, statements: tuple[str, ...]
+) -> None:
+    path = tmp_path / "app.sqlite"
+    before = _foreign(path, statements)
+    with pytest.raises(ForeignDatabaseError) as info:
+        SqliteStore(path)
+    assert info.value.code == "foreign-database"
+    assert "not a planfold database" in info.value.message and "nothing was changed" in info.value.message
+    with pytest.raises(NotPlanfoldDatabaseError) as read:
+        open_read_only(str(path))
+    assert read.value.code == "not-a-planfold-database" and "not a planfold database" in read.value.message
+    with pytest.raises(NotPlanfoldDatabaseError):
+        open_read_only("app.sqlite", image=before)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.sqlite"]
+
+
+def test_the_refusal_names_what_the_foreign_file_holds(tmp_path: Path) -> None:
+    path = tmp_path / "app.sqlite"
+    _foreign(path, WEB_SESSIONS)
+    with pytest.raises(ForeignDatabaseError, match=r"sessions \(id, data, expires\)"):
+        SqliteStore(path)
+
+
+@pytest.mark.parametrize("version", range(SCHEMA_VERSION + 1))
+def test_every_schema_version_planfold_migrates_is_recognised_by_its_legacy_columns(
+    tmp_path: Path, version: int
+) -> None:
+    path = tmp_path / "old.sqlite"
+    _at_version(path, version)
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert recognise(conn) == version
+    conn.close()
+    with SqliteStore(path) as store:
+        assert store.settings()["user_version"] == SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("version", range(LEGACY_VERSION + 1))
+def test_the_smallest_legacy_table_planfold_ever_made_is_recognised(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "bare.sqlite"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, title TEXT, created_at_ms INTEGER, updated_at_ms INTEGER)"
+    )
+    conn.execute(f"PRAGMA user_version = {version}")
+    assert recognise(conn) == version
+    conn.close()
+    with SqliteStore(path) as store:
+        assert store.migration is not None and store.migration.from_version == version

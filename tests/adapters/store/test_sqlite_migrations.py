@@ -12,8 +12,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from planfold.adapters.codec import Projection, project
 from planfold.adapters.store.base import InvalidRequestError, SchemaMismatchError, SchemaTooNewError, StorageError
+from planfold.adapters.store.projection import Projection, project
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_readonly import open_read_only
 from planfold.adapters.store.sqlite_schema import LEGACY_VERSION, SCHEMA_VERSION, STEPS, columns, migrate, read_version
@@ -244,7 +244,7 @@ def test_a_newer_file_is_refused_clearly_and_left_untouched(tmp_path: Path) -> N
         migrate(sqlite3.connect(path, isolation_level=None))
 
 
-def test_a_sessions_table_without_an_id_is_refused_and_left_untouched(tmp_path: Path) -> None:
+def test_a_sessions_table_without_an_id_is_refused_as_not_planfolds_and_left_untouched(tmp_path: Path) -> None:
     path = tmp_path / "foreign.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE sessions (token TEXT, expires INTEGER)")
@@ -253,7 +253,7 @@ def test_a_sessions_table_without_an_id_is_refused_and_left_untouched(tmp_path: 
     before = dump_db(path)
     with pytest.raises(SchemaMismatchError) as info:
         SqliteStore(path)
-    assert info.value.code == "schema-mismatch"
+    assert info.value.code == "foreign-database" and "not a planfold database" in info.value.message
     assert dump_db(path) == before
 
 
@@ -269,12 +269,13 @@ def test_a_file_missing_what_its_version_promises_is_refused(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("content", [b"this is not a database, just text" * 200, b"\x00" * 4096])
-def test_a_file_that_is_not_a_database_is_a_typed_storage_failure(tmp_path: Path, content: bytes) -> None:
+def test_a_file_that_is_not_a_database_is_a_typed_damaged_database_failure(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "junk.db"
     path.write_bytes(content)
     with pytest.raises(StorageError) as info:
         SqliteStore(path)
-    assert info.value.code == "storage-failure" and info.value.operation == "open"
+    assert info.value.code == "damaged-database" and info.value.operation == "open"
+    assert "file is not a database" in info.value.message
     assert isinstance(info.value.__cause__, sqlite3.Error)  # kept for debugging, never raised
 
 

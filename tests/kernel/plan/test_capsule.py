@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -113,6 +114,26 @@ def test_missing_or_extra_keys_are_refused() -> None:
 def test_a_goal_that_is_not_json_is_the_callers_fault() -> None:
     with pytest.raises(PayloadError, match="goal"):
         build_capsule(SessionState(), {"bad": object()})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf])
+def test_a_goal_holding_nan_or_an_infinity_is_refused_in_words_of_its_own(number: float) -> None:
+    # json's own wording of this refusal differs between Python versions; planfold's does not
+    why = "it holds a number JSON cannot carry (NaN or an infinity)"
+    with pytest.raises(PayloadError) as built:
+        build_capsule(SessionState(), {"objective": number})
+    assert built.value.message == f"the goal summary is not JSON: {why}"
+    stored = {**capsule_to_json(build_capsule(planned().state, GOAL)), "goal": {"objective": number}}
+    with pytest.raises(PayloadError) as read:
+        capsule_from_json(stored)
+    assert read.value.message == f"capsule 'goal' is not plain JSON: {why}"
+
+
+def test_a_stored_goal_holding_a_value_json_cannot_write_is_refused_with_its_type() -> None:
+    stored = {**capsule_to_json(build_capsule(planned().state, GOAL)), "goal": {"objective": {1, 2}}}
+    with pytest.raises(PayloadError) as read:
+        capsule_from_json(stored)
+    assert read.value.message == "capsule 'goal' is not plain JSON: Object of type set is not JSON serializable"
 
 
 def test_render_names_plan_summary_and_goal() -> None:

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from planfold.adapters.cli import spill
 from planfold.adapters.cli.main import main
-from planfold.adapters.cli.spill import SpillingFold
 from planfold.adapters.codec import encode_jsonl
+from planfold.adapters.store import spill
+from planfold.adapters.store.spill import SpillingFold
 from planfold.kernel.errors import ReplayError
 from planfold.kernel.goal.fold import GoalState, apply_goal_event
 from planfold.kernel.goal.ops import complete, create
@@ -144,7 +144,7 @@ def test_a_json_lines_replay_refuses_an_id_reused_after_it_was_moved_to_disk(
     path = tmp_path / "goals.jsonl"
     path.write_bytes(encode_jsonl(goals_then(6, reused="goal-2")))
     out, err = io.StringIO(), io.StringIO()
-    assert main(["replay", str(path), "--json"], out=out, err=err, stdin=io.BytesIO()) == 1
+    assert main(["replay", "--db", str(path), "--json"], out=out, err=err, stdin=io.BytesIO()) == 1
     (session,) = json.loads(out.getvalue())["sessions"]
     assert session["error"] == {
         "position": 13, "line": 13, "rule": "id-reused", "detail": "goal id 'goal-2' was already used in this log",

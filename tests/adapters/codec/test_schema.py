@@ -26,8 +26,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from planfold.adapters.runtime.toolset import BOOTSTRAP_PLAN, EXIT_PLAN_MODE, REPORT_VERIFICATION, UPDATE_TODO
-from planfold.adapters.specgen.schema import (
+from planfold.adapters.codec.schema import (
     KEBAB,
     NON_BLANK,
     TRIMMED,
@@ -35,6 +34,7 @@ from planfold.adapters.specgen.schema import (
     event_schema,
     tool_parameters,
 )
+from planfold.adapters.runtime.toolset import BOOTSTRAP_PLAN, EXIT_PLAN_MODE, REPORT_VERIFICATION, UPDATE_TODO
 from planfold.adapters.specgen.vector_cases import cases
 from planfold.adapters.specgen.vector_log import SPEC
 from planfold.kernel import log

@@ -24,9 +24,10 @@ events strictly and reports the first bad one as a positioned ``ReplayError``
 whose detail names the line. ``decode_jsonl`` and ``decode_event`` are the
 typed wire decoders: they also refuse an envelope a store cannot keep.
 
-The session projection (``project``) and the fold-state snapshots
-(``SESSION_SNAPSHOT``) live in ``adapters.store.projection``; they are re-exported
-here, where stores and tools have always found them.
+The codec sits below the stores: they import it, it imports nothing of
+theirs. The session projection (``project``) and the fold-state snapshots
+(``SESSION_SNAPSHOT``) are the stores' own (``adapters.store.projection``).
+``adapters.codec.schema`` writes the JSON Schema of the same payload types.
 """
 
 from __future__ import annotations
@@ -40,26 +41,18 @@ from typing import Any, Protocol
 
 import msgspec
 
-from ..kernel.errors import ReplayError
-from ..kernel.log import KNOWN_KINDS, Event
-from ..kernel.payload import JSONObject, maker
-from ..kernel.session import Row, SessionState, apply_session_event
-from .errors import AdapterError
-from .store.projection import SESSION_SNAPSHOT, Projection, goal_json, plan_json, project, summary_json
-from .store.snapshot import SnapshotCodec, SnapshotError, SnapshotParts
-from .typed import decoder
+from ...kernel.errors import ReplayError
+from ...kernel.log import Event
+from ...kernel.payload import JSONObject, maker
+from ...kernel.session import Row, SessionState, apply_session_event
+from ..errors import AdapterError
 
 __all__ = [
     "MAX_DEPTH",
-    "SESSION_SNAPSHOT",
     "CodecError",
     "JsonlLines",
-    "Projection",
     "Readable",
     "RecordError",
-    "SnapshotCodec",
-    "SnapshotError",
-    "SnapshotParts",
     "canonical_event",
     "check_json",
     "decode_event",
@@ -69,15 +62,11 @@ __all__ = [
     "encode_event",
     "encode_jsonl",
     "encode_payload",
-    "goal_json",
-    "plan_json",
-    "project",
     "read_record",
     "read_records",
     "read_session_jsonl",
     "stored_event",
     "stored_events",
-    "summary_json",
 ]
 
 
@@ -302,22 +291,12 @@ _SHORT = 2 * MAX_DEPTH
 
 def decode_rows(rows: Iterable[tuple[Any, Any, Any, Any]]) -> Iterator[Row]:
     """Stored ``(seq, kind, at, payload text)`` rows with their payloads
-    decoded, one at a time, for ``kernel.session.fold_rows``: straight into
-    the kind's payload type where msgspec can (``adapters.typed``), else as
-    plain JSON (``decode_payload``, the same errors), which the fold reads
-    into the kind's type itself. The envelope is left to the fold."""
-    decoders = _decoders()
+    decoded as plain JSON (``decode_payload``), one at a time, for
+    ``kernel.session.fold_rows``: the fold reads each into its kind's type
+    with the kernel's reader, the one strict reader of payloads. The
+    envelope is left to the fold."""
     for seq, kind, at, data in rows:
-        decode = decoders.get(kind)
-        body = None if decode is None else decode(data)
-        yield seq, kind, at, decode_payload(data, seq) if body is None else body
-
-
-@functools.cache
-def _decoders() -> dict[object, Callable[[str | bytes], object]]:
-    """The typed decoder of every known kind (``adapters.typed``)."""
-    found = {kind: decoder(kind) for kind in KNOWN_KINDS}
-    return {kind: decode for kind, decode in found.items() if decode is not None}
+        yield seq, kind, at, decode_payload(data, seq)
 
 
 def _shallow(data: bytes | str) -> bool:

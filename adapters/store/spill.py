@@ -49,7 +49,7 @@ from ...kernel.log import GOAL_CHANGE, Event
 from ...kernel.session import SessionState, apply_session_event
 from ..codec import RecordError
 from ..provenance import ForkRecordError
-from ..store.engine import created_goal_ids, knowing_goal_ids
+from .engine import created_goal_ids, knowing_goal_ids
 
 __all__ = ["KEEP", "FoldStop", "SpillingFold", "fold_records"]
 

@@ -19,10 +19,8 @@ from hypothesis import strategies as st
 from planfold.adapters.codec import (
     JSON_ENCODER,
     MAX_DEPTH,
-    SESSION_SNAPSHOT,
     CodecError,
     JsonlLines,
-    Projection,
     RecordError,
     canonical_event,
     check_json,
@@ -33,12 +31,11 @@ from planfold.adapters.codec import (
     encode_event,
     encode_jsonl,
     encode_payload,
-    project,
     read_record,
     read_session_jsonl,
     stored_event,
 )
-from planfold.adapters.store.projection import project_reusing
+from planfold.adapters.store.projection import SESSION_SNAPSHOT, Projection, project, project_reusing
 from planfold.adapters.store.snapshot import SnapshotCodec, SnapshotError
 from planfold.kernel.errors import ReplayError, is_kebab_case
 from planfold.kernel.idset import IdSet

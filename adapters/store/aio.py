@@ -1,0 +1,493 @@
+"""The storage port for asyncio: ``AsyncStore``, the operations of ``Store``
+awaited, and what every async store shares.
+
+Theory of operation
+-------------------
+``AsyncStore`` has exactly the methods of ``Store`` (``adapters.store.base``),
+with the same names, arguments, results and typed errors, each a coroutine;
+``AsyncSharedStore`` adds ``SharedStore``'s leases, fenced appends and
+``follow`` (an async iterator). ``close`` is awaited too, and a store is an
+async context manager.
+
+The append algorithm is not written again for asyncio. Every async store
+planfold ships is an ``AsyncLogStore``: it holds a ``LogStore`` (the one
+algorithm: idempotency, compare-and-set, the strict fold, the projection and
+the snapshot, ``adapters.store.engine``) and decides only *where* its
+synchronous work runs, through ``_run`` (reads) and ``_write`` (appends and
+the other writes). Requests are checked on the caller's loop before anything
+is handed over, so a bad request is refused at once, with the same error the
+synchronous store gives, and nothing is written.
+
+- ``AsyncMemoryStore`` (``adapters.store.aio_memory``) runs the work inline:
+  nothing it does waits, so it needs no thread at all.
+- ``AsyncSqliteStore`` (``adapters.store.aio_sqlite``) hands it to one writer
+  thread per database file, which group-commits the appends of every session
+  of the process, and one reader thread; results come back to the loop as
+  futures (see that module for why).
+
+Cancelling a task that awaits an operation never leaves anything half
+written: an append is one transaction, so it is in the log or not. An append
+cancelled before its transaction began is dropped and never runs; a task
+cancelled while its append's transaction runs waits until it has committed
+or rolled back before the ``CancelledError`` goes on, so the next
+``head``/``read`` (or a retry with the same idempotency key, answered
+``replayed``) tells which.
+
+``open_async_store(target)`` opens an async store from the same ``--db``
+address the synchronous opener takes (a ``postgresql://`` URL or a SQLite
+file, ``adapters.store.opener``); ``":memory:"`` gives the memory store.
+
+``BlockingStore`` is the other way round: a synchronous ``SharedStore`` over
+an async one, running its coroutines on a private event loop in a thread of
+its own. The published contract suite (``adapters.store.contract``) runs
+against every async store through it, so one suite pins both faces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from ...kernel.log import Event
+from ...kernel.session import SessionState
+from ..provenance import ForkProvenance
+from .base import (
+    AppendResult,
+    AuditReport,
+    Folded,
+    FoldedAppend,
+    InvalidRequestError,
+    Lease,
+    StoreClosedError,
+    check_after,
+    check_fork_request,
+    check_lease_request,
+    check_session_id,
+)
+from .engine import LogStore
+from .projection import Projection
+
+__all__ = [
+    "AsyncLogStore",
+    "AsyncSharedStore",
+    "AsyncStore",
+    "BlockingStore",
+    "append_to_async",
+    "open_async_store",
+]
+
+T = TypeVar("T")
+
+
+class AsyncStore(Protocol):
+    """What every async session store provides: ``Store``'s operations, awaited."""
+
+    async def append(
+        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
+    ) -> AppendResult: ...
+
+    async def head(self, session_id: str) -> int: ...
+
+    async def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]: ...
+
+    async def load(self, session_id: str, *, incremental: bool = False) -> SessionState: ...
+
+    async def projection(self, session_id: str) -> Projection: ...
+
+    async def audit(self, session_id: str) -> AuditReport: ...
+
+    async def session_ids(self) -> tuple[str, ...]: ...
+
+    async def fork(self, source_session: str, at: int, new_session: str) -> ForkProvenance: ...
+
+    async def provenance(self, session_id: str) -> ForkProvenance | None: ...
+
+    async def import_fork(
+        self, session_id: str, events: Sequence[Event], provenance: ForkProvenance, idempotency_key: str | None = None
+    ) -> AppendResult: ...
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncSharedStore(AsyncStore, Protocol):
+    """An async store that several processes share: ``SharedStore``'s
+    following, goal leases and fenced appends, awaited."""
+
+    async def append(
+        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None,
+        *, lease: Lease | None = None,
+    ) -> AppendResult: ...
+
+    def follow(self, session_id: str, after_seq: int = 0, *, timeout: float | None = None) -> AsyncIterator[Event]: ...
+
+    async def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease: ...
+
+    async def release_lease(self, lease: Lease) -> bool: ...
+
+    async def lease(self, session_id: str) -> Lease | None: ...
+
+
+async def append_to_async(store: AsyncStore, request: FoldedAppend) -> AppendResult:
+    """``request`` appended to ``store``, with its fold when the store takes
+    one (an ``AsyncLogStore``: see ``base.Folded``)."""
+    if isinstance(store, AsyncLogStore):
+        return await store.append_folded(request)
+    return await store.append(request.session_id, request.expected_seq, request.events, request.idempotency_key)
+
+
+def _check_timeout(timeout: object) -> float | None:
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
+        raise InvalidRequestError(f"timeout must be a non-negative number of seconds or None, got {timeout!r}")
+    return None if timeout is None else float(timeout)
+
+
+class AsyncLogStore:
+    """An ``AsyncSharedStore`` over ``LogStore`` (see the module
+    docstring): a subclass says where the store's work runs and on which
+    ``LogStore`` (``_run`` for reads, ``_write`` for writes, ``_append`` for
+    appends)
+    and how a follower waits (``_wait``), and closes what it holds
+    (``_close``)."""
+
+    def __init__(self) -> None:
+        self._closed = False
+
+    # ----------------------------------------------------------------------
+    # What a subclass supplies
+
+    async def _run(self, call: Callable[[LogStore], T]) -> T:
+        """``call(store)``, a read, run where this store reads (on the
+        ``LogStore`` it reads from)."""
+        raise NotImplementedError
+
+    async def _write(self, call: Callable[[LogStore], T]) -> T:
+        """``call(store)``, a write other than an append, run where this store
+        writes (on the ``LogStore`` it writes to)."""
+        raise NotImplementedError
+
+    async def _append(self, request: FoldedAppend, lease: Lease | None) -> AppendResult:
+        """``LogStore.append`` of the request, run where this store writes."""
+        raise NotImplementedError
+
+    async def _wait(self, session_id: str, position: int, timeout: float | None) -> None:
+        """Return once the session may hold events after ``position`` (a wake
+        without new events is allowed) or ``timeout`` seconds passed."""
+        raise NotImplementedError
+
+    async def _close(self) -> None:
+        """Release what the store holds (called once)."""
+        raise NotImplementedError
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError()
+
+    # ----------------------------------------------------------------------
+    # The protocol
+
+    async def __aenter__(self) -> AsyncLogStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Release the store; later calls raise ``StoreClosedError``. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._close()
+
+    async def append(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None = None,
+        *,
+        lease: Lease | None = None,
+        folded: Folded | None = None,
+    ) -> AppendResult:
+        """``Store.append``, awaited (see ``adapters.store.base``); ``lease``
+        fences it, ``folded`` is the caller's own strict fold (``base.Folded``)."""
+        self._check_open()
+        return await self._append(FoldedAppend(session_id, expected_seq, events, idempotency_key, folded), lease)
+
+    async def append_folded(self, request: FoldedAppend) -> AppendResult:
+        """``append`` of ``request``, with its fold (see ``base.Folded``)."""
+        r = request
+        return await self.append(r.session_id, r.expected_seq, r.events, r.idempotency_key, folded=r.folded)
+
+    async def import_fork(
+        self, session_id: str, events: Sequence[Event], provenance: ForkProvenance, idempotency_key: str | None = None
+    ) -> AppendResult:
+        """``Store.import_fork``, awaited."""
+        self._check_open()
+        return await self._write(lambda store: store.import_fork(session_id, events, provenance, idempotency_key))
+
+    async def fork(self, source_session: str, at: int, new_session: str) -> ForkProvenance:
+        """``Store.fork``, awaited."""
+        self._check_open()
+        check_fork_request(source_session, at, new_session)
+        return await self._write(lambda store: store.fork(source_session, at, new_session))
+
+    async def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease:
+        """``SharedStore.acquire_lease``, awaited."""
+        self._check_open()
+        check_lease_request(session_id, holder, ttl_ms)
+        return await self._write(lambda store: store.acquire_lease(session_id, holder, ttl_ms))
+
+    async def release_lease(self, lease: Lease) -> bool:
+        """``SharedStore.release_lease``, awaited."""
+        self._check_open()
+        if not isinstance(lease, Lease):
+            raise InvalidRequestError(f"expected a Lease, got {lease!r}")
+        check_session_id(lease.session_id)
+        return await self._write(lambda store: store.release_lease(lease))
+
+    async def lease(self, session_id: str) -> Lease | None:
+        """``SharedStore.lease``, awaited."""
+        return await self._read(session_id, lambda store: store.lease(session_id))
+
+    async def _read(self, session_id: str, call: Callable[[LogStore], T]) -> T:
+        self._check_open()
+        check_session_id(session_id)
+        return await self._run(call)
+
+    async def head(self, session_id: str) -> int:
+        """``Store.head``, awaited."""
+        return await self._read(session_id, lambda store: store.head(session_id))
+
+    async def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
+        """``Store.read``, awaited."""
+        check_after(after)
+        return await self._read(session_id, lambda store: store.read(session_id, after))
+
+    async def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
+        """``Store.load``, awaited."""
+        return await self._read(session_id, lambda store: store.load(session_id, incremental=incremental))
+
+    async def projection(self, session_id: str) -> Projection:
+        """``Store.projection``, awaited."""
+        return await self._read(session_id, lambda store: store.projection(session_id))
+
+    async def audit(self, session_id: str) -> AuditReport:
+        """``Store.audit``, awaited."""
+        return await self._read(session_id, lambda store: store.audit(session_id))
+
+    async def provenance(self, session_id: str) -> ForkProvenance | None:
+        """``Store.provenance``, awaited."""
+        return await self._read(session_id, lambda store: store.provenance(session_id))
+
+    async def session_ids(self) -> tuple[str, ...]:
+        """``Store.session_ids``, awaited."""
+        self._check_open()
+        return await self._run(LogStore.session_ids)
+
+    def follow(self, session_id: str, after_seq: int = 0, *, timeout: float | None = None) -> AsyncIterator[Event]:
+        """``SharedStore.follow`` as an async iterator: the session's events
+        after ``after_seq``, then every event any process appends; it ends once
+        ``timeout`` seconds pass without a new event (never when ``None``).
+        The request is checked at the call, as the synchronous one is."""
+        check_session_id(session_id)
+        position = check_after(after_seq)
+        return self._follow(session_id, position, _check_timeout(timeout))
+
+    async def _follow(self, session_id: str, position: int, timeout: float | None) -> AsyncIterator[Event]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            events = await self.read(session_id, position)
+            for event in events:
+                position = event.seq
+                yield event
+            if deadline is None:
+                await self._wait(session_id, position, None)
+                continue
+            if events:
+                deadline = time.monotonic() + (timeout or 0.0)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            await self._wait(session_id, position, left)
+
+
+# --------------------------------------------------------------------------
+# Opening
+
+
+async def open_async_store(
+    target: str | os.PathLike[str],
+    *,
+    connect_timeout: float | None = None,
+    timeout: float | None = None,
+) -> AsyncLogStore:
+    """The async store at ``target``: ``":memory:"`` gives an
+    ``AsyncMemoryStore``, a ``postgresql://`` URL an ``AsyncPostgresStore``
+    (``connect_timeout`` and ``timeout`` as ``open_store`` takes them),
+    anything else the ``AsyncSqliteStore`` of that file. Opening does not
+    block the loop."""
+    # Each backend is imported only when asked for (psycopg is optional).
+    from .opener import DEFAULT_CONNECT_TIMEOUT, DEFAULT_STORE_TIMEOUT, is_postgres_url  # noqa: PLC0415
+
+    if target == ":memory:":
+        from .aio_memory import AsyncMemoryStore  # noqa: PLC0415
+
+        return AsyncMemoryStore()
+    if is_postgres_url(target):
+        try:
+            from .aio_postgres import AsyncPostgresStore  # noqa: PLC0415
+        except ImportError as exc:
+            raise InvalidRequestError(
+                f"a PostgreSQL URL needs the postgres extra: pip install 'planfold[postgres]' ({exc})"
+            ) from exc
+        return await AsyncPostgresStore.open(
+            os.fspath(target),
+            connect_timeout=DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout,
+            timeout=DEFAULT_STORE_TIMEOUT if timeout is None else timeout,
+        )
+    from .aio_sqlite import AsyncSqliteStore  # noqa: PLC0415
+
+    return await AsyncSqliteStore.open(target)
+
+
+# --------------------------------------------------------------------------
+# The synchronous face
+
+
+class _LoopThread:
+    """An event loop running forever in a daemon thread of its own."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="planfold-blocking-store", daemon=True)
+        self.thread.start()
+
+
+_LOOP: _LoopThread | None = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _private_loop() -> asyncio.AbstractEventLoop:
+    global _LOOP  # noqa: PLW0603 (one private loop per process, started on first use)
+    with _LOOP_LOCK:
+        if _LOOP is None or not _LOOP.thread.is_alive() or _LOOP.loop.is_closed():
+            _LOOP = _LoopThread()
+        return _LOOP.loop
+
+
+async def _next(iterator: AsyncIterator[Event]) -> tuple[bool, Event | None]:
+    try:
+        return True, await anext(iterator)
+    except StopAsyncIteration:
+        return False, None
+
+
+async def _aclose(iterator: AsyncIterator[Event]) -> None:
+    closer = getattr(iterator, "aclose", None)
+    if closer is not None:
+        await closer()
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+class BlockingStore:
+    """A synchronous ``SharedStore`` over an ``AsyncSharedStore`` (see the
+    module docstring): each call runs the async store's coroutine on a
+    private event loop, shared by every ``BlockingStore`` of the process, and
+    waits for it. Any thread may call it."""
+
+    def __init__(self, inner: AsyncSharedStore) -> None:
+        self.inner = inner
+        self.loop = _private_loop()
+
+    @classmethod
+    def opening(cls, open_inner: Callable[[], Awaitable[AsyncSharedStore]]) -> BlockingStore:
+        """A face over the store ``open_inner()`` opens, opened on the private loop."""
+        loop = _private_loop()
+        inner = asyncio.run_coroutine_threadsafe(_awaited(open_inner()), loop).result()
+        return cls(inner)
+
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def __enter__(self) -> BlockingStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def append(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None = None,
+        *,
+        lease: Lease | None = None,
+    ) -> AppendResult:
+        return self._call(self.inner.append(session_id, expected_seq, events, idempotency_key, lease=lease))
+
+    def head(self, session_id: str) -> int:
+        return self._call(self.inner.head(session_id))
+
+    def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
+        return self._call(self.inner.read(session_id, after))
+
+    def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
+        return self._call(self.inner.load(session_id, incremental=incremental))
+
+    def projection(self, session_id: str) -> Projection:
+        return self._call(self.inner.projection(session_id))
+
+    def audit(self, session_id: str) -> AuditReport:
+        return self._call(self.inner.audit(session_id))
+
+    def session_ids(self) -> tuple[str, ...]:
+        return self._call(self.inner.session_ids())
+
+    def fork(self, source_session: str, at: int, new_session: str) -> ForkProvenance:
+        return self._call(self.inner.fork(source_session, at, new_session))
+
+    def provenance(self, session_id: str) -> ForkProvenance | None:
+        return self._call(self.inner.provenance(session_id))
+
+    def import_fork(
+        self, session_id: str, events: Sequence[Event], provenance: ForkProvenance, idempotency_key: str | None = None
+    ) -> AppendResult:
+        return self._call(self.inner.import_fork(session_id, events, provenance, idempotency_key))
+
+    def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease:
+        return self._call(self.inner.acquire_lease(session_id, holder, ttl_ms))
+
+    def release_lease(self, lease: Lease) -> bool:
+        return self._call(self.inner.release_lease(lease))
+
+    def lease(self, session_id: str) -> Lease | None:
+        return self._call(self.inner.lease(session_id))
+
+    def follow(
+        self, session_id: str, after_seq: int = 0, *, timeout: float | None = None
+    ) -> Generator[Event, None, None]:
+        iterator = self.inner.follow(session_id, after_seq, timeout=timeout)  # checks the request now
+        return self._follow(iterator)
+
+    def _follow(self, iterator: AsyncIterator[Event]) -> Generator[Event, None, None]:
+        try:
+            while True:
+                more, event = self._call(_next(iterator))
+                if not more:
+                    return
+                assert event is not None
+                yield event
+        finally:
+            self._call(_aclose(iterator))
+
+    def close(self) -> None:
+        self._call(self.inner.close())

@@ -1,0 +1,3 @@
+module planfold.example/host
+
+go 1.19

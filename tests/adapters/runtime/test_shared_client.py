@@ -1,0 +1,182 @@
+"""One model client shared by many sessions: each turn spends its own retry
+budget, and the asyncio runtime over an async store never hops to a thread.
+
+The server fails the first attempt of every step (503) and answers the
+second: with one retry per step, every session's turn completes however the
+sessions' requests interleave, because no session spends another's retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from planfold.adapters.llm.openai import AsyncOpenAIClient, OpenAIClient, RetryPolicy
+from planfold.adapters.runtime.aio import AsyncRuntime
+from planfold.adapters.runtime.loop import Runtime
+from planfold.adapters.runtime.machine import TurnReport
+from planfold.adapters.runtime.tool_runner import ToolRunner
+from planfold.adapters.runtime.toolset import default_registry
+from planfold.adapters.runtime.workspace import Workspace
+from planfold.adapters.store.aio_memory import AsyncMemoryStore
+from planfold.adapters.store.memory import MemoryStore
+from tests.chat_server import completion
+from tests.runtime_helpers import FILES, ticking
+
+SESSIONS = 20
+RETRY_ONCE = RetryPolicy(max_retries=1, initial_delay=0.0, jitter=0.0)
+
+
+class _OncePerStep:
+    """A loopback chat server that answers 503 to the first attempt of each
+    request (told apart by its last message) and a final reply to the next."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+        self.lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body: dict[str, Any] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                key = json.dumps(body["messages"][-1], sort_keys=True)
+                with owner.lock:
+                    owner.seen[key] = owner.seen.get(key, 0) + 1
+                    first = owner.seen[key] == 1
+                answer = json.dumps(completion("done")).encode()
+                status, payload = (503, b'{"error": "busy"}') if first else (200, answer)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # every session connects at once
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[_OncePerStep]:
+    running = _OncePerStep()
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def _tools() -> ToolRunner:
+    return ToolRunner(default_registry(), executors=Workspace(dict(FILES)).executors())
+
+
+def test_twenty_threads_sharing_one_client_each_complete_their_turn(server: _OncePerStep) -> None:
+    client = OpenAIClient(server.base_url, "test-model", retry=RETRY_ONCE, timeout_s=10)
+    store = MemoryStore()
+    reports: list[TurnReport] = []
+    lock = threading.Lock()
+
+    def session(number: int) -> None:
+        runtime = Runtime(store, f"s{number}", client, _tools(), clock=ticking())
+        report = runtime.run_turn(f"hello from session {number}")
+        with lock:
+            reports.append(report)
+
+    threads = [threading.Thread(target=session, args=(n,)) for n in range(SESSIONS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    client.close()
+    assert len(reports) == SESSIONS
+    assert all(r.ended_by == "reply" and r.reply == "done" and r.error is None for r in reports)
+    assert all(store.audit(f"s{n}").ok for n in range(SESSIONS))
+
+
+def test_twenty_asyncio_sessions_sharing_one_client_each_complete_their_turn_without_a_thread_hop(
+    server: _OncePerStep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_hop(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the asyncio runtime over an async store hopped to a thread")
+
+    async def scenario() -> list[TurnReport]:
+        client = AsyncOpenAIClient(server.base_url, "test-model", retry=RETRY_ONCE, timeout_s=10)
+        store = AsyncMemoryStore()
+        runtimes = [
+            await AsyncRuntime.open(store, f"s{n}", client, _tools(), clock=ticking()) for n in range(SESSIONS)
+        ]
+        monkeypatch.setattr(asyncio, "to_thread", no_hop)
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(r.run_turn(f"hello from session {n}")) for n, r in enumerate(runtimes)]
+        monkeypatch.undo()
+        for n in range(SESSIONS):
+            assert (await store.audit(f"s{n}")).ok
+        await store.close()
+        return [task.result() for task in tasks]
+
+    reports = asyncio.run(scenario())
+    assert len(reports) == SESSIONS
+    assert [r for r in reports if not (r.ended_by == "reply" and r.reply == "done" and r.error is None)] == []
+    # each session's first attempt failed once and its step went on within its own budget
+    assert all(count == 2 for count in server.seen.values()) and len(server.seen) == SESSIONS
+
+
+def test_one_tool_call_crosses_into_the_kernel_four_times_from_the_reply_to_its_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reply, the dispatch (the gate and where the call lands), the
+    resolution, the result: each is one question to the reducer (an appending
+    answer is asked again once with the clock's reading, which changes no
+    decision)."""
+    from planfold.adapters.llm.model import ChatResponse, ToolCall  # noqa: PLC0415
+    from planfold.kernel import step  # noqa: PLC0415
+
+    asked: list[str] = []
+    advance = step.advance
+
+    def traced(process: step.Process, log: step.Log, event: step.Input) -> step.Transition:
+        marker = f"{event.name}@{id(process)}"
+        if not asked or asked[-1] != marker:
+            asked.append(marker)
+        return advance(process, log, event)
+
+    class Model:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def complete(self, request: object) -> ChatResponse:
+            self.calls += 1
+            if self.calls == 1:
+                return ChatResponse(None, (ToolCall.of("c1", "read_file", {"path": "README.md"}),), "tool_calls")
+            return ChatResponse("done", finish_reason="stop")
+
+    runtime = Runtime(MemoryStore(), "s", Model(), _tools(), clock=ticking())
+    monkeypatch.setattr(step, "advance", traced)
+    report = runtime.run_turn("read it")
+    assert report.ended_by == "reply"
+    names = [marker.split("@")[0] for marker in asked]
+    start = names.index("reply")
+    end = names.index("tool-done", start)
+    assert names[start : end + 1] == ["reply", "next", "resolved", "tool-done"]

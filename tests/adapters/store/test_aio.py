@@ -1,0 +1,243 @@
+"""The async stores' own behaviour beyond the contract suite (which runs
+against each of them in test_contract): cancellation, following on the loop,
+opening by address, and running on the loop without threads."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planfold.adapters.store.aio import AsyncLogStore, AsyncSharedStore, open_async_store
+from planfold.adapters.store.aio_memory import AsyncMemoryStore
+from planfold.adapters.store.aio_postgres import AsyncPostgresStore
+from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
+from planfold.adapters.store.base import InvalidRequestError, SchemaTooNewError, StoreClosedError
+from planfold.adapters.store.contract_logs import batch_after
+from planfold.adapters.store.sqlite_conn import connect_sqlite
+from planfold.adapters.store.sqlite_schema import Connection
+
+Opener = Callable[[Path], Awaitable[AsyncLogStore]]
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def opener(request: pytest.FixtureRequest) -> Opener:
+    """Opens a fresh async store of each kind (given a file path SQLite uses)."""
+    if request.param == "memory":
+
+        async def memory(_: Path) -> AsyncLogStore:
+            return AsyncMemoryStore()
+
+        return memory
+    if request.param == "sqlite":
+
+        async def sqlite(path: Path) -> AsyncLogStore:
+            return await AsyncSqliteStore.open(path, poll_interval=0.02)
+
+        return sqlite
+    url: str = request.getfixturevalue("pg_url")
+
+    async def postgres(_: Path) -> AsyncLogStore:
+        return await open_async_store(url)
+
+    return postgres
+
+
+def test_every_async_store_is_an_async_shared_store(opener: Opener, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = await opener(tmp_path / "store.db")
+        async with store:
+            assert isinstance(store, AsyncSharedStore)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("steps", range(6))
+def test_a_cancelled_append_is_in_the_log_or_not_and_a_later_read_tells_which(
+    opener: Opener, tmp_path: Path, steps: int
+) -> None:
+    async def scenario() -> None:
+        store = await opener(tmp_path / "store.db")
+        async with store:
+            await store.append("s", 0, batch_after(0, 2))
+            events = batch_after(2, 3)
+            task = asyncio.create_task(store.append("s", 2, events, "k"))
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            task.cancel()
+            try:
+                await task
+                landed = True
+            except asyncio.CancelledError:
+                landed = False
+            head = await store.head("s")
+            assert head in (2, 5)
+            if landed:
+                assert head == 5
+            assert (await store.audit("s")).ok
+            again = await store.append("s", 2, events, "k")
+            assert again.replayed == (head == 5)
+            assert await store.read("s") == tuple(batch_after(0, 5))
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_on_the_loop_sees_what_another_task_appends(opener: Opener, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = await opener(tmp_path / "store.db")
+        async with store:
+            await store.append("s", 0, batch_after(0, 1))
+
+            async def write() -> None:
+                for head in range(1, 4):
+                    await asyncio.sleep(0.01)
+                    await store.append("s", head, batch_after(head, 1))
+
+            writer = asyncio.create_task(write())
+            follower: AsyncIterator[object] = store.follow("s", 0, timeout=10)
+            seen = []
+            async for event in follower:
+                seen.append(event)
+                if len(seen) == 4:
+                    break
+            await writer
+            assert tuple(seen) == tuple(batch_after(0, 4))
+            assert [e async for e in store.follow("s", 4, timeout=0.01)] == []
+
+    asyncio.run(scenario())
+
+
+def test_a_closed_async_store_refuses_with_store_closed(opener: Opener, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = await opener(tmp_path / "store.db")
+        await store.close()
+        await store.close()
+        with pytest.raises(StoreClosedError):
+            await store.append("s", 0, batch_after(0, 1))
+        with pytest.raises(StoreClosedError):
+            await store.head("s")
+
+    asyncio.run(scenario())
+
+
+def test_the_memory_store_runs_on_the_loop_without_a_thread() -> None:
+    async def scenario() -> None:
+        before = set(threading.enumerate())
+        store = await open_async_store(":memory:")
+        assert isinstance(store, AsyncMemoryStore)
+        for head in range(20):
+            await store.append("s", head, batch_after(head, 1))
+        assert await store.head("s") == 20
+        assert [e async for e in store.follow("s", 18, timeout=0)] == list(batch_after(18, 2))
+        assert set(threading.enumerate()) <= before
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_bad_request_is_refused_before_it_leaves_the_loop(opener: Opener, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = await opener(tmp_path / "store.db")
+        async with store:
+            with pytest.raises(InvalidRequestError):
+                await store.append("", 0, batch_after(0, 1))
+            with pytest.raises(InvalidRequestError):
+                store.follow("s", 0, timeout=-1)
+            assert await store.session_ids() == ()
+
+    asyncio.run(scenario())
+
+
+class _CountingConnection:
+    """A SQLite connection that counts the commits run on it."""
+
+    def __init__(self, conn: Connection, commits: list[int]) -> None:
+        self.conn = conn
+        self.commits = commits
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        if sql.strip().upper() == "COMMIT":
+            self.commits.append(1)
+        return self.conn.execute(sql, params)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def test_the_sqlite_writer_commits_the_appends_of_many_tasks_together_on_two_threads(tmp_path: Path) -> None:
+    commits: list[int] = []
+
+    def connect(path: str) -> Any:
+        return _CountingConnection(connect_sqlite(path), commits)
+
+    async def scenario() -> None:
+        before = set(threading.enumerate())
+        store = await AsyncSqliteStore.open(tmp_path / "store.db", connect=connect)
+        other = await AsyncSqliteStore.open(tmp_path / "store.db", connect=connect)
+        started = sorted(t.name for t in set(threading.enumerate()) - before)
+        assert started == ["planfold-sqlite-reader:store.db", "planfold-sqlite-writer:store.db"]
+        await store.head("warm")  # the reader's connection opens
+        commits.clear()
+        sessions = [f"s{n}" for n in range(100)]
+        results = await asyncio.gather(
+            *(s.append(sid, 0, batch_after(0, 2)) for s, sid in zip([store, other] * 50, sessions, strict=True))
+        )
+        assert [r.last_seq for r in results] == [2] * 100
+        assert len(commits) < 50
+        assert await other.session_ids() == tuple(sorted(sessions))
+        assert all(report.ok for report in await asyncio.gather(*(store.audit(sid) for sid in sessions)))
+        assert sorted(t.name for t in set(threading.enumerate()) - before) == started
+        await store.close()
+        await other.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_async_sqlite_store_refuses_a_foreign_file_and_stops_its_threads(tmp_path: Path) -> None:
+    path = tmp_path / "newer.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 999")
+    conn.close()
+
+    async def scenario() -> None:
+        before = set(threading.enumerate())
+        with pytest.raises(SchemaTooNewError):
+            await AsyncSqliteStore.open(path)
+        for _ in range(200):
+            if set(threading.enumerate()) <= before:
+                break
+            await asyncio.sleep(0.01)
+        assert set(threading.enumerate()) <= before
+
+    asyncio.run(scenario())
+
+
+def test_the_postgres_store_sends_the_appends_of_many_tasks_in_groups_of_one_statement_each(pg_url: str) -> None:
+    async def scenario() -> None:
+        store = await open_async_store(pg_url)
+        assert isinstance(store, AsyncPostgresStore)
+        sent: list[int] = []
+        send = store._send
+
+        async def counting(batch: list[Any]) -> None:
+            sent.append(len(batch))
+            await send(batch)
+
+        store._send = counting  # type: ignore[method-assign]
+        async with store:
+            sessions = [f"s{n}" for n in range(60)]
+            for head in (0, 2):
+                results = await asyncio.gather(*(store.append(sid, head, batch_after(head, 2)) for sid in sessions))
+                assert [r.last_seq for r in results] == [head + 2] * 60
+            assert sum(sent) == 120  # every append went out as one statement
+            assert len(sent) < 60  # most of them together
+            assert await store.session_ids() == tuple(sorted(sessions))
+            reports = await asyncio.gather(*(store.audit(sid) for sid in sessions))
+            assert all(report.ok for report in reports)
+
+    asyncio.run(scenario())
