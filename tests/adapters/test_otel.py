@@ -34,7 +34,7 @@ from planfold.adapters.llm.model import (
 )
 from planfold.adapters.llm.openai import OpenAIClient
 from planfold.adapters.llm.scripted import ScriptedClient
-from planfold.adapters.otel import SessionTracer, TracedStore, instrument
+from planfold.adapters.otel import SessionTracer, TracedAsyncStore, TracedStore, instrument
 from planfold.adapters.runtime.aio import AsyncRuntime
 from planfold.adapters.runtime.goal_lease import LeasedDriver
 from planfold.adapters.runtime.goal_service import GoalService
@@ -43,6 +43,7 @@ from planfold.adapters.runtime.review import ScriptedReviewer, approve
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
+from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.base import ForwardingStore, InvalidRequestError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.errors import ConflictError
@@ -395,6 +396,33 @@ def test_an_asyncio_runtime_is_traced_with_the_same_parent_links(traces: Traces)
     assert names.count("chat") == 3 and "execute_tool read_file" in names and "execute_tool exit_plan_mode" in names
     (review,) = traces.named("planfold.review")
     assert traces.parent(review) is turn and dict(review.attributes or {})["planfold.review.approved"] is True
+
+
+def test_an_asyncio_runtime_over_an_async_store_is_traced_from_its_awaited_appends(traces: Traces) -> None:
+    scripted = ScriptedClient.replies(call("read_file", {"path": "a.txt"}), say("done"))
+
+    class AsyncScripted:
+        async def complete(self, request: ChatRequest) -> ChatResponse:
+            return scripted.complete(request)
+
+    async def main() -> tuple[Event, ...]:
+        workspace = Workspace({"a.txt": "alpha"})
+        async with AsyncMemoryStore() as store:
+            parts = instrument(store, AsyncScripted(), _runner(workspace), tracer_provider=traces.provider)
+            assert isinstance(parts.store, TracedAsyncStore)
+            runtime = await AsyncRuntime.open(parts.store, "s", parts.model, parts.tools, clock=_ticks())
+            await runtime.submit("read it")
+            lease = await parts.store.acquire_lease("s", "me", 60_000)
+            assert await parts.store.lease("s") == lease and await parts.store.release_lease(lease)
+            return await parts.store.read("s")
+
+    events = asyncio.run(main())
+    (turn,) = traces.named("planfold.turn")
+    assert dict(turn.attributes or {})["planfold.turn.end_seq"] == events[-1].seq
+    children = [s.name for s in traces.spans if traces.parent(s) is turn]
+    assert sorted(children) == ["chat", "chat", "execute_tool read_file"]
+    (tool,) = traces.named("execute_tool")
+    assert dict(tool.attributes or {})["planfold.gate.rule"] == "phase-allows"
 
 
 # --------------------------------------------------------------------------
