@@ -682,6 +682,9 @@ def _describe(span: Span, response: ChatResponse) -> None:
     if usage is not None and usage.completion_tokens is not None:
         span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
     span.set_attribute("planfold.response.tool_calls", len(response.tool_calls))
+    latency = getattr(response, "latency_ms", None)
+    if isinstance(latency, int | float) and not isinstance(latency, bool):
+        span.set_attribute("planfold.response.latency_ms", latency)
     if response.refusal is not None:
         span.add_event("planfold.model.refusal", {"gen_ai.response.finish_reasons": [response.finish_reason or ""]})
 

@@ -35,7 +35,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("codec", ("planfold.adapters.codec", "planfold.adapters.structuring")),
     ("store", ("planfold.adapters.store", "planfold.adapters.provenance", "planfold.adapters.llm")),
     ("runtime", ("planfold.adapters.runtime",)),
-    ("serve, report, specgen", ("planfold.adapters.serve", "planfold.adapters.report", "planfold.adapters.specgen")),
+    (
+        "serve, report, specgen, otel",
+        ("planfold.adapters.serve", "planfold.adapters.report", "planfold.adapters.specgen", "planfold.adapters.otel"),
+    ),
     ("cli", ("planfold.adapters.cli", "planfold.adapters.serve.command")),
 )
 
