@@ -9,7 +9,8 @@ program hands to ``Runtime`` or ``AsyncRuntime`` and returns them as
 ``Instrumented``; the runtime is built on the wrapped parts and knows
 nothing of tracing. The wrappers share one ``SessionTracer``:
 
-- the store (``TracedStore``) sees every event the runtime appends, after
+- the store (``TracedStore``, or ``TracedAsyncStore`` for an
+  ``AsyncStore``) sees every event the runtime appends, after
   the store accepted it: ``turn/start`` opens the turn's span (and, when
   the turn's first message is a goal's, a goal round's span around it),
   ``request/header`` gives the seq, step and attempt of the next model
@@ -22,7 +23,9 @@ nothing of tracing. The wrappers share one ``SessionTracer``:
   the turn's span and the current span while the call runs (so an HTTP
   client's own spans nest under it);
 - the tool runner (``TracedToolRunner``) makes a call's span current while
-  its executor runs (without it, the span is still made from the log);
+  its executor runs (without it, the span is still made from the log), and
+  its gate gives an allowed call's basis, asked with the tools the last
+  model request offered;
 - the review port (``TracedReviewPort``, ``TracedAsyncReviewPort``) puts
   the human's review of a plan in a span with the answer.
 
@@ -46,17 +49,17 @@ import json
 import threading
 import time
 import urllib.parse
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
-from typing import Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 try:
     from opentelemetry import trace
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
     from opentelemetry.util.types import AttributeValue
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as exc:  # without the otel extra
     raise ImportError(
         "planfold.adapters.otel needs OpenTelemetry's API: pip install 'planfold[otel]'"
     ) from exc
@@ -81,14 +84,21 @@ from ..kernel.log import (
     read_request_header,
 )
 from ..kernel.payload import read_as
+from ..kernel.phase import RUNTIME_PHASES, RuntimePhase
 from ..kernel.plan.review import APPROVE, ChannelLost, Custom, Dismissed, ReviewAnswer, ReviewRequest, Selected
+from ..kernel.session import SessionState
 from ..kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result
+from ..kernel.tools.gate import Allowed, check_call
+from ..kernel.tools.spec import ToolCall as KernelCall
 from .llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget, ToolCall
 from .loggers import logger
+from .provenance import ForkProvenance
 from .runtime.review import AsyncReviewPort, ReviewPort
 from .runtime.tool_runner import ToolRunner
+from .store.aio import AsyncSharedStore, AsyncStore
 from .store.base import (
     AppendResult,
+    AuditReport,
     FoldedAppend,
     ForwardingStore,
     InvalidRequestError,
@@ -98,6 +108,7 @@ from .store.base import (
     TakesFold,
     append_to,
 )
+from .store.projection import Projection
 
 __all__ = [
     "ATTEMPT",
@@ -117,6 +128,7 @@ __all__ = [
     "SessionTracer",
     "TracedAsyncModel",
     "TracedAsyncReviewPort",
+    "TracedAsyncStore",
     "TracedModel",
     "TracedReviewPort",
     "TracedStore",
@@ -142,6 +154,7 @@ GOAL_REVISION = "planfold.goal.revision"
 GOAL_ROUND = "planfold.goal.round"
 GOAL_OPERATION = "planfold.goal.operation"
 
+S = TypeVar("S")
 M = TypeVar("M")
 R = TypeVar("R")
 
@@ -158,6 +171,8 @@ class _Call:
     seq: int
     tool: str
     span: Span | None = None
+    #: the gate's basis and route for an allowed call, when the tracer knows the request's phase
+    basis: tuple[str, str] | None = None
 
 
 @dataclass
@@ -187,6 +202,34 @@ class SessionTracer:
         self._lock = threading.RLock()
         self._sessions: dict[str, _Session] = {}
         self._current: str | None = None
+        #: the traced tool runner (its registry and policy are the gate's)
+        self.runner: ToolRunner | None = None
+        #: the tool names the last model request offered
+        self._offered: tuple[str, ...] | None = None
+        #: the phases whose catalog is exactly those names, per set of names
+        self._phases: dict[tuple[str, ...], tuple[RuntimePhase, ...]] = {}
+
+    def _basis(self, call: KernelCall) -> tuple[str, str] | None:
+        """The gate's basis and route for ``call`` as the last request
+        offered it, when the gate allowed it; ``None`` when it refused, when
+        no request or runner is known, or when the phases whose catalog the
+        request showed do not agree (a ``stable`` catalog shows every tool
+        in every phase)."""
+        runner, names = self.runner, self._offered
+        if runner is None or names is None:
+            return None
+        phases = self._phases.get(names)
+        if phases is None:
+            phases = tuple(
+                phase for phase in RUNTIME_PHASES
+                if tuple(spec.name for spec in runner.offered(phase)) == names
+            )  # fmt: skip
+            self._phases[names] = phases
+        answers = set()
+        for phase in phases:
+            verdict = check_call(runner.registry, phase, runner.policy, call, names)
+            answers.add((verdict.basis, verdict.route) if isinstance(verdict, Allowed) else None)
+        return answers.pop() if len(answers) == 1 else None
 
     # -- the log -----------------------------------------------------------
 
@@ -219,7 +262,7 @@ class SessionTracer:
             call = read_tool_call(event.payload)
             if not any(c.span is not None for c in s.calls.values()):
                 s.answering_since = time.time_ns()
-            s.calls[call.call_id] = _Call(event.seq, call.tool)
+            s.calls[call.call_id] = _Call(event.seq, call.tool, basis=self._basis(call))
         elif kind in (TOOL_REFUSED, TOOL_WARNING):
             self._notice(s, event)
         elif kind == TOOL_RESULT:
@@ -326,6 +369,9 @@ class SessionTracer:
                     "gen_ai.tool.call.id": call_id, GATE_VERDICT: "allowed",
                 },
             )  # fmt: skip
+            if call.basis is not None:
+                call.span.set_attribute(GATE_RULE, call.basis[0])
+                call.span.set_attribute("planfold.gate.route", call.basis[1])
         return call.span
 
     def _goal_change(self, s: _Session, event: Event) -> None:
@@ -362,10 +408,15 @@ class SessionTracer:
         return None if self._current is None else self._sessions.get(self._current)
 
     @contextmanager
-    def model_call(self, request_model: str | None, server: Mapping[str, str | int] | None = None) -> Iterator[Span]:
+    def model_call(
+        self, request: ChatRequest, request_model: str | None, server: Mapping[str, str | int] | None = None
+    ) -> Iterator[Span]:
         """A model call's span, current while the call runs, as a child of
-        the open turn's span; a ``ModelError`` is recorded with its code."""
+        the open turn's span; a ``ModelError`` is recorded with its code.
+        The tools ``request`` offers are what the gate's basis of the
+        reply's calls is asked with."""
         with self._lock:
+            self._offered = request.tool_names
             s = self._session()
             attributes: dict[str, str | int] = {"gen_ai.operation.name": "chat", **(server or {})}
             if request_model:
@@ -522,6 +573,84 @@ class TracedStore(TakesFold, ForwardingStore):
         return self._shared("a goal lease").lease(session_id)
 
 
+class TracedAsyncStore:
+    """``TracedStore`` for an ``AsyncStore`` (``AsyncRuntime.open``): every
+    accepted append is shown to ``tracer``; everything else is the inner
+    store's, awaited. Shared-store operations pass through when ``inner``
+    is an ``AsyncSharedStore``; otherwise they raise ``InvalidRequestError``."""
+
+    def __init__(self, inner: AsyncStore, tracer: SessionTracer) -> None:
+        self.inner = inner
+        self.tracer = tracer
+
+    async def append(
+        self,
+        session_id: str,
+        expected_seq: int,
+        events: Sequence[Event],
+        idempotency_key: str | None = None,
+        *,
+        lease: Lease | None = None,
+    ) -> AppendResult:
+        if lease is None:
+            result = await self.inner.append(session_id, expected_seq, events, idempotency_key)
+        else:
+            shared = self._shared("a fenced append")
+            result = await shared.append(session_id, expected_seq, events, idempotency_key, lease=lease)
+        if not result.replayed:
+            self.tracer.observe(session_id, events)
+        return result
+
+    def _shared(self, what: str) -> AsyncSharedStore:
+        if not isinstance(self.inner, AsyncSharedStore):
+            raise InvalidRequestError(f"{what} needs a shared store; {type(self.inner).__name__} is not one")
+        return self.inner
+
+    async def head(self, session_id: str) -> int:
+        return await self.inner.head(session_id)
+
+    async def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
+        return await self.inner.read(session_id, after)
+
+    async def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
+        return await self.inner.load(session_id, incremental=incremental)
+
+    async def projection(self, session_id: str) -> Projection:
+        return await self.inner.projection(session_id)
+
+    async def audit(self, session_id: str) -> AuditReport:
+        return await self.inner.audit(session_id)
+
+    async def session_ids(self) -> tuple[str, ...]:
+        return await self.inner.session_ids()
+
+    async def fork(self, source_session: str, at: int, new_session: str) -> ForkProvenance:
+        return await self.inner.fork(source_session, at, new_session)
+
+    async def provenance(self, session_id: str) -> ForkProvenance | None:
+        return await self.inner.provenance(session_id)
+
+    async def import_fork(
+        self, session_id: str, events: Sequence[Event], provenance: ForkProvenance, idempotency_key: str | None = None
+    ) -> AppendResult:
+        return await self.inner.import_fork(session_id, events, provenance, idempotency_key)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def follow(self, session_id: str, after_seq: int = 0, *, timeout: float | None = None) -> AsyncIterator[Event]:
+        return self._shared("following a session").follow(session_id, after_seq, timeout=timeout)
+
+    async def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease:
+        return await self._shared("a goal lease").acquire_lease(session_id, holder, ttl_ms)
+
+    async def release_lease(self, lease: Lease) -> bool:
+        return await self._shared("a goal lease").release_lease(lease)
+
+    async def lease(self, session_id: str) -> Lease | None:
+        return await self._shared("a goal lease").lease(session_id)
+
+
 class _Model:
     def __init__(self, inner: object, tracer: SessionTracer, request_model: str | None) -> None:
         self.inner = inner
@@ -553,6 +682,9 @@ def _describe(span: Span, response: ChatResponse) -> None:
     if usage is not None and usage.completion_tokens is not None:
         span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
     span.set_attribute("planfold.response.tool_calls", len(response.tool_calls))
+    latency = getattr(response, "latency_ms", None)
+    if isinstance(latency, int | float) and not isinstance(latency, bool):
+        span.set_attribute("planfold.response.latency_ms", latency)
     if response.refusal is not None:
         span.add_event("planfold.model.refusal", {"gen_ai.response.finish_reasons": [response.finish_reason or ""]})
 
@@ -566,7 +698,7 @@ class TracedModel(_Model):
         super().__init__(inner, tracer, request_model)
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        with self.tracer.model_call(self.request_model, self.server) as span:
+        with self.tracer.model_call(request, self.request_model, self.server) as span:
             response = self.inner.complete(request)
             _describe(span, response)
             return response
@@ -581,7 +713,7 @@ class TracedAsyncModel(_Model):
         super().__init__(inner, tracer, request_model)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        with self.tracer.model_call(self.request_model, self.server) as span:
+        with self.tracer.model_call(request, self.request_model, self.server) as span:
             response = await self.inner.complete(request)
             _describe(span, response)
             return response
@@ -597,7 +729,9 @@ class TracedToolRunner(ToolRunner):
     @classmethod
     def of(cls, runner: ToolRunner, tracer: SessionTracer) -> TracedToolRunner:
         """``runner``'s registry, policy, executors and resolver, traced."""
-        return cls(**{f.name: getattr(runner, f.name) for f in fields(ToolRunner)}, tracer=tracer)
+        traced = cls(**{f.name: getattr(runner, f.name) for f in fields(ToolRunner)}, tracer=tracer)
+        tracer.runner = traced
+        return traced
 
     def execute(self, call: ToolCall) -> tuple[bool, str]:
         if self.tracer is None:
@@ -653,16 +787,28 @@ class TracedAsyncReviewPort:
 
 
 @dataclass(frozen=True, slots=True)
-class Instrumented(Generic[M, R]):
+class Instrumented(Generic[S, M, R]):
     """The traced parts to build a runtime on (``instrument``): the store,
     the model client, the tool runner and the review port (``None`` when
     none was given), all sharing ``tracer``."""
 
-    store: TracedStore
+    store: S
     model: M
     tools: TracedToolRunner
     review: R | None
     tracer: SessionTracer
+
+
+@overload
+def instrument(
+    store: AsyncStore,
+    model: AsyncModelClient,
+    tools: ToolRunner,
+    review: AsyncReviewPort | ReviewPort | None = None,
+    *,
+    tracer_provider: TracerProvider | None = None,
+    request_model: str | None = None,
+) -> Instrumented[TracedAsyncStore, AsyncModelClient, AsyncReviewPort | ReviewPort]: ...
 
 
 @overload
@@ -674,7 +820,7 @@ def instrument(
     *,
     tracer_provider: TracerProvider | None = None,
     request_model: str | None = None,
-) -> Instrumented[AsyncModelClient, AsyncReviewPort | ReviewPort]: ...
+) -> Instrumented[TracedStore, AsyncModelClient, AsyncReviewPort | ReviewPort]: ...
 
 
 @overload
@@ -686,25 +832,31 @@ def instrument(
     *,
     tracer_provider: TracerProvider | None = None,
     request_model: str | None = None,
-) -> Instrumented[ModelClient, ReviewPort]: ...
+) -> Instrumented[TracedStore, ModelClient, ReviewPort]: ...
 
 
 def instrument(
-    store: Store,
+    store: Store | AsyncStore,
     model: ModelClient | AsyncModelClient,
     tools: ToolRunner,
     review: ReviewPort | AsyncReviewPort | None = None,
     *,
     tracer_provider: TracerProvider | None = None,
     request_model: str | None = None,
-) -> Instrumented[ModelClient, ReviewPort] | Instrumented[AsyncModelClient, AsyncReviewPort | ReviewPort]:
-    """The parts a runtime is built on, traced (see the module doc). An
-    asyncio model client (``async def complete``) or review port stays one.
-    ``tracer_provider`` makes the spans (by default the global provider);
-    ``request_model`` names the model in the spans when the client has no
-    ``model`` of its own (``gen_ai.request.model``)."""
+) -> Instrumented[Any, Any, Any]:
+    """The parts a runtime is built on, traced (see the module doc): a
+    ``Store`` for ``Runtime`` or ``AsyncRuntime``, an ``AsyncStore`` for
+    ``AsyncRuntime.open``; an asyncio model client (``async def complete``)
+    or review port stays one. ``tracer_provider`` makes the spans (by
+    default the global provider); ``request_model`` names the model in the
+    spans when the client has no ``model`` of its own
+    (``gen_ai.request.model``)."""
     tracer = SessionTracer(trace.get_tracer("planfold", __version__, tracer_provider=tracer_provider))
-    traced_store = TracedStore(store, tracer)
+    traced_store: TracedStore | TracedAsyncStore
+    if inspect.iscoroutinefunction(store.append):
+        traced_store = TracedAsyncStore(store, tracer)  # type: ignore[arg-type]
+    else:
+        traced_store = TracedStore(store, tracer)  # type: ignore[arg-type]
     runner = TracedToolRunner.of(tools, tracer)
     traced_review: TracedReviewPort | TracedAsyncReviewPort | None = None
     if review is not None:
@@ -712,12 +864,9 @@ def instrument(
             traced_review = TracedAsyncReviewPort(review, tracer)  # type: ignore[arg-type]
         else:
             traced_review = TracedReviewPort(review, tracer)  # type: ignore[arg-type]
+    traced_model: TracedModel | TracedAsyncModel
     if inspect.iscoroutinefunction(model.complete):
-        async_model: AsyncModelClient = TracedAsyncModel(model, tracer, request_model)  # type: ignore[arg-type]
-        async_parts: Instrumented[AsyncModelClient, AsyncReviewPort | ReviewPort] = Instrumented(
-            traced_store, async_model, runner, traced_review, tracer
-        )
-        return async_parts
-    sync_model: ModelClient = TracedModel(model, tracer, request_model)  # type: ignore[arg-type]
-    sync_review: ReviewPort | None = traced_review  # type: ignore[assignment]
-    return Instrumented(traced_store, sync_model, runner, sync_review, tracer)
+        traced_model = TracedAsyncModel(model, tracer, request_model)  # type: ignore[arg-type]
+    else:
+        traced_model = TracedModel(model, tracer, request_model)  # type: ignore[arg-type]
+    return Instrumented(traced_store, traced_model, runner, traced_review, tracer)

@@ -80,7 +80,7 @@ from .model import (
     elapsed_ms,
     excerpt,
 )
-from .openai_policy import Retrier, RetryPolicy
+from .openai_policy import Retrier, RetryPolicy, log_attempt
 from .openai_wire import build_request_body, read_reply
 
 __all__ = ["MAX_RESPONSE_BYTES", "AsyncOpenAISDKClient", "OpenAISDKClient", "SDKOptions"]
@@ -254,10 +254,13 @@ class OpenAISDKClient(_Properties):
         started = self._monotonic()
         with self.retry_budget.step():
             while True:
+                tried = self._monotonic()
                 try:
                     response = self._attempt(body)
+                    log_attempt(self._s.where, self.retry_budget.used + 1, self._monotonic() - tried, response)
                     return replace(response, latency_ms=elapsed_ms(started, self._monotonic()))
                 except ModelError as err:
+                    log_attempt(self._s.where, self.retry_budget.used + 1, self._monotonic() - tried, err)
                     self._sleep(self._s.retrier.after(err))
 
     def _attempt(self, body: Mapping[str, Any]) -> ChatResponse:
@@ -324,10 +327,13 @@ class AsyncOpenAISDKClient(_Properties):
         started = self._monotonic()
         with self.retry_budget.step():
             while True:
+                tried = self._monotonic()
                 try:
                     response = await self._attempt(body)
+                    log_attempt(self._s.where, self.retry_budget.used + 1, self._monotonic() - tried, response)
                     return replace(response, latency_ms=elapsed_ms(started, self._monotonic()))
                 except ModelError as err:
+                    log_attempt(self._s.where, self.retry_budget.used + 1, self._monotonic() - tried, err)
                     delay = self._s.retrier.after(err)
                 await self._sleep(delay)
 

@@ -118,6 +118,11 @@ class SessionLog:
         self.observers: list[Callable[[Event], None]] = []
         self._sealed_by: str | None = None
         self.reload()
+        state = self._state
+        _log.info(
+            "session %r: opened at seq %d (%s mode, turn %d %s)", session_id, state.last_seq,
+            state.agent_mode, state.turns.turn, "open" if state.turns.open else "closed",
+        )  # fmt: skip
 
     @property
     def events(self) -> Prefix[Event]:
@@ -164,15 +169,9 @@ class SessionLog:
 
     def reload(self) -> None:
         """Open the stored session through the store's incremental load (its
-        snapshot and a strict fold of what follows; raises ``ReplayError``);
-        logged at INFO."""
+        snapshot and a strict fold of what follows; raises ``ReplayError``)."""
         self._state = self.store.load(self.session_id, incremental=True)
         self._events = None
-        state = self._state
-        _log.info(
-            "session %r: opened at seq %d (%s mode, turn %d %s)", self.session_id, state.last_seq,
-            state.agent_mode, state.turns.turn, "open" if state.turns.open else "closed",
-        )  # fmt: skip
 
     def now(self) -> int:
         """The caller's clock, never earlier than the last event."""

@@ -11,6 +11,8 @@ import asyncio
 import itertools
 import logging
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,7 +34,7 @@ from planfold.adapters.llm.model import (
 )
 from planfold.adapters.llm.openai import OpenAIClient
 from planfold.adapters.llm.scripted import ScriptedClient
-from planfold.adapters.otel import SessionTracer, TracedStore, instrument
+from planfold.adapters.otel import SessionTracer, TracedAsyncStore, TracedStore, instrument
 from planfold.adapters.runtime.aio import AsyncRuntime
 from planfold.adapters.runtime.goal_lease import LeasedDriver
 from planfold.adapters.runtime.goal_service import GoalService
@@ -41,6 +43,7 @@ from planfold.adapters.runtime.review import ScriptedReviewer, approve
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
+from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.base import ForwardingStore, InvalidRequestError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.errors import ConflictError
@@ -49,7 +52,8 @@ from planfold.kernel.plan.review import ReviewAnswer, ReviewRequest
 from tests.chat_server import Answer, ChatServer, completion
 from tests.runtime_helpers import call, exit_plan, say
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "observability.md"
 
 
 class Traces:
@@ -196,8 +200,14 @@ def test_the_refused_call_carries_the_gates_verdict_rule_and_event(traces: Trace
     turn = traces.parent(refused)
     assert turn is not None and dict(turn.attributes or {})["planfold.turn.refusals"] == 1
     assert "planfold.tool.refused" in [e.name for e in turn.events]
-    assert all(dict(s.attributes or {}).get("planfold.tool.ok") is True
-               for s in traces.named("execute_tool") if s is not refused)  # fmt: skip
+    allowed = [dict(s.attributes or {}) for s in calls if s is not refused]
+    assert all(a["planfold.tool.ok"] is True for a in allowed)
+    bases = {(a["gen_ai.tool.name"], a["planfold.gate.rule"], a["planfold.gate.route"]) for a in allowed}
+    assert ("read_file", "phase-allows", "executor") in bases
+    assert ("exit_plan_mode", "runtime-owned", "runtime") in bases
+    assert {name for name, _, route in bases if route == "runtime"} == {
+        "exit_plan_mode", "bootstrap_plan", "update_todo", "report_verification",
+    }  # fmt: skip
 
 
 def test_the_review_carries_the_exit_calls_seq_and_the_approval(traces: Traces) -> None:
@@ -388,6 +398,33 @@ def test_an_asyncio_runtime_is_traced_with_the_same_parent_links(traces: Traces)
     assert traces.parent(review) is turn and dict(review.attributes or {})["planfold.review.approved"] is True
 
 
+def test_an_asyncio_runtime_over_an_async_store_is_traced_from_its_awaited_appends(traces: Traces) -> None:
+    scripted = ScriptedClient.replies(call("read_file", {"path": "a.txt"}), say("done"))
+
+    class AsyncScripted:
+        async def complete(self, request: ChatRequest) -> ChatResponse:
+            return scripted.complete(request)
+
+    async def main() -> tuple[Event, ...]:
+        workspace = Workspace({"a.txt": "alpha"})
+        async with AsyncMemoryStore() as store:
+            parts = instrument(store, AsyncScripted(), _runner(workspace), tracer_provider=traces.provider)
+            assert isinstance(parts.store, TracedAsyncStore)
+            runtime = await AsyncRuntime.open(parts.store, "s", parts.model, parts.tools, clock=_ticks())
+            await runtime.submit("read it")
+            lease = await parts.store.acquire_lease("s", "me", 60_000)
+            assert await parts.store.lease("s") == lease and await parts.store.release_lease(lease)
+            return await parts.store.read("s")
+
+    events = asyncio.run(main())
+    (turn,) = traces.named("planfold.turn")
+    assert dict(turn.attributes or {})["planfold.turn.end_seq"] == events[-1].seq
+    children = [s.name for s in traces.spans if traces.parent(s) is turn]
+    assert sorted(children) == ["chat", "chat", "execute_tool read_file"]
+    (tool,) = traces.named("execute_tool")
+    assert dict(tool.attributes or {})["planfold.gate.rule"] == "phase-allows"
+
+
 # --------------------------------------------------------------------------
 # What is traced, and what tracing never does
 
@@ -462,4 +499,24 @@ def test_a_leased_goal_drive_through_the_traced_store_traces_its_rounds(traces: 
     assert drive.rounds == (1, 2)
     assert [dict(r.attributes or {})["planfold.goal.round"] for r in traces.named("planfold.goal.round")] == [1, 2]
 
+
+def test_tracing_is_off_unless_a_program_imports_it() -> None:
+    program = (
+        "import sys\n"
+        "from tests.adapters.test_logs import _runtime\n"
+        "from tests.runtime_helpers import say\n"
+        "from planfold.adapters.store.memory import MemoryStore\n"
+        "_runtime(MemoryStore(), say('hello')).submit('hi')\n"
+        "print(sorted(name for name in sys.modules if name.startswith(('opentelemetry', 'planfold.adapters.otel'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_without_the_extra_the_module_says_which_extra_to_install() -> None:
+    program = "import sys\nsys.modules['opentelemetry'] = None\nimport planfold.adapters.otel\n"
+    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    assert "ImportError: planfold.adapters.otel needs OpenTelemetry's API: pip install 'planfold[otel]'" in done.stderr
 
