@@ -83,6 +83,7 @@ from ..llm.openai import OpenAIClient, RetryPolicy
 from ..provenance import ForkProvenance, ForkRecordLines, encode_fork_record, split_fork_record
 from ..report.html import render_coverage, render_report
 from ..report.model import Coverage, build_report, with_fork_record
+from ..report.usage import load_costs
 from ..serve.command import add_serve_arguments, run_serve
 from ..specgen.vectors import add_conform_arguments, run_conform
 from ..store.base import Store, check_provenance, check_session_id, import_session
@@ -481,10 +482,11 @@ def _cmd_fork(args: argparse.Namespace, out: TextIO) -> int:
 
 def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
     """The HTML page ``report`` writes, and whether every log it read is sound."""
+    costs = None if args.costs is None else load_costs(args.costs)
     with read_source(args.file, stdin) as source:
         if source.kind == "jsonl":
             lines = ForkRecordLines(source.lines())
-            report = build_report(shown(args.session or source.label), read_records(lines))
+            report = build_report(shown(args.session or source.label), read_records(lines), costs=costs)
             report = with_fork_record(report, lines.provenance)
             return render_report(report), report.ok
         with open_database(source, write=False) as store:
@@ -498,7 +500,7 @@ def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
                 )
             if not args.all:
                 sid = sessions[0]
-                report = build_report(sid, ((None, e) for e in store.scan(sid)), store.provenance(sid))
+                report = build_report(sid, ((None, e) for e in store.scan(sid)), store.provenance(sid), costs)
                 return render_report(report), report.ok
             coverage = Coverage(shown(source.name))
             for sid in sessions:
@@ -600,6 +602,9 @@ def _parser(out: TextIO, err: TextIO) -> argparse.ArgumentParser:
     chosen.add_argument("--all", action="store_true",
                         help="every session of a database: each machine's transitions with counts over all of them")
     report.add_argument("-o", "--output", metavar="OUT", help="the HTML file to write (default, or -: stdout)")
+    report.add_argument("--costs", metavar="TABLE",
+                        help="the deployment's token prices (a .toml or .json cost table), to show the cost of "
+                        "each model call")
 
     export = commands["export"]
     export.add_argument(

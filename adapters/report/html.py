@@ -48,6 +48,7 @@ from .model import (
     Verification,
 )
 from .svg import DrawnEdge, layout_edges, render_svg
+from .usage import render_usage
 
 __all__ = ["render_coverage", "render_report"]
 
@@ -603,6 +604,7 @@ def render_report(report: Report) -> str:
         [
             _header(report),
             _timeline(report),
+            render_usage(report.usage),
             _revisions(report),
             _reviews(report),
             _goals(report),

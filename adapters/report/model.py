@@ -86,6 +86,7 @@ from ..cli.spill import FoldStop, fold_records
 from ..codec import encode_event
 from ..provenance import ForkProvenance
 from .machines import MACHINES, extra_note, machine_graphs, observable, taken
+from .usage import CostTable, UsageBuilder, UsageReport
 
 __all__ = [
     "CODES",
@@ -585,6 +586,7 @@ class Report:
     plan: str
     goal: str
     provenance: ForkProvenance | None = None
+    usage: UsageReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -599,9 +601,12 @@ class ReportBuilder:
     """Looks at every event of one session with the strict fold's state just
     before and after it (``observe``), then makes the ``Report`` (``finish``)."""
 
-    def __init__(self, session: str, provenance: ForkProvenance | None = None) -> None:
+    def __init__(
+        self, session: str, provenance: ForkProvenance | None = None, costs: CostTable | None = None
+    ) -> None:
         self.session = session
         self.provenance = provenance
+        self.usage = UsageBuilder(costs)
         self.graphs = machine_graphs()
         self._edges = {name: frozenset(graph.edges) for name, graph in self.graphs.items()}
         self.machines = {name: MachineUse() for name in MACHINES}
@@ -654,6 +659,7 @@ class ReportBuilder:
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, block, before, after, event)
+        self.usage.observe(after, event)
         if kind == TURN_END:
             block.closed = True
             self._close_block()
@@ -864,6 +870,7 @@ class ReportBuilder:
             goal="none" if goal is None else (
                 f"{goal.id} rev {goal.revision}, {goal.phase}, rounds {goal.rounds_started}/{goal.max_rounds}"),
             provenance=self.provenance,
+            usage=self.usage.finish(),
         )
 
 
@@ -890,7 +897,10 @@ def _bad_event(stop: FoldStop) -> BadEvent:
 
 
 def build_report(
-    session: str, records: Iterable[tuple[int | None, Event]], provenance: ForkProvenance | None = None
+    session: str,
+    records: Iterable[tuple[int | None, Event]],
+    provenance: ForkProvenance | None = None,
+    costs: CostTable | None = None,
 ) -> Report:
     """The report of ``session`` from its ``(line, event)`` records (``line``
     is the record's line in a JSON Lines log, ``None`` from a database),
@@ -898,8 +908,9 @@ def build_report(
     first bad record, which the report names. A fork's ``provenance`` (as
     its store keeps it) is checked as ``audit`` checks it: its first ``seq``
     events must be there and hash to its ``prefix_sha256``
-    (``provenance-mismatch`` otherwise)."""
-    builder = ReportBuilder(session, provenance)
+    (``provenance-mismatch`` otherwise). ``costs`` prices the model calls'
+    tokens (``adapters.report.usage``)."""
+    builder = ReportBuilder(session, provenance, costs)
     prefix = None if provenance is None else hashlib.sha256()
 
     def observed(before: SessionState, after: SessionState, event: Event) -> None:
