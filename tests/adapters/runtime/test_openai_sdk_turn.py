@@ -23,7 +23,12 @@ from planfold.kernel.session import fold_session
 from tests.chat_server import Answer, ChatServer, completion, tool_call_json
 from tests.runtime_helpers import FILES, ticking
 
-READ = {"prompt_tokens": 900, "completion_tokens": 20, "total_tokens": 920, "prompt_tokens_details": {"cached_tokens": 768}}
+READ = {
+    "prompt_tokens": 900,
+    "completion_tokens": 20,
+    "total_tokens": 920,
+    "prompt_tokens_details": {"cached_tokens": 768},
+}
 ANSWER = {"prompt_tokens": 960, "completion_tokens": 14, "total_tokens": 974}
 
 
