@@ -692,3 +692,20 @@ def test_each_client_is_the_model_port_of_its_kind() -> None:
     asynchronous = AsyncOpenAIClient("http://127.0.0.1:9/v1", "m")
     assert isinstance(asynchronous, AsyncModelClient)
     asyncio.run(asynchronous.aclose())
+
+
+def test_every_client_reports_how_long_the_call_took_and_the_servers_token_counts(
+    server: ChatServer, make: Make
+) -> None:
+    usage = {"prompt_tokens": 900, "completion_tokens": 20, "prompt_tokens_details": {"cached_tokens": 768}}
+    server.plan(Answer(body=completion("slow", usage=usage), delay=0.3))
+    reply = client_for(make, server, []).complete(REQUEST)
+    assert reply.latency_ms is not None and reply.latency_ms >= 300
+    assert reply.usage is not None
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.cached_tokens) == (900, 20, 768)
+
+
+def test_the_latency_of_a_call_covers_every_attempt(server: ChatServer, make: Make) -> None:
+    server.plan(Answer(503, b"busy", delay=0.2), Answer(body=completion("second"), delay=0.2))
+    reply = client_for(make, server, []).complete(REQUEST)
+    assert reply.text == "second" and reply.latency_ms is not None and reply.latency_ms >= 400
