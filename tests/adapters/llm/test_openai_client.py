@@ -324,6 +324,13 @@ def test_oversized_body_is_a_bad_response(server: ChatServer, make: Make) -> Non
         client_for(make, server, [], max_response_bytes=1024).complete(REQUEST)
 
 
+def test_a_body_that_does_not_decode_is_a_bad_response_and_not_retried(server: ChatServer, make: Make) -> None:
+    server.plan(Answer(body=b"not gzip at all " * 20, headers={"Content-Encoding": "gzip"}), Answer())
+    with pytest.raises(ModelBadResponseError, match=r"the body could not be decoded: .*incorrect header check"):
+        client_for(make, server, []).complete(REQUEST)
+    assert len(server.received) == 1 and server.pending == 1
+
+
 def test_slow_answer_trips_the_timeout(server: ChatServer, make: Make) -> None:
     server.plan(Answer(delay=3.0))
     policy = RetryPolicy(max_retries=3, retry_timeouts=False)
