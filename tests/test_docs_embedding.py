@@ -12,6 +12,8 @@ import contextlib
 import io
 import re
 import shlex
+import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,3 +92,11 @@ def test_every_block_of_the_embedding_sections_runs_as_written(
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "Model usage" in page and "USD" in page
     assert server.unplanned == 0 and all(r.headers["authorization"] == "Bearer sk-docs" for r in server.received)
+
+
+def test_the_python_blocks_type_check_under_mypy_strict(tmp_path: Path) -> None:
+    program = tmp_path / "embedding_docs.py"
+    program.write_text("\n\n".join(code for language, code in blocks() if language == "python"), encoding="utf-8")
+    mypy = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / ".mypy")]
+    done = subprocess.run([*mypy, str(program)], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
