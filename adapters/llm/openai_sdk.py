@@ -62,7 +62,7 @@ from typing import Any, TypedDict, Unpack
 
 try:
     import openai
-except ImportError as exc:  # pragma: no cover - the extra is installed wherever this module is tested
+except ImportError as exc:
     raise ImportError(
         "planfold.adapters.llm.openai_sdk wraps a client of the openai package, which is not installed: "
         "pip install 'planfold[openai]'"

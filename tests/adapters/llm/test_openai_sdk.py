@@ -5,6 +5,8 @@ them as against planfold's own clients.)"""
 from __future__ import annotations
 
 import asyncio
+import importlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -108,3 +110,10 @@ def test_the_adapter_shows_its_settings() -> None:
         adapter = OpenAISDKClient(user, "gpt-test", timeout_s=7, retry=RetryPolicy(max_retries=4))
         assert (adapter.model, adapter.timeout_s, adapter.retry.max_retries) == ("gpt-test", 7.0, 4)
         assert adapter.retry_budget.retries == 4 and adapter.client is user
+
+
+def test_without_the_openai_package_the_module_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)  # as if it were not installed
+    monkeypatch.delitem(sys.modules, "planfold.adapters.llm.openai_sdk")
+    with pytest.raises(ImportError, match=r"pip install 'planfold\[openai\]'"):
+        importlib.import_module("planfold.adapters.llm.openai_sdk")
