@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Generic, NewType, TypeVar
 
 from ...kernel.log import ASSISTANT_MESSAGE, Event, ModelUsage, read_assistant_message
-from ...kernel.session import SessionState
+from ...kernel.session import SessionState, fold_more
 from ..errors import AdapterError
 from ..structuring import exact_converter, problems
 
@@ -300,9 +300,8 @@ class UsageBuilder:
 def usage_of_events(
     events: Iterable[Event], costs: CostTable | None = None, keep: int = ROWS_KEPT
 ) -> UsageReport:
-    """The usage report of a well-formed log (folded strictly here)."""
-    from ...kernel.session import fold_more  # noqa: PLC0415 (only this helper folds)
-
+    """The usage report of a well-formed log (folded strictly here; raises
+    ``ReplayError`` at the first bad event)."""
     builder = UsageBuilder(costs, keep)
     state = SessionState()
     for event in events:
