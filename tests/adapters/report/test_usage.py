@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from planfold.adapters.cli.main import main
 from planfold.adapters.codec import encode_jsonl
@@ -21,6 +22,7 @@ from planfold.adapters.report.usage import (
     CostTableError,
     Price,
     Prices,
+    UsageBuilder,
     UsageTotals,
     load_costs,
     parse_costs,
@@ -235,3 +237,63 @@ def test_planfold_report_with_a_bad_cost_table_writes_nothing_and_says_what_is_w
         "planfold report: costs.json is not a valid cost table: "
         "costs.per_million_tokens.prompt: expected a non-negative number, got 'cheap'\n"
     )
+
+
+class UsageMachine(RuleBasedStateMachine):
+    """The builder against a small model: turns open and close, steps record
+    replies with or without usage; after every event the builder's session
+    and per-turn totals are the model's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state = SessionState()
+        self.seq = 0
+        self.builder = UsageBuilder(COSTS, keep=2)
+        self.turns: dict[int, list[int]] = {}  # turn -> [calls, latency, prompt, cached, completion, timed]
+        self.cost = 0.0
+        self.priced = False
+
+    def put(self, draft: Draft) -> None:
+        self.seq += 1
+        event = draft.numbered(self.seq, self.seq)
+        self.state = fold_more(self.state, (event,))
+        self.builder.observe(self.state, event)
+
+    @precondition(lambda self: not self.state.turns.open)
+    @rule()
+    def open_turn(self) -> None:
+        self.put(turn_start(self.state.turns.turn + 1))
+
+    @precondition(lambda self: self.state.turns.open)
+    @rule(usage=usages)
+    def step(self, usage: ModelUsage | None) -> None:
+        self.put(decide_request_header(self.state, self.state.turns.step + 1))
+        self.put(assistant_message("step", usage))
+        if usage is None:
+            return
+        row = self.turns.setdefault(self.state.turns.turn, [0] * 6)
+        for i, value in enumerate((1, usage.latency_ms or 0, usage.prompt_tokens or 0, usage.cached_tokens or 0,
+                                   usage.completion_tokens or 0, usage.latency_ms is not None)):
+            row[i] += int(value)
+        if any(n is not None for n in (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)):
+            self.priced = True
+            self.cost += COSTS.cost(usage.prompt_tokens or 0, usage.completion_tokens or 0, usage.cached_tokens or 0)
+
+    @precondition(lambda self: self.state.turns.open)
+    @rule()
+    def close_turn(self) -> None:
+        self.put(turn_end(self.state.turns.turn))
+
+    @invariant()
+    def the_totals_are_the_models(self) -> None:
+        report = self.builder.finish()
+        columns = list(zip(*self.turns.values(), strict=True)) or [()] * 6
+        assert _shown(report.session) == tuple(sum(column) for column in columns)
+        assert report.session.cost == (pytest.approx(self.cost) if self.priced else None)
+        listed = {row.turn: list(_shown(row.totals)) for row in report.turns}
+        assert all(turn is not None and self.turns[turn] == shown for turn, shown in listed.items())
+        assert len(listed) + report.turns.left_out == len(self.turns)
+
+
+UsageMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+test_the_usage_builder_keeps_the_models_totals_event_by_event = UsageMachine.TestCase
