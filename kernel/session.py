@@ -208,10 +208,14 @@ _STEPS: dict[str, tuple[Callable[[object], Any], Reducer, frozenset[type]]] = {}
 
 def _steps() -> dict[str, tuple[Callable[[object], Any], Reducer, frozenset[type]]]:
     if not _STEPS:
+        # Built aside and put in with one update, so that a thread folding at
+        # the same time never sees some kinds and not others.
+        built = {}
         for kind, entry in KINDS.items():
             shape: Any = shape_of(entry.payload)  # Any: a record member's cls is a class, not None
             classes = frozenset(member.cls for member in shape.members or (shape,) if member.kind == "record")
-            _STEPS[kind] = (reader_of(entry.payload), entry.reduce, classes)
+            built[kind] = (reader_of(entry.payload), entry.reduce, classes)
+        _STEPS.update(built)
     return _STEPS
 
 
