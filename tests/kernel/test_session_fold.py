@@ -33,7 +33,7 @@ from planfold.kernel.log import (
     turn_start,
     user_message,
 )
-from planfold.kernel.payload import JSONObject, read_as
+from planfold.kernel.payload import JSONObject, read_as, reader_of
 from planfold.kernel.session import (
     KINDS,
     PAYLOAD_TYPES,
@@ -326,7 +326,7 @@ def test_a_fold_started_while_another_thread_prepares_the_readers_sees_every_kin
     # The first fold of a process prepares each kind's reader; a second thread
     # folding meanwhile must never find some kinds ready and others missing.
     monkeypatch.setattr(session_module, "_STEPS", {})
-    real = session_module.reader_of
+    real = reader_of
     second_kind, release = threading.Event(), threading.Event()
     made: list[object] = []
 
