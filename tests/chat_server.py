@@ -44,7 +44,7 @@ def completion(
     tool_calls: Sequence[Mapping[str, Any]] = (),
     *,
     finish_reason: str | None = None,
-    usage: Mapping[str, int] | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A chat-completion body as a server sends it."""
     message: dict[str, Any] = {"role": "assistant", "content": text}

@@ -95,6 +95,7 @@ from ..provenance import ForkProvenance, ForkRecordLines, encode_fork_record
 from ..report.events import AROUND, BUDGET, LIMIT
 from ..report.html import render_coverage, render_report
 from ..report.model import Audited, Coverage, Report, build_report, with_audit, with_fork_record
+from ..report.usage import CostTable, load_costs
 from ..serve.command import add_serve_arguments, run_serve
 from ..store.base import Store, check_session_id
 from ..store.engine import LogStore
@@ -625,12 +626,15 @@ def _forks_of(store: LogStore, session: str) -> tuple[tuple[str, int], ...]:
     return tuple(found)
 
 
-def _stored_report(store: LogStore, session: str, args: argparse.Namespace, origin: str) -> Report:
+def _stored_report(
+    store: LogStore, session: str, args: argparse.Namespace, origin: str, costs: CostTable | None = None
+) -> Report:
     """The report of a stored session, with ``planfold audit``'s verdict on it
-    and the sessions forked from it (its events embedded unless ``--all``)."""
+    and the sessions forked from it (its events embedded unless ``--all``);
+    ``costs`` prices its model calls."""
     report = build_report(session, ((None, e) for e in store.scan(session)), store.provenance(session),
                           limit=args.payload_limit, budget=args.payload_budget, around=args.around,
-                          events=not args.all)
+                          events=not args.all, costs=costs)
     report = replace(report, origin=origin, forks=_forks_of(store, session))
     return report if not report.ok else with_audit(report, _audit_verdict(store, session))
 
@@ -638,11 +642,13 @@ def _stored_report(store: LogStore, session: str, args: argparse.Namespace, orig
 
 def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
     """The HTML page ``report`` writes, and whether every log it read is sound."""
+    costs = None if args.costs is None else load_costs(args.costs)
     with read_source(args.file, stdin) as source:
         if source.kind == "jsonl":
             lines = ForkRecordLines(source.lines())
             report = build_report(shown(args.session or source.label), read_records(lines),
-                                  limit=args.payload_limit, budget=args.payload_budget, around=args.around)
+                                  limit=args.payload_limit, budget=args.payload_budget, around=args.around,
+                                  costs=costs)
             report = replace(with_fork_record(report, lines.provenance), origin=source.name)
             return render_report(report), report.ok
         with open_database(source, write=False) as store:
@@ -655,7 +661,7 @@ def _report_page(args: argparse.Namespace, stdin: BinaryIO) -> tuple[str, bool]:
                     code="session-needed",
                 )
             if not args.all:
-                report = _stored_report(store, sessions[0], args, source.name)
+                report = _stored_report(store, sessions[0], args, source.name, costs)
                 return render_report(report), report.ok
             coverage = Coverage(shown(source.name))
             for sid in sessions:
@@ -760,6 +766,9 @@ def _parser(out: TextIO, err: TextIO) -> tuple[argparse.ArgumentParser, dict[str
     report.add_argument("--payload-budget", metavar="BYTES", type=_whole, default=BUDGET,
                         help=f"the compressed bytes of payloads one page embeds (default {BUDGET}); the page "
                              "names the command that shows any other")
+    report.add_argument("--costs", metavar="TABLE",
+                        help="the deployment's token prices (a .toml or .json cost table), to show the cost of "
+                        "each model call")
 
     export = commands["export"]
     export.add_argument(

@@ -1,5 +1,8 @@
 """Model clients: the ``ModelClient`` port, an OpenAI-compatible client and a
-scripted client for the offline demo and tests.
+scripted client for the offline demo and tests. The adapters of a user's own
+``openai`` client live in ``planfold.adapters.llm.openai_sdk`` (the
+``openai`` extra), imported by that name only, so that this package never
+needs the ``openai`` package.
 """
 
 TYPE_CHECKING = False

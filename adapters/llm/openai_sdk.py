@@ -40,8 +40,10 @@ The deadline of one attempt is ``timeout_s`` seconds:
 What the SDK raises becomes a ``ModelError``: its timeout ``model-timeout``,
 its connection error ``model-unreachable``, a status error the typed error of
 that status (``model-rate-limited``, ``model-http-error``), a reply that does
-not validate ``model-bad-response``; an error of its HTTP library while the
-body streams is a timeout or a dropped connection (``model-unreachable``).
+not validate ``model-bad-response``; an error of its HTTP library (whichever
+the SDK runs on) while the body streams is a timeout, a dropped connection
+(``model-unreachable``) or a body that cannot be decoded
+(``model-bad-response``).
 
 ``sleep``, ``random``, the clocks and ``on_retry`` are injectable, as on
 planfold's own clients. The adapters never close the user's client.
@@ -60,7 +62,7 @@ from typing import Any, TypedDict, Unpack
 
 try:
     import openai
-except ImportError as exc:  # pragma: no cover - the extra is installed wherever this module is tested
+except ImportError as exc:
     raise ImportError(
         "planfold.adapters.llm.openai_sdk wraps a client of the openai package, which is not installed: "
         "pip install 'planfold[openai]'"
@@ -175,17 +177,24 @@ class _Settings:
         """The ``ModelError`` of an error of the SDK's HTTP library raised
         while the body streamed (None: not one of its errors)."""
         library = sys.modules.get(type(http).__module__.partition(".")[0])
-        timeout = getattr(library, "TimeoutException", None)
-        transport = getattr(library, "TransportError", None)
-        if isinstance(timeout, type) and isinstance(err, timeout):
+
+        def raised(name: str) -> bool:
+            kind = getattr(library, name, None)
+            return isinstance(kind, type) and isinstance(err, kind)
+
+        if raised("TimeoutException"):
             return ModelTimeoutError(self.timeout_s, f"POST {self.where}: the body did not arrive in time")
-        if isinstance(transport, type) and isinstance(err, transport):
+        if raised("TransportError"):
             got = getattr(http, "num_bytes_downloaded", "some")
             announced = http.headers.get("content-length")
             of = f" of {announced}" if announced is not None else ""
             return ModelUnreachableError(
                 f"POST {self.where}: the connection closed after {got}{of} body bytes ({err})"
             )
+        if raised("DecodingError"):
+            return ModelBadResponseError(f"the body could not be decoded: {err}")
+        if raised("HTTPError") or raised("StreamError"):
+            return ModelBadResponseError(f"the body could not be read: {type(err).__name__}: {err}")
         return None
 
 

@@ -129,6 +129,8 @@ Attempts = NewType("Attempts", int)
 HttpStatus = NewType("HttpStatus", int)
 #: A tool's name: a non-empty string.
 Name = NewType("Name", str)
+#: How long a scripted call took, in whole milliseconds: not negative.
+LatencyMs = NewType("LatencyMs", int)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,7 @@ class _Reply:
     finish_reason: str | None = None
     usage: Usage | None = None
     reasoning: str | None = None
+    latency_ms: LatencyMs | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +256,7 @@ def _script_converter() -> cattrs.Converter:
         HttpStatus, _checked((int,), int, lambda v: 400 <= v <= 599, "an HTTP error status 400-599")
     )
     conv.register_structure_hook(Name, _checked((str,), str, bool, "a non-empty string"))
+    conv.register_structure_hook(LatencyMs, _checked((int,), int, lambda v: v >= 0, "a non-negative integer"))
     tag_union(_Error | None, conv, tag_name="code", tag_generator=_CODES.__getitem__)
     return conv
 
@@ -312,6 +316,7 @@ def _reply(reply: str | _Reply | None, step: int) -> ChatResponse:
         finish_reason=reply.finish_reason or ("tool_calls" if calls else "stop"),
         usage=reply.usage,
         reasoning=reply.reasoning,
+        latency_ms=reply.latency_ms,
     )
 
 

@@ -28,12 +28,16 @@ loaded from a dict, JSON or TOML of this shape (TOML: ``[[steps]]`` tables)::
                  "tool_calls": [{"id": "c1", "name": "read_file",
                                  "arguments": {"path": "README.md"}}],
                  "finish_reason": "tool_calls",
-                 "usage": {"prompt_tokens": 10, "completion_tokens": 5}}},
+                 "usage": {"prompt_tokens": 10, "completion_tokens": 5,
+                           "cached_tokens": 8},
+                 "latency_ms": 420}},
       {"reply": "Plain text is a text reply."},
       {"error": {"code": "model-timeout"}}
     ]}
 
-A tool call's ``arguments`` is an object, or a string taken as the raw JSON
+A reply's ``usage`` and ``latency_ms`` are what the call is said to have
+cost (the scripted client measures nothing; a reply without them reports
+none). A tool call's ``arguments`` is an object, or a string taken as the raw JSON
 text (so a script can feed the runtime broken JSON). Unknown keys are errors;
 loading reports every problem of a script at once as ``ScriptFormatError``.
 """

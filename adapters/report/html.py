@@ -68,6 +68,7 @@ from .model import (
     Summarised,
     Verification,
 )
+from .usage import render_usage
 
 __all__ = ["POLICY", "page_name", "render_coverage", "render_report"]
 
@@ -952,6 +953,7 @@ def render_report(report: Report) -> str:
         [
             _header(report),
             _timeline(report),
+            render_usage(report.usage),
             _revisions(report),
             _reviews(report),
             _goals(report),

@@ -89,6 +89,7 @@ from ..provenance import ForkProvenance
 from ..store.spill import FoldStop, fold_records
 from .events import BUDGET, LIMIT, EventIndex, IndexBuilder
 from .machines import MACHINES, extra_note, machine_graphs, observable, taken
+from .usage import CostTable, UsageBuilder, UsageReport
 
 __all__ = [
     "CODES",
@@ -601,6 +602,7 @@ class Report:
     origin: str | None = None
     #: Sessions of the same database forked from this one: (session, seq forked at).
     forks: tuple[tuple[str, int], ...] = ()
+    usage: UsageReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -631,11 +633,16 @@ class ReportBuilder:
     before and after it (``observe``), then makes the ``Report`` (``finish``)."""
 
     def __init__(
-        self, session: str, provenance: ForkProvenance | None = None, index: IndexBuilder | None = None
+        self,
+        session: str,
+        provenance: ForkProvenance | None = None,
+        index: IndexBuilder | None = None,
+        costs: CostTable | None = None,
     ) -> None:
         self.session = session
         self.index = index
         self.provenance = provenance
+        self.usage = UsageBuilder(costs)
         self.graphs = machine_graphs()
         self._edges = {name: frozenset(graph.edges) for name, graph in self.graphs.items()}
         self.machines = {name: MachineUse() for name in MACHINES}
@@ -691,6 +698,7 @@ class ReportBuilder:
         if self.index is not None:
             tool, rule = _tool_and_rule(event)
             self.index.add(event, after, block.turn, tool, rule)
+        self.usage.observe(after, event)
         if kind == TURN_END:
             block.closed = True
             self._close_block()
@@ -902,6 +910,7 @@ class ReportBuilder:
                 f"{goal.id} rev {goal.revision}, {goal.phase}, rounds {goal.rounds_started}/{goal.max_rounds}"),
             provenance=self.provenance,
             index=None if self.index is None else self.index.finish(),
+            usage=self.usage.finish(),
         )
 
 
@@ -950,6 +959,7 @@ def build_report(
     budget: int = BUDGET,
     around: int | None = None,
     events: bool = True,
+    costs: CostTable | None = None,
 ) -> Report:
     """The report of ``session`` from its ``(line, event)`` records (``line``
     is the record's line in a JSON Lines log, ``None`` from a database),
@@ -961,8 +971,9 @@ def build_report(
     ``events.EventIndex`` says: payloads whole up to ``limit`` bytes each
     and ``budget`` compressed bytes in all, and the ``events.AROUND``
     events either side of seq ``around`` whole whatever their size;
-    ``events`` False embeds none (a database's coverage page lists no event)."""
-    builder = ReportBuilder(session, provenance, IndexBuilder(limit, budget, around) if events else None)
+    ``events`` False embeds none (a database's coverage page lists no event);
+    ``costs`` prices the model calls' tokens (``adapters.report.usage``)."""
+    builder = ReportBuilder(session, provenance, IndexBuilder(limit, budget, around) if events else None, costs)
     prefix = None if provenance is None else hashlib.sha256()
 
     def observed(before: SessionState, after: SessionState, event: Event) -> None:

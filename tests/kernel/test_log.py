@@ -14,11 +14,14 @@ from planfold.kernel.log import (
     REQUEST_HEADER,
     TURN_END,
     TURN_START,
+    USAGE_VERSION,
     USER_MESSAGE,
+    AssistantPayload,
     Draft,
     Event,
     GoalSource,
     Message,
+    ModelUsage,
     PluginSource,
     RequestHeader,
     TurnState,
@@ -27,12 +30,14 @@ from planfold.kernel.log import (
     check_envelope,
     fold_turns,
     number_drafts,
+    read_assistant_message,
     read_message,
     read_request_header,
     turn_end,
     turn_start,
     user_message,
 )
+from planfold.kernel.session import fold_session
 
 # --------------------------------------------------------------------------
 # Turns and request headers
@@ -187,6 +192,56 @@ def test_an_envelope_is_judged_seq_then_time_then_kind_and_refused_with_its_deta
 def test_a_plugin_message_is_attributed_to_its_plugin() -> None:
     payload: dict[str, Any] = {"text": "hello", "source": {"type": "plugin", "plugin": "plan-mode"}}
     assert read_message(payload) == Message("hello", PluginSource("plugin", "plan-mode"))
+
+
+def test_an_assistant_message_written_before_usage_existed_reads_as_it_always_did() -> None:
+    old = read_assistant_message({"text": "Done.", "source": None})
+    assert (old.text, old.source, old.usage) == ("Done.", None, None)
+    old_event = Event(2, "assistant/message", 1, {"text": "Done.", "source": None})
+    state = fold_session((*number_drafts([turn_start(1)], 0, 1), old_event))
+    assert state.turns.turn == 1
+
+
+def test_an_assistant_message_carries_the_usage_of_its_call_with_only_what_was_known() -> None:
+    usage = ModelUsage(USAGE_VERSION, 120, 50, 7, 32)
+    draft = assistant_message("ok", usage)
+    assert draft.payload == {
+        "text": "ok", "source": None,
+        "usage": {"version": 1, "latency_ms": 120, "prompt_tokens": 50, "completion_tokens": 7, "cached_tokens": 32},
+    }
+    assert read_assistant_message(draft.payload) == AssistantPayload("ok", None, usage)
+    tokens_only = assistant_message("ok", ModelUsage(USAGE_VERSION, None, 50, 7)).payload
+    assert tokens_only["usage"] == {"version": 1, "prompt_tokens": 50, "completion_tokens": 7}
+
+
+@pytest.mark.parametrize(
+    ("usage", "code", "detail"),
+    [
+        ({"version": 2, "latency_ms": 5}, "unknown-version", "payload.usage.version: must be one of [1], got 2"),
+        ({"latency_ms": 5}, "malformed-payload", "payload.usage.version"),
+        ({"version": 1, "latency_ms": -1}, "malformed-payload", "payload.usage.latency_ms: must be >= 0, got -1"),
+        ({"version": 1, "prompt_tokens": True}, "malformed-payload", "payload.usage.prompt_tokens"),
+        ({"version": 1, "cached_tokens": None}, "malformed-payload", "payload.usage.cached_tokens"),
+        ({"version": 1, "cost": 3}, "malformed-payload", "cost"),
+        (None, "malformed-payload", "payload.usage: must be an object"),
+    ],
+)
+def test_a_usage_the_kernel_cannot_read_is_refused_naming_the_key_at_fault(
+    usage: object, code: str, detail: str
+) -> None:
+    payload = {"text": "x", "source": None, "usage": usage}
+    with pytest.raises(PayloadError) as caught:
+        read_assistant_message(payload)  # type: ignore[arg-type]
+    assert caught.value.code == code and detail in str(caught.value)
+    log = (*number_drafts([turn_start(1)], 0, 1), Event(2, "assistant/message", 1, payload))  # type: ignore[arg-type]
+    with pytest.raises(ReplayError) as replayed:
+        fold_session(log)
+    assert (replayed.value.position, replayed.value.rule) == (2, code)
+
+
+def test_a_draft_with_a_negative_count_is_refused_as_the_callers_fault() -> None:
+    with pytest.raises(PayloadError, match=r"payload\.usage\.completion_tokens: must be >= 0"):
+        assistant_message("x", ModelUsage(USAGE_VERSION, 1, 2, -3))
 
 
 # --------------------------------------------------------------------------

@@ -6,6 +6,7 @@ position with the same rule and detail."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
+from planfold.kernel import session as session_module
 from planfold.kernel.errors import ReplayError
 from planfold.kernel.log import (
     ASSISTANT_MESSAGE,
@@ -27,8 +29,11 @@ from planfold.kernel.log import (
     USER_MESSAGE,
     Event,
     TurnState,
+    number_drafts,
+    turn_start,
+    user_message,
 )
-from planfold.kernel.payload import JSONObject, read_as
+from planfold.kernel.payload import JSONObject, read_as, reader_of
 from planfold.kernel.session import (
     KINDS,
     PAYLOAD_TYPES,
@@ -313,3 +318,33 @@ def test_a_time_beyond_the_safe_integers_is_malformed_at_its_seq(at: int) -> Non
     assert (err.position, err.rule) == (1, "malformed-payload")
     assert err.detail == f"'at' must be <= {2**53 - 1} (the largest safe integer), got {at}"
     assert fold_session([ev(1, PLAN_MODE, {"active": True}, at=2**53 - 1)]).last_seq == 1
+
+
+def test_a_fold_started_while_another_thread_prepares_the_readers_sees_every_kind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The first fold of a process prepares each kind's reader; a second thread
+    # folding meanwhile must never find some kinds ready and others missing.
+    monkeypatch.setattr(session_module, "_STEPS", {})
+    real = reader_of
+    second_kind, release = threading.Event(), threading.Event()
+    made: list[object] = []
+
+    def reader(tp: object) -> object:
+        if threading.current_thread().name == "preparing":
+            made.append(tp)
+            if len(made) == 2:  # one kind is ready, the others are not
+                second_kind.set()
+                release.wait(10)
+        return real(tp)
+
+    monkeypatch.setattr(session_module, "reader_of", reader)
+    log = (*number_drafts([turn_start(1), user_message("hi")], 0, 1),)
+    preparing = threading.Thread(target=fold_session, args=(log,), name="preparing")
+    preparing.start()
+    try:
+        assert second_kind.wait(10)
+        assert fold_session(log).turns.turn == 1
+    finally:
+        release.set()
+        preparing.join(10)

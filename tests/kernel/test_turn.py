@@ -9,7 +9,16 @@ from types import MappingProxyType
 import pytest
 
 from planfold.kernel import log as kinds
-from planfold.kernel.log import Draft, Event, number_drafts, turn_start, user_message
+from planfold.kernel.log import (
+    USAGE_VERSION,
+    Draft,
+    Event,
+    ModelUsage,
+    number_drafts,
+    read_assistant_message,
+    turn_start,
+    user_message,
+)
 from planfold.kernel.payload import JSON, object_of
 from planfold.kernel.session import fold_session
 from planfold.kernel.tools.events import read_tool_result
@@ -325,3 +334,22 @@ def test_an_answer_to_a_call_the_open_turn_never_made_is_passed_over() -> None:
     events = _turn_log(failed_result("late", "read_file", "x", "y"), *refused, *_calls("c1"))
     drafts = interrupted_calls(fold_session(events), events)
     assert [read_tool_result(d.payload).call_id for d in drafts] == ["c1"]
+
+
+def test_the_usage_of_a_reply_is_recorded_on_its_assistant_message_and_left_out_when_unknown() -> None:
+    usage = ModelUsage(USAGE_VERSION, 840, 1200, 35, 1024)
+    recorded = record_reply(
+        Reply("reading", (_call("c1"),), "tool_calls", None, usage),
+        REGISTRY, GatePolicy(), "plan", ("read_file",), max_tool_calls=32,
+    )
+    assert recorded.batch[0].payload == {
+        "text": "reading",
+        "source": None,
+        "usage": {"version": 1, "latency_ms": 840, "prompt_tokens": 1200, "completion_tokens": 35,
+                  "cached_tokens": 1024},
+    }
+    assert read_assistant_message(recorded.batch[0].payload).usage == usage
+    latency_only = _record(Reply("done", (), "stop", None, ModelUsage(USAGE_VERSION, 95)))
+    assert latency_only.batch[0].payload["usage"] == {"version": 1, "latency_ms": 95}  # type: ignore[attr-defined]
+    unknown = _record(Reply("done", (), "stop"))
+    assert "usage" not in unknown.batch[0].payload  # type: ignore[attr-defined]

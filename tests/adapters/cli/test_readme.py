@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs_blocks import DOCS, ROOT, page_blocks
+from tests.docs_blocks import DOCS, ROOT, page_blocks, runs_apart
 from tests.pg_cluster import bindir
 from tests.system_programs import postgres
 
@@ -87,7 +87,7 @@ def _run_blocks(page: Path, clone: Path, env: dict[str, str] | None = None) -> t
     ran: list[str] = []
     hint = ""
     for block in page_blocks(page):
-        if block.language not in {"sh", "console"}:
+        if block.language not in {"sh", "console"} or runs_apart(block):
             continue
         lines = block.body.splitlines()
         commands = lines if block.language == "sh" else [line for line in lines if line.startswith("$ ")]

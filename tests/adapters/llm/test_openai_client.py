@@ -324,6 +324,13 @@ def test_oversized_body_is_a_bad_response(server: ChatServer, make: Make) -> Non
         client_for(make, server, [], max_response_bytes=1024).complete(REQUEST)
 
 
+def test_a_body_that_does_not_decode_is_a_bad_response_and_not_retried(server: ChatServer, make: Make) -> None:
+    server.plan(Answer(body=b"not gzip at all " * 20, headers={"Content-Encoding": "gzip"}), Answer())
+    with pytest.raises(ModelBadResponseError, match=r"the body could not be decoded: .*incorrect header check"):
+        client_for(make, server, []).complete(REQUEST)
+    assert len(server.received) == 1 and server.pending == 1
+
+
 def test_slow_answer_trips_the_timeout(server: ChatServer, make: Make) -> None:
     server.plan(Answer(delay=3.0))
     policy = RetryPolicy(max_retries=3, retry_timeouts=False)
@@ -720,3 +727,20 @@ def test_each_client_is_the_model_port_of_its_kind() -> None:
     asynchronous = AsyncOpenAIClient("http://127.0.0.1:9/v1", "m")
     assert isinstance(asynchronous, AsyncModelClient)
     asyncio.run(asynchronous.aclose())
+
+
+def test_every_client_reports_how_long_the_call_took_and_the_servers_token_counts(
+    server: ChatServer, make: Make
+) -> None:
+    usage = {"prompt_tokens": 900, "completion_tokens": 20, "prompt_tokens_details": {"cached_tokens": 768}}
+    server.plan(Answer(body=completion("slow", usage=usage), delay=0.3))
+    reply = client_for(make, server, []).complete(REQUEST)
+    assert reply.latency_ms is not None and reply.latency_ms >= 300
+    assert reply.usage is not None
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.cached_tokens) == (900, 20, 768)
+
+
+def test_the_latency_of_a_call_covers_every_attempt(server: ChatServer, make: Make) -> None:
+    server.plan(Answer(503, b"busy", delay=0.2), Answer(body=completion("second"), delay=0.2))
+    reply = client_for(make, server, []).complete(REQUEST)
+    assert reply.text == "second" and reply.latency_ms is not None and reply.latency_ms >= 400

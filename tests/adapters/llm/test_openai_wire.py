@@ -389,3 +389,25 @@ def test_a_refusal_that_is_not_text_is_a_bad_response() -> None:
     body = {"choices": [{"message": {"content": None, "refusal": 7}, "finish_reason": "stop"}]}
     with pytest.raises(ModelBadResponseError, match="refusal: expected a string or null"):
         parse_chat_response(dumps(body))
+
+
+def test_the_cached_part_of_the_prompt_is_read_where_openai_or_deepseek_report_it() -> None:
+    openai_style = completion("x", usage={"prompt_tokens": 900, "completion_tokens": 20})
+    openai_style["usage"]["prompt_tokens_details"] = {"cached_tokens": 768, "audio_tokens": 0}
+    usage = parse_chat_response(dumps(openai_style)).usage
+    assert usage is not None and (usage.prompt_tokens, usage.cached_tokens) == (900, 768)
+    deepseek_style = completion("x", usage={"prompt_tokens": 900, "prompt_cache_hit_tokens": 512})
+    usage = parse_chat_response(dumps(deepseek_style)).usage
+    assert usage is not None and usage.cached_tokens == 512
+    none_cached = completion("x", usage={"prompt_tokens": 900})
+    none_cached["usage"]["prompt_tokens_details"] = None
+    usage = parse_chat_response(dumps(none_cached)).usage
+    assert usage is not None and usage.cached_tokens is None
+
+
+def test_a_negative_or_non_integer_count_is_left_out_rather_than_trusted() -> None:
+    body = completion("x", usage={"prompt_tokens": -4, "completion_tokens": 6})
+    body["usage"]["prompt_tokens_details"] = {"cached_tokens": 1.5}
+    usage = parse_chat_response(dumps(body)).usage
+    assert usage is not None
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens) == (None, 6, None)

@@ -419,3 +419,25 @@ class ScriptMachine(RuleBasedStateMachine):
 
 
 TestScriptMachine = ScriptMachine.TestCase
+
+
+def test_a_script_states_what_a_call_cost_and_the_client_reports_it_as_said() -> None:
+    client = ScriptedClient.from_dict(
+        {"steps": [
+            {"reply": {"text": "x", "usage": {"prompt_tokens": 10, "completion_tokens": 5, "cached_tokens": 8},
+                       "latency_ms": 420}},
+            {"reply": "no usage"},
+        ]}
+    )
+    first = client.complete(ChatRequest((UserMessage("a"),)))
+    assert first.latency_ms == 420
+    assert first.usage is not None and (first.usage.prompt_tokens, first.usage.cached_tokens) == (10, 8)
+    second = client.complete(ChatRequest((UserMessage("b"),)))
+    assert (second.latency_ms, second.usage) == (None, None)
+
+
+@pytest.mark.parametrize("latency", [-1, 1.5, True, "420"])
+def test_a_scripted_latency_must_be_a_whole_non_negative_number_of_milliseconds(latency: object) -> None:
+    with pytest.raises(ScriptFormatError) as caught:
+        ScriptedClient.from_dict({"steps": [{"reply": {"text": "x", "latency_ms": latency}}]})
+    assert [p for p in caught.value.problems if "latency_ms" in p], caught.value.problems

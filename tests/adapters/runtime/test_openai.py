@@ -165,9 +165,16 @@ def _demo_answers() -> list[Answer]:
 
 
 def _payloads(db: Path) -> Sequence[tuple[str, object]]:
+    """Every event's kind and payload, less what a model call cost (measured
+    over HTTP, never by the scripted model)."""
     with SqliteStore(db) as store:
         assert store.audit("demo-1").ok
-        return [(e.kind, e.payload) for e in store.read("demo-1")]
+        return [(e.kind, {k: v for k, v in e.payload.items() if k != "usage"}) for e in store.read("demo-1")]
+
+
+def _usages(db: Path) -> list[object]:
+    with SqliteStore(db) as store:
+        return [e.payload.get("usage") for e in store.read("demo-1") if e.kind == "assistant/message"]
 
 
 def test_planfold_demo_runs_on_a_chat_completions_server(server: ChatServer, tmp_path: Path) -> None:
@@ -185,6 +192,10 @@ def test_planfold_demo_runs_on_a_chat_completions_server(server: ChatServer, tmp
     scripted = tmp_path / "scripted.sqlite"
     run_demo(str(scripted), io.StringIO())
     assert _payloads(db) == _payloads(scripted)
+    # over HTTP each call's latency is measured and recorded; the scripted demo states none
+    served = _usages(db)
+    assert served and all(isinstance(u, dict) and u["version"] == 1 and u["latency_ms"] >= 0 for u in served)
+    assert set(map(str, _usages(scripted))) == {"None"}
 
 
 def _closed_port() -> int:

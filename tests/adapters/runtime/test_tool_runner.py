@@ -9,10 +9,12 @@ from collections.abc import Mapping
 
 import pytest
 
+from planfold.adapters.llm import model
 from planfold.adapters.llm.model import ToolCall
-from planfold.adapters.runtime.tool_runner import ToolRunner
+from planfold.adapters.runtime.tool_runner import ToolRunner, reply_of, usage_of
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import ToolFailure
+from planfold.kernel.log import USAGE_VERSION, ModelUsage
 from planfold.kernel.payload import JSON
 
 LOGGER = "planfold.adapters.runtime.tool_runner"
@@ -50,3 +52,17 @@ def test_a_typed_refusal_of_an_executor_is_no_crash_and_only_the_runs_debug_reco
     (record,) = [r for r in caplog.records if r.name == LOGGER]
     assert record.levelno == logging.DEBUG and record.exc_info is None
     assert record.getMessage().startswith("tool 'read_file' (call 'c1'): allowed, ran failed (tool-failed) in ")
+
+
+def test_the_reply_carries_what_its_call_cost_as_the_kernel_records_it() -> None:
+    tokens = model.Usage(model.TokenCount(1200), model.TokenCount(35), model.TokenCount(1235), model.TokenCount(1024))
+    reply = reply_of(model.ChatResponse("x", (), "stop", tokens, latency_ms=840))
+    assert reply.usage == ModelUsage(USAGE_VERSION, 840, 1200, 35, 1024)
+    assert usage_of(model.ChatResponse("x", latency_ms=12)) == ModelUsage(USAGE_VERSION, 12)
+    assert usage_of(model.ChatResponse("x")) is None  # a client that measures nothing records nothing
+
+
+def test_a_count_the_log_cannot_hold_is_left_out_of_the_usage() -> None:
+    odd = model.Usage(model.TokenCount(-3), model.TokenCount(2**60), None, model.TokenCount(5))
+    assert usage_of(model.ChatResponse("x", usage=odd, latency_ms=-1)) == ModelUsage(USAGE_VERSION, None, None, None, 5)
+    assert usage_of(model.ChatResponse("x", usage=model.Usage(model.TokenCount(-1)), latency_ms=-5)) is None
