@@ -25,7 +25,9 @@ from tests.system_programs import postgres
 
 README = ROOT / "README.md"
 COMMAND_PAGES = [
-    page for page in sorted(DOCS.glob("*.md")) if any(b.language in {"sh", "console"} for b in page_blocks(page))
+    page
+    for page in sorted(DOCS.glob("*.md"))
+    if any(b.language in {"sh", "console"} and not runs_apart(b) for b in page_blocks(page))
 ]
 #: The pages whose blocks start a PostgreSQL server of their own.
 SERVER_PAGES = frozenset({"storage.md"})

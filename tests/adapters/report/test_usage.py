@@ -220,7 +220,7 @@ def test_planfold_report_prices_the_calls_with_the_cost_table_it_is_given(tmp_pa
     costs = tmp_path / "costs.toml"
     costs.write_text('currency = "USD"\n[per_million_tokens]\nprompt = 2.5\ncompletion = 10\n')
     page = tmp_path / "page.html"
-    code, _, err = _report(str(log), "--costs", str(costs), "-o", str(page))
+    code, _, err = _report("--db", str(log), "--costs", str(costs), "-o", str(page))
     assert code == 0, err
     assert "2.5000 USD" in page.read_text(encoding="utf-8")
 
@@ -231,7 +231,7 @@ def test_planfold_report_with_a_bad_cost_table_writes_nothing_and_says_what_is_w
     costs = tmp_path / "costs.json"
     costs.write_text(json.dumps({"per_million_tokens": {"prompt": "cheap", "completion": 1}}))
     page = tmp_path / "page.html"
-    code, out, err = _report(str(log), "--costs", str(costs), "-o", str(page))
+    code, out, err = _report("--db", str(log), "--costs", str(costs), "-o", str(page))
     assert code == 2 and not page.exists() and out == ""
     assert err == (
         "planfold report: costs.json is not a valid cost table: "
