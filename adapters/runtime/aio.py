@@ -20,11 +20,18 @@ Where the appends go:
   a worker thread, so the store's I/O never blocks the loop.
 
 A failed append leaves the process value where it was (the reducer's value
-from before the append), so the runtime never runs ahead of the store.
+from before the append), so the runtime never runs ahead of the store. An
+append whose outcome is unknown (or refused because another writer is
+ahead) is followed by a read of the session: the runtime finds out from the
+store whether the append is in the log and takes the value after it or
+keeps the one before; when the store does not answer, the next operation
+asks again first (``StepMachine`` does the same).
 
-Cancellation: a task cancelled mid-turn lets an append that is in flight
-finish (it is in the log or not, and the runtime's value follows what the
-store answered), forgets the turn's process state and re-raises. It appends
+Cancellation: a task cancelled mid-turn waits for an append that is in
+flight to end (it is in the log or not, never left running on its own; the
+runtime's value follows what the store answered, or the next operation asks
+the store when the outcome was unknown), forgets the turn's process state
+and re-raises. It appends
 nothing more: the log keeps the turn open, and the next turn closes it as it
 closes the turn of a process that was killed (its unanswered calls answered
 as ``call-interrupted``). Any other failure closes the turn first, as
@@ -51,7 +58,7 @@ from ..store.aio import AsyncStore, append_to_async
 from ..store.base import Folded, FoldedAppend, Store
 from ..store.session_log import Clock, SessionLog, system_clock
 from .driver import human_input, turn_view
-from .machine import OutOfOrderError, ProposedStep, StepListener, TurnReport, report_of
+from .machine import OutOfOrderError, ProposedStep, StepListener, TurnReport, report_of, store_may_be_ahead, written
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
 from .resolve import resolved_effects
 from .review import AsyncReviewPort, ReviewPort, ask_async
@@ -166,6 +173,8 @@ class AsyncRuntime:
         self._conversation = Conversation()
         self._requests: list[PreparedRequest] = []
         self._lock: asyncio.Lock | None = None
+        #: an append in doubt and the value after it (see ``_lost_track``)
+        self._behind: tuple[step.Append, step.Process] | None = None
 
     @classmethod
     async def open(
@@ -258,6 +267,8 @@ class AsyncRuntime:
         """``StepMachine._advance`` awaited: feed ``event`` and its
         continuations, carry out appends and path resolutions, return the
         actions left. A failed append keeps the value from before it."""
+        if self._behind is not None:
+            await self._catch_up()
         config = self._config()
         if config is not self._p.config:
             self._p = replace(self._p, config=config)
@@ -275,17 +286,25 @@ class AsyncRuntime:
             actions = moved.actions
             if actions and isinstance(actions[0], step.Append):
                 append = actions[0]
+                write = asyncio.ensure_future(self._write(append))
                 try:
-                    await asyncio.shield(self._write(append))
+                    await _settled(write)
                 except asyncio.CancelledError:
-                    if self._log.last_seq == append.events[-1].seq:
+                    failed = None if write.cancelled() else write.exception()
+                    if failed is not None and store_may_be_ahead(failed):
+                        # the next operation asks the store; the cancelled turn is abandoned either way
+                        self._behind = (append, moved.process.abandoned())
+                    elif self._log.last_seq == append.events[-1].seq:
                         self._p = moved.process
                     raise
-                except Exception:
-                    if append.on_failure is None:
+                except Exception as exc:
+                    applied = await self._lost_track(append, moved.process) if store_may_be_ahead(exc) else False
+                    if applied is None or (not applied and append.on_failure is None):
                         raise
-                    queue.insert(0, step.AppendFailed(append.on_failure, self._log.now(), append.detail))
-                    continue
+                    if not applied:
+                        assert append.on_failure is not None
+                        queue.insert(0, step.AppendFailed(append.on_failure, self._log.now(), append.detail))
+                        continue
                 actions = actions[1:]
             self._p = moved.process
             for action in actions:
@@ -297,6 +316,29 @@ class AsyncRuntime:
                 else:
                     left.append(action)
         return left
+
+    async def _lost_track(self, append: step.Append, after: step.Process) -> bool | None:
+        """``StepMachine._lost_track``: ask the store whether the append in
+        doubt is in the log (``None``: the store did not answer; the next
+        operation asks again)."""
+        self._behind = (append, after)
+        with contextlib.suppress(Exception):  # the append's own error is the one to report
+            return await self._catch_up()
+        return None
+
+    async def _catch_up(self) -> bool:
+        assert self._behind is not None
+        append, after = self._behind
+        log = self._log
+        if isinstance(log, _AsyncLog):
+            await log.reload()
+        else:
+            await asyncio.to_thread(log.reload)  # over a synchronous store, as its appends are
+        self._behind = None
+        if not written(log.events, append):
+            return False
+        self._p = after
+        return True
 
     async def _result(self, event: step.Input) -> object:
         for action in await self._advance(event):
@@ -334,7 +376,11 @@ class AsyncRuntime:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            await self._advance(step.StartTurn(text, source, view or ViewRequest(), 0))
+            try:
+                await self._advance(step.StartTurn(text, source, view or ViewRequest(), 0))
+            except asyncio.CancelledError:  # the turn may be open in the log: the next one closes it
+                self._p = self._p.abandoned()
+                raise
             self._requests = []
             try:
                 return await self._drive()
@@ -407,6 +453,26 @@ class AsyncRuntime:
     @property
     def sealed_by(self) -> str | None:
         return self._log.sealed_by if isinstance(self._log, SessionLog) else None
+
+
+async def _settled(write: asyncio.Future[None]) -> None:
+    """Await ``write`` to its end even when the awaiting task is cancelled
+    meanwhile, so that an append is in the log or not and never left running
+    on its own; then raise the cancellation (its error retrieved), or the
+    write's own error."""
+    cancelled = False
+    while not write.done():
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            cancelled = cancelled or not write.done()
+        except BaseException:  # the write's own error: raised below
+            break
+    if cancelled:
+        if not write.cancelled():
+            write.exception()
+        raise asyncio.CancelledError
+    write.result()
 
 
 class InThread:
