@@ -42,22 +42,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
 from ...kernel import step
 from ...kernel.errors import ConflictError
-from ...kernel.log import Event, MessageSource
+from ...kernel.log import Draft, Event, MessageSource, number_drafts
 from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
 from ...kernel.plan.review import PlanCommand
-from ...kernel.session import SessionState
+from ...kernel.session import SessionState, fold_more
 from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget
-from ..store.aio import AsyncStore, append_to_async
-from ..store.base import Folded, FoldedAppend, Store
+from ..store.aio import AsyncLogStore, AsyncStore, append_to_async
+from ..store.base import Folded, FoldedAppend, Lease, Store
 from ..store.session_log import Clock, SessionLog, system_clock
 from .driver import human_input, turn_view
+from .goal_service import AsyncGoalLog
 from .machine import OutOfOrderError, ProposedStep, StepListener, TurnReport, report_of, store_may_be_ahead, written
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
 from .resolve import resolved_effects
@@ -93,6 +94,8 @@ class _AsyncLog:
         self.clock = clock
         self._state = state
         self._events = events
+        #: the lease every append carries while a goal driver holds one
+        self.lease: Callable[[], Lease | None] = lambda: None
 
     @property
     def state(self) -> SessionState:
@@ -116,12 +119,45 @@ class _AsyncLog:
     async def append(self, append: step.Append) -> None:
         if append.before is not self._state:
             raise ConflictError(self.session_id, append.expected_seq, self.last_seq)
-        request = FoldedAppend(
-            self.session_id, append.expected_seq, append.events, None, Folded(append.before, append.state)
-        )
-        await append_to_async(self.store, request)
-        self._events.extend(append.events)
-        self._state = append.state
+        await self._append_events(append.before, append.events, append.state)
+
+    async def append_decided(
+        self, decide: Callable[[SessionState, int], Sequence[Draft]], *, attempts: int = 3
+    ) -> tuple[Event, ...]:
+        """``SessionLog.append_decided`` awaited: append what
+        ``decide(state, at)`` returns, stamped ``at``, deciding again on the
+        store's state after a conflict (at most ``attempts`` times); with
+        ``lease()``'s lease when there is one (a goal driver's fence)."""
+        for attempt in range(1, attempts + 1):
+            at = self.now()
+            drafts = decide(self._state, at)
+            if not drafts:
+                return ()
+            before = self._state
+            events = number_drafts(drafts, before.last_seq, at)
+            state = fold_more(before, events)
+            try:
+                await self._append_events(before, events, state)
+            except ConflictError:
+                if attempt == attempts:
+                    raise
+                await self.reload()
+                continue
+            return events
+        raise AssertionError("unreachable")
+
+    async def _append_events(self, before: SessionState, events: Sequence[Event], state: SessionState) -> None:
+        lease = self.lease()
+        request = FoldedAppend(self.session_id, before.last_seq, tuple(events), None, Folded(before, state))
+        if lease is None:
+            await append_to_async(self.store, request)
+        else:
+            store = self.store
+            assert isinstance(store, AsyncLogStore), "a fenced append needs an AsyncSharedStore"
+            r = request
+            await store.append(r.session_id, r.expected_seq, r.events, lease=lease, folded=r.folded)
+        self._events.extend(events)
+        self._state = state
 
     async def reload(self) -> None:
         self._state = await self.store.load(self.session_id, incremental=True)
@@ -214,6 +250,16 @@ class AsyncRuntime:
         if not isinstance(self._log, SessionLog):
             raise TypeError("a runtime over an AsyncStore has no synchronous log: await the store's read and load")
         return self._log
+
+    @property
+    def goal_log(self) -> AsyncGoalLog:
+        """The session log of a runtime over an ``AsyncStore``, as an
+        ``AsyncGoalService`` appends through it (awaited, no thread). Raises
+        ``TypeError`` for a runtime over a synchronous ``Store`` (its
+        ``log`` serves a ``GoalService``)."""
+        if self._async_log is None:
+            raise TypeError("a runtime over a synchronous Store has no async log: use its log with a GoalService")
+        return self._async_log
 
     @property
     def state(self) -> SessionState:
