@@ -270,6 +270,11 @@ class AsyncRuntime:
         return self._p.resumed
 
     @property
+    def in_doubt(self) -> bool:
+        """Whether an append's outcome is unknown still (``StepMachine.in_doubt``)."""
+        return self._behind is not None
+
+    @property
     def pending(self) -> PendingChoice | None:
         return self._p.pending
 

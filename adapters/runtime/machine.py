@@ -449,6 +449,12 @@ class StepMachine:
     def resumed(self) -> bool:
         return self._p.resumed
 
+    @property
+    def in_doubt(self) -> bool:
+        """Whether an append's outcome is unknown still (the store did not
+        answer since): the next operation asks the store first."""
+        return self._behind is not None
+
     def _config(self) -> step.TurnConfig:
         """The reducer's configuration, made again only when a setting changed."""
         tools = self.tools

@@ -181,6 +181,9 @@ class DriverUnderFaults(RuleBasedStateMachine):
     def driver_stage(self) -> str:
         raise NotImplementedError
 
+    def in_doubt(self) -> bool:
+        raise NotImplementedError
+
     # the rules
     @rule(
         script=st.lists(st.sampled_from(REPLIES), max_size=4),
@@ -213,6 +216,13 @@ class DriverUnderFaults(RuleBasedStateMachine):
     def the_driver_never_runs_ahead_of_the_store(self) -> None:
         _, _, loaded = self.stored()
         assert self.driver_state().last_seq <= loaded.last_seq
+
+    @invariant()
+    def the_driver_knows_what_a_driver_rebuilt_from_the_log_knows_unless_an_append_is_in_doubt(self) -> None:
+        _, _, loaded = self.stored()
+        if not self.in_doubt():
+            assert self.driver_state() == loaded
+            assert self.driver_stage() == ("turn" if loaded.turns.open else "idle")
 
     @invariant()
     def every_open_call_of_a_closed_turn_is_answered(self) -> None:
@@ -264,6 +274,9 @@ class SyncRuntimeUnderFaults(DriverUnderFaults):
     def driver_stage(self) -> str:
         return self.runtime.machine.stage
 
+    def in_doubt(self) -> bool:
+        return self.runtime.machine.in_doubt
+
 
 class AsyncRuntimeUnderFaults(DriverUnderFaults):
     """The asyncio runtime over the async memory store: a turn is a task that
@@ -303,6 +316,9 @@ class AsyncRuntimeUnderFaults(DriverUnderFaults):
 
     def driver_stage(self) -> str:
         return self.runtime.stage
+
+    def in_doubt(self) -> bool:
+        return self.runtime.in_doubt
 
     def teardown(self) -> None:
         try:
@@ -385,7 +401,7 @@ def test_an_asyncio_turn_cancelled_mid_append_leaves_the_append_whole_and_the_ne
     machine.faults.cancel_at = None
     events, clean, loaded = machine.stored()
     assert clean and [e.kind for e in events][-1] == ("request/header" if fault == "unknown" else "user/message")
-    assert machine.runtime.state.last_seq == 2  # the runtime does not know yet
+    assert machine.runtime.state.last_seq == 2 and machine.runtime.in_doubt == (fault == "unknown")
     machine.turn(None)
     events, clean, loaded = machine.stored()
     assert clean and machine.runtime.state == loaded and not loaded.turns.open
