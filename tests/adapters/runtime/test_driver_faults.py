@@ -171,6 +171,9 @@ class DriverUnderFaults(RuleBasedStateMachine):
     def turn(self, cancel_after: int | None) -> None:
         raise NotImplementedError
 
+    def choose(self, active: bool) -> None:
+        raise NotImplementedError
+
     def stored(self) -> tuple[tuple[Event, ...], bool, SessionState]:
         """The stored events, whether they audit clean, and their load."""
         raise NotImplementedError
@@ -200,6 +203,16 @@ class DriverUnderFaults(RuleBasedStateMachine):
             assert self.faults.injected
         except asyncio.CancelledError:
             assert cancel_after is not None
+        self.faults.next = []
+
+    @rule(active=st.booleans(), fault=st.sampled_from(FAULTS))
+    def choose_plan_mode(self, active: bool, fault: str | None) -> None:
+        note(f"the user chooses plan mode {active}; the append meets {fault}")
+        self.faults.next = [fault]
+        try:
+            self.choose(active)
+        except StorageError:
+            assert fault is not None
         self.faults.next = []
 
     @rule()
@@ -265,6 +278,9 @@ class SyncRuntimeUnderFaults(DriverUnderFaults):
     def turn(self, cancel_after: int | None) -> None:
         self.runtime.run_turn("go")
 
+    def choose(self, active: bool) -> None:
+        self.runtime.choose_plan_mode(active)
+
     def stored(self) -> tuple[tuple[Event, ...], bool, SessionState]:
         return self.inner.read(S), self.inner.audit(S).ok, self.inner.load(S)
 
@@ -304,6 +320,9 @@ class AsyncRuntimeUnderFaults(DriverUnderFaults):
 
     def turn(self, cancel_after: int | None) -> None:
         self.loop.run_until_complete(self._turn(cancel_after))
+
+    def choose(self, active: bool) -> None:
+        self.loop.run_until_complete(self.runtime.choose_plan_mode(active))
 
     async def _stored(self) -> tuple[tuple[Event, ...], bool, SessionState]:
         return await self.astore.read(S), (await self.astore.audit(S)).ok, await self.astore.load(S)
@@ -361,7 +380,8 @@ class AsyncRuntimeOverSyncStoreUnderFaults(AsyncRuntimeUnderFaults):
         return self.inner.read(S), self.inner.audit(S).ok, self.inner.load(S)
 
 
-_small = settings(max_examples=25, stateful_step_count=8, deadline=None)
+#: small examples; the number of them is the profile's (tests/conftest.py)
+_small = settings(stateful_step_count=8, deadline=None)
 TestSyncRuntimeUnderFaults = SyncRuntimeUnderFaults.TestCase
 TestSyncRuntimeUnderFaults.settings = _small
 TestAsyncRuntimeUnderFaults = AsyncRuntimeUnderFaults.TestCase
