@@ -153,3 +153,43 @@ def test_a_leased_drive_stops_before_its_round_while_another_holder_has_the_leas
         assert not goals.activation.armed and await store.head(S) == head
 
     asyncio.run(scenario())
+
+
+def test_pausing_the_goal_gives_the_lease_back() -> None:
+    async def scenario() -> None:
+        store = AsyncMemoryStore(clock=ticking())
+        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
+        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        driver = AsyncLeasedDriver(goals, store, holder="me")
+        await goals.create(goals.agent, "Tidy", max_rounds=2)
+        await driver.take()
+        assert (await store.lease(S)) is not None
+        await goals.pause(goals.agent)
+        await driver.settle()
+        assert await store.lease(S) is None and driver.lease is None
+
+    asyncio.run(scenario())
+
+
+def test_a_round_whose_lease_was_taken_over_stops_the_drive_and_disarms_this_process() -> None:
+    async def scenario() -> None:
+        now = [1_000]
+        store = AsyncMemoryStore(clock=lambda: now[0])
+        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
+        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        driver = AsyncLeasedDriver(goals, store, holder="me", ttl_ms=100)
+        await goals.create(goals.agent, "Tidy", max_rounds=3)
+
+        class TakenOver:
+            async def run_turn(self, text: str, source: MessageSource | None = None) -> object:
+                now[0] += 1_000  # our lease expires and another holder takes it
+                await store.acquire_lease(S, "someone else", 60_000)
+                return await runtime.run_turn(text, source)
+
+        drive = await driver.drive(goals.agent, TakenOver())
+        assert drive.rounds == (1,) and drive.stopped == "lease-lost" and not goals.activation.armed
+        assert (await store.audit(S)).ok
+        lease = await store.lease(S)
+        assert lease is not None and lease.holder == "someone else"
+
+    asyncio.run(scenario())
