@@ -12,6 +12,9 @@ awaited on the loop. The fence is the session log's ``lease`` for the time
 of the drive, so the rounds' own appends (the asyncio runtime's, through the
 same log) carry it too.
 
+Leases are logged on ``planfold.adapters.runtime.goal_lease_aio`` as the
+synchronous driver logs them.
+
 A release asked for by a goal change is a task of the loop (listeners are
 plain functions); ``settle`` awaits the ones still running.
 """
@@ -30,8 +33,7 @@ from .goal_service import AgentHandle, AsyncGoalService, AsyncRoundRunner, Drive
 
 __all__ = ["AsyncLeasedDriver"]
 
-#: the synchronous lease driver's logger: one configuration covers both
-_log = logger("planfold.adapters.runtime.goal_lease")
+_log = logger(__name__)
 
 
 class _LeasedRounds:
