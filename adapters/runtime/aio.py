@@ -516,7 +516,9 @@ async def _settled(write: asyncio.Future[None]) -> None:
         try:
             await asyncio.shield(write)
         except asyncio.CancelledError:
-            cancelled = cancelled or not write.done()
+            if write.cancelled():  # the write itself was cancelled: raised below
+                break
+            cancelled = True  # this task was: wait for the write, then raise it
         except BaseException:  # the write's own error: raised below
             break
     if cancelled:
