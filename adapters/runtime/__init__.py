@@ -9,6 +9,7 @@ if TYPE_CHECKING:
         aio,
         driver,
         goal_lease,
+        goal_lease_aio,
         goal_service,
         loop,
         machine,
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .aio import *
     from .driver import *
     from .goal_lease import *
+    from .goal_lease_aio import *
     from .goal_service import *
     from .loop import *
     from .machine import *
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
         *aio.__all__,
         *driver.__all__,
         *goal_lease.__all__,
+        *goal_lease_aio.__all__,
         *goal_service.__all__,
         *loop.__all__,
         *machine.__all__,
@@ -59,6 +62,7 @@ else:
             "aio",
             "driver",
             "goal_lease",
+            "goal_lease_aio",
             "goal_service",
             "loop",
             "machine",

@@ -20,11 +20,18 @@ Where the appends go:
   a worker thread, so the store's I/O never blocks the loop.
 
 A failed append leaves the process value where it was (the reducer's value
-from before the append), so the runtime never runs ahead of the store.
+from before the append), so the runtime never runs ahead of the store. An
+append whose outcome is unknown (or refused because another writer is
+ahead) is followed by a read of the session: the runtime finds out from the
+store whether the append is in the log and takes the value after it or
+keeps the one before; when the store does not answer, the next operation
+asks again first (``StepMachine`` does the same).
 
-Cancellation: a task cancelled mid-turn lets an append that is in flight
-finish (it is in the log or not, and the runtime's value follows what the
-store answered), forgets the turn's process state and re-raises. It appends
+Cancellation: a task cancelled mid-turn waits for an append that is in
+flight to end (it is in the log or not, never left running on its own; the
+runtime's value follows what the store answered, or the next operation asks
+the store when the outcome was unknown), forgets the turn's process state
+and re-raises. It appends
 nothing more: the log keeps the turn open, and the next turn closes it as it
 closes the turn of a process that was killed (its unanswered calls answered
 as ``call-interrupted``). Any other failure closes the turn first, as
@@ -35,23 +42,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
 from ...kernel import step
 from ...kernel.errors import ConflictError
-from ...kernel.log import Event, MessageSource
+from ...kernel.log import Draft, Event, MessageSource, number_drafts
 from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
 from ...kernel.plan.review import PlanCommand
-from ...kernel.session import SessionState
+from ...kernel.session import SessionState, fold_more
 from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget
-from ..store.aio import AsyncStore, append_to_async
-from ..store.base import Folded, FoldedAppend, Store
+from ..store.aio import AsyncLogStore, AsyncStore, append_to_async
+from ..store.base import Folded, FoldedAppend, Lease, Store
 from ..store.session_log import Clock, SessionLog, system_clock
 from .driver import human_input, turn_view
-from .machine import OutOfOrderError, ProposedStep, StepListener, TurnReport, report_of
+from .goal_service import AsyncGoalLog
+from .machine import OutOfOrderError, ProposedStep, StepListener, TurnReport, report_of, store_may_be_ahead, written
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
 from .resolve import resolved_effects
 from .review import AsyncReviewPort, ReviewPort, ask_async
@@ -86,6 +94,8 @@ class _AsyncLog:
         self.clock = clock
         self._state = state
         self._events = events
+        #: the lease every append carries while a goal driver holds one
+        self.lease: Callable[[], Lease | None] = lambda: None
 
     @property
     def state(self) -> SessionState:
@@ -109,12 +119,45 @@ class _AsyncLog:
     async def append(self, append: step.Append) -> None:
         if append.before is not self._state:
             raise ConflictError(self.session_id, append.expected_seq, self.last_seq)
-        request = FoldedAppend(
-            self.session_id, append.expected_seq, append.events, None, Folded(append.before, append.state)
-        )
-        await append_to_async(self.store, request)
-        self._events.extend(append.events)
-        self._state = append.state
+        await self._append_events(append.before, append.events, append.state)
+
+    async def append_decided(
+        self, decide: Callable[[SessionState, int], Sequence[Draft]], *, attempts: int = 3
+    ) -> tuple[Event, ...]:
+        """``SessionLog.append_decided`` awaited: append what
+        ``decide(state, at)`` returns, stamped ``at``, deciding again on the
+        store's state after a conflict (at most ``attempts`` times); with
+        ``lease()``'s lease when there is one (a goal driver's fence)."""
+        for attempt in range(1, attempts + 1):
+            at = self.now()
+            drafts = decide(self._state, at)
+            if not drafts:
+                return ()
+            before = self._state
+            events = number_drafts(drafts, before.last_seq, at)
+            state = fold_more(before, events)
+            try:
+                await self._append_events(before, events, state)
+            except ConflictError:
+                if attempt == attempts:
+                    raise
+                await self.reload()
+                continue
+            return events
+        raise AssertionError("unreachable")
+
+    async def _append_events(self, before: SessionState, events: Sequence[Event], state: SessionState) -> None:
+        lease = self.lease()
+        request = FoldedAppend(self.session_id, before.last_seq, tuple(events), None, Folded(before, state))
+        if lease is None:
+            await append_to_async(self.store, request)
+        else:
+            store = self.store
+            assert isinstance(store, AsyncLogStore), "a fenced append needs an AsyncSharedStore"
+            r = request
+            await store.append(r.session_id, r.expected_seq, r.events, lease=lease, folded=r.folded)
+        self._events.extend(events)
+        self._state = state
 
     async def reload(self) -> None:
         self._state = await self.store.load(self.session_id, incremental=True)
@@ -166,6 +209,8 @@ class AsyncRuntime:
         self._conversation = Conversation()
         self._requests: list[PreparedRequest] = []
         self._lock: asyncio.Lock | None = None
+        #: an append in doubt and the value after it (see ``_lost_track``)
+        self._behind: tuple[step.Append, step.Process] | None = None
 
     @classmethod
     async def open(
@@ -207,12 +252,27 @@ class AsyncRuntime:
         return self._log
 
     @property
+    def goal_log(self) -> AsyncGoalLog:
+        """The session log of a runtime over an ``AsyncStore``, as an
+        ``AsyncGoalService`` appends through it (awaited, no thread). Raises
+        ``TypeError`` for a runtime over a synchronous ``Store`` (its
+        ``log`` serves a ``GoalService``)."""
+        if self._async_log is None:
+            raise TypeError("a runtime over a synchronous Store has no async log: use its log with a GoalService")
+        return self._async_log
+
+    @property
     def state(self) -> SessionState:
         return self._log.state
 
     @property
     def resumed(self) -> bool:
         return self._p.resumed
+
+    @property
+    def in_doubt(self) -> bool:
+        """Whether an append's outcome is unknown still (``StepMachine.in_doubt``)."""
+        return self._behind is not None
 
     @property
     def pending(self) -> PendingChoice | None:
@@ -258,6 +318,8 @@ class AsyncRuntime:
         """``StepMachine._advance`` awaited: feed ``event`` and its
         continuations, carry out appends and path resolutions, return the
         actions left. A failed append keeps the value from before it."""
+        if self._behind is not None:
+            await self._catch_up()
         config = self._config()
         if config is not self._p.config:
             self._p = replace(self._p, config=config)
@@ -275,17 +337,25 @@ class AsyncRuntime:
             actions = moved.actions
             if actions and isinstance(actions[0], step.Append):
                 append = actions[0]
+                write = asyncio.ensure_future(self._write(append))
                 try:
-                    await asyncio.shield(self._write(append))
+                    await _settled(write)
                 except asyncio.CancelledError:
-                    if self._log.last_seq == append.events[-1].seq:
+                    failed = None if write.cancelled() else write.exception()
+                    if failed is not None and store_may_be_ahead(failed):
+                        # the next operation asks the store; the cancelled turn is abandoned either way
+                        self._behind = (append, moved.process.abandoned())
+                    elif self._log.last_seq == append.events[-1].seq:
                         self._p = moved.process
                     raise
-                except Exception:
-                    if append.on_failure is None:
+                except Exception as exc:
+                    applied = await self._lost_track(append, moved.process) if store_may_be_ahead(exc) else False
+                    if applied is None or (not applied and append.on_failure is None):
                         raise
-                    queue.insert(0, step.AppendFailed(append.on_failure, self._log.now(), append.detail))
-                    continue
+                    if not applied:
+                        assert append.on_failure is not None
+                        queue.insert(0, step.AppendFailed(append.on_failure, self._log.now(), append.detail))
+                        continue
                 actions = actions[1:]
             self._p = moved.process
             for action in actions:
@@ -297,6 +367,29 @@ class AsyncRuntime:
                 else:
                     left.append(action)
         return left
+
+    async def _lost_track(self, append: step.Append, after: step.Process) -> bool | None:
+        """``StepMachine._lost_track``: ask the store whether the append in
+        doubt is in the log (``None``: the store did not answer; the next
+        operation asks again)."""
+        self._behind = (append, after)
+        with contextlib.suppress(Exception):  # the append's own error is the one to report
+            return await self._catch_up()
+        return None
+
+    async def _catch_up(self) -> bool:
+        assert self._behind is not None
+        append, after = self._behind
+        log = self._log
+        if isinstance(log, _AsyncLog):
+            await log.reload()
+        else:
+            await asyncio.to_thread(log.reload)  # over a synchronous store, as its appends are
+        self._behind = None
+        if not written(log.events, append):
+            return False
+        self._p = after
+        return True
 
     async def _result(self, event: step.Input) -> object:
         for action in await self._advance(event):
@@ -334,7 +427,11 @@ class AsyncRuntime:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            await self._advance(step.StartTurn(text, source, view or ViewRequest(), 0))
+            try:
+                await self._advance(step.StartTurn(text, source, view or ViewRequest(), 0))
+            except asyncio.CancelledError:  # the turn may be open in the log: the next one closes it
+                self._p = self._p.abandoned()
+                raise
             self._requests = []
             try:
                 return await self._drive()
@@ -407,6 +504,28 @@ class AsyncRuntime:
     @property
     def sealed_by(self) -> str | None:
         return self._log.sealed_by if isinstance(self._log, SessionLog) else None
+
+
+async def _settled(write: asyncio.Future[None]) -> None:
+    """Await ``write`` to its end even when the awaiting task is cancelled
+    meanwhile, so that an append is in the log or not and never left running
+    on its own; then raise the cancellation (its error retrieved), or the
+    write's own error."""
+    cancelled = False
+    while not write.done():
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            if write.cancelled():  # the write itself was cancelled: raised below
+                break
+            cancelled = True  # this task was: wait for the write, then raise it
+        except BaseException:  # the write's own error: raised below
+            break
+    if cancelled:
+        if not write.cancelled():
+            write.exception()
+        raise asyncio.CancelledError
+    write.result()
 
 
 class InThread:

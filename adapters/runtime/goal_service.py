@@ -27,6 +27,14 @@ the three things that exist only in a running process:
   block for a caller that starts its rounds itself (a ``planfold serve``
   host).
 
+Two faces share every decision (``_Goals``: identity, activation,
+notifications, the kernel's decisions and the round plan) and differ only
+in how the append is made: ``GoalService`` over a synchronous
+``SessionLog``; ``AsyncGoalService`` over an asyncio runtime's log on an
+``AsyncStore`` (``AsyncRuntime.goal_log``), whose appends and rounds are
+awaited on the loop with no thread (``goal_lease_aio`` drives it under the
+session's lease).
+
 The service is bound to one live agent. Every call names the agent handle it
 was given; a handle from a replaced agent raises ``StaleAgentError`` so an
 out-of-date caller cannot change the goal.
@@ -63,14 +71,18 @@ from ...kernel.goal.values import (
 from ...kernel.log import Draft, Event, GoalSource, MessageSource
 from ...kernel.session import SessionState
 from ..errors import AdapterError
+from ..store.base import Lease
 from ..store.session_log import SessionLog
 
 __all__ = [
     "AgentHandle",
+    "AsyncGoalLog",
+    "AsyncGoalService",
     "AsyncRoundRunner",
     "DriveReport",
     "GoalChanged",
     "GoalListener",
+    "GoalLog",
     "GoalService",
     "GoalView",
     "ListenerFailure",
@@ -160,17 +172,41 @@ class DriveReport:
 _instances = itertools.count(1)
 
 
-@dataclass
-class GoalService:
-    """Goal operations for one session and one live agent."""
+class GoalLog(Protocol):
+    """What the goal decisions read of a session log: its strict fold."""
 
-    log: SessionLog
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def state(self) -> SessionState: ...
+
+
+class AsyncGoalLog(GoalLog, Protocol):
+    """A session log whose appends are awaited (the asyncio runtime's over an
+    ``AsyncStore``): ``append_decided`` as ``SessionLog.append_decided``;
+    every append carries ``lease()``'s lease when there is one (a leased
+    goal driver's fence)."""
+
+    lease: Callable[[], Lease | None]
+
+    async def append_decided(
+        self, decide: Callable[[SessionState, int], Sequence[Draft]], *, attempts: int = 3
+    ) -> tuple[Event, ...]: ...
+
+
+class _Goals:
+    """What the synchronous and the asyncio goal services share: the agent's
+    identity, the activation, the notifications and every decision but the
+    append itself (which each face does its own way)."""
+
+    log: GoalLog
     agent_id: str
     new_goal_id: Callable[[], str]
-    activation: Activation = DISARMED
-    listener_failures: list[ListenerFailure] = field(default_factory=list)
-    _listeners: list[tuple[str, GoalListener]] = field(default_factory=list)
-    _agent: AgentHandle = field(init=False)
+    activation: Activation
+    listener_failures: list[ListenerFailure]
+    _listeners: list[tuple[str, GoalListener]]
+    _agent: AgentHandle
 
     def __post_init__(self) -> None:
         self._agent = AgentHandle(self.agent_id, next(_instances))
@@ -240,17 +276,13 @@ class GoalService:
                     ListenerFailure(change.agent_id, change.seq, f"{type(exc).__name__}: {exc}")
                 )
 
-    # -- operations -------------------------------------------------------
+    # -- deciding (shared by both faces) ------------------------------------
 
-    def apply(self, agent: AgentHandle, request: GoalRequest) -> GoalChanged:
-        """Any operation, as a ``GoalRequest`` names it (the methods below
-        are its shorthands for the user's): a create without a ``goal_id``
-        gets ``new_goal_id()``'s; any other operation without a ``ref`` acts
-        on the current goal as the caller sees it now (a decision retried
-        after a conflict keeps that ref, so it cannot act on a goal the
-        caller never saw). The kernel decides it on fresh state
-        (``decide_goal``, one call); its draft is appended (decided again
-        after a conflict), its activation taken and the change broadcast."""
+    def _decider(
+        self, agent: AgentHandle, request: GoalRequest
+    ) -> tuple[list[GoalDecision], Callable[[SessionState, int], Sequence[Draft]]]:
+        """The decision of ``request`` as the log's ``append_decided`` calls
+        it, and the list its decisions are kept in (see ``apply``)."""
         self._check(agent)
         if request.operation == "create":
             request = replace(request, goal_id=request.goal_id or self.new_goal_id())
@@ -262,7 +294,29 @@ class GoalService:
             decided.append(goal_ops.decide_goal(state.goal, request, self.activation, at))
             return (decided[-1].draft,)
 
-        return self._record(self.log.append_decided(decision), decided[-1])
+        return decided, decision
+
+    def _block_decider(self) -> tuple[list[GoalDecision], Callable[[SessionState, int], Sequence[Draft]]]:
+        decided: list[GoalDecision] = []
+
+        def decision(state: SessionState, at: int) -> Sequence[Draft]:
+            decided.append(decide_budget_block(state.goal, self.activation, at))
+            return (decided[-1].draft,)
+
+        return decided, decision
+
+    def _plan_round(self, rounds: list[int], limit: int, abandoned: bool) -> tuple[str, GoalSource] | DriveReport:
+        """The text and source of the next round (counted in ``rounds``), or
+        the drive's report when it stops (a ``budget-spent`` stop still
+        needs its block appended by the caller)."""
+        if len(rounds) >= limit:
+            return DriveReport(tuple(rounds), None)
+        decision = self._decide(self.log.state.turns.open and not abandoned)
+        if not decision.proceed:
+            return DriveReport(tuple(rounds), decision.reason)
+        number = decision.next_round or 0
+        rounds.append(number)
+        return round_text(number), round_source(self.state())
 
     def _record(self, written: Sequence[Event], decision: GoalDecision) -> GoalChanged:
         (event,) = written
@@ -276,6 +330,44 @@ class GoalService:
             return ref
         current = self.state().current
         return GoalRef("", 0) if current is None else current.ref
+
+    # -- the round driver's decision ----------------------------------------
+
+    def decide(self) -> ContinueDecision:
+        """Whether this process may start the next round now."""
+        return self._decide(self.log.state.turns.open)
+
+    def _decide(self, turn_open: bool) -> ContinueDecision:
+        state = self.log.state
+        facts = ContinueFacts(plan_mode=state.plan_mode, turn_open=turn_open)
+        return should_continue(self.state().current, self.activation, facts)
+
+
+@dataclass
+class GoalService(_Goals):
+    """Goal operations for one session and one live agent."""
+
+    log: SessionLog
+    agent_id: str
+    new_goal_id: Callable[[], str]
+    activation: Activation = DISARMED
+    listener_failures: list[ListenerFailure] = field(default_factory=list)
+    _listeners: list[tuple[str, GoalListener]] = field(default_factory=list)
+    _agent: AgentHandle = field(init=False)
+
+    # -- operations -------------------------------------------------------
+
+    def apply(self, agent: AgentHandle, request: GoalRequest) -> GoalChanged:
+        """Any operation, as a ``GoalRequest`` names it (the methods below
+        are its shorthands for the user's): a create without a ``goal_id``
+        gets ``new_goal_id()``'s; any other operation without a ``ref`` acts
+        on the current goal as the caller sees it now (a decision retried
+        after a conflict keeps that ref, so it cannot act on a goal the
+        caller never saw). The kernel decides it on fresh state
+        (``decide_goal``, one call); its draft is appended (decided again
+        after a conflict), its activation taken and the change broadcast."""
+        decided, decision = self._decider(agent, request)
+        return self._record(self.log.append_decided(decision), decided[-1])
 
     def create(self, agent: AgentHandle, objective: str, max_rounds: int | None = None) -> GoalChanged:
         return self.apply(agent, GoalRequest("create", "user", objective=objective, max_rounds=max_rounds))
@@ -317,10 +409,6 @@ class GoalService:
 
     # -- the round driver -------------------------------------------------
 
-    def decide(self) -> ContinueDecision:
-        """Whether this process may start the next round now."""
-        return self._decide(self.log.state.turns.open)
-
     def block_spent(self, agent: AgentHandle) -> GoalChanged:
         """The system's block of the goal whose rounds are all started (what
         ``drive`` appends when it stops for ``budget-spent``); it disarms
@@ -328,11 +416,6 @@ class GoalService:
         when the budget is not spent."""
         self._check(agent)
         return self._block_spent()
-
-    def _decide(self, turn_open: bool) -> ContinueDecision:
-        state = self.log.state
-        facts = ContinueFacts(plan_mode=state.plan_mode, turn_open=turn_open)
-        return should_continue(self.state().current, self.activation, facts)
 
     def drive(self, agent: AgentHandle, runner: RoundRunner, *, limit: int = 1_000) -> DriveReport:
         """Run goal rounds until the kernel says stop or ``limit`` rounds ran.
@@ -374,25 +457,97 @@ class GoalService:
             abandoned = False
 
     def _next_round(self, rounds: list[int], limit: int, abandoned: bool) -> tuple[str, GoalSource] | DriveReport:
-        """The text and source of the next round (counted in ``rounds``), or
-        the drive's report when it stops (appending the budget block)."""
-        if len(rounds) >= limit:
-            return DriveReport(tuple(rounds), None)
-        decision = self._decide(self.log.state.turns.open and not abandoned)
-        if not decision.proceed:
-            blocked_at = self._block_spent().seq if decision.reason == "budget-spent" else None
-            return DriveReport(tuple(rounds), decision.reason, blocked_at)
-        number = decision.next_round or 0
-        text = round_text(number)
-        source = round_source(self.state())
-        rounds.append(number)
-        return text, source
+        """``_plan_round``, appending the budget block when it says so."""
+        planned = self._plan_round(rounds, limit, abandoned)
+        if isinstance(planned, DriveReport) and planned.stopped == "budget-spent":
+            return replace(planned, blocked_at=self._block_spent().seq)
+        return planned
 
     def _block_spent(self) -> GoalChanged:
-        decided: list[GoalDecision] = []
-
-        def decision(state: SessionState, at: int) -> Sequence[Draft]:
-            decided.append(decide_budget_block(state.goal, self.activation, at))
-            return (decided[-1].draft,)
-
+        decided, decision = self._block_decider()
         return self._record(self.log.append_decided(decision), decided[-1])
+
+
+@dataclass
+class AsyncGoalService(_Goals):
+    """``GoalService`` for the asyncio runtime over an ``AsyncStore``: the
+    same decisions, each append awaited on the loop through ``log`` (an
+    ``AsyncRuntime``'s ``goal_log``), with no thread."""
+
+    log: AsyncGoalLog
+    agent_id: str
+    new_goal_id: Callable[[], str]
+    activation: Activation = DISARMED
+    listener_failures: list[ListenerFailure] = field(default_factory=list)
+    _listeners: list[tuple[str, GoalListener]] = field(default_factory=list)
+    _agent: AgentHandle = field(init=False)
+
+    async def apply(self, agent: AgentHandle, request: GoalRequest) -> GoalChanged:
+        """``GoalService.apply``, its append awaited."""
+        decided, decision = self._decider(agent, request)
+        return self._record(await self.log.append_decided(decision), decided[-1])
+
+    async def create(self, agent: AgentHandle, objective: str, max_rounds: int | None = None) -> GoalChanged:
+        return await self.apply(agent, GoalRequest("create", "user", objective=objective, max_rounds=max_rounds))
+
+    async def edit(
+        self,
+        agent: AgentHandle,
+        ref: GoalRef | None = None,
+        *,
+        objective: str | None = None,
+        max_rounds: int | None = None,
+    ) -> GoalChanged:
+        return await self.apply(agent, GoalRequest("edit", "user", ref, objective=objective, max_rounds=max_rounds))
+
+    async def pause(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
+        return await self.apply(agent, GoalRequest("pause", "user", ref))
+
+    async def resume(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
+        """A human's resume: re-arms this process (after a restart too)."""
+        return await self.apply(agent, GoalRequest("resume", "user", ref))
+
+    async def complete(
+        self, agent: AgentHandle, ref: GoalRef | None = None, *, actor: goal_ops.Actor = "user"
+    ) -> GoalChanged:
+        return await self.apply(agent, GoalRequest("complete", actor, ref))
+
+    async def block(
+        self,
+        agent: AgentHandle,
+        reason: BlockedReason,
+        ref: GoalRef | None = None,
+        *,
+        actor: goal_ops.Actor = "user",
+    ) -> GoalChanged:
+        return await self.apply(agent, GoalRequest("block", actor, ref, reason=reason))
+
+    async def clear(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
+        return await self.apply(agent, GoalRequest("clear", "user", ref))
+
+    async def block_spent(self, agent: AgentHandle) -> GoalChanged:
+        """``GoalService.block_spent``, its append awaited."""
+        self._check(agent)
+        return await self._block_spent()
+
+    async def _block_spent(self) -> GoalChanged:
+        decided, decision = self._block_decider()
+        return self._record(await self.log.append_decided(decision), decided[-1])
+
+    async def drive_async(
+        self, agent: AgentHandle, runner: AsyncRoundRunner, *, limit: int = 1_000
+    ) -> DriveReport:
+        """``GoalService.drive`` on the loop: each round an awaited turn of
+        ``runner``, the budget block an awaited append; nothing runs in a
+        thread."""
+        self._check(agent)
+        rounds: list[int] = []
+        abandoned = self.log.state.turns.open  # until the first round's turn closes it
+        while True:
+            planned = self._plan_round(rounds, limit, abandoned)
+            if isinstance(planned, DriveReport):
+                if planned.stopped == "budget-spent":
+                    return replace(planned, blocked_at=(await self._block_spent()).seq)
+                return planned
+            await runner.run_turn(*planned)
+            abandoned = False

@@ -50,8 +50,12 @@ in-memory state and the process state are put back exactly as they were
 before the operation, without asking the store again, and the operation's
 own error propagates (with its outcome: ``not-applied`` or ``unknown``):
 the machine never runs ahead of the store, whether or not the store can be
-reached afterwards. After a conflict, where the store is known to be ahead,
-the log is read again when the store answers. Only the pre-step flush of a
+reached afterwards. After an append whose outcome is unknown, or a conflict
+(the store is ahead), the machine reads the session again and finds out
+whether the append is in the log: it then takes the reducer's value after
+it, or keeps the one before (a failure the reducer handles, such as a
+flush's, goes on as that). While the store does not answer, the next
+operation asks it first. Only the pre-step flush of a
 pending plan-mode choice is its own unit: when it fails the choice stays
 pending and the step goes on as a request of the recorded state.
 
@@ -72,7 +76,7 @@ from typing import Literal, TypeVar
 
 from ...kernel import step
 from ...kernel.decisions import ReviewDecision
-from ...kernel.errors import ConflictError
+from ...kernel.errors import ConflictError, PlanfoldError
 from ...kernel.log import Event, MessageSource
 from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
@@ -118,6 +122,8 @@ __all__ = [
     "TurnReport",
     "UnitStore",
     "report_of",
+    "store_may_be_ahead",
+    "written",
 ]
 
 T = TypeVar("T")
@@ -337,6 +343,24 @@ class UnitStore(TakesFold, ForwardingStore):
 # The synchronous driver of the kernel's turn machine
 
 
+def written(events: Sequence[Event], append: step.Append) -> bool:
+    """Whether ``append``'s events are in the log ``events`` (read again
+    after an append whose outcome was unknown)."""
+    start, count = append.expected_seq, len(append.events)
+    return len(events) >= start + count and tuple(events[start : start + count]) == tuple(append.events)
+
+
+def store_may_be_ahead(exc: BaseException) -> bool:
+    """Whether the store may hold more than a driver whose append raised
+    ``exc``: an ``unknown`` outcome, another writer first (a conflict), or
+    anything that is not a typed refusal (a crash, a cancellation)."""
+    if isinstance(exc, ConflictError):
+        return True
+    if isinstance(exc, PlanfoldError):
+        return getattr(exc, "outcome", "not-applied") != "not-applied"
+    return True
+
+
 class _LazyEvents(Sequence[Event]):
     """The log's events, read from the store only when a decision reads them."""
 
@@ -415,6 +439,8 @@ class StepMachine:
         self._conversation = Conversation()
         self._prepared: PreparedRequest | None = None
         self._requests: list[PreparedRequest] = []
+        #: an append in doubt and the value after it (see ``_lost_track``)
+        self._behind: tuple[step.Append, step.Process] | None = None
 
     session_id = Delegated[str]("log")
     state = Delegated[SessionState]("log")
@@ -422,6 +448,12 @@ class StepMachine:
     @property
     def resumed(self) -> bool:
         return self._p.resumed
+
+    @property
+    def in_doubt(self) -> bool:
+        """Whether an append's outcome is unknown still (the store did not
+        answer since): the next operation asks the store first."""
+        return self._behind is not None
 
     def _config(self) -> step.TurnConfig:
         """The reducer's configuration, made again only when a setting changed."""
@@ -446,6 +478,8 @@ class StepMachine:
         carry out its appends and path resolutions, and return the actions
         left for the caller (results, model, tool, review, turn over). A
         failed append keeps the process value from before it."""
+        if self._behind is not None:
+            self._catch_up()
         config = self._config()
         if config is not self._p.config:
             self._p = replace(self._p, config=config)
@@ -466,14 +500,16 @@ class StepMachine:
                 append = actions[0]
                 try:
                     self._write(append)
-                except Exception as exc:
-                    if append.on_failure is None:
-                        if isinstance(exc, ConflictError):  # another writer is ahead: catch up when it answers
-                            with contextlib.suppress(Exception):
-                                self.log.reload()
+                except BaseException as exc:
+                    applied = self._lost_track(append, moved.process) if store_may_be_ahead(exc) else False
+                    if applied is None or (not applied and append.on_failure is None):
                         raise
-                    queue.insert(0, step.AppendFailed(append.on_failure, 0, append.detail))
-                    continue
+                    if not isinstance(exc, Exception):
+                        raise
+                    if not applied:
+                        assert append.on_failure is not None
+                        queue.insert(0, step.AppendFailed(append.on_failure, 0, append.detail))
+                        continue
                 actions = actions[1:]
             self._p = moved.process
             for action in actions:
@@ -486,6 +522,30 @@ class StepMachine:
                 else:
                     left.append(action)
         return left
+
+    def _lost_track(self, append: step.Append, after: step.Process) -> bool | None:
+        """An append whose outcome is unknown, or refused because another
+        writer is ahead: the machine asks the store where it stands (now, and
+        before its next operation while the store does not answer) and
+        whether the append is in the log. True: it is (the machine takes the
+        value after it); False: it is not (the value before it stays);
+        ``None``: the store did not answer."""
+        self._behind = (append, after)
+        with contextlib.suppress(Exception):  # the append's own error is the one to report
+            return self._catch_up()
+        return None
+
+    def _catch_up(self) -> bool:
+        """Read the session again and find out whether the append in doubt
+        was written."""
+        assert self._behind is not None
+        append, after = self._behind
+        self.log.reload()
+        self._behind = None
+        if not written(self.log.events, append):
+            return False
+        self._p = after
+        return True
 
     def _write(self, append: step.Append) -> None:
         if append.expected_seq != self.log.last_seq:
@@ -511,8 +571,10 @@ class StepMachine:
         kept = [(obj, dict(vars(obj))) for obj in extra]
         mark = self.log.mark()
         self.unit.begin()
+        committing = False
         try:
             result = operation()
+            committing = True
             self.unit.commit()
         except BaseException as exc:
             self.unit.discard()
@@ -521,8 +583,8 @@ class StepMachine:
             if self.log.last_seq != mark.last_seq:
                 self.log.restore(mark)
                 self._conversation = Conversation()
-            if isinstance(exc, ConflictError):
-                with contextlib.suppress(Exception):
+            if isinstance(exc, ConflictError) or (committing and store_may_be_ahead(exc)):
+                with contextlib.suppress(Exception):  # the unit's own error is the one to report
                     self.log.reload()
             raise
         return result

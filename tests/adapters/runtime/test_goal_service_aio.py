@@ -1,0 +1,195 @@
+"""The goal service's asyncio face: goal operations and the round driver over
+an ``AsyncRuntime`` on an ``AsyncStore``, every append awaited on the loop
+(no thread), and the lease driver over an ``AsyncSharedStore``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from planfold.adapters.llm.model import ChatRequest, ChatResponse
+from planfold.adapters.runtime.aio import AsyncRuntime
+from planfold.adapters.runtime.goal_lease_aio import AsyncLeasedDriver
+from planfold.adapters.runtime.goal_service import AsyncGoalService, StaleAgentError
+from planfold.adapters.runtime.tool_runner import ToolRunner
+from planfold.adapters.runtime.toolset import default_registry
+from planfold.adapters.runtime.workspace import Workspace
+from planfold.adapters.store.aio import AsyncSharedStore
+from planfold.adapters.store.aio_memory import AsyncMemoryStore
+from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
+from planfold.adapters.store.base import LeaseHeldError
+from planfold.adapters.store.memory import MemoryStore
+from planfold.kernel.goal.ops import GoalError
+from planfold.kernel.log import MessageSource
+from planfold.kernel.session import fold_session
+from tests.runtime_helpers import FILES, say, ticking
+
+S = "s1"
+
+
+class Model:
+    """An async model that says which round it answers."""
+
+    def __init__(self) -> None:
+        self.asked: list[str | None] = []
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        await asyncio.sleep(0)
+        self.asked.append(request.messages[-1].content if request.messages else None)
+        return say(f"answered {len(self.asked)}")
+
+
+def _tools() -> ToolRunner:
+    return ToolRunner(default_registry(), executors=Workspace(dict(FILES)).executors())
+
+
+async def _memory(_: Path) -> AsyncSharedStore:
+    return AsyncMemoryStore(clock=ticking())
+
+
+async def _sqlite(tmp: Path) -> AsyncSharedStore:
+    return await AsyncSqliteStore.open(tmp / "goals.db", clock=ticking())
+
+
+STORES: dict[str, Callable[[Path], Awaitable[AsyncSharedStore]]] = {"memory": _memory, "sqlite": _sqlite}
+
+
+def _no_hop(*args: object, **kwargs: object) -> object:
+    raise AssertionError("the asyncio goal service hopped to a thread")
+
+
+@pytest.mark.parametrize("backend", sorted(STORES))
+def test_a_goal_is_driven_to_its_budget_on_the_loop_without_a_thread_and_the_log_audits_clean(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def scenario() -> None:
+        store = await STORES[backend](tmp_path)
+        model = Model()
+        runtime = await AsyncRuntime.open(store, S, model, _tools(), clock=ticking())
+        monkeypatch.setattr(asyncio, "to_thread", _no_hop)
+        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        await goals.create(goals.agent, "Tidy", max_rounds=2)
+        report = await goals.drive_async(goals.agent, runtime)
+        monkeypatch.undo()
+        assert report.rounds == (1, 2) and report.stopped == "budget-spent"
+        goal = runtime.state.goal.current
+        assert goal is not None and goal.phase == "blocked" and not goals.activation.armed
+        assert goal.blocked_reason is not None and goal.blocked_reason.code == "round-limit"
+        assert model.asked == ["Continue the goal (round 1).", "Continue the goal (round 2)."]
+        assert (await store.audit(S)).ok
+        events = await store.read(S)
+        assert report.blocked_at == events[-1].seq and fold_session(events) == runtime.state
+        rounds = [e.payload["source"] for e in events if e.kind == "user/message"]
+        assert [r["round"] for r in rounds if isinstance(r, dict)] == [1, 2]
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_refused_operation_and_a_stale_agent_append_nothing() -> None:
+    async def scenario() -> None:
+        store = AsyncMemoryStore(clock=ticking())
+        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
+        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        old = goals.agent
+        goals.replace_agent()
+        with pytest.raises(StaleAgentError):
+            await goals.create(old, "Tidy")
+        with pytest.raises(GoalError):
+            await goals.pause(goals.agent)  # no goal to pause
+        with pytest.raises(GoalError):
+            await goals.block_spent(goals.agent)
+        assert await store.head(S) == 0 and runtime.state.last_seq == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_runtime_over_a_synchronous_store_has_no_async_goal_log() -> None:
+    runtime = AsyncRuntime(MemoryStore(), S, Model(), _tools())
+    with pytest.raises(TypeError, match="synchronous Store"):
+        runtime.goal_log  # noqa: B018
+
+
+def test_a_leased_drive_holds_the_lease_for_its_rounds_and_gives_it_back_at_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def scenario() -> None:
+        store = AsyncMemoryStore(clock=ticking())
+        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
+        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        driver = AsyncLeasedDriver(goals, store, holder="me")
+        await goals.create(goals.agent, "Tidy", max_rounds=2)
+        seen: list[str | None] = []
+
+        class Watching:
+            async def run_turn(self, text: str, source: MessageSource | None = None) -> object:
+                lease = await store.lease(S)
+                seen.append(None if lease is None else lease.holder)
+                return await runtime.run_turn(text, source)
+
+        monkeypatch.setattr(asyncio, "to_thread", _no_hop)
+        drive = await driver.drive(goals.agent, Watching())
+        monkeypatch.undo()
+        assert drive.rounds == (1, 2) and drive.stopped == "budget-spent" and seen == ["me", "me"]
+        assert await store.lease(S) is None and driver.lease is None
+        assert (await store.audit(S)).ok
+
+    asyncio.run(scenario())
+
+
+def test_a_leased_drive_stops_before_its_round_while_another_holder_has_the_lease() -> None:
+    async def scenario() -> None:
+        store = AsyncMemoryStore(clock=ticking())
+        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
+        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        await goals.create(goals.agent, "Tidy", max_rounds=2)
+        await store.acquire_lease(S, "someone else", 60_000)
+        head = await store.head(S)
+        drive = await AsyncLeasedDriver(goals, store, holder="me").drive(goals.agent, runtime)
+        assert drive.rounds == () and drive.stopped == LeaseHeldError.code and drive.holder == "someone else"
+        assert not goals.activation.armed and await store.head(S) == head
+
+    asyncio.run(scenario())
+
+
+def test_pausing_the_goal_gives_the_lease_back() -> None:
+    async def scenario() -> None:
+        store = AsyncMemoryStore(clock=ticking())
+        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
+        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        driver = AsyncLeasedDriver(goals, store, holder="me")
+        await goals.create(goals.agent, "Tidy", max_rounds=2)
+        await driver.take()
+        assert (await store.lease(S)) is not None
+        await goals.pause(goals.agent)
+        await driver.settle()
+        assert await store.lease(S) is None and driver.lease is None
+
+    asyncio.run(scenario())
+
+
+def test_a_round_whose_lease_was_taken_over_stops_the_drive_and_disarms_this_process() -> None:
+    async def scenario() -> None:
+        now = [1_000]
+        store = AsyncMemoryStore(clock=lambda: now[0])
+        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
+        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        driver = AsyncLeasedDriver(goals, store, holder="me", ttl_ms=100)
+        await goals.create(goals.agent, "Tidy", max_rounds=3)
+
+        class TakenOver:
+            async def run_turn(self, text: str, source: MessageSource | None = None) -> object:
+                now[0] += 1_000  # our lease expires and another holder takes it
+                await store.acquire_lease(S, "someone else", 60_000)
+                return await runtime.run_turn(text, source)
+
+        drive = await driver.drive(goals.agent, TakenOver())
+        assert drive.rounds == (1,) and drive.stopped == "lease-lost" and not goals.activation.armed
+        assert (await store.audit(S)).ok
+        lease = await store.lease(S)
+        assert lease is not None and lease.holder == "someone else"
+
+    asyncio.run(scenario())
