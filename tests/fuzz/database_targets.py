@@ -133,7 +133,7 @@ def _argv(path: str, db: Path, folder: Path) -> list[str]:
     if path == "export":
         return ["export", "--db", str(db), "--session", "a", "-o", str(folder / "out.jsonl")]
     if path == "report":
-        return ["report", str(db), "--session", "b", "-o", str(folder / "out.html")]
+        return ["report", "--db", str(db), "--session", "b", "-o", str(folder / "out.html")]
     if path == "fork":
         return ["fork", "--db", str(db), "a", "c", "--at", "3"]
     return ["import", str(folder / "log.jsonl"), "--db", str(db), "--session", "c"]

@@ -70,7 +70,7 @@ def _argv(command: str, db: Path, tmp_path: Path) -> list[str]:
     if command == "export":
         return ["export", "--db", str(db), "--session", "s"]
     if command == "report":
-        return ["report", str(db), "--session", "f"]
+        return ["report", "--db", str(db), "--session", "f"]
     if command == "fork":
         return ["fork", "--db", str(db), "s", "g", "--at", "2"]
     log = tmp_path / "log.jsonl"
