@@ -6,11 +6,10 @@ shows. The Go host's lines need Go (``tests.system_programs``)."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 from tests.adapters.cli.test_readme import _clone, _make_recipe, _sh
-from tests.system_programs import EXAMPLES, go
+from tests.system_programs import go
 
 ROOT = Path(__file__).resolve().parents[3]
 BLOCK = re.compile(r"^```(sh|console)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -58,8 +57,8 @@ def test_every_line_of_the_command_line_page_runs_as_written(tmp_path: Path) -> 
 
 def test_the_go_host_runs_as_the_serve_page_shows(tmp_path: Path) -> None:
     go()
-    clone = _after_make_demo(tmp_path)
-    shutil.copytree(EXAMPLES / "go", clone / "examples" / "go")
+    clone = _after_make_demo(tmp_path)  # a checkout with a copy of the Go host's sources
+    assert (clone / "examples" / "go" / "main.go").is_file()
     ran = _run_page(ROOT / "docs" / "serve.md", clone)
     assert ran[-1] == ".venv/bin/planfold audit --db go-host.sqlite --session go-1"
     assert _sh(ran[-1], clone).stdout.startswith("go-1: ok, 35 events, 1 turns, mode build")

@@ -18,7 +18,7 @@ def _blocks(language: str) -> list[str]:
 
 def test_the_async_stores_example_prints_what_the_page_says() -> None:
     (code,) = _blocks("python")
-    printed = _blocks("")[0]
+    printed = _blocks("text")[0]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, str(PAGE), "exec"), {"__name__": "docs_example"})
