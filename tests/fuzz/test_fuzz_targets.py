@@ -5,6 +5,8 @@ The ``fuzz`` profile (and ``python -m tests.fuzz``) runs these for longer."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import HealthCheck, given, settings
 
 from tests.fuzz.harness import check
@@ -14,132 +16,39 @@ from tests.fuzz.targets import by_name
 # generate; the health check would otherwise flag them.
 fuzz_settings = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-REPLAY = by_name("replay")
-EXIT_PLAN_ARGS = by_name("exit_plan_args")
-PLAN_COMMAND = by_name("plan_command")
-GOAL_COMMAND = by_name("goal_command")
-PLAN_POLICY = by_name("plan_policy")
-SHELL_COMMAND = by_name("shell_command")
-SHELL_CALL = by_name("shell_call")
+
+def fuzz_test(name: str, *, at_most: int | None = None) -> Callable[[], None]:
+    """The test of one target: its inputs through the harness's check; a slow
+    target (one that writes stores or starts a host) runs at most `at_most`
+    examples under the default profile."""
+    target = by_name(name)
+    chosen = fuzz_settings
+    if at_most is not None:
+        chosen = settings(fuzz_settings, max_examples=min(settings().max_examples, at_most))
+
+    def run(data: bytes) -> None:
+        check(target, data)
+
+    # Hypothesis keys its example database by the function's name and source:
+    # each target keeps its own entry.
+    run.__name__ = run.__qualname__ = f"test_fuzz_{name}"
+    return chosen(given(target.inputs)(run))
 
 
-@fuzz_settings
-@given(REPLAY.inputs)
-def test_fuzz_replay(data: bytes) -> None:
-    check(REPLAY, data)
-
-
-@fuzz_settings
-@given(EXIT_PLAN_ARGS.inputs)
-def test_fuzz_exit_plan_args(data: bytes) -> None:
-    check(EXIT_PLAN_ARGS, data)
-
-
-@fuzz_settings
-@given(PLAN_COMMAND.inputs)
-def test_fuzz_plan_command(data: bytes) -> None:
-    check(PLAN_COMMAND, data)
-
-
-@fuzz_settings
-@given(GOAL_COMMAND.inputs)
-def test_fuzz_goal_command(data: bytes) -> None:
-    check(GOAL_COMMAND, data)
-
-
-@fuzz_settings
-@given(PLAN_POLICY.inputs)
-def test_fuzz_plan_policy(data: bytes) -> None:
-    check(PLAN_POLICY, data)
-
-
-@fuzz_settings
-@given(SHELL_COMMAND.inputs)
-def test_fuzz_shell_command(data: bytes) -> None:
-    check(SHELL_COMMAND, data)
-
-
-@fuzz_settings
-@given(SHELL_CALL.inputs)
-def test_fuzz_shell_call(data: bytes) -> None:
-    check(SHELL_CALL, data)
-
-
-CODEC_EVENT = by_name("codec_event")
-JSONL_IMPORT = by_name("jsonl_import")
-STORE_APPEND = by_name("store_append")
-
-
-@fuzz_settings
-@given(CODEC_EVENT.inputs)
-def test_fuzz_codec_event(data: bytes) -> None:
-    check(CODEC_EVENT, data)
-
-
-@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(JSONL_IMPORT.inputs)
-def test_fuzz_jsonl_import(data: bytes) -> None:
-    check(JSONL_IMPORT, data)
-
-
-@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(STORE_APPEND.inputs)
-def test_fuzz_store_append(data: bytes) -> None:
-    check(STORE_APPEND, data)
-
-
-GATE_CALL = by_name("gate_call")
-PLAN_TOOL_ARGS = by_name("plan_tool_args")
-TOOL_SPEC = by_name("tool_spec")
-CAPSULE = by_name("capsule")
-
-
-@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(GATE_CALL.inputs)
-def test_fuzz_gate_call(data: bytes) -> None:
-    check(GATE_CALL, data)
-
-
-@fuzz_settings
-@given(PLAN_TOOL_ARGS.inputs)
-def test_fuzz_plan_tool_args(data: bytes) -> None:
-    check(PLAN_TOOL_ARGS, data)
-
-
-@fuzz_settings
-@given(TOOL_SPEC.inputs)
-def test_fuzz_tool_spec(data: bytes) -> None:
-    check(TOOL_SPEC, data)
-
-
-@fuzz_settings
-@given(CAPSULE.inputs)
-def test_fuzz_capsule(data: bytes) -> None:
-    check(CAPSULE, data)
-
-
-SERVE = by_name("serve")
-
-
-@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(SERVE.inputs)
-def test_fuzz_serve(data: bytes) -> None:
-    check(SERVE, data)
-
-
-SCOPE_LINKS = by_name("scope_links")
-
-
-@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(SCOPE_LINKS.inputs)
-def test_fuzz_scope_links(data: bytes) -> None:
-    check(SCOPE_LINKS, data)
-
-
-DAMAGED_DATABASE = by_name("damaged_database")
-
-
-@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(DAMAGED_DATABASE.inputs)
-def test_fuzz_damaged_database(data: bytes) -> None:
-    check(DAMAGED_DATABASE, data)
+test_fuzz_replay = fuzz_test("replay")
+test_fuzz_exit_plan_args = fuzz_test("exit_plan_args")
+test_fuzz_plan_command = fuzz_test("plan_command")
+test_fuzz_goal_command = fuzz_test("goal_command")
+test_fuzz_plan_policy = fuzz_test("plan_policy")
+test_fuzz_shell_command = fuzz_test("shell_command")
+test_fuzz_shell_call = fuzz_test("shell_call")
+test_fuzz_codec_event = fuzz_test("codec_event")
+test_fuzz_jsonl_import = fuzz_test("jsonl_import", at_most=40)
+test_fuzz_store_append = fuzz_test("store_append", at_most=40)
+test_fuzz_gate_call = fuzz_test("gate_call", at_most=40)
+test_fuzz_plan_tool_args = fuzz_test("plan_tool_args")
+test_fuzz_tool_spec = fuzz_test("tool_spec")
+test_fuzz_capsule = fuzz_test("capsule")
+test_fuzz_serve = fuzz_test("serve", at_most=40)
+test_fuzz_scope_links = fuzz_test("scope_links", at_most=40)
+test_fuzz_damaged_database = fuzz_test("damaged_database", at_most=40)

@@ -355,53 +355,56 @@ def test_a_recorded_resume_with_a_round_left_is_accepted() -> None:
     assert (goal.phase, goal.revision, goal.rounds_started) == ("active", 3, 1)
 
 
-def test_a_round_without_a_goal_is_refused_saying_so() -> None:
-    assert refusal([round_event(1, 10, "g1", 1, 1)]) == (
-        1,
-        "goal-mismatch",
-        "a round names goal 'g1', but no current goal",
-    )
+# A round that does not fit the goal, and what the fold says of it.
+ROUND_REFUSALS = [
+    pytest.param(
+        [round_event(1, 10, "g1", 1, 1)],
+        (1, "goal-mismatch", "a round names goal 'g1', but no current goal"),
+        id="a_round_without_a_goal_is_refused_saying_so",
+    ),
+    pytest.param(
+        [*created(), round_event(2, 20, "g2", 1, 1)],
+        (2, "goal-mismatch", "a round names goal 'g2', but the current goal is 'g1'"),
+        id="a_round_of_another_goal_is_refused_naming_the_current_one",
+    ),
+    pytest.param(
+        [
+            *created(),
+            change(2, 20, "edit", replace(G1, objective="ship the exporter", revision=2)),
+            round_event(3, 30, "g1", 1, 1),
+        ],
+        (3, "stale-revision", "a round at revision 1, the goal is at 2"),
+        id="a_round_of_an_earlier_revision_is_refused_with_both_revisions",
+    ),
+    pytest.param(
+        [*created(), round_event(2, 20, "g1", 2, 1)],
+        (2, "revision-gap", "a round at revision 2, the goal is only at 1"),
+        id="a_round_of_a_later_revision_is_refused_with_both_revisions",
+    ),
+    pytest.param(
+        [*created(), change(2, 20, "pause", replace(G1, phase="paused", revision=2)), round_event(3, 30, "g1", 2, 1)],
+        (3, "round-while-stopped", "a round while the goal is paused"),
+        id="a_round_of_a_paused_goal_is_refused_naming_the_phase",
+    ),
+    pytest.param(
+        [*created(), round_event(2, 20, "g1", 1, 2)],
+        (2, "round-gap", "round 2 does not follow round 0"),
+        id="a_round_that_skips_one_is_refused_with_both_numbers",
+    ),
+]
 
 
-def test_a_round_of_another_goal_is_refused_naming_the_current_one() -> None:
-    assert refusal([*created(), round_event(2, 20, "g2", 1, 1)]) == (
-        2,
-        "goal-mismatch",
-        "a round names goal 'g2', but the current goal is 'g1'",
-    )
-
-
-def test_a_round_of_an_earlier_revision_is_refused_with_both_revisions() -> None:
-    edited = replace(G1, objective="ship the exporter", revision=2)
-    log = [*created(), change(2, 20, "edit", edited), round_event(3, 30, "g1", 1, 1)]
-    assert refusal(log) == (3, "stale-revision", "a round at revision 1, the goal is at 2")
-
-
-def test_a_round_of_a_later_revision_is_refused_with_both_revisions() -> None:
-    assert refusal([*created(), round_event(2, 20, "g1", 2, 1)]) == (
-        2,
-        "revision-gap",
-        "a round at revision 2, the goal is only at 1",
-    )
-
-
-def test_a_round_of_a_paused_goal_is_refused_naming_the_phase() -> None:
-    log = [*created(), change(2, 20, "pause", replace(G1, phase="paused", revision=2)), round_event(3, 30, "g1", 2, 1)]
-    assert refusal(log) == (3, "round-while-stopped", "a round while the goal is paused")
+@pytest.mark.parametrize(("log", "refused"), ROUND_REFUSALS)
+def test_a_round_that_does_not_fit_the_goal_is_refused_with_its_rule(
+    log: list[Event], refused: tuple[int, str, str]
+) -> None:
+    assert refusal(log) == refused
 
 
 def test_a_round_beyond_the_cap_is_refused_naming_the_cap() -> None:
     log = [*created(), round_event(2, 20, "g1", 1, 1), round_event(3, 30, "g1", 1, 2), round_event(4, 40, "g1", 1, 3)]
     assert fold_goal(log[:-1]).current == replace(G1, rounds_started=2)
     assert refusal(log) == (4, "round-over-cap", "round 3 exceeds max_rounds 2")
-
-
-def test_a_round_that_skips_one_is_refused_with_both_numbers() -> None:
-    assert refusal([*created(), round_event(2, 20, "g1", 1, 2)]) == (
-        2,
-        "round-gap",
-        "round 2 does not follow round 0",
-    )
 
 
 # --------------------------------------------------------------------------
