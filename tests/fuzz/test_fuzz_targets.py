@@ -5,50 +5,38 @@ The ``fuzz`` profile (and ``python -m tests.fuzz``) runs these for longer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tests.fuzz.harness import check
-from tests.fuzz.targets import by_name
+from tests.fuzz.harness import Target, check
+from tests.fuzz.targets import TARGETS
 
 # Size attacks (a million-character line, a 20 000-event log) are slow to
 # generate; the health check would otherwise flag them.
 fuzz_settings = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-
-def fuzz_test(name: str, *, at_most: int | None = None) -> Callable[[], None]:
-    """The test of one target: its inputs through the harness's check; a slow
-    target (one that writes stores or starts a host) runs at most `at_most`
-    examples under the default profile."""
-    target = by_name(name)
-    chosen = fuzz_settings
-    if at_most is not None:
-        chosen = settings(fuzz_settings, max_examples=min(settings().max_examples, at_most))
-
-    def run(data: bytes) -> None:
-        check(target, data)
-
-    # Hypothesis keys its example database by the function's name and source:
-    # each target keeps its own entry.
-    run.__name__ = run.__qualname__ = f"test_fuzz_{name}"
-    return chosen(given(target.inputs)(run))
+# Targets that write stores or databases, or start a host, run at most 40
+# examples under the default profile. The command line's target is fuzzed by
+# the command line's own tests.
+SLOW = {"jsonl_import", "store_append", "gate_call", "serve", "scope_links", "damaged_database"}
+QUICK_TARGETS = [target for target in TARGETS if target.name not in SLOW and target.name != "cli"]
+SLOW_TARGETS = [target for target in TARGETS if target.name in SLOW]
 
 
-test_fuzz_replay = fuzz_test("replay")
-test_fuzz_exit_plan_args = fuzz_test("exit_plan_args")
-test_fuzz_plan_command = fuzz_test("plan_command")
-test_fuzz_goal_command = fuzz_test("goal_command")
-test_fuzz_plan_policy = fuzz_test("plan_policy")
-test_fuzz_shell_command = fuzz_test("shell_command")
-test_fuzz_shell_call = fuzz_test("shell_call")
-test_fuzz_codec_event = fuzz_test("codec_event")
-test_fuzz_jsonl_import = fuzz_test("jsonl_import", at_most=40)
-test_fuzz_store_append = fuzz_test("store_append", at_most=40)
-test_fuzz_gate_call = fuzz_test("gate_call", at_most=40)
-test_fuzz_plan_tool_args = fuzz_test("plan_tool_args")
-test_fuzz_tool_spec = fuzz_test("tool_spec")
-test_fuzz_capsule = fuzz_test("capsule")
-test_fuzz_serve = fuzz_test("serve", at_most=40)
-test_fuzz_scope_links = fuzz_test("scope_links", at_most=40)
-test_fuzz_damaged_database = fuzz_test("damaged_database", at_most=40)
+def target_name(target: Target) -> str:
+    return target.name
+
+
+@fuzz_settings
+@pytest.mark.parametrize("target", QUICK_TARGETS, ids=target_name)
+@given(data=st.data())
+def test_a_target_lets_only_typed_errors_out(target: Target, data: st.DataObject) -> None:
+    check(target, data.draw(target.inputs))
+
+
+@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
+@pytest.mark.parametrize("target", SLOW_TARGETS, ids=target_name)
+@given(data=st.data())
+def test_a_slow_target_lets_only_typed_errors_out(target: Target, data: st.DataObject) -> None:
+    check(target, data.draw(target.inputs))
