@@ -98,7 +98,6 @@ class _Settings(Settings):
             raise ModelBadRequestError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
         if not isinstance(model, str) or not model:
             raise ModelBadRequestError(f"{where}: the model must be a non-empty name, got {model!r}")
-        #: The chat-completions URL as logs and errors show it: without a password.
         shown = redact_url(str(client.base_url).rstrip("/") + "/chat/completions")
         super().__init__(model, float(timeout_s), shown, options)
 
