@@ -77,6 +77,7 @@ from .model import (
     ModelBadResponseError,
     ModelError,
     ModelUnreachableError,
+    spent_from,
 )
 from .openai_common import MAX_RESPONSE_BYTES, CallOptions, Settings, SettingsView, cut_off
 
@@ -219,7 +220,7 @@ class OpenAISDKClient(_Adapter[openai.OpenAI, Callable[[float], None]]):
         with its latency (every attempt and wait) on ``latency_ms``. Raises
         as ``OpenAIClient.complete`` does."""
         attempt = partial(self._attempt, self._s.body(request))
-        return self._s.complete(self.retry_budget, self._monotonic, attempt, self._sleep)
+        return self._s.complete(spent_from(self.retry_budget), self._monotonic, attempt, self._sleep)
 
     def _attempt(self, body: Mapping[str, Any]) -> ChatResponse:
         s = self._s
@@ -258,7 +259,7 @@ class AsyncOpenAISDKClient(_Adapter[openai.AsyncOpenAI, Callable[[float], Awaita
         with its latency on ``latency_ms``; raises as ``OpenAIClient.complete``
         does."""
         attempt = partial(self._attempt, self._s.body(request))
-        return await self._s.complete_async(self.retry_budget, self._monotonic, attempt, self._sleep)
+        return await self._s.complete_async(spent_from(self.retry_budget), self._monotonic, attempt, self._sleep)
 
     async def _attempt(self, body: Mapping[str, Any]) -> ChatResponse:
         s = self._s
