@@ -15,7 +15,7 @@ import pytest
 from planfold.adapters.llm.script_format import Expectation, ScriptStep
 from planfold.adapters.llm.scripted import ScriptedClient
 from planfold.adapters.runtime.aio import AsyncRuntime, InThread
-from planfold.adapters.runtime.goal_lease import LeasedDriver
+from planfold.adapters.runtime.goal_lease import LeasedDrive, LeasedDriver
 from planfold.adapters.runtime.goal_service import GoalService
 from planfold.adapters.runtime.loop import Runtime
 from planfold.adapters.runtime.tool_runner import ToolRunner
@@ -95,20 +95,32 @@ def test_the_asyncio_runtime_appends_through_a_wrapper_that_overrides_only_appen
     assert any(request.folded is not None for request in wrapper.requests)
 
 
-def test_a_goal_drive_over_a_wrapper_fences_every_round_through_its_append() -> None:
+def _drive_two_rounds(face: str, wrapper: Recording, store: MemoryStore, clock: ManualClock) -> LeasedDrive:
+    """A goal of two rounds created and driven under the lease of ``store``
+    by a runtime (``face``) over ``wrapper``."""
+    model, tools, now = _replies("round one", "round two"), _tools(), lambda: clock.now
+    if face == "sync":
+        runtime = Runtime(wrapper, S, model, tools, clock=now)
+        goals = GoalService(runtime.log, "agent", lambda: "g1")
+        goals.create(goals.agent, "two rounds", max_rounds=2)
+        return LeasedDriver(goals, store, holder="host", ttl_ms=1_000).drive(goals.agent, runtime)
+    aio = AsyncRuntime(wrapper, S, InThread(model), tools, clock=now)
+    goals = GoalService(aio.log, "agent", lambda: "g1")
+    goals.create(goals.agent, "two rounds", max_rounds=2)
+    return asyncio.run(LeasedDriver(goals, store, holder="host", ttl_ms=1_000).drive_async(goals.agent, aio))
+
+
+@pytest.mark.parametrize("face", ["sync", "asyncio"])
+def test_a_goal_drive_fences_every_round_through_a_wrapper_of_the_runtimes_store(face: str) -> None:
     clock = ManualClock()
     store = MemoryStore(clock=clock)
     wrapper = Recording(store)
-    runtime = Runtime(wrapper, S, _replies("round one", "round two"), _tools(), clock=lambda: clock.now)
-    goals = GoalService(runtime.log, "agent", lambda: "g1")
-    driver = LeasedDriver(goals, store, holder="host", ttl_ms=1_000)  # the lease is the shared store's
-    goals.create(goals.agent, "two rounds", max_rounds=2)
-    before = len(wrapper.requests)
-    drive = driver.drive(goals.agent, runtime)
+    drive = _drive_two_rounds(face, wrapper, store, clock)
     assert drive.rounds == (1, 2) and drive.stopped == "budget-spent"
-    rounds = wrapper.requests[before:]
-    assert rounds and all(r.lease is not None and r.lease.holder == "host" for r in rounds if r.folded is not None)
-    assert any(r.lease is not None and r.folded is not None for r in rounds)  # the fold goes along with the fence
+    created, *rounds = wrapper.requests
+    assert created.lease is None and [e.kind for e in created.events] == ["goal/change"]
+    assert rounds and all(r.lease is not None and r.lease.holder == "host" for r in rounds)
+    assert all(r.folded is not None for r in rounds)  # the fold goes along with the fence
     _written_through(wrapper, store)
     assert store.lease(S) is None  # given back when the goal stopped
 
