@@ -53,6 +53,11 @@ class Recording(ForwardingStore):
         return self.inner.append(request)
 
 
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
 def _written_through(wrapper: Recording, store: MemoryStore) -> None:
     """Every event the store holds came through ``wrapper``, and the store's
     projection is the fold of its log."""
@@ -70,9 +75,8 @@ def _replies(*texts: str) -> ScriptedClient:
 
 
 def test_the_runtime_appends_through_a_wrapper_that_overrides_only_append_with_its_fold(
-    monkeypatch: pytest.MonkeyPatch,
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = MemoryStore()
     wrapper = Recording(store)
     folds = CountingFold(monkeypatch)
     runtime = Runtime(wrapper, S, _replies("hello"), _tools(), clock=lambda: 1_000)
@@ -82,8 +86,7 @@ def test_the_runtime_appends_through_a_wrapper_that_overrides_only_append_with_i
     assert store.load(S) == runtime.log.state
 
 
-def test_the_asyncio_runtime_appends_through_a_wrapper_that_overrides_only_append() -> None:
-    store = MemoryStore()
+def test_the_asyncio_runtime_appends_through_a_wrapper_that_overrides_only_append(store: MemoryStore) -> None:
     wrapper = Recording(store)
 
     async def turn() -> None:
@@ -126,9 +129,8 @@ def test_a_goal_drive_fences_every_round_through_a_wrapper_of_the_runtimes_store
 
 
 def test_a_session_logs_append_reaches_the_store_through_a_wrapper_with_its_fold(
-    monkeypatch: pytest.MonkeyPatch,
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = MemoryStore()
     wrapper = Recording(store)
     log = SessionLog(wrapper, S, lambda: 1_000)
     folds = CountingFold(monkeypatch)
@@ -145,8 +147,7 @@ def test_a_session_logs_append_reaches_the_store_through_a_wrapper_with_its_fold
     [(S, 0, batch_after(0, 1)), None, {"session_id": S, "expected_seq": 0, "events": batch_after(0, 1)}],
     ids=["a-tuple", "none", "a-dict"],
 )
-def test_an_append_of_anything_but_a_request_is_refused_and_writes_nothing(request_: object) -> None:
-    store = MemoryStore()
+def test_anything_but_a_request_is_refused_and_nothing_is_written(store: MemoryStore, request_: object) -> None:
     with pytest.raises(InvalidRequestError, match="an append takes an AppendRequest"):
         store.append(request_)  # type: ignore[arg-type]
     assert store.head(S) == 0 and store.session_ids() == ()
@@ -160,8 +161,7 @@ def test_an_append_of_anything_but_a_request_is_refused_and_writes_nothing(reque
     asyncio.run(refused())
 
 
-def test_a_wrapper_changes_one_field_and_hands_on_the_rest_of_the_request() -> None:
-    store = MemoryStore()
+def test_a_wrapper_changes_one_field_and_hands_on_the_rest_of_the_request(store: MemoryStore) -> None:
 
     class Keyed(ForwardingStore):
         """Gives every append a key of its own (so a retry is answered once)."""
