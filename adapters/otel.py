@@ -97,16 +97,14 @@ from .runtime.review import AsyncReviewPort, ReviewPort
 from .runtime.tool_runner import ToolRunner
 from .store.aio import AsyncSharedStore, AsyncStore
 from .store.base import (
+    AppendRequest,
     AppendResult,
     AuditReport,
-    FoldedAppend,
     ForwardingStore,
     InvalidRequestError,
     Lease,
     SharedStore,
     Store,
-    TakesFold,
-    append_to,
 )
 from .store.projection import Projection
 
@@ -523,7 +521,7 @@ def _error_code(output: str) -> str | None:
 # The wrappers
 
 
-class TracedStore(TakesFold, ForwardingStore):
+class TracedStore(ForwardingStore):
     """``inner`` with every accepted append shown to ``tracer`` (an
     idempotent retry that wrote nothing is not shown again). Shared-store
     operations (``follow``, goal leases, fenced appends) pass through when
@@ -534,26 +532,12 @@ class TracedStore(TakesFold, ForwardingStore):
         super().__init__(inner)
         self.tracer = tracer
 
-    def append_folded(self, request: FoldedAppend) -> AppendResult:
-        result = append_to(self.inner, request)
+    def append(self, request: AppendRequest) -> AppendResult:
+        """The request handed on whole (a fenced one only to a shared store)."""
+        inner = self.inner if request.lease is None else self._shared("a fenced append")
+        result = inner.append(request)
         if not result.replayed:
             self.tracer.observe(request.session_id, request.events)
-        return result
-
-    def append(  # the shared store's fenced append, too
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
-        *,
-        lease: Lease | None = None,
-    ) -> AppendResult:
-        if lease is None:
-            return self.append_folded(FoldedAppend(session_id, expected_seq, events, idempotency_key))
-        result = self._shared("a fenced append").append(session_id, expected_seq, events, idempotency_key, lease=lease)
-        if not result.replayed:
-            self.tracer.observe(session_id, events)
         return result
 
     def _shared(self, what: str) -> SharedStore:
@@ -586,22 +570,12 @@ class TracedAsyncStore:
         self.inner = inner
         self.tracer = tracer
 
-    async def append(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
-        *,
-        lease: Lease | None = None,
-    ) -> AppendResult:
-        if lease is None:
-            result = await self.inner.append(session_id, expected_seq, events, idempotency_key)
-        else:
-            shared = self._shared("a fenced append")
-            result = await shared.append(session_id, expected_seq, events, idempotency_key, lease=lease)
+    async def append(self, request: AppendRequest) -> AppendResult:
+        """The request handed on whole (a fenced one only to a shared store)."""
+        inner = self.inner if request.lease is None else self._shared("a fenced append")
+        result = await inner.append(request)
         if not result.replayed:
-            self.tracer.observe(session_id, events)
+            self.tracer.observe(request.session_id, request.events)
         return result
 
     def _shared(self, what: str) -> AsyncSharedStore:
