@@ -42,26 +42,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
-from dataclasses import replace
-from typing import Protocol
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol
 
 from ...kernel import step
 from ...kernel.errors import ConflictError
 from ...kernel.log import Draft, Event, MessageSource, number_drafts
 from ...kernel.plan.context import ViewRequest
-from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
+from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView
 from ...kernel.plan.review import PlanCommand
 from ...kernel.session import SessionState, fold_more
 from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget
 from ..store.aio import AsyncLogStore, AsyncStore, append_to_async
 from ..store.base import Folded, FoldedAppend, Lease, Store
-from ..store.session_log import Clock, SessionLog, system_clock
+from ..store.session_log import Clock, LogSealedError, SessionLog, system_clock
 from .driver import human_input, turn_view
 from .goal_service import AsyncGoalLog
-from .machine import OutOfOrderError, ProposedStep, StepListener, TurnReport, report_of, store_may_be_ahead, written
+from .machine import (
+    DriverCore,
+    StepListener,
+    TurnReport,
+    failed,
+    recoverable,
+    report_of,
+    store_may_be_ahead,
+    written,
+)
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
-from .resolve import resolved_effects
 from .review import AsyncReviewPort, ReviewPort, ask_async
 from .tool_runner import ToolRunner, from_reply_call, reply_of
 
@@ -96,6 +104,18 @@ class _AsyncLog:
         self._events = events
         #: the lease every append carries while a goal driver holds one
         self.lease: Callable[[], Lease | None] = lambda: None
+        #: what holds the log sealed right now (a running tool), or ``None``
+        self.sealed_by: str | None = None
+
+    @contextmanager
+    def sealed(self, holder: str) -> Iterator[None]:
+        """Refuse every append (``LogSealedError``) while ``holder`` runs
+        (``SessionLog.sealed``): a tool cannot change the session."""
+        previous, self.sealed_by = self.sealed_by, holder
+        try:
+            yield
+        finally:
+            self.sealed_by = previous
 
     @property
     def state(self) -> SessionState:
@@ -147,6 +167,8 @@ class _AsyncLog:
         raise AssertionError("unreachable")
 
     async def _append_events(self, before: SessionState, events: Sequence[Event], state: SessionState) -> None:
+        if self.sealed_by is not None:
+            raise LogSealedError(self.sealed_by)
         lease = self.lease()
         request = FoldedAppend(self.session_id, before.last_seq, tuple(events), None, Folded(before, state))
         if lease is None:
@@ -164,7 +186,7 @@ class _AsyncLog:
         self._events = list((await self.store.read(self.session_id))[: self._state.last_seq])
 
 
-class AsyncRuntime:
+class AsyncRuntime(DriverCore):
     """One session's asyncio runtime (see the module doc): ``store``'s
     session ``session_id``, an async ``model`` port, the ``tools`` (the tool
     runner's ``async_executors`` are awaited) and a ``review`` port that may
@@ -209,6 +231,8 @@ class AsyncRuntime:
         self._conversation = Conversation()
         self._requests: list[PreparedRequest] = []
         self._lock: asyncio.Lock | None = None
+        #: the task whose turn runs now
+        self._turn_task: asyncio.Task[Any] | None = None
         #: an append in doubt and the value after it (see ``_lost_track``)
         self._behind: tuple[step.Append, step.Process] | None = None
 
@@ -288,18 +312,11 @@ class AsyncRuntime:
     def stage(self) -> step.Stage:
         return step.stage_of(self._p, self._view())
 
-    def _config(self) -> step.TurnConfig:
-        """The reducer's configuration, made again only when a setting changed."""
-        tools = self.tools
-        key = (tools.registry, tools.policy, self.max_steps, self.max_tool_calls, self.retry_budget.retries)
-        made = getattr(self, "_configured", None)
-        if made is None or any(a is not b for a, b in zip(made[0], key, strict=True)):
-            made = (key, step.TurnConfig(*key))
-            self._configured = made
-        return made[1]
-
     def _view(self) -> step.Log:
         return step.Log(self._log.state, self._log.events)
+
+    def _now(self) -> int:
+        return self._log.now()
 
     def _review_available(self) -> bool:
         return self.review is not None and bool(getattr(self.review, "available", False))
@@ -320,20 +337,11 @@ class AsyncRuntime:
         actions left. A failed append keeps the value from before it."""
         if self._behind is not None:
             await self._catch_up()
-        config = self._config()
-        if config is not self._p.config:
-            self._p = replace(self._p, config=config)
+        self._configure()
         queue: list[step.Input] = [event]
         left: list[step.Action] = []
         while queue:
-            current = queue.pop(0)
-            try:
-                moved = step.advance(self._p, self._view(), current)
-                if moved.actions and isinstance(moved.actions[0], step.Append) and hasattr(current, "at"):
-                    current = replace(current, at=self._log.now())  # type: ignore[arg-type]
-                    moved = step.advance(self._p, self._view(), current)
-            except step.StageError as exc:
-                raise OutOfOrderError(exc.message, "execute" if exc.stage == "resolve" else exc.stage) from None
+            moved = self._decide(queue.pop(0))
             actions = moved.actions
             if actions and isinstance(actions[0], step.Append):
                 append = actions[0]
@@ -341,8 +349,8 @@ class AsyncRuntime:
                 try:
                     await _settled(write)
                 except asyncio.CancelledError:
-                    failed = None if write.cancelled() else write.exception()
-                    if failed is not None and store_may_be_ahead(failed):
+                    failure = None if write.cancelled() else write.exception()
+                    if failure is not None and store_may_be_ahead(failure):
                         # the next operation asks the store; the cancelled turn is abandoned either way
                         self._behind = (append, moved.process.abandoned())
                     elif self._log.last_seq == append.events[-1].seq:
@@ -350,22 +358,14 @@ class AsyncRuntime:
                     raise
                 except Exception as exc:
                     applied = await self._lost_track(append, moved.process) if store_may_be_ahead(exc) else False
-                    if applied is None or (not applied and append.on_failure is None):
+                    if not recoverable(append, applied):
                         raise
                     if not applied:
-                        assert append.on_failure is not None
-                        queue.insert(0, step.AppendFailed(append.on_failure, self._log.now(), append.detail))
+                        queue.insert(0, failed(append))
                         continue
                 actions = actions[1:]
             self._p = moved.process
-            for action in actions:
-                if isinstance(action, step.Then):
-                    queue.append(action.event)
-                elif isinstance(action, step.ResolvePaths):
-                    call = from_reply_call(action.call)
-                    queue.append(step.Resolved(call.id, tuple(resolved_effects(self.tools, call)), 0))
-                else:
-                    left.append(action)
+            self._carry_on(actions, queue, left)
         return left
 
     async def _lost_track(self, append: step.Append, after: step.Process) -> bool | None:
@@ -426,24 +426,37 @@ class AsyncRuntime:
         """Run one whole turn (``Runtime.run_turn``), one at a time."""
         if self._lock is None:
             self._lock = asyncio.Lock()
+        start = step.StartTurn(text, source, view or ViewRequest(), 0)
+        if self._turn_task is not None and self._turn_task is asyncio.current_task():
+            # a turn started from inside this task's own turn (a tool's code):
+            # the reducer refuses it as it refuses the synchronous runtime's
+            # (``LogSealedError`` while the tool runs), instead of waiting for itself
+            await self._advance(start)
         async with self._lock:
+            self._turn_task = asyncio.current_task()
             try:
-                await self._advance(step.StartTurn(text, source, view or ViewRequest(), 0))
-            except asyncio.CancelledError:  # the turn may be open in the log: the next one closes it
-                self._p = self._p.abandoned()
-                raise
-            self._requests = []
-            try:
-                return await self._drive()
-            except asyncio.CancelledError:
-                self._p = self._p.abandoned()
-                raise
-            except Exception:
-                self._p = self._p.abandoned()
-                if self.stage == "turn":
-                    with contextlib.suppress(Exception):  # the original error is the one to report
-                        await self._advance(step.EndTurn(0))
-                raise
+                return await self._turn(start)
+            finally:
+                self._turn_task = None
+
+    async def _turn(self, start: step.StartTurn) -> TurnReport:
+        try:
+            await self._advance(start)
+        except asyncio.CancelledError:  # the turn may be open in the log: the next one closes it
+            self._p = self._p.abandoned()
+            raise
+        self._requests = []
+        try:
+            return await self._drive()
+        except asyncio.CancelledError:
+            self._p = self._p.abandoned()
+            raise
+        except Exception:
+            self._p = self._p.abandoned()
+            if self.stage == "turn":
+                with contextlib.suppress(Exception):  # the original error is the one to report
+                    await self._advance(step.EndTurn(0))
+            raise
 
     async def _drive(self) -> TurnReport:
         event: step.Input = step.Next(0, self._review_available())
@@ -459,10 +472,7 @@ class AsyncRuntime:
                     event = await self._ask(action)
                 elif isinstance(action, step.RunTool):
                     call = from_reply_call(action.call)
-                    if isinstance(self._log, SessionLog):
-                        with self._log.sealed(f"tool {call.name}"):
-                            ok, output = await self.tools.execute_async(call)
-                    else:
+                    with self._log.sealed(f"tool {call.name}"):
                         ok, output = await self.tools.execute_async(call)
                     event = step.ToolDone(call.id, ok, output, 0)
                 elif isinstance(action, step.AskReview):
@@ -473,8 +483,13 @@ class AsyncRuntime:
     async def _ask(self, action: step.AskModel) -> step.Input:
         basis = action.basis
         prepared = prepare_request(
-            basis.state, basis.events, basis.view, first_request=basis.first_request, tools=self.tools,
-            config=self.prompt, messages=self._conversation,
+            basis.state,
+            basis.events,
+            basis.view,
+            first_request=basis.first_request,
+            tools=self.tools,
+            config=self.prompt,
+            messages=self._conversation,
         )
         await self._advance(step.Asked())
         self._requests.append(prepared)
@@ -488,22 +503,14 @@ class AsyncRuntime:
             return step.ModelFailed(exc.code, exc.message, exc.retryable, budget.used)
         return step.ReplyIn(reply_of(response), 0, budget.used)
 
-    def _verdict(self, proposed: step.ProposedStep) -> StepVerdict:
-        verdict: StepVerdict = "accepted"
-        shown = ProposedStep(proposed.turn, proposed.step, proposed.attempt)
-        for listener in self.step_listeners:
-            verdict = listener(shown)
-            if verdict != "accepted":
-                break
-        return verdict
-
     def abandon(self) -> None:
         """Forget the open turn's process state (the next turn closes it)."""
         self._p = self._p.abandoned()
 
     @property
     def sealed_by(self) -> str | None:
-        return self._log.sealed_by if isinstance(self._log, SessionLog) else None
+        """What holds the session log sealed right now (a running tool), or ``None``."""
+        return self._log.sealed_by
 
 
 async def _settled(write: asyncio.Future[None]) -> None:
@@ -538,4 +545,3 @@ class InThread:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         return await asyncio.to_thread(self.client.complete, request)
-

@@ -110,6 +110,7 @@ __all__ = [
     "Action",
     "AskModel",
     "Dispatched",
+    "DriverCore",
     "OutOfOrderError",
     "ProposedStep",
     "Review",
@@ -121,6 +122,10 @@ __all__ = [
     "TurnOver",
     "TurnReport",
     "UnitStore",
+    "decide",
+    "failed",
+    "recoverable",
+    "refusal",
     "report_of",
     "store_may_be_ahead",
     "written",
@@ -339,6 +344,7 @@ class UnitStore(TakesFold, ForwardingStore):
     def close(self) -> None:
         """The shared store stays open."""
 
+
 # --------------------------------------------------------------------------
 # The synchronous driver of the kernel's turn machine
 
@@ -388,8 +394,17 @@ class _LazyEvents(Sequence[Event]):
 def report_of(tally: step.Tally, requests: Sequence[PreparedRequest]) -> TurnReport:
     """A driver's report of a turn: the machine's ``tally`` and the requests it derived."""
     return TurnReport(
-        tally.turn, tally.first_seq, tally.last_seq, tally.steps, tally.retries, tally.reply, tally.error,
-        tally.ended_by, tally.flush_failures, list(requests), tally.closed_turn,
+        tally.turn,
+        tally.first_seq,
+        tally.last_seq,
+        tally.steps,
+        tally.retries,
+        tally.reply,
+        tally.error,
+        tally.ended_by,
+        tally.flush_failures,
+        list(requests),
+        tally.closed_turn,
     )
 
 
@@ -397,7 +412,106 @@ def _dispatched(result: step.DispatchResult) -> Dispatched:
     return Dispatched(from_reply_call(result.call), result.action, result.ok, result.output, result.review)
 
 
-class StepMachine:
+def decide(process: step.Process, log: step.Log, event: step.Input, now: Callable[[], int]) -> step.Transition:
+    """The reducer's answer to ``event`` as every driver asks it: a transition
+    that appends is asked again stamped ``now()`` (the clock is read only for
+    a transition that appends). A refusal is raised as the driver's typed
+    error (``refusal``); nothing changed."""
+    try:
+        moved = step.advance(process, log, event)
+        if moved.actions and isinstance(moved.actions[0], step.Append) and hasattr(event, "at"):
+            moved = step.advance(process, log, replace(event, at=now()))  # type: ignore[arg-type]
+    except step.StageError as exc:
+        raise refusal(exc, process) from None
+    return moved
+
+
+def refusal(exc: step.StageError, process: step.Process) -> Exception:
+    """The driver's error for the reducer's refusal ``exc``: ``LogSealedError``
+    while a tool runs (nothing may change the session then), otherwise
+    ``OutOfOrderError`` with the reducer's code (``unexpected-call`` names a
+    call other than the one answered next)."""
+    if exc.stage in ("resolve", "execute") and exc.code == "out-of-order" and process.current is not None:
+        return LogSealedError(f"tool {process.current.call.tool}")
+    code = exc.code if exc.code != "out-of-order" else None
+    return OutOfOrderError(exc.message, "execute" if exc.stage == "resolve" else exc.stage, code=code)
+
+
+def recoverable(append: step.Append, applied: bool | None) -> bool:
+    """Whether a driver goes on after ``append`` failed: it was written after
+    all (``applied``), or it was not and the reducer takes the failure
+    (``on_failure``); otherwise the append's error is the operation's."""
+    return bool(applied) or (applied is False and append.on_failure is not None)
+
+
+def failed(append: step.Append) -> step.AppendFailed:
+    """The input that hands a failed ``append`` back to the process before it."""
+    assert append.on_failure is not None
+    return step.AppendFailed(append.on_failure, 0, append.detail)
+
+
+class DriverCore:
+    """What every driver of the reducer keeps and does the same way: the
+    reducer's configuration (made again only when a setting changed), the
+    step listeners' verdict, and carrying on after a transition (its
+    continuations queued, where a call's effects land resolved, the other
+    actions handed back). A driver supplies ``_view`` (the log as it holds it
+    now) and ``_now`` (the clock an append is stamped with)."""
+
+    tools: ToolRunner
+    max_steps: int
+    max_tool_calls: int
+    retry_budget: model.RetryBudget
+    step_listeners: list[StepListener]
+    _p: step.Process
+
+    def _view(self) -> step.Log:
+        raise NotImplementedError
+
+    def _now(self) -> int:
+        raise NotImplementedError
+
+    def _config(self) -> step.TurnConfig:
+        """The reducer's configuration, made again only when a setting changed."""
+        tools = self.tools
+        key = (tools.registry, tools.policy, self.max_steps, self.max_tool_calls, self.retry_budget.retries)
+        made = getattr(self, "_configured", None)
+        if made is None or any(a is not b for a, b in zip(made[0], key, strict=True)):
+            made = (key, step.TurnConfig(*key))
+            self._configured = made
+        return made[1]
+
+    def _configure(self) -> None:
+        """The process value with the configuration as the settings are now."""
+        config = self._config()
+        if config is not self._p.config:
+            self._p = replace(self._p, config=config)
+
+    def _decide(self, event: step.Input) -> step.Transition:
+        return decide(self._p, self._view(), event, self._now)
+
+    def _carry_on(self, actions: Sequence[step.Action], queue: list[step.Input], left: list[step.Action]) -> None:
+        """Queue ``actions``' continuations and resolved paths; keep the rest in ``left``."""
+        for action in actions:
+            if isinstance(action, step.Then):
+                queue.append(action.event)
+            elif isinstance(action, step.ResolvePaths):
+                call = from_reply_call(action.call)
+                queue.append(step.Resolved(call.id, tuple(resolved_effects(self.tools, call)), 0))
+            else:
+                left.append(action)
+
+    def _verdict(self, proposed: step.ProposedStep) -> StepVerdict:
+        verdict: StepVerdict = "accepted"
+        shown = ProposedStep(proposed.turn, proposed.step, proposed.attempt)
+        for listener in self.step_listeners:
+            verdict = listener(shown)
+            if verdict != "accepted":
+                break
+        return verdict
+
+
+class StepMachine(DriverCore):
     """One session's turn machine over ``store``: the kernel's reducer
     (``kernel.step``) and the I/O it asks for (see the module doc).
 
@@ -455,18 +569,11 @@ class StepMachine:
         answer since): the next operation asks the store first."""
         return self._behind is not None
 
-    def _config(self) -> step.TurnConfig:
-        """The reducer's configuration, made again only when a setting changed."""
-        tools = self.tools
-        key = (tools.registry, tools.policy, self.max_steps, self.max_tool_calls, self.retry_budget.retries)
-        made = getattr(self, "_configured", None)
-        if made is None or any(a is not b for a, b in zip(made[0], key, strict=True)):
-            made = (key, step.TurnConfig(*key))
-            self._configured = made
-        return made[1]
-
     def _view(self) -> step.Log:
         return step.Log(self.log.state, _LazyEvents(self.log))
+
+    def _now(self) -> int:
+        return self.log.now()
 
     def new_plan_id(self) -> str:
         return f"plan-{self.log.last_seq + 1}"
@@ -480,21 +587,11 @@ class StepMachine:
         failed append keeps the process value from before it."""
         if self._behind is not None:
             self._catch_up()
-        config = self._config()
-        if config is not self._p.config:
-            self._p = replace(self._p, config=config)
+        self._configure()
         queue: list[step.Input] = [event]
         left: list[step.Action] = []
         while queue:
-            current = queue.pop(0)
-            try:
-                moved = step.advance(self._p, self._view(), current)
-                if moved.actions and isinstance(moved.actions[0], step.Append) and hasattr(current, "at"):
-                    # the clock is read only for a transition that appends
-                    current = replace(current, at=self.log.now())  # type: ignore[arg-type]
-                    moved = step.advance(self._p, self._view(), current)
-            except step.StageError as exc:
-                raise self._refusal(exc) from None
+            moved = self._decide(queue.pop(0))
             actions = moved.actions
             if actions and isinstance(actions[0], step.Append):
                 append = actions[0]
@@ -502,25 +599,14 @@ class StepMachine:
                     self._write(append)
                 except BaseException as exc:
                     applied = self._lost_track(append, moved.process) if store_may_be_ahead(exc) else False
-                    if applied is None or (not applied and append.on_failure is None):
-                        raise
-                    if not isinstance(exc, Exception):
+                    if not recoverable(append, applied) or not isinstance(exc, Exception):
                         raise
                     if not applied:
-                        assert append.on_failure is not None
-                        queue.insert(0, step.AppendFailed(append.on_failure, 0, append.detail))
+                        queue.insert(0, failed(append))
                         continue
                 actions = actions[1:]
             self._p = moved.process
-            for action in actions:
-                if isinstance(action, step.Then):
-                    queue.append(action.event)
-                elif isinstance(action, step.ResolvePaths):
-                    call = from_reply_call(action.call)
-                    effects = tuple(resolved_effects(self.tools, call))
-                    queue.append(step.Resolved(call.id, effects, 0))
-                else:
-                    left.append(action)
+            self._carry_on(actions, queue, left)
         return left
 
     def _lost_track(self, append: step.Append, after: step.Process) -> bool | None:
@@ -551,12 +637,6 @@ class StepMachine:
         if append.expected_seq != self.log.last_seq:
             raise ConflictError(self.session_id, append.expected_seq, self.log.last_seq)
         self.log.append_folded(append.events, append.before, append.state)
-
-    def _refusal(self, exc: step.StageError) -> Exception:
-        if exc.stage in ("resolve", "execute") and exc.code == "out-of-order" and self._p.current is not None:
-            return LogSealedError(f"tool {self._p.current.call.tool}")
-        code = exc.code if exc.code != "out-of-order" else None
-        return OutOfOrderError(exc.message, "execute" if exc.stage == "resolve" else exc.stage, code=code)
 
     def _result(self, event: step.Input) -> object:
         for action in self._advance(event):
@@ -701,8 +781,13 @@ class StepMachine:
 
     def _derive(self, basis: step.RequestBasis) -> PreparedRequest:
         return prepare_request(
-            basis.state, basis.events, basis.view, first_request=basis.first_request, tools=self.tools,
-            config=self.prompt, messages=self._conversation,
+            basis.state,
+            basis.events,
+            basis.view,
+            first_request=basis.first_request,
+            tools=self.tools,
+            config=self.prompt,
+            messages=self._conversation,
         )
 
     def model_failed(self, error: model.ModelError, retries_used: int | None = None) -> bool:
@@ -778,15 +863,6 @@ class StepMachine:
                     return TurnOver(report_of(action.tally, self._requests))
             else:  # only results: ask again
                 event = step.Next(0, self.review_available())
-
-    def _verdict(self, proposed: step.ProposedStep) -> StepVerdict:
-        verdict: StepVerdict = "accepted"
-        shown = ProposedStep(proposed.turn, proposed.step, proposed.attempt)
-        for listener in self.step_listeners:
-            verdict = listener(shown)
-            if verdict != "accepted":
-                break
-        return verdict
 
     def fork(self, new_session: str, *, at: int | None = None, turn: int | None = None) -> ForkProvenance:
         """A new session whose log is this one's first ``at`` events, or the
