@@ -10,14 +10,13 @@ it: the model port (``AsyncModelClient``), an executor of
 for. The reducer itself is a pure function and runs on the loop: it never
 waits.
 
-Where the appends go:
-
-- over an ``AsyncStore`` (``AsyncRuntime.open``: the memory, SQLite and
-  PostgreSQL async stores of ``adapters.store``) every append is awaited on
-  the loop; nothing hops to a thread;
-- over a synchronous ``Store`` (the constructor, as before) the session is
-  read when the runtime is made and each append (not each operation) runs in
-  a worker thread, so the store's I/O never blocks the loop.
+Where the appends go: always to an ``AsyncStore``, awaited on the loop (the
+runtime has one path and never hops to a thread itself). ``AsyncRuntime.open``
+takes a native async store (the memory, SQLite and PostgreSQL async stores of
+``adapters.store``: the way to run it). The constructor takes a synchronous
+``Store``, reads the session there and then, and adapts the store at its
+boundary (``adapters.store.aio_threaded.ThreadedStore``: one thread hop per
+store call), so the store's I/O never blocks the loop.
 
 A failed append leaves the process value where it was (the reducer's value
 from before the append), so the runtime never runs ahead of the store. An
@@ -44,7 +43,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any, Unpack
 
 from ...kernel import step
 from ...kernel.errors import ConflictError
@@ -55,9 +54,10 @@ from ...kernel.plan.review import PlanCommand
 from ...kernel.session import SessionState, fold_more
 from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget
 from ..store.aio import AsyncLogStore, AsyncStore, append_to_async
+from ..store.aio_threaded import ThreadedStore
 from ..store.base import Folded, FoldedAppend, Lease, Store
-from ..store.session_log import Clock, LogSealedError, SessionLog, system_clock
-from .driver import human_input, turn_view
+from ..store.session_log import Clock, LogSealedError, system_clock
+from .driver import DriverOptions, human_input, step_budget, turn_view
 from .goal_service import AsyncGoalLog
 from .machine import (
     DriverCore,
@@ -74,21 +74,6 @@ from .review import AsyncReviewPort, ReviewPort, ask_async
 from .tool_runner import ToolRunner, from_reply_call, reply_of
 
 __all__ = ["AsyncRuntime", "InThread"]
-
-
-class _Log(Protocol):
-    """What the runtime reads of its session log."""
-
-    @property
-    def state(self) -> SessionState: ...
-
-    @property
-    def events(self) -> Sequence[Event]: ...
-
-    @property
-    def last_seq(self) -> int: ...
-
-    def now(self) -> int: ...
 
 
 class _AsyncLog:
@@ -169,17 +154,24 @@ class _AsyncLog:
     async def _append_events(self, before: SessionState, events: Sequence[Event], state: SessionState) -> None:
         if self.sealed_by is not None:
             raise LogSealedError(self.sealed_by)
-        lease = self.lease()
-        request = FoldedAppend(self.session_id, before.last_seq, tuple(events), None, Folded(before, state))
-        if lease is None:
-            await append_to_async(self.store, request)
+        lease, store = self.lease(), self.store
+        folded = Folded(before, state)
+        if isinstance(store, AsyncLogStore | ThreadedStore):  # stores that take the fold (and a lease)
+            await store.append(self.session_id, before.last_seq, events, lease=lease, folded=folded)
+        elif lease is None:
+            await append_to_async(store, FoldedAppend(self.session_id, before.last_seq, tuple(events), None, folded))
         else:
-            store = self.store
-            assert isinstance(store, AsyncLogStore), "a fenced append needs an AsyncSharedStore"
-            r = request
-            await store.append(r.session_id, r.expected_seq, r.events, lease=lease, folded=r.folded)
+            raise TypeError(f"a fenced append needs an AsyncSharedStore, not {type(store).__name__}")
         self._events.extend(events)
         self._state = state
+
+    @classmethod
+    async def opened(cls, store: AsyncStore, session_id: str, clock: Clock) -> _AsyncLog:
+        """The session as ``store`` holds it (its snapshot and a strict fold of
+        what follows: raises ``ReplayError``)."""
+        log = cls(store, session_id, clock, SessionState(), [])
+        await log.reload()
+        return log
 
     async def reload(self) -> None:
         self._state = await self.store.load(self.session_id, incremental=True)
@@ -190,12 +182,11 @@ class AsyncRuntime(DriverCore):
     """One session's asyncio runtime (see the module doc): ``store``'s
     session ``session_id``, an async ``model`` port, the ``tools`` (the tool
     runner's ``async_executors`` are awaited) and a ``review`` port that may
-    be async. ``retry_budget`` sizes the retries of one step (by default the
-    model client's ``retry_budget``, else ``step_retries``); each turn spends
-    its own. The constructor reads ``store`` (a synchronous ``Store``):
-    call it in a worker thread when that must not block the loop, or use
-    ``AsyncRuntime.open`` with an ``AsyncStore``. Raises ``ReplayError``
-    when the stored log does not fold strictly."""
+    be async; ``options`` as ``Driver``'s. Each turn spends its own retry
+    budget. The constructor reads ``store`` (a synchronous ``Store``, adapted
+    by ``ThreadedStore``): call it in a worker thread when that must not block
+    the loop, or use ``AsyncRuntime.open`` with an ``AsyncStore``. Raises
+    ``ReplayError`` when the stored log does not fold strictly."""
 
     def __init__(
         self,
@@ -205,27 +196,25 @@ class AsyncRuntime(DriverCore):
         tools: ToolRunner,
         review: AsyncReviewPort | ReviewPort | None = None,
         *,
-        clock: Clock = system_clock,
-        prompt: PromptConfig | None = None,
-        max_steps: int = 16,
-        step_retries: int = 2,
-        max_tool_calls: int = 32,
-        retry_budget: RetryBudget | None = None,
         _log: _AsyncLog | None = None,
+        **options: Unpack[DriverOptions],
     ) -> None:
-        shared = getattr(model, "retry_budget", None)
-        self.retry_budget = retry_budget or (shared if isinstance(shared, RetryBudget) else RetryBudget(step_retries))
+        clock = options.get("clock", system_clock)
+        if _log is None:
+            state = store.load(session_id, incremental=True)
+            events = list(store.read(session_id)[: state.last_seq])
+            _log = _AsyncLog(ThreadedStore(store), session_id, clock, state, events)
+        self.retry_budget = step_budget(model, options)
         self.model = model
         self.review = review
         self.tools = tools
-        self.prompt = prompt or PromptConfig()
-        self.max_steps = max_steps
-        self.max_tool_calls = max_tool_calls
+        self.prompt = options.get("prompt") or PromptConfig()
+        self.max_steps = options.get("max_steps", 16)
+        self.max_tool_calls = options.get("max_tool_calls", 32)
         self.step_listeners: list[StepListener] = []
         #: the plans put before the review port, in order
         self.shown: list[str] = []
-        self._async_log = _log
-        self._log: SessionLog | _AsyncLog = _log if _log is not None else SessionLog(store, session_id, clock)
+        self._log = _log
         self.session_id = session_id
         self._p = step.Process.opened(self._config(), self._view())
         self._conversation = Conversation()
@@ -244,46 +233,22 @@ class AsyncRuntime(DriverCore):
         model: AsyncModelClient,
         tools: ToolRunner,
         review: AsyncReviewPort | ReviewPort | None = None,
-        *,
-        clock: Clock = system_clock,
-        prompt: PromptConfig | None = None,
-        max_steps: int = 16,
-        step_retries: int = 2,
-        max_tool_calls: int = 32,
-        retry_budget: RetryBudget | None = None,
+        **options: Unpack[DriverOptions],
     ) -> AsyncRuntime:
         """A runtime over an ``AsyncStore``: the session is read with awaits
         (its snapshot and what follows), and every append is awaited on the
         loop. Raises ``ReplayError`` when the stored log does not fold."""
-        state = await store.load(session_id, incremental=True)
-        events = list((await store.read(session_id))[: state.last_seq])
-        log = _AsyncLog(store, session_id, clock, state, events)
-        return cls(
-            None,  # type: ignore[arg-type]
-            session_id, model, tools, review, clock=clock, prompt=prompt, max_steps=max_steps,
-            step_retries=step_retries, max_tool_calls=max_tool_calls, retry_budget=retry_budget, _log=log,
-        )
+        log = await _AsyncLog.opened(store, session_id, options.get("clock", system_clock))
+        return cls(None, session_id, model, tools, review, _log=log, **options)  # type: ignore[arg-type]
 
     # -- the session as the user sees it ----------------------------------------
 
     @property
-    def log(self) -> SessionLog:
-        """The synchronous session log of a runtime over a ``Store`` (a goal
-        service appends through it). Raises ``TypeError`` for a runtime over
-        an ``AsyncStore``, whose log is read with awaits (``store.read``)."""
-        if not isinstance(self._log, SessionLog):
-            raise TypeError("a runtime over an AsyncStore has no synchronous log: await the store's read and load")
-        return self._log
-
-    @property
     def goal_log(self) -> AsyncGoalLog:
-        """The session log of a runtime over an ``AsyncStore``, as an
-        ``AsyncGoalService`` appends through it (awaited, no thread). Raises
-        ``TypeError`` for a runtime over a synchronous ``Store`` (its
-        ``log`` serves a ``GoalService``)."""
-        if self._async_log is None:
-            raise TypeError("a runtime over a synchronous Store has no async log: use its log with a GoalService")
-        return self._async_log
+        """The session log as an ``AsyncGoalService`` appends through it
+        (awaited: on the loop over a native async store, one thread hop per
+        append over a synchronous one)."""
+        return self._log
 
     @property
     def state(self) -> SessionState:
@@ -324,12 +289,7 @@ class AsyncRuntime(DriverCore):
     # -- carrying out the reducer's actions -------------------------------------
 
     async def _write(self, append: step.Append) -> None:
-        if self._async_log is not None:
-            await self._async_log.append(append)
-            return
-        log = self._log
-        assert isinstance(log, SessionLog)
-        await asyncio.to_thread(log.append_folded, append.events, append.before, append.state)
+        await self._log.append(append)
 
     async def _advance(self, event: step.Input) -> list[step.Action]:
         """``StepMachine._advance`` awaited: feed ``event`` and its
@@ -381,10 +341,7 @@ class AsyncRuntime(DriverCore):
         assert self._behind is not None
         append, after = self._behind
         log = self._log
-        if isinstance(log, _AsyncLog):
-            await log.reload()
-        else:
-            await asyncio.to_thread(log.reload)  # over a synchronous store, as its appends are
+        await log.reload()
         self._behind = None
         if not written(log.events, append):
             return False

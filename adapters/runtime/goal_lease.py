@@ -32,7 +32,6 @@ live lease or by a lost lease at WARNING.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
@@ -56,7 +55,7 @@ from ..store.base import (
     TakesFold,
 )
 from ..store.engine import LogStore
-from .goal_service import AgentHandle, AsyncRoundRunner, DriveReport, GoalChanged, GoalService, RoundRunner
+from .goal_service import AgentHandle, DriveReport, GoalChanged, GoalService, RoundRunner
 from .machine import UnitStore
 
 __all__ = ["RELEASING_OPERATIONS", "LeasedDrive", "LeasedDriver", "default_holder"]
@@ -120,25 +119,6 @@ class _LeasedRunner:
         return self.runner.run_turn(text, source)
 
 
-class _AsyncLeasedRunner(_LeasedRunner):
-    """``_LeasedRunner`` for an asyncio round runner (the lease is taken in a
-    worker thread: it is a store call)."""
-
-    def __init__(self, driver: LeasedDriver, runner: AsyncRoundRunner) -> None:
-        super().__init__(driver, _NoSync())
-        self.async_runner = runner
-
-    async def run_turn(self, text: str, source: MessageSource | None = None) -> object:
-        await asyncio.to_thread(self.driver.take)
-        self.started(source)
-        return await self.async_runner.run_turn(text, source)
-
-
-class _NoSync:
-    def run_turn(self, text: str, source: MessageSource | None = None) -> object:
-        raise AssertionError("an asyncio drive runs its rounds as coroutines")
-
-
 class LeasedDriver:
     """A ``GoalService``'s round driver under the session's goal lease in
     ``store`` (see the module docstring); ``ttl_ms`` is how long the lease
@@ -192,16 +172,6 @@ class LeasedDriver:
         try:
             with self._fenced():
                 report = self.goals.drive(agent, leased, limit=limit)
-        except (LeaseHeldError, LeaseLostError) as exc:
-            return self._lost(agent, leased, exc)
-        return self._stopped(report)
-
-    async def drive_async(self, agent: AgentHandle, runner: AsyncRoundRunner, *, limit: int = 1_000) -> LeasedDrive:
-        """``drive`` for the asyncio runtime (``GoalService.drive_async``)."""
-        leased = _AsyncLeasedRunner(self, runner)
-        try:
-            with self._fenced():
-                report = await self.goals.drive_async(agent, leased, limit=limit)
         except (LeaseHeldError, LeaseLostError) as exc:
             return self._lost(agent, leased, exc)
         return self._stopped(report)

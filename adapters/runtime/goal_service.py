@@ -42,7 +42,6 @@ out-of-date caller cannot change the goal.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -438,22 +437,6 @@ class GoalService(_Goals):
             if isinstance(step, DriveReport):
                 return step
             runner.run_turn(*step)
-            abandoned = False
-
-    async def drive_async(
-        self, agent: AgentHandle, runner: AsyncRoundRunner, *, limit: int = 1_000
-    ) -> DriveReport:
-        """``drive`` for the asyncio runtime: the same rounds, each an awaited
-        turn of ``runner``; the decisions and the budget block run in a
-        worker thread (they may append)."""
-        self._check(agent)
-        rounds: list[int] = []
-        abandoned = self.log.state.turns.open
-        while True:
-            step = await asyncio.to_thread(self._next_round, rounds, limit, abandoned)
-            if isinstance(step, DriveReport):
-                return step
-            await runner.run_turn(*step)
             abandoned = False
 
     def _next_round(self, rounds: list[int], limit: int, abandoned: bool) -> tuple[str, GoalSource] | DriveReport:

@@ -20,7 +20,7 @@ from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.store.aio import AsyncSharedStore
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
-from planfold.adapters.store.base import LeaseHeldError
+from planfold.adapters.store.base import AppendResult, FoldedAppend, LeaseHeldError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.goal.ops import GoalError
 from planfold.kernel.log import MessageSource
@@ -107,10 +107,39 @@ def test_a_refused_operation_and_a_stale_agent_append_nothing() -> None:
     asyncio.run(scenario())
 
 
-def test_a_runtime_over_a_synchronous_store_has_no_async_goal_log() -> None:
-    runtime = AsyncRuntime(MemoryStore(), S, Model(), _tools())
-    with pytest.raises(TypeError, match="synchronous Store"):
-        runtime.goal_log  # noqa: B018
+def test_a_runtime_over_a_synchronous_store_drives_a_goal_with_one_thread_hop_per_store_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = MemoryStore(clock=ticking())
+    hops: list[str] = []
+    hop = asyncio.to_thread
+    appends: list[int] = []
+    append = store.append_folded
+
+    def counting(request: FoldedAppend) -> AppendResult:
+        appends.append(request.expected_seq)
+        return append(request)
+
+    store.append_folded = counting  # type: ignore[method-assign]
+
+    async def counted(call: Callable[..., object], *args: object) -> object:
+        hops.append(getattr(call, "__qualname__", ""))
+        return await hop(call, *args)
+
+    async def scenario() -> None:
+        runtime = AsyncRuntime(store, S, Model(), _tools(), clock=ticking())
+        monkeypatch.setattr(asyncio, "to_thread", counted)
+        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        await goals.create(goals.agent, "Tidy", max_rounds=2)
+        report = await goals.drive_async(goals.agent, runtime)
+        monkeypatch.undo()
+        assert report.rounds == (1, 2) and report.stopped == "budget-spent"
+
+    asyncio.run(scenario())
+    events = store.read(S)
+    assert store.audit(S).ok and fold_session(events) == store.load(S)
+    assert len(appends) >= 10 and appends == sorted(appends)  # the goal, 4 appends a round, the block
+    assert len(hops) == len(appends) and all(name.startswith("ThreadedStore.") for name in hops)
 
 
 def test_a_leased_drive_holds_the_lease_for_its_rounds_and_gives_it_back_at_the_budget(
