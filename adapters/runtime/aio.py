@@ -49,7 +49,7 @@ from ...kernel import step
 from ...kernel.errors import ConflictError
 from ...kernel.log import Draft, Event, MessageSource, number_drafts
 from ...kernel.plan.context import ViewRequest
-from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView
+from ...kernel.plan.mode import ChoiceOutcome
 from ...kernel.plan.review import PlanCommand
 from ...kernel.session import SessionState, fold_more
 from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget
@@ -63,13 +63,12 @@ from .machine import (
     DriverCore,
     StepListener,
     TurnReport,
-    failed,
     recoverable,
     report_of,
+    resume,
     store_may_be_ahead,
-    written,
 )
-from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
+from .prompt import Conversation, PreparedRequest, PromptConfig
 from .review import AsyncReviewPort, ReviewPort, ask_async
 from .tool_runner import ToolRunner, from_reply_call, reply_of
 
@@ -255,25 +254,6 @@ class AsyncRuntime(DriverCore):
         return self._log.state
 
     @property
-    def resumed(self) -> bool:
-        return self._p.resumed
-
-    @property
-    def in_doubt(self) -> bool:
-        """Whether an append's outcome is unknown still (``StepMachine.in_doubt``)."""
-        return self._behind is not None
-
-    @property
-    def pending(self) -> PendingChoice | None:
-        return self._p.pending
-
-    @property
-    def plan_mode(self) -> PlanModeView:
-        """The mode as the user sees it: recorded, and pending (``None``: none)."""
-        pending = self._p.pending
-        return PlanModeView(self._log.state.plan_mode, None if pending is None else pending.target)
-
-    @property
     def stage(self) -> step.Stage:
         return step.stage_of(self._p, self._view())
 
@@ -292,41 +272,37 @@ class AsyncRuntime(DriverCore):
         await self._log.append(append)
 
     async def _advance(self, event: step.Input) -> list[step.Action]:
-        """``StepMachine._advance`` awaited: feed ``event`` and its
-        continuations, carry out appends and path resolutions, return the
-        actions left. A failed append keeps the value from before it."""
+        """``StepMachine._advance`` awaited: run the reducer's transitions for
+        ``event``, awaiting their appends; the actions left."""
         if self._behind is not None:
             await self._catch_up()
-        self._configure()
-        queue: list[step.Input] = [event]
-        left: list[step.Action] = []
-        while queue:
-            moved = self._decide(queue.pop(0))
-            actions = moved.actions
-            if actions and isinstance(actions[0], step.Append):
-                append = actions[0]
-                write = asyncio.ensure_future(self._write(append))
-                try:
-                    await _settled(write)
-                except asyncio.CancelledError:
-                    failure = None if write.cancelled() else write.exception()
-                    if failure is not None and store_may_be_ahead(failure):
-                        # the next operation asks the store; the cancelled turn is abandoned either way
-                        self._behind = (append, moved.process.abandoned())
-                    elif self._log.last_seq == append.events[-1].seq:
-                        self._p = moved.process
-                    raise
-                except Exception as exc:
-                    applied = await self._lost_track(append, moved.process) if store_may_be_ahead(exc) else False
-                    if not recoverable(append, applied):
-                        raise
-                    if not applied:
-                        queue.insert(0, failed(append))
-                        continue
-                actions = actions[1:]
-            self._p = moved.process
-            self._carry_on(actions, queue, left)
-        return left
+        run = self._transitions(event)
+        found = resume(run, None)
+        while isinstance(found, tuple):
+            found = resume(run, await self._written(*found))
+        return found
+
+    async def _written(self, append: step.Append, after: step.Process) -> bool:
+        """Write ``append`` (``StepMachine._written``). A task cancelled
+        meanwhile waits for the write to end, takes the value the store
+        holds (or leaves the doubt to the next operation) and re-raises."""
+        write = asyncio.ensure_future(self._write(append))
+        try:
+            await _settled(write)
+        except asyncio.CancelledError:
+            failure = None if write.cancelled() else write.exception()
+            if failure is not None and store_may_be_ahead(failure):
+                # the next operation asks the store; the cancelled turn is abandoned either way
+                self._behind = (append, after.abandoned())
+            elif self._log.last_seq == append.events[-1].seq:
+                self._p = after
+            raise
+        except Exception as exc:
+            applied = await self._lost_track(append, after) if store_may_be_ahead(exc) else False
+            if not recoverable(append, applied):
+                raise
+            return bool(applied)
+        return True
 
     async def _lost_track(self, append: step.Append, after: step.Process) -> bool | None:
         """``StepMachine._lost_track``: ask the store whether the append in
@@ -338,15 +314,8 @@ class AsyncRuntime(DriverCore):
         return None
 
     async def _catch_up(self) -> bool:
-        assert self._behind is not None
-        append, after = self._behind
-        log = self._log
-        await log.reload()
-        self._behind = None
-        if not written(log.events, append):
-            return False
-        self._p = after
-        return True
+        await self._log.reload()
+        return self._settle_doubt(self._log.events)
 
     async def _result(self, event: step.Input) -> object:
         for action in await self._advance(event):
@@ -438,16 +407,7 @@ class AsyncRuntime(DriverCore):
                     event = step.ReviewAnswered(action.call.call_id, answer, 0)
 
     async def _ask(self, action: step.AskModel) -> step.Input:
-        basis = action.basis
-        prepared = prepare_request(
-            basis.state,
-            basis.events,
-            basis.view,
-            first_request=basis.first_request,
-            tools=self.tools,
-            config=self.prompt,
-            messages=self._conversation,
-        )
+        prepared = self._derive(action.basis)
         await self._advance(step.Asked())
         self._requests.append(prepared)
         budget = RetryBudget(self.retry_budget.retries)

@@ -70,7 +70,7 @@ calls, so that the model's transcript answers every call.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
@@ -119,6 +119,7 @@ __all__ = [
     "StepBegun",
     "StepListener",
     "StepMachine",
+    "Transitions",
     "TurnOver",
     "TurnReport",
     "UnitStore",
@@ -127,6 +128,7 @@ __all__ = [
     "recoverable",
     "refusal",
     "report_of",
+    "resume",
     "store_may_be_ahead",
     "written",
 ]
@@ -394,17 +396,8 @@ class _LazyEvents(Sequence[Event]):
 def report_of(tally: step.Tally, requests: Sequence[PreparedRequest]) -> TurnReport:
     """A driver's report of a turn: the machine's ``tally`` and the requests it derived."""
     return TurnReport(
-        tally.turn,
-        tally.first_seq,
-        tally.last_seq,
-        tally.steps,
-        tally.retries,
-        tally.reply,
-        tally.error,
-        tally.ended_by,
-        tally.flush_failures,
-        list(requests),
-        tally.closed_turn,
+        tally.turn, tally.first_seq, tally.last_seq, tally.steps, tally.retries, tally.reply, tally.error,
+        tally.ended_by, tally.flush_failures, list(requests), tally.closed_turn,
     )
 
 
@@ -437,6 +430,20 @@ def refusal(exc: step.StageError, process: step.Process) -> Exception:
     return OutOfOrderError(exc.message, "execute" if exc.stage == "resolve" else exc.stage, code=code)
 
 
+#: The reducer's transitions as a driver runs them (``DriverCore._transitions``).
+Transitions = Generator[tuple[step.Append, step.Process], bool | None, list[step.Action]]
+
+
+def resume(transitions: Transitions, written: bool | None) -> tuple[step.Append, step.Process] | list[step.Action]:
+    """Hand ``transitions`` whether the last append is in the log (``None``
+    to start): the next append to write and the value after it, or the
+    actions left once the reducer is done."""
+    try:
+        return transitions.send(written)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
 def recoverable(append: step.Append, applied: bool | None) -> bool:
     """Whether a driver goes on after ``append`` failed: it was written after
     all (``applied``), or it was not and the reducer takes the failure
@@ -463,7 +470,11 @@ class DriverCore:
     max_tool_calls: int
     retry_budget: model.RetryBudget
     step_listeners: list[StepListener]
+    prompt: PromptConfig
+    _conversation: Conversation
     _p: step.Process
+    #: an append in doubt and the value after it (see ``_lost_track``)
+    _behind: tuple[step.Append, step.Process] | None
 
     def _view(self) -> step.Log:
         raise NotImplementedError
@@ -490,6 +501,62 @@ class DriverCore:
     def _decide(self, event: step.Input) -> step.Transition:
         return decide(self._p, self._view(), event, self._now)
 
+    def _transitions(self, event: step.Input) -> Transitions:
+        """Feed ``event`` (and the continuations it asks for) to the reducer;
+        yield each append with the process value after it for the driver to
+        write, and take back whether it is in the log (False: it failed and
+        the reducer takes the failure); return the actions left for the
+        caller (results, model, tool, review, turn over). The process value
+        moves on only past what the store holds."""
+        self._configure()
+        queue: list[step.Input] = [event]
+        left: list[step.Action] = []
+        while queue:
+            moved = self._decide(queue.pop(0))
+            actions = moved.actions
+            if actions and isinstance(actions[0], step.Append):
+                append = actions[0]
+                if not (yield append, moved.process):
+                    queue.insert(0, failed(append))
+                    continue
+                actions = actions[1:]
+            self._p = moved.process
+            self._carry_on(actions, queue, left)
+        return left
+
+    def _settle_doubt(self, events: Sequence[Event]) -> bool:
+        """With the session read again (``events``), whether the append in
+        doubt was written: the value after it is taken when it was."""
+        assert self._behind is not None
+        append, after = self._behind
+        self._behind = None
+        if not written(events, append):
+            return False
+        self._p = after
+        return True
+
+    @property
+    def resumed(self) -> bool:
+        return self._p.resumed
+
+    @property
+    def in_doubt(self) -> bool:
+        """Whether an append's outcome is unknown still (the store did not
+        answer since): the next operation asks the store first."""
+        return self._behind is not None
+
+    @property
+    def pending(self) -> PendingChoice | None:
+        """The plan-mode choice waiting for the next accepted pre-step."""
+        return self._p.pending
+
+    @property
+    def plan_mode(self) -> PlanModeView:
+        """The mode as the user sees it: the recorded state, and the chosen
+        state waiting for the next accepted pre-step (``None``: nothing)."""
+        pending = self._p.pending
+        return PlanModeView(self._view().state.plan_mode, None if pending is None else pending.target)
+
     def _carry_on(self, actions: Sequence[step.Action], queue: list[step.Input], left: list[step.Action]) -> None:
         """Queue ``actions``' continuations and resolved paths; keep the rest in ``left``."""
         for action in actions:
@@ -500,6 +567,14 @@ class DriverCore:
                 queue.append(step.Resolved(call.id, tuple(resolved_effects(self.tools, call)), 0))
             else:
                 left.append(action)
+
+    def _derive(self, basis: step.RequestBasis) -> PreparedRequest:
+        """The request of a step, derived from ``basis`` (the conversation's
+        messages are kept between steps)."""
+        return prepare_request(
+            basis.state, basis.events, basis.view, first_request=basis.first_request, tools=self.tools,
+            config=self.prompt, messages=self._conversation,
+        )
 
     def _verdict(self, proposed: step.ProposedStep) -> StepVerdict:
         verdict: StepVerdict = "accepted"
@@ -559,16 +634,6 @@ class StepMachine(DriverCore):
     session_id = Delegated[str]("log")
     state = Delegated[SessionState]("log")
 
-    @property
-    def resumed(self) -> bool:
-        return self._p.resumed
-
-    @property
-    def in_doubt(self) -> bool:
-        """Whether an append's outcome is unknown still (the store did not
-        answer since): the next operation asks the store first."""
-        return self._behind is not None
-
     def _view(self) -> step.Log:
         return step.Log(self.log.state, _LazyEvents(self.log))
 
@@ -581,33 +646,27 @@ class StepMachine(DriverCore):
     # -- carrying out the reducer's actions -----------------------------------
 
     def _advance(self, event: step.Input) -> list[step.Action]:
-        """Feed ``event`` (and the continuations it asks for) to the reducer,
-        carry out its appends and path resolutions, and return the actions
-        left for the caller (results, model, tool, review, turn over). A
-        failed append keeps the process value from before it."""
+        """Run the reducer's transitions for ``event`` (``_transitions``),
+        writing their appends; the actions left for the caller."""
         if self._behind is not None:
             self._catch_up()
-        self._configure()
-        queue: list[step.Input] = [event]
-        left: list[step.Action] = []
-        while queue:
-            moved = self._decide(queue.pop(0))
-            actions = moved.actions
-            if actions and isinstance(actions[0], step.Append):
-                append = actions[0]
-                try:
-                    self._write(append)
-                except BaseException as exc:
-                    applied = self._lost_track(append, moved.process) if store_may_be_ahead(exc) else False
-                    if not recoverable(append, applied) or not isinstance(exc, Exception):
-                        raise
-                    if not applied:
-                        queue.insert(0, failed(append))
-                        continue
-                actions = actions[1:]
-            self._p = moved.process
-            self._carry_on(actions, queue, left)
-        return left
+        run = self._transitions(event)
+        found = resume(run, None)
+        while isinstance(found, tuple):
+            found = resume(run, self._written(*found))
+        return found
+
+    def _written(self, append: step.Append, after: step.Process) -> bool:
+        """Write ``append``: whether it is in the log (a failure the reducer
+        does not take, or a store that does not answer, raises)."""
+        try:
+            self._write(append)
+        except BaseException as exc:
+            applied = self._lost_track(append, after) if store_may_be_ahead(exc) else False
+            if not recoverable(append, applied) or not isinstance(exc, Exception):
+                raise
+            return bool(applied)
+        return True
 
     def _lost_track(self, append: step.Append, after: step.Process) -> bool | None:
         """An append whose outcome is unknown, or refused because another
@@ -624,14 +683,8 @@ class StepMachine(DriverCore):
     def _catch_up(self) -> bool:
         """Read the session again and find out whether the append in doubt
         was written."""
-        assert self._behind is not None
-        append, after = self._behind
         self.log.reload()
-        self._behind = None
-        if not written(self.log.events, append):
-            return False
-        self._p = after
-        return True
+        return self._settle_doubt(self.log.events)
 
     def _write(self, append: step.Append) -> None:
         if append.expected_seq != self.log.last_seq:
@@ -685,11 +738,6 @@ class StepMachine(DriverCore):
         return p.calls[0].call.call_id if p.calls else None
 
     @property
-    def pending(self) -> PendingChoice | None:
-        """The plan-mode choice waiting for the next accepted pre-step."""
-        return self._p.pending
-
-    @property
     def calls_left(self) -> tuple[model.ToolCall, ...]:
         """The reply's calls still to dispatch, in order."""
         return tuple(from_reply_call(entry.call) for entry in self._p.calls)
@@ -726,13 +774,6 @@ class StepMachine(DriverCore):
         raise OutOfOrderError(f"{what} needs the session at {wanted}, but it is at {stage}", stage)
 
     # -- the operations -------------------------------------------------------
-
-    @property
-    def plan_mode(self) -> PlanModeView:
-        """The mode as the user sees it: the recorded state, and the chosen
-        state waiting for the next accepted pre-step (``None``: nothing)."""
-        pending = self._p.pending
-        return PlanModeView(self.log.state.plan_mode, None if pending is None else pending.target)
 
     def choose(self, target: bool) -> ChoiceOutcome:
         """The user chooses plan mode on or off: appended now between turns,
@@ -778,17 +819,6 @@ class StepMachine(DriverCore):
             self._advance(step.Asked())
             self._requests.append(self._prepared)
         return self._prepared
-
-    def _derive(self, basis: step.RequestBasis) -> PreparedRequest:
-        return prepare_request(
-            basis.state,
-            basis.events,
-            basis.view,
-            first_request=basis.first_request,
-            tools=self.tools,
-            config=self.prompt,
-            messages=self._conversation,
-        )
 
     def model_failed(self, error: model.ModelError, retries_used: int | None = None) -> bool:
         """The model call of the open step failed: propose the same step again
