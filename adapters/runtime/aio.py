@@ -43,6 +43,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Unpack
 
 from ...kernel import step
@@ -75,21 +76,21 @@ from .tool_runner import ToolRunner, from_reply_call, reply_of
 __all__ = ["AsyncRuntime", "InThread"]
 
 
+@dataclass
 class _AsyncLog:
     """A session's fold and events in memory, appended through an ``AsyncStore``."""
 
-    def __init__(
-        self, store: AsyncStore, session_id: str, clock: Clock, state: SessionState, events: list[Event]
-    ) -> None:
-        self.store = store
-        self.session_id = session_id
-        self.clock = clock
-        self._state = state
-        self._events = events
+    store: AsyncStore
+    session_id: str
+    clock: Clock
+    _state: SessionState = field(default_factory=SessionState)
+    _events: list[Event] = field(default_factory=list)
+    #: what holds the log sealed right now (a running tool), or ``None``
+    sealed_by: str | None = None
+
+    def __post_init__(self) -> None:
         #: the lease every append carries while a goal driver holds one
         self.lease: Callable[[], Lease | None] = lambda: None
-        #: what holds the log sealed right now (a running tool), or ``None``
-        self.sealed_by: str | None = None
 
     @contextmanager
     def sealed(self, holder: str) -> Iterator[None]:
@@ -168,7 +169,7 @@ class _AsyncLog:
     async def opened(cls, store: AsyncStore, session_id: str, clock: Clock) -> _AsyncLog:
         """The session as ``store`` holds it (its snapshot and a strict fold of
         what follows: raises ``ReplayError``)."""
-        log = cls(store, session_id, clock, SessionState(), [])
+        log = cls(store, session_id, clock)
         await log.reload()
         return log
 

@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ...kernel.log import GoalSource, MessageSource
 from ..loggers import logger
@@ -116,23 +116,36 @@ class _LeasedRunner:
         return self.runner.run_turn(text, source)
 
 
-class LeaseRules:
-    """What the synchronous and the asyncio lease drivers share: the holder,
-    the lease held, and what each step of the lease means (logged on
+#: The goal service a lease driver drives, and the store that holds the lease.
+G = TypeVar("G", bound="_Goals[Any, Any]")
+S = TypeVar("S")
+
+
+class LeaseRules(Generic[G, S]):
+    """What the synchronous and the asyncio lease drivers share: ``goals``'s
+    driver under the session's goal lease in ``store`` (see the module
+    docstring; ``ttl_ms`` is how long the lease lasts past its last use), the
+    lease held, and what each step of the lease means (logged on
     ``_logger``); each driver makes the store calls its own way."""
 
     _logger = _log
 
-    def __init__(self, goals: _Goals[Any, Any], *, holder: str | None, ttl_ms: int) -> None:
+    def __init__(self, goals: G, store: S, *, holder: str | None = None, ttl_ms: int = 60_000) -> None:
+        self.goals = goals
+        self.store = store
         self.holder = holder or default_holder(goals.agent_id)
         self.ttl_ms = ttl_ms
         self.lease: Lease | None = None
-        self._goals = goals
+        goals.subscribe(goals.agent_id, self._changed)
 
     @property
     def session_id(self) -> str:
-        log: GoalLog = self._goals.log
+        log: GoalLog = self.goals.log
         return log.session_id
+
+    def _changed(self, change: GoalChanged) -> None:
+        """A goal change: the lease is given back after ``RELEASING_OPERATIONS``."""
+        raise NotImplementedError
 
     def _took(self, held: Lease | None, lease: Lease) -> Lease:
         """The lease acquired (or extended: the same token as ``held``)."""
@@ -156,7 +169,7 @@ class LeaseRules:
 
     def _lost(self, agent: AgentHandle, rounds: Sequence[int], exc: LeaseHeldError | LeaseLostError) -> LeasedDrive:
         """Another holder has the lease, or ours was lost: this process is disarmed."""
-        self._goals.disarm(agent)
+        self.goals.disarm(agent)
         self.lease = None
         if isinstance(exc, LeaseHeldError):
             self._logger.warning(
@@ -175,18 +188,9 @@ def round_number(rounds: Sequence[int], source: MessageSource | None) -> int:
     return source.round if isinstance(source, GoalSource) else len(rounds) + 1
 
 
-class LeasedDriver(LeaseRules):
+class LeasedDriver(LeaseRules[GoalService, SharedStore]):
     """A ``GoalService``'s round driver under the session's goal lease in
-    ``store`` (see the module docstring); ``ttl_ms`` is how long the lease
-    lasts past its last use."""
-
-    def __init__(
-        self, goals: GoalService, store: SharedStore, *, holder: str | None = None, ttl_ms: int = 60_000
-    ) -> None:
-        super().__init__(goals, holder=holder, ttl_ms=ttl_ms)
-        self.goals = goals
-        self.store = store
-        goals.subscribe(goals.agent_id, self._changed)
+    ``store`` (``LeaseRules`` has the arguments)."""
 
     def take(self) -> Lease:
         """Acquire the lease, or extend it; ``LeaseHeldError`` while another

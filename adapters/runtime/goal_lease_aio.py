@@ -49,20 +49,18 @@ class _LeasedRounds:
         return await self.runner.run_turn(text, source)
 
 
-class AsyncLeasedDriver(LeaseRules):
+class AsyncLeasedDriver(LeaseRules[AsyncGoalService, AsyncSharedStore]):
     """An ``AsyncGoalService``'s round driver under the session's goal lease
-    in ``store``; ``ttl_ms`` is how long the lease lasts past its last use."""
+    in ``store`` (``LeaseRules`` has the arguments)."""
 
     _logger = _log
 
     def __init__(
         self, goals: AsyncGoalService, store: AsyncSharedStore, *, holder: str | None = None, ttl_ms: int = 60_000
     ) -> None:
-        super().__init__(goals, holder=holder, ttl_ms=ttl_ms)
-        self.goals = goals
-        self.store = store
+        #: the releases goal changes asked for, still running (see ``settle``)
         self._releasing: set[asyncio.Task[bool]] = set()
-        goals.subscribe(goals.agent_id, self._changed)
+        super().__init__(goals, store, holder=holder, ttl_ms=ttl_ms)
 
     async def take(self) -> Lease:
         """Acquire the lease, or extend it; ``LeaseHeldError`` while another

@@ -75,14 +75,8 @@ class ThreadedStore:
         await self.close()
 
     async def append(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
-        *,
-        lease: Lease | None = None,
-        folded: Folded | None = None,
+        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None,
+        *, lease: Lease | None = None, folded: Folded | None = None,
     ) -> AppendResult:
         """``Store.append`` in a worker thread; ``lease`` fences it, ``folded``
         is the caller's own strict fold (``base.Folded``)."""
