@@ -116,6 +116,7 @@ __all__ = [
     "Review",
     "RunTool",
     "Stage",
+    "Stamp",
     "StepBegun",
     "StepListener",
     "StepMachine",
@@ -405,18 +406,34 @@ def _dispatched(result: step.DispatchResult) -> Dispatched:
     return Dispatched(from_reply_call(result.call), result.action, result.ok, result.output, result.review)
 
 
+class Stamp:
+    """A driver's clock as an input's ``at`` (``step.At``): read the first
+    time a transition stamps an append, then the same time for the rest of
+    that transition; never read for a transition that appends nothing."""
+
+    __slots__ = ("_at", "_clock")
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self._clock = clock
+        self._at: int | None = None
+
+    def __call__(self) -> int:
+        if self._at is None:
+            self._at = self._clock()
+        return self._at
+
+
 def decide(process: step.Process, log: step.Log, event: step.Input, now: Callable[[], int]) -> step.Transition:
-    """The reducer's answer to ``event`` as every driver asks it: a transition
-    that appends is asked again stamped ``now()`` (the clock is read only for
-    a transition that appends). A refusal is raised as the driver's typed
-    error (``refusal``); nothing changed."""
+    """The reducer's answer to ``event`` as every driver asks it, once: the
+    input's time is ``now`` (a ``Stamp``), which the transition reads only
+    if it appends. A refusal is raised as the driver's typed error
+    (``refusal``); nothing changed."""
+    if hasattr(event, "at"):
+        event = replace(event, at=Stamp(now))  # type: ignore[arg-type]
     try:
-        moved = step.advance(process, log, event)
-        if moved.actions and isinstance(moved.actions[0], step.Append) and hasattr(event, "at"):
-            moved = step.advance(process, log, replace(event, at=now()))  # type: ignore[arg-type]
+        return step.advance(process, log, event)
     except step.StageError as exc:
         raise refusal(exc, process) from None
-    return moved
 
 
 def refusal(exc: step.StageError, process: step.Process) -> Exception:

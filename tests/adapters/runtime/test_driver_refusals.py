@@ -12,6 +12,7 @@ import pytest
 
 from planfold.adapters.errors import AdapterError
 from planfold.adapters.llm.model import ChatRequest, ChatResponse
+from planfold.adapters.runtime import machine
 from planfold.adapters.runtime.aio import AsyncRuntime
 from planfold.adapters.runtime.goal_service import AsyncGoalService, GoalService
 from planfold.adapters.runtime.loop import Runtime
@@ -24,6 +25,7 @@ from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.session_log import LogSealedError
 from planfold.kernel import step
 from planfold.kernel.errors import PlanfoldError
+from planfold.kernel.log import Event
 from planfold.kernel.payload import JSON
 from planfold.kernel.session import fold_session
 from planfold.kernel.turn import Reply
@@ -155,3 +157,55 @@ def test_a_refusal_of_the_reducer_is_one_typed_error_for_every_driver(
     with pytest.raises(error) as refused:
         decide(process, log, event, lambda: 0)
     assert refused.value.code == code
+
+
+class _Counted:
+    """The reducer, the drivers' questions and the clock, counted."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.questions = self.answers = self.appending = self.reads = 0
+        advance, ask = step.advance, machine.decide
+
+        def counted_advance(process: step.Process, log: step.Log, event: step.Input) -> step.Transition:
+            self.answers += 1
+            moved = advance(process, log, event)
+            self.appending += any(isinstance(a, step.Append) for a in moved.actions)
+            return moved
+
+        def counted_decide(
+            process: step.Process, log: step.Log, event: step.Input, now: Callable[[], int]
+        ) -> step.Transition:
+            self.questions += 1
+            return ask(process, log, event, now)
+
+        monkeypatch.setattr(step, "advance", counted_advance)
+        monkeypatch.setattr(machine, "decide", counted_decide)
+        self.clock = ticking()
+
+    def now(self) -> int:
+        self.reads += 1
+        return self.clock()
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_a_driver_asks_the_reducer_once_a_question_and_reads_its_clock_once_an_append(
+    driver: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counted = _Counted(monkeypatch)
+    tools = ToolRunner(default_registry(), executors=Workspace(dict(FILES)).executors())
+    if driver == "sync":
+        store = MemoryStore()
+        assert Runtime(store, S, _Replies(), tools, clock=counted.now).run_turn("Read a.txt").ended_by == "reply"
+        events = store.read(S)
+    else:
+        astore = AsyncMemoryStore(clock=ticking())
+
+        async def turn() -> tuple[Event, ...]:
+            runtime = await AsyncRuntime.open(astore, S, _AsyncReplies(), tools, clock=counted.now)
+            assert (await runtime.run_turn("Read a.txt")).ended_by == "reply"
+            return await astore.read(S)
+
+        events = asyncio.run(turn())
+    assert counted.questions > counted.appending > 0
+    assert counted.answers == counted.questions and counted.reads == counted.appending
+    assert len({e.at for e in events}) == counted.appending and fold_session(events).last_seq == len(events)
