@@ -35,6 +35,13 @@ nothing more: the log keeps the turn open, and the next turn closes it as it
 closes the turn of a process that was killed (its unanswered calls answered
 as ``call-interrupted``). Any other failure closes the turn first, as
 ``Runtime`` does.
+
+The runtime asks the reducer through the drivers' shared helpers
+(``machine.DriverCore``, ``machine.decide``), so it refuses what
+``StepMachine`` refuses with the same typed errors. While a tool runs the
+session log is sealed: an append through ``goal_log`` raises
+``LogSealedError``, and so does a turn started from inside the running
+turn's own task (it is refused, not left waiting for itself).
 """
 
 from __future__ import annotations
