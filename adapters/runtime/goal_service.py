@@ -43,7 +43,7 @@ out-of-date caller cannot change the goal.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Generic, Protocol, TypeVar
 
@@ -325,6 +325,20 @@ class _Goals(Generic[L, R]):
         rounds.append(number)
         return round_text(number), round_source(self.state())
 
+    def _rounds(
+        self, agent: AgentHandle, limit: int, ended: list[DriveReport]
+    ) -> Iterator[tuple[str, GoalSource]]:
+        """A drive's rounds (each round's text and source), each planned once
+        the one before has run; the drive's report goes into ``ended`` when
+        they end (a ``budget-spent`` stop still needs its block appended)."""
+        self._check(agent)
+        rounds: list[int] = []
+        abandoned = self.log.state.turns.open  # until the first round's turn closes it
+        while not isinstance(planned := self._plan_round(rounds, limit, abandoned), DriveReport):
+            yield planned
+            abandoned = False
+        ended.append(planned)
+
     def _record(self, written: Sequence[Event], decision: GoalDecision) -> GoalChanged:
         (event,) = written
         self.activation = decision.activation
@@ -433,22 +447,11 @@ class GoalService(_Goals[SessionLog, GoalChanged]):
         first round, whose turn closes it as it opens (the step machine's
         ``start_turn`` does; a runner of another kind must too).
         """
-        self._check(agent)
-        rounds: list[int] = []
-        abandoned = self.log.state.turns.open  # until the first round's turn closes it
-        while True:
-            step = self._next_round(rounds, limit, abandoned)
-            if isinstance(step, DriveReport):
-                return step
-            runner.run_turn(*step)
-            abandoned = False
-
-    def _next_round(self, rounds: list[int], limit: int, abandoned: bool) -> tuple[str, GoalSource] | DriveReport:
-        """``_plan_round``, appending the budget block when it says so."""
-        planned = self._plan_round(rounds, limit, abandoned)
-        if isinstance(planned, DriveReport) and planned.stopped == "budget-spent":
-            return replace(planned, blocked_at=self._block_spent().seq)
-        return planned
+        ended: list[DriveReport] = []
+        for text, source in self._rounds(agent, limit, ended):
+            runner.run_turn(text, source)
+        (report,) = ended
+        return replace(report, blocked_at=self._block_spent().seq) if report.stopped == "budget-spent" else report
 
     def _block_spent(self) -> GoalChanged:
         decided, decision = self._block_decider()
@@ -475,14 +478,9 @@ class AsyncGoalService(_Goals[AsyncGoalLog, Awaitable[GoalChanged]]):
         """``GoalService.drive`` on the loop: each round an awaited turn of
         ``runner``, the budget block an awaited append; nothing runs in a
         thread."""
-        self._check(agent)
-        rounds: list[int] = []
-        abandoned = self.log.state.turns.open  # until the first round's turn closes it
-        while True:
-            planned = self._plan_round(rounds, limit, abandoned)
-            if isinstance(planned, DriveReport):
-                if planned.stopped == "budget-spent":
-                    return replace(planned, blocked_at=(await self._block_spent()).seq)
-                return planned
-            await runner.run_turn(*planned)
-            abandoned = False
+        ended: list[DriveReport] = []
+        for text, source in self._rounds(agent, limit, ended):
+            await runner.run_turn(text, source)
+        (report,) = ended
+        spent = report.stopped == "budget-spent"
+        return replace(report, blocked_at=(await self._block_spent()).seq) if spent else report
