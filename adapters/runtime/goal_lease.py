@@ -58,7 +58,7 @@ from ..store.engine import LogStore
 from .goal_service import AgentHandle, DriveReport, GoalChanged, GoalLog, GoalService, RoundRunner, _Goals
 from .machine import UnitStore
 
-__all__ = ["RELEASING_OPERATIONS", "LeaseRules", "LeasedDrive", "LeasedDriver", "default_holder", "round_number"]
+__all__ = ["RELEASING_OPERATIONS", "LeaseRules", "LeasedDrive", "LeasedDriver", "default_holder"]
 
 _log = logger(__name__)
 
