@@ -7,9 +7,10 @@ This module decides all of it and does none of it: ``advance(process, log,
 event)`` takes the machine's process value, the session log as the driver
 holds it now (its strict fold and its events) and one input (what the world
 answered, or what a driver asks for), and returns the next process value and
-the actions the world must carry out, in order. It reads no clock (the time
-an append is stamped with comes in with the input), touches no store and
-calls nothing outside the kernel.
+the actions the world must carry out, in order. It reads no clock of its own
+(the time an append is stamped with comes in with the input: a number, or the
+driver's clock, which a transition calls only when it appends), touches no
+store and calls nothing outside the kernel.
 
 Actions:
 
@@ -90,6 +91,7 @@ __all__ = [
     "AskModel",
     "AskReview",
     "Asked",
+    "At",
     "BeginStep",
     "CallEntry",
     "Choose",
@@ -128,6 +130,11 @@ __all__ = [
 ]
 
 Stage = Literal["idle", "turn", "step", "calls", "resolve", "execute", "review"]
+
+#: When an input happened, as its appends are stamped: a time in ms, or the
+#: driver's clock, called only by a transition that appends (a driver that
+#: hands its clock in reads it once per such transition, not per question).
+At = int | Callable[[], int]
 
 #: Model failures after which the same step is proposed again (while the
 #: step's retry budget lasts).
@@ -284,7 +291,7 @@ class Choose:
 
     name: ClassVar[str] = "choose"
     target: bool
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +302,7 @@ class StartTurn:
     text: str
     source: MessageSource | None
     view: ViewRequest
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,7 +310,7 @@ class EndTurn:
     """Close the open turn."""
 
     name: ClassVar[str] = "end-turn"
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,7 +318,7 @@ class Next:
     """What next? (a loop driver's one question between actions)"""
 
     name: ClassVar[str] = "next"
-    at: int
+    at: At
     review_available: bool = True
 
 
@@ -321,7 +328,7 @@ class StepVerdictIn:
 
     name: ClassVar[str] = "step-verdict"
     verdict: StepVerdict
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,7 +338,7 @@ class BeginStep:
     name: ClassVar[str] = "begin-step"
     step: int
     verdict: StepVerdict
-    at: int
+    at: At
     flushed: bool | None = None
     #: proposed by the machine itself (``Next``): a rejected step ends the
     #: turn, and the driver is asked what next
@@ -352,7 +359,7 @@ class ReplyIn:
 
     name: ClassVar[str] = "reply"
     reply: Reply
-    at: int
+    at: At
     retries_used: int = 0
 
 
@@ -373,7 +380,7 @@ class Dispatch:
 
     name: ClassVar[str] = "dispatch"
     call_id: str
-    at: int
+    at: At
     review_available: bool = True
 
 
@@ -384,7 +391,7 @@ class Resolved:
     name: ClassVar[str] = "resolved"
     call_id: str
     effects: tuple[Effect, ...]
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,7 +402,7 @@ class ToolDone:
     call_id: str
     ok: bool
     output: str
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,7 +412,7 @@ class ReviewAnswered:
     name: ClassVar[str] = "review-answer"
     call_id: str
     answer: ReviewAnswer
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,7 +421,7 @@ class AppendFailed:
 
     name: ClassVar[str] = "append-failed"
     purpose: str
-    at: int
+    at: At
     detail: tuple[object, ...] = ()
 
 
@@ -592,15 +599,25 @@ class _Work:
     """The appends of one transition, folded as they are decided (the events
     are numbered to follow the log and stamped ``at``)."""
 
-    __slots__ = ("at", "before", "events", "first", "state")
+    __slots__ = ("_at", "_time", "before", "events", "first", "state")
 
-    def __init__(self, log: Log, at: int) -> None:
+    def __init__(self, log: Log, at: At) -> None:
         self.before = log.state
         self.state = log.state
         self.first = log.state.last_seq
-        last = log.state.last
-        self.at = at if last is None or at >= last.at else last.at
+        self._time = at
+        self._at: int | None = None
         self.events: list[Event] = []
+
+    @property
+    def at(self) -> int:
+        """The time the events are stamped with (the input's, its clock read
+        at the first append), never earlier than the log's last event."""
+        if self._at is None:
+            at = self._time if isinstance(self._time, int) else self._time()
+            last = self.before.last
+            self._at = at if last is None or at >= last.at else last.at
+        return self._at
 
     def append(self, drafts: Sequence[Draft]) -> tuple[Event, ...]:
         if not drafts:

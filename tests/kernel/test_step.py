@@ -299,3 +299,39 @@ def test_a_failed_flush_keeps_the_choice_pending_and_the_step_goes_on() -> None:
     assert isinstance(header, step.Append) and [e.kind for e in header.events] == [REQUEST_HEADER]
     assert read_request_header(header.events[0].payload).plan_mode is False
     assert replace(after.process, tally=None).step_open
+
+
+class _Clock:
+    """A clock that counts its reads."""
+
+    def __init__(self, start: int = 1_000) -> None:
+        self.reads = 0
+        self.start = start
+
+    def __call__(self) -> int:
+        self.reads += 1
+        return self.start + self.reads
+
+
+def test_an_inputs_clock_is_read_once_by_a_transition_that_appends_and_never_by_one_that_does_not() -> None:
+    log = step.Log(SessionState(), ())
+    process = step.Process.opened(CONFIG, log)
+    clock = _Clock()
+    started = step.advance(process, log, step.StartTurn("go", None, ViewRequest(), clock))
+    opened = started.actions[0]
+    assert isinstance(opened, step.Append) and len(opened.events) == 2
+    assert clock.reads == 1 and {e.at for e in opened.events} == {1_001}
+    after = step.Log(opened.state, opened.events)
+    clock.reads = 0
+    asked = step.advance(started.process, after, step.Next(clock))
+    assert clock.reads == 0 and not any(isinstance(a, step.Append) for a in asked.actions)
+
+
+def test_a_clock_reading_earlier_than_the_log_stamps_at_the_logs_last_time() -> None:
+    log = step.Log(SessionState(), ())
+    process = step.Process.opened(CONFIG, log)
+    opened = step.advance(process, log, step.StartTurn("go", None, ViewRequest(), 5_000)).actions[0]
+    assert isinstance(opened, step.Append)
+    after = step.Log(opened.state, opened.events)
+    ended = step.advance(step.Process.opened(CONFIG, after), after, step.EndTurn(lambda: 10)).actions[0]
+    assert isinstance(ended, step.Append) and {e.at for e in ended.events} == {5_000}

@@ -13,6 +13,7 @@ import pytest
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_postgres import AsyncPostgresStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
+from planfold.adapters.store.aio_threaded import ThreadedStore
 from planfold.adapters.store.contract import ManualClock, StoreContract, StoreKit, StoreMaker
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
@@ -58,6 +59,16 @@ class TestAsyncMemoryStore(StoreContract):
     @pytest.fixture
     def store_maker(self) -> StoreMaker:
         return lambda clock: StoreKit.same_async(AsyncMemoryStore(clock=clock))
+
+
+class TestThreadedMemoryStore(StoreContract):
+    """A synchronous store adapted to the async face, one thread hop a call."""
+
+    example_divisor = 2
+
+    @pytest.fixture
+    def store_maker(self) -> StoreMaker:
+        return lambda clock: StoreKit.same_async(ThreadedStore(MemoryStore(clock=clock)))
 
 
 class TestAsyncSqliteStore(StoreContract):
