@@ -63,7 +63,7 @@ from .machine import OutOfOrderError, ProposedStep, StepListener, TurnReport, re
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
 from .resolve import resolved_effects
 from .review import AsyncReviewPort, ReviewPort, ask_async
-from .tool_runner import ToolRunner, from_reply_call, reply_of
+from .tool_runner import ToolRunner, reply_of
 
 __all__ = ["AsyncRuntime", "InThread"]
 
@@ -362,7 +362,7 @@ class AsyncRuntime:
                 if isinstance(action, step.Then):
                     queue.append(action.event)
                 elif isinstance(action, step.ResolvePaths):
-                    call = from_reply_call(action.call)
+                    call = action.call
                     queue.append(step.Resolved(call.id, tuple(resolved_effects(self.tools, call)), 0))
                 else:
                     left.append(action)
@@ -458,7 +458,7 @@ class AsyncRuntime:
                 elif isinstance(action, step.AskModel):
                     event = await self._ask(action)
                 elif isinstance(action, step.RunTool):
-                    call = from_reply_call(action.call)
+                    call = action.call
                     if isinstance(self._log, SessionLog):
                         with self._log.sealed(f"tool {call.name}"):
                             ok, output = await self.tools.execute_async(call)
@@ -468,7 +468,7 @@ class AsyncRuntime:
                 elif isinstance(action, step.AskReview):
                     self.shown.append(action.request.plan)
                     answer = await ask_async(self.review, action.request)
-                    event = step.ReviewAnswered(action.call.call_id, answer, 0)
+                    event = step.ReviewAnswered(action.call.id, answer, 0)
 
     async def _ask(self, action: step.AskModel) -> step.Input:
         basis = action.basis

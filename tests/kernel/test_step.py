@@ -26,7 +26,8 @@ from planfold.kernel.log import REQUEST_HEADER, Event, read_request_header
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import ViewRequest
 from planfold.kernel.session import SessionState, fold_session
-from planfold.kernel.turn import Reply, ReplyCall
+from planfold.kernel.tools.spec import ToolCall
+from planfold.kernel.turn import Reply
 from tests.runtime_helpers import SPEC, SUMMARY
 
 CONFIG = step.TurnConfig(default_registry(), max_steps=4, max_tool_calls=4, step_retries=1)
@@ -47,14 +48,14 @@ def _reply(kind: str, call_id: str) -> Reply:
     if kind == "final":
         return Reply("all done", (), "stop")
     if kind == "read":
-        return Reply(None, (ReplyCall(call_id, "read_file", '{"path": "a.txt"}', {"path": "a.txt"}),), "tool_calls")
+        return Reply(None, (ToolCall(call_id, "read_file", '{"path": "a.txt"}', {"path": "a.txt"}),), "tool_calls")
     if kind == "write":
         written: dict[str, JSON] = {"path": "b.txt", "content": "x"}
-        return Reply(None, (ReplyCall(call_id, "write_file", "{}", written),), "tool_calls")
+        return Reply(None, (ToolCall(call_id, "write_file", "{}", written),), "tool_calls")
     if kind == "cut":
         return Reply("half", (), "length")
     arguments: dict[str, JSON] = {"plan_spec": dict(SPEC), "summary_candidate": dict(SUMMARY)}
-    return Reply(None, (ReplyCall(call_id, "exit_plan_mode", "{}", arguments),), "tool_calls")
+    return Reply(None, (ToolCall(call_id, "exit_plan_mode", "{}", arguments),), "tool_calls")
 
 
 class TurnMachine(RuleBasedStateMachine):

@@ -25,6 +25,7 @@ from planfold.adapters.llm.model import (
     ModelUnreachableError,
     SystemMessage,
     ToolCall,
+    ToolCallError,
     ToolDefinition,
     ToolMessage,
     UserMessage,
@@ -242,9 +243,10 @@ def test_decode_arguments_cases(
 
 
 def test_a_tool_call_is_decoded_or_carries_its_error_never_both() -> None:
-    with pytest.raises(ModelBadRequestError):
+    with pytest.raises(ToolCallError) as both:
         ToolCall("c", "t", "{}", {}, "also an error")
-    with pytest.raises(ModelBadRequestError):
+    assert both.value.code == "invalid-tool-call" and both.value.call_id == "c"
+    with pytest.raises(ToolCallError):
         ToolCall("c", "t", "{", None, None)
     call = ToolCall.of("c", "t", {"path": "ä"})
     assert call.ok and call.arguments_json == '{"path": "ä"}'

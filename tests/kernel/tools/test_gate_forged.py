@@ -98,7 +98,7 @@ policies = st.builds(
 
 
 def _forged(kind: str, label: str, name: str, arguments: JSON) -> Forged:
-    return Forged(kind, label, ToolCall("forged-call", name, arguments))
+    return Forged(kind, label, ToolCall.recorded("forged-call", name, arguments))
 
 
 def _command(line: str) -> JSON:
@@ -200,7 +200,7 @@ def test_forged_calls_are_refused_in_plan_and_build_bootstrap() -> None:
 def test_no_declared_read_tool_is_refused(arguments: list[JSON], policy: GatePolicy) -> None:
     for tool, args in zip(READ_TOOLS, arguments, strict=True):
         for phase in PHASES:
-            verdict = check_call(REGISTRY, phase, policy, ToolCall("c", tool.name, args))
+            verdict = check_call(REGISTRY, phase, policy, ToolCall.recorded("c", tool.name, args))
             assert verdict == Allowed(tool.name, phase, "executor", "phase-allows")
 
 
@@ -228,7 +228,7 @@ def test_catalog_and_execution_agree_for_every_phase_and_tool(
             catalog = decide(phase, policy, tool, None)
             clean = isinstance(catalog, Allowed) and catalog.warning is None
             assert (tool.name in listed) == clean, (phase, tool.name, catalog)
-            verdict = check_call(REGISTRY, phase, policy, ToolCall("c", tool.name, args))
+            verdict = check_call(REGISTRY, phase, policy, ToolCall.recorded("c", tool.name, args))
             _agree(phase, policy, tool, listed, (catalog, verdict))
 
 

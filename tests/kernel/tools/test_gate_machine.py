@@ -187,7 +187,7 @@ class GateMachine(RuleBasedStateMachine):
 
     def check(self, name: str, arguments: JSON, shell_read: bool | None = None) -> None:
         self.calls += 1
-        verdict = check_call(self.registry, self.model.phase, self.policy(), ToolCall("c", name, arguments))
+        verdict = check_call(self.registry, self.model.phase, self.policy(), ToolCall.recorded("c", name, arguments))
         expected = self.model.outcome(name, arguments, shell_read)
         note(f"call {name}({arguments!r}) in {self.model.phase}: {verdict}")
         assert verdict_outcome(verdict) == expected, (expected, verdict)
