@@ -107,7 +107,7 @@ class TurnMachine(RuleBasedStateMachine):
                 if isinstance(action, step.Then):
                     queue.append(action.event)
                 elif isinstance(action, step.ResolvePaths):
-                    queue.append(step.Resolved(action.call.call_id, (), self.tick()))
+                    queue.append(step.Resolved(action.call.id, (), self.tick()))
                 elif isinstance(action, step.ProposeStep):
                     queue.append(step.StepVerdictIn("accepted", self.tick()))
                 else:
@@ -122,7 +122,7 @@ class TurnMachine(RuleBasedStateMachine):
             fits = False
         if event.name in ("tool-done", "review-answer") and fits:
             current = self.process.current
-            fits = current is not None and current.call.call_id == getattr(event, "call_id", None)
+            fits = current is not None and current.call.id == getattr(event, "call_id", None)
         if event.name == "next" and self.stage in ("idle", "turn"):
             fits = self.process.over is not None if self.stage == "idle" else self.process.turn_mine
         before = (self.process, len(self.events), self.state)
@@ -206,14 +206,14 @@ class TurnMachine(RuleBasedStateMachine):
     @rule(right=st.booleans(), ok=st.booleans())
     def tool_done(self, right: bool, ok: bool) -> None:
         current = self.process.current
-        call_id = current.call.call_id if current is not None and right else "elsewhere"
+        call_id = current.call.id if current is not None and right else "elsewhere"
         if self.offer(step.ToolDone(call_id, ok, "output", self.tick())) is not None:
             self.stage = "calls" if self.process.calls else "turn"
 
     @rule(approve=st.booleans())
     def review_answer(self, approve: bool) -> None:
         current = self.process.current
-        call_id = current.call.call_id if current is not None else "none"
+        call_id = current.call.id if current is not None else "none"
         answer = approval() if approve else keep_planning("more detail")
         if self.offer(step.ReviewAnswered(call_id, answer, self.tick())) is not None:
             self.stage = "calls" if self.process.calls else "turn"

@@ -157,7 +157,7 @@ def check_refused(verdict: Verdict, item: Forged, phase: RuntimePhase) -> Refuse
     assert isinstance(verdict, Refused), (phase, item)
     assert is_kebab_case(verdict.code), verdict
     assert verdict.reason.strip() and verdict.hint.strip(), verdict
-    assert verdict.phase == phase and verdict.tool == item.call.tool, verdict
+    assert verdict.phase == phase and verdict.tool == item.call.name, verdict
     return verdict
 
 
@@ -177,8 +177,8 @@ def test_forged_calls_are_refused_in_plan_and_build_bootstrap() -> None:
                 check_refused(verdict, item, phase)
                 # Catalog agreement: a refused call to a listed tool is either
                 # malformed or a per-call classified (unverified) tool.
-                if item.call.tool in listed:
-                    resolved = REGISTRY.get(item.call.tool)
+                if item.call.name in listed:
+                    resolved = REGISTRY.get(item.call.name)
                     assert resolved is not None
                     assert item.kind == "malformed" or tool_class(resolved) == "unverified"
                 checked[phase] += 1
