@@ -67,7 +67,7 @@ from .plan.scope import Effect
 from .session import SessionState
 from .tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload, verdict_events
 from .tools.gate import GatePolicy, Refused, Verdict, check_call
-from .tools.spec import ToolCall, ToolRegistry, is_json
+from .tools.spec import ToolCall, ToolRegistry, argument_problem, is_json
 
 __all__ = [
     "CALL_INTERRUPTED",
@@ -166,20 +166,7 @@ def _text(value: str) -> str:
 def _recordable(value: object) -> bool:
     """Whether decoded arguments can go into the log as they are: JSON the
     gate accepts (finite numbers, its depth limit) with Unicode text only."""
-    if not is_json(value):
-        return False
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if _text(item) is not item:
-                return False
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return True
+    return is_json(value) and argument_problem(value) is None
 
 
 def _recorded_call(call: ToolCall, index: int) -> ToolCall:

@@ -41,7 +41,6 @@ the tools it ``covers``, it may mark one particular call read-only.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -70,6 +69,7 @@ __all__ = [
     "ToolRegistry",
     "ToolSpec",
     "ToolSpecError",
+    "argument_problem",
     "decode_arguments",
     "freeze_json",
     "is_json",
@@ -368,8 +368,10 @@ def json_kind(value: object) -> str:
     return "a number" if isinstance(value, int | float) else type(value).__name__
 
 
-def _argument_problem(value: object) -> str | None:
-    """Why a decoded value cannot be a call's arguments in the log, or None."""
+def argument_problem(value: object) -> str | None:
+    """Why decoded arguments cannot go into the log as they are (nested
+    deeper than the gate allows, text that is not Unicode), or None. Whether
+    ``value`` is JSON at all is ``is_json``'s question."""
     stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
@@ -380,8 +382,8 @@ def _argument_problem(value: object) -> str | None:
                 item.encode("utf-8")
             except UnicodeEncodeError:
                 return "arguments hold text that is not valid Unicode (a lone surrogate)"
-        elif isinstance(item, dict | list):
-            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+        elif isinstance(item, Mapping | list | tuple):
+            children = [*item.keys(), *item.values()] if isinstance(item, Mapping) else item
             stack.extend((child, depth + 1) for child in children)
     return None
 
@@ -396,16 +398,25 @@ def decode_arguments(raw: str) -> tuple[Mapping[str, JSON] | None, str | None]:
     """
     if not raw.strip():
         return {}, None
+    import json  # noqa: PLC0415 (json is imported on first use, not with the kernel)
+
     try:
         value = json.loads(raw, parse_constant=_no_constant)
     except (ValueError, RecursionError) as err:
         return None, f"arguments are not valid JSON: {err}"
     if not isinstance(value, dict):
         return None, f"arguments must be a JSON object, got {json_kind(value)}"
-    problem = _argument_problem(value)
+    problem = argument_problem(value)
     if problem is not None:
         return None, problem
     return value, None
+
+
+def _json_text(value: JSON) -> str:
+    """``value`` (frozen or not) as JSON text, non-ASCII kept as it is."""
+    import json  # noqa: PLC0415 (see decode_arguments)
+
+    return json.dumps(thaw_json(value), ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,7 +465,7 @@ class ToolCall:
     @classmethod
     def of(cls, id: str, name: str, arguments: Mapping[str, JSON]) -> ToolCall:
         """A call from an already decoded object (scripts, tests)."""
-        return cls(id, name, json.dumps(thaw_json(arguments), ensure_ascii=False), arguments, None)
+        return cls(id, name, _json_text(arguments), arguments, None)
 
     @classmethod
     def recorded(cls, id: str, name: str, arguments: JSON) -> ToolCall:
@@ -466,7 +477,7 @@ class ToolCall:
         if isinstance(arguments, str):
             return cls(id, name, arguments, None, "the arguments were recorded as the raw text that did not decode")
         problem = f"arguments must be a JSON object, got {json_kind(arguments)}"
-        return cls(id, name, json.dumps(thaw_json(arguments), ensure_ascii=False), None, problem)
+        return cls(id, name, _json_text(arguments), None, problem)
 
     @property
     def ok(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import pytest
 from hypothesis import given
@@ -20,7 +21,7 @@ from planfold.kernel import tools
 from planfold.kernel.errors import GateError, PlanfoldError
 from planfold.kernel.payload import JSON
 from planfold.kernel.tools.events import read_tool_call, tool_call_payload
-from planfold.kernel.tools.spec import MAX_ARGUMENT_DEPTH, ToolCall, ToolCallError, thaw_json
+from planfold.kernel.tools.spec import MAX_ARGUMENT_DEPTH, ToolCall, ToolCallError, argument_problem, thaw_json
 from tests.gate_helpers import json_values, nested_objects
 
 
@@ -115,3 +116,10 @@ def test_the_kernels_former_field_names_are_read_only_names_of_id_and_name() -> 
 
 def test_a_call_with_object_arguments_can_be_hashed() -> None:
     assert hash(ToolCall.of("c1", "t", {"a": [1]})) == hash(ToolCall.of("c1", "t", {"a": [1]}))
+
+
+def test_the_argument_problem_is_found_inside_frozen_objects_and_tuples_too() -> None:
+    frozen = MappingProxyType({"paths": ("a", {"b": "\udc80"})})
+    assert argument_problem(frozen) == "arguments hold text that is not valid Unicode (a lone surrogate)"
+    assert argument_problem(nested_objects(MAX_ARGUMENT_DEPTH + 1)) is not None
+    assert argument_problem(MappingProxyType({"paths": ("a", "b")})) is None
