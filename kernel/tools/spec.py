@@ -34,9 +34,10 @@ offered in the phases its row names (the gate's verdict table is built from
 this table).
 
 Calls the model makes are ``ToolCall`` values holding whatever the model sent,
-both as raw text and decoded (the gate checks them); the one type serves the
-model port, the gate, the log and the executor. A ``CallClassifier`` is supplied by a deployment: for
-the tools it ``covers``, it may mark one particular call read-only.
+as raw text and decoded (the gate checks them): one type from the model port
+(which re-exports it) through the gate and the log to the executor. A
+``CallClassifier`` is supplied by a deployment: for the tools it ``covers``,
+it may mark one particular call read-only.
 """
 
 from __future__ import annotations
