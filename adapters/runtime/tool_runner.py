@@ -71,8 +71,9 @@ __all__ = [
 
 def reply_of(response: model.ChatResponse) -> Reply:
     """The model's reply as the kernel's turn rules read it, with what the
-    call cost (``usage_of``)."""
-    return Reply(response.text, response.tool_calls, response.finish_reason, response.refusal, usage_of(response))
+    call cost (``usage_of``): its calls are the response's own values."""
+    calls = tuple(response.tool_calls)  # the tuple itself when it is one
+    return Reply(response.text, calls, response.finish_reason, response.refusal, usage_of(response))
 
 
 def _count(value: int | None) -> int | None:
