@@ -50,7 +50,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar, overload
 
@@ -157,6 +157,7 @@ GOAL_OPERATION = "planfold.goal.operation"
 S = TypeVar("S")
 M = TypeVar("M")
 R = TypeVar("R")
+A = TypeVar("A")
 
 
 # --------------------------------------------------------------------------
@@ -488,8 +489,9 @@ class SessionTracer:
 class _ReviewSpan:
     span: Span
 
-    def answered(self, answer: object) -> None:
-        """Record the human's answer (what the runtime will read it as)."""
+    def answered(self, answer: A) -> A:
+        """Record the human's answer (what the runtime will read it as) and
+        hand it on."""
         if isinstance(answer, Selected):
             kind, approved = "selected", APPROVE in answer.options
             self.span.set_attribute("planfold.review.selected", [str(o) for o in answer.options])
@@ -503,6 +505,7 @@ class _ReviewSpan:
             kind, approved = "malformed", False
         self.span.set_attribute(REVIEW_ANSWER, kind)
         self.span.set_attribute(REVIEW_APPROVED, approved)
+        return answer
 
 
 def _error_code(output: str) -> str | None:
@@ -670,8 +673,8 @@ class _Model:
         self.retry_budget = budget if isinstance(budget, RetryBudget) else None
 
 
-def _describe(span: Span, response: ChatResponse) -> None:
-    """The GenAI attributes of a reply (those the server reported)."""
+def _described(span: Span, response: ChatResponse) -> ChatResponse:
+    """``response``, its GenAI attributes (those the server reported) set on ``span``."""
     if response.model:
         span.set_attribute("gen_ai.response.model", response.model)
     if response.finish_reason:
@@ -687,6 +690,7 @@ def _describe(span: Span, response: ChatResponse) -> None:
         span.set_attribute("planfold.response.latency_ms", latency)
     if response.refusal is not None:
         span.add_event("planfold.model.refusal", {"gen_ai.response.finish_reasons": [response.finish_reason or ""]})
+    return response
 
 
 class TracedModel(_Model):
@@ -699,9 +703,7 @@ class TracedModel(_Model):
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         with self.tracer.model_call(request, self.request_model, self.server) as span:
-            response = self.inner.complete(request)
-            _describe(span, response)
-            return response
+            return _described(span, self.inner.complete(request))
 
 
 class TracedAsyncModel(_Model):
@@ -714,9 +716,7 @@ class TracedAsyncModel(_Model):
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         with self.tracer.model_call(request, self.request_model, self.server) as span:
-            response = await self.inner.complete(request)
-            _describe(span, response)
-            return response
+            return _described(span, await self.inner.complete(request))
 
 
 @dataclass
@@ -733,53 +733,58 @@ class TracedToolRunner(ToolRunner):
         tracer.runner = traced
         return traced
 
+    def _span(self, call: ToolCall) -> AbstractContextManager[object]:
+        """The call's span, current while its executor runs (nothing untraced)."""
+        return nullcontext() if self.tracer is None else self.tracer.tool_call(call.id, call.name)
+
     def execute(self, call: ToolCall) -> tuple[bool, str]:
-        if self.tracer is None:
-            return super().execute(call)
-        with self.tracer.tool_call(call.id, call.name):
+        with self._span(call):
             return super().execute(call)
 
     async def execute_async(self, call: ToolCall) -> tuple[bool, str]:
-        if self.tracer is None:
-            return await super().execute_async(call)
-        with self.tracer.tool_call(call.id, call.name):
+        with self._span(call):
             return await super().execute_async(call)
 
 
-class TracedReviewPort:
-    """A ``ReviewPort`` whose every review is a span (see ``SessionTracer.review``)."""
+class _Review:
+    """What both traced review ports share: the inner port, the tracer and
+    the port's availability."""
 
-    def __init__(self, inner: ReviewPort, tracer: SessionTracer) -> None:
+    inner: ReviewPort | AsyncReviewPort
+
+    def __init__(self, inner: ReviewPort | AsyncReviewPort, tracer: SessionTracer) -> None:
         self.inner = inner
         self.tracer = tracer
 
     @property
     def available(self) -> bool:
         return bool(self.inner.available)
+
+
+class TracedReviewPort(_Review):
+    """A ``ReviewPort`` whose every review is a span (see ``SessionTracer.review``)."""
+
+    inner: ReviewPort
+
+    def __init__(self, inner: ReviewPort, tracer: SessionTracer) -> None:
+        super().__init__(inner, tracer)
 
     def review(self, request: ReviewRequest) -> ReviewAnswer:
         with self.tracer.review(request) as span:
-            answer = self.inner.review(request)
-            span.answered(answer)
-            return answer
+            return span.answered(self.inner.review(request))
 
 
-class TracedAsyncReviewPort:
+class TracedAsyncReviewPort(_Review):
     """An ``AsyncReviewPort`` whose every review is a span."""
 
-    def __init__(self, inner: AsyncReviewPort, tracer: SessionTracer) -> None:
-        self.inner = inner
-        self.tracer = tracer
+    inner: AsyncReviewPort
 
-    @property
-    def available(self) -> bool:
-        return bool(self.inner.available)
+    def __init__(self, inner: AsyncReviewPort, tracer: SessionTracer) -> None:
+        super().__init__(inner, tracer)
 
     async def review(self, request: ReviewRequest) -> ReviewAnswer:
         with self.tracer.review(request) as span:
-            answer = await self.inner.review(request)
-            span.answered(answer)
-            return answer
+            return span.answered(await self.inner.review(request))
 
 
 # --------------------------------------------------------------------------
