@@ -21,7 +21,15 @@ from planfold.kernel import tools
 from planfold.kernel.errors import GateError, PlanfoldError
 from planfold.kernel.payload import JSON
 from planfold.kernel.tools.events import read_tool_call, tool_call_payload
-from planfold.kernel.tools.spec import MAX_ARGUMENT_DEPTH, ToolCall, ToolCallError, argument_problem, thaw_json
+from planfold.kernel.tools.spec import (
+    MAX_ARGUMENT_DEPTH,
+    ToolCall,
+    ToolCallError,
+    argument_problem,
+    decode_arguments,
+    json_kind,
+    thaw_json,
+)
 from tests.gate_helpers import json_values, nested_objects
 
 
@@ -123,3 +131,47 @@ def test_the_argument_problem_is_found_inside_frozen_objects_and_tuples_too() ->
     assert argument_problem(frozen) == "arguments hold text that is not valid Unicode (a lone surrogate)"
     assert argument_problem(nested_objects(MAX_ARGUMENT_DEPTH + 1)) is not None
     assert argument_problem(MappingProxyType({"paths": ("a", "b")})) is None
+
+
+@given(st.text(max_size=30))
+def test_decoding_arguments_never_raises(raw: str) -> None:
+    decoded, problem = decode_arguments(raw)
+    assert (decoded is None) != (problem is None)
+    if decoded is not None and raw.strip():
+        assert json.loads(raw) == decoded
+
+
+@pytest.mark.parametrize(
+    ("raw", "decoded", "problem"),
+    [
+        ("", {}, None),
+        ("  \n", {}, None),
+        ('{"a": 1}', {"a": 1}, None),
+        ("[1, 2]", None, "arguments must be a JSON object, got an array"),
+        ('"text"', None, "arguments must be a JSON object, got a string"),
+        ("null", None, "arguments must be a JSON object, got null"),
+        ("1.5", None, "arguments must be a JSON object, got a number"),
+        ("true", None, "arguments must be a JSON object, got a boolean"),
+        ("{'a': 1}", None, "arguments are not valid JSON"),
+        ("[" * 100_000, None, "arguments are not valid JSON"),
+        ('{"n": NaN}', None, "NaN is not a JSON number"),
+        ('{"n": [-Infinity]}', None, "-Infinity is not a JSON number"),
+        ('{"deep": ' + "[" * 65 + "]" * 65 + "}", None, "arguments nest arrays and objects deeper than 64 levels"),
+        ('{"text": "\\udc80"}', None, "arguments hold text that is not valid Unicode (a lone surrogate)"),
+        ('{"\\ud800": 1}', None, "not valid Unicode"),
+        ('{"deep": ' + "[" * 64 + "]" * 64 + "}", {"deep": json.loads("[" * 64 + "]" * 64)}, None),
+    ],
+)
+def test_decode_arguments_cases(raw: str, decoded: Mapping[str, JSON] | None, problem: str | None) -> None:
+    got, why = decode_arguments(raw)
+    assert got == decoded
+    assert (why is None) if problem is None else (why is not None and problem in why)
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [(None, "null"), ({}, "an object"), ([], "an array"), ("", "a string"), (True, "a boolean"), (2, "a number"),
+     (2.5, "a number"), ((), "tuple")],
+)  # fmt: skip
+def test_an_error_names_the_json_kind_of_a_value(value: object, kind: str) -> None:
+    assert json_kind(value) == kind
