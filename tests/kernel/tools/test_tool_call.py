@@ -100,6 +100,14 @@ def test_a_recorded_call_reads_back_as_the_one_call_type(recorded: JSON, ok: boo
         assert thaw_json(back.recorded_arguments) == recorded
 
 
+def test_a_recorded_call_that_did_not_decode_says_why() -> None:
+    raw = ToolCall.recorded("c1", "read_file", "{oops")
+    assert raw.arguments_error == "the arguments were recorded as the raw text that did not decode"
+    array = ToolCall.recorded("c1", "read_file", [1, "é"])
+    assert array.arguments_error == "arguments must be a JSON object, got an array"
+    assert array.arguments_json == '[1, "é"]'
+
+
 def test_what_the_log_records_of_a_call_is_its_object_or_its_raw_text() -> None:
     decoded = ToolCall.parse("c1", "read_file", '{"path": "a"}')
     broken = ToolCall.parse("c2", "read_file", "{oops")
