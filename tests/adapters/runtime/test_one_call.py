@@ -2,7 +2,7 @@
 through the synchronous and the asyncio driver: it is one value all the way
 (the gate checks and the tool runner executes the very object the model
 client returned), and the driver asks the kernel at most four questions
-about it.
+about it: its crossings into the kernel for one call are counted here.
 
 A question is an input the driver hands the turn reducer
 (``kernel.step.advance``): the reply, the dispatch of the call, where its
