@@ -78,7 +78,7 @@ from .machine import (
 )
 from .prompt import Conversation, PreparedRequest, PromptConfig
 from .review import AsyncReviewPort, ReviewPort, ask_async
-from .tool_runner import ToolRunner, from_reply_call, reply_of
+from .tool_runner import ToolRunner, reply_of
 
 __all__ = ["AsyncRuntime", "InThread"]
 
@@ -399,14 +399,14 @@ class AsyncRuntime(DriverCore):
                 elif isinstance(action, step.AskModel):
                     event = await self._ask(action)
                 elif isinstance(action, step.RunTool):
-                    call = from_reply_call(action.call)
+                    call = action.call
                     with self._log.sealed(f"tool {call.name}"):
                         ok, output = await self.tools.execute_async(call)
                     event = step.ToolDone(call.id, ok, output, 0)
                 elif isinstance(action, step.AskReview):
                     self.shown.append(action.request.plan)
                     answer = await ask_async(self.review, action.request)
-                    event = step.ReviewAnswered(action.call.call_id, answer, 0)
+                    event = step.ReviewAnswered(action.call.id, answer, 0)
 
     async def _ask(self, action: step.AskModel) -> step.Input:
         prepared = self._derive(action.basis)

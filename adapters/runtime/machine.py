@@ -100,7 +100,7 @@ from ..store.fork import fork_at_turn
 from ..store.session_log import Clock, LogSealedError, SessionLog, system_clock
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
 from .resolve import resolved_effects
-from .tool_runner import ToolRunner, from_reply_call, reply_of
+from .tool_runner import ToolRunner, reply_of
 
 __all__ = [
     "ANSWERS",
@@ -405,7 +405,7 @@ def report_of(tally: step.Tally, requests: Sequence[PreparedRequest]) -> TurnRep
 
 
 def _dispatched(result: step.DispatchResult) -> Dispatched:
-    return Dispatched(from_reply_call(result.call), result.action, result.ok, result.output, result.review)
+    return Dispatched(result.call, result.action, result.ok, result.output, result.review)
 
 
 class Stamp:
@@ -444,7 +444,7 @@ def refusal(exc: step.StageError, process: step.Process) -> Exception:
     ``OutOfOrderError`` with the reducer's code (``unexpected-call`` names a
     call other than the one answered next)."""
     if exc.stage in ("resolve", "execute") and exc.code == "out-of-order" and process.current is not None:
-        return LogSealedError(f"tool {process.current.call.tool}")
+        return LogSealedError(f"tool {process.current.call.name}")
     code = exc.code if exc.code != "out-of-order" else None
     return OutOfOrderError(exc.message, "execute" if exc.stage == "resolve" else exc.stage, code=code)
 
@@ -582,7 +582,7 @@ class DriverCore:
             if isinstance(action, step.Then):
                 queue.append(action.event)
             elif isinstance(action, step.ResolvePaths):
-                call = from_reply_call(action.call)
+                call = action.call
                 queue.append(step.Resolved(call.id, tuple(resolved_effects(self.tools, call)), 0))
             else:
                 left.append(action)
@@ -753,13 +753,13 @@ class StepMachine(DriverCore):
         """The id of the call answered next, if any."""
         p = self._p
         if p.current is not None:
-            return p.current.call.call_id
-        return p.calls[0].call.call_id if p.calls else None
+            return p.current.call.id
+        return p.calls[0].call.id if p.calls else None
 
     @property
     def calls_left(self) -> tuple[model.ToolCall, ...]:
         """The reply's calls still to dispatch, in order."""
-        return tuple(from_reply_call(entry.call) for entry in self._p.calls)
+        return tuple(entry.call for entry in self._p.calls)
 
     @property
     def follow(self) -> Literal["continue", "end"]:
@@ -788,7 +788,7 @@ class StepMachine(DriverCore):
         if stage in stages:
             return
         if stage == "execute" and self._p.current is not None:
-            raise LogSealedError(f"tool {self._p.current.call.tool}")
+            raise LogSealedError(f"tool {self._p.current.call.name}")
         wanted = " or ".join(stages)
         raise OutOfOrderError(f"{what} needs the session at {wanted}, but it is at {stage}", stage)
 
@@ -903,11 +903,11 @@ class StepMachine(DriverCore):
                     prepared = self.request()
                     return AskModel(prepared.request, prepared, action.step, action.attempt, action.retries_used)
                 if isinstance(action, step.RunTool):
-                    return RunTool(from_reply_call(action.call))
+                    return RunTool(action.call)
                 if isinstance(action, step.AskReview):
                     if not self.shown or self.shown[-1] is not action.request.plan:
                         self.shown.append(action.request.plan)
-                    return Review(from_reply_call(action.call), action.request)
+                    return Review(action.call, action.request)
                 if isinstance(action, step.TurnOver):
                     return TurnOver(report_of(action.tally, self._requests))
             else:  # only results: ask again

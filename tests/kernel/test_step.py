@@ -26,7 +26,8 @@ from planfold.kernel.log import REQUEST_HEADER, Event, read_request_header
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import ViewRequest
 from planfold.kernel.session import SessionState, fold_session
-from planfold.kernel.turn import Reply, ReplyCall
+from planfold.kernel.tools.spec import ToolCall
+from planfold.kernel.turn import Reply
 from tests.runtime_helpers import SPEC, SUMMARY
 
 CONFIG = step.TurnConfig(default_registry(), max_steps=4, max_tool_calls=4, step_retries=1)
@@ -47,14 +48,14 @@ def _reply(kind: str, call_id: str) -> Reply:
     if kind == "final":
         return Reply("all done", (), "stop")
     if kind == "read":
-        return Reply(None, (ReplyCall(call_id, "read_file", '{"path": "a.txt"}', {"path": "a.txt"}),), "tool_calls")
+        return Reply(None, (ToolCall(call_id, "read_file", '{"path": "a.txt"}', {"path": "a.txt"}),), "tool_calls")
     if kind == "write":
         written: dict[str, JSON] = {"path": "b.txt", "content": "x"}
-        return Reply(None, (ReplyCall(call_id, "write_file", "{}", written),), "tool_calls")
+        return Reply(None, (ToolCall(call_id, "write_file", "{}", written),), "tool_calls")
     if kind == "cut":
         return Reply("half", (), "length")
     arguments: dict[str, JSON] = {"plan_spec": dict(SPEC), "summary_candidate": dict(SUMMARY)}
-    return Reply(None, (ReplyCall(call_id, "exit_plan_mode", "{}", arguments),), "tool_calls")
+    return Reply(None, (ToolCall(call_id, "exit_plan_mode", "{}", arguments),), "tool_calls")
 
 
 class TurnMachine(RuleBasedStateMachine):
@@ -106,7 +107,7 @@ class TurnMachine(RuleBasedStateMachine):
                 if isinstance(action, step.Then):
                     queue.append(action.event)
                 elif isinstance(action, step.ResolvePaths):
-                    queue.append(step.Resolved(action.call.call_id, (), self.tick()))
+                    queue.append(step.Resolved(action.call.id, (), self.tick()))
                 elif isinstance(action, step.ProposeStep):
                     queue.append(step.StepVerdictIn("accepted", self.tick()))
                 else:
@@ -121,7 +122,7 @@ class TurnMachine(RuleBasedStateMachine):
             fits = False
         if event.name in ("tool-done", "review-answer") and fits:
             current = self.process.current
-            fits = current is not None and current.call.call_id == getattr(event, "call_id", None)
+            fits = current is not None and current.call.id == getattr(event, "call_id", None)
         if event.name == "next" and self.stage in ("idle", "turn"):
             fits = self.process.over is not None if self.stage == "idle" else self.process.turn_mine
         before = (self.process, len(self.events), self.state)
@@ -205,14 +206,14 @@ class TurnMachine(RuleBasedStateMachine):
     @rule(right=st.booleans(), ok=st.booleans())
     def tool_done(self, right: bool, ok: bool) -> None:
         current = self.process.current
-        call_id = current.call.call_id if current is not None and right else "elsewhere"
+        call_id = current.call.id if current is not None and right else "elsewhere"
         if self.offer(step.ToolDone(call_id, ok, "output", self.tick())) is not None:
             self.stage = "calls" if self.process.calls else "turn"
 
     @rule(approve=st.booleans())
     def review_answer(self, approve: bool) -> None:
         current = self.process.current
-        call_id = current.call.call_id if current is not None else "none"
+        call_id = current.call.id if current is not None else "none"
         answer = approval() if approve else keep_planning("more detail")
         if self.offer(step.ReviewAnswered(call_id, answer, self.tick())) is not None:
             self.stage = "calls" if self.process.calls else "turn"
