@@ -105,7 +105,7 @@ class _MemoryTransaction:
         if w.provenance is not None:
             session.provenance = w.provenance
 
-    def commit(self) -> None:
+    def _commit(self) -> None:
         for write in self.pending:
             write()
 
@@ -139,7 +139,7 @@ class MemoryBackend:
                 raise StoreClosedError()
             tx = _MemoryTransaction(self._sessions, self._leases, self._clock)
             result = body(tx)
-            tx.commit()
+            tx._commit()
             if tx.pending:
                 self.changed.notify_all()
             return result

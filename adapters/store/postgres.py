@@ -553,7 +553,7 @@ class _PostgresTransaction:
         self.opening.sent(lock)
         return [cursor.fetchall() for cursor in cursors]
 
-    def commit(self) -> None:
+    def _commit(self) -> None:
         """The queued writes and ``COMMIT``, in one round trip."""
         if not self.opening.started:
             return
@@ -739,7 +739,7 @@ class PostgresBackend:
         try:
             result = body(tx)
             committing = True
-            tx.commit()
+            tx._commit()
             return result
         except _StaleConnection:
             self._abort(conn)
