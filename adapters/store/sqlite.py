@@ -229,8 +229,10 @@ class _SqliteTransaction:
                 version = self.version = self.run("PRAGMA data_version", ()).fetchone()[0]
                 known = self.views.get(session_id) if version == self.views_version else None
                 if known is not None:
-                    self.lease_read = known.lease
-                    return known._replace(now=self.clock())
+                    lease = self.lease_read = known.lease
+                    return SessionView(
+                        known.head, known.has_row, known.fold_format, known.fold_state, None, lease, self.clock()
+                    )
             head, has_row, fold_format, fold_state, holder, token, expires_at, ttl = self.run(
                 self.read_no_key, (session_id,)
             ).fetchone()
