@@ -187,6 +187,7 @@ __all__ = [
     "KnownKey",
     "LogStore",
     "OneStepBackend",
+    "SessionRead",
     "SessionRow",
     "SessionView",
     "SessionWrite",
@@ -300,6 +301,20 @@ class SessionRow(NamedTuple):
 EventRow = tuple[int, str, int, str]
 
 
+class SessionRead(NamedTuple):
+    """What one ``Transaction.view`` reads of one session besides the parts
+    it always reads (the head, the snapshot, the lease and the lease clock):
+    what an idempotency key answered, which of some goal ids the session has
+    used, the whole session row, its fork provenance. The read's twin of
+    ``SessionWrite``."""
+
+    session_id: str
+    key: str | None = None
+    goal_ids: Sequence[str] = ()
+    row: bool = False
+    provenance: bool = False
+
+
 class SessionWrite(NamedTuple):
     """What one ``Transaction.write`` writes to one session, every part
     optional: event rows, the goal ids they create (each with the seq of its
@@ -328,15 +343,7 @@ _WRITE: Callable[[Iterable[Any]], SessionWrite] = SessionWrite._make
 class Transaction(Protocol):
     """The rows of one backend, inside one transaction (see the module docstring)."""
 
-    def view(
-        self,
-        session_id: str,
-        *,
-        key: str | None = None,
-        goal_ids: Sequence[str] = (),
-        row: bool = False,
-        provenance: bool = False,
-    ) -> SessionView: ...
+    def view(self, read: SessionRead) -> SessionView: ...
 
     def rows(self, session_id: str, after: int = 0, upto: int | None = None) -> Iterable[StoredEvent]: ...
 
@@ -684,10 +691,7 @@ class LogStore(TakesFold):
     def _append(self, tx: Transaction, p: PreparedAppend, lease: Lease | None, folded: Folded | None) -> AppendResult:
         sid = p.session_id
         created = created_goal_ids(p.events)
-        if created:
-            view = tx.view(sid, key=p.key, goal_ids=[goal_id for goal_id, _ in created])
-        else:
-            view = tx.view(sid, key=p.key)
+        view = tx.view(SessionRead(sid, p.key, [goal_id for goal_id, _ in created]))
         if p.key is not None or view.head != p.expected_seq or lease is not None:  # else nothing to answer
             answer = _answered(p, lease, view)
             if answer is not None:
@@ -771,7 +775,7 @@ class LogStore(TakesFold):
         return self.backend.run("fork", True, lambda tx: self._fork(tx, source_session, upto, new_session))
 
     def _fork(self, tx: Transaction, source: str, at: int, new: str) -> ForkProvenance:
-        view = tx.view(new)  # the new session's lock, and whether it exists
+        view = tx.view(SessionRead(new))  # the new session's lock, and whether it exists
         if view.head:
             raise SessionExistsError(new, f"its log ends at seq {view.head}")
         if view.has_row:
@@ -815,7 +819,8 @@ class LogStore(TakesFold):
     def provenance(self, session_id: str) -> ForkProvenance | None:
         """Where the session was forked from; ``None`` for a session that was
         not forked (or is unknown)."""
-        return self._read("provenance", session_id, lambda tx, sid: tx.view(sid, provenance=True).provenance)
+        read = SessionRead(session_id, provenance=True)
+        return self._read("provenance", session_id, lambda tx, _: tx.view(read).provenance)
 
     def import_fork(
         self,
@@ -850,7 +855,7 @@ class LogStore(TakesFold):
         check_lease_request(session_id, holder, ttl_ms)
 
         def body(tx: Transaction) -> Lease:
-            view = tx.view(session_id)
+            view = tx.view(SessionRead(session_id))
             current, now = view.lease, view.now
             if current is not None and _is_live(current, now):
                 if current.holder != holder:
@@ -876,7 +881,7 @@ class LogStore(TakesFold):
         check_session_id(lease.session_id)
 
         def body(tx: Transaction) -> bool:
-            current = tx.view(lease.session_id).lease
+            current = tx.view(SessionRead(lease.session_id)).lease
             if current is None or current.holder != lease.holder or current.token != lease.token:
                 return False
             tx.write(SessionWrite(lease.session_id, lease=replace(current, holder="", expires_at=0)))
@@ -894,7 +899,7 @@ class LogStore(TakesFold):
         check_session_id(session_id)
 
         def body(tx: Transaction) -> Lease | None:
-            view = tx.view(session_id)
+            view = tx.view(SessionRead(session_id))
             return view.lease if _is_live(view.lease, view.now) else None
 
         return self.backend.run("lease", False, body)
@@ -941,7 +946,7 @@ class LogStore(TakesFold):
 
     def head(self, session_id: str) -> int:
         """The last seq of the session's log (0 when empty or unknown)."""
-        return self._read("head", session_id, lambda tx, sid: tx.view(sid).head)
+        return self._read("head", session_id, lambda tx, sid: tx.view(SessionRead(sid)).head)
 
     def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
         """The events with seq > ``after``, in order, as fresh values; a stored
@@ -977,7 +982,7 @@ class LogStore(TakesFold):
 
     def _load(self, tx: Transaction, sid: str, incremental: bool) -> SessionState:
         if incremental:
-            stored = tx.view(sid, row=True).row
+            stored = tx.view(SessionRead(sid, row=True)).row
             state = None if stored is None else self._resume(sid, *stored.snapshot())
             if state is not None:
                 rows = iter(decode_rows(tx.rows(sid, state.last_seq)))
@@ -992,7 +997,7 @@ class LogStore(TakesFold):
         summary column is rebuilt from the fold."""
 
         def body(tx: Transaction, sid: str) -> Projection:
-            row = tx.view(sid, row=True).row
+            row = tx.view(SessionRead(sid, row=True)).row
             return Projection() if row is None else row.projection
 
         stored = self._read("projection", session_id, body)
@@ -1006,7 +1011,7 @@ class LogStore(TakesFold):
         consistent view."""
 
         def body(tx: Transaction, sid: str) -> AuditReport:
-            view = tx.view(sid, row=True, provenance=True)
+            view = tx.view(SessionRead(sid, row=True, provenance=True))
             state = fold_rows(SessionState(), decode_rows(tx.rows(sid)))
             row = view.row or SessionRow(Projection(), "", "")
             report = audit_state(sid, state, row.projection, row.fold_format, row.fold_state)
@@ -1014,7 +1019,7 @@ class LogStore(TakesFold):
             if provenance is None:
                 return report
             problems = _provenance_problems(provenance, state.last_seq, lambda: tx.rows(sid, 0, provenance.seq))
-            problems += _source_problems(provenance, tx.view(provenance.source).head, tx)
+            problems += _source_problems(provenance, tx.view(SessionRead(provenance.source)).head, tx)
             return replace(report, mismatches=report.mismatches + problems, provenance=provenance)
 
         return self._read("audit", session_id, body)

@@ -55,7 +55,7 @@ from .base import (
     ProvenanceMismatchError,
     check_session_id,
 )
-from .engine import KnownKey, LogStore, SessionRow, SessionWrite, Transaction, created_goal_ids
+from .engine import KnownKey, LogStore, SessionRead, SessionRow, SessionWrite, Transaction, created_goal_ids
 from .projection import project, snapshot_reusing
 
 __all__ = ["IMPORT_BATCH", "check_prefix", "import_stream"]
@@ -87,7 +87,7 @@ def import_stream(
         check_session_id(provenance.source)
 
     def body(tx: Transaction) -> AppendResult:
-        view = tx.view(session_id, key=idempotency_key)
+        view = tx.view(SessionRead(session_id, idempotency_key))
         if idempotency_key is not None and view.known is not None:
             return AppendResult(session_id, view.known.first_seq, view.known.last_seq, replayed=True)
         if view.head != 0:

@@ -16,14 +16,24 @@ default); followers wait on a condition variable that every commit notifies.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ..provenance import ForkProvenance
 from .base import Lease, StoreClosedError
-from .engine import KnownKey, LogStore, SessionRow, SessionView, SessionWrite, StoredEvent, Transaction, Watch
+from .engine import (
+    KnownKey,
+    LogStore,
+    SessionRead,
+    SessionRow,
+    SessionView,
+    SessionWrite,
+    StoredEvent,
+    Transaction,
+    Watch,
+)
 from .session_log import system_clock
 
 __all__ = ["MemoryBackend", "MemoryStore"]
@@ -52,15 +62,8 @@ class _MemoryTransaction:
     def _session(self, sid: str) -> _Session:
         return self.sessions.setdefault(sid, _Session())
 
-    def view(
-        self,
-        session_id: str,
-        *,
-        key: str | None = None,
-        goal_ids: Sequence[str] = (),
-        row: bool = False,
-        provenance: bool = False,
-    ) -> SessionView:
+    def view(self, read: SessionRead) -> SessionView:
+        session_id, key, goal_ids, row, provenance = read
         lease = self.leases.get(session_id)
         now = self.clock()
         session = self.sessions.get(session_id)

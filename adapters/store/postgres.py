@@ -114,6 +114,7 @@ from .engine import (
     DecidedAppend,
     KnownKey,
     LogStore,
+    SessionRead,
     SessionRow,
     SessionView,
     SessionWrite,
@@ -447,34 +448,31 @@ class Opening:
         return not self.started and connection_lost(exc)
 
 
-def view_statements(
-    session_id: str, key: str | None, goal_ids: Sequence[str], row: bool, provenance: bool
-) -> list[Statement]:
+def view_statements(read: SessionRead) -> list[Statement]:
     """The statements of ``Transaction.view``, sent together: ``APPEND_READ``
-    and what the call asked for besides."""
-    statements: list[Statement] = [(APPEND_READ, {"s": session_id, "k": key})]
-    if goal_ids:
-        statements.append((USED_GOAL_IDS, (session_id, list(goal_ids))))
-    if row:
-        statements.append((SELECT_ROW, (session_id,)))
-    if provenance:
-        statements.append((SELECT_FORK, (session_id,)))
+    and what ``read`` asks for besides."""
+    sid = read.session_id
+    statements: list[Statement] = [(APPEND_READ, {"s": sid, "k": read.key})]
+    if read.goal_ids:
+        statements.append((USED_GOAL_IDS, (sid, list(read.goal_ids))))
+    if read.row:
+        statements.append((SELECT_ROW, (sid,)))
+    if read.provenance:
+        statements.append((SELECT_FORK, (sid,)))
     return statements
 
 
-def read_view(
-    session_id: str, answers: Answers, now: int | None, *, goal_ids: Sequence[str], row: bool, provenance: bool
-) -> SessionView:
-    """The ``SessionView`` the answers to ``view_statements`` make; ``now``
-    replaces the database's clock when given."""
+def read_view(read: SessionRead, answers: Answers, now: int | None) -> SessionView:
+    """The ``SessionView`` the answers to ``view_statements(read)`` make;
+    ``now`` replaces the database's clock when given."""
     columns = answers[0][0]
-    view = _view(session_id, columns, _int(columns[-1]) if now is None else now)
+    view = _view(read.session_id, columns, _int(columns[-1]) if now is None else now)
     if len(answers) == 1:
         return view
     rest = iter(answers[1:])
-    used = frozenset(str(found[0]) for found in next(rest)) if goal_ids else frozenset()
-    stored = _row(next(rest)) if row else None
-    source = _fork(next(rest)) if provenance else None
+    used = frozenset(str(found[0]) for found in next(rest)) if read.goal_ids else frozenset()
+    stored = _row(next(rest)) if read.row else None
+    source = _fork(next(rest)) if read.provenance else None
     return view._replace(row=stored, used=used, provenance=source)
 
 
@@ -562,18 +560,9 @@ class _PostgresTransaction:
                 self.conn.execute(cast("Any", sql), params)
             self.conn.execute("COMMIT")
 
-    def view(
-        self,
-        session_id: str,
-        *,
-        key: str | None = None,
-        goal_ids: Sequence[str] = (),
-        row: bool = False,
-        provenance: bool = False,
-    ) -> SessionView:
-        answers = self._fetch(view_statements(session_id, key, goal_ids, row, provenance), session_id)
-        now = None if self.clock is None else self.clock()
-        return read_view(session_id, answers, now, goal_ids=goal_ids, row=row, provenance=provenance)
+    def view(self, read: SessionRead) -> SessionView:
+        answers = self._fetch(view_statements(read), read.session_id)
+        return read_view(read, answers, None if self.clock is None else self.clock())
 
     def rows(self, session_id: str, after: int = 0, upto: int | None = None) -> Iterator[StoredEvent]:
         if upto is not None:

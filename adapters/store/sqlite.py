@@ -67,7 +67,18 @@ from typing import Any, Literal, TypeVar, cast
 
 from ..provenance import ForkProvenance
 from .base import InvalidRequestError, Lease
-from .engine import EventRow, KnownKey, LogStore, SessionRow, SessionView, SessionWrite, StoredEvent, Transaction, Watch
+from .engine import (
+    EventRow,
+    KnownKey,
+    LogStore,
+    SessionRead,
+    SessionRow,
+    SessionView,
+    SessionWrite,
+    StoredEvent,
+    Transaction,
+    Watch,
+)
 from .group import CommitGroup, Pending, own_copy
 from .projection import Projection
 from .session_log import system_clock
@@ -196,15 +207,8 @@ class _SqliteTransaction:
         self.views = {}
         self.views_version = None
 
-    def view(
-        self,
-        session_id: str,
-        *,
-        key: str | None = None,
-        goal_ids: Sequence[str] = (),
-        row: bool = False,
-        provenance: bool = False,
-    ) -> SessionView:
+    def view(self, read: SessionRead) -> SessionView:
+        session_id, key, goal_ids, row, provenance = read
         view = self._view(session_id, key)
         if not (goal_ids or row or provenance):
             return view
@@ -347,7 +351,7 @@ class _PollingWatch:
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = min(0.005, self.cap)
         while True:
-            head = self.backend.run("follow", False, lambda tx: tx.view(self.session_id).head)
+            head = self.backend.run("follow", False, lambda tx: tx.view(SessionRead(self.session_id)).head)
             if head > position:
                 return True
             left = None if deadline is None else deadline - time.monotonic()

@@ -14,7 +14,7 @@ import pytest
 
 from planfold.adapters.store import aio_postgres, postgres
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
-from planfold.adapters.store.engine import Backend, LogStore, OneStepBackend, Transaction
+from planfold.adapters.store.engine import Backend, LogStore, OneStepBackend, SessionRead, Transaction
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_readonly import open_read_only
@@ -86,7 +86,7 @@ def test_every_shipped_backend_implements_the_protocol_in_at_most_eight_operatio
 def test_a_backend_with_one_more_transaction_method_is_counted_and_refused() -> None:
     class Wider(postgres._PostgresTransaction):
         def head(self, session_id: str) -> int:
-            return self.view(session_id).head
+            return self.view(SessionRead(session_id)).head
 
     written, beyond = counted(postgres.PostgresBackend, Wider)
     assert beyond == {"head"}
