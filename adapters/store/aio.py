@@ -83,6 +83,7 @@ __all__ = [
     "BlockingStore",
     "append_to_async",
     "open_async_store",
+    "outlast",
 ]
 
 T = TypeVar("T")
@@ -400,6 +401,21 @@ async def _aclose(iterator: AsyncIterator[Event]) -> None:
 
 async def _awaited(awaitable: Awaitable[T]) -> T:
     return await awaitable
+
+
+async def outlast(wait: Callable[[], Awaitable[object]], done: Callable[[], bool]) -> None:
+    """Await ``wait()`` until ``done()``, whatever cancels the waiting task
+    meanwhile: an async store's cancelled write is settled (committed or
+    rolled back) before the cancellation reaches its caller, so the next
+    read tells whether it landed. The write's outcome is not the cancelled
+    caller's to see: an error ends the wait too."""
+    while not done():
+        try:
+            await wait()
+        except asyncio.CancelledError:
+            continue
+        except Exception:
+            return
 
 
 class BlockingStore:

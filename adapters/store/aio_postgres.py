@@ -60,7 +60,7 @@ from typing import Any, TypeVar, cast
 import psycopg
 import psycopg_pool
 
-from .aio import AsyncLogStore
+from .aio import AsyncLogStore, outlast
 from .base import AppendResult, FoldedAppend, InvalidRequestError, Lease, StoreClosedError, StoreUnavailableError
 from .engine import DecidedAppend, LogStore, SessionView, Transaction, Watch
 from .postgres import (
@@ -197,13 +197,7 @@ async def _settled(task: asyncio.Task[T]) -> T:
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
-        while not task.done():
-            try:
-                await asyncio.shield(task)
-            except asyncio.CancelledError:
-                continue
-            except Exception:  # its outcome is not the cancelled caller's to see
-                break
+        await outlast(lambda: asyncio.shield(task), task.done)
         raise
 
 
@@ -391,13 +385,7 @@ class AsyncPostgresStore(AsyncLogStore):
             if waiting in self._waiting:  # not sent: it never will be
                 self._waiting.remove(waiting)
                 raise
-            while not future.done():
-                try:
-                    await asyncio.shield(future)
-                except asyncio.CancelledError:
-                    continue
-                except Exception:  # its outcome is not the cancelled caller's to see
-                    break
+            await outlast(lambda: asyncio.shield(future), future.done)
             raise
         return decided_view(append, found)
 
