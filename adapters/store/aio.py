@@ -338,19 +338,15 @@ async def open_async_store(
     anything else the ``AsyncSqliteStore`` of that file. Opening does not
     block the loop."""
     # Each backend is imported only when asked for (psycopg is optional).
-    from .opener import DEFAULT_CONNECT_TIMEOUT, DEFAULT_STORE_TIMEOUT, is_postgres_url  # noqa: PLC0415
+    from .opener import DEFAULT_CONNECT_TIMEOUT, DEFAULT_STORE_TIMEOUT, is_postgres_url, postgres_extra  # noqa: PLC0415
 
     if target == ":memory:":
         from .aio_memory import AsyncMemoryStore  # noqa: PLC0415
 
         return AsyncMemoryStore()
     if is_postgres_url(target):
-        try:
+        with postgres_extra():
             from .aio_postgres import AsyncPostgresStore  # noqa: PLC0415
-        except ImportError as exc:
-            raise InvalidRequestError(
-                f"a PostgreSQL URL needs the postgres extra: pip install 'planfold[postgres]' ({exc})"
-            ) from exc
         return await AsyncPostgresStore.open(
             os.fspath(target),
             connect_timeout=DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout,
