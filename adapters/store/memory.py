@@ -23,17 +23,7 @@ from typing import TypeVar
 
 from ..provenance import ForkProvenance
 from .base import Lease, StoreClosedError
-from .engine import (
-    KnownKey,
-    LogStore,
-    SessionRead,
-    SessionRow,
-    SessionView,
-    SessionWrite,
-    StoredEvent,
-    Transaction,
-    Watch,
-)
+from .engine import KnownKey, LogStore, SessionRead, SessionRow, SessionView, SessionWrite, Transaction, Watch
 from .session_log import system_clock
 
 __all__ = ["MemoryBackend", "MemoryStore"]
@@ -83,7 +73,7 @@ class _MemoryTransaction:
             session.provenance if provenance else None,
         )
 
-    def rows(self, session_id: str, after: int = 0, upto: int | None = None) -> Iterator[StoredEvent]:
+    def rows(self, session_id: str, after: int = 0, upto: int | None = None) -> Iterator[tuple[int, str, int, str]]:
         session = self.sessions.get(session_id)
         return iter(() if session is None else session.events[after : None if upto is None else max(upto, after)])
 
