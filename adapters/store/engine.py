@@ -34,8 +34,10 @@ So a backend implements at most eight operations: ``run``, ``watch`` and
 ``close``, the transaction's four, and ``append_decided`` when it can
 append in one step. Reads are one call because every caller reads a
 session's record at one point of its transaction and only the backend knows
-how to read its parts together (one SQLite statement; one PostgreSQL round
-trip with ``BEGIN`` and the lock); writes are one bundle because nothing is
+how to read its parts together (SQLite: one statement for the parts every
+view reads, none when the connection kept the view its last append left;
+PostgreSQL: one round trip for ``BEGIN``, the lock and every statement the
+view asks for); writes are one bundle because nothing is
 read between them (every check comes first), so a backend that defers its
 writes to the commit (PostgreSQL) sends them in one round trip. The split is
 by concern: ``view`` is what a decision reads, ``rows`` the log, ``write``
