@@ -100,28 +100,15 @@ import msgspec
 import psycopg
 import psycopg_pool
 
-from ..provenance import ForkProvenance
 from ..redact import redact_text, redact_url
 from .base import (
     InvalidRequestError,
-    Lease,
     SchemaMismatchError,
     StoreClosedError,
     StoreUnavailableError,
     StoreUnreachableError,
 )
-from .engine import (
-    DecidedAppend,
-    KnownKey,
-    LogStore,
-    SessionRead,
-    SessionRow,
-    SessionView,
-    SessionWrite,
-    StoredEvent,
-    Transaction,
-    Watch,
-)
+from .engine import DecidedAppend, LogStore, SessionRead, SessionView, SessionWrite, StoredEvent, Transaction, Watch
 from .group import CommitGroup, Pending, own_copy
 from .migration import supported
 from .postgres_schema import (
@@ -151,7 +138,7 @@ from .postgres_schema import (
     read_version,
     translate,
 )
-from .projection import Projection
+from .stored import stored_int, stored_key, stored_lease, stored_provenance, stored_row
 
 __all__ = [
     "GroupAnswer",
@@ -179,27 +166,17 @@ _EVENTS = msgspec.json.Encoder()
 _VIEW = msgspec.json.Decoder(list[Any])
 
 
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else -1
-
-
-def _lease(session_id: str, holder: object, token: object, expires_at: object, ttl_ms: object) -> Lease | None:
-    if holder is None:
-        return None
-    return Lease(session_id, str(holder), _int(token), _int(expires_at), _int(ttl_ms))
-
-
 def _view(session_id: str, columns: Sequence[Any], now: int) -> SessionView:
     """An ``SessionView`` from the columns of ``APPEND_READ`` (the last one, the
     database's clock, replaced by ``now``)."""
     head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known, *lease, _ = columns
     return SessionView(
-        _int(head),
+        stored_int(head),
         bool(has_row),
         "" if fold_format is None else str(fold_format),
         "" if fold_state is None else str(fold_state),
-        KnownKey(str(known_hash), _int(known_first), _int(known_last)) if known else None,
-        _lease(session_id, *lease),
+        stored_key(known_hash, known_first, known_last) if known else None,
+        stored_lease(session_id, *lease),
         now,
     )
 
@@ -242,7 +219,7 @@ def decided_view(append: DecidedAppend, found: str | None) -> SessionView | None
     if found is None:
         return None
     columns = _VIEW.decode(found)
-    return _view(append.prepared.session_id, columns, _int(columns[-1]))
+    return _view(append.prepared.session_id, columns, stored_int(columns[-1]))
 
 
 def _param(value: object, encoding: str) -> bytes | None:
@@ -466,26 +443,16 @@ def read_view(read: SessionRead, answers: Answers, now: int | None) -> SessionVi
     """The ``SessionView`` the answers to ``view_statements(read)`` make;
     ``now`` replaces the database's clock when given."""
     columns = answers[0][0]
-    view = _view(read.session_id, columns, _int(columns[-1]) if now is None else now)
+    view = _view(read.session_id, columns, stored_int(columns[-1]) if now is None else now)
     if len(answers) == 1:
         return view
     rest = iter(answers[1:])
     used = frozenset(str(found[0]) for found in next(rest)) if read.goal_ids else frozenset()
-    stored = _row(next(rest)) if read.row else None
-    source = _fork(next(rest)) if read.provenance else None
+    found = next(rest) if read.row else None
+    stored = stored_row(found[0]) if found else None
+    found = next(rest) if read.provenance else None
+    source = stored_provenance(found[0]) if found else None
     return view._replace(row=stored, used=used, provenance=source)
-
-
-def _row(found: list[tuple[Any, ...]]) -> SessionRow | None:
-    if not found:
-        return None
-    r = found[0]
-    projection = Projection(_int(r[0]), str(r[1]), r[2] is True, str(r[3]), str(r[4]), str(r[5]))
-    return SessionRow(projection, str(r[6]), str(r[7]))
-
-
-def _fork(found: list[tuple[Any, ...]]) -> ForkProvenance | None:
-    return ForkProvenance(str(found[0][0]), _int(found[0][1]), str(found[0][2])) if found else None
 
 
 def write_statements(write: SessionWrite) -> list[Statement]:

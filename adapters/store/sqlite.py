@@ -69,7 +69,6 @@ from ..provenance import ForkProvenance
 from .base import InvalidRequestError, Lease
 from .engine import (
     EventRow,
-    KnownKey,
     LogStore,
     SessionRead,
     SessionRow,
@@ -80,7 +79,6 @@ from .engine import (
     Watch,
 )
 from .group import CommitGroup, Pending, own_copy
-from .projection import Projection
 from .session_log import system_clock
 from .sqlite_conn import ConnectionKeeper, connect_sqlite, enable_wal
 from .sqlite_schema import (
@@ -114,6 +112,7 @@ from .sqlite_sql import (
     used_goal_ids_sql,
 )
 from .sqlite_turns import WriteTurns
+from .stored import stored_int, stored_key, stored_lease, stored_provenance, stored_row
 
 __all__ = ["SqliteBackend", "SqliteStore", "Synchronous", "connect_sqlite", "has_table"]
 
@@ -124,23 +123,10 @@ Synchronous = Literal["full", "normal"]
 _VIEWS = 64
 
 
-def _as_int(value: object) -> int:
-    """A stored integer; -1 stands for anything else (only a hand-edited file
-    holds anything else, and -1 never matches a fold, so audits report it)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else -1
-
-
 def has_table(conn: Connection, name: str) -> bool:
     """Whether the file has the table ``name`` (a file opened read-only may
     be of a version before its leases or its forks)."""
     return conn.execute(HAS_TABLE, (name,)).fetchone() is not None
-
-
-def _lease(session_id: str, holder: object, token: object, expires_at: object, ttl_ms: object) -> Lease | None:
-    """A stored lease row (``None`` for no row)."""
-    if holder is None:
-        return None
-    return Lease(session_id, str(holder), _as_int(token), _as_int(expires_at), _as_int(ttl_ms))
 
 
 class _SqliteTransaction:
@@ -245,10 +231,10 @@ class _SqliteTransaction:
             head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known_key = found[:8]
             holder, token, expires_at, ttl = found[8:]
             if known_key:
-                hit = KnownKey(str(known_hash), _as_int(known_first), _as_int(known_last))
-        lease = self.lease_read = None if holder is None else _lease(session_id, holder, token, expires_at, ttl)
+                hit = stored_key(known_hash, known_first, known_last)
+        lease = self.lease_read = stored_lease(session_id, holder, token, expires_at, ttl)
         return SessionView(
-            head if type(head) is int else _as_int(head),
+            head if type(head) is int else stored_int(head),
             has_row == 1,  # "s.id IS NOT NULL" is 1 or 0
             fold_format if type(fold_format) is str else str(fold_format),
             fold_state if type(fold_state) is str else str(fold_state),
@@ -261,8 +247,7 @@ class _SqliteTransaction:
         found = self.conn.execute(SELECT_ROW, (session_id,)).fetchone()
         if found is None:
             return None
-        proj = Projection(_as_int(found[0]), str(found[1]), found[2] == 1, str(found[3]), str(found[4]), str(found[5]))
-        return SessionRow(proj, str(found[6]), str(found[7]))
+        return stored_row(found)
 
     def _used_goal_ids(self, session_id: str, ids: Sequence[str]) -> frozenset[str]:
         found: set[str] = set()
@@ -276,7 +261,7 @@ class _SqliteTransaction:
         if not has_table(self.conn, "forks"):
             return None  # a file from before forks, opened read-only
         found = self.conn.execute(SELECT_FORK, (session_id,)).fetchone()
-        return None if found is None else ForkProvenance(str(found[0]), _as_int(found[1]), str(found[2]))
+        return None if found is None else stored_provenance(found)
 
     def rows(self, session_id: str, after: int = 0, upto: int | None = None) -> Iterable[StoredEvent]:
         if upto is None:
