@@ -53,7 +53,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -66,11 +65,13 @@ from .base import (
     AuditReport,
     InvalidRequestError,
     Lease,
+    QuietTimer,
     StoreClosedError,
     check_after,
     check_fork_request,
     check_lease_request,
     check_session_id,
+    check_timeout,
 )
 from .engine import LogStore
 from .projection import Projection
@@ -81,6 +82,7 @@ __all__ = [
     "AsyncStore",
     "BlockingStore",
     "open_async_store",
+    "outlast",
 ]
 
 T = TypeVar("T")
@@ -126,12 +128,6 @@ class AsyncSharedStore(AsyncStore, Protocol):
     async def release_lease(self, lease: Lease) -> bool: ...
 
     async def lease(self, session_id: str) -> Lease | None: ...
-
-
-def _check_timeout(timeout: object) -> float | None:
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
-        raise InvalidRequestError(f"timeout must be a non-negative number of seconds or None, got {timeout!r}")
-    return None if timeout is None else float(timeout)
 
 
 class AsyncLogStore:
@@ -271,22 +267,17 @@ class AsyncLogStore:
         The request is checked at the call, as the synchronous one is."""
         check_session_id(session_id)
         position = check_after(after_seq)
-        return self._follow(session_id, position, _check_timeout(timeout))
+        return self._follow(session_id, position, check_timeout(timeout))
 
     async def _follow(self, session_id: str, position: int, timeout: float | None) -> AsyncIterator[Event]:
-        deadline = None if timeout is None else time.monotonic() + timeout
+        quiet = QuietTimer(timeout)
         while True:
             events = await self.read(session_id, position)
             for event in events:
                 position = event.seq
                 yield event
-            if deadline is None:
-                await self._wait(session_id, position, None)
-                continue
-            if events:
-                deadline = time.monotonic() + (timeout or 0.0)
-            left = deadline - time.monotonic()
-            if left <= 0:
+            left = quiet.wait(bool(events))
+            if left is not None and left <= 0:
                 return
             await self._wait(session_id, position, left)
 
@@ -307,19 +298,15 @@ async def open_async_store(
     anything else the ``AsyncSqliteStore`` of that file. Opening does not
     block the loop."""
     # Each backend is imported only when asked for (psycopg is optional).
-    from .opener import DEFAULT_CONNECT_TIMEOUT, DEFAULT_STORE_TIMEOUT, is_postgres_url  # noqa: PLC0415
+    from .opener import DEFAULT_CONNECT_TIMEOUT, DEFAULT_STORE_TIMEOUT, is_postgres_url, postgres_extra  # noqa: PLC0415
 
     if target == ":memory:":
         from .aio_memory import AsyncMemoryStore  # noqa: PLC0415
 
         return AsyncMemoryStore()
     if is_postgres_url(target):
-        try:
+        with postgres_extra():
             from .aio_postgres import AsyncPostgresStore  # noqa: PLC0415
-        except ImportError as exc:
-            raise InvalidRequestError(
-                f"a PostgreSQL URL needs the postgres extra: pip install 'planfold[postgres]' ({exc})"
-            ) from exc
         return await AsyncPostgresStore.open(
             os.fspath(target),
             connect_timeout=DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout,
@@ -370,6 +357,21 @@ async def _aclose(iterator: AsyncIterator[Event]) -> None:
 
 async def _awaited(awaitable: Awaitable[T]) -> T:
     return await awaitable
+
+
+async def outlast(wait: Callable[[], Awaitable[object]], done: Callable[[], bool]) -> None:
+    """Await ``wait()`` until ``done()``, whatever cancels the waiting task
+    meanwhile: an async store's cancelled write is settled (committed or
+    rolled back) before the cancellation reaches its caller, so the next
+    read tells whether it landed. The write's outcome is not the cancelled
+    caller's to see: an error ends the wait too."""
+    while not done():
+        try:
+            await wait()
+        except asyncio.CancelledError:
+            continue
+        except Exception:
+            return
 
 
 class BlockingStore:

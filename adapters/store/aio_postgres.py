@@ -60,20 +60,22 @@ from typing import Any, TypeVar, cast
 import psycopg
 import psycopg_pool
 
-from .aio import AsyncLogStore
+from .aio import AsyncLogStore, outlast
 from .base import AppendRequest, AppendResult, InvalidRequestError, StoreClosedError, StoreUnavailableError
-from .engine import AppendView, DecidedAppend, LogStore, Transaction, Watch
+from .engine import DecidedAppend, LogStore, SessionView, Transaction, Watch
 from .postgres import (
+    Answers,
     AppendArgs,
-    Params,
+    Opening,
     PostgresStore,
+    Statement,
     _has_input,
     _PostgresTransaction,
     _StaleConnection,
     append_args,
     decided_view,
 )
-from .postgres_schema import APPEND_CALL_PARAMS, CHANNEL, LOCK_SESSION, SELECT_EVENTS, connection_lost, translate
+from .postgres_schema import APPEND_CALL_PARAMS, CHANNEL, SELECT_EVENTS, connection_lost, translate
 
 __all__ = ["AsyncPostgresStore"]
 
@@ -83,51 +85,43 @@ T = TypeVar("T")
 GROUP_LIMIT = 64
 
 AsyncConnection = psycopg.AsyncConnection[Any]
+#: The rows one statement answered.
+Rows = list[tuple[Any, ...]]
 
 
 class _Missing(Exception):
-    """A body asked for a read this transaction has not fetched yet."""
+    """A body asked for reads this transaction has not fetched yet."""
 
-    def __init__(self, sql: str, params: Params, lock: str | None) -> None:
-        super().__init__(sql)
-        self.sql = sql
-        self.params = params
+    def __init__(self, statements: Sequence[Statement], lock: str | None) -> None:
+        super().__init__(statements[0][0])
+        self.statements = statements
         self.lock = lock
 
 
-def _key(sql: str, params: Params) -> tuple[str, str]:
+def _key(statement: Statement) -> tuple[str, str]:
+    sql, params = statement
     return sql, repr(params)
-
-
-class _Rows:
-    """Fetched rows, read as a cursor is."""
-
-    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
-        self.rows = rows
-
-    def fetchone(self) -> tuple[Any, ...] | None:
-        return self.rows[0] if self.rows else None
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        return self.rows
 
 
 class _ReplayTransaction(_PostgresTransaction):
     """The synchronous transaction's code, its reads answered from ``fetched``
     (see the module docstring); its writes queue in ``writes``."""
 
-    def __init__(self, write: bool, clock: Callable[[], int] | None, fetched: dict[tuple[str, str], _Rows]) -> None:
+    def __init__(self, write: bool, clock: Callable[[], int] | None, fetched: dict[tuple[str, str], Rows]) -> None:
         super().__init__(cast("Any", None), write, clock)
         self.fetched = fetched
 
-    def _query(self, sql: str, params: Params, lock: str | None = None) -> Any:
-        found = self.fetched.get(_key(sql, params))
-        if found is None:
-            raise _Missing(sql, params, lock)
-        return found
+    def _fetch(self, statements: Sequence[Statement], lock: str | None = None) -> Answers:
+        found = [self.fetched.get(_key(statement)) for statement in statements]
+        missing = [statement for statement, rows in zip(statements, found, strict=True) if rows is None]
+        if missing:
+            raise _Missing(missing, lock)
+        return cast("Answers", found)
 
-    def rows(self, session_id: str, after: int) -> Iterator[Any]:
-        return iter(self._query(SELECT_EVENTS, (session_id, after)).fetchall())
+    def rows(self, session_id: str, after: int = 0, upto: int | None = None) -> Iterator[Any]:
+        if upto is not None:
+            return super().rows(session_id, after, upto)
+        return iter(self._fetch([(SELECT_EVENTS, (session_id, after))])[0])
 
 
 class _ReplayBackend:
@@ -158,38 +152,28 @@ class _AsyncTransaction:
 
     def __init__(self, conn: AsyncConnection, write: bool) -> None:
         self.conn = conn
-        self.write = write
-        self.begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-        self.started = False
-        self.locked: set[str] = set()
-        self.fetched: dict[tuple[str, str], _Rows] = {}
+        self.opening = Opening(write)
+        self.fetched: dict[tuple[str, str], Rows] = {}
 
     async def fetch(self, miss: _Missing) -> None:
         conn = self.conn
-        lock = miss.lock
-        lock_first = lock is not None and self.write and lock not in self.locked
+        ahead = self.opening.due(miss.lock)
         try:
-            if self.started and not lock_first:
-                cursor = await conn.execute(cast("Any", miss.sql), miss.params)
-            else:
-                async with conn.pipeline():
-                    if not self.started:
-                        await conn.execute(cast("Any", self.begin))
-                    if lock_first:
-                        await conn.execute(LOCK_SESSION, (lock,))
-                    cursor = await conn.execute(cast("Any", miss.sql), miss.params)
-            rows = await cursor.fetchall()
+            async with conn.pipeline():
+                for sql, params in ahead:
+                    await conn.execute(cast("Any", sql), params)
+                cursors = [await conn.execute(cast("Any", sql), params) for sql, params in miss.statements]
+            answers = [await cursor.fetchall() for cursor in cursors]
         except psycopg.Error as exc:
-            if not self.started and connection_lost(exc):
+            if self.opening.stale(exc):
                 raise _StaleConnection(exc) from exc
             raise
-        self.started = True
-        if lock_first:
-            self.locked.add(str(lock))
-        self.fetched[_key(miss.sql, miss.params)] = _Rows(rows)
+        self.opening.sent(miss.lock)
+        for statement, rows in zip(miss.statements, answers, strict=True):
+            self.fetched[_key(statement)] = rows
 
-    async def commit(self, writes: Sequence[tuple[str, Params]]) -> None:
-        if not self.started:
+    async def commit(self, writes: Sequence[Statement]) -> None:
+        if not self.opening.started:
             return
         conn = self.conn
         async with conn.pipeline():
@@ -213,13 +197,7 @@ async def _settled(task: asyncio.Task[T]) -> T:
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
-        while not task.done():
-            try:
-                await asyncio.shield(task)
-            except asyncio.CancelledError:
-                continue
-            except Exception:  # its outcome is not the cancelled caller's to see
-                break
+        await outlast(lambda: asyncio.shield(task), task.done)
         raise
 
 
@@ -387,7 +365,7 @@ class AsyncPostgresStore(AsyncLogStore):
         body = store.append_transaction(request)
         return await _settled(self._task(self._transact("append", True, lambda s: s.backend.run("append", True, body))))
 
-    async def _one_step(self, append: DecidedAppend) -> AppendView | None:
+    async def _one_step(self, append: DecidedAppend) -> SessionView | None:
         """``planfold_append`` of ``append``, alone or with the appends that
         wait meanwhile (see the module docstring)."""
         args = append_args(append, None if self.clock is None else self.clock())
@@ -402,13 +380,7 @@ class AsyncPostgresStore(AsyncLogStore):
             if waiting in self._waiting:  # not sent: it never will be
                 self._waiting.remove(waiting)
                 raise
-            while not future.done():
-                try:
-                    await asyncio.shield(future)
-                except asyncio.CancelledError:
-                    continue
-                except Exception:  # its outcome is not the cancelled caller's to see
-                    break
+            await outlast(lambda: asyncio.shield(future), future.done)
             raise
         return decided_view(append, found)
 
@@ -552,4 +524,3 @@ class AsyncPostgresStore(AsyncLogStore):
                 await asyncio.wait([task])
         self._backend.close()
         await self.pool.close(timeout=5)
-

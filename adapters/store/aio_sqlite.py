@@ -59,7 +59,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from ...kernel.session import SessionState, fold_rows
-from .aio import AsyncLogStore
+from .aio import AsyncLogStore, outlast
 from .base import AppendRequest, AppendResult, InvalidRequestError
 from .engine import LogStore, Transaction
 from .group import Pending
@@ -218,20 +218,6 @@ def _answer(job: _Job, store: Callable[[], SqliteStore]) -> None:
         job.future.set_result(result)
 
 
-async def _settled(future: concurrent.futures.Future[Any]) -> None:
-    """Wait, whatever cancels the waiting task meanwhile, until a write its
-    thread has begun is over (or it was taken out before it began), so that a
-    cancelled write is settled when the cancellation reaches its caller: the
-    next read tells whether it landed."""
-    while not future.done():
-        try:
-            await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            continue
-        except Exception:  # its outcome is not the cancelled caller's to see
-            return
-
-
 _FILES: dict[Hashable, _FileWorkers] = {}
 _FILES_LOCK = threading.Lock()
 
@@ -315,8 +301,9 @@ class AsyncSqliteStore(AsyncLogStore):
         try:
             return await asyncio.wrap_future(job.future)
         except asyncio.CancelledError:
-            if settle:
-                await _settled(job.future)
+            if settle:  # a write its thread has begun (or that was taken out before it began)
+                future = job.future
+                await outlast(lambda: asyncio.wrap_future(future), future.done)
             raise
 
     async def _run(self, call: Callable[[LogStore], T]) -> T:

@@ -69,6 +69,7 @@ provenance against its own first ``seq`` events.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, fields
 from typing import Literal, NamedTuple, Protocol, runtime_checkable
@@ -555,6 +556,33 @@ def check_after(after: object) -> int:
     if isinstance(after, bool) or not isinstance(after, int):
         raise InvalidRequestError(f"after must be an integer, got {after!r}")
     return min(max(after, 0), MAX_SEQ)
+
+
+def check_timeout(timeout: object) -> float | None:
+    """A ``follow`` timeout: ``None`` (follow forever) or a non-negative number of seconds."""
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
+        raise InvalidRequestError(f"timeout must be a non-negative number of seconds or None, got {timeout!r}")
+    return None if timeout is None else float(timeout)
+
+
+class QuietTimer:
+    """How long a ``follow`` waits between reads, sync or async: forever
+    without a timeout; otherwise until ``timeout`` seconds pass with no new
+    event (each read that brought events starts the quiet time again)."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+
+    def wait(self, got_events: bool) -> float | None:
+        """The seconds to wait for more after a read (``None``: with no end;
+        ``0.0`` or less: the follow is over)."""
+        if self.deadline is None or self.timeout is None:
+            return None
+        now = time.monotonic()
+        if got_events:
+            self.deadline = now + self.timeout
+        return self.deadline - now
 
 
 def check_lease_request(session_id: object, holder: object, ttl_ms: object) -> None:

@@ -14,16 +14,34 @@ supplies only what differs between storage engines:
   exception rolls back, and a driver exception leaves as the store's typed
   ``StorageError`` (``outcome`` ``unknown`` only when the commit itself
   failed). The kernel's ``ConflictError`` and the store errors pass through.
-- ``Transaction``: the rows. ``append_view`` reads everything an append needs
-  before it decides (the log's last seq, the session row's snapshot, what the
-  idempotency key already answered); ``rows`` yields stored
-  ``(seq, kind, at, payload text)`` rows in seq order (``prefix``: those up
-  to a seq, which a write transaction reads whole: a stream left early may
-  abort its transaction); ``snapshot``, ``session_row``, ``head``,
-  ``used_goal_ids`` and ``provenance`` read; ``insert_events``,
-  ``write_row``, ``insert_key``, ``insert_goal_ids`` and
-  ``write_provenance`` write. Payloads are stored as the compact JSON text
-  the codec produced, so every backend hands back byte-identical events.
+- ``Transaction``: the rows, in four operations split by concern. ``view``
+  reads a session's record in one call: the log's last seq, the session
+  row's snapshot, what an idempotency key already answered, the goal lease
+  with the lease clock's now, and on request the whole session row
+  (projection included), which of some goal ids the session has used and
+  its fork provenance. In a write transaction it takes the session's write
+  lock first. ``rows`` yields stored ``(seq, kind, at, payload text)`` rows
+  in seq order after a seq and, with ``upto``, up to one (such a bounded
+  range is read whole: a stream left early may abort its transaction).
+  ``session_ids`` lists the sessions. ``write`` takes a ``SessionWrite``,
+  the bundle of what one transaction writes to a session (event rows, goal
+  ids, the session row, a key, the lease, a provenance; each part
+  optional); a transaction may write more than once (an import writes its
+  events in batches). Payloads are stored as the compact JSON text the
+  codec produced, so every backend hands back byte-identical events.
+
+So a backend implements at most eight operations: ``run``, ``watch`` and
+``close``, the transaction's four, and ``append_decided`` when it can
+append in one step. Reads are one call because every caller reads a
+session's record at one point of its transaction and only the backend knows
+how to read its parts together (SQLite: one statement for the parts every
+view reads, none when the connection kept the view its last append left;
+PostgreSQL: one round trip for ``BEGIN``, the lock and every statement the
+view asks for); writes are one bundle because nothing is
+read between them (every check comes first), so a backend that defers its
+writes to the commit (PostgreSQL) sends them in one round trip. The split is
+by concern: ``view`` is what a decision reads, ``rows`` the log, ``write``
+the outcome.
 
 An append is: validate (``prepare_append``, outside any transaction); in one
 write transaction read the view; answer a known key (or refuse a key reused
@@ -32,7 +50,8 @@ fold the new events strictly (``AppendRejectedError``); insert the events,
 write the session row (projection and snapshot) and the key; commit.
 
 The goal ids a session has created are an index the backend keeps
-(``used_goal_ids``/``insert_goal_ids``: a table keyed by session and id),
+(``view``'s ``goal_ids`` and ``SessionWrite.goal_ids``: a table keyed by
+session and id),
 not part of the snapshot, which would otherwise grow with every goal and be
 rewritten on every append. When the new events create goals, the append
 looks their ids up in the index first and hands the ones already used to the
@@ -52,7 +71,7 @@ goal ids the events create; ``append_decided`` then makes, in one step under
 the session's lock, every check the transaction would make (a created id
 must not be in the index) and one more: the stored snapshot must be the very
 text the state came from. It writes only when all of them hold. Otherwise it
-writes nothing and returns the view ``append_view`` would read, and the store
+writes nothing and returns the view ``view`` would read, and the store
 draws its answer from that view with the transaction's own checks
 (``_answered``, ``_check_round``); a view that explains no refusal (the
 memo's state was not the stored one, a created id was used) sends the append
@@ -63,21 +82,22 @@ Loads fold rows as they are decoded (``kernel.session.fold_rows`` over
 ``codec.decode_rows``), so a load never holds the whole log.
 
 Goal leases (see ``adapters.store.base``) are one row per session: holder,
-fencing token, expiry and ttl. ``append_view`` reads it with the store's
-lease clock (``now``: the database server's clock where there is one), and
-``lease_view`` and ``write_lease`` read and write it in a write transaction,
-so every lease decision is made under the same lock as the appends it
-fences. A released lease keeps its row (holder ``""``) so that tokens only
+fencing token, expiry and ttl. ``view`` reads it with the store's lease
+clock (``now``: the database server's clock where there is one), and the
+lease operations read it and write it (``SessionWrite.lease``) in a write
+transaction, so every lease decision is made under the same lock as the
+appends it fences. A released lease keeps its row (holder ``""``) so that tokens only
 ever grow.
 
 A fork (``LogStore.fork``) is one write transaction too: under the new
-session's lock (``append_view``) it refuses a new session that exists, reads
+session's lock (its ``view``) it refuses a new session that exists, reads
 the source's first ``at`` rows, folds them strictly, and writes them
 (their stored payload text unchanged, so the fork exports byte for byte as
 the source does), the goal ids they create, the session row (projection and
-snapshot of the prefix's fold) and the provenance (``write_provenance``;
-``provenance`` reads it back). The source is only read: the rows up to a
-seq never change once written, so nothing of it needs locking.
+snapshot of the prefix's fold) and the provenance (``view`` reads it back).
+The source is only read, through ``rows`` (never ``view``, which would lock
+it): the rows up to a seq never change once written, so nothing of it needs
+locking.
 
 An audit of a forked session checks its provenance twice, in the audit's one
 read transaction: against the session's own first events (their digest must
@@ -137,6 +157,7 @@ from .base import (
     LeaseHeldError,
     LeaseLostError,
     PreparedAppend,
+    QuietTimer,
     SessionExistsError,
     audit_state,
     check_after,
@@ -144,6 +165,7 @@ from .base import (
     check_lease_request,
     check_provenance,
     check_session_id,
+    check_timeout,
     fold_new_events,
     prepare_append,
 )
@@ -160,15 +182,18 @@ from .snapshot import SnapshotParts
 __all__ = [
     "SCAN_PAGE",
     "SOURCE_MISMATCH",
-    "AppendView",
     "Backend",
     "DecidedAppend",
     "Decision",
+    "EventRow",
     "Folded",
     "KnownKey",
     "LogStore",
     "OneStepBackend",
+    "SessionRead",
     "SessionRow",
+    "SessionView",
+    "SessionWrite",
     "StoredEvent",
     "Transaction",
     "Watch",
@@ -221,16 +246,18 @@ class KnownKey(NamedTuple):
     last_seq: int
 
 
-class AppendView(NamedTuple):
-    """Everything an append reads before it decides: the log's last seq,
-    whether the session row exists and its snapshot, the key's answer and
-    the session's goal lease with the lease clock's time (which nothing reads
-    when there is no lease, so a backend may leave it 0 then).
+class SessionView(NamedTuple):
+    """What a transaction reads of one session's record, in one call
+    (``Transaction.view``): the log's last seq, whether the session row
+    exists and its snapshot, the idempotency key's answer, the goal lease
+    with the lease clock's time, and what the call asked for besides: the
+    whole session row (``row``), which of some goal ids the session has used
+    (``used``) and its fork provenance.
 
     The store's own values (this one, ``KnownKey``, ``SessionRow``,
-    ``DecidedAppend``) are named tuples: immutable like frozen dataclasses,
-    and several of them are made on every append, where a frozen
-    dataclass's field-by-field construction showed."""
+    ``SessionWrite``, ``DecidedAppend``) are named tuples: immutable like
+    frozen dataclasses, and several of them are made on every append, where
+    a frozen dataclass's field-by-field construction showed."""
 
     head: int
     has_row: bool
@@ -239,6 +266,9 @@ class AppendView(NamedTuple):
     known: KnownKey | None = None
     lease: Lease | None = None
     now: int = 0
+    row: SessionRow | None = None
+    used: frozenset[str] = frozenset()
+    provenance: ForkProvenance | None = None
 
 
 class SessionRow(NamedTuple):
@@ -247,6 +277,10 @@ class SessionRow(NamedTuple):
     projection: Projection
     fold_format: str
     fold_state: str
+
+    def snapshot(self) -> tuple[str, str, int]:
+        """The fold snapshot's format, its text and the seq it was folded to."""
+        return self.fold_format, self.fold_state, self.projection.last_seq
 
     def columns(self) -> tuple[str, bool, str, str, str, int, str, str]:
         """What an append writes to the row, in the order every backend's
@@ -266,40 +300,59 @@ class SessionRow(NamedTuple):
         )
 
 
+#: One event row as a store writes it: seq, kind, at and the payload's text.
+EventRow = tuple[int, str, int, str]
+
+
+class SessionRead(NamedTuple):
+    """What one ``Transaction.view`` reads of one session besides the parts
+    it always reads (the head, the snapshot, the lease and the lease clock):
+    what an idempotency key answered, which of some goal ids the session has
+    used, the whole session row, its fork provenance. The read's twin of
+    ``SessionWrite``."""
+
+    session_id: str
+    key: str | None = None
+    goal_ids: Sequence[str] = ()
+    row: bool = False
+    provenance: bool = False
+
+
+class SessionWrite(NamedTuple):
+    """What one ``Transaction.write`` writes to one session, every part
+    optional: event rows, the goal ids they create (each with the seq of its
+    create), the session row (``exists``: whether the transaction found one;
+    ``first_at`` and ``last_at``: the times of the first and last event
+    written, for the legacy time columns), an idempotency key with its answer,
+    the goal lease, and a fork's provenance."""
+
+    session_id: str
+    events: Sequence[EventRow] = ()
+    goal_ids: Sequence[tuple[str, int]] = ()
+    row: SessionRow | None = None
+    exists: bool = False
+    first_at: int = 0
+    last_at: int = 0
+    key: str | None = None
+    known: KnownKey | None = None
+    lease: Lease | None = None
+    provenance: ForkProvenance | None = None
+
+
+#: ``SessionWrite(...)`` from one tuple of every field (``_make``): one per append.
+_WRITE: Callable[[Iterable[Any]], SessionWrite] = SessionWrite._make
+
+
 class Transaction(Protocol):
     """The rows of one backend, inside one transaction (see the module docstring)."""
 
-    def append_view(self, session_id: str, key: str | None) -> AppendView: ...
+    def view(self, read: SessionRead) -> SessionView: ...
 
-    def head(self, session_id: str) -> int: ...
-
-    def rows(self, session_id: str, after: int) -> Iterable[StoredEvent]: ...
-
-    def prefix(self, session_id: str, upto: int) -> Iterable[StoredEvent]: ...
-
-    def snapshot(self, session_id: str) -> tuple[str, str, int] | None: ...
-
-    def session_row(self, session_id: str) -> SessionRow | None: ...
+    def rows(self, session_id: str, after: int = 0, upto: int | None = None) -> Iterable[StoredEvent]: ...
 
     def session_ids(self) -> tuple[str, ...]: ...
 
-    def insert_events(self, session_id: str, rows: Sequence[tuple[int, str, int, str]]) -> None: ...
-
-    def write_row(self, session_id: str, row: SessionRow, *, exists: bool, first_at: int, last_at: int) -> None: ...
-
-    def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None: ...
-
-    def used_goal_ids(self, session_id: str, ids: Sequence[str]) -> frozenset[str]: ...
-
-    def insert_goal_ids(self, session_id: str, rows: Sequence[tuple[str, int]]) -> None: ...
-
-    def lease_view(self, session_id: str) -> tuple[Lease | None, int]: ...
-
-    def write_lease(self, lease: Lease) -> None: ...
-
-    def provenance(self, session_id: str) -> ForkProvenance | None: ...
-
-    def write_provenance(self, session_id: str, provenance: ForkProvenance) -> None: ...
+    def write(self, write: SessionWrite) -> None: ...
 
 
 class Watch(Protocol):
@@ -381,14 +434,14 @@ class Decision(NamedTuple):
 class OneStepBackend(Backend, Protocol):
     """A backend that checks and writes a decided append in one step."""
 
-    def append_decided(self, append: DecidedAppend) -> AppendView | None:
+    def append_decided(self, append: DecidedAppend) -> SessionView | None:
         """In one atomic step under the session's write lock: when the key is
         new, the head is the expected seq, the session row holds exactly the
         base snapshot, a fenced append holds the live lease, an unfenced one
         that starts a round meets no live lease and no goal id it creates is
         in the session's index, write everything (the lease extended by its
         ttl from the lease clock's now) and answer ``None``. Otherwise write
-        nothing and answer the view ``append_view`` would read."""
+        nothing and answer the view ``Transaction.view`` would read."""
         ...
 
 
@@ -583,7 +636,7 @@ class LogStore:
         decided = DecidedAppend(p, lease, has_row, base_format, base_state, round_, _rows(p), row, created)
         return Decision(decided, _Memo(fold_format, fold_state, new_state, parts, projection))
 
-    def decided_answer(self, decision: Decision, view: AppendView | None) -> AppendResult | None:
+    def decided_answer(self, decision: Decision, view: SessionView | None) -> AppendResult | None:
         """The answer to a decided append, given what the one step answered
         (``None``: it was written; a view: it was not); ``None`` when the
         transaction must decide after all."""
@@ -602,7 +655,8 @@ class LogStore:
 
     def _append(self, tx: Transaction, p: PreparedAppend, lease: Lease | None, folded: Folded | None) -> AppendResult:
         sid = p.session_id
-        view = tx.append_view(sid, p.key)
+        created = created_goal_ids(p.events)
+        view = tx.view(SessionRead(sid, p.key, [goal_id for goal_id, _ in created]))
         if p.key is not None or view.head != p.expected_seq or lease is not None:  # else nothing to answer
             answer = _answered(p, lease, view)
             if answer is not None:
@@ -617,33 +671,28 @@ class LogStore:
             state = self._decoded(sid, view.fold_format, view.fold_state, view.head)
         if state is None:
             memo = None
-            state = fold_rows(SessionState(), decode_rows(tx.rows(sid, 0)))
-        created = created_goal_ids(p.events)
+            state = fold_rows(SessionState(), decode_rows(tx.rows(sid)))
         if created:
-            state = knowing_goal_ids(state, tx.used_goal_ids(sid, [goal_id for goal_id, _ in created]))
+            state = knowing_goal_ids(state, view.used)
         new_state = _folded(sid, state, p.events, folded)
         if view.lease is not None:  # no lease, nothing it could hold
             _check_round(p, lease, view)
         # Every check is behind us: from here on only writes.
-        if lease is not None:
-            tx.write_lease(replace(lease, expires_at=view.now + lease.ttl_ms))
-        tx.insert_events(sid, _rows(p))
-        if created:
-            tx.insert_goal_ids(sid, created)
         fold_format, fold_state, parts = snapshot_reusing(new_state, None if memo is None else memo.parts)
         projection = project(new_state) if memo is None else project_reusing(new_state, memo.state, memo.projection)
         self._remember(sid, _Memo(fold_format, fold_state, new_state, parts, projection))
         events = p.events
-        tx.write_row(
-            sid,
-            SessionRow(projection, fold_format, fold_state),
-            exists=view.has_row,
-            first_at=events[0].at,
-            last_at=events[-1].at,
-        )
         first, last = events[0].seq, events[-1].seq
-        if p.key is not None:
-            tx.insert_key(sid, p.key, p.request_hash, first, last)
+        key = p.key
+        tx.write(
+            _WRITE(
+                (
+                    sid, _rows(p), created, SessionRow(projection, fold_format, fold_state), view.has_row,
+                    events[0].at, events[-1].at, key, None if key is None else KnownKey(p.request_hash, first, last),
+                    None if lease is None else replace(lease, expires_at=view.now + lease.ttl_ms), None,
+                )
+            )
+        )  # fmt: skip
         return _RESULT(sid, first, last, False)
 
     def _resume(self, sid: str, fold_format: str, fold_state: str, last_seq: int) -> SessionState | None:
@@ -691,17 +740,24 @@ class LogStore:
         return self.backend.run("fork", True, lambda tx: self._fork(tx, source_session, upto, new_session))
 
     def _fork(self, tx: Transaction, source: str, at: int, new: str) -> ForkProvenance:
-        view = tx.append_view(new, None)  # the new session's lock, and whether it exists
+        view = tx.view(SessionRead(new))  # the new session's lock, and whether it exists
         if view.head:
             raise SessionExistsError(new, f"its log ends at seq {view.head}")
         if view.has_row:
             raise SessionExistsError(new, "it has a session row")
-        head = tx.head(source)
+        # The source is only read (its rows up to a seq never change), so it
+        # is not viewed, which would lock it: its head is the prefix's last
+        # seq, or past ``at`` when the prefix does not end there. (Stored
+        # seqs are 64-bit integers: a larger ``at`` reads as their largest.)
+        bound = min(at, _SEQ_MAX)
+        rows = list(tx.rows(source, 0, bound))
+        head = _seq(rows[-1][0]) if rows else 0
+        if head != at:
+            head = max(head, _last_seq(tx.rows(source, bound)))
         if head == 0:
             raise ForkSourceMissingError(source)
         if at > head:
             raise ForkSeqMissingError(source, at, head)
-        rows = list(tx.prefix(source, at))
         state = fold_rows(SessionState(), decode_rows(rows))
         if state.last_seq != at:  # a hand-edited log whose seqs skip ``at`` (its head is past it)
             why = f"its seqs run unbroken only to {state.last_seq} and go on after {at} (a hand-edited log)"
@@ -709,22 +765,27 @@ class LogStore:
         events = _events(rows)
         provenance = ForkProvenance(source, at, prefix_digest(events))
         # Every check is behind us: from here on only writes.
-        tx.insert_events(new, [(e.seq, e.kind, e.at, str(row[3])) for e, row in zip(events, rows, strict=True)])
-        created = created_goal_ids(events)
-        if created:
-            tx.insert_goal_ids(new, created)
         fold_format, fold_state, parts = snapshot_reusing(state, None)
         projection = project(state)
         self._remember(new, _Memo(fold_format, fold_state, state, parts, projection))
-        row = SessionRow(projection, fold_format, fold_state)
-        tx.write_row(new, row, exists=False, first_at=events[0].at, last_at=events[-1].at)
-        tx.write_provenance(new, provenance)
+        tx.write(
+            SessionWrite(
+                new,
+                events=[(e.seq, e.kind, e.at, str(row[3])) for e, row in zip(events, rows, strict=True)],
+                goal_ids=created_goal_ids(events),
+                row=SessionRow(projection, fold_format, fold_state),
+                first_at=events[0].at,
+                last_at=events[-1].at,
+                provenance=provenance,
+            )
+        )
         return provenance
 
     def provenance(self, session_id: str) -> ForkProvenance | None:
         """Where the session was forked from; ``None`` for a session that was
         not forked (or is unknown)."""
-        return self._read("provenance", session_id, lambda tx, sid: tx.provenance(sid))
+        read = SessionRead(session_id, provenance=True)
+        return self._read("provenance", session_id, lambda tx, _: tx.view(read).provenance)
 
     def import_fork(
         self,
@@ -743,7 +804,7 @@ class LogStore:
         def body(tx: Transaction) -> AppendResult:
             result = self._append(tx, prepared, None, None)
             if not result.replayed:
-                tx.write_provenance(session_id, kept)
+                tx.write(SessionWrite(session_id, provenance=kept))
             return result
 
         return self.backend.run("import", True, body)
@@ -759,7 +820,8 @@ class LogStore:
         check_lease_request(session_id, holder, ttl_ms)
 
         def body(tx: Transaction) -> Lease:
-            current, now = tx.lease_view(session_id)
+            view = tx.view(SessionRead(session_id))
+            current, now = view.lease, view.now
             if current is not None and _is_live(current, now):
                 if current.holder != holder:
                     raise LeaseHeldError(session_id, current.holder, current.expires_at)
@@ -767,7 +829,7 @@ class LogStore:
             else:
                 token = 1 if current is None else current.token + 1
                 granted = Lease(session_id, holder, token, now + ttl_ms, ttl_ms)
-            tx.write_lease(granted)
+            tx.write(SessionWrite(session_id, lease=granted))
             return granted
 
         lease = self.backend.run("acquire_lease", True, body)
@@ -784,10 +846,10 @@ class LogStore:
         check_session_id(lease.session_id)
 
         def body(tx: Transaction) -> bool:
-            current, _ = tx.lease_view(lease.session_id)
+            current = tx.view(SessionRead(lease.session_id)).lease
             if current is None or current.holder != lease.holder or current.token != lease.token:
                 return False
-            tx.write_lease(replace(current, holder="", expires_at=0))
+            tx.write(SessionWrite(lease.session_id, lease=replace(current, holder="", expires_at=0)))
             return True
 
         released = self.backend.run("release_lease", True, body)
@@ -802,8 +864,8 @@ class LogStore:
         check_session_id(session_id)
 
         def body(tx: Transaction) -> Lease | None:
-            current, now = tx.lease_view(session_id)
-            return current if _is_live(current, now) else None
+            view = tx.view(SessionRead(session_id))
+            return view.lease if _is_live(view.lease, view.now) else None
 
         return self.backend.run("lease", False, body)
 
@@ -818,25 +880,18 @@ class LogStore:
         ``timeout`` seconds pass without a new event (never when ``None``)."""
         check_session_id(session_id)
         position = check_after(after_seq)
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
-            raise InvalidRequestError(f"timeout must be a non-negative number of seconds or None, got {timeout!r}")
-        return self._follow(session_id, position, timeout)
+        return self._follow(session_id, position, check_timeout(timeout))
 
     def _follow(self, session_id: str, position: int, timeout: float | None) -> Generator[Event, None, None]:
         with self.backend.watch(session_id) as watch:  # watching before the first read: nothing slips by
-            deadline = None if timeout is None else time.monotonic() + timeout
+            quiet = QuietTimer(timeout)
             while True:
                 events = self.read(session_id, position)
                 for event in events:
                     position = event.seq
                     yield event
-                if deadline is None:
-                    watch.wait(position, None)
-                    continue
-                if events:
-                    deadline = time.monotonic() + (timeout or 0.0)
-                left = deadline - time.monotonic()
-                if left <= 0:
+                left = quiet.wait(bool(events))
+                if left is not None and left <= 0:
                     return
                 watch.wait(position, left)
 
@@ -849,7 +904,7 @@ class LogStore:
 
     def head(self, session_id: str) -> int:
         """The last seq of the session's log (0 when empty or unknown)."""
-        return self._read("head", session_id, lambda tx, sid: tx.head(sid))
+        return self._read("head", session_id, lambda tx, sid: tx.view(SessionRead(sid)).head)
 
     def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
         """The events with seq > ``after``, in order, as fresh values; a stored
@@ -885,22 +940,22 @@ class LogStore:
 
     def _load(self, tx: Transaction, sid: str, incremental: bool) -> SessionState:
         if incremental:
-            stored = tx.snapshot(sid)
-            state = None if stored is None else self._resume(sid, *stored)
+            stored = tx.view(SessionRead(sid, row=True)).row
+            state = None if stored is None else self._resume(sid, *stored.snapshot())
             if state is not None:
                 rows = iter(decode_rows(tx.rows(sid, state.last_seq)))
                 first = next(rows, None)
                 # Nothing after the snapshot: the state itself, so that an
                 # append folded onto it (``Folded``) is not folded again.
                 return state if first is None else fold_rows(state, itertools.chain((first,), rows))
-        return fold_rows(SessionState(), decode_rows(tx.rows(sid, 0)))
+        return fold_rows(SessionState(), decode_rows(tx.rows(sid)))
 
     def projection(self, session_id: str) -> Projection:
         """The stored session row (defaults for an unknown session); an empty
         summary column is rebuilt from the fold."""
 
         def body(tx: Transaction, sid: str) -> Projection:
-            row = tx.session_row(sid)
+            row = tx.view(SessionRead(sid, row=True)).row
             return Projection() if row is None else row.projection
 
         stored = self._read("projection", session_id, body)
@@ -914,14 +969,15 @@ class LogStore:
         consistent view."""
 
         def body(tx: Transaction, sid: str) -> AuditReport:
-            state = fold_rows(SessionState(), decode_rows(tx.rows(sid, 0)))
-            row = tx.session_row(sid) or SessionRow(Projection(), "", "")
+            view = tx.view(SessionRead(sid, row=True, provenance=True))
+            state = fold_rows(SessionState(), decode_rows(tx.rows(sid)))
+            row = view.row or SessionRow(Projection(), "", "")
             report = audit_state(sid, state, row.projection, row.fold_format, row.fold_state)
-            provenance = tx.provenance(sid)
+            provenance = view.provenance
             if provenance is None:
                 return report
-            problems = _provenance_problems(provenance, state.last_seq, lambda: tx.prefix(sid, provenance.seq))
-            problems += _source_problems(provenance, tx.head(provenance.source), tx.prefix)
+            problems = _provenance_problems(provenance, state.last_seq, lambda: tx.rows(sid, 0, provenance.seq))
+            problems += _source_problems(provenance, tx.view(SessionRead(provenance.source)).head, tx)
             return replace(report, mismatches=report.mismatches + problems, provenance=provenance)
 
         return self._read("audit", session_id, body)
@@ -952,9 +1008,7 @@ def _provenance_problems(
 SOURCE_MISMATCH = "provenance-source-mismatch"
 
 
-def _source_problems(
-    provenance: ForkProvenance, source_head: int, prefix: Callable[[str, int], Iterable[StoredEvent]]
-) -> tuple[str, ...]:
+def _source_problems(provenance: ForkProvenance, source_head: int, tx: Transaction) -> tuple[str, ...]:
     """How a fork's provenance disagrees with its source session when that
     session is in the same store (``source_head`` > 0): the source's first
     ``seq`` events must exist and hash to the recorded digest. A source the
@@ -968,7 +1022,7 @@ def _source_problems(
             f"{provenance.source!r}, whose log here ends at seq {source_head}",
         )
     try:
-        found = prefix_digest(_events(prefix(provenance.source, provenance.seq)))
+        found = prefix_digest(_events(tx.rows(provenance.source, 0, provenance.seq)))
     except PlanfoldError as exc:  # the source's own log is bad: its audit says where
         return (
             f"{SOURCE_MISMATCH}: the first {provenance.seq} events of session {provenance.source!r} "
@@ -982,7 +1036,7 @@ def _source_problems(
     return ()
 
 
-def _answered(p: PreparedAppend, lease: Lease | None, view: AppendView) -> AppendResult | None:
+def _answered(p: PreparedAppend, lease: Lease | None, view: SessionView) -> AppendResult | None:
     """The checks an append makes before its fold, on the view it read: the
     answer a known key already gave (``IdempotencyMismatchError`` for another
     request under it), ``ConflictError`` for a stale expected seq,
@@ -1000,7 +1054,7 @@ def _answered(p: PreparedAppend, lease: Lease | None, view: AppendView) -> Appen
     return None
 
 
-def _check_round(p: PreparedAppend, lease: Lease | None, view: AppendView) -> None:
+def _check_round(p: PreparedAppend, lease: Lease | None, view: SessionView) -> None:
     """The check after the fold: ``LeaseHeldError`` for an unfenced append that
     starts a goal round while another holder's lease is live."""
     live = view.lease
@@ -1032,6 +1086,24 @@ def _rows(p: PreparedAppend) -> tuple[tuple[int, str, int, str], ...]:
 def _page(session_id: str, after: int, page: int, tx: Transaction) -> tuple[Event, ...]:
     """At most ``page`` events of the session after seq ``after``."""
     return _events(itertools.islice(tx.rows(session_id, after), page))
+
+
+#: The largest seq a store keeps (a signed 64-bit integer).
+_SEQ_MAX = 2**63 - 1
+
+
+def _seq(value: object) -> int:
+    """A stored seq; -1 stands for anything else than an integer (a
+    hand-edited database), which never matches a fold."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def _last_seq(rows: Iterable[StoredEvent]) -> int:
+    """The seq of the last of ``rows`` (read whole), 0 for none."""
+    last = 0
+    for row in rows:
+        last = _seq(row[0])
+    return last
 
 
 def _events(rows: Iterable[StoredEvent]) -> tuple[Event, ...]:

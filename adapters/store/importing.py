@@ -13,7 +13,7 @@ made as the events pass, and any refusal raises out of the transaction,
 which rolls back whatever batches it had written.
 
 It makes the checks ``append`` makes of an append at seq 0, in the same
-order: under the session's lock (``Transaction.append_view``) a known
+order: under the session's lock (``Transaction.view``) a known
 idempotency key answers with where that import landed (``replayed``), and a
 session that already holds events is a ``ConflictError``; each batch is
 made canonical (``codec.stored_events``: the ``CodecError`` of a value a
@@ -55,7 +55,7 @@ from .base import (
     ProvenanceMismatchError,
     check_session_id,
 )
-from .engine import LogStore, SessionRow, Transaction, created_goal_ids
+from .engine import KnownKey, LogStore, SessionRead, SessionRow, SessionWrite, Transaction, created_goal_ids
 from .projection import project, snapshot_reusing
 
 __all__ = ["IMPORT_BATCH", "check_prefix", "import_stream"]
@@ -87,7 +87,7 @@ def import_stream(
         check_session_id(provenance.source)
 
     def body(tx: Transaction) -> AppendResult:
-        view = tx.append_view(session_id, idempotency_key)
+        view = tx.view(SessionRead(session_id, idempotency_key))
         if idempotency_key is not None and view.known is not None:
             return AppendResult(session_id, view.known.first_seq, view.known.last_seq, replayed=True)
         if view.head != 0:
@@ -106,15 +106,13 @@ def import_stream(
                 except ReplayError as exc:
                     raise AppendRejectedError(session_id, exc) from exc
                 if idempotency_key is not None:
-                    request.update(b"\n" + msgspec.json.encode(
-                        [event.seq, event.kind, event.at, event.payload], order="sorted"))
+                    request.update(
+                        b"\n" + msgspec.json.encode([event.seq, event.kind, event.at, event.payload], order="sorted")
+                    )
                 if provenance is not None and event.seq <= provenance.seq:
                     prefix.update(encode_event(event) + b"\n")
-            tx.insert_events(session_id, [(e.seq, e.kind, e.at, text) for e, text in zip(canonical, payloads,
-                                                                                          strict=True)])
-            created = created_goal_ids(canonical)
-            if created:
-                tx.insert_goal_ids(session_id, created)
+            rows = [(e.seq, e.kind, e.at, text) for e, text in zip(canonical, payloads, strict=True)]
+            tx.write(SessionWrite(session_id, events=rows, goal_ids=created_goal_ids(canonical)))
             if not written:
                 first_at = canonical[0].at
             written += len(canonical)
@@ -127,11 +125,11 @@ def import_stream(
             check_prefix(session_id, provenance, written, prefix.hexdigest())
         fold_format, fold_state, _ = snapshot_reusing(state, None)
         row = SessionRow(project(state), fold_format, fold_state)
-        tx.write_row(session_id, row, exists=view.has_row, first_at=first_at, last_at=last_at)
-        if idempotency_key is not None:
-            tx.insert_key(session_id, idempotency_key, request.hexdigest(), 1, written)
-        if provenance is not None:
-            tx.write_provenance(session_id, provenance)
+        known = None if idempotency_key is None else KnownKey(request.hexdigest(), 1, written)
+        tx.write(SessionWrite(
+            session_id, row=row, exists=view.has_row, first_at=first_at, last_at=last_at, key=idempotency_key,
+            known=known, provenance=provenance,
+        ))  # fmt: skip
         return AppendResult(session_id, 1, written, replayed=False)
 
     return store.backend.run("import", True, body)

@@ -16,14 +16,14 @@ default); followers wait on a condition variable that every commit notifies.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ..provenance import ForkProvenance
 from .base import Lease, StoreClosedError
-from .engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
+from .engine import KnownKey, LogStore, SessionRead, SessionRow, SessionView, SessionWrite, Transaction, Watch
 from .session_log import system_clock
 
 __all__ = ["MemoryBackend", "MemoryStore"]
@@ -52,83 +52,53 @@ class _MemoryTransaction:
     def _session(self, sid: str) -> _Session:
         return self.sessions.setdefault(sid, _Session())
 
-    def append_view(self, session_id: str, key: str | None) -> AppendView:
+    def view(self, read: SessionRead) -> SessionView:
+        session_id, key, goal_ids, row, provenance = read
         lease = self.leases.get(session_id)
-        now = 0 if lease is None else self.clock()  # the clock matters only to a lease
+        now = self.clock()
         session = self.sessions.get(session_id)
         if session is None:
-            return AppendView(0, False, lease=lease, now=now)
-        row = session.row
-        return AppendView(
+            return SessionView(0, False, lease=lease, now=now)
+        stored = session.row
+        return SessionView(
             len(session.events),
-            row is not None,
-            "" if row is None else row.fold_format,
-            "" if row is None else row.fold_state,
+            stored is not None,
+            "" if stored is None else stored.fold_format,
+            "" if stored is None else stored.fold_state,
             None if key is None else session.keys.get(key),
             lease,
             now,
+            stored if row else None,
+            frozenset(goal_ids) & session.goal_ids if goal_ids else frozenset(),
+            session.provenance if provenance else None,
         )
 
-    def head(self, session_id: str) -> int:
+    def rows(self, session_id: str, after: int = 0, upto: int | None = None) -> Iterator[tuple[int, str, int, str]]:
         session = self.sessions.get(session_id)
-        return 0 if session is None else len(session.events)
-
-    def rows(self, session_id: str, after: int) -> Iterator[StoredEvent]:
-        session = self.sessions.get(session_id)
-        return iter(() if session is None else session.events[after:])
-
-    def prefix(self, session_id: str, upto: int) -> Iterator[StoredEvent]:
-        session = self.sessions.get(session_id)
-        return iter(() if session is None else session.events[: max(upto, 0)])
-
-    def snapshot(self, session_id: str) -> tuple[str, str, int] | None:
-        row = self.session_row(session_id)
-        return None if row is None else (row.fold_format, row.fold_state, row.projection.last_seq)
-
-    def session_row(self, session_id: str) -> SessionRow | None:
-        session = self.sessions.get(session_id)
-        return None if session is None else session.row
+        return iter(() if session is None else session.events[after : None if upto is None else max(upto, after)])
 
     def session_ids(self) -> tuple[str, ...]:
         return tuple(sorted(sid for sid, session in self.sessions.items() if session.events))
 
-    def insert_events(self, session_id: str, rows: Sequence[tuple[int, str, int, str]]) -> None:
-        self.pending.append(lambda: self._session(session_id).events.extend(rows))
+    def write(self, write: SessionWrite) -> None:
+        self.pending.append(lambda: self._apply(write))
 
-    def write_row(self, session_id: str, row: SessionRow, *, exists: bool, first_at: int, last_at: int) -> None:
-        def write() -> None:
-            self._session(session_id).row = row
+    def _apply(self, w: SessionWrite) -> None:
+        if w.lease is not None:
+            self.leases[w.lease.session_id] = w.lease
+        if not (w.events or w.row or w.key or w.provenance):
+            return  # a lease alone: the session's record is not made
+        session = self._session(w.session_id)
+        session.events.extend(w.events)
+        session.goal_ids.update(goal_id for goal_id, _ in w.goal_ids)
+        if w.row is not None:
+            session.row = w.row
+        if w.key is not None and w.known is not None:
+            session.keys[w.key] = w.known
+        if w.provenance is not None:
+            session.provenance = w.provenance
 
-        self.pending.append(write)
-
-    def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
-        known = KnownKey(request_hash, first_seq, last_seq)
-        self.pending.append(lambda: self._session(session_id).keys.__setitem__(key, known))
-
-    def used_goal_ids(self, session_id: str, ids: Sequence[str]) -> frozenset[str]:
-        session = self.sessions.get(session_id)
-        return frozenset() if session is None else frozenset(ids) & session.goal_ids
-
-    def insert_goal_ids(self, session_id: str, rows: Sequence[tuple[str, int]]) -> None:
-        self.pending.append(lambda: self._session(session_id).goal_ids.update(goal_id for goal_id, _ in rows))
-
-    def lease_view(self, session_id: str) -> tuple[Lease | None, int]:
-        return self.leases.get(session_id), self.clock()
-
-    def write_lease(self, lease: Lease) -> None:
-        self.pending.append(lambda: self.leases.__setitem__(lease.session_id, lease))
-
-    def provenance(self, session_id: str) -> ForkProvenance | None:
-        session = self.sessions.get(session_id)
-        return None if session is None else session.provenance
-
-    def write_provenance(self, session_id: str, provenance: ForkProvenance) -> None:
-        def write() -> None:
-            self._session(session_id).provenance = provenance
-
-        self.pending.append(write)
-
-    def commit(self) -> None:
+    def _commit(self) -> None:
         for write in self.pending:
             write()
 
@@ -141,7 +111,8 @@ class _MemoryWatch:
     def wait(self, position: int, timeout: float | None) -> bool:
         backend = self.backend
         with backend.changed:
-            return backend.changed.wait_for(lambda: backend.closed or backend.head(self.session_id) > position, timeout)
+            grown = lambda: backend.closed or backend._head(self.session_id) > position  # noqa: E731
+            return backend.changed.wait_for(grown, timeout)
 
 
 class MemoryBackend:
@@ -161,7 +132,7 @@ class MemoryBackend:
                 raise StoreClosedError()
             tx = _MemoryTransaction(self._sessions, self._leases, self._clock)
             result = body(tx)
-            tx.commit()
+            tx._commit()
             if tx.pending:
                 self.changed.notify_all()
             return result
@@ -170,7 +141,7 @@ class MemoryBackend:
     def closed(self) -> bool:
         return self._closed
 
-    def head(self, session_id: str) -> int:
+    def _head(self, session_id: str) -> int:
         """The session's last seq (the caller holds the lock)."""
         session = self._sessions.get(session_id)
         return 0 if session is None else len(session.events)

@@ -22,6 +22,8 @@ which extra to install.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..loggers import logger
 from ..redact import redact_url
@@ -29,7 +31,14 @@ from .base import InvalidRequestError
 from .engine import LogStore
 from .sqlite import SqliteStore
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_STORE_TIMEOUT", "POSTGRES_SCHEMES", "is_postgres_url", "open_store"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_STORE_TIMEOUT",
+    "POSTGRES_SCHEMES",
+    "is_postgres_url",
+    "open_store",
+    "postgres_extra",
+]
 
 _log = logger(__name__)
 
@@ -49,6 +58,19 @@ def is_postgres_url(target: object) -> bool:
     return isinstance(target, str) and target.lower().startswith(POSTGRES_SCHEMES)
 
 
+@contextmanager
+def postgres_extra() -> Iterator[None]:
+    """Around the import of a PostgreSQL store (the postgres extra is
+    optional: psycopg is imported only for a URL): a missing driver is an
+    ``InvalidRequestError`` that names the extra to install."""
+    try:
+        yield
+    except ImportError as exc:
+        raise InvalidRequestError(
+            f"a PostgreSQL URL needs the postgres extra: pip install 'planfold[postgres]' ({exc})"
+        ) from exc
+
+
 def open_store(
     target: str | os.PathLike[str],
     *,
@@ -61,13 +83,8 @@ def open_store(
     operation waits for a connection, so for a server that went away) apply
     to PostgreSQL URLs."""
     if is_postgres_url(target):
-        try:
-            # The postgres extra is optional: psycopg is imported only for a URL.
+        with postgres_extra():
             from .postgres import PostgresStore  # noqa: PLC0415
-        except ImportError as exc:
-            raise InvalidRequestError(
-                f"a PostgreSQL URL needs the postgres extra: pip install 'planfold[postgres]' ({exc})"
-            ) from exc
         store: LogStore = PostgresStore(
             os.fspath(target), read_only=read_only, connect_timeout=connect_timeout, timeout=timeout
         )

@@ -100,46 +100,32 @@ import msgspec
 import psycopg
 import psycopg_pool
 
-from ..provenance import ForkProvenance
 from ..redact import redact_text, redact_url
 from .base import (
     InvalidRequestError,
-    Lease,
     SchemaMismatchError,
     StoreClosedError,
     StoreUnavailableError,
     StoreUnreachableError,
 )
-from .engine import (
-    AppendView,
-    DecidedAppend,
-    KnownKey,
-    LogStore,
-    SessionRow,
-    StoredEvent,
-    Transaction,
-    Watch,
-)
+from .engine import DecidedAppend, LogStore, SessionRead, SessionView, SessionWrite, StoredEvent, Transaction, Watch
 from .group import CommitGroup, Pending, own_copy
 from .migration import supported
 from .postgres_schema import (
     APPEND_CALL,
     APPEND_READ,
     CHANNEL,
-    HEAD,
     INSERT_EVENTS,
     INSERT_FORK,
     INSERT_GOAL_IDS,
     INSERT_KEY,
-    LEASE_READ,
     LOCK_SESSION,
     NOTIFY,
     SCHEMA_VERSION,
     SELECT_EVENTS,
     SELECT_FORK,
-    SELECT_PREFIX,
+    SELECT_RANGE,
     SELECT_ROW,
-    SELECT_SNAPSHOT,
     SESSION_IDS,
     UPSERT_LEASE,
     UPSERT_ROW,
@@ -152,16 +138,20 @@ from .postgres_schema import (
     read_version,
     translate,
 )
-from .projection import Projection
+from .stored import stored_int, stored_key, stored_lease, stored_provenance, stored_row
 
 __all__ = [
     "GroupAnswer",
+    "Opening",
     "PostgresBackend",
     "PostgresStore",
     "append_args",
     "call_append",
     "call_appends",
     "decided_view",
+    "read_view",
+    "view_statements",
+    "write_statements",
 ]
 
 T = TypeVar("T")
@@ -176,27 +166,17 @@ _EVENTS = msgspec.json.Encoder()
 _VIEW = msgspec.json.Decoder(list[Any])
 
 
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else -1
-
-
-def _lease(session_id: str, holder: object, token: object, expires_at: object, ttl_ms: object) -> Lease | None:
-    if holder is None:
-        return None
-    return Lease(session_id, str(holder), _int(token), _int(expires_at), _int(ttl_ms))
-
-
-def _view(session_id: str, columns: Sequence[Any], now: int) -> AppendView:
-    """An ``AppendView`` from the columns of ``APPEND_READ`` (the last one, the
+def _view(session_id: str, columns: Sequence[Any], now: int) -> SessionView:
+    """An ``SessionView`` from the columns of ``APPEND_READ`` (the last one, the
     database's clock, replaced by ``now``)."""
     head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known, *lease, _ = columns
-    return AppendView(
-        _int(head),
+    return SessionView(
+        stored_int(head),
         bool(has_row),
         "" if fold_format is None else str(fold_format),
         "" if fold_state is None else str(fold_state),
-        KnownKey(str(known_hash), _int(known_first), _int(known_last)) if known else None,
-        _lease(session_id, *lease),
+        stored_key(known_hash, known_first, known_last) if known else None,
+        stored_lease(session_id, *lease),
         now,
     )
 
@@ -233,13 +213,13 @@ def append_args(append: DecidedAppend, now: int | None) -> AppendArgs:
     )  # fmt: skip
 
 
-def decided_view(append: DecidedAppend, found: str | None) -> AppendView | None:
+def decided_view(append: DecidedAppend, found: str | None) -> SessionView | None:
     """What ``planfold_append`` answered for ``append``: ``None`` when it
     wrote, else the view it read."""
     if found is None:
         return None
     columns = _VIEW.decode(found)
-    return _view(append.prepared.session_id, columns, _int(columns[-1]))
+    return _view(append.prepared.session_id, columns, stored_int(columns[-1]))
 
 
 def _param(value: object, encoding: str) -> bytes | None:
@@ -408,135 +388,164 @@ class _StaleConnection(Exception):
 
 
 Params = Sequence[object] | Mapping[str, object] | None
+#: One statement and its parameters.
+Statement = tuple[str, Params]
+#: The rows each of some statements answered, in their order.
+Answers = list[list[tuple[Any, ...]]]
+
+
+class Opening:
+    """Where one transaction stands before its next statements (the
+    synchronous transaction's and the async store's): whether ``BEGIN`` went
+    out, and which sessions a write transaction has locked."""
+
+    def __init__(self, write: bool) -> None:
+        self.write = write
+        self.begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+        self.started = False
+        self.locked: set[str] = set()
+
+    def due(self, lock: str | None) -> list[Statement]:
+        """What must go out ahead of the next statements: ``BEGIN`` and the
+        lock of ``lock``'s session, when still due."""
+        ahead: list[Statement] = [] if self.started else [(self.begin, None)]
+        if lock is not None and self.write and lock not in self.locked:
+            ahead.append((LOCK_SESSION, (lock,)))
+        return ahead
+
+    def sent(self, lock: str | None) -> None:
+        """The statements went out: the transaction has begun, the session is locked."""
+        self.started = True
+        if lock is not None and self.write:
+            self.locked.add(lock)
+
+    def stale(self, exc: psycopg.Error) -> bool:
+        """Whether ``exc`` shows the first round trip found the connection
+        dead (nothing reached the server: the transaction may run again)."""
+        return not self.started and connection_lost(exc)
+
+
+def view_statements(read: SessionRead) -> list[Statement]:
+    """The statements of ``Transaction.view``, sent together: ``APPEND_READ``
+    and what ``read`` asks for besides."""
+    sid = read.session_id
+    statements: list[Statement] = [(APPEND_READ, {"s": sid, "k": read.key})]
+    if read.goal_ids:
+        statements.append((USED_GOAL_IDS, (sid, list(read.goal_ids))))
+    if read.row:
+        statements.append((SELECT_ROW, (sid,)))
+    if read.provenance:
+        statements.append((SELECT_FORK, (sid,)))
+    return statements
+
+
+def read_view(read: SessionRead, answers: Answers, now: int | None) -> SessionView:
+    """The ``SessionView`` the answers to ``view_statements(read)`` make;
+    ``now`` replaces the database's clock when given."""
+    columns = answers[0][0]
+    view = _view(read.session_id, columns, stored_int(columns[-1]) if now is None else now)
+    if len(answers) == 1:
+        return view
+    rest = iter(answers[1:])
+    used = frozenset(str(found[0]) for found in next(rest)) if read.goal_ids else frozenset()
+    found = next(rest) if read.row else None
+    stored = stored_row(found[0]) if found else None
+    found = next(rest) if read.provenance else None
+    source = stored_provenance(found[0]) if found else None
+    return view._replace(row=stored, used=used, provenance=source)
+
+
+def write_statements(write: SessionWrite) -> list[Statement]:
+    """The statements of ``Transaction.write``, in the order they go out."""
+    sid = write.session_id
+    out: list[Statement] = []
+    lease = write.lease
+    if lease is not None:
+        out.append((UPSERT_LEASE, (lease.session_id, lease.holder, lease.token, lease.expires_at, lease.ttl_ms)))
+    if write.events:
+        seqs, kinds, ats, payloads = (list(column) for column in zip(*write.events, strict=True))
+        out.append((INSERT_EVENTS, (sid, seqs, kinds, ats, payloads)))
+        out.append((NOTIFY, (CHANNEL, _announced(sid))))
+    if write.goal_ids:
+        goal_ids, goal_seqs = (list(column) for column in zip(*write.goal_ids, strict=True))
+        out.append((INSERT_GOAL_IDS, (sid, goal_ids, goal_seqs)))
+    if write.row is not None:
+        out.append((UPSERT_ROW, (sid, *write.row.columns(), write.first_at, write.last_at)))
+    known = write.known
+    if write.key is not None and known is not None:
+        out.append((INSERT_KEY, (sid, write.key, known.request_hash, known.first_seq, known.last_seq)))
+    source = write.provenance
+    if source is not None:
+        out.append((INSERT_FORK, (sid, source.source, source.seq, source.prefix_sha256)))
+    return out
 
 
 class _PostgresTransaction:
     """The rows of one database, on a connection inside a transaction.
 
     Round trips are what an append costs, so they are few: ``BEGIN``, the
-    session lock and the first read go out together in one pipeline, and the
-    writes wait until the body is done and go out with the ``COMMIT`` in
-    another (every check is made before the first write, so nothing read
-    later depends on them). A write transaction locks each session it touches
-    before it reads it.
+    session lock and the view's statements go out together in one pipeline,
+    and the writes wait until the body is done and go out with the
+    ``COMMIT`` in another (every check is made before the first write, so
+    nothing read later depends on them). A write transaction locks each
+    session it views before it reads it.
     """
 
     def __init__(self, conn: Connection, write: bool, clock: Callable[[], int] | None) -> None:
         self.conn = conn
-        self.write = write
         self.clock = clock
-        self.begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-        self.started = False
-        self.locked: set[str] = set()
-        self.writes: list[tuple[str, Params]] = []
+        self.opening = Opening(write)
+        self.writes: list[Statement] = []
 
-    def _query(self, sql: str, params: Params, lock: str | None = None) -> psycopg.Cursor[Any]:
-        """Run ``sql``, with ``BEGIN`` and the lock of ``lock``'s session
-        ahead of it when they are still due, all in one round trip."""
-        lock_first = lock is not None and self.write and lock not in self.locked
-        if self.started and not lock_first:
-            return self.conn.execute(sql, params)
+    def _fetch(self, statements: Sequence[Statement], lock: str | None = None) -> Answers:
+        """The rows of each of ``statements``, with ``BEGIN`` and the lock of
+        ``lock``'s session ahead of them when they are still due, all in one
+        round trip."""
+        conn = self.conn
+        ahead = self.opening.due(lock)
+        if not ahead and len(statements) == 1:
+            sql, params = statements[0]
+            return [conn.execute(cast("Any", sql), params).fetchall()]
         try:
-            with self.conn.pipeline():
-                if not self.started:
-                    self.conn.execute(self.begin)
-                if lock_first:
-                    self.conn.execute(LOCK_SESSION, (lock,))
-                cursor = self.conn.execute(sql, params)
+            with conn.pipeline():
+                for sql, params in ahead:
+                    conn.execute(cast("Any", sql), params)
+                cursors = [conn.execute(cast("Any", sql), params) for sql, params in statements]
         except psycopg.Error as exc:
-            if not self.started and connection_lost(exc):
+            if self.opening.stale(exc):
                 raise _StaleConnection(exc) from exc
             raise
-        self.started = True
-        if lock_first:
-            self.locked.add(str(lock))
-        return cursor
+        self.opening.sent(lock)
+        return [cursor.fetchall() for cursor in cursors]
 
-    def _one(self, sql: str, params: Params, lock: str | None = None) -> tuple[Any, ...] | None:
-        return self._query(sql, params, lock).fetchone()
-
-    def commit(self) -> None:
+    def _commit(self) -> None:
         """The queued writes and ``COMMIT``, in one round trip."""
-        if not self.started:
+        if not self.opening.started:
             return
         with self.conn.pipeline():
             for sql, params in self.writes:
-                self.conn.execute(sql, params)
+                self.conn.execute(cast("Any", sql), params)
             self.conn.execute("COMMIT")
 
-    def _now(self, server: object) -> int:
-        return self.clock() if self.clock is not None else _int(server)
+    def view(self, read: SessionRead) -> SessionView:
+        answers = self._fetch(view_statements(read), read.session_id)
+        return read_view(read, answers, None if self.clock is None else self.clock())
 
-    def append_view(self, session_id: str, key: str | None) -> AppendView:
-        row = self._one(APPEND_READ, {"s": session_id, "k": key}, lock=session_id)
-        assert row is not None
-        return _view(session_id, row, self._now(row[-1]))
-
-    def head(self, session_id: str) -> int:
-        row = self._one(HEAD, (session_id,))
-        return 0 if row is None else _int(row[0])
-
-    def rows(self, session_id: str, after: int) -> Iterator[StoredEvent]:
+    def rows(self, session_id: str, after: int = 0, upto: int | None = None) -> Iterator[StoredEvent]:
+        if upto is not None:
+            # Read whole: a stream left early is cancelled, which would abort the transaction.
+            return iter(self._fetch([(SELECT_RANGE, (session_id, after, upto))])[0])
         # Streamed row by row: a fold of a long log never holds all of it. A
         # stream cannot share a pipeline, so BEGIN goes first when still due.
-        if not self.started:
-            self._query("SELECT 1", None)
+        if not self.opening.started:
+            self._fetch([("SELECT 1", None)])
         return self.conn.cursor().stream(SELECT_EVENTS, (session_id, after))
 
-    def prefix(self, session_id: str, upto: int) -> Iterator[StoredEvent]:
-        # Read whole: a stream left early is cancelled, which would abort the transaction.
-        return iter(self._query(SELECT_PREFIX, (session_id, upto)).fetchall())
-
-    def snapshot(self, session_id: str) -> tuple[str, str, int] | None:
-        row = self._one(SELECT_SNAPSHOT, (session_id,))
-        return None if row is None else (str(row[0]), str(row[1]), _int(row[2]))
-
-    def session_row(self, session_id: str) -> SessionRow | None:
-        row = self._one(SELECT_ROW, (session_id,))
-        if row is None:
-            return None
-        proj = Projection(_int(row[0]), str(row[1]), row[2] is True, str(row[3]), str(row[4]), str(row[5]))
-        return SessionRow(proj, str(row[6]), str(row[7]))
-
     def session_ids(self) -> tuple[str, ...]:
-        return tuple(str(r[0]) for r in self._query(SESSION_IDS, None).fetchall())
+        return tuple(str(r[0]) for r in self._fetch([(SESSION_IDS, None)])[0])
 
-    def insert_events(self, session_id: str, rows: Sequence[tuple[int, str, int, str]]) -> None:
-        seqs, kinds, ats, payloads = (list(column) for column in zip(*rows, strict=True))
-        self.writes.append((INSERT_EVENTS, (session_id, seqs, kinds, ats, payloads)))
-        self.writes.append((NOTIFY, (CHANNEL, _announced(session_id))))
-
-    def write_row(self, session_id: str, row: SessionRow, *, exists: bool, first_at: int, last_at: int) -> None:
-        self.writes.append((UPSERT_ROW, (session_id, *row.columns(), first_at, last_at)))
-
-    def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
-        self.writes.append((INSERT_KEY, (session_id, key, request_hash, first_seq, last_seq)))
-
-    def used_goal_ids(self, session_id: str, ids: Sequence[str]) -> frozenset[str]:
-        found = self._query(USED_GOAL_IDS, (session_id, list(ids)), lock=session_id).fetchall()
-        return frozenset(str(row[0]) for row in found)
-
-    def insert_goal_ids(self, session_id: str, rows: Sequence[tuple[str, int]]) -> None:
-        goal_ids, seqs = (list(column) for column in zip(*rows, strict=True))
-        self.writes.append((INSERT_GOAL_IDS, (session_id, goal_ids, seqs)))
-
-    def lease_view(self, session_id: str) -> tuple[Lease | None, int]:
-        row = self._one(LEASE_READ, (session_id,), lock=session_id)
-        assert row is not None
-        *lease, now = row
-        return _lease(session_id, *lease), self._now(now)
-
-    def write_lease(self, lease: Lease) -> None:
-        values = (lease.session_id, lease.holder, lease.token, lease.expires_at, lease.ttl_ms)
-        self.writes.append((UPSERT_LEASE, values))
-
-    def provenance(self, session_id: str) -> ForkProvenance | None:
-        row = self._one(SELECT_FORK, (session_id,))
-        return None if row is None else ForkProvenance(str(row[0]), _int(row[1]), str(row[2]))
-
-    def write_provenance(self, session_id: str, provenance: ForkProvenance) -> None:
-        values = (session_id, provenance.source, provenance.seq, provenance.prefix_sha256)
-        self.writes.append((INSERT_FORK, values))
+    def write(self, write: SessionWrite) -> None:
+        self.writes.extend(write_statements(write))
 
 
 class _ListenWatch:
@@ -686,7 +695,7 @@ class PostgresBackend:
         try:
             result = body(tx)
             committing = True
-            tx.commit()
+            tx._commit()
             return result
         except _StaleConnection:
             self._abort(conn)
@@ -699,7 +708,7 @@ class PostgresBackend:
             self._abort(conn)
             raise
 
-    def append_decided(self, append: DecidedAppend) -> AppendView | None:
+    def append_decided(self, append: DecidedAppend) -> SessionView | None:
         """``planfold_append`` in one statement, which is one round trip and its
         own transaction (see ``engine.OneStepBackend``). A pooled connection
         with something to read is closed unused (nothing was sent on it) and
@@ -897,4 +906,3 @@ class PostgresStore(LogStore):
 def _one(conn: Connection, sql: str) -> object:
     row = conn.execute(sql).fetchone()
     return None if row is None else row[0]
-

@@ -60,21 +60,18 @@ __all__ = [
     "APPEND_FUNCTION",
     "APPEND_READ",
     "CHANNEL",
-    "HEAD",
     "INSERT_EVENTS",
     "INSERT_FORK",
     "INSERT_GOAL_IDS",
     "INSERT_KEY",
-    "LEASE_READ",
     "LOCK_SESSION",
     "NOTIFY",
     "ROUTINES",
     "SCHEMA_VERSION",
     "SELECT_EVENTS",
     "SELECT_FORK",
-    "SELECT_PREFIX",
+    "SELECT_RANGE",
     "SELECT_ROW",
-    "SELECT_SNAPSHOT",
     "SESSION_IDS",
     "STEPS",
     "TABLES",
@@ -121,12 +118,6 @@ APPEND_READ = (
     " LEFT JOIN planfold_leases AS l ON l.session_id = %(s)s::text"
 )
 
-#: A session's goal lease and the database's clock.
-LEASE_READ = (
-    f"SELECT l.holder, l.token, l.expires_at, l.ttl_ms, {_NOW_MS}"
-    " FROM (SELECT 1) AS one LEFT JOIN planfold_leases AS l ON l.session_id = %s::text"
-)
-
 UPSERT_LEASE = (
     "INSERT INTO planfold_leases (session_id, holder, token, expires_at, ttl_ms) VALUES (%s, %s, %s, %s, %s)"
     " ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, token = excluded.token,"
@@ -136,18 +127,15 @@ UPSERT_LEASE = (
 #: Announce an append to followers (channel, session id).
 NOTIFY = "SELECT pg_notify(%s, %s)"
 
-HEAD = "SELECT COALESCE(MAX(seq), 0) FROM planfold_events WHERE session_id = %s::text"
-
 SELECT_EVENTS = (
     "SELECT seq, kind, at, payload FROM planfold_events WHERE session_id = %s::text AND seq > %s ORDER BY seq"
 )
 
-#: A session's events up to a seq, in order.
-SELECT_PREFIX = (
-    "SELECT seq, kind, at, payload FROM planfold_events WHERE session_id = %s::text AND seq <= %s ORDER BY seq"
+#: A session's events after a seq and up to another, in order.
+SELECT_RANGE = (
+    "SELECT seq, kind, at, payload FROM planfold_events"
+    " WHERE session_id = %s::text AND seq > %s AND seq <= %s ORDER BY seq"
 )
-
-SELECT_SNAPSHOT = "SELECT fold_format, fold_state, log_seq FROM planfold_sessions WHERE id = %s::text"
 
 SELECT_ROW = (
     "SELECT log_seq, agent_mode, plan_mode, current_plan_json, current_plan_summary_json, goal_json,"
@@ -176,8 +164,7 @@ UPSERT_ROW = (
 )
 
 INSERT_KEY = (
-    "INSERT INTO planfold_append_keys (session_id, key, request_hash, first_seq, last_seq)"
-    " VALUES (%s, %s, %s, %s, %s)"
+    "INSERT INTO planfold_append_keys (session_id, key, request_hash, first_seq, last_seq) VALUES (%s, %s, %s, %s, %s)"
 )
 
 #: A forked session's provenance.
@@ -192,8 +179,7 @@ USED_GOAL_IDS = "SELECT goal_id FROM planfold_goal_ids WHERE session_id = %s::te
 
 #: Record the goal ids an append creates (session id, ids, seqs of the creates).
 INSERT_GOAL_IDS = (
-    "INSERT INTO planfold_goal_ids (session_id, goal_id, seq)"
-    " SELECT %s::text, * FROM unnest(%s::text[], %s::bigint[])"
+    "INSERT INTO planfold_goal_ids (session_id, goal_id, seq) SELECT %s::text, * FROM unnest(%s::text[], %s::bigint[])"
 )
 
 

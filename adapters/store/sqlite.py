@@ -67,9 +67,18 @@ from typing import Any, Literal, TypeVar, cast
 
 from ..provenance import ForkProvenance
 from .base import InvalidRequestError, Lease
-from .engine import AppendView, KnownKey, LogStore, SessionRow, StoredEvent, Transaction, Watch
+from .engine import (
+    EventRow,
+    LogStore,
+    SessionRead,
+    SessionRow,
+    SessionView,
+    SessionWrite,
+    StoredEvent,
+    Transaction,
+    Watch,
+)
 from .group import CommitGroup, Pending, own_copy
-from .projection import Projection
 from .session_log import system_clock
 from .sqlite_conn import ConnectionKeeper, connect_sqlite, enable_wal
 from .sqlite_schema import (
@@ -86,23 +95,26 @@ from .sqlite_schema import (
 from .sqlite_sql import (
     APPEND_READ,
     APPEND_READ_NO_KEY,
-    HAS_FORKS,
+    HAS_TABLE,
     INSERT_FORK,
     INSERT_GOAL_ID,
+    INSERT_KEY,
     INSERT_ROWS,
     SELECT_EVENTS,
     SELECT_FORK,
-    SELECT_LEASE,
-    SELECT_PREFIX,
+    SELECT_RANGE,
+    SELECT_ROW,
     UPSERT_LEASE,
+    VIEW_READ_NO_LEASE,
     RowSql,
     insert_events_sql,
     row_sql,
     used_goal_ids_sql,
 )
 from .sqlite_turns import WriteTurns
+from .stored import stored_int, stored_key, stored_lease, stored_provenance, stored_row
 
-__all__ = ["SqliteBackend", "SqliteStore", "Synchronous", "connect_sqlite"]
+__all__ = ["SqliteBackend", "SqliteStore", "Synchronous", "connect_sqlite", "has_table"]
 
 T = TypeVar("T")
 Synchronous = Literal["full", "normal"]
@@ -111,26 +123,22 @@ Synchronous = Literal["full", "normal"]
 _VIEWS = 64
 
 
-def _as_int(value: object) -> int:
-    """A stored integer; -1 stands for anything else (only a hand-edited file
-    holds anything else, and -1 never matches a fold, so audits report it)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else -1
-
-
-def _lease(session_id: str, holder: object, token: object, expires_at: object, ttl_ms: object) -> Lease | None:
-    """A stored lease row (``None`` for no row)."""
-    if holder is None:
-        return None
-    return Lease(session_id, str(holder), _as_int(token), _as_int(expires_at), _as_int(ttl_ms))
+def has_table(conn: Connection, name: str) -> bool:
+    """Whether the file has the table ``name`` (a file opened read-only may
+    be of a version before its leases or its forks)."""
+    return conn.execute(HAS_TABLE, (name,)).fetchone() is not None
 
 
 class _SqliteTransaction:
     """The rows of one SQLite file, on a connection inside a transaction."""
 
-    def __init__(self, conn: Connection, row_sql: RowSql, clock: Callable[[], int]) -> None:
+    def __init__(self, conn: Connection, row_sql: RowSql, clock: Callable[[], int], leases: bool) -> None:
         self.conn = conn
         self.row_sql = row_sql
         self.clock = clock
+        #: The view's statement without a key: a file without the leases
+        #: table (an older version, opened read-only) has no lease to read.
+        self.read_no_key = APPEND_READ_NO_KEY if leases else VIEW_READ_NO_LEASE
         #: Runs a statement whose result is read at once (or not at all): on a
         #: plain connection through one cursor kept for it, which spares the
         #: cursor every ``Connection.execute`` makes; on any other connection
@@ -140,8 +148,8 @@ class _SqliteTransaction:
         )
         #: The view of each session right after this connection last appended
         #: to it without a key, and the connection's ``data_version`` then
-        #: (see ``append_view``).
-        self.views: dict[str, AppendView] = {}
+        #: (see ``view``).
+        self.views: dict[str, SessionView] = {}
         self.views_version: int | None = None
         #: What the current transaction read and wrote: the session of its
         #: append, the ``data_version`` it read, the lease it read and the one
@@ -150,18 +158,21 @@ class _SqliteTransaction:
         self.version: int | None = None
         self.lease_read: Lease | None = None
         self.lease_written: Lease | None = None
-        self.pending: tuple[str, AppendView] | None = None
+        self.pending: tuple[str, SessionView] | None = None
+        #: Whether the current transaction holds the file's write lock.
+        self.writing = False
 
-    def begin(self) -> None:
+    def _begin(self, writing: bool) -> None:
         """A transaction starts on this connection."""
         self.session = self.version = self.lease_read = self.lease_written = self.pending = None
+        self.writing = writing
 
-    def committed(self, appended: bool) -> None:
+    def _committed(self, appended: bool) -> None:
         """The transaction committed: an append without a key leaves the view
         of its session known, any other append leaves that view unknown, and
         any other write may have changed a lease, so every view is forgotten."""
         if not appended:
-            self.forget()
+            self._forget()
             return
         pending, version = self.pending, self.version
         if pending is None or version is None:
@@ -177,12 +188,24 @@ class _SqliteTransaction:
         if len(views) > _VIEWS:
             del views[next(iter(views))]
 
-    def forget(self) -> None:
+    def _forget(self) -> None:
         """Nothing this connection knows of the file is to be trusted any more."""
         self.views = {}
         self.views_version = None
 
-    def append_view(self, session_id: str, key: str | None) -> AppendView:
+    def view(self, read: SessionRead) -> SessionView:
+        session_id, key, goal_ids, row, provenance = read
+        view = self._view(session_id, key)
+        if not (goal_ids or row or provenance):
+            return view
+        return view._replace(
+            row=self._row(session_id) if row else None,
+            used=self._used_goal_ids(session_id, goal_ids) if goal_ids else frozenset(),
+            provenance=self._provenance(session_id) if provenance else None,
+        )
+
+    def _view(self, session_id: str, key: str | None) -> SessionView:
+        """The view's columns that one statement reads (``APPEND_READ``)."""
         hit = None
         self.session = session_id
         if key is None:
@@ -190,63 +213,87 @@ class _SqliteTransaction:
             # commits: while it has not, the file holds what this connection
             # last wrote, and the view of a session it appended to without a
             # key is known without reading it (the lease clock is read anew).
-            version = self.version = self.run("PRAGMA data_version", ()).fetchone()[0]
-            known = self.views.get(session_id) if version == self.views_version else None
-            if known is not None:
-                self.lease_read = known.lease
-                return known if known.lease is None else known._replace(now=self.clock())
+            # Only under the write lock: a read transaction's snapshot starts
+            # with its first read, which a view kept would not be.
+            if self.writing:
+                version = self.version = self.run("PRAGMA data_version", ()).fetchone()[0]
+                known = self.views.get(session_id) if version == self.views_version else None
+                if known is not None:
+                    lease = self.lease_read = known.lease
+                    return SessionView(
+                        known.head, known.has_row, known.fold_format, known.fold_state, None, lease, self.clock()
+                    )
             head, has_row, fold_format, fold_state, holder, token, expires_at, ttl = self.run(
-                APPEND_READ_NO_KEY, (session_id,)
+                self.read_no_key, (session_id,)
             ).fetchone()
         else:
-            row = self.run(APPEND_READ, (session_id, key)).fetchone()
-            head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known = row[:8]
-            holder, token, expires_at, ttl = row[8:]
-            if known:
-                hit = KnownKey(str(known_hash), _as_int(known_first), _as_int(known_last))
-        lease = self.lease_read = None if holder is None else _lease(session_id, holder, token, expires_at, ttl)
-        return AppendView(
-            head if type(head) is int else _as_int(head),
+            found = self.run(APPEND_READ, (session_id, key)).fetchone()
+            head, has_row, fold_format, fold_state, known_hash, known_first, known_last, known_key = found[:8]
+            holder, token, expires_at, ttl = found[8:]
+            if known_key:
+                hit = stored_key(known_hash, known_first, known_last)
+        lease = self.lease_read = stored_lease(session_id, holder, token, expires_at, ttl)
+        return SessionView(
+            head if type(head) is int else stored_int(head),
             has_row == 1,  # "s.id IS NOT NULL" is 1 or 0
             fold_format if type(fold_format) is str else str(fold_format),
             fold_state if type(fold_state) is str else str(fold_state),
             hit,
             lease,
-            0 if lease is None else self.clock(),  # the clock matters only to a lease
+            self.clock(),
         )
 
-    def head(self, session_id: str) -> int:
-        row = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,))
-        return _as_int(row.fetchone()[0])
-
-    def rows(self, session_id: str, after: int) -> Iterable[StoredEvent]:
-        return self.conn.execute(SELECT_EVENTS, (session_id, after))
-
-    def prefix(self, session_id: str, upto: int) -> Iterable[StoredEvent]:
-        return self.conn.execute(SELECT_PREFIX, (session_id, upto))
-
-    def snapshot(self, session_id: str) -> tuple[str, str, int] | None:
-        row = self.conn.execute(
-            "SELECT fold_format, fold_state, log_seq FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        return None if row is None else (str(row[0]), str(row[1]), _as_int(row[2]))
-
-    def session_row(self, session_id: str) -> SessionRow | None:
-        row = self.conn.execute(
-            "SELECT log_seq, agent_mode, plan_mode, current_plan_json, current_plan_summary_json, goal_json,"
-            " fold_format, fold_state FROM sessions WHERE id = ?",
-            (session_id,),
-        ).fetchone()
-        if row is None:
+    def _row(self, session_id: str) -> SessionRow | None:
+        found = self.conn.execute(SELECT_ROW, (session_id,)).fetchone()
+        if found is None:
             return None
-        proj = Projection(_as_int(row[0]), str(row[1]), row[2] == 1, str(row[3]), str(row[4]), str(row[5]))
-        return SessionRow(proj, str(row[6]), str(row[7]))
+        return stored_row(found)
+
+    def _used_goal_ids(self, session_id: str, ids: Sequence[str]) -> frozenset[str]:
+        found: set[str] = set()
+        for start in range(0, len(ids), INSERT_ROWS):
+            chunk = ids[start : start + INSERT_ROWS]
+            rows = self.conn.execute(used_goal_ids_sql(len(chunk)), (session_id, *chunk)).fetchall()
+            found.update(str(row[0]) for row in rows)
+        return frozenset(found)
+
+    def _provenance(self, session_id: str) -> ForkProvenance | None:
+        if not has_table(self.conn, "forks"):
+            return None  # a file from before forks, opened read-only
+        found = self.conn.execute(SELECT_FORK, (session_id,)).fetchone()
+        return None if found is None else stored_provenance(found)
+
+    def rows(self, session_id: str, after: int = 0, upto: int | None = None) -> Iterable[StoredEvent]:
+        if upto is None:
+            return self.conn.execute(SELECT_EVENTS, (session_id, after))
+        return self.conn.execute(SELECT_RANGE, (session_id, after, upto))
 
     def session_ids(self) -> tuple[str, ...]:
         """Every session row, legacy ones included."""
         return tuple(str(r[0]) for r in self.conn.execute("SELECT id FROM sessions ORDER BY id").fetchall())
 
-    def insert_events(self, session_id: str, rows: Sequence[tuple[int, str, int, str]]) -> None:
+    def write(self, write: SessionWrite) -> None:
+        sid = write.session_id
+        if write.lease is not None:
+            lease = write.lease
+            self.conn.execute(
+                UPSERT_LEASE, (lease.session_id, lease.holder, lease.token, lease.expires_at, lease.ttl_ms)
+            )
+            self.lease_written = lease
+        if write.events:
+            self._insert_events(sid, write.events)
+        for goal_id, seq in write.goal_ids:
+            self.conn.execute(INSERT_GOAL_ID, (sid, goal_id, seq))
+        if write.row is not None:
+            self._write_row(sid, write.row, write.exists, write.first_at, write.last_at)
+        if write.key is not None and write.known is not None:
+            known = write.known
+            self.conn.execute(INSERT_KEY, (sid, write.key, known.request_hash, known.first_seq, known.last_seq))
+        if write.provenance is not None:
+            source = write.provenance
+            self.conn.execute(INSERT_FORK, (sid, source.source, source.seq, source.prefix_sha256))
+
+    def _insert_events(self, session_id: str, rows: Sequence[EventRow]) -> None:
         """One multi-row ``INSERT`` per ``INSERT_ROWS`` events: the connection
         port offers only ``execute`` (tests wrap it to inject faults), and a
         multi-row ``INSERT`` does what ``executemany`` would, in fewer trips
@@ -256,11 +303,9 @@ class _SqliteTransaction:
             return
         for start in range(0, len(rows), INSERT_ROWS):
             chunk = rows[start : start + INSERT_ROWS]
-            self.conn.execute(
-                insert_events_sql(len(chunk)), [value for row in chunk for value in (session_id, *row)]
-            )
+            self.conn.execute(insert_events_sql(len(chunk)), [value for row in chunk for value in (session_id, *row)])
 
-    def write_row(self, session_id: str, row: SessionRow, *, exists: bool, first_at: int, last_at: int) -> None:
+    def _write_row(self, session_id: str, row: SessionRow, exists: bool, first_at: int, last_at: int) -> None:
         sql, values = self.row_sql, row.columns()
         if not exists:
             times = (first_at, last_at) if sql.timed else ()
@@ -271,47 +316,8 @@ class _SqliteTransaction:
             self.run(sql.update, (*values, session_id))
         if self.version is not None:  # an append without a key: its view once it commits
             lease = self.lease_written or self.lease_read
-            view = AppendView(row.projection.last_seq, True, row.fold_format, row.fold_state, None, lease)
+            view = SessionView(row.projection.last_seq, True, row.fold_format, row.fold_state, None, lease)
             self.pending = (session_id, view)
-
-    def insert_key(self, session_id: str, key: str, request_hash: str, first_seq: int, last_seq: int) -> None:
-        self.conn.execute(
-            "INSERT INTO append_keys (session_id, key, request_hash, first_seq, last_seq) VALUES (?, ?, ?, ?, ?)",
-            (session_id, key, request_hash, first_seq, last_seq),
-        )
-
-    def used_goal_ids(self, session_id: str, ids: Sequence[str]) -> frozenset[str]:
-        found: set[str] = set()
-        for start in range(0, len(ids), INSERT_ROWS):
-            chunk = ids[start : start + INSERT_ROWS]
-            rows = self.conn.execute(used_goal_ids_sql(len(chunk)), (session_id, *chunk)).fetchall()
-            found.update(str(row[0]) for row in rows)
-        return frozenset(found)
-
-    def insert_goal_ids(self, session_id: str, rows: Sequence[tuple[str, int]]) -> None:
-        for goal_id, seq in rows:
-            self.conn.execute(INSERT_GOAL_ID, (session_id, goal_id, seq))
-
-    def lease_view(self, session_id: str) -> tuple[Lease | None, int]:
-        row = self.conn.execute(SELECT_LEASE, (session_id,)).fetchone()
-        return (None if row is None else _lease(session_id, *row)), self.clock()
-
-    def write_lease(self, lease: Lease) -> None:
-        self.conn.execute(
-            UPSERT_LEASE, (lease.session_id, lease.holder, lease.token, lease.expires_at, lease.ttl_ms)
-        )
-        self.lease_written = lease
-
-    def provenance(self, session_id: str) -> ForkProvenance | None:
-        if self.conn.execute(HAS_FORKS).fetchone() is None:
-            return None  # a file from before forks, opened read-only
-        row = self.conn.execute(SELECT_FORK, (session_id,)).fetchone()
-        return None if row is None else ForkProvenance(str(row[0]), _as_int(row[1]), str(row[2]))
-
-    def write_provenance(self, session_id: str, provenance: ForkProvenance) -> None:
-        self.conn.execute(
-            INSERT_FORK, (session_id, provenance.source, provenance.seq, provenance.prefix_sha256)
-        )
 
 
 #: A grouped append: its body, run in the group's transaction.
@@ -330,7 +336,7 @@ class _PollingWatch:
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = min(0.005, self.cap)
         while True:
-            head = self.backend.run("follow", False, lambda tx: tx.head(self.session_id))
+            head = self.backend.run("follow", False, lambda tx: tx.view(SessionRead(self.session_id)).head)
             if head > position:
                 return True
             left = None if deadline is None else deadline - time.monotonic()
@@ -364,6 +370,7 @@ class SqliteBackend:
         self.clock = clock
         self.poll_interval = poll_interval
         self._row_sql = RowSql("", "", (), False)
+        self._leases = True
         self._tx: _SqliteTransaction | None = None
         #: What opening the file did to its schema.
         self.migration: MigrationReport | None = None
@@ -384,12 +391,13 @@ class SqliteBackend:
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         self.migration = migrate(conn)
         self._row_sql = row_sql(columns(conn, "sessions"))
+        self._leases = has_table(conn, "goal_leases")
         if self.take_turns:
             conn.execute("PRAGMA busy_timeout = 0")  # from now on the store waits for locks itself (sqlite_turns)
 
     def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
         if not write:
-            return self.connections.run(operation, "BEGIN", lambda conn: body(self._transaction(conn)))
+            return self.connections.run(operation, "BEGIN", lambda conn: body(self._transaction(conn, False)))
         if operation == "append":
             return cast("T", self._commits.submit(body))
         return self._write(operation, body)
@@ -397,15 +405,17 @@ class SqliteBackend:
     def _write(self, operation: str, body: Callable[[Transaction], T]) -> T:
         """``body`` in a write transaction of its own."""
         try:
-            result = self.connections.run(operation, "BEGIN IMMEDIATE", lambda conn: body(self._transaction(conn)))
+            result = self.connections.run(
+                operation, "BEGIN IMMEDIATE", lambda conn: body(self._transaction(conn, True))
+            )
         except BaseException:
             # It may have committed (an unknown outcome) or not: what the
             # connection kept of the file is not to be trusted either way.
             if self._tx is not None:
-                self._tx.forget()
+                self._tx._forget()
             raise
         if self._tx is not None:
-            self._tx.committed(operation == "append")
+            self._tx._committed(operation == "append")
         return result
 
     # ----------------------------------------------------------------------
@@ -429,9 +439,9 @@ class SqliteBackend:
         done: list[tuple[Pending[_Body, Any], Any]] = []
 
         def each(conn: Connection) -> None:
-            tx = self._transaction(conn)
+            tx = self._transaction(conn, True)
             for waiting in batch:
-                tx.begin()
+                tx._begin(True)
                 conn.execute("SAVEPOINT planfold_append")
                 try:
                     result = waiting.item(tx)
@@ -440,10 +450,10 @@ class SqliteBackend:
                     # a failure here leaves the whole transaction to the keeper's rollback
                     conn.execute("ROLLBACK TO planfold_append")
                     conn.execute("RELEASE planfold_append")
-                    tx.forget()
+                    tx._forget()
                     continue
                 conn.execute("RELEASE planfold_append")
-                tx.committed(True)  # its view, for the next append of the group to the same session
+                tx._committed(True)  # its view, for the next append of the group to the same session
                 done.append((waiting, result))
 
         try:
@@ -452,7 +462,7 @@ class SqliteBackend:
             # Nothing of the group is known to be written (or, when the commit
             # failed, whether it was), nor what the connection kept of the file.
             if self._tx is not None:
-                self._tx.forget()
+                self._tx._forget()
             raise
         for waiting, result in done:
             waiting.answer(result)
@@ -476,13 +486,13 @@ class SqliteBackend:
                 if not pending.answered:
                     pending.fail(own_copy(exc))
 
-    def _transaction(self, conn: Connection) -> _SqliteTransaction:
+    def _transaction(self, conn: Connection, writing: bool) -> _SqliteTransaction:
         """The rows on ``conn`` (one object per connection, which keeps what
-        this connection wrote: see ``_SqliteTransaction.append_view``)."""
+        this connection wrote: see ``_SqliteTransaction.view``)."""
         tx = self._tx
         if tx is None or tx.conn is not conn:
-            tx = self._tx = _SqliteTransaction(conn, self._row_sql, self.clock)
-        tx.begin()
+            tx = self._tx = _SqliteTransaction(conn, self._row_sql, self.clock, self._leases)
+        tx._begin(writing)
         return tx
 
     @contextmanager

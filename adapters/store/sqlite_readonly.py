@@ -49,7 +49,7 @@ import urllib.parse
 
 from .base import SchemaMismatchError
 from .engine import LogStore
-from .sqlite import SqliteBackend
+from .sqlite import SqliteBackend, has_table
 from .sqlite_schema import (
     LOG_VERSION,
     SCHEMA_VERSION,
@@ -156,6 +156,7 @@ class _ReadOnlyBackend(SqliteBackend):
 
     def _setup(self, conn: Connection) -> None:
         check_readable(conn, self.busy_timeout_ms)
+        self._leases = has_table(conn, "goal_leases")
 
 
 def open_read_only(path: str, *, image: bytes | None = None, busy_timeout_ms: int = 15_000) -> LogStore:

@@ -26,17 +26,19 @@ from dataclasses import dataclass
 __all__ = [
     "APPEND_READ",
     "APPEND_READ_NO_KEY",
-    "HAS_FORKS",
+    "HAS_TABLE",
     "INSERT_FORK",
     "INSERT_GOAL_ID",
+    "INSERT_KEY",
     "INSERT_ROWS",
     "PROJECTION_COLUMNS",
     "SELECT_EVENTS",
     "SELECT_FORK",
-    "SELECT_LEASE",
-    "SELECT_PREFIX",
+    "SELECT_RANGE",
+    "SELECT_ROW",
     "TIME_COLUMNS",
     "UPSERT_LEASE",
+    "VIEW_READ_NO_LEASE",
     "RowSql",
     "insert_events_sql",
     "row_sql",
@@ -61,8 +63,14 @@ TIME_COLUMNS = ("created_at_ms", "updated_at_ms")
 #: A session's events after a seq, in order.
 SELECT_EVENTS = "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
 
-#: A session's events up to a seq, in order.
-SELECT_PREFIX = "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq <= ? ORDER BY seq"
+#: A session's events after a seq and up to another, in order.
+SELECT_RANGE = "SELECT seq, kind, at, payload FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq"
+
+#: A session's row: its projection (log seq first) and its snapshot.
+SELECT_ROW = (
+    "SELECT log_seq, agent_mode, plan_mode, current_plan_json, current_plan_summary_json, goal_json,"
+    " fold_format, fold_state FROM sessions WHERE id = ?"
+)
 
 #: What an append reads, in one statement: the log's head, whether the
 #: session row exists and its snapshot, what the idempotency key (NULL when
@@ -88,8 +96,14 @@ APPEND_READ_NO_KEY = (
     " LEFT JOIN goal_leases AS l ON l.session_id = ?1"
 )
 
-#: A session's goal lease.
-SELECT_LEASE = "SELECT holder, token, expires_at, ttl_ms FROM goal_leases WHERE session_id = ?"
+#: ``APPEND_READ_NO_KEY`` for a file without the leases table (an older
+#: version, opened read-only): the same columns, the lease's NULL.
+VIEW_READ_NO_LEASE = (
+    "SELECT COALESCE((SELECT MAX(seq) FROM events WHERE session_id = ?1), 0),"
+    " s.id IS NOT NULL, s.fold_format, s.fold_state, NULL, NULL, NULL, NULL"
+    " FROM (SELECT 1) LEFT JOIN sessions AS s ON s.id = ?1"
+)
+
 #: Write a session's goal lease (session id, holder, token, expiry, ttl).
 UPSERT_LEASE = (
     "INSERT INTO goal_leases (session_id, holder, token, expires_at, ttl_ms) VALUES (?, ?, ?, ?, ?)"
@@ -97,12 +111,16 @@ UPSERT_LEASE = (
     " expires_at = excluded.expires_at, ttl_ms = excluded.ttl_ms"
 )
 
-#: A row when the file has the forks table (a file opened read-only may predate it).
-HAS_FORKS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'forks'"
+#: A row when the file has the named table (a file opened read-only may
+#: predate the leases and the forks).
+HAS_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
 #: A forked session's provenance.
 SELECT_FORK = "SELECT source_session, source_seq, prefix_sha256 FROM forks WHERE session_id = ?"
 #: Record a forked session's provenance (session id, source, seq, prefix hash).
 INSERT_FORK = "INSERT INTO forks (session_id, source_session, source_seq, prefix_sha256) VALUES (?, ?, ?, ?)"
+
+#: Record what an idempotency key answered (session id, key, request hash, first and last seq).
+INSERT_KEY = "INSERT INTO append_keys (session_id, key, request_hash, first_seq, last_seq) VALUES (?, ?, ?, ?, ?)"
 
 #: Record a goal id a session created (session id, goal id, seq of the create).
 INSERT_GOAL_ID = "INSERT INTO goal_ids (session_id, goal_id, seq) VALUES (?, ?, ?)"
