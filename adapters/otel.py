@@ -50,7 +50,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar, overload
 
@@ -97,16 +97,14 @@ from .runtime.review import AsyncReviewPort, ReviewPort
 from .runtime.tool_runner import ToolRunner
 from .store.aio import AsyncSharedStore, AsyncStore
 from .store.base import (
+    AppendRequest,
     AppendResult,
     AuditReport,
-    FoldedAppend,
     ForwardingStore,
     InvalidRequestError,
     Lease,
     SharedStore,
     Store,
-    TakesFold,
-    append_to,
 )
 from .store.projection import Projection
 
@@ -157,6 +155,7 @@ GOAL_OPERATION = "planfold.goal.operation"
 S = TypeVar("S")
 M = TypeVar("M")
 R = TypeVar("R")
+A = TypeVar("A")
 
 
 # --------------------------------------------------------------------------
@@ -488,8 +487,9 @@ class SessionTracer:
 class _ReviewSpan:
     span: Span
 
-    def answered(self, answer: object) -> None:
-        """Record the human's answer (what the runtime will read it as)."""
+    def answered(self, answer: A) -> A:
+        """Record the human's answer (what the runtime will read it as) and
+        hand it on."""
         if isinstance(answer, Selected):
             kind, approved = "selected", APPROVE in answer.options
             self.span.set_attribute("planfold.review.selected", [str(o) for o in answer.options])
@@ -503,6 +503,7 @@ class _ReviewSpan:
             kind, approved = "malformed", False
         self.span.set_attribute(REVIEW_ANSWER, kind)
         self.span.set_attribute(REVIEW_APPROVED, approved)
+        return answer
 
 
 def _error_code(output: str) -> str | None:
@@ -520,7 +521,7 @@ def _error_code(output: str) -> str | None:
 # The wrappers
 
 
-class TracedStore(TakesFold, ForwardingStore):
+class TracedStore(ForwardingStore):
     """``inner`` with every accepted append shown to ``tracer`` (an
     idempotent retry that wrote nothing is not shown again). Shared-store
     operations (``follow``, goal leases, fenced appends) pass through when
@@ -531,26 +532,12 @@ class TracedStore(TakesFold, ForwardingStore):
         super().__init__(inner)
         self.tracer = tracer
 
-    def append_folded(self, request: FoldedAppend) -> AppendResult:
-        result = append_to(self.inner, request)
+    def append(self, request: AppendRequest) -> AppendResult:
+        """The request handed on whole (a fenced one only to a shared store)."""
+        inner = self.inner if request.lease is None else self._shared("a fenced append")
+        result = inner.append(request)
         if not result.replayed:
             self.tracer.observe(request.session_id, request.events)
-        return result
-
-    def append(  # the shared store's fenced append, too
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
-        *,
-        lease: Lease | None = None,
-    ) -> AppendResult:
-        if lease is None:
-            return self.append_folded(FoldedAppend(session_id, expected_seq, events, idempotency_key))
-        result = self._shared("a fenced append").append(session_id, expected_seq, events, idempotency_key, lease=lease)
-        if not result.replayed:
-            self.tracer.observe(session_id, events)
         return result
 
     def _shared(self, what: str) -> SharedStore:
@@ -583,22 +570,12 @@ class TracedAsyncStore:
         self.inner = inner
         self.tracer = tracer
 
-    async def append(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
-        *,
-        lease: Lease | None = None,
-    ) -> AppendResult:
-        if lease is None:
-            result = await self.inner.append(session_id, expected_seq, events, idempotency_key)
-        else:
-            shared = self._shared("a fenced append")
-            result = await shared.append(session_id, expected_seq, events, idempotency_key, lease=lease)
+    async def append(self, request: AppendRequest) -> AppendResult:
+        """The request handed on whole (a fenced one only to a shared store)."""
+        inner = self.inner if request.lease is None else self._shared("a fenced append")
+        result = await inner.append(request)
         if not result.replayed:
-            self.tracer.observe(session_id, events)
+            self.tracer.observe(request.session_id, request.events)
         return result
 
     def _shared(self, what: str) -> AsyncSharedStore:
@@ -670,8 +647,8 @@ class _Model:
         self.retry_budget = budget if isinstance(budget, RetryBudget) else None
 
 
-def _describe(span: Span, response: ChatResponse) -> None:
-    """The GenAI attributes of a reply (those the server reported)."""
+def _described(span: Span, response: ChatResponse) -> ChatResponse:
+    """``response``, its GenAI attributes (those the server reported) set on ``span``."""
     if response.model:
         span.set_attribute("gen_ai.response.model", response.model)
     if response.finish_reason:
@@ -687,6 +664,7 @@ def _describe(span: Span, response: ChatResponse) -> None:
         span.set_attribute("planfold.response.latency_ms", latency)
     if response.refusal is not None:
         span.add_event("planfold.model.refusal", {"gen_ai.response.finish_reasons": [response.finish_reason or ""]})
+    return response
 
 
 class TracedModel(_Model):
@@ -699,9 +677,7 @@ class TracedModel(_Model):
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         with self.tracer.model_call(request, self.request_model, self.server) as span:
-            response = self.inner.complete(request)
-            _describe(span, response)
-            return response
+            return _described(span, self.inner.complete(request))
 
 
 class TracedAsyncModel(_Model):
@@ -714,9 +690,7 @@ class TracedAsyncModel(_Model):
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         with self.tracer.model_call(request, self.request_model, self.server) as span:
-            response = await self.inner.complete(request)
-            _describe(span, response)
-            return response
+            return _described(span, await self.inner.complete(request))
 
 
 @dataclass
@@ -733,53 +707,58 @@ class TracedToolRunner(ToolRunner):
         tracer.runner = traced
         return traced
 
+    def _span(self, call: ToolCall) -> AbstractContextManager[object]:
+        """The call's span, current while its executor runs (nothing untraced)."""
+        return nullcontext() if self.tracer is None else self.tracer.tool_call(call.id, call.name)
+
     def execute(self, call: ToolCall) -> tuple[bool, str]:
-        if self.tracer is None:
-            return super().execute(call)
-        with self.tracer.tool_call(call.id, call.name):
+        with self._span(call):
             return super().execute(call)
 
     async def execute_async(self, call: ToolCall) -> tuple[bool, str]:
-        if self.tracer is None:
-            return await super().execute_async(call)
-        with self.tracer.tool_call(call.id, call.name):
+        with self._span(call):
             return await super().execute_async(call)
 
 
-class TracedReviewPort:
-    """A ``ReviewPort`` whose every review is a span (see ``SessionTracer.review``)."""
+class _Review:
+    """What both traced review ports share: the inner port, the tracer and
+    the port's availability."""
 
-    def __init__(self, inner: ReviewPort, tracer: SessionTracer) -> None:
+    inner: ReviewPort | AsyncReviewPort
+
+    def __init__(self, inner: ReviewPort | AsyncReviewPort, tracer: SessionTracer) -> None:
         self.inner = inner
         self.tracer = tracer
 
     @property
     def available(self) -> bool:
         return bool(self.inner.available)
+
+
+class TracedReviewPort(_Review):
+    """A ``ReviewPort`` whose every review is a span (see ``SessionTracer.review``)."""
+
+    inner: ReviewPort
+
+    def __init__(self, inner: ReviewPort, tracer: SessionTracer) -> None:
+        super().__init__(inner, tracer)
 
     def review(self, request: ReviewRequest) -> ReviewAnswer:
         with self.tracer.review(request) as span:
-            answer = self.inner.review(request)
-            span.answered(answer)
-            return answer
+            return span.answered(self.inner.review(request))
 
 
-class TracedAsyncReviewPort:
+class TracedAsyncReviewPort(_Review):
     """An ``AsyncReviewPort`` whose every review is a span."""
 
-    def __init__(self, inner: AsyncReviewPort, tracer: SessionTracer) -> None:
-        self.inner = inner
-        self.tracer = tracer
+    inner: AsyncReviewPort
 
-    @property
-    def available(self) -> bool:
-        return bool(self.inner.available)
+    def __init__(self, inner: AsyncReviewPort, tracer: SessionTracer) -> None:
+        super().__init__(inner, tracer)
 
     async def review(self, request: ReviewRequest) -> ReviewAnswer:
         with self.tracer.review(request) as span:
-            answer = await self.inner.review(request)
-            span.answered(answer)
-            return answer
+            return span.answered(await self.inner.review(request))
 
 
 # --------------------------------------------------------------------------

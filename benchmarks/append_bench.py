@@ -62,6 +62,7 @@ from benchmarks.lg_baseline import LG_MISSING, LgLog, load_langgraph
 from benchmarks.logs import SESSION as LOG_SESSION
 from benchmarks.logs import stored_log
 from benchmarks.workloads import goal_events, session_events
+from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.session_log import SessionLog
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.log import Draft, Event
@@ -78,7 +79,7 @@ Appender = Callable[[Event], None]
 
 def _planfold_appender(store: SqliteStore) -> Appender:
     def append(event: Event) -> None:
-        store.append(SESSION, event.seq - 1, [event])
+        store.append(AppendRequest(SESSION, event.seq - 1, [event]))
 
     return append
 
@@ -196,7 +197,7 @@ def run_group_append(scale: Scale, workdir: Path) -> FamilyResult:
     try:
         for batch in batches:
             head = batch[0].seq - 1
-            seconds, _ = stopwatch(functools.partial(store.append, SESSION, head, batch))
+            seconds, _ = stopwatch(functools.partial(store.append, AppendRequest(SESSION, head, batch)))
             samples["planfold"].append(throughput(len(batch), seconds))
             seconds, _ = stopwatch(functools.partial(raw.append_many, SESSION, batch))
             samples["raw-sqlite3"].append(throughput(len(batch), seconds))
@@ -235,7 +236,7 @@ def run_append_growth(scale: Scale, workdir: Path) -> FamilyResult:
             copy = workdir / f"growth-{name}.db"
             _copy_db(log.db, copy)
             stores[name] = SqliteStore(copy)
-            stores[name].append(LOG_SESSION, log.count, log.tail[:1])  # steady state: snapshot decoded
+            stores[name].append(AppendRequest(LOG_SESSION, log.count, log.tail[:1]))  # steady state: snapshot decoded
             heads[name] = log.count + 1
         for repetition in range(scale.growth_repeats):
             for name, log in logs.items():
@@ -244,7 +245,7 @@ def run_append_growth(scale: Scale, workdir: Path) -> FamilyResult:
                 store = stores[name]
                 before = user_cpu()
                 for event in chunk:
-                    store.append(LOG_SESSION, event.seq - 1, [event])
+                    store.append(AppendRequest(LOG_SESSION, event.seq - 1, [event]))
                 samples[name].append((user_cpu() - before) / len(chunk) * 1e6)
     finally:
         for store in stores.values():

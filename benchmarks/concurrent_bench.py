@@ -35,6 +35,7 @@ from typing import NamedTuple
 from benchmarks.baselines import RawLog
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, median, ratio
 from benchmarks.workloads import goal_events
+from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.engine import LogStore
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.log import Event
@@ -97,7 +98,7 @@ def store_appender(store: LogStore) -> Append:
     """Appends an event through ``store`` after the seq before it."""
 
     def append(session: str, event: Event) -> None:
-        store.append(session, event.seq - 1, [event])
+        store.append(AppendRequest(session, event.seq - 1, [event]))
 
     return append
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import FamilyResult, Measurement, Ratio, Scale, median, ratio
+from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.contract_logs import batch_after
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.errors import ConflictError
@@ -58,7 +59,7 @@ def appending(store: SqliteStore, session: str, until: Callable[[], bool]) -> in
     head = store.head(session)
     while not until():
         try:
-            store.append(session, head, batch_after(head, 1))
+            store.append(AppendRequest(session, head, batch_after(head, 1)))
         except ConflictError:
             head = store.head(session)
             continue

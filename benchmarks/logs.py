@@ -37,6 +37,7 @@ from typing import Literal
 from benchmarks.harness import batched, stopwatch, throughput
 from benchmarks.workloads import goal_events, session_events
 from planfold.adapters.codec import encode_event
+from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.log import Event
 
@@ -101,7 +102,7 @@ def _write(db: Path, jsonl: Path, shape: Shape, count: int, batch: int) -> tuple
     try:
         with jsonl.open("wb") as out:
             for chunk in batched(itertools.islice(events, count), batch):
-                store.append(SESSION, chunk[0].seq - 1, chunk)
+                store.append(AppendRequest(SESSION, chunk[0].seq - 1, chunk))
                 out.write(b"".join(encode_event(event) + b"\n" for event in chunk))
     finally:
         store.close()

@@ -64,6 +64,7 @@ from benchmarks.harness import (
     throughput,
 )
 from benchmarks.workloads import goal_events
+from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.engine import created_goal_ids, starts_a_round
 from planfold.kernel.log import Event
 
@@ -176,7 +177,7 @@ def _writer(url: str, session: str, count: int, start: MpEvent, out: Any) -> Non
     with PostgresStore(url, pool_size=1) as store:
         start.wait(60)
         for event in events:
-            store.append(session, event.seq - 1, [event])
+            store.append(AppendRequest(session, event.seq - 1, [event]))
     out.put(count)
 
 
@@ -245,7 +246,7 @@ def run_postgres(scale: Scale, workdir: Path) -> FamilyResult:
             f"isolation {settings['default_transaction_isolation']}; one server, a schema per system"
         )
         def planfold(event: Event) -> None:
-            store.append(SESSION, event.seq - 1, [event])
+            store.append(AppendRequest(SESSION, event.seq - 1, [event]))
 
         systems: dict[str, Appender] = {
             "planfold": planfold,

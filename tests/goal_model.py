@@ -162,14 +162,25 @@ def shape_message(p: object) -> dict[str, Any] | None:
 # The rules
 
 
-ALLOWED_FROM = {
+# The table, written out independently of the kernel's: the phases
+# (None: no goal) each operation may start from, and the phase it leaves.
+ALLOWED_FROM: dict[str, set[str | None]] = {
+    "create": {None, "complete"},
     "edit": {"active", "paused", "blocked", "complete"},
     "pause": {"active"},
     "resume": {"active", "paused", "blocked"},
     "complete": {"active", "paused", "blocked"},
     "block": {"active"},
+    "clear": {"active", "paused", "blocked", "complete"},
 }
-RESULT_PHASE = {"pause": "paused", "resume": "active", "complete": "complete", "block": "blocked"}
+RESULT_PHASE: dict[str, str | None] = {
+    "create": "active",
+    "pause": "paused",
+    "resume": "active",
+    "complete": "complete",
+    "block": "blocked",
+    "clear": None,
+}
 
 
 def target_goal(model: Model, gid: str, rev: int, *, exact: bool) -> dict[str, Any]:

@@ -163,11 +163,18 @@ def current_ref(s: Session) -> PlanRef:
     return s.state.plan.current.ref
 
 
-def drafted() -> Session:
-    """A session in plan mode with plan ``p1`` drafted from ``spec()``."""
+def planning() -> Session:
+    """A session in plan mode, no turn open."""
     s = Session()
     s.mode(True)
-    s.add(draft_event(s.state, "p1", spec(), GOOD_CANDIDATE))
+    return s
+
+
+def drafted(candidate: Any = GOOD_CANDIDATE) -> Session:
+    """A session in plan mode with plan ``p1`` drafted from ``spec()`` (with
+    ``candidate`` as its summary candidate)."""
+    s = planning()
+    s.add(draft_event(s.state, "p1", spec(), candidate))
     return s
 
 

@@ -24,7 +24,7 @@ import psycopg
 
 from planfold.adapters.runtime.goal_lease import LeasedDriver
 from planfold.adapters.runtime.goal_service import GoalService
-from planfold.adapters.store.base import StorageError
+from planfold.adapters.store.base import AppendRequest, StorageError
 from planfold.adapters.store.contract_logs import batch_after, event_at
 from planfold.adapters.store.opener import open_store
 from planfold.adapters.store.postgres import PostgresStore
@@ -88,7 +88,7 @@ def contender(address: str, sessions: list[str], attempts: int, seed: int, *, st
                 continue
             size = rng.randint(1, 3)
             try:
-                store.append(sid, head, batch_after(head, size))
+                store.append(AppendRequest(sid, head, batch_after(head, size)))
             except ConflictError:
                 report["conflict"] += 1
             except RAW_ERRORS as exc:
@@ -113,7 +113,7 @@ def crash_writer(path: str, session: str, seed: int, acks: Connection) -> None:
     while True:
         head = store.head(session)
         try:
-            result = store.append(session, head, batch_after(head, rng.randint(1, 3)))
+            result = store.append(AppendRequest(session, head, batch_after(head, rng.randint(1, 3))))
         except ConflictError:
             continue
         acks.send(result.last_seq)
@@ -133,7 +133,7 @@ def group_crash_writer(path: str, sessions: list[str], shared: str, seed: int, a
             target = shared if rng.random() < 0.3 else session
             head = store.head(target)
             try:
-                result = store.append(target, head, batch_after(head, rng.randint(1, 3)))
+                result = store.append(AppendRequest(target, head, batch_after(head, rng.randint(1, 3))))
             except ConflictError:
                 continue
             with lock:
@@ -219,7 +219,7 @@ def _keep_appending(
         batch = batch_after(head, rng.randint(1, 3))
         while True:
             try:
-                result = store.append(session, head, batch, key)
+                result = store.append(AppendRequest(session, head, batch, key))
             except ConflictError:
                 break
             except StorageError as exc:
@@ -243,7 +243,7 @@ def steady_writer(path: str, session: str, stop: MpEvent, reports: Connection) -
     head = store.head(session)
     landed = 0
     while landed == 0 or not stop.is_set():
-        store.append(session, head, batch_after(head, 1))
+        store.append(AppendRequest(session, head, batch_after(head, 1)))
         head += 1
         landed += 1
         if landed == 1:
@@ -270,7 +270,7 @@ class _RoundAppender:
         time.sleep(0.05)
         head, at, turn = self.log.last_seq, self.log.now(), self.log.state.turns.turn + 1
         round_ = number_drafts([turn_start(turn), user_message(text, source), turn_end(turn)], head, at)
-        self.log.store.append(self.log.session_id, head, round_)  # fenced while the driver drives
+        self.log.store.append(AppendRequest(self.log.session_id, head, round_))  # fenced while the driver drives
         self.log.reload()
         lease = self.driver.lease
         assert lease is not None and isinstance(source, GoalSource)

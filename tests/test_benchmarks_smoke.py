@@ -26,7 +26,7 @@ from benchmarks.lg_baseline import LG_MISSING, load_langgraph
 from benchmarks.logs import SESSION, TAIL, stored_log
 from benchmarks.workloads import goal_events, session_events
 from planfold.adapters.codec import MAX_DEPTH, _json_problem
-from planfold.adapters.store.base import StorageError
+from planfold.adapters.store.base import AppendRequest, StorageError
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.goal.fold import fold_goal
 from planfold.kernel.session import fold_session
@@ -230,7 +230,7 @@ def test_stored_logs_are_built_once_and_continue_validly(tmp_path: Path) -> None
     store = SqliteStore(log.db)
     try:
         assert store.head(SESSION) == 50
-        store.append(SESSION, 50, log.tail[:30])
+        store.append(AppendRequest(SESSION, 50, log.tail[:30]))
         assert store.load(SESSION) == fold_session([*store.read(SESSION, 0)])
         assert store.audit(SESSION).ok
     finally:
@@ -467,15 +467,15 @@ def test_store_memo_follows_the_file_across_writers_and_failed_commits(tmp_path:
     first, second = SqliteStore(path, connect=connect), SqliteStore(path)
     try:
         for index, event in enumerate(events[:30]):
-            (first if index % 3 else second).append("s", event.seq - 1, [event])
+            (first if index % 3 else second).append(AppendRequest("s", event.seq - 1, [event]))
         opened[-1].armed = True
         with pytest.raises(StorageError):
-            first.append("s", 30, events[30:31])
+            first.append(AppendRequest("s", 30, events[30:31]))
         assert first.head("s") == 30
         for store in (first, second):
             assert store.load("s", incremental=True) == fold_session(events[:30])
-        first.append("s", 30, events[30:35])
-        second.append("s", 35, events[35:])
+        first.append(AppendRequest("s", 30, events[30:35]))
+        second.append(AppendRequest("s", 35, events[35:]))
         for store in (first, second):
             assert store.load("s", incremental=True) == fold_session(events)
             assert store.audit("s").ok

@@ -18,7 +18,9 @@ The two clients share everything but the waiting: the wire format
 status, ``Retry-After``), the policy (``openai_policy``: the outcome table,
 backoff, the retry budget, the retry log) and the transport
 (``openai_transport``: one pooled httpx client per model client, the
-environment's proxies, one deadline per attempt). An attempt has
+environment's proxies, one deadline per attempt); what they share with
+the ``openai`` SDK adapters (the options, the retry loop of a call, the
+capped body) is ``openai_common``. An attempt has
 ``timeout_s`` seconds for the name lookup, connecting, sending, the headers
 and the whole body; nothing a server does stretches it.
 
@@ -34,33 +36,21 @@ import asyncio
 import json
 import math
 import os
-import random as _random
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from functools import partial
 from types import TracebackType
-from typing import TypedDict, TypeVar, Unpack
+from typing import Generic, TypedDict, TypeVar, Unpack
 
 import httpx
 
 from ..delegation import Delegated
 from ..options import refuse_unknown
 from ..redact import redact_url
-from .model import (
-    ChatRequest,
-    ChatResponse,
-    ModelBadRequestError,
-    ModelBadResponseError,
-    ModelError,
-    ModelTimeoutError,
-    ModelUnreachableError,
-    RetryBudget,
-    elapsed_ms,
-    excerpt,
-    spent_from,
-)
-from .openai_policy import OUTCOMES, Retrier, RetryPolicy, is_retryable, log_attempt, outcome_of
+from .model import ChatRequest, ChatResponse, ModelBadRequestError, ModelError, spent_from
+from .openai_common import MAX_RESPONSE_BYTES, CallOptions, Settings, SettingsView, cut_off
+from .openai_policy import OUTCOMES, RetryPolicy, is_retryable, outcome_of
 from .openai_transport import (
     AsyncResolvingBackend,
     DeadlineBackend,
@@ -72,7 +62,7 @@ from .openai_transport import (
     system_resolve,
     use_backend,
 )
-from .openai_wire import build_request_body, parse_retry_after, read_reply
+from .openai_wire import parse_retry_after
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -90,8 +80,6 @@ __all__ = [
 #: The API root when neither ``base_url`` nor ``OPENAI_BASE_URL`` names one.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-#: The default cap on one response body.
-MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 
 class _HttpOptions(TypedDict):
     headers: dict[str, str]
@@ -101,7 +89,7 @@ class _HttpOptions(TypedDict):
     mounts: dict[str, None]
 
 
-class ClientOptions(TypedDict, total=False):
+class ClientOptions(CallOptions, total=False):
     """The keyword options both clients take (see ``OpenAIClient``): the
     ``api_key``, the deadline of one attempt (``timeout_s``, 60 by default),
     the ``retry`` policy, extra ``headers``, the content sent for a reply of
@@ -110,30 +98,16 @@ class ClientOptions(TypedDict, total=False):
     ``on_retry`` and a shared ``retry_budget``."""
 
     api_key: str | None
-    timeout_s: float
-    retry: RetryPolicy | None
     headers: Mapping[str, str] | None
-    tool_call_content: str | None
-    max_response_bytes: int
-    random: Callable[[], float]
-    wall_clock: Callable[[], float]
-    on_retry: Callable[[int, ModelError, float], None] | None
-    retry_budget: RetryBudget | None
 
 
-#: What an attempt ended with: the reply, or the error it raised.
-Outcome = TypeVar("Outcome", bound=ChatResponse | ModelError)
-
-
-class _Settings:
+class _Settings(Settings):
     """What both clients take and check alike (see ``OpenAIClient``)."""
 
     def __init__(self, base_url: str | None, model: str, where: str, options: ClientOptions) -> None:
         refuse_unknown(options, ClientOptions.__annotations__, where)
         api_key = options.get("api_key")
         timeout_s = options.get("timeout_s", 60.0)
-        retry = options.get("retry")
-        retry_budget = options.get("retry_budget")
         headers = options.get("headers")
         if base_url is None:
             base_url = os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
@@ -150,18 +124,10 @@ class _Settings:
         if not 0 < timeout_s < math.inf:
             raise ModelBadRequestError(f"timeout_s must be a positive number of seconds, got {timeout_s}")
         self.base_url = base_url
-        self.model = model
-        self.timeout_s = timeout_s
-        self.retry = retry if retry is not None else RetryPolicy()
-        #: The retries of one unit of work (one call, or a runtime's step).
-        self.retry_budget = retry_budget if retry_budget is not None else RetryBudget(self.retry.max_retries)
-        self.tool_call_content = options.get("tool_call_content")
-        self.max_response_bytes = options.get("max_response_bytes", MAX_RESPONSE_BYTES)
         path = parts.path.rstrip("/") + "/chat/completions"
         #: The full chat-completions URL the client posts to.
         self.url = urllib.parse.urlunsplit(parts._replace(path=path, fragment=""))
-        #: The URL as logs and errors show it: without its password.
-        self.where = redact_url(self.url)
+        super().__init__(model, timeout_s, redact_url(self.url), options)
         self.headers = {
             "Content-Type": "application/json",
             "Accept": "application/json",
@@ -170,20 +136,9 @@ class _Settings:
         }
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
-        self.wall_clock = options.get("wall_clock", time.time)
-        random = options.get("random", _random.random)
-        self.retrier = Retrier(self.retry, self.retry_budget, random, self.where, options.get("on_retry"))
-
-    def attempted(self, outcome: Outcome, seconds: float) -> Outcome:
-        """``outcome`` of an attempt that took ``seconds``, logged (at DEBUG,
-        ``openai_policy.log_attempt``; the attempt's number is the budget's
-        retries so far plus one)."""
-        log_attempt(self.where, self.retry_budget.used + 1, seconds, outcome)
-        return outcome
 
     def payload(self, request: ChatRequest) -> bytes:
-        body = build_request_body(self.model, request, tool_call_content=self.tool_call_content)
-        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+        return json.dumps(self.body(request), ensure_ascii=False).encode("utf-8")
 
     def client_options(self) -> _HttpOptions:
         """The httpx client's options: the headers, a per-operation timeout
@@ -197,40 +152,51 @@ class _Settings:
             "mounts": direct_routes(httpx.URL(self.url)),
         }
 
-    def add(self, size: int, chunks: list[bytes], chunk: bytes) -> int:
-        """Keep ``chunk`` of the body; raises ``ModelBadResponseError`` past the cap."""
-        size += len(chunk)
-        if size > self.max_response_bytes:
-            raise ModelBadResponseError(
-                f"response body exceeds {self.max_response_bytes} bytes", excerpt(b"".join(chunks))
-            )
-        chunks.append(chunk)
-        return size
+    def reply(self, response: httpx.Response, body: bytes) -> ChatResponse:
+        return self.read(response.status_code, response.headers.items(), body)
 
-    def cut_off(self, response: httpx.Response, err: httpx.RemoteProtocolError) -> ModelUnreachableError:
+    def cut_off(self, response: httpx.Response, err: httpx.RemoteProtocolError) -> ModelError:
         """The error for a body the server stopped sending before its end."""
-        got = response.num_bytes_downloaded
-        announced = response.headers.get("content-length")
-        of = f" of {announced}" if announced is not None else ""
-        return ModelUnreachableError(f"POST {self.where}: the connection closed after {got}{of} body bytes ({err})")
-
-    def read(self, response: httpx.Response, body: bytes) -> ChatResponse:
-        headers = {name.lower(): value for name, value in response.headers.items()}
-        return read_reply(response.status_code, headers, body, self.wall_clock())
+        return cut_off(self.where, response.num_bytes_downloaded, response.headers.get("content-length"), err)
 
 
-class _Properties:
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)
+W = TypeVar("W")
+
+
+class _Client(SettingsView, Generic[H, W]):
+    """What both clients hold: the settings, ``sleep``, the clock and a
+    pooled httpx client made by ``http`` whose pools connect through
+    ``backend``."""
+
     _s: _Settings
 
     base_url = Delegated[str]("_s", doc="The API root.")
-    model = Delegated[str]("_s", doc="The model name sent with each request.")
-    timeout_s = Delegated[float]("_s", doc="The deadline of one attempt, in seconds.")
-    retry = Delegated[RetryPolicy]("_s", doc="The retry policy.")
-    retry_budget = Delegated[RetryBudget]("_s", doc="The retries of one unit of work (one call, or a runtime's step).")
     url = Delegated[str]("_s", doc="The full chat-completions URL this client posts to.")
 
+    def __init__(
+        self,
+        name: str,
+        base_url: str | None,
+        model: str,
+        options: ClientOptions,
+        *,
+        sleep: W,
+        monotonic: Callable[[], float],
+        http: Callable[..., H],
+        backend: object,
+    ) -> None:
+        self._s = _Settings(base_url, model, name, options)
+        self._sleep = sleep
+        self._monotonic = monotonic
+        try:
+            self._http: H = http(**self._s.client_options())
+        except (ImportError, ValueError, httpx.InvalidURL) as exc:
+            raise refuse_unusable_proxy(exc) from exc
+        use_backend(self._http, backend)
 
-class OpenAIClient(_Properties):
+
+class OpenAIClient(_Client[httpx.Client, Callable[[float], None]]):
     """A ``ModelClient`` for an OpenAI-compatible chat-completions server.
 
     The constructor raises ``ModelBadRequestError`` for a ``base_url`` that is
@@ -253,14 +219,10 @@ class OpenAIClient(_Properties):
         resolve: Resolver = system_resolve,
         **options: Unpack[ClientOptions],
     ) -> None:
-        self._s = _Settings(base_url, model, "OpenAIClient", options)
-        self._sleep = sleep
-        self._monotonic = monotonic
-        try:
-            self._http = httpx.Client(**self._s.client_options())
-        except (ImportError, ValueError, httpx.InvalidURL) as exc:
-            raise refuse_unusable_proxy(exc) from exc
-        use_backend(self._http, DeadlineBackend(resolve, monotonic))
+        super().__init__(
+            "OpenAIClient", base_url, model, options, sleep=sleep, monotonic=monotonic,
+            http=httpx.Client, backend=DeadlineBackend(resolve, monotonic),
+        )  # fmt: skip
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         """Send ``request`` and return the model's reply, with how long the
@@ -272,34 +234,19 @@ class OpenAIClient(_Properties):
         policy allows, ``ModelTimeoutError`` when timeouts are not retried, and
         ``ModelRetriesExhaustedError`` when every attempt failed retryably.
         """
-        payload = self._s.payload(request)
-        budget = spent_from(self.retry_budget)
-        called = self._monotonic()
-        with budget.step():
-            while True:
-                started = self._monotonic()
-                try:
-                    response = self._s.attempted(self._attempt(payload), self._monotonic() - started)
-                    return replace(response, latency_ms=elapsed_ms(called, self._monotonic()))
-                except ModelError as err:
-                    self._s.attempted(err, self._monotonic() - started)
-                    self._sleep(self._s.retrier.after(err, budget))
+        attempt = partial(self._attempt, self._s.payload(request))
+        return self._s.complete(spent_from(self.retry_budget), self._monotonic, attempt, self._sleep)
 
     def _attempt(self, payload: bytes) -> ChatResponse:
         s = self._s
         deadline = self._monotonic() + s.timeout_s
         try:
             with attempt_deadline(deadline), self._http.stream("POST", s.url, content=payload) as response:
-                chunks: list[bytes] = []
-                size = 0
                 try:
-                    for chunk in response.iter_bytes():
-                        size = s.add(size, chunks, chunk)
-                        if self._monotonic() >= deadline:
-                            raise ModelTimeoutError(s.timeout_s, f"POST {s.where}")
+                    body = s.received().read(response.iter_bytes(), self._monotonic, deadline, s.timeout())
                 except httpx.RemoteProtocolError as err:
                     raise s.cut_off(response, err) from err
-                return s.read(response, b"".join(chunks))
+                return s.reply(response, body)
         except httpx.HTTPError as err:
             raise failure_of(err, s.where, s.timeout_s) from err
 
@@ -318,10 +265,10 @@ async def _asyncio_sleep(delay: float) -> None:
     await asyncio.sleep(delay)
 
 
-class AsyncOpenAIClient(_Properties):
+class AsyncOpenAIClient(_Client[httpx.AsyncClient, Callable[[float], Awaitable[None]]]):
     """The asyncio twin of ``OpenAIClient``: the same options and errors,
     ``await complete(request)``, ``sleep`` an async function (``monotonic``
-    times the call for ``latency_ms`` only; the deadline is asyncio's). Use it on one
+    times the call and its attempts only; the deadline is asyncio's). Use it on one
     event loop (its connections belong to the loop that opened them)."""
 
     def __init__(
@@ -334,44 +281,26 @@ class AsyncOpenAIClient(_Properties):
         monotonic: Callable[[], float] = time.monotonic,
         **options: Unpack[ClientOptions],
     ) -> None:
-        self._s = _Settings(base_url, model, "AsyncOpenAIClient", options)
-        self._sleep = sleep
-        self._monotonic = monotonic
-        try:
-            self._http = httpx.AsyncClient(**self._s.client_options())
-        except (ImportError, ValueError, httpx.InvalidURL) as exc:
-            raise refuse_unusable_proxy(exc) from exc
-        use_backend(self._http, AsyncResolvingBackend(resolve))
+        super().__init__(
+            "AsyncOpenAIClient", base_url, model, options, sleep=sleep, monotonic=monotonic,
+            http=httpx.AsyncClient, backend=AsyncResolvingBackend(resolve),
+        )  # fmt: skip
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Send ``request`` and return the model's reply; raises as
         ``OpenAIClient.complete`` does."""
-        payload = self._s.payload(request)
-        budget = spent_from(self.retry_budget)
-        called = self._monotonic()
-        with budget.step():
-            while True:
-                started = time.monotonic()
-                try:
-                    response = self._s.attempted(await self._attempt(payload), time.monotonic() - started)
-                    return replace(response, latency_ms=elapsed_ms(called, self._monotonic()))
-                except ModelError as err:
-                    self._s.attempted(err, time.monotonic() - started)
-                    delay = self._s.retrier.after(err, budget)
-                await self._sleep(delay)
+        attempt = partial(self._attempt, self._s.payload(request))
+        return await self._s.complete_async(spent_from(self.retry_budget), self._monotonic, attempt, self._sleep)
 
     async def _attempt(self, payload: bytes) -> ChatResponse:
         s = self._s
         try:
             async with asyncio.timeout(s.timeout_s), self._http.stream("POST", s.url, content=payload) as response:
-                chunks: list[bytes] = []
-                size = 0
                 try:
-                    async for chunk in response.aiter_bytes():
-                        size = s.add(size, chunks, chunk)
+                    body = await s.received().read_async(response.aiter_bytes())
                 except httpx.RemoteProtocolError as err:
                     raise s.cut_off(response, err) from err
-                return s.read(response, b"".join(chunks))
+                return s.reply(response, body)
         except (httpx.HTTPError, TimeoutError) as err:
             raise failure_of(err, s.where, s.timeout_s) from err
 

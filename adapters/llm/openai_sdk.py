@@ -53,12 +53,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-import random as _random
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
-from typing import Any, TypedDict, Unpack
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import partial
+from typing import Any, ClassVar, Generic, TypeVar, Unpack
 
 try:
     import openai
@@ -76,41 +76,21 @@ from .model import (
     ModelBadRequestError,
     ModelBadResponseError,
     ModelError,
-    ModelTimeoutError,
     ModelUnreachableError,
-    RetryBudget,
-    elapsed_ms,
-    excerpt,
+    spent_from,
 )
-from .openai_policy import Retrier, RetryPolicy, log_attempt
-from .openai_wire import build_request_body, read_reply
+from .openai_common import MAX_RESPONSE_BYTES, CallOptions, Settings, SettingsView, cut_off
 
 __all__ = ["MAX_RESPONSE_BYTES", "AsyncOpenAISDKClient", "OpenAISDKClient", "SDKOptions"]
 
-#: The default cap on one response body (as planfold's own clients).
-MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+
+class SDKOptions(CallOptions, total=False):
+    """The keyword options both adapters take: those of every planfold
+    client (``CallOptions``), no more."""
 
 
-class SDKOptions(TypedDict, total=False):
-    """The keyword options both adapters take: the deadline of one attempt
-    (``timeout_s``, 60 by default), the ``retry`` policy, a shared
-    ``retry_budget``, the content sent for a reply of tool calls only
-    (``tool_call_content``), the cap on one response body
-    (``max_response_bytes``), the ``random`` and ``wall_clock`` sources and
-    ``on_retry(retry, error, delay)``."""
-
-    timeout_s: float
-    retry: RetryPolicy | None
-    retry_budget: RetryBudget | None
-    tool_call_content: str | None
-    max_response_bytes: int
-    random: Callable[[], float]
-    wall_clock: Callable[[], float]
-    on_retry: Callable[[int, ModelError, float], None] | None
-
-
-class _Settings:
-    """What both adapters take and check alike."""
+class _Settings(Settings):
+    """What both adapters take and check alike, and what the SDK raises."""
 
     def __init__(self, client: openai.OpenAI | openai.AsyncOpenAI, model: str, where: str, options: SDKOptions) -> None:
         refuse_unknown(options, SDKOptions.__annotations__, where)
@@ -119,38 +99,13 @@ class _Settings:
             raise ModelBadRequestError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
         if not isinstance(model, str) or not model:
             raise ModelBadRequestError(f"{where}: the model must be a non-empty name, got {model!r}")
-        retry = options.get("retry")
-        self.model = model
-        self.timeout_s = float(timeout_s)
-        self.retry = retry if retry is not None else RetryPolicy()
-        budget = options.get("retry_budget")
-        self.retry_budget = budget if budget is not None else RetryBudget(self.retry.max_retries)
-        self.tool_call_content = options.get("tool_call_content")
-        self.max_response_bytes = options.get("max_response_bytes", MAX_RESPONSE_BYTES)
-        self.wall_clock = options.get("wall_clock", time.time)
-        #: The chat-completions URL as logs and errors show it: without a password.
-        self.where = redact_url(str(client.base_url).rstrip("/") + "/chat/completions")
-        random = options.get("random", _random.random)
-        self.retrier = Retrier(self.retry, self.retry_budget, random, self.where, options.get("on_retry"))
+        shown = redact_url(str(client.base_url).rstrip("/") + "/chat/completions")
+        super().__init__(model, float(timeout_s), shown, options)
 
-    def body(self, request: ChatRequest) -> dict[str, Any]:
-        return build_request_body(self.model, request, tool_call_content=self.tool_call_content)
-
-    def add(self, size: int, chunks: list[bytes], chunk: bytes) -> int:
-        """Keep ``chunk`` of the body; raises ``ModelBadResponseError`` past the cap."""
-        size += len(chunk)
-        if size > self.max_response_bytes:
-            raise ModelBadResponseError(
-                f"response body exceeds {self.max_response_bytes} bytes", excerpt(b"".join(chunks))
-            )
-        chunks.append(chunk)
-        return size
-
-    def read(self, http: Any, body: bytes) -> ChatResponse:
+    def reply(self, http: Any, body: bytes) -> ChatResponse:
         """The chat completion of the reply ``http`` whose body is ``body``,
         or the typed error of its status."""
-        headers = {str(name).lower(): str(value) for name, value in http.headers.items()}
-        return read_reply(int(http.status_code), headers, body, self.wall_clock())
+        return self.read(int(http.status_code), http.headers.items(), body)
 
     def failure(self, err: openai.OpenAIError) -> ModelError:
         """The ``ModelError`` of what the SDK raised."""
@@ -161,12 +116,12 @@ class _Settings:
             except Exception:  # the SDK closed the body unread: keep what it parsed
                 body = str(err.body if err.body is not None else err.message).encode("utf-8")
             try:
-                self.read(response, body)
+                self.reply(response, body)
             except ModelError as typed:
                 return typed
             return ModelBadResponseError(f"the openai SDK refused a {response.status_code} reply: {err.message}")
         if isinstance(err, openai.APITimeoutError):
-            return ModelTimeoutError(self.timeout_s, f"POST {self.where}")
+            return self.timeout()
         if isinstance(err, openai.APIConnectionError):
             cause = err.__cause__
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else err.message
@@ -183,46 +138,62 @@ class _Settings:
             return isinstance(kind, type) and isinstance(err, kind)
 
         if raised("TimeoutException"):
-            return ModelTimeoutError(self.timeout_s, f"POST {self.where}: the body did not arrive in time")
+            return self.timeout(": the body did not arrive in time")
         if raised("TransportError"):
             got = getattr(http, "num_bytes_downloaded", "some")
-            announced = http.headers.get("content-length")
-            of = f" of {announced}" if announced is not None else ""
-            return ModelUnreachableError(
-                f"POST {self.where}: the connection closed after {got}{of} body bytes ({err})"
-            )
+            return cut_off(self.where, got, http.headers.get("content-length"), err)
         if raised("DecodingError"):
             return ModelBadResponseError(f"the body could not be decoded: {err}")
         if raised("HTTPError") or raised("StreamError"):
             return ModelBadResponseError(f"the body could not be read: {type(err).__name__}: {err}")
         return None
 
+    @contextmanager
+    def streaming(self, http: Any) -> Iterator[None]:
+        """Turn an error of the SDK's HTTP library raised while the body of
+        ``http`` streams into its ``ModelError`` (``streaming_failure``)."""
+        try:
+            yield
+        except ModelError:
+            raise
+        except Exception as err:
+            failure = self.streaming_failure(err, http)
+            if failure is None:
+                raise
+            raise failure from err
 
-class _Properties:
+
+C = TypeVar("C", openai.OpenAI, openai.AsyncOpenAI)
+W = TypeVar("W")
+
+
+class _Adapter(SettingsView, Generic[C, W]):
+    """What both adapters hold: the user's client, the settings, ``sleep``
+    and the clock. ``_pair`` names an adapter, the kind of client it wraps,
+    and its twin with the other kind (where a client of that kind belongs)."""
+
     _s: _Settings
+    _pair: ClassVar[tuple[str, type, str, type]]
+
+    def __init__(self, client: C, model: str, options: SDKOptions, sleep: W, monotonic: Callable[[], float]) -> None:
+        name, wants, twin, other = self._pair
+        if not isinstance(client, wants):
+            raise ModelBadRequestError(
+                f"{name} wraps an openai.{wants.__name__} client, got {type(client).__name__}"
+                + (f" (use {twin})" if isinstance(client, other) else "")
+            )
+        self._s = _Settings(client, model, name, options)
+        self._client: C = client
+        self._sleep = sleep
+        self._monotonic = monotonic
 
     @property
-    def model(self) -> str:
-        """The model name sent with each request."""
-        return self._s.model
-
-    @property
-    def timeout_s(self) -> float:
-        """The deadline of one attempt, in seconds."""
-        return self._s.timeout_s
-
-    @property
-    def retry(self) -> RetryPolicy:
-        """The retry policy."""
-        return self._s.retry
-
-    @property
-    def retry_budget(self) -> RetryBudget:
-        """The retries of one unit of work (one call, or a runtime's step)."""
-        return self._s.retry_budget
+    def client(self) -> C:
+        """The user's client (never changed, never closed by the adapter)."""
+        return self._client
 
 
-class OpenAISDKClient(_Properties):
+class OpenAISDKClient(_Adapter[openai.OpenAI, Callable[[float], None]]):
     """A ``ModelClient`` that sends planfold's requests through the user's
     ``openai.OpenAI`` ``client`` (see the module docstring for the deadline).
 
@@ -230,6 +201,8 @@ class OpenAISDKClient(_Properties):
     ``openai.OpenAI``, an empty model name, an unknown option or a
     non-positive ``timeout_s``.
     """
+
+    _pair = ("OpenAISDKClient", openai.OpenAI, "AsyncOpenAISDKClient", openai.AsyncOpenAI)
 
     def __init__(
         self,
@@ -240,37 +213,14 @@ class OpenAISDKClient(_Properties):
         monotonic: Callable[[], float] = time.monotonic,
         **options: Unpack[SDKOptions],
     ) -> None:
-        if not isinstance(client, openai.OpenAI):
-            raise ModelBadRequestError(
-                f"OpenAISDKClient wraps an openai.OpenAI client, got {type(client).__name__}"
-                + (" (use AsyncOpenAISDKClient)" if isinstance(client, openai.AsyncOpenAI) else "")
-            )
-        self._s = _Settings(client, model, "OpenAISDKClient", options)
-        self._client = client
-        self._sleep = sleep
-        self._monotonic = monotonic
-
-    @property
-    def client(self) -> openai.OpenAI:
-        """The user's client (never changed, never closed by the adapter)."""
-        return self._client
+        super().__init__(client, model, options, sleep, monotonic)
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         """Send ``request`` through the user's client and return the reply,
         with its latency (every attempt and wait) on ``latency_ms``. Raises
         as ``OpenAIClient.complete`` does."""
-        body = self._s.body(request)
-        started = self._monotonic()
-        with self.retry_budget.step():
-            while True:
-                tried = self._monotonic()
-                try:
-                    response = self._attempt(body)
-                    log_attempt(self._s.where, self.retry_budget.used + 1, self._monotonic() - tried, response)
-                    return replace(response, latency_ms=elapsed_ms(started, self._monotonic()))
-                except ModelError as err:
-                    log_attempt(self._s.where, self.retry_budget.used + 1, self._monotonic() - tried, err)
-                    self._sleep(self._s.retrier.after(err))
+        attempt = partial(self._attempt, self._s.body(request))
+        return self._s.complete(spent_from(self.retry_budget), self._monotonic, attempt, self._sleep)
 
     def _attempt(self, body: Mapping[str, Any]) -> ChatResponse:
         s = self._s
@@ -278,31 +228,20 @@ class OpenAISDKClient(_Properties):
         api = self._client.with_options(max_retries=0, timeout=s.timeout_s)
         try:
             with api.chat.completions.with_streaming_response.create(**body) as raw:
-                http = raw.http_response
-                chunks: list[bytes] = []
-                size = 0
-                try:
-                    for chunk in raw.iter_bytes():
-                        size = s.add(size, chunks, chunk)
-                        if self._monotonic() >= deadline:
-                            raise ModelTimeoutError(s.timeout_s, f"POST {s.where}")
-                except ModelError:
-                    raise
-                except Exception as err:
-                    failure = s.streaming_failure(err, http)
-                    if failure is None:
-                        raise
-                    raise failure from err
-                return s.read(http, b"".join(chunks))
+                with s.streaming(raw.http_response):
+                    content = s.received().read(raw.iter_bytes(), self._monotonic, deadline, s.timeout())
+                return s.reply(raw.http_response, content)
         except openai.OpenAIError as err:
             raise s.failure(err) from err
 
 
-class AsyncOpenAISDKClient(_Properties):
+class AsyncOpenAISDKClient(_Adapter[openai.AsyncOpenAI, Callable[[float], Awaitable[None]]]):
     """An ``AsyncModelClient`` that sends planfold's requests through the
     user's ``openai.AsyncOpenAI`` ``client``, each attempt inside
     ``asyncio.timeout(timeout_s)``; the same options and errors as
     ``OpenAISDKClient``, ``sleep`` an async function."""
+
+    _pair = ("AsyncOpenAISDKClient", openai.AsyncOpenAI, "OpenAISDKClient", openai.OpenAI)
 
     def __init__(
         self,
@@ -313,38 +252,14 @@ class AsyncOpenAISDKClient(_Properties):
         monotonic: Callable[[], float] = time.monotonic,
         **options: Unpack[SDKOptions],
     ) -> None:
-        if not isinstance(client, openai.AsyncOpenAI):
-            raise ModelBadRequestError(
-                f"AsyncOpenAISDKClient wraps an openai.AsyncOpenAI client, got {type(client).__name__}"
-                + (" (use OpenAISDKClient)" if isinstance(client, openai.OpenAI) else "")
-            )
-        self._s = _Settings(client, model, "AsyncOpenAISDKClient", options)
-        self._client = client
-        self._sleep = sleep
-        self._monotonic = monotonic
-
-    @property
-    def client(self) -> openai.AsyncOpenAI:
-        """The user's client (never changed, never closed by the adapter)."""
-        return self._client
+        super().__init__(client, model, options, sleep, monotonic)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Send ``request`` through the user's client and return the reply,
         with its latency on ``latency_ms``; raises as ``OpenAIClient.complete``
         does."""
-        body = self._s.body(request)
-        started = self._monotonic()
-        with self.retry_budget.step():
-            while True:
-                tried = self._monotonic()
-                try:
-                    response = await self._attempt(body)
-                    log_attempt(self._s.where, self.retry_budget.used + 1, self._monotonic() - tried, response)
-                    return replace(response, latency_ms=elapsed_ms(started, self._monotonic()))
-                except ModelError as err:
-                    log_attempt(self._s.where, self.retry_budget.used + 1, self._monotonic() - tried, err)
-                    delay = self._s.retrier.after(err)
-                await self._sleep(delay)
+        attempt = partial(self._attempt, self._s.body(request))
+        return await self._s.complete_async(spent_from(self.retry_budget), self._monotonic, attempt, self._sleep)
 
     async def _attempt(self, body: Mapping[str, Any]) -> ChatResponse:
         s = self._s
@@ -352,21 +267,10 @@ class AsyncOpenAISDKClient(_Properties):
         try:
             async with asyncio.timeout(s.timeout_s):
                 async with api.chat.completions.with_streaming_response.create(**body) as raw:
-                    http = raw.http_response
-                    chunks: list[bytes] = []
-                    size = 0
-                    try:
-                        async for chunk in raw.iter_bytes():
-                            size = s.add(size, chunks, chunk)
-                    except ModelError:
-                        raise
-                    except Exception as err:
-                        failure = s.streaming_failure(err, http)
-                        if failure is None:
-                            raise
-                        raise failure from err
-                    return s.read(http, b"".join(chunks))
+                    with s.streaming(raw.http_response):
+                        content = await s.received().read_async(raw.iter_bytes())
+                    return s.reply(raw.http_response, content)
         except TimeoutError as err:
-            raise ModelTimeoutError(s.timeout_s, f"POST {s.where}") from err
+            raise s.timeout() from err
         except openai.OpenAIError as err:
             raise s.failure(err) from err

@@ -54,8 +54,8 @@ from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, Step
 from ...kernel.plan.review import PlanCommand
 from ...kernel.session import SessionState, fold_more
 from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget
-from ..store.aio import AsyncLogStore, AsyncStore, append_to_async
-from ..store.base import Folded, FoldedAppend, Lease, Store
+from ..store.aio import AsyncStore
+from ..store.base import AppendRequest, Folded, Lease, Store
 from ..store.session_log import Clock, SessionLog, system_clock
 from .driver import human_input, turn_view
 from .goal_service import AsyncGoalLog
@@ -147,15 +147,8 @@ class _AsyncLog:
         raise AssertionError("unreachable")
 
     async def _append_events(self, before: SessionState, events: Sequence[Event], state: SessionState) -> None:
-        lease = self.lease()
-        request = FoldedAppend(self.session_id, before.last_seq, tuple(events), None, Folded(before, state))
-        if lease is None:
-            await append_to_async(self.store, request)
-        else:
-            store = self.store
-            assert isinstance(store, AsyncLogStore), "a fenced append needs an AsyncSharedStore"
-            r = request
-            await store.append(r.session_id, r.expected_seq, r.events, lease=lease, folded=r.folded)
+        folded, lease = Folded(before, state), self.lease()
+        await self.store.append(AppendRequest(self.session_id, before.last_seq, events, folded=folded, lease=lease))
         self._events.extend(events)
         self._state = state
 

@@ -39,23 +39,21 @@ import socket
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...kernel.log import GoalSource, MessageSource
 from ..loggers import logger
 from ..store.base import (
+    AppendRequest,
     AppendResult,
-    FoldedAppend,
     ForwardingStore,
     Lease,
     LeaseHeldError,
     LeaseLostError,
     SharedStore,
     Store,
-    TakesFold,
 )
-from ..store.engine import LogStore
 from .goal_service import AgentHandle, AsyncRoundRunner, DriveReport, GoalChanged, GoalService, RoundRunner
 from .machine import UnitStore
 
@@ -86,20 +84,18 @@ class LeasedDrive:
     expires_at: int | None = None
 
 
-class _FencedStore(TakesFold, ForwardingStore):
-    """``store`` with ``lease()`` passed to every append (when there is one),
-    and the caller's fold too when ``store`` takes one (see ``base.Folded``)."""
+class _FencedStore(ForwardingStore):
+    """The log's own store with ``lease()`` put in every append's request
+    (when there is one), which goes on whole, the caller's fold with it, through
+    whatever wraps the store to the shared store that holds the lease."""
 
-    def __init__(self, store: SharedStore, lease: Callable[[], Lease | None]) -> None:
+    def __init__(self, store: Store, lease: Callable[[], Lease | None]) -> None:
         super().__init__(store)
-        self.shared = store
         self.lease = lease
 
-    def append_folded(self, request: FoldedAppend) -> AppendResult:
-        session_id, expected_seq, events, key, folded = request
-        if folded is not None and isinstance(self.shared, LogStore):
-            return self.shared.append(session_id, expected_seq, events, key, lease=self.lease(), folded=folded)
-        return self.shared.append(session_id, expected_seq, events, key, lease=self.lease())
+    def append(self, request: AppendRequest) -> AppendResult:
+        lease = self.lease()
+        return self.inner.append(request if lease is None else replace(request, lease=lease))
 
 
 class _LeasedRunner:
@@ -234,7 +230,7 @@ class LeasedDriver:
         holder: Any = log.store if isinstance(log.store, UnitStore) else log
         attribute = "inner" if holder is not log else "store"
         saved: Store = getattr(holder, attribute)
-        setattr(holder, attribute, _FencedStore(self.store, lambda: self.lease))
+        setattr(holder, attribute, _FencedStore(saved, lambda: self.lease))
         try:
             yield
         finally:

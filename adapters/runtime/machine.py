@@ -88,14 +88,13 @@ from ..errors import AdapterError
 from ..llm import model
 from ..provenance import ForkProvenance
 from ..store.base import (
+    AppendRequest,
     AppendResult,
     Folded,
-    FoldedAppend,
     ForwardingStore,
     InvalidRequestError,
+    Lease,
     Store,
-    TakesFold,
-    append_to,
 )
 from ..store.fork import fork_at_turn
 from ..store.session_log import Clock, LogSealedError, SessionLog, system_clock
@@ -279,13 +278,14 @@ class Dispatched:
 # A unit of work over a store
 
 
-class UnitStore(TakesFold, ForwardingStore):
+class UnitStore(ForwardingStore):
     """A ``Store`` that, inside a unit, holds one session's appends and
     writes them at ``commit`` in one compare-and-set append; outside a unit
     it passes everything through. Reads see the held events; closing it
     leaves the shared store open (only its owner closes it). The folds the
     held appends came with, when each was made on the one before's result,
-    join into one fold of all of them for the store (see ``base.Folded``)."""
+    join into one fold of all of them for the store (see ``base.Folded``);
+    a lease they came with goes with it."""
 
     def __init__(self, inner: Store, session_id: str) -> None:
         super().__init__(inner)
@@ -294,28 +294,29 @@ class UnitStore(TakesFold, ForwardingStore):
         self._base = 0
         self._held: list[Event] = []
         self._folded: Folded | None = None
+        self._lease: Lease | None = None
 
     @property
     def held(self) -> tuple[Event, ...]:
         return tuple(self._held)
 
     def begin(self) -> None:
-        self._open, self._held, self._folded = True, [], None
+        self._open, self._held, self._folded, self._lease = True, [], None, None
 
     def commit(self) -> None:
         """Write what the unit holds (may raise; the unit is closed either way)."""
-        held, folded = tuple(self._held), self._folded
+        held, folded, lease = tuple(self._held), self._folded, self._lease
         self.discard()
         if held:
-            append_to(self.inner, FoldedAppend(self.session_id, self._base, held, None, folded))
+            self.inner.append(AppendRequest(self.session_id, self._base, held, None, folded, lease))
 
     def discard(self) -> None:
-        self._open, self._held, self._folded = False, [], None
+        self._open, self._held, self._folded, self._lease = False, [], None, None
 
-    def append_folded(self, request: FoldedAppend) -> AppendResult:
-        session_id, expected_seq, events, _, folded = request
+    def append(self, request: AppendRequest) -> AppendResult:
+        session_id, expected_seq, folded = request.session_id, request.expected_seq, request.folded
         if not self._open or session_id != self.session_id:
-            return append_to(self.inner, request)
+            return self.inner.append(request)
         head = self._base + len(self._held) if self._held else expected_seq
         if expected_seq != head:
             raise ConflictError(session_id, expected_seq, head)
@@ -325,8 +326,9 @@ class UnitStore(TakesFold, ForwardingStore):
             self._folded = Folded(self._folded.before, folded.after)
         else:
             self._folded = None  # an append without a fold, or on another state: the store folds the unit
-        self._held.extend(events)
-        return AppendResult(session_id, expected_seq + 1, expected_seq + len(events))
+        self._held.extend(request.events)
+        self._lease = request.lease or self._lease
+        return AppendResult(session_id, expected_seq + 1, expected_seq + len(request.events))
 
     def head(self, session_id: str) -> int:
         held = self._held if session_id == self.session_id else []

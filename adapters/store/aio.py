@@ -61,10 +61,9 @@ from ...kernel.log import Event
 from ...kernel.session import SessionState
 from ..provenance import ForkProvenance
 from .base import (
+    AppendRequest,
     AppendResult,
     AuditReport,
-    Folded,
-    FoldedAppend,
     InvalidRequestError,
     Lease,
     StoreClosedError,
@@ -81,7 +80,6 @@ __all__ = [
     "AsyncSharedStore",
     "AsyncStore",
     "BlockingStore",
-    "append_to_async",
     "open_async_store",
 ]
 
@@ -91,9 +89,7 @@ T = TypeVar("T")
 class AsyncStore(Protocol):
     """What every async session store provides: ``Store``'s operations, awaited."""
 
-    async def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
-    ) -> AppendResult: ...
+    async def append(self, request: AppendRequest) -> AppendResult: ...
 
     async def head(self, session_id: str) -> int: ...
 
@@ -121,12 +117,7 @@ class AsyncStore(Protocol):
 @runtime_checkable
 class AsyncSharedStore(AsyncStore, Protocol):
     """An async store that several processes share: ``SharedStore``'s
-    following, goal leases and fenced appends, awaited."""
-
-    async def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None,
-        *, lease: Lease | None = None,
-    ) -> AppendResult: ...
+    following, goal leases and fenced appends (the request's ``lease``), awaited."""
 
     def follow(self, session_id: str, after_seq: int = 0, *, timeout: float | None = None) -> AsyncIterator[Event]: ...
 
@@ -135,14 +126,6 @@ class AsyncSharedStore(AsyncStore, Protocol):
     async def release_lease(self, lease: Lease) -> bool: ...
 
     async def lease(self, session_id: str) -> Lease | None: ...
-
-
-async def append_to_async(store: AsyncStore, request: FoldedAppend) -> AppendResult:
-    """``request`` appended to ``store``, with its fold when the store takes
-    one (an ``AsyncLogStore``: see ``base.Folded``)."""
-    if isinstance(store, AsyncLogStore):
-        return await store.append_folded(request)
-    return await store.append(request.session_id, request.expected_seq, request.events, request.idempotency_key)
 
 
 def _check_timeout(timeout: object) -> float | None:
@@ -175,8 +158,8 @@ class AsyncLogStore:
         writes (on the ``LogStore`` it writes to)."""
         raise NotImplementedError
 
-    async def _append(self, request: FoldedAppend, lease: Lease | None) -> AppendResult:
-        """``LogStore.append`` of the request, run where this store writes."""
+    async def _append(self, request: AppendRequest) -> AppendResult:
+        """``LogStore.append`` of ``request``, run where this store writes."""
         raise NotImplementedError
 
     async def _wait(self, session_id: str, position: int, timeout: float | None) -> None:
@@ -208,25 +191,12 @@ class AsyncLogStore:
         self._closed = True
         await self._close()
 
-    async def append(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
-        *,
-        lease: Lease | None = None,
-        folded: Folded | None = None,
-    ) -> AppendResult:
-        """``Store.append``, awaited (see ``adapters.store.base``); ``lease``
-        fences it, ``folded`` is the caller's own strict fold (``base.Folded``)."""
+    async def append(self, request: AppendRequest) -> AppendResult:
+        """``Store.append``, awaited (see ``adapters.store.base``): the
+        request's ``lease`` fences it, its ``folded`` is the caller's own
+        strict fold (``base.Folded``)."""
         self._check_open()
-        return await self._append(FoldedAppend(session_id, expected_seq, events, idempotency_key, folded), lease)
-
-    async def append_folded(self, request: FoldedAppend) -> AppendResult:
-        """``append`` of ``request``, with its fold (see ``base.Folded``)."""
-        r = request
-        return await self.append(r.session_id, r.expected_seq, r.events, r.idempotency_key, folded=r.folded)
+        return await self._append(request)
 
     async def import_fork(
         self, session_id: str, events: Sequence[Event], provenance: ForkProvenance, idempotency_key: str | None = None
@@ -428,16 +398,8 @@ class BlockingStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def append(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
-        *,
-        lease: Lease | None = None,
-    ) -> AppendResult:
-        return self._call(self.inner.append(session_id, expected_seq, events, idempotency_key, lease=lease))
+    def append(self, request: AppendRequest) -> AppendResult:
+        return self._call(self.inner.append(request))
 
     def head(self, session_id: str) -> int:
         return self._call(self.inner.head(session_id))

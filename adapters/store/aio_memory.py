@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from .aio import AsyncLogStore
-from .base import AppendResult, FoldedAppend, Lease
+from .base import AppendRequest, AppendResult
 from .engine import LogStore, Transaction
 from .memory import MemoryBackend
 from .session_log import system_clock
@@ -77,10 +77,8 @@ class AsyncMemoryStore(AsyncLogStore):
     async def _write(self, call: Callable[[LogStore], T]) -> T:
         return call(self.store)
 
-    async def _append(self, request: FoldedAppend, lease: Lease | None) -> AppendResult:
-        r = request
-        store = self.store
-        return store.append(r.session_id, r.expected_seq, r.events, r.idempotency_key, lease=lease, folded=r.folded)
+    async def _append(self, request: AppendRequest) -> AppendResult:
+        return self.store.append(request)
 
     async def _wait(self, session_id: str, position: int, timeout: float | None) -> None:
         if self._backend.closed:

@@ -61,7 +61,7 @@ import psycopg
 import psycopg_pool
 
 from .aio import AsyncLogStore
-from .base import AppendResult, FoldedAppend, InvalidRequestError, Lease, StoreClosedError, StoreUnavailableError
+from .base import AppendRequest, AppendResult, InvalidRequestError, StoreClosedError, StoreUnavailableError
 from .engine import AppendView, DecidedAppend, LogStore, Transaction, Watch
 from .postgres import (
     AppendArgs,
@@ -375,21 +375,16 @@ class AsyncPostgresStore(AsyncLogStore):
     # ----------------------------------------------------------------------
     # Appends
 
-    async def _append(self, request: FoldedAppend, lease: Lease | None) -> AppendResult:
-        r = request
+    async def _append(self, request: AppendRequest) -> AppendResult:
         store = self.store
-        prepared, folded = store.prepared_append(
-            r.session_id, r.expected_seq, r.events, r.idempotency_key, lease=lease, folded=r.folded
-        )
-        decision = store.decide_append(prepared, lease, folded)
+        prepared, folded = store.prepared_append(request)
+        decision = store.decide_append(prepared, request.lease, folded)
         if decision is not None:
             view = await self._one_step(decision.append)
             answer = store.decided_answer(decision, view)
             if answer is not None:
                 return answer
-        body = store.append_transaction(
-            r.session_id, r.expected_seq, r.events, r.idempotency_key, lease=lease, folded=folded
-        )
+        body = store.append_transaction(request)
         return await _settled(self._task(self._transact("append", True, lambda s: s.backend.run("append", True, body))))
 
     async def _one_step(self, append: DecidedAppend) -> AppendView | None:

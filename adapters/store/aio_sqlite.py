@@ -60,7 +60,7 @@ from typing import Any, TypeVar
 
 from ...kernel.session import SessionState, fold_rows
 from .aio import AsyncLogStore
-from .base import AppendResult, FoldedAppend, InvalidRequestError, Lease
+from .base import AppendRequest, AppendResult, InvalidRequestError
 from .engine import LogStore, Transaction
 from .group import Pending
 from .session_log import system_clock
@@ -327,23 +327,11 @@ class AsyncSqliteStore(AsyncLogStore):
         result: T = await self._submit(self._workers.writes, _Job(call, None), settle=True)
         return result
 
-    async def _append(self, request: FoldedAppend, lease: Lease | None) -> AppendResult:
+    async def _append(self, request: AppendRequest) -> AppendResult:
         writer = self._workers.writer
         if writer is None:  # not opened (another opener failed): the writer answers why
-            r = request
-            return await self._write(
-                lambda store: store.append(
-                    r.session_id, r.expected_seq, r.events, r.idempotency_key, lease=lease, folded=r.folded
-                )
-            )
-        body = writer.append_transaction(
-            request.session_id,
-            request.expected_seq,
-            request.events,
-            request.idempotency_key,
-            lease=lease,
-            folded=request.folded,
-        )
+            return await self._write(lambda store: store.append(request))
+        body = writer.append_transaction(request)
         result: AppendResult = await self._submit(self._workers.writes, _Job(None, body), settle=True)
         return result
 

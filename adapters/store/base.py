@@ -8,8 +8,10 @@ projection of its fold (the session row, plus a snapshot of the fold state
 for fast opens). Every store implements the same protocol with the same
 semantics and the same errors; one contract suite runs against all of them.
 
-``append(session_id, expected_seq, events, idempotency_key=None)`` is a
-compare-and-set. In one atomic step the store
+``append(request)`` takes one ``AppendRequest`` (``session_id``,
+``expected_seq``, ``events``, and optionally ``idempotency_key``, the
+caller's ``folded`` fold and a goal ``lease``) and is a compare-and-set. In
+one atomic step the store
 
 1. answers a retried request whose ``idempotency_key`` already landed with the
    original result (``replayed=True``) and writes nothing; the same key with
@@ -53,8 +55,8 @@ provenance against its own first ``seq`` events.
 - Goal leases. At most one process may drive a session's goal rounds: it
   holds the session's lease (``acquire_lease``: a holder name and an expiry
   on the store's lease clock; ``LeaseHeldError`` while another holder's lease
-  is live) and passes it to every append of its rounds (``append(...,
-  lease=)``). Such a *fenced* append checks the lease in the same
+  is live) and passes it with every append of its rounds (the request's
+  ``lease``). Such a *fenced* append checks the lease in the same
   transaction as the write: a lease that expired, was released or was taken
   over is ``LeaseLostError`` and nothing is written; a live one is extended
   by its ``ttl_ms``. An append without a lease that starts a goal round (a
@@ -93,10 +95,10 @@ from .snapshot import SnapshotError
 __all__ = [
     "MAX_SEQ",
     "AppendRejectedError",
+    "AppendRequest",
     "AppendResult",
     "AuditReport",
     "Folded",
-    "FoldedAppend",
     "ForkProvenance",
     "ForkSeqMissingError",
     "ForkSourceMissingError",
@@ -121,8 +123,6 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "StoreUnreachableError",
-    "TakesFold",
-    "append_to",
     "audit_state",
     "check_after",
     "check_fork_request",
@@ -381,12 +381,48 @@ class Lease:
     ttl_ms: int
 
 
+class Folded(NamedTuple):
+    """A caller's strict fold of the events it appends: ``after`` is
+    ``fold_more(before, events)``, computed by the caller (``SessionLog``,
+    which folds every append before it hands it over).
+
+    A ``LogStore`` takes ``after`` instead of folding the same events again
+    only when ``before`` is the very state object it would fold onto (its
+    memo of the session, which its loads hand out and its appends keep) or,
+    for a new session, an empty state; when the events are equal to their
+    stored form; and when ``after`` ends with the last of them. Otherwise it
+    folds them itself as always. So the fold an append is checked by is
+    still a strict fold of exactly the stored events onto the stored state,
+    done once. ``after`` is trusted to be that fold: hand a store only a
+    fold ``kernel.session.fold_more`` made."""
+
+    before: SessionState
+    after: SessionState
+
+
+@dataclass(frozen=True, slots=True)
+class AppendRequest:
+    """One append, as ``Store.append`` takes it: ``events`` to land after
+    seq ``expected_seq`` of ``session_id`` (see the module docstring).
+
+    ``idempotency_key`` makes a retry safe; ``folded`` is the caller's strict
+    fold of the events (see ``Folded``; a store that cannot use it ignores
+    it); ``lease`` fences the append with a goal lease (``SharedStore``). A
+    wrapper hands the request on whole, so it keeps working when a field is
+    added here; it makes a changed one with ``dataclasses.replace``."""
+
+    session_id: str
+    expected_seq: int
+    events: Sequence[Event]
+    idempotency_key: str | None = None
+    folded: Folded | None = None
+    lease: Lease | None = None
+
+
 class Store(Protocol):
     """What every session store provides (see the module docstring)."""
 
-    def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
-    ) -> AppendResult: ...
+    def append(self, request: AppendRequest) -> AppendResult: ...
 
     def head(self, session_id: str) -> int: ...
 
@@ -414,15 +450,13 @@ class Store(Protocol):
 class ForwardingStore:
     """A ``Store`` that hands every call to ``inner``: a wrapper subclasses it
     and overrides only what it changes (a unit of work that holds appends, a
-    lease passed with every append)."""
+    lease passed with every append). ``append`` hands the request on whole."""
 
     def __init__(self, inner: Store) -> None:
         self.inner = inner
 
-    def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
-    ) -> AppendResult:
-        return self.inner.append(session_id, expected_seq, events, idempotency_key)
+    def append(self, request: AppendRequest) -> AppendResult:
+        return self.inner.append(request)
 
     def head(self, session_id: str) -> int:
         return self.inner.head(session_id)
@@ -460,12 +494,8 @@ class ForwardingStore:
 @runtime_checkable
 class SharedStore(Store, Protocol):
     """A store that several processes share: following a session, goal
-    leases and fenced appends (see the module docstring)."""
-
-    def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None,
-        *, lease: Lease | None = None,
-    ) -> AppendResult: ...
+    leases and fenced appends (see the module docstring): its ``append``
+    honours the request's ``lease``."""
 
     def follow(
         self, session_id: str, after_seq: int = 0, *, timeout: float | None = None
@@ -476,66 +506,6 @@ class SharedStore(Store, Protocol):
     def release_lease(self, lease: Lease) -> bool: ...
 
     def lease(self, session_id: str) -> Lease | None: ...
-
-
-# --------------------------------------------------------------------------
-# One fold per append
-
-
-class Folded(NamedTuple):
-    """A caller's strict fold of the events it appends: ``after`` is
-    ``fold_more(before, events)``, computed by the caller (``SessionLog``,
-    which folds every append before it hands it over).
-
-    A ``LogStore`` takes ``after`` instead of folding the same events again
-    only when ``before`` is the very state object it would fold onto (its
-    memo of the session, which its loads hand out and its appends keep) or,
-    for a new session, an empty state; when the events are equal to their
-    stored form; and when ``after`` ends with the last of them. Otherwise it
-    folds them itself as always. So the fold an append is checked by is
-    still a strict fold of exactly the stored events onto the stored state,
-    done once. ``after`` is trusted to be that fold: hand a store only a
-    fold ``kernel.session.fold_more`` made."""
-
-    before: SessionState
-    after: SessionState
-
-
-class FoldedAppend(NamedTuple):
-    """An append as ``Store.append`` is asked it, with the caller's strict
-    fold of its events (``folded``; ``None`` when it has none)."""
-
-    session_id: str
-    expected_seq: int
-    events: Sequence[Event]
-    idempotency_key: str | None = None
-    folded: Folded | None = None
-
-
-class TakesFold:
-    """A store that takes an append with the caller's fold (see ``Folded``):
-    ``LogStore``, and the wrappers that hand it on to one (the runtime's
-    unit of work, the goal driver's fenced store). A store says so by
-    subclassing this; ``append_to`` gives the fold only to those, so any
-    other ``Store`` (a ``ForwardingStore`` subclass of an embedding, say)
-    keeps the plain ``append`` call. A subclass writes ``append_folded``;
-    its ``append`` is then that, without a fold (``LogStore`` writes both)."""
-
-    def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
-    ) -> AppendResult:
-        return self.append_folded(FoldedAppend(session_id, expected_seq, events, idempotency_key))
-
-    def append_folded(self, request: FoldedAppend) -> AppendResult:
-        """``append`` of ``request``, its fold used as ``Folded`` says."""
-        raise NotImplementedError
-
-
-def append_to(store: Store, request: FoldedAppend) -> AppendResult:
-    """``request`` appended to ``store``, with its fold when the store takes one (``TakesFold``)."""
-    if isinstance(store, TakesFold):
-        return store.append_folded(request)
-    return store.append(request.session_id, request.expected_seq, request.events, request.idempotency_key)
 
 
 # --------------------------------------------------------------------------
@@ -720,7 +690,7 @@ def import_session(
     encoded = encode_jsonl(events)
     if provenance is None:
         key = idempotency_key or "import:" + hashlib.sha256(encoded).hexdigest()
-        return store.append(session_id, 0, events, key)
+        return store.append(AppendRequest(session_id, 0, events, key))
     record = encode_fork_record(provenance)
     key = idempotency_key or "import:" + hashlib.sha256(encoded + record + b"\n").hexdigest()
     return store.import_fork(session_id, events, provenance, key)

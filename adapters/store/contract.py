@@ -77,6 +77,7 @@ from ..provenance import ForkProvenance, ForkRecordError, encode_fork_record, pr
 from .aio import AsyncSharedStore, BlockingStore
 from .base import (
     AppendRejectedError,
+    AppendRequest,
     AppendResult,
     ForkSeqMissingError,
     ForkSourceMissingError,
@@ -278,25 +279,31 @@ BAD_REQUEST_IDS = [
     "provenance-empty-id",
 ]
 BAD_REQUESTS: list[tuple[type[PlanfoldError], Callable[[Store], object]]] = [
-    (InvalidRequestError, lambda s: s.append("", 0, batch_after(0, 1))),
-    (InvalidRequestError, lambda s: s.append("  ", 0, batch_after(0, 1))),
-    (InvalidRequestError, lambda s: s.append(7, 0, batch_after(0, 1))),  # type: ignore[arg-type]
-    (InvalidRequestError, lambda s: s.append("s", -1, batch_after(0, 1))),
-    (InvalidRequestError, lambda s: s.append("s", True, batch_after(0, 1))),
-    (InvalidRequestError, lambda s: s.append("s", 0, [])),
-    (InvalidRequestError, lambda s: s.append("s", 0, iter(batch_after(0, 1)))),  # type: ignore[arg-type]
-    (InvalidRequestError, lambda s: s.append("s", 0, batch_after(0, 1), "")),
-    (InvalidRequestError, lambda s: s.append("s", 0, batch_after(0, 1), 5)),  # type: ignore[arg-type]
-    (CodecError, lambda s: s.append("s", 0, [Event(1, "user/message", 1, {"text": b"x", "source": None})])),
-    (CodecError, lambda s: s.append("s", 0, ["not an event"])),  # type: ignore[list-item]
-    (CodecError, lambda s: s.append("s", 0, [Event(1, "tool/call", 1, {"v": _too_deep()})])),
-    (InvalidRequestError, lambda s: s.append("\ud800", 0, batch_after(0, 1))),
-    (InvalidRequestError, lambda s: s.append("s", 0, batch_after(0, 1), "\udc00")),
-    (InvalidRequestError, lambda s: s.append("s", 2**63, batch_after(0, 1))),
-    (CodecError, lambda s: s.append("s", 0, [Event(1, "turn/start", 2**63, {"turn": 1})])),
-    (CodecError, lambda s: s.append("s", 0, [Event(1, "user/message", 1, {"text": "\ud800", "source": None})])),
-    (CodecError, lambda s: s.append("s", 0, [Event(1, ["turn/start"], 1, {"turn": 1})])),  # type: ignore[arg-type]
-    (CodecError, lambda s: s.append("s", 0, [Event(1, "turn/\ud800", 1, {"turn": 1})])),
+    (InvalidRequestError, lambda s: s.append(AppendRequest("", 0, batch_after(0, 1)))),
+    (InvalidRequestError, lambda s: s.append(AppendRequest("  ", 0, batch_after(0, 1)))),
+    (InvalidRequestError, lambda s: s.append(AppendRequest(7, 0, batch_after(0, 1)))),  # type: ignore[arg-type]
+    (InvalidRequestError, lambda s: s.append(AppendRequest("s", -1, batch_after(0, 1)))),
+    (InvalidRequestError, lambda s: s.append(AppendRequest("s", True, batch_after(0, 1)))),
+    (InvalidRequestError, lambda s: s.append(AppendRequest("s", 0, []))),
+    (InvalidRequestError, lambda s: s.append(AppendRequest("s", 0, iter(batch_after(0, 1))))),  # type: ignore[arg-type]
+    (InvalidRequestError, lambda s: s.append(AppendRequest("s", 0, batch_after(0, 1), ""))),
+    (InvalidRequestError, lambda s: s.append(AppendRequest("s", 0, batch_after(0, 1), 5))),  # type: ignore[arg-type]
+    (
+        CodecError,
+        lambda s: s.append(AppendRequest("s", 0, [Event(1, "user/message", 1, {"text": b"x", "source": None})])),
+    ),
+    (CodecError, lambda s: s.append(AppendRequest("s", 0, ["not an event"]))),  # type: ignore[list-item]
+    (CodecError, lambda s: s.append(AppendRequest("s", 0, [Event(1, "tool/call", 1, {"v": _too_deep()})]))),
+    (InvalidRequestError, lambda s: s.append(AppendRequest("\ud800", 0, batch_after(0, 1)))),
+    (InvalidRequestError, lambda s: s.append(AppendRequest("s", 0, batch_after(0, 1), "\udc00"))),
+    (InvalidRequestError, lambda s: s.append(AppendRequest("s", 2**63, batch_after(0, 1)))),
+    (CodecError, lambda s: s.append(AppendRequest("s", 0, [Event(1, "turn/start", 2**63, {"turn": 1})]))),
+    (
+        CodecError,
+        lambda s: s.append(AppendRequest("s", 0, [Event(1, "user/message", 1, {"text": "\ud800", "source": None})])),
+    ),
+    (CodecError, lambda s: s.append(AppendRequest("s", 0, [Event(1, ["turn/start"], 1, {"turn": 1})]))),  # type: ignore[arg-type]
+    (CodecError, lambda s: s.append(AppendRequest("s", 0, [Event(1, "turn/\ud800", 1, {"turn": 1})]))),
     (InvalidRequestError, lambda s: s.read("s", "0")),  # type: ignore[arg-type]
     (InvalidRequestError, lambda s: s.head("\ud800")),
     (InvalidRequestError, lambda s: s.head("")),
@@ -360,7 +367,7 @@ class StoreContract:
             batch = log[head : head + size]
             if not batch:
                 break
-            result = kit.store.append("s", head, batch)
+            result = kit.store.append(AppendRequest("s", head, batch))
             assert result == AppendResult("s", head + 1, head + len(batch), replayed=False)
             head += len(batch)
             _assert_matches_fold(kit.store, "s", log[:head])
@@ -381,7 +388,7 @@ class StoreContract:
                 head, index = 0, 0
                 while head < len(builder.events):
                     batch = builder.events[head : head + sizes[index % len(sizes)]]
-                    made.store.append("s", head, batch)
+                    made.store.append(AppendRequest("s", head, batch))
                     head, index = head + len(batch), index + 1
                 _assert_matches_fold(made.store, "s", builder.events)
             finally:
@@ -390,15 +397,15 @@ class StoreContract:
         check()
 
     def test_sessions_are_independent(self, kit: StoreKit) -> None:
-        kit.store.append("a", 0, batch_after(0, 3))
-        kit.store.append("b", 0, batch_after(0, 1))
+        kit.store.append(AppendRequest("a", 0, batch_after(0, 3)))
+        kit.store.append(AppendRequest("b", 0, batch_after(0, 1)))
         _assert_matches_fold(kit.store, "a", batch_after(0, 3))
         _assert_matches_fold(kit.store, "b", batch_after(0, 1))
         assert kit.store.session_ids() == ("a", "b")
 
     def test_values_handed_out_or_in_are_never_shared_with_the_store(self, kit: StoreKit) -> None:
         payload: dict[str, Any] = {"text": "hi", "source": None}
-        kit.store.append("s", 0, [Event(1, "user/message", 1, payload)])
+        kit.store.append(AppendRequest("s", 0, [Event(1, "user/message", 1, payload)]))
         payload["text"] = "changed by the caller"
         read = kit.store.read("s")
         read[0].payload["text"] = "changed by a reader"  # type: ignore[index]
@@ -411,61 +418,63 @@ class StoreContract:
     def test_a_stale_or_future_expected_seq_is_a_conflict_and_changes_nothing(
         self, kit: StoreKit, expected: int
     ) -> None:
-        kit.store.append("s", 0, batch_after(0, 2))
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 2)))
         before = _session_facts(kit.store, "s")
         with pytest.raises(ConflictError) as info:
-            kit.store.append("s", expected, batch_after(expected, 1))
+            kit.store.append(AppendRequest("s", expected, batch_after(expected, 1)))
         assert (info.value.session_id, info.value.expected_seq, info.value.actual_seq) == ("s", expected, 2)
         assert info.value.code == "conflict"
         assert _session_facts(kit.store, "s") == before
 
     def test_a_conflict_is_reported_before_the_events_are_judged(self, kit: StoreKit) -> None:
-        kit.store.append("s", 0, batch_after(0, 2))
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 2)))
         with pytest.raises(ConflictError):
-            kit.store.append("s", 0, [Event(99, "nonsense", -1, {})])
+            kit.store.append(AppendRequest("s", 0, [Event(99, "nonsense", -1, {})]))
 
     # ----------------------------------------------------------------------
     # Idempotency
 
     def test_a_retried_append_lands_exactly_once(self, kit: StoreKit) -> None:
-        first = kit.store.append("s", 0, batch_after(0, 2), "k1")
+        first = kit.store.append(AppendRequest("s", 0, batch_after(0, 2), "k1"))
         assert first.replayed is False
-        again = kit.store.append("s", 0, batch_after(0, 2), "k1")
+        again = kit.store.append(AppendRequest("s", 0, batch_after(0, 2), "k1"))
         assert again == AppendResult("s", 1, 2, replayed=True)
-        kit.store.append("s", 2, batch_after(2, 1), "k2")
-        late = kit.reopen().append("s", 0, batch_after(0, 2), "k1")  # after the log moved on, and a restart
+        kit.store.append(AppendRequest("s", 2, batch_after(2, 1), "k2"))
+        # after the log moved on, and a restart
+        late = kit.reopen().append(AppendRequest("s", 0, batch_after(0, 2), "k1"))
         assert late == AppendResult("s", 1, 2, replayed=True)
         _assert_matches_fold(kit.store, "s", batch_after(0, 3))
 
     def test_the_request_hash_ignores_key_order_in_payloads(self, kit: StoreKit) -> None:
-        kit.store.append("s", 0, [Event(1, "user/message", 1, {"text": "a", "source": None})], "k")
-        retry = kit.store.append("s", 0, [Event(1, "user/message", 1, {"source": None, "text": "a"})], "k")
+        kit.store.append(AppendRequest("s", 0, [Event(1, "user/message", 1, {"text": "a", "source": None})], "k"))
+        reordered = Event(1, "user/message", 1, {"source": None, "text": "a"})
+        retry = kit.store.append(AppendRequest("s", 0, [reordered], "k"))
         assert retry.replayed
 
     @pytest.mark.parametrize("change", KEY_REUSES, ids=["other-events", "fewer-events", "other-expected-seq"])
     def test_a_key_reused_for_a_different_append_is_refused(
         self, kit: StoreKit, change: Callable[[], tuple[int, list[Event]]]
     ) -> None:
-        kit.store.append("s", 0, batch_after(0, 2), "k")
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 2), "k"))
         before = _session_facts(kit.store, "s")
         expected, events = change()
         with pytest.raises(IdempotencyMismatchError) as info:
-            kit.store.append("s", expected, events, "k")
+            kit.store.append(AppendRequest("s", expected, events, "k"))
         assert (info.value.session_id, info.value.key, info.value.code) == ("s", "k", "idempotency-mismatch")
         assert _session_facts(kit.store, "s") == before
 
     def test_keys_belong_to_one_session(self, kit: StoreKit) -> None:
-        kit.store.append("a", 0, batch_after(0, 1), "k")
-        assert kit.store.append("b", 0, batch_after(0, 2), "k").replayed is False
+        kit.store.append(AppendRequest("a", 0, batch_after(0, 1), "k"))
+        assert kit.store.append(AppendRequest("b", 0, batch_after(0, 2), "k")).replayed is False
         assert kit.store.head("b") == 2
 
     def test_a_key_whose_append_failed_is_not_remembered(self, kit: StoreKit) -> None:
-        kit.store.append("s", 0, batch_after(0, 1))
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 1)))
         with pytest.raises(ConflictError):
-            kit.store.append("s", 0, batch_after(0, 1), "k")
+            kit.store.append(AppendRequest("s", 0, batch_after(0, 1), "k"))
         with pytest.raises(AppendRejectedError):
-            kit.store.append("s", 1, [Event(3, "turn/start", 100, {"turn": 1})], "k")
-        assert kit.store.append("s", 1, batch_after(1, 1), "k") == AppendResult("s", 2, 2)
+            kit.store.append(AppendRequest("s", 1, [Event(3, "turn/start", 100, {"turn": 1})], "k"))
+        assert kit.store.append(AppendRequest("s", 1, batch_after(1, 1), "k")) == AppendResult("s", 2, 2)
 
     # ----------------------------------------------------------------------
     # Concurrent writers
@@ -494,13 +503,14 @@ class StoreContract:
                 start.wait()
                 for i in range(rounds):
                     text = f"{number}-{i}"
-                    assert store.append(own, i, [message(i + 1, text)], f"k-{text}") == AppendResult(own, i + 1, i + 1)
-                    assert store.append(own, i, [message(i + 1, text)], f"k-{text}").replayed
+                    result = store.append(AppendRequest(own, i, [message(i + 1, text)], f"k-{text}"))
+                    assert result == AppendResult(own, i + 1, i + 1)
+                    assert store.append(AppendRequest(own, i, [message(i + 1, text)], f"k-{text}")).replayed
                     with pytest.raises(AppendRejectedError):  # back in time: the fold refuses it
-                        store.append(own, i + 1, [message(i + 2, f"late {text}", at=0)])
+                        store.append(AppendRequest(own, i + 1, [message(i + 2, f"late {text}", at=0)]))
                     head = store.head("shared")
                     try:
-                        store.append("shared", head, [message(head + 1, f"shared {text}")])
+                        store.append(AppendRequest("shared", head, [message(head + 1, f"shared {text}")]))
                         outcome = acknowledged
                     except ConflictError:
                         outcome = refused
@@ -532,10 +542,10 @@ class StoreContract:
     def test_events_that_do_not_continue_the_log_are_rejected_and_nothing_is_written(
         self, kit: StoreKit, rule: str, make: Callable[[int], list[Event]]
     ) -> None:
-        kit.store.append("s", 0, batch_after(0, 4))
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 4)))
         before = _session_facts(kit.store, "s")
         with pytest.raises(AppendRejectedError) as info:
-            kit.store.append("s", 4, make(4), "key")
+            kit.store.append(AppendRequest("s", 4, make(4), "key"))
         err = info.value
         assert (err.code, err.rule, err.session_id) == ("append-rejected", rule, "s")
         assert err.position >= 5
@@ -547,23 +557,23 @@ class StoreContract:
         self, kit: StoreKit, reopened: bool
     ) -> None:
         first = [_goal_create("g1", 1), _goal_clear("g1", 2), _goal_create("g2", 3), _goal_clear("g2", 4)]
-        kit.store.append("s", 0, first)
+        kit.store.append(AppendRequest("s", 0, first))
         store = kit.reopen() if reopened else kit.store
         before = _session_facts(store, "s")
         # g1 again at seq 7, and a later event that breaks another rule: the
         # reuse is what is reported, at its own seq, as a replay reports it.
         reused = [_goal_create("g3", 5), _goal_clear("g3", 6), _goal_create("g1", 7), Event(8, GOAL_CHANGE, 1, {})]
         with pytest.raises(AppendRejectedError) as info:
-            store.append("s", 4, reused)
+            store.append(AppendRequest("s", 4, reused))
         assert (info.value.position, info.value.rule) == (7, "id-reused")
         assert info.value.detail == fold_refusal([*first, *reused]).detail
         assert _session_facts(store, "s") == before
-        store.append("s", 4, reused[:2])
+        store.append(AppendRequest("s", 4, reused[:2]))
         again = kit.reopen()
         for goal_id in ("g2", "g3"):
             with pytest.raises(AppendRejectedError, match="id-reused"):
-                again.append("s", 6, [_goal_create(goal_id, 7)])
-        again.append("s", 6, [_goal_create("g4", 7)])
+                again.append(AppendRequest("s", 6, [_goal_create(goal_id, 7)]))
+        again.append(AppendRequest("s", 6, [_goal_create("g4", 7)]))
         assert again.load("s", incremental=True) == again.load("s") == fold_session(again.read("s"))
         assert again.audit("s").ok
 
@@ -571,9 +581,9 @@ class StoreContract:
         events: list[Event] = []
         for n in range(40):
             events += [_goal_create(f"goal-{n:03}", 2 * n + 1), _goal_clear(f"goal-{n:03}", 2 * n + 2)]
-        kit.store.append("s", 0, events[:2])
+        kit.store.append(AppendRequest("s", 0, events[:2]))
         one = _snapshot_size(kit.store, "s")
-        kit.store.append("s", 2, events[2:])
+        kit.store.append(AppendRequest("s", 2, events[2:]))
         assert _snapshot_size(kit.store, "s") <= one + 8  # the seq and time of the last event may get longer
         assert kit.reopen().load("s", incremental=True).goal == fold_session(events).goal
 
@@ -581,7 +591,7 @@ class StoreContract:
     def test_a_bad_request_gets_a_typed_error_and_changes_nothing(
         self, kit: StoreKit, error: type[PlanfoldError], call: Callable[[Store], object]
     ) -> None:
-        kit.store.append("s", 0, batch_after(0, 1))
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 1)))
         before = _session_facts(kit.store, "s")
         with pytest.raises(error) as info:
             call(kit.store)
@@ -590,17 +600,17 @@ class StoreContract:
         assert kit.store.session_ids() == ("s",)
 
     def test_read_positions_beyond_the_log_are_just_empty(self, kit: StoreKit) -> None:
-        kit.store.append("s", 0, batch_after(0, 3))
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 3)))
         assert kit.store.read("s", 2) == (batch_after(0, 3)[2],)
         assert kit.store.read("s", 2**70) == ()
         assert kit.store.read("s", -5) == tuple(batch_after(0, 3))
 
     def test_a_closed_store_refuses_everything_with_store_closed(self, kit: StoreKit) -> None:
-        kit.store.append("s", 0, batch_after(0, 1))
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 1)))
         kit.store.close()
         kit.store.close()  # idempotent
         calls: list[Callable[[], object]] = [
-            lambda: kit.store.append("s", 1, batch_after(1, 1)),
+            lambda: kit.store.append(AppendRequest("s", 1, batch_after(1, 1))),
             lambda: kit.store.head("s"),
             lambda: kit.store.read("s"),
             lambda: kit.store.load("s"),
@@ -621,7 +631,7 @@ class StoreContract:
 
     def test_export_then_import_reproduces_the_session_once(self, kit: StoreKit) -> None:
         log = build_log(FULL_SCRIPT).events
-        kit.store.append("src", 0, log)
+        kit.store.append(AppendRequest("src", 0, log))
         data = export_session(kit.store, "src")
         first = import_session(kit.store, "copy", data)
         assert first == AppendResult("copy", 1, len(log))
@@ -632,8 +642,8 @@ class StoreContract:
         assert kit.store.head("empty") == 0
 
     def test_importing_into_a_session_with_events_is_a_conflict(self, kit: StoreKit) -> None:
-        kit.store.append("src", 0, batch_after(0, 3))
-        kit.store.append("busy", 0, batch_after(0, 1))
+        kit.store.append(AppendRequest("src", 0, batch_after(0, 3)))
+        kit.store.append(AppendRequest("busy", 0, batch_after(0, 1)))
         with pytest.raises(ConflictError):
             import_session(kit.store, "busy", export_session(kit.store, "src"))
         assert kit.store.head("busy") == 1
@@ -652,8 +662,8 @@ class StoreContract:
 
     def test_a_fork_holds_the_first_n_events_with_their_fold_and_its_provenance(self, kit: StoreKit) -> None:
         log = build_log(FULL_SCRIPT).events
-        kit.store.append("src", 0, log[:7])
-        kit.store.append("src", 7, log[7:])
+        kit.store.append(AppendRequest("src", 0, log[:7]))
+        kit.store.append(AppendRequest("src", 7, log[7:]))
         source = export_session(kit.store, "src")
         for at in sorted({1, 2, 7, 8, len(log) // 2, len(log)}):
             new = f"fork-{at}"
@@ -690,8 +700,8 @@ class StoreContract:
     def test_a_refused_fork_gets_a_typed_error_and_changes_nothing(
         self, kit: StoreKit, source: str, at: int, new: str, error: type[PlanfoldError]
     ) -> None:
-        kit.store.append("src", 0, batch_after(0, 4))
-        kit.store.append("other", 0, batch_after(0, 1))
+        kit.store.append(AppendRequest("src", 0, batch_after(0, 4)))
+        kit.store.append(AppendRequest("other", 0, batch_after(0, 1)))
 
         def facts(store: Store) -> dict[str, tuple[Any, ...]]:
             return {sid: (*_session_facts(store, sid), store.provenance(sid)) for sid in ("src", "other", "new")}
@@ -712,14 +722,14 @@ class StoreContract:
 
     def test_the_source_and_its_fork_go_on_independently(self, kit: StoreKit) -> None:
         source = build_log(FULL_SCRIPT)
-        kit.store.append("src", 0, source.events)
+        kit.store.append(AppendRequest("src", 0, source.events))
         at = max(n for n in range(1, len(source.events) // 2) if not source.prefix(n).state.turns.open)
         kit.store.fork("src", at, "fork")
         fork = source.prefix(at)
         for builder, sid in ((source, "src"), (fork, "fork")):
             head = len(builder.events)
             assert builder.turn(f"only in {sid}")
-            kit.store.append(sid, head, builder.events[head:])
+            kit.store.append(AppendRequest(sid, head, builder.events[head:]))
         _assert_matches_fold(kit.store, "src", source.events)
         _assert_matches_fold(kit.store, "fork", fork.events)
         assert kit.store.read("fork")[:at] == kit.store.read("src")[:at]
@@ -731,7 +741,7 @@ class StoreContract:
 
     def test_a_fork_of_a_fork_names_its_own_source(self, kit: StoreKit) -> None:
         log = build_log(FULL_SCRIPT).events
-        kit.store.append("a", 0, log)
+        kit.store.append(AppendRequest("a", 0, log))
         kit.store.fork("a", 20, "b")
         assert kit.store.fork("b", 10, "c") == ForkProvenance("b", 10, prefix_digest(log[:10]))
         _assert_matches_fold(kit.store, "c", log[:10])
@@ -739,17 +749,17 @@ class StoreContract:
     @pytest.mark.parametrize("reopened", [False, True], ids=["same-store", "reopened"])
     def test_the_goal_ids_of_the_prefix_stay_used_in_the_fork(self, kit: StoreKit, reopened: bool) -> None:
         first = [_goal_create("g1", 1), _goal_clear("g1", 2), _goal_create("g2", 3), _goal_clear("g2", 4)]
-        kit.store.append("s", 0, first)
+        kit.store.append(AppendRequest("s", 0, first))
         kit.store.fork("s", 2, "f")
         store = kit.reopen() if reopened else kit.store
         with pytest.raises(AppendRejectedError, match="id-reused"):
-            store.append("f", 2, [_goal_create("g1", 3)])
-        store.append("f", 2, [_goal_create("g2", 3)])  # created in the source after the fork: fresh here
+            store.append(AppendRequest("f", 2, [_goal_create("g1", 3)]))
+        store.append(AppendRequest("f", 2, [_goal_create("g2", 3)]))  # created in the source after the fork: fresh here
         assert store.audit("f").ok
 
     def test_two_stores_forking_into_one_new_session_land_one_fork_whole(self, kit: StoreKit) -> None:
         log = build_log(FULL_SCRIPT).events
-        kit.store.append("src", 0, log)
+        kit.store.append(AppendRequest("src", 0, log))
         stores = [kit.store, kit.another()]
         outcomes: list[object] = [None, None]
         barrier = threading.Barrier(2)
@@ -774,11 +784,11 @@ class StoreContract:
 
     def test_a_forks_export_imports_with_its_provenance_and_a_false_one_is_refused(self, kit: StoreKit) -> None:
         source = build_log(FULL_SCRIPT)
-        kit.store.append("src", 0, source.events)
+        kit.store.append(AppendRequest("src", 0, source.events))
         provenance = kit.store.fork("src", 8, "fork")  # between turns
         fork = source.prefix(8)
         assert fork.turn("only in the fork")
-        kit.store.append("fork", 8, fork.events[8:])
+        kit.store.append(AppendRequest("fork", 8, fork.events[8:]))
         data = export_session(kit.store, "fork")
         assert data.endswith(encode_fork_record(provenance) + b"\n")
         n = len(fork.events)
@@ -807,12 +817,12 @@ class StoreContract:
     # Following a session
 
     def test_follow_yields_the_events_after_a_position_then_ends_after_its_timeout(self, kit: StoreKit) -> None:
-        kit.store.append("s", 0, batch_after(0, 5))
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 5)))
         assert tuple(kit.store.follow("s", 2, timeout=0)) == tuple(batch_after(2, 3))
         assert tuple(kit.store.follow("nobody", 0, timeout=0)) == ()
 
     def test_follow_yields_what_another_store_appends_while_it_waits(self, kit: StoreKit) -> None:
-        kit.store.append("s", 0, batch_after(0, 1))
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 1)))
         writer = kit.another()
         seen: list[Event] = []
         failures: list[BaseException] = []
@@ -822,8 +832,9 @@ class StoreContract:
             try:
                 started.wait(30)
                 for head in range(1, 6):
-                    writer.append("other", head - 1, batch_after(head - 1, 1))  # not the followed session
-                    writer.append("s", head, batch_after(head, 1))
+                    # not the followed session
+                    writer.append(AppendRequest("other", head - 1, batch_after(head - 1, 1)))
+                    writer.append(AppendRequest("s", head, batch_after(head, 1)))
             except BaseException as exc:  # reported below
                 failures.append(exc)
 
@@ -885,42 +896,44 @@ class StoreContract:
     ) -> None:
         lease = kit.store.acquire_lease("s", "host-a", 1_000)
         clock.advance(900)
-        assert kit.store.append("s", 0, batch_after(0, 2), lease=lease) == AppendResult("s", 1, 2)
+        assert kit.store.append(AppendRequest("s", 0, batch_after(0, 2), lease=lease)) == AppendResult("s", 1, 2)
         current = kit.store.lease("s")
         assert current is not None and (current.token, current.expires_at) == (lease.token, clock.now + 1_000)
         clock.advance(900)
-        kit.store.append("s", 2, batch_after(2, 1), lease=lease)  # still live thanks to the extension
+        kit.store.append(AppendRequest("s", 2, batch_after(2, 1), lease=lease))  # still live thanks to the extension
         assert kit.store.head("s") == 3
 
     def test_a_fenced_append_with_an_expired_lease_is_refused_and_writes_nothing(
         self, kit: StoreKit, clock: ManualClock
     ) -> None:
         lease = kit.store.acquire_lease("s", "host-a", 1_000)
-        kit.store.append("s", 0, batch_after(0, 1), lease=lease)
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 1), lease=lease))
         before = _session_facts(kit.store, "s")
         clock.advance(1_000)
         with pytest.raises(LeaseLostError) as info:
-            kit.store.append("s", 1, batch_after(1, 1), "k", lease=lease)
+            kit.store.append(AppendRequest("s", 1, batch_after(1, 1), "k", lease=lease))
         assert (info.value.code, info.value.holder, info.value.token) == ("lease-lost", "host-a", lease.token)
         assert _session_facts(kit.store, "s") == before
-        assert kit.store.append("s", 1, batch_after(1, 1), "k") == AppendResult("s", 2, 2)  # the key was not spent
+        # the key was not spent
+        assert kit.store.append(AppendRequest("s", 1, batch_after(1, 1), "k")) == AppendResult("s", 2, 2)
 
     def test_a_lease_taken_over_fences_out_its_old_holder_for_good(self, kit: StoreKit, clock: ManualClock) -> None:
         old = kit.store.acquire_lease("s", "host-a", 1_000)
         clock.advance(1_000)
         new = kit.another().acquire_lease("s", "host-b", 5_000)
         with pytest.raises(LeaseLostError):
-            kit.store.append("s", 0, batch_after(0, 1), lease=old)
+            kit.store.append(AppendRequest("s", 0, batch_after(0, 1), lease=old))
         assert kit.store.acquire_lease("s", "host-b", 5_000).token == new.token
         with pytest.raises(LeaseLostError):  # even a holder name that matches needs the token
-            kit.store.append("s", 0, batch_after(0, 1), lease=Lease("s", "host-b", old.token, new.expires_at, 5_000))
+            forged = Lease("s", "host-b", old.token, new.expires_at, 5_000)
+            kit.store.append(AppendRequest("s", 0, batch_after(0, 1), lease=forged))
         assert kit.store.head("s") == 0
 
     def test_a_round_without_the_lease_is_refused_while_another_holder_has_it(
         self, kit: StoreKit, clock: ManualClock
     ) -> None:
         log = build_log(("goal:create", "turn")).events
-        kit.store.append("s", 0, log)
+        kit.store.append(AppendRequest("s", 0, log))
         goal = kit.store.load("s").goal.current
         assert goal is not None
         source: dict[str, str | int] = {"type": "goal", "goal_id": goal.id, "revision": goal.revision, "round": 1}
@@ -928,10 +941,10 @@ class StoreContract:
         chat = [Event(len(log) + 1, USER_MESSAGE, log[-1].at, {"text": "hello", "source": None})]
         lease = kit.another().acquire_lease("s", "host-b", 1_000)
         with pytest.raises(LeaseHeldError):
-            kit.store.append("s", len(log), round_)
-        assert kit.store.append("s", len(log), chat) == AppendResult("s", len(log) + 1, len(log) + 1)
+            kit.store.append(AppendRequest("s", len(log), round_))
+        assert kit.store.append(AppendRequest("s", len(log), chat)) == AppendResult("s", len(log) + 1, len(log) + 1)
         round_ = [Event(len(log) + 2, USER_MESSAGE, log[-1].at, {"text": "go on", "source": source})]
-        assert kit.store.append("s", len(log) + 1, round_, lease=lease).last_seq == len(log) + 2
+        assert kit.store.append(AppendRequest("s", len(log) + 1, round_, lease=lease)).last_seq == len(log) + 2
         assert kit.store.load("s").goal.current.rounds_started == 1  # type: ignore[union-attr]
 
     def test_a_released_lease_is_free_at_once_and_a_second_release_changes_nothing(
@@ -942,13 +955,13 @@ class StoreContract:
         assert kit.store.release_lease(lease) is False
         assert kit.store.lease("s") is None
         with pytest.raises(LeaseLostError):
-            kit.store.append("s", 0, batch_after(0, 1), lease=lease)
+            kit.store.append(AppendRequest("s", 0, batch_after(0, 1), lease=lease))
         assert kit.store.acquire_lease("s", "host-b", 1_000).token > lease.token
 
     def test_leases_outlive_a_reopen(self, kit: StoreKit, clock: ManualClock) -> None:
         lease = kit.store.acquire_lease("s", "host-a", 1_000)
         assert kit.reopen().lease("s") == lease
-        kit.store.append("s", 0, batch_after(0, 1), lease=lease)
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 1), lease=lease))
 
     @pytest.mark.parametrize(
         "call",
@@ -959,8 +972,8 @@ class StoreContract:
             lambda s: s.acquire_lease("s", "h", 0),
             lambda s: s.acquire_lease("s", "h", True),
             lambda s: s.acquire_lease("s", "h", 86_400_001),
-            lambda s: s.append("s", 0, batch_after(0, 1), lease=Lease("other", "h", 1, 2, 3)),
-            lambda s: s.append("s", 0, batch_after(0, 1), lease="h"),
+            lambda s: s.append(AppendRequest("s", 0, batch_after(0, 1), lease=Lease("other", "h", 1, 2, 3))),
+            lambda s: s.append(AppendRequest("s", 0, batch_after(0, 1), lease="h")),  # type: ignore[arg-type]
             lambda s: s.release_lease("h"),
             lambda s: s.lease(""),
         ],
@@ -1053,7 +1066,7 @@ class StoreMachine(RuleBasedStateMachine):
         if keyed:
             self.model.keys += 1
             key = f"key-{self.model.keys}"
-        result = self.kit.store.append(sid, head, new, key)
+        result = self.kit.store.append(AppendRequest(sid, head, new, key))
         assert result == AppendResult(sid, head + 1, head + len(new))
         self.model.builders[sid] = builder
         if key is not None:
@@ -1067,7 +1080,7 @@ class StoreMachine(RuleBasedStateMachine):
             expected = head + 1
         note(f"stale append {sid}: expected {expected}, head {head}")
         with pytest.raises(ConflictError) as info:
-            self.kit.store.append(sid, expected, batch_after(expected, 1))
+            self.kit.store.append(AppendRequest(sid, expected, batch_after(expected, 1)))
         assert info.value.actual_seq == head
 
     @precondition(lambda self: bool(self.model.keyed))
@@ -1076,7 +1089,7 @@ class StoreMachine(RuleBasedStateMachine):
         sid = data.draw(st.sampled_from(sorted(self.model.keyed)))
         keyed = self.model.keyed[sid]
         note(f"retry {sid} with {keyed.key}")
-        again = self.kit.store.append(sid, keyed.expected, keyed.events, keyed.key)
+        again = self.kit.store.append(AppendRequest(sid, keyed.expected, keyed.events, keyed.key))
         assert again == AppendResult(sid, keyed.result.first_seq, keyed.result.last_seq, replayed=True)
 
     @precondition(lambda self: bool(self.model.keyed))
@@ -1087,13 +1100,13 @@ class StoreMachine(RuleBasedStateMachine):
         head = len(self._events(sid))
         note(f"reuse {keyed.key} in {sid} for a different append")
         with pytest.raises(IdempotencyMismatchError):
-            self.kit.store.append(sid, head, [Event(head + 1, "plan/nope", 0, {})], keyed.key)
+            self.kit.store.append(AppendRequest(sid, head, [Event(head + 1, "plan/nope", 0, {})], keyed.key))
 
     def _reject(self, sid: str, rule_name: str, make: Callable[[int], list[Event]]) -> None:
         head = len(self._events(sid))
         note(f"rejected append {sid}: {rule_name}")
         with pytest.raises(AppendRejectedError) as info:
-            self.kit.store.append(sid, head, make(head))
+            self.kit.store.append(AppendRequest(sid, head, make(head)))
         assert info.value.position > head
 
     @rule(sid=st.sampled_from(SESSIONS), which=st.sampled_from([r for r in REJECTS if r[0] != "time-regressed"]))

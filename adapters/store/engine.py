@@ -125,10 +125,10 @@ from ..loggers import logger
 from ..provenance import ForkProvenance, prefix_digest
 from .base import (
     AppendRejectedError,
+    AppendRequest,
     AppendResult,
     AuditReport,
     Folded,
-    FoldedAppend,
     ForkSeqMissingError,
     ForkSourceMissingError,
     IdempotencyMismatchError,
@@ -138,7 +138,6 @@ from .base import (
     LeaseLostError,
     PreparedAppend,
     SessionExistsError,
-    TakesFold,
     audit_state,
     check_after,
     check_fork_request,
@@ -466,7 +465,7 @@ def starts_a_round(events: Sequence[Event]) -> bool:
     )
 
 
-class LogStore(TakesFold):
+class LogStore:
     """A ``Store`` over any ``Backend`` (see the module docstring)."""
 
     def __init__(self, backend: Backend) -> None:
@@ -492,99 +491,61 @@ class LogStore(TakesFold):
     # ----------------------------------------------------------------------
     # Writes
 
-    def append(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
-        *,
-        lease: Lease | None = None,
-        folded: Folded | None = None,
-    ) -> AppendResult:
+    def append(self, request: AppendRequest) -> AppendResult:
         """Compare-and-set append in one write transaction (see ``adapters.store.base``
-        for every outcome); with ``lease``, a fenced append. ``folded`` is
-        the caller's own strict fold of ``events`` (see ``Folded``). Each
-        append is a DEBUG record (session, seq range, duration)."""
+        for every outcome); with the request's ``lease``, a fenced append, and
+        with its ``folded``, the caller's own strict fold of its events (see
+        ``Folded``). Each append is a DEBUG record (session, seq range,
+        duration)."""
         if not _log.isEnabledFor(logging.DEBUG):
-            result = self._append_request(session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded)
+            result = self._append_request(request)
             if not result.replayed:
-                log_appended(session_id, events)
+                log_appended(request.session_id, request.events)
             return result
         started = time.perf_counter()
-        result = self._append_request(session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded)
+        result = self._append_request(request)
         if not result.replayed:
-            log_appended(session_id, events)
+            log_appended(request.session_id, request.events)
         _log.debug(
             "session %r: appended seq %d..%d (%d event(s))%s%s in %.2f ms",
             result.session_id, result.first_seq, result.last_seq, result.last_seq - result.first_seq + 1,
-            " fenced" if lease is not None else "",
+            " fenced" if request.lease is not None else "",
             " (an idempotent retry: nothing written)" if result.replayed else "",
             (time.perf_counter() - started) * 1000,
         )  # fmt: skip
         return result
 
-    def _append_request(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None,
-        *,
-        lease: Lease | None,
-        folded: Folded | None,
-    ) -> AppendResult:
-        prepared, folded = self.prepared_append(
-            session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded
-        )
+    def _append_request(self, request: AppendRequest) -> AppendResult:
+        prepared, folded = self.prepared_append(request)
+        lease = request.lease
         if self._one_step is not None:
             done = self._append_decided(self._one_step, prepared, lease, folded)
             if done is not None:
                 return done
         return self.backend.run("append", True, lambda tx: self._append(tx, prepared, lease, folded))
 
-    def append_transaction(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
-        *,
-        lease: Lease | None = None,
-        folded: Folded | None = None,
-    ) -> Callable[[Transaction], AppendResult]:
-        """The request of ``append``, checked now (its errors are
-        ``append``'s), as the body of the write transaction that makes it: for
-        a caller that runs the transaction on a backend itself (the async
-        SQLite store's writer, which commits appends in groups)."""
-        prepared, folded = self.prepared_append(
-            session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded
-        )
+    def append_transaction(self, request: AppendRequest) -> Callable[[Transaction], AppendResult]:
+        """``request``, checked now (its errors are ``append``'s), as the body
+        of the write transaction that makes it: for a caller that runs the
+        transaction on a backend itself (the async SQLite store's writer,
+        which commits appends in groups)."""
+        prepared, folded = self.prepared_append(request)
+        lease = request.lease
         return lambda tx: self._append(tx, prepared, lease, folded)
 
-    def prepared_append(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None,
-        *,
-        lease: Lease | None,
-        folded: Folded | None,
-    ) -> tuple[PreparedAppend, Folded | None]:
-        """The request of ``append``, checked (its errors are ``append``'s),
-        and the caller's fold when it counts (see ``Folded``)."""
-        prepared = prepare_append(session_id, expected_seq, events, idempotency_key)
+    def prepared_append(self, request: AppendRequest) -> tuple[PreparedAppend, Folded | None]:
+        """``request`` checked (its errors are ``append``'s; anything but an
+        ``AppendRequest`` is ``InvalidRequestError``), and the caller's fold
+        when it counts (see ``Folded``)."""
+        if not isinstance(request, AppendRequest):
+            raise InvalidRequestError(f"an append takes an AppendRequest, got {request!r}")
+        session_id, events, lease, folded = request.session_id, request.events, request.lease, request.folded
+        prepared = prepare_append(session_id, request.expected_seq, events, request.idempotency_key)
         if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
             raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
         if folded is not None and prepared.events != tuple(events):
             folded = None  # the caller folded other values than the stored ones
         return prepared, folded
-
-    def append_folded(self, request: FoldedAppend) -> AppendResult:
-        """``append`` of ``request``, with its fold (see ``Folded``)."""
-        r = request
-        return self.append(r.session_id, r.expected_seq, r.events, r.idempotency_key, folded=r.folded)
 
     def _append_decided(
         self, backend: OneStepBackend, p: PreparedAppend, lease: Lease | None, folded: Folded | None
@@ -772,7 +733,7 @@ class LogStore(TakesFold):
         provenance: ForkProvenance,
         idempotency_key: str | None = None,
     ) -> AppendResult:
-        """``append(session_id, 0, events, idempotency_key)`` that also keeps
+        """``append(AppendRequest(session_id, 0, events, idempotency_key))`` that also keeps
         ``provenance`` with the new session, in the same transaction: a log
         forked elsewhere, imported. The provenance must describe the events
         (``ProvenanceMismatchError``); everything else is ``append``'s."""

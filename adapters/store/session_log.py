@@ -19,11 +19,11 @@ log is the one place that numbers them. Every append is a compare-and-set:
 the drafts become the events that follow the last event this process has
 seen, stamped with one time (``number_drafts``), are folded strictly first
 (so planfold never writes a log it would refuse to read back), and are handed
-to the store with that seq as ``expected_seq``. A store that takes it
-(``base.TakesFold``: a ``LogStore``, or a wrapper that hands it on) gets the
-fold too (``base.Folded``): when the log's state is the very state the store
-holds for the session, the store checks the append against that fold instead
-of folding the same events again, so an append is folded once. When another writer got there
+to the store with that seq as ``expected_seq``, in one ``AppendRequest``
+that carries the fold too (``base.Folded``): when the log's state is the
+very state the store holds for the session, a ``LogStore`` checks the append
+against that fold instead of folding the same events again, so an append is
+folded once (a store that cannot use the fold ignores it). When another writer got there
 first the store raises ``ConflictError`` and nothing of ours is written.
 ``append_decided`` is for decisions that must be made on fresh state (goal
 operations): it calls the decision with the current state and the time the
@@ -57,7 +57,7 @@ from ...kernel.session import SessionState, fold_more
 from ..errors import AdapterError
 from ..loggers import logger
 from ..views import Prefix
-from .base import Folded, FoldedAppend, Store, append_to
+from .base import AppendRequest, Folded, Store
 
 __all__ = [
     "Clock",
@@ -195,16 +195,7 @@ class SessionLog:
         if self._sealed_by is not None:
             raise LogSealedError(self._sealed_by)
         batch = number_drafts(drafts, self.last_seq, self.now() if at is None else at)
-        state = fold_more(self._state, batch)
-        # A store that takes our fold checks the append against it instead of folding again.
-        folded = Folded(self._state, state)
-        append_to(self.store, FoldedAppend(self.session_id, self.last_seq, batch, idempotency_key, folded))
-        if self._events is not None:
-            self._events.extend(batch)
-        self._state = state
-        for event in batch:
-            for observer in tuple(self.observers):
-                observer(event)
+        self._land(batch, fold_more(self._state, batch), idempotency_key)
         return batch
 
     def append_folded(self, events: Sequence[Event], before: SessionState, state: SessionState) -> None:
@@ -218,8 +209,15 @@ class SessionLog:
             raise LogSealedError(self._sealed_by)
         if before is not self._state:
             raise ConflictError(self.session_id, events[0].seq - 1, self.last_seq)
-        batch = tuple(events)
-        append_to(self.store, FoldedAppend(self.session_id, self.last_seq, batch, None, Folded(before, state)))
+        self._land(tuple(events), state, None)
+
+    def _land(self, batch: tuple[Event, ...], state: SessionState, idempotency_key: str | None) -> None:
+        """Append ``batch``, whose strict fold from the log's state is
+        ``state``, with that fold (a store that takes it checks the append
+        against it instead of folding again); then keep it and tell the
+        observers."""
+        folded = Folded(self._state, state)
+        self.store.append(AppendRequest(self.session_id, self.last_seq, batch, idempotency_key, folded))
         if self._events is not None:
             self._events.extend(batch)
         self._state = state

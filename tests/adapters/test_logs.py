@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from planfold.adapters.runtime.goal_service import GoalService
+from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.opener import open_store
 from planfold.adapters.store.session_log import SessionLog
@@ -47,8 +48,8 @@ def test_each_append_is_a_debug_record_with_its_session_seq_range_and_duration(
     store = MemoryStore()
     events = (Event(1, "turn/start", 5, turn_start(1).payload), Event(2, "user/message", 5, user_message("hi").payload))
     with caplog.at_level(logging.DEBUG, logger="planfold"):
-        store.append("s-1", 0, events, "k")
-        store.append("s-1", 0, events, "k")
+        store.append(AppendRequest("s-1", 0, events, "k"))
+        store.append(AppendRequest("s-1", 0, events, "k"))
     first, again = _messages(caplog, "planfold.adapters.store.engine", logging.DEBUG)
     assert re.fullmatch(r"session 's-1': appended seq 1\.\.2 \(2 event\(s\)\) in \d+\.\d\d ms", first)
     assert "an idempotent retry: nothing written" in again
@@ -57,7 +58,7 @@ def test_each_append_is_a_debug_record_with_its_session_seq_range_and_duration(
 def test_no_append_is_recorded_below_debug(caplog: pytest.LogCaptureFixture) -> None:
     store = MemoryStore()
     with caplog.at_level(logging.INFO, logger="planfold"):
-        store.append("s-1", 0, (Event(1, "turn/start", 5, turn_start(1).payload),))
+        store.append(AppendRequest("s-1", 0, (Event(1, "turn/start", 5, turn_start(1).payload),)))
     assert caplog.records == []
 
 

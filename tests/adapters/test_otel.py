@@ -44,7 +44,7 @@ from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
-from planfold.adapters.store.base import ForwardingStore, InvalidRequestError
+from planfold.adapters.store.base import AppendRequest, ForwardingStore, InvalidRequestError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.errors import ConflictError
 from planfold.kernel.log import Event, turn_start, user_message
@@ -434,10 +434,10 @@ def test_only_accepted_appends_are_traced(traces: Traces) -> None:
     store = TracedStore(MemoryStore(), SessionTracer(traces.provider.get_tracer("t")))
     events = (Event(1, "turn/start", 1, turn_start(1).payload), Event(2, "user/message", 1, user_message("hi").payload))
     with pytest.raises(ConflictError):
-        store.append("s", 5, events)
+        store.append(AppendRequest("s", 5, events))
     assert traces.spans == ()
-    store.append("s", 0, events, "key-1")
-    store.append("s", 0, events, "key-1")  # an idempotent retry: nothing new
+    store.append(AppendRequest("s", 0, events, "key-1"))
+    store.append(AppendRequest("s", 0, events, "key-1"))  # an idempotent retry: nothing new
     assert traces.spans == ()  # the turn is open, its span not ended
     tracer = store.tracer
     tracer.observe("s", (Event(3, "turn/end", 2, turn_start(1).payload),))

@@ -77,49 +77,58 @@ def _call(call_id: str, name: str, arguments: object) -> dict[str, object]:
     return {"id": call_id, "name": name, "arguments": arguments}
 
 
+class _Script:
+    """One host's requests, numbered in order."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, object]] = []
+
+    def send(self, method: str, **params: object) -> None:
+        self.requests.append(_request(len(self.requests) + 1, method, **params))
+
+    def tool_step(
+        self, step: int, call: dict[str, object], *, text: str | None = None, output: str | None = None
+    ) -> None:
+        """A step whose reply calls one tool, the call dispatched and, given
+        ``output``, its result reported."""
+        self.send("step/begin", step=step)
+        self.send("step/reply", **({} if text is None else {"text": text}), tool_calls=[call])
+        self.send("tool/dispatch", call_id=call["id"])
+        if output is not None:
+            self.send("tool/result", call_id=call["id"], ok=True, output=output)
+
+    def text_step(self, step: int, text: str) -> None:
+        self.send("step/begin", step=step)
+        self.send("step/reply", text=text)
+
+
 def _plan_then_build() -> list[Line]:
-    r = _request
-    lines: list[dict[str, object]] = [
-        r(1, "session/open", tools=[_READ, _WRITE]),
-        r(2, "user/command", text="/plan"),
-        r(3, "turn/start", text="Add farewell() to greet.py"),
-        r(4, "step/begin", step=1),
-        r(5, "step/context", conversation=True),
-        r(6, "step/reply", tool_calls=[_call("c1", "read_file", {"path": "greet.py"})]),
-        r(7, "tool/dispatch", call_id="c1"),
-        r(8, "tool/result", call_id="c1", ok=True, output="def greet(): ..."),
-        r(9, "step/begin", step=2),
-        r(10, "step/reply", tool_calls=[_call("c2", "write_file", {"path": "greet.py", "content": "x"})]),
-        r(11, "tool/dispatch", call_id="c2"),
-        r(12, "step/begin", step=3),
-        r(13, "step/reply", text="Here is my plan.", tool_calls=[_call("c3", "exit_plan_mode", _PLAN)]),
-        r(14, "tool/dispatch", call_id="c3"),
-        r(15, "review/answer", call_id="c3", answer="selected", options=["Approve"]),
-        r(16, "step/begin", step=4),
-        r(17, "step/reply", tool_calls=[_call("c4", "write_file", {"path": "greet.py", "content": "y"})]),
-        r(18, "tool/dispatch", call_id="c4"),
-        r(19, "tool/result", call_id="c4", ok=True, output="written"),
-        r(20, "step/begin", step=5),
-        r(21, "step/reply", tool_calls=[_call("c5", "update_todo", {"todo_id": "t1", "status": "done"})]),
-        r(22, "tool/dispatch", call_id="c5"),
-        r(23, "step/begin", step=6),
-        r(24, "step/reply", text="Done."),
-        r(25, "step/begin", step=7),
-        r(26, "step/reply", tool_calls=[_call("c6", "report_verification", {"passed": True, "notes": "ok"})]),
-        r(27, "tool/dispatch", call_id="c6"),
-        r(28, "step/begin", step=8),
-        r(29, "step/reply", text="Complete."),
-        r(30, "turn/end"),
-        r(31, "goal/create", objective="Keep it tidy", max_rounds=1),
-        r(32, "goal/should_continue"),
-        r(33, "turn/start", text="Continue the goal (round 1).", goal_round=True),
-        r(34, "step/begin", step=1),
-        r(35, "step/reply", text="Tidy."),
-        r(36, "turn/end"),
-        r(37, "goal/should_continue"),
-        r(38, "session/read"),
-    ]
-    return [("A", line) for line in lines]
+    s = _Script()
+    s.send("session/open", tools=[_READ, _WRITE])
+    s.send("user/command", text="/plan")
+    s.send("turn/start", text="Add farewell() to greet.py")
+    s.send("step/begin", step=1)
+    s.send("step/context", conversation=True)
+    s.send("step/reply", tool_calls=[_call("c1", "read_file", {"path": "greet.py"})])
+    s.send("tool/dispatch", call_id="c1")
+    s.send("tool/result", call_id="c1", ok=True, output="def greet(): ...")
+    s.tool_step(2, _call("c2", "write_file", {"path": "greet.py", "content": "x"}))
+    s.tool_step(3, _call("c3", "exit_plan_mode", _PLAN), text="Here is my plan.")
+    s.send("review/answer", call_id="c3", answer="selected", options=["Approve"])
+    s.tool_step(4, _call("c4", "write_file", {"path": "greet.py", "content": "y"}), output="written")
+    s.tool_step(5, _call("c5", "update_todo", {"todo_id": "t1", "status": "done"}))
+    s.text_step(6, "Done.")
+    s.tool_step(7, _call("c6", "report_verification", {"passed": True, "notes": "ok"}))
+    s.text_step(8, "Complete.")
+    s.send("turn/end")
+    s.send("goal/create", objective="Keep it tidy", max_rounds=1)
+    s.send("goal/should_continue")
+    s.send("turn/start", text="Continue the goal (round 1).", goal_round=True)
+    s.text_step(1, "Tidy.")
+    s.send("turn/end")
+    s.send("goal/should_continue")
+    s.send("session/read")
+    return [("A", line) for line in s.requests]
 
 
 def _two_hosts() -> list[Line]:

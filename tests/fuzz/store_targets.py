@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from hypothesis import strategies as st
 
 from planfold.adapters.codec import decode_event, decode_jsonl, decode_payload, encode_event, encode_jsonl
-from planfold.adapters.store.base import Store, import_session
+from planfold.adapters.store.base import AppendRequest, Store, import_session
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.errors import PlanfoldError
@@ -126,7 +126,7 @@ def _append_into(store: Store, data: bytes, clock: Clock) -> str:
     events = decode_jsonl(data)
     try:
         with clock.timed():
-            store.append(session_id, PREFIX_LENGTH, events)
+            store.append(AppendRequest(session_id, PREFIX_LENGTH, events))
     except PlanfoldError as exc:
         expect(_snapshot(store, session_id) == before, f"a rejected append changed the session ({exc.code})")
         return "refused " + stable_repr(exc)

@@ -5,141 +5,38 @@ The ``fuzz`` profile (and ``python -m tests.fuzz``) runs these for longer."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tests.fuzz.harness import check
-from tests.fuzz.targets import by_name
+from tests.fuzz.harness import Target, check
+from tests.fuzz.targets import TARGETS
 
 # Size attacks (a million-character line, a 20 000-event log) are slow to
 # generate; the health check would otherwise flag them.
 fuzz_settings = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-REPLAY = by_name("replay")
-EXIT_PLAN_ARGS = by_name("exit_plan_args")
-PLAN_COMMAND = by_name("plan_command")
-GOAL_COMMAND = by_name("goal_command")
-PLAN_POLICY = by_name("plan_policy")
-SHELL_COMMAND = by_name("shell_command")
-SHELL_CALL = by_name("shell_call")
+# Targets that write stores or databases, or start a host, run at most 40
+# examples under the default profile. The command line's target is fuzzed by
+# the command line's own tests.
+SLOW = {"jsonl_import", "store_append", "gate_call", "serve", "scope_links", "damaged_database"}
+QUICK_TARGETS = [target for target in TARGETS if target.name not in SLOW and target.name != "cli"]
+SLOW_TARGETS = [target for target in TARGETS if target.name in SLOW]
+
+
+def target_name(target: Target) -> str:
+    return target.name
 
 
 @fuzz_settings
-@given(REPLAY.inputs)
-def test_fuzz_replay(data: bytes) -> None:
-    check(REPLAY, data)
-
-
-@fuzz_settings
-@given(EXIT_PLAN_ARGS.inputs)
-def test_fuzz_exit_plan_args(data: bytes) -> None:
-    check(EXIT_PLAN_ARGS, data)
-
-
-@fuzz_settings
-@given(PLAN_COMMAND.inputs)
-def test_fuzz_plan_command(data: bytes) -> None:
-    check(PLAN_COMMAND, data)
-
-
-@fuzz_settings
-@given(GOAL_COMMAND.inputs)
-def test_fuzz_goal_command(data: bytes) -> None:
-    check(GOAL_COMMAND, data)
-
-
-@fuzz_settings
-@given(PLAN_POLICY.inputs)
-def test_fuzz_plan_policy(data: bytes) -> None:
-    check(PLAN_POLICY, data)
-
-
-@fuzz_settings
-@given(SHELL_COMMAND.inputs)
-def test_fuzz_shell_command(data: bytes) -> None:
-    check(SHELL_COMMAND, data)
-
-
-@fuzz_settings
-@given(SHELL_CALL.inputs)
-def test_fuzz_shell_call(data: bytes) -> None:
-    check(SHELL_CALL, data)
-
-
-CODEC_EVENT = by_name("codec_event")
-JSONL_IMPORT = by_name("jsonl_import")
-STORE_APPEND = by_name("store_append")
-
-
-@fuzz_settings
-@given(CODEC_EVENT.inputs)
-def test_fuzz_codec_event(data: bytes) -> None:
-    check(CODEC_EVENT, data)
+@pytest.mark.parametrize("target", QUICK_TARGETS, ids=target_name)
+@given(data=st.data())
+def test_a_target_lets_only_typed_errors_out(target: Target, data: st.DataObject) -> None:
+    check(target, data.draw(target.inputs))
 
 
 @settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(JSONL_IMPORT.inputs)
-def test_fuzz_jsonl_import(data: bytes) -> None:
-    check(JSONL_IMPORT, data)
-
-
-@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(STORE_APPEND.inputs)
-def test_fuzz_store_append(data: bytes) -> None:
-    check(STORE_APPEND, data)
-
-
-GATE_CALL = by_name("gate_call")
-PLAN_TOOL_ARGS = by_name("plan_tool_args")
-TOOL_SPEC = by_name("tool_spec")
-CAPSULE = by_name("capsule")
-
-
-@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(GATE_CALL.inputs)
-def test_fuzz_gate_call(data: bytes) -> None:
-    check(GATE_CALL, data)
-
-
-@fuzz_settings
-@given(PLAN_TOOL_ARGS.inputs)
-def test_fuzz_plan_tool_args(data: bytes) -> None:
-    check(PLAN_TOOL_ARGS, data)
-
-
-@fuzz_settings
-@given(TOOL_SPEC.inputs)
-def test_fuzz_tool_spec(data: bytes) -> None:
-    check(TOOL_SPEC, data)
-
-
-@fuzz_settings
-@given(CAPSULE.inputs)
-def test_fuzz_capsule(data: bytes) -> None:
-    check(CAPSULE, data)
-
-
-SERVE = by_name("serve")
-
-
-@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(SERVE.inputs)
-def test_fuzz_serve(data: bytes) -> None:
-    check(SERVE, data)
-
-
-SCOPE_LINKS = by_name("scope_links")
-
-
-@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(SCOPE_LINKS.inputs)
-def test_fuzz_scope_links(data: bytes) -> None:
-    check(SCOPE_LINKS, data)
-
-
-DAMAGED_DATABASE = by_name("damaged_database")
-
-
-@settings(fuzz_settings, max_examples=min(settings().max_examples, 40))
-@given(DAMAGED_DATABASE.inputs)
-def test_fuzz_damaged_database(data: bytes) -> None:
-    check(DAMAGED_DATABASE, data)
+@pytest.mark.parametrize("target", SLOW_TARGETS, ids=target_name)
+@given(data=st.data())
+def test_a_slow_target_lets_only_typed_errors_out(target: Target, data: st.DataObject) -> None:
+    check(target, data.draw(target.inputs))

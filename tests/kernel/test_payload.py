@@ -37,6 +37,7 @@ from planfold.kernel.payload import (
     text_problem,
     to_json,
 )
+from tests.record_cases import Checked
 
 # --------------------------------------------------------------------------
 # Makers: records made from values already of their types, without __init__
@@ -51,17 +52,6 @@ class Unbuildable:
 
     def __init__(self, *args: object) -> None:
         raise AssertionError("a maker never calls __init__")
-
-
-@dataclass(frozen=True, slots=True)
-class Checked:
-    """A record whose ``__post_init__`` refuses a negative number."""
-
-    number: int
-
-    def __post_init__(self) -> None:
-        if self.number < 0:
-            raise ValueError("negative")
 
 
 @dataclass(frozen=True)

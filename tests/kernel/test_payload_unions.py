@@ -47,6 +47,11 @@ Change: TypeAlias = Put | Drop
 EMPTY_PUT = Put(1, "", "put", 0)
 
 
+def missing(*names: str) -> tuple[Problem, ...]:
+    """The problems of required payload fields ``names`` left out, in order."""
+    return tuple(Problem("missing-field", f"payload.{name}", "required field is missing") for name in names)
+
+
 def test_a_union_of_records_reads_each_member_by_its_tag() -> None:
     assert read_as(Change, {"version": 1, "id": "g", "operation": "put", "value": 3}) == Put(1, "g", "put", 3)
     assert read_as(Change, {"version": 1, "id": "g", "operation": "erase", "reason": "old"}) == Drop(
@@ -79,21 +84,13 @@ def test_a_tag_that_is_not_a_known_string_is_refused_as_an_unknown_tag(tag: obje
 def test_a_missing_shared_field_or_tag_is_all_that_is_reported() -> None:
     # The shared fields first, in the first member's order, then the tag.
     value, problems = read_problems(Change, {"value": "three", "extra": 1})
-    assert problems == (
-        Problem("missing-field", "payload.version", "required field is missing"),
-        Problem("missing-field", "payload.id", "required field is missing"),
-        Problem("missing-field", "payload.operation", "required field is missing"),
-    )
+    assert problems == missing("version", "id", "operation")
     assert value == EMPTY_PUT
 
 
 def test_a_known_tag_reports_every_problem_its_member_finds() -> None:
     value, problems = read_problems(Change, {"operation": "put", "value": "three"})
-    assert problems == (
-        Problem("missing-field", "payload.version", "required field is missing"),
-        Problem("missing-field", "payload.id", "required field is missing"),
-        Problem("wrong-type", "payload.value", "must be an integer"),
-    )
+    assert problems == (*missing("version", "id"), Problem("wrong-type", "payload.value", "must be an integer"))
     assert value == EMPTY_PUT
 
 
@@ -199,11 +196,7 @@ class AtFirst:
 
 
 def test_shared_fields_are_checked_in_the_first_member_s_order() -> None:
-    assert read_problems(IdFirst | AtFirst, {})[1] == (
-        Problem("missing-field", "payload.id", "required field is missing"),
-        Problem("missing-field", "payload.at", "required field is missing"),
-        Problem("missing-field", "payload.kind", "required field is missing"),
-    )
+    assert read_problems(IdFirst | AtFirst, {})[1] == missing("id", "at", "kind")
 
 
 @dataclass(frozen=True, slots=True)

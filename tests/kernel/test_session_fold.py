@@ -146,35 +146,33 @@ USER = {"text": "hi", "source": None}
 
 @pytest.mark.parametrize("fold", FOLDS)
 @pytest.mark.parametrize(
-    ("events", "position", "detail"),
+    ("start", "events", "position", "detail"),
     [
-        ([Event(1, TURN_END, 6, END)], 1, "expected seq 3, found 1"),
-        ([Event(2, TURN_END, 6, END)], 2, "expected seq 3, found 2"),
-        ([Event(4, TURN_END, 6, END)], 4, "expected seq 3, found 4"),
-        ([Event(3, USER_MESSAGE, 6, USER), Event(2, TURN_END, 6, END)], 2, "expected seq 4, found 2"),
-        ([Event(3, USER_MESSAGE, 6, USER), Event(5, TURN_END, 6, END)], 5, "expected seq 4, found 5"),
+        # a continued fold: the stored log ends at seq 2
+        (started, [Event(1, TURN_END, 6, END)], 1, "expected seq 3, found 1"),
+        (started, [Event(2, TURN_END, 6, END)], 2, "expected seq 3, found 2"),
+        (started, [Event(4, TURN_END, 6, END)], 4, "expected seq 3, found 4"),
+        (started, [Event(3, USER_MESSAGE, 6, USER), Event(2, TURN_END, 6, END)], 2, "expected seq 4, found 2"),
+        (started, [Event(3, USER_MESSAGE, 6, USER), Event(5, TURN_END, 6, END)], 5, "expected seq 4, found 5"),
+        # a fresh fold: a seq must be the next integer, from 1
+        (
+            SessionState,
+            [Event(1, TURN_START, 0, {"turn": 1}), Event(0, TURN_END, 0, END)],
+            0,
+            "expected seq 2, found 0",
+        ),
+        (SessionState, [Event(1.0, TURN_START, 0, {"turn": 1})], 1, "expected seq 1, found 1.0"),  # type: ignore[arg-type]
+        (SessionState, [Event(True, TURN_START, 0, {"turn": 1})], 1, "expected seq 1, found True"),
     ],
 )
-def test_a_continued_fold_refuses_a_seq_that_does_not_follow_the_stored_one(
-    fold: Callable[[SessionState, list[Event]], SessionState], events: list[Event], position: int, detail: str
+def test_a_fold_refuses_a_seq_that_is_not_the_next_integer_after_the_stored_one(
+    fold: Callable[[SessionState, list[Event]], SessionState],
+    start: Callable[[], SessionState],
+    events: list[Event],
+    position: int,
+    detail: str,
 ) -> None:
-    err = replay_error(lambda: fold(started(), events))
-    assert (err.position, err.rule, err.detail) == (position, "seq-gap", detail)
-
-
-@pytest.mark.parametrize("fold", FOLDS)
-@pytest.mark.parametrize(
-    ("events", "position", "detail"),
-    [
-        ([Event(1, TURN_START, 0, {"turn": 1}), Event(0, TURN_END, 0, END)], 0, "expected seq 2, found 0"),
-        ([Event(1.0, TURN_START, 0, {"turn": 1})], 1, "expected seq 1, found 1.0"),  # type: ignore[arg-type]
-        ([Event(True, TURN_START, 0, {"turn": 1})], 1, "expected seq 1, found True"),
-    ],
-)
-def test_a_fresh_fold_refuses_a_seq_that_is_not_the_next_integer(
-    fold: Callable[[SessionState, list[Event]], SessionState], events: list[Event], position: int, detail: str
-) -> None:
-    err = replay_error(lambda: fold(SessionState(), events))
+    err = replay_error(lambda: fold(start(), events))
     assert (err.position, err.rule, err.detail) == (position, "seq-gap", detail)
 
 

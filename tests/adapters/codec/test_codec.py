@@ -43,6 +43,7 @@ from planfold.kernel.log import Event
 from planfold.kernel.payload import JSONObject
 from planfold.kernel.plan.spec_json import spec_from_json, summary_from_json
 from planfold.kernel.session import SessionState, apply_session_event, fold_session
+from tests.record_cases import Checked
 from tests.storage_helpers import FULL_SCRIPT, LogBuilder, build_log, fewer, logs
 
 json_scalars = (
@@ -559,15 +560,6 @@ class Leaf:
 class Other:
     name: str
     weight: float
-
-
-@dataclass(frozen=True, slots=True)
-class Checked:
-    n: int
-
-    def __post_init__(self) -> None:
-        if self.n < 0:
-            raise ValueError("negative")
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ agrees with the running one once it has caught up."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 import pytest
 from hypothesis import note, settings
@@ -21,7 +21,13 @@ from planfold.adapters.runtime.loop import Runtime
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
-from planfold.adapters.store.base import AppendResult, FoldedAppend, ForwardingStore, Lease, StorageError, Store
+from planfold.adapters.store.base import (
+    AppendRequest,
+    AppendResult,
+    ForwardingStore,
+    StorageError,
+    Store,
+)
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSON
@@ -70,14 +76,12 @@ class FaultyStore(ForwardingStore):
         super().__init__(inner)
         self.faults = faults
 
-    def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
-    ) -> AppendResult:
+    def append(self, request: AppendRequest) -> AppendResult:
         self.faults.count()
         fault = self.faults.take()
         if fault == "not-applied":
             raise _fault(fault)
-        result = self.inner.append(session_id, expected_seq, events, idempotency_key)
+        result = self.inner.append(request)
         if fault == "unknown":
             raise _fault(fault)
         return result
@@ -91,13 +95,13 @@ class FaultyAsyncStore(AsyncMemoryStore):
         super().__init__(clock=ticking())
         self.faults = faults
 
-    async def _append(self, request: FoldedAppend, lease: Lease | None) -> AppendResult:
+    async def _append(self, request: AppendRequest) -> AppendResult:
         self.faults.count()
         await asyncio.sleep(0)
         fault = self.faults.take()
         if fault == "not-applied":
             raise _fault(fault)
-        result = await super()._append(request, lease)
+        result = await super()._append(request)
         await asyncio.sleep(0)
         if fault == "unknown":
             raise _fault(fault)

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from planfold.adapters.runtime.goal_service import GoalService
+from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.contract_logs import LogBuilder, logs
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.session_log import SessionLog
@@ -85,7 +86,7 @@ def test_random_logs_forked_at_random_seqs_go_on_independently_under_real_turns(
     at = data.draw(st.integers(min_value=1, max_value=len(events)), label="at")
     note(f"{len(events)} events, fork at {at}: {[e.kind for e in events]}")
     store = MemoryStore()
-    store.append("src", 0, events)
+    store.append(AppendRequest("src", 0, events))
     provenance = store.fork("src", at, "fork")
     assert provenance.seq == at and store.read("fork") == events[:at]
     heads = {}

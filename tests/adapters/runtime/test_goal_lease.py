@@ -29,7 +29,7 @@ from planfold.adapters.runtime.loop import Runtime
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
-from planfold.adapters.store.base import AppendResult, Lease
+from planfold.adapters.store.base import AppendRequest, AppendResult, Lease
 from planfold.adapters.store.contract import ManualClock
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
@@ -63,7 +63,7 @@ class Rounds:
     def run_turn(self, text: str, source: MessageSource | None = None) -> object:
         head, at, turn = self.log.last_seq, self.log.now(), self.log.state.turns.turn + 1
         round_ = number_drafts((turn_start(turn), user_message(text, source), turn_end(turn)), head, at)
-        self.log.store.append(self.log.session_id, head, round_)
+        self.log.store.append(AppendRequest(self.log.session_id, head, round_))
         self.log.reload()
         assert isinstance(source, GoalSource)
         self.seen.append(source.round)
@@ -106,9 +106,9 @@ def test_a_leased_drive_fences_its_rounds_and_gives_the_lease_back_when_the_budg
     seen: list[Lease | None] = []
     inner = store.append
 
-    def recording(*args: Any, **kwargs: Any) -> AppendResult:
-        seen.append(kwargs.get("lease"))
-        return inner(*args, **kwargs)
+    def recording(request: AppendRequest) -> AppendResult:
+        seen.append(request.lease)
+        return inner(request)
 
     store.append = recording  # type: ignore[method-assign]
     report = driver.drive(goals.agent, rounds)
@@ -146,7 +146,7 @@ def test_a_holder_killed_mid_round_leaves_a_turn_the_next_holder_closes_under_it
     log = a_goals.log
     head, at = log.last_seq, log.now()
     opened = number_drafts((turn_start(1), round_message(log.state.goal, "round 1")), head, at)
-    store.append(SESSION, head, opened, lease=held)
+    store.append(AppendRequest(SESSION, head, opened, lease=held))
     session, _, _ = make_session([say("two"), say("three"), say("four")], store=store, session_id=SESSION)
     b_goals = GoalService(session.log, "agent", lambda: "g1")
     b_driver = LeasedDriver(b_goals, store, holder="host-b", ttl_ms=1_000)
@@ -160,10 +160,10 @@ def test_a_holder_killed_mid_round_leaves_a_turn_the_next_holder_closes_under_it
     fences: list[tuple[list[str], str | None]] = []
     inner = store.append
 
-    def recording(*args: Any, **kwargs: Any) -> AppendResult:
-        lease = kwargs.get("lease")
-        fences.append(([e.kind for e in args[2]], None if lease is None else lease.holder))
-        return inner(*args, **kwargs)
+    def recording(request: AppendRequest) -> AppendResult:
+        lease = request.lease
+        fences.append(([e.kind for e in request.events], None if lease is None else lease.holder))
+        return inner(request)
 
     store.append = recording  # type: ignore[method-assign]
     report = b_driver.drive(b_goals.agent, session.runtime)
@@ -328,9 +328,9 @@ def test_a_leased_drives_fenced_appends_reach_the_store_with_their_fold(
     fenced: list[bool] = []
     inner = store.append
 
-    def recording(*args: Any, **kwargs: Any) -> AppendResult:
-        fenced.append(kwargs.get("lease") is not None and kwargs.get("folded") is not None)
-        return inner(*args, **kwargs)
+    def recording(request: AppendRequest) -> AppendResult:
+        fenced.append(request.lease is not None and request.folded is not None)
+        return inner(request)
 
     store.append = recording  # type: ignore[method-assign]
     drive = driver.drive(goals.agent, runtime)

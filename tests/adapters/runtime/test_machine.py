@@ -4,7 +4,6 @@ stands after a failed write, a crash or a cancelled task."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from pathlib import Path
 from typing import get_args
 
@@ -32,7 +31,14 @@ from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.serve.client import RemoteError
 from planfold.adapters.serve.server import Server
-from planfold.adapters.store.base import AppendResult, Folded, FoldedAppend, ForwardingStore, StorageError, Store
+from planfold.adapters.store.base import (
+    AppendRequest,
+    AppendResult,
+    Folded,
+    ForwardingStore,
+    StorageError,
+    Store,
+)
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.session_log import LogSealedError
 from planfold.adapters.store.sqlite import SqliteStore
@@ -57,13 +63,11 @@ class Outage(ForwardingStore):
         self.down = False
         self.appends = 0
 
-    def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
-    ) -> AppendResult:
+    def append(self, request: AppendRequest) -> AppendResult:
         if self.down:
             raise StorageError("append", "the server went away", outcome="unknown")
         self.appends += 1
-        return self.inner.append(session_id, expected_seq, events, idempotency_key)
+        return self.inner.append(request)
 
     def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
         if self.down:
@@ -204,14 +208,14 @@ def test_a_unit_of_work_hands_the_store_one_fold_only_when_its_appends_folds_for
     unit.begin()
     empty = store.load(S)
     first = fold_more(empty, events[:3])
-    unit.append_folded(FoldedAppend(S, 0, events[:3], None, Folded(empty, first)))
-    unit.append_folded(FoldedAppend(S, 3, events[3:6], None, Folded(first, fold_more(first, events[3:6]))))
+    unit.append(AppendRequest(S, 0, events[:3], None, Folded(empty, first)))
+    unit.append(AppendRequest(S, 3, events[3:6], None, Folded(first, fold_more(first, events[3:6]))))
     unit.commit()
     assert (store.head(S), folds.calls) == (6, 0)
     unit.begin()
     stored = store.load(S)
-    unit.append_folded(FoldedAppend(S, 6, events[6:9], None, Folded(stored, fold_more(stored, events[6:9]))))
-    unit.append(S, 9, events[9:12])  # no fold: the chain is broken, the store folds the unit itself
+    unit.append(AppendRequest(S, 6, events[6:9], None, Folded(stored, fold_more(stored, events[6:9]))))
+    unit.append(AppendRequest(S, 9, events[9:12]))  # no fold: the chain is broken, the store folds the unit itself
     unit.commit()
     assert (store.head(S), folds.calls) == (12, 1)
     assert store.audit(S).ok and store.load(S) == fold_session(events)
@@ -279,13 +283,11 @@ class CrashingStore(ForwardingStore):
         super().__init__(inner)
         self.crash: str | None = None
 
-    def append(
-        self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
-    ) -> AppendResult:
+    def append(self, request: AppendRequest) -> AppendResult:
         crash, self.crash = self.crash, None
         if crash == "before":
             raise _Crash
-        result = self.inner.append(session_id, expected_seq, events, idempotency_key)
+        result = self.inner.append(request)
         if crash == "after":
             raise _Crash
         return result

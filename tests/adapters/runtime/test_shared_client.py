@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import openai
 import pytest
 
+from planfold.adapters.llm.model import AsyncModelClient, ModelClient
 from planfold.adapters.llm.openai import AsyncOpenAIClient, OpenAIClient, RetryPolicy
+from planfold.adapters.llm.openai_sdk import AsyncOpenAISDKClient, OpenAISDKClient
 from planfold.adapters.runtime.aio import AsyncRuntime
 from planfold.adapters.runtime.loop import Runtime
 from planfold.adapters.runtime.machine import TurnReport
@@ -92,8 +96,36 @@ def _tools() -> ToolRunner:
     return ToolRunner(default_registry(), executors=Workspace(dict(FILES)).executors())
 
 
-def test_twenty_threads_sharing_one_client_each_complete_their_turn(server: _OncePerStep) -> None:
-    client = OpenAIClient(server.base_url, "test-model", retry=RETRY_ONCE, timeout_s=10)
+def _own_client(base_url: str) -> tuple[ModelClient, Callable[[], None]]:
+    client = OpenAIClient(base_url, "test-model", retry=RETRY_ONCE, timeout_s=10)
+    return client, client.close
+
+
+def _sdk_client(base_url: str) -> tuple[ModelClient, Callable[[], None]]:
+    users = openai.OpenAI(base_url=base_url, api_key="k")
+    return OpenAISDKClient(users, "test-model", retry=RETRY_ONCE, timeout_s=10), users.close
+
+
+def _own_async_client(base_url: str) -> AsyncModelClient:
+    return AsyncOpenAIClient(base_url, "test-model", retry=RETRY_ONCE, timeout_s=10)
+
+
+def _sdk_async_client(base_url: str) -> AsyncModelClient:
+    return AsyncOpenAISDKClient(
+        openai.AsyncOpenAI(base_url=base_url, api_key="k"), "test-model", retry=RETRY_ONCE, timeout_s=10
+    )
+
+
+#: The clients a user shares between sessions: planfold's own and the openai SDK's, wrapped.
+SYNC_CLIENTS = {"OpenAIClient": _own_client, "OpenAISDKClient": _sdk_client}
+ASYNC_CLIENTS = {"AsyncOpenAIClient": _own_async_client, "AsyncOpenAISDKClient": _sdk_async_client}
+
+
+@pytest.mark.parametrize("make_client", SYNC_CLIENTS.values(), ids=SYNC_CLIENTS.keys())
+def test_twenty_threads_sharing_one_client_each_complete_their_turn(
+    server: _OncePerStep, make_client: Callable[[str], tuple[ModelClient, Callable[[], None]]]
+) -> None:
+    client, close = make_client(server.base_url)
     store = MemoryStore()
     reports: list[TurnReport] = []
     lock = threading.Lock()
@@ -109,20 +141,26 @@ def test_twenty_threads_sharing_one_client_each_complete_their_turn(server: _Onc
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
-    client.close()
+    close()
     assert len(reports) == SESSIONS
     assert all(r.ended_by == "reply" and r.reply == "done" and r.error is None for r in reports)
     assert all(store.audit(f"s{n}").ok for n in range(SESSIONS))
 
 
+@pytest.mark.parametrize("make_client", ASYNC_CLIENTS.values(), ids=ASYNC_CLIENTS.keys())
 def test_twenty_asyncio_sessions_sharing_one_client_each_complete_their_turn_without_a_thread_hop(
-    server: _OncePerStep, monkeypatch: pytest.MonkeyPatch
+    server: _OncePerStep, monkeypatch: pytest.MonkeyPatch, make_client: Callable[[str], AsyncModelClient]
 ) -> None:
-    def no_hop(*args: object, **kwargs: object) -> object:
-        raise AssertionError("the asyncio runtime over an async store hopped to a thread")
+    hop = asyncio.to_thread
+
+    def no_hop(function: Callable[..., object], /, *args: object, **kwargs: object) -> Awaitable[object]:
+        # The openai SDK's own client may use a thread for its own work; planfold's code may not.
+        if sys._getframe(1).f_globals.get("__name__", "").startswith("planfold."):
+            raise AssertionError("the asyncio runtime over an async store hopped to a thread")
+        return hop(function, *args, **kwargs)
 
     async def scenario() -> list[TurnReport]:
-        client = AsyncOpenAIClient(server.base_url, "test-model", retry=RETRY_ONCE, timeout_s=10)
+        client = make_client(server.base_url)
         store = AsyncMemoryStore()
         runtimes = [
             await AsyncRuntime.open(store, f"s{n}", client, _tools(), clock=ticking()) for n in range(SESSIONS)

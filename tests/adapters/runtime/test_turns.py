@@ -15,8 +15,7 @@ from planfold.adapters.runtime.machine import ProposedStep, TurnReport
 from planfold.adapters.runtime.prompt import Conversation, conversation
 from planfold.adapters.runtime.review import approve, keep_planning
 from planfold.adapters.runtime.toolset import Session
-from planfold.adapters.store.base import AppendResult, Lease, StorageError
-from planfold.adapters.store.engine import Folded
+from planfold.adapters.store.base import AppendRequest, AppendResult, StorageError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.views import Prefix
 from planfold.kernel.log import Event
@@ -118,20 +117,11 @@ class FlakyStore(MemoryStore):
 
     fail_plan_mode = 0
 
-    def append(
-        self,
-        session_id: str,
-        expected_seq: int,
-        events: Sequence[Event],
-        idempotency_key: str | None = None,
-        *,
-        lease: Lease | None = None,
-        folded: Folded | None = None,
-    ) -> AppendResult:
-        if self.fail_plan_mode and any(e.kind == "plan/mode" for e in events):
+    def append(self, request: AppendRequest) -> AppendResult:
+        if self.fail_plan_mode and any(e.kind == "plan/mode" for e in request.events):
             self.fail_plan_mode -= 1
             raise StorageError("append", "disk unplugged")
-        return super().append(session_id, expected_seq, events, idempotency_key, lease=lease, folded=folded)
+        return super().append(request)
 
 
 def _a_turn_whose_plan_mode_flush_fails() -> tuple[FlakyStore, Session, TurnReport]:
@@ -471,7 +461,7 @@ def _answers(events: Sequence[Event]) -> dict[str, list[str]]:
 def test_a_session_cut_after_any_event_is_continued_by_the_next_runtime(cut: int) -> None:
     # A process that stopped mid-turn leaves the log as its last append left it.
     store = MemoryStore()
-    store.append("s1", 0, WHOLE[:cut])
+    store.append(AppendRequest("s1", 0, WHOLE[:cut]))
     before = fold_session(WHOLE[:cut])
     session, model, _ = make_session([say("carrying on"), say("ok"), say("ok")], store=store)
     report = session.runtime.run_turn("Where were we?")

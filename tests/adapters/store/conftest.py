@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.contract_logs import FULL_SCRIPT, build_log
 from planfold.adapters.store.engine import LogStore
 from planfold.adapters.store.memory import MemoryStore
@@ -37,5 +38,5 @@ def full_log_file(tmp_path: Path) -> Path:
     """A closed SQLite store file whose session ``s`` is ``FULL_SCRIPT``'s log."""
     path = tmp_path / "full.sqlite"
     with SqliteStore(path) as store:
-        store.append("s", 0, build_log(FULL_SCRIPT).events)
+        store.append(AppendRequest("s", 0, build_log(FULL_SCRIPT).events))
     return path

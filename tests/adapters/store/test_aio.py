@@ -17,7 +17,7 @@ from planfold.adapters.store.aio import AsyncLogStore, AsyncSharedStore, open_as
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_postgres import AsyncPostgresStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
-from planfold.adapters.store.base import InvalidRequestError, SchemaTooNewError, StoreClosedError
+from planfold.adapters.store.base import AppendRequest, InvalidRequestError, SchemaTooNewError, StoreClosedError
 from planfold.adapters.store.contract_logs import batch_after
 from planfold.adapters.store.sqlite_conn import connect_sqlite
 from planfold.adapters.store.sqlite_schema import Connection
@@ -64,9 +64,9 @@ def test_a_cancelled_append_is_in_the_log_or_not_and_a_later_read_tells_which(
     async def scenario() -> None:
         store = await opener(tmp_path / "store.db")
         async with store:
-            await store.append("s", 0, batch_after(0, 2))
+            await store.append(AppendRequest("s", 0, batch_after(0, 2)))
             events = batch_after(2, 3)
-            task = asyncio.create_task(store.append("s", 2, events, "k"))
+            task = asyncio.create_task(store.append(AppendRequest("s", 2, events, "k")))
             for _ in range(steps):
                 await asyncio.sleep(0)
             task.cancel()
@@ -80,7 +80,7 @@ def test_a_cancelled_append_is_in_the_log_or_not_and_a_later_read_tells_which(
             if landed:
                 assert head == 5
             assert (await store.audit("s")).ok
-            again = await store.append("s", 2, events, "k")
+            again = await store.append(AppendRequest("s", 2, events, "k"))
             assert again.replayed == (head == 5)
             assert await store.read("s") == tuple(batch_after(0, 5))
 
@@ -91,12 +91,12 @@ def test_a_follower_on_the_loop_sees_what_another_task_appends(opener: Opener, t
     async def scenario() -> None:
         store = await opener(tmp_path / "store.db")
         async with store:
-            await store.append("s", 0, batch_after(0, 1))
+            await store.append(AppendRequest("s", 0, batch_after(0, 1)))
 
             async def write() -> None:
                 for head in range(1, 4):
                     await asyncio.sleep(0.01)
-                    await store.append("s", head, batch_after(head, 1))
+                    await store.append(AppendRequest("s", head, batch_after(head, 1)))
 
             writer = asyncio.create_task(write())
             follower: AsyncIterator[object] = store.follow("s", 0, timeout=10)
@@ -118,7 +118,7 @@ def test_a_closed_async_store_refuses_with_store_closed(opener: Opener, tmp_path
         await store.close()
         await store.close()
         with pytest.raises(StoreClosedError):
-            await store.append("s", 0, batch_after(0, 1))
+            await store.append(AppendRequest("s", 0, batch_after(0, 1)))
         with pytest.raises(StoreClosedError):
             await store.head("s")
 
@@ -131,7 +131,7 @@ def test_the_memory_store_runs_on_the_loop_without_a_thread() -> None:
         store = await open_async_store(":memory:")
         assert isinstance(store, AsyncMemoryStore)
         for head in range(20):
-            await store.append("s", head, batch_after(head, 1))
+            await store.append(AppendRequest("s", head, batch_after(head, 1)))
         assert await store.head("s") == 20
         assert [e async for e in store.follow("s", 18, timeout=0)] == list(batch_after(18, 2))
         assert set(threading.enumerate()) <= before
@@ -145,7 +145,7 @@ def test_a_bad_request_is_refused_before_it_leaves_the_loop(opener: Opener, tmp_
         store = await opener(tmp_path / "store.db")
         async with store:
             with pytest.raises(InvalidRequestError):
-                await store.append("", 0, batch_after(0, 1))
+                await store.append(AppendRequest("", 0, batch_after(0, 1)))
             with pytest.raises(InvalidRequestError):
                 store.follow("s", 0, timeout=-1)
             assert await store.session_ids() == ()
@@ -185,7 +185,10 @@ def test_the_sqlite_writer_commits_the_appends_of_many_tasks_together_on_two_thr
         commits.clear()
         sessions = [f"s{n}" for n in range(100)]
         results = await asyncio.gather(
-            *(s.append(sid, 0, batch_after(0, 2)) for s, sid in zip([store, other] * 50, sessions, strict=True))
+            *(
+                s.append(AppendRequest(sid, 0, batch_after(0, 2)))
+                for s, sid in zip([store, other] * 50, sessions, strict=True)
+            )
         )
         assert [r.last_seq for r in results] == [2] * 100
         assert len(commits) < 50
@@ -232,7 +235,8 @@ def test_the_postgres_store_sends_the_appends_of_many_tasks_in_groups_of_one_sta
         async with store:
             sessions = [f"s{n}" for n in range(60)]
             for head in (0, 2):
-                results = await asyncio.gather(*(store.append(sid, head, batch_after(head, 2)) for sid in sessions))
+                requests = [AppendRequest(sid, head, batch_after(head, 2)) for sid in sessions]
+                results = await asyncio.gather(*(store.append(request) for request in requests))
                 assert [r.last_seq for r in results] == [head + 2] * 60
             assert sum(sent) == 120  # every append went out as one statement
             assert len(sent) < 60  # most of them together
@@ -247,14 +251,14 @@ def test_no_operation_of_an_async_store_starts_a_thread(opener: Opener, tmp_path
     async def scenario() -> None:
         store = await opener(tmp_path / "store.db")
         async with store:
-            await store.append("warm", 0, batch_after(0, 1))
+            await store.append(AppendRequest("warm", 0, batch_after(0, 1)))
             await store.head("warm")
             before = set(threading.enumerate())
             for head in range(20):
-                await store.append("s", head, batch_after(head, 1))
+                await store.append(AppendRequest("s", head, batch_after(head, 1)))
                 assert (await store.load("s", incremental=True)).last_seq == head + 1
             lease = await store.acquire_lease("s", "me", 1_000)
-            await store.append("s", 20, batch_after(20, 1), lease=lease)
+            await store.append(AppendRequest("s", 20, batch_after(20, 1), lease=lease))
             assert await store.release_lease(lease)
             await store.fork("s", 5, "forked")
             assert [e async for e in store.follow("s", 19, timeout=0)] == list(batch_after(19, 2))

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from planfold.adapters.store.base import StoreBusyError
+from planfold.adapters.store.base import AppendRequest, StoreBusyError
 from planfold.adapters.store.opener import open_store
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.session import fold_session
@@ -136,7 +136,7 @@ def forked_child(store: SqliteStore, out: Any) -> None:
     try:
         inherited_owner = store.connections.owner_pid
         head = store.head("s")
-        store.append("s", head, batch_after(head, 2))
+        store.append(AppendRequest("s", head, batch_after(head, 2)))
         # The inherited connection was set aside untouched, and a new one opened.
         out.put(("ok", inherited_owner != os.getpid(), store.connections.inherited, store.connections.owner_pid))
     except Exception as exc:
@@ -145,12 +145,12 @@ def forked_child(store: SqliteStore, out: Any) -> None:
 
 def test_a_store_used_in_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
     with SqliteStore(tmp_path / "f.db") as store:
-        store.append("s", 0, batch_after(0, 1))
+        store.append(AppendRequest("s", 0, batch_after(0, 1)))
         result, proc = run_in_a_forked_child(forked_child, store)
         assert result == ("ok", True, 1, proc.pid)
         assert proc.exitcode == 0
         assert store.head("s") == 3  # the parent's connection still works and sees the child's commit
-        store.append("s", 3, batch_after(3, 1))
+        store.append(AppendRequest("s", 3, batch_after(3, 1)))
         assert store.audit("s").ok
         assert store.integrity_check() == ("ok",)
         assert store.connections.inherited == 0
@@ -160,15 +160,15 @@ def test_a_store_used_in_a_forked_child_opens_its_own_connection(tmp_path: Path)
 def test_a_writer_that_cannot_get_the_lock_gets_store_busy(tmp_path: Path) -> None:
     path = tmp_path / "b.db"
     with SqliteStore(path, busy_timeout_ms=50) as store:
-        store.append("s", 0, batch_after(0, 1))
+        store.append(AppendRequest("s", 0, batch_after(0, 1)))
         blocker = sqlite3.connect(path, isolation_level=None)
         blocker.execute("BEGIN IMMEDIATE")
         try:
             with pytest.raises(StoreBusyError) as info:
-                store.append("s", 1, batch_after(1, 1))
+                store.append(AppendRequest("s", 1, batch_after(1, 1)))
             assert info.value.code == "store-busy"
             assert info.value.outcome == "not-applied"
         finally:
             blocker.execute("ROLLBACK")
             blocker.close()
-        assert store.append("s", 1, batch_after(1, 1)).last_seq == 2
+        assert store.append(AppendRequest("s", 1, batch_after(1, 1))).last_seq == 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.sqlite import SqliteStore
 from tests.storage_workers import batch_after, steady_writer, stress_context
 
@@ -23,7 +24,7 @@ SHARE = 10
 def test_the_threads_of_a_shared_store_all_get_through_while_another_process_writes(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
     store = SqliteStore(path)
-    store.append("warm", 0, batch_after(0, 1))  # the file exists, migrated, before the other opens it
+    store.append(AppendRequest("warm", 0, batch_after(0, 1)))  # the file exists, migrated, before the other opens it
     ctx = stress_context()
     stop = ctx.Event()
     theirs, ours = ctx.Pipe(duplex=False)
@@ -38,7 +39,7 @@ def test_the_threads_of_a_shared_store_all_get_through_while_another_process_wri
             session = f"thread-{index}"
             try:
                 for head in range(EACH):
-                    store.append(session, head, batch_after(head, 1))
+                    store.append(AppendRequest(session, head, batch_after(head, 1)))
                     done[index] += 1
             except BaseException as exc:  # reported below
                 failures.append(exc)

@@ -25,6 +25,7 @@ from benchmarks.workloads import goal_events, session_events
 from planfold.adapters.codec import canonical_event
 from planfold.adapters.store.base import (
     AppendRejectedError,
+    AppendRequest,
     InvalidRequestError,
     LeaseHeldError,
     LeaseLostError,
@@ -73,8 +74,8 @@ class FailingInsert:
 def test_an_append_of_any_size_reads_back_exactly(tmp_path: Path, count: int) -> None:
     events = list(session_events(count + 3))
     with SqliteStore(tmp_path / "big.db") as store:
-        store.append("s", 0, events[:3])
-        result = store.append("s", 3, events[3:])
+        store.append(AppendRequest("s", 0, events[:3]))
+        result = store.append(AppendRequest("s", 3, events[3:]))
         assert (result.first_seq, result.last_seq) == (4, count + 3)
         assert store.read("s") == tuple(canonical_event(e) for e in events)
         assert store.load("s") == store.load("s", incremental=True) == fold_session(events)
@@ -91,15 +92,15 @@ def test_a_failure_in_any_insert_of_a_large_append_writes_nothing(tmp_path: Path
         return opened[-1]
 
     with SqliteStore(tmp_path / "fail.db", connect=connect) as store:
-        store.append("s", 0, events[:10])
+        store.append(AppendRequest("s", 0, events[:10]))
         before = (store.read("s"), store.projection("s"))
         opened[-1].inserts, opened[-1].fail_at = 0, fail_at
         with pytest.raises(StorageError) as info:
-            store.append("s", 10, events[10:])
+            store.append(AppendRequest("s", 10, events[10:]))
         assert info.value.outcome == "not-applied"
         assert opened[-1].inserts == fail_at
         assert (store.read("s"), store.projection("s")) == before
-        store.append("s", 10, events[10:])
+        store.append(AppendRequest("s", 10, events[10:]))
         assert store.load("s") == fold_session(events)
         assert store.audit("s").ok
 
@@ -108,7 +109,7 @@ def test_a_bad_row_deep_in_a_long_log_stops_a_streamed_load_at_its_seq(tmp_path:
     events = list(goal_events(3 * ROWS))
     path = tmp_path / "bad.db"
     with SqliteStore(path) as store:
-        store.append("s", 0, events)
+        store.append(AppendRequest("s", 0, events))
     conn = sqlite3.connect(path)
     conn.execute("UPDATE events SET payload = '{\"text\": 1}' WHERE session_id = 's' AND seq = ?", (ROWS + 5,))
     conn.commit()
@@ -128,17 +129,17 @@ def test_a_bad_row_deep_in_a_long_log_stops_a_streamed_load_at_its_seq(tmp_path:
 def test_a_scan_in_pages_reads_exactly_what_read_reads(any_store: LogStore, count: int, page: int) -> None:
     events = list(session_events(count))
     if events:
-        any_store.append("s", 0, events)
+        any_store.append(AppendRequest("s", 0, events))
     assert tuple(any_store.scan("s", page=page)) == any_store.read("s") == tuple(map(canonical_event, events))
     assert tuple(any_store.scan("s", 4, page=page)) == any_store.read("s", 4)
 
 
 def test_a_scan_goes_on_into_what_was_appended_while_it_read(any_store: LogStore) -> None:
     events = list(session_events(12))
-    any_store.append("s", 0, events[:6])
+    any_store.append(AppendRequest("s", 0, events[:6]))
     scan = any_store.scan("s", page=3)
     first = [next(scan) for _ in range(3)]
-    any_store.append("s", 6, events[6:])
+    any_store.append(AppendRequest("s", 6, events[6:]))
     assert [e.seq for e in [*first, *scan]] == list(range(1, 13))
 
 
@@ -158,12 +159,12 @@ def test_an_append_leaves_no_read_open_whatever_it_answers(tmp_path: Path) -> No
             return int(other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
 
         try:
-            store.append("s", 0, events[:2], "k")  # written
+            store.append(AppendRequest("s", 0, events[:2], "k"))  # written
             assert busy() == 0
-            assert store.append("s", 0, events[:2], "k").replayed  # answered from its key
+            assert store.append(AppendRequest("s", 0, events[:2], "k")).replayed  # answered from its key
             assert busy() == 0
             with pytest.raises(ConflictError):
-                store.append("s", 1, events[1:2])  # refused
+                store.append(AppendRequest("s", 1, events[1:2]))  # refused
             assert busy() == 0
             assert store.head("s") == 2 and store.audit("s").ok
         finally:
@@ -174,13 +175,13 @@ def test_an_append_reads_the_session_again_once_another_connection_has_written(t
     events = list(goal_events(8))
     path = tmp_path / "two.db"
     with SqliteStore(path, synchronous="normal") as first, SqliteStore(path, synchronous="normal") as second:
-        first.append("s", 0, events[:2])
-        first.append("s", 2, events[2:3])  # the view of "s" is now known to this connection
-        second.append("s", 3, events[3:4])
+        first.append(AppendRequest("s", 0, events[:2]))
+        first.append(AppendRequest("s", 2, events[2:3]))  # the view of "s" is now known to this connection
+        second.append(AppendRequest("s", 3, events[3:4]))
         with pytest.raises(ConflictError) as refused:
-            first.append("s", 3, events[3:4])
+            first.append(AppendRequest("s", 3, events[3:4]))
         assert refused.value.actual_seq == 4
-        first.append("s", 4, events[4:5])
+        first.append(AppendRequest("s", 4, events[4:5]))
         other = sqlite3.connect(path, isolation_level=None)  # a hand edit: one more event, nothing else
         try:
             row = other.execute("SELECT kind, at, payload FROM events WHERE session_id = 's' AND seq = 5").fetchone()
@@ -188,33 +189,34 @@ def test_an_append_reads_the_session_again_once_another_connection_has_written(t
         finally:
             other.close()
         with pytest.raises(ConflictError):
-            first.append("s", 5, events[5:6])
+            first.append(AppendRequest("s", 5, events[5:6]))
 
 
 def test_an_append_sees_a_lease_the_same_store_granted_after_its_last_append(tmp_path: Path) -> None:
     events = list(goal_events(8))  # a create, then rounds (seq 2, 3, 4)
     with SqliteStore(tmp_path / "lease.db", synchronous="normal") as store:
-        store.append("s", 0, events[:2])
-        store.append("s", 2, events[2:3])
+        store.append(AppendRequest("s", 0, events[:2]))
+        store.append(AppendRequest("s", 2, events[2:3]))
         store.acquire_lease("s", "another host", 60_000)
         with pytest.raises(LeaseHeldError):
-            store.append("s", 3, events[3:4])  # a round, unfenced, while another holds the lease
+            store.append(AppendRequest("s", 3, events[3:4]))  # a round, unfenced, while another holds the lease
 
 
 def test_an_append_sees_the_lease_its_last_fenced_append_extended(tmp_path: Path) -> None:
     clock = ManualClock()
     events = list(goal_events(8))
     with SqliteStore(tmp_path / "fenced.db", synchronous="normal", clock=clock) as store:
-        store.append("s", 0, events[:1])
+        store.append(AppendRequest("s", 0, events[:1]))
         lease = store.acquire_lease("s", "this host", 1_000)
-        store.append("s", 1, events[1:2], lease=lease)
+        store.append(AppendRequest("s", 1, events[1:2], lease=lease))
         clock.advance(800)
-        store.append("s", 2, events[2:3], lease=lease)  # extended to 1,800 ms from the grant
+        store.append(AppendRequest("s", 2, events[2:3], lease=lease))  # extended to 1,800 ms from the grant
         clock.advance(800)
-        store.append("s", 3, events[3:4], lease=lease)  # past the grant's own expiry, within the extension
+        # past the grant's own expiry, within the extension
+        store.append(AppendRequest("s", 3, events[3:4], lease=lease))
         clock.advance(1_100)
         with pytest.raises(LeaseLostError):
-            store.append("s", 4, events[4:5], lease=lease)
+            store.append(AppendRequest("s", 4, events[4:5], lease=lease))
 
 
 # --------------------------------------------------------------------------
@@ -246,16 +248,16 @@ def test_a_fold_made_on_another_state_is_ignored_and_the_store_folds_the_events_
     any_store: LogStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events = list(session_events(12))
-    any_store.append("s", 0, events[:6])
+    any_store.append(AppendRequest("s", 0, events[:6]))
     folds = CountingFold(monkeypatch)
     elsewhere = fold_session(events[:3])  # not the state the store holds at seq 6
     wrong = Folded(elsewhere, fold_more(elsewhere, events[3:6]))
-    any_store.append("s", 6, events[6:9], folded=wrong)
+    any_store.append(AppendRequest("s", 6, events[6:9], folded=wrong))
     assert folds.calls == 1
     bad = replace(events[9], seq=11)  # a gap: the strict fold refuses it
     stored = any_store.load("s", incremental=True)
     with pytest.raises(AppendRejectedError):
-        any_store.append("s", 9, [bad], folded=Folded(stored, stored))
+        any_store.append(AppendRequest("s", 9, [bad], folded=Folded(stored, stored)))
     assert any_store.head("s") == 9
     assert any_store.audit("s").ok
     assert any_store.load("s") == fold_session(events[:9])
@@ -265,7 +267,7 @@ def test_a_fold_made_on_an_equal_state_built_apart_is_not_compared_whole_but_fol
     any_store: LogStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events = list(session_events(9))
-    any_store.append("s", 0, events[:6])
+    any_store.append(AppendRequest("s", 0, events[:6]))
     apart = fold_session(any_store.read("s"))  # equal to the store's state, another object
     assert apart == any_store.load("s") and apart is not any_store.load("s")
     compared = 0
@@ -278,7 +280,7 @@ def test_a_fold_made_on_an_equal_state_built_apart_is_not_compared_whole_but_fol
 
     folds = CountingFold(monkeypatch)
     monkeypatch.setattr(SessionState, "__eq__", counting_eq)
-    any_store.append("s", 6, events[6:9], folded=Folded(apart, fold_more(apart, events[6:9])))
+    any_store.append(AppendRequest("s", 6, events[6:9], folded=Folded(apart, fold_more(apart, events[6:9]))))
     assert (folds.calls, compared) == (1, 0)
     monkeypatch.undo()
     assert any_store.audit("s").ok
@@ -287,12 +289,12 @@ def test_a_fold_made_on_an_equal_state_built_apart_is_not_compared_whole_but_fol
 
 def test_a_fold_of_values_other_than_the_stored_ones_is_ignored(any_store: LogStore) -> None:
     events = list(session_events(6))  # the sixth is a tool/call, whose arguments are free JSON
-    any_store.append("s", 0, events[:5])
+    any_store.append(AppendRequest("s", 0, events[:5]))
     stored = any_store.load("s", incremental=True)
     call = events[5]
     offered = replace(call, payload={**call.payload, "arguments": {"paths": ("a", "b")}})  # stored as a list
     claimed = Folded(stored, replace(stored, last=offered))  # claims the event, folded nothing
-    any_store.append("s", 5, [offered], folded=claimed)
+    any_store.append(AppendRequest("s", 5, [offered], folded=claimed))
     assert any_store.audit("s").ok
     assert any_store.load("s") == fold_session(any_store.read("s"))
     assert any_store.read("s")[-1].payload["arguments"] == {"paths": ["a", "b"]}

@@ -13,6 +13,7 @@ import pytest
 
 from planfold.adapters.provenance import ForkProvenance, prefix_digest
 from planfold.adapters.store.base import (
+    AppendRequest,
     ForkSeqMissingError,
     ForwardingStore,
     InvalidRequestError,
@@ -36,7 +37,7 @@ STARTS: dict[int, int] = {int(str(e.payload["turn"])): e.seq for e in LOG if e.k
 
 def _store() -> MemoryStore:
     store = MemoryStore()
-    store.append("s", 0, LOG)
+    store.append(AppendRequest("s", 0, LOG))
     return store
 
 
@@ -73,7 +74,7 @@ def test_a_rewind_to_a_turn_never_started_is_refused_and_writes_nothing() -> Non
 
 def test_a_rewind_to_a_turn_that_starts_the_log_leaves_nothing_to_fork() -> None:
     store = MemoryStore()
-    store.append("s", 0, [Event(1, TURN_START, 1, {"turn": 1}), Event(2, "turn/end", 1, {"turn": 1})])
+    store.append(AppendRequest("s", 0, [Event(1, TURN_START, 1, {"turn": 1}), Event(2, "turn/end", 1, {"turn": 1})]))
     with pytest.raises(ForkSeqMissingError, match="start a new session instead"):
         fork_at_turn(store, "s", 1, "new")
     assert store.session_ids() == ("s",)
@@ -87,7 +88,7 @@ def test_a_turn_that_is_not_a_positive_integer_is_an_invalid_request(turn: objec
 
 def test_a_rewind_into_a_session_that_exists_is_refused() -> None:
     store = _store()
-    store.append("other", 0, LOG[:1])
+    store.append(AppendRequest("other", 0, LOG[:1]))
     with pytest.raises(SessionExistsError):
         fork_at_turn(store, "s", 2, "other")
     assert store.head("other") == 1
@@ -96,7 +97,7 @@ def test_a_rewind_into_a_session_that_exists_is_refused() -> None:
 def test_a_fork_of_a_hand_edited_log_is_refused_where_its_seqs_break_and_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "edited.db"
     with SqliteStore(path) as store:
-        store.append("s", 0, LOG[:10])
+        store.append(AppendRequest("s", 0, LOG[:10]))
     conn = sqlite3.connect(path)
     conn.execute("DELETE FROM events WHERE session_id = 's' AND seq IN (4, 5)")
     conn.commit()
@@ -114,7 +115,7 @@ def test_a_fork_of_a_hand_edited_log_is_refused_where_its_seqs_break_and_writes_
 def test_a_hand_edited_turn_start_that_does_not_read_is_the_replay_error_at_its_seq(tmp_path: Path) -> None:
     path = tmp_path / "edited.db"
     with SqliteStore(path) as store:
-        store.append("s", 0, LOG)
+        store.append(AppendRequest("s", 0, LOG))
     conn = sqlite3.connect(path)
     conn.execute("UPDATE events SET payload = '{\"turn\": \"2\"}' WHERE session_id = 's' AND seq = ?", (STARTS[2],))
     conn.commit()
@@ -147,14 +148,15 @@ def test_a_fork_whose_last_write_fails_writes_nothing_at_all(
     target = str(tmp_path / "store.db") if backend == "sqlite" else str(request.getfixturevalue("pg_url"))
     store: SqliteStore | PostgresStore = SqliteStore(target) if backend == "sqlite" else PostgresStore(target)
     with store:
-        store.append("s", 0, LOG)
+        store.append(AppendRequest("s", 0, LOG))
         _planted_fork_row(store, target)
         with pytest.raises(StorageError) as info:
             store.fork("s", 20, "new")
         assert info.value.outcome == "not-applied"
         assert store.head("new") == 0 and store.read("new") == () and store.session_ids() == ("s",)
         assert store.projection("new") == Projection()
-        store.append("new", 0, LOG[:20])  # the goal id the prefix created (seq 17) was not kept for it either
+        # the goal id the prefix created (seq 17) was not kept for it either
+        store.append(AppendRequest("new", 0, LOG[:20]))
         report = store.audit("new")  # the planted provenance, which the audit checks against the log
         assert report.provenance == ForkProvenance("elsewhere", 1, "0" * 64)
         assert len(report.mismatches) == 1 and "the first 1 events hash to" in report.mismatches[0]
@@ -181,7 +183,7 @@ def test_check_fork_refuses_exactly_what_the_fork_refuses_and_reads_only(
 ) -> None:
     path = tmp_path / "db.sqlite"
     with SqliteStore(path) as store:
-        store.append("s", 0, LOG)
+        store.append(AppendRequest("s", 0, LOG))
     before = path.read_bytes()
     with open_read_only(str(path)) as reader:
         try:

@@ -11,6 +11,7 @@ import pytest
 from planfold.adapters.provenance import ForkProvenance, prefix_digest
 from planfold.adapters.store.base import (
     AppendRejectedError,
+    AppendRequest,
     InvalidRequestError,
     ProvenanceMismatchError,
 )
@@ -44,13 +45,13 @@ def test_a_log_imported_in_batches_lands_as_one_append_of_it_would(store: LogSto
     assert (result.first_seq, result.last_seq, result.replayed) == (1, 24, False)
     assert told == [5, 10, 15, 20, 24]
     reference = MemoryStore()
-    reference.append("s", 0, LOG)
+    reference.append(AppendRequest("s", 0, LOG))
     assert store.read("s") == reference.read("s") == tuple(LOG)
     assert store.projection("s") == reference.projection("s")
     assert store.load("s", incremental=True) == fold_session(LOG)
     assert store.audit("s").ok
     # the key answers as an append of the same request under it would: replayed, not a mismatch
-    assert store.append("s", 0, LOG, "k").replayed
+    assert store.append(AppendRequest("s", 0, LOG, "k")).replayed
     again = import_stream(store, "s", iter(LOG), batch=5, idempotency_key="k")
     assert (again.first_seq, again.last_seq, again.replayed) == (1, 24, True)
 
@@ -85,7 +86,7 @@ def test_an_iterable_that_fails_part_way_writes_nothing(store: LogStore) -> None
 
 
 def test_a_session_that_holds_events_is_a_conflict_and_keeps_them(store: LogStore) -> None:
-    store.append("s", 0, LOG[:2])
+    store.append(AppendRequest("s", 0, LOG[:2]))
     with pytest.raises(ConflictError):
         import_stream(store, "s", iter(LOG), batch=5)
     assert store.read("s") == tuple(LOG[:2])

@@ -32,7 +32,7 @@ from multiprocessing.context import ForkServerContext
 import psycopg
 import pytest
 
-from planfold.adapters.store.base import StoreUnavailableError
+from planfold.adapters.store.base import AppendRequest, StoreUnavailableError
 from planfold.adapters.store.postgres import PostgresStore
 from planfold.kernel.session import fold_session
 from tests.adapters.store.processes import kill, writer_processes
@@ -71,12 +71,12 @@ def url(own_cluster: Cluster) -> Iterator[str]:
 @pytest.mark.slow
 def test_a_store_keeps_working_after_the_server_restarts(own_cluster: Cluster, url: str) -> None:
     with PostgresStore(url, pool_size=3) as store:
-        store.append("s", 0, batch_after(0, 2))
+        store.append(AppendRequest("s", 0, batch_after(0, 2)))
         for _ in range(3):  # every pooled connection is dead afterwards
             own_cluster.stop("immediate")
             own_cluster.start()
             head = store.head("s")
-            store.append("s", head, batch_after(head, 1))
+            store.append(AppendRequest("s", head, batch_after(head, 1)))
         assert store.read("s") == tuple(batch_after(0, 5))
         assert store.audit("s").ok
 
@@ -86,10 +86,10 @@ def test_calls_while_the_server_is_down_get_store_unavailable_and_change_nothing
     own_cluster: Cluster, url: str
 ) -> None:
     with PostgresStore(url, timeout=1) as store:
-        store.append("s", 0, batch_after(0, 1))
+        store.append(AppendRequest("s", 0, batch_after(0, 1)))
         own_cluster.stop("immediate")
         try:
-            for call in (lambda: store.append("s", 1, batch_after(1, 1)), lambda: store.head("s")):
+            for call in (lambda: store.append(AppendRequest("s", 1, batch_after(1, 1))), lambda: store.head("s")):
                 with pytest.raises(StoreUnavailableError) as info:
                     call()
                 assert info.value.outcome == "not-applied"
@@ -102,7 +102,7 @@ def test_calls_while_the_server_is_down_get_store_unavailable_and_change_nothing
 @pytest.mark.slow
 def test_a_follower_whose_server_goes_away_gets_store_unavailable(own_cluster: Cluster, url: str) -> None:
     with PostgresStore(url) as store:
-        store.append("s", 0, batch_after(0, 1))
+        store.append(AppendRequest("s", 0, batch_after(0, 1)))
         follower = store.follow("s", 0, timeout=30)
         assert next(follower) == event_at(1)
         own_cluster.stop("immediate")

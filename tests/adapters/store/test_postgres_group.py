@@ -23,6 +23,7 @@ import pytest
 import planfold.adapters.store.postgres as postgres_module
 from planfold.adapters.store.base import (
     AppendRejectedError,
+    AppendRequest,
     AppendResult,
     IdempotencyMismatchError,
     LeaseLostError,
@@ -93,7 +94,7 @@ def at_once(calls: Sequence[Callable[[], object]]) -> list[object]:
 
 def appender(store: PostgresStore, session: str, expected: int, events: list[Event], key: str | None = None,
              **kwargs: Any) -> Callable[[], object]:  # fmt: skip
-    return lambda: store.append(session, expected, events, key, **kwargs)
+    return lambda: store.append(AppendRequest(session, expected, events, key, **kwargs))
 
 
 def facts(store: PostgresStore, session: str) -> tuple[object, ...]:
@@ -128,13 +129,13 @@ def test_appends_to_different_sessions_waiting_together_share_one_transaction_an
     for session in ["first", *sessions]:
         assert store.read(session) == tuple(batch_after(0, 2))
         assert store.audit(session).ok
-        assert store.append(session, 0, batch_after(0, 2), f"k-{session}").replayed
+        assert store.append(AppendRequest(session, 0, batch_after(0, 2), f"k-{session}")).replayed
 
 
 def test_appends_to_one_session_waiting_together_each_get_the_answer_they_would_get_alone(
     store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.append("s", 0, batch_after(0, 1), "landed")
+    store.append(AppendRequest("s", 0, batch_after(0, 1), "landed"))
     sent = hold_first(store, 6, monkeypatch)
     racing = [appender(store, "s", 1, batch_after(1, 2), f"race-{n}") for n in range(4)]
     retried = appender(store, "s", 0, batch_after(0, 1), "landed")  # the same request again
@@ -164,9 +165,9 @@ def test_a_refused_append_in_a_group_writes_nothing_and_leaves_the_others_as_the
 def check_refusals(store: PostgresStore, pg_url: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
     """Appends refused by each check, in one group with appends that land."""
     for session in ("stale", "keyed", "fenced", "rejected"):
-        store.append(session, 0, batch_after(0, 2), f"k-{session}")
+        store.append(AppendRequest(session, 0, batch_after(0, 2), f"k-{session}"))
     with PostgresStore(pg_url) as other:  # another process moves "stale" on: the store's state of it is stale
-        other.append("stale", 2, batch_after(2, 1))
+        other.append(AppendRequest("stale", 2, batch_after(2, 1)))
     lease = store.acquire_lease("fenced", "host-a", 1_000)
     clock.advance(2_000)  # the lease expired
     refused = {"stale", "keyed", "fenced", "rejected"}
@@ -216,7 +217,7 @@ def test_an_append_whose_call_fails_in_a_group_fails_alone_and_the_others_land(
         for session in ("a", "b", "c"):
             assert store.read(session) == tuple(batch_after(0, 2))
             assert store.audit(session).ok
-        assert store.append("bad", 0, batch_after(0, 2)) == AppendResult("bad", 1, 2)
+        assert store.append(AppendRequest("bad", 0, batch_after(0, 2))) == AppendResult("bad", 1, 2)
 
 
 def test_a_group_whose_connection_is_lost_gives_every_caller_outcome_unknown_and_keyed_retries_land_once(
@@ -253,6 +254,7 @@ def test_a_group_whose_connection_is_lost_gives_every_caller_outcome_unknown_and
         assert all(isinstance(o, Exception) and isinstance(o.__cause__, psycopg.Error) for o in outcomes[1:])
         for session in sessions:
             assert store.head(session) == 0  # nothing of the group was committed
-            assert store.append(session, 0, batch_after(0, 2), f"k-{session}") == AppendResult(session, 1, 2)
-            assert store.append(session, 0, batch_after(0, 2), f"k-{session}").replayed
+            result = store.append(AppendRequest(session, 0, batch_after(0, 2), f"k-{session}"))
+            assert result == AppendResult(session, 1, 2)
+            assert store.append(AppendRequest(session, 0, batch_after(0, 2), f"k-{session}")).replayed
             assert store.read(session) == tuple(batch_after(0, 2))

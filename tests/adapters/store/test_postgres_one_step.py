@@ -26,6 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 import planfold.adapters.store.postgres as postgres_module
 from planfold.adapters.store.base import (
     AppendRejectedError,
+    AppendRequest,
     AppendResult,
     IdempotencyMismatchError,
     Lease,
@@ -115,10 +116,10 @@ def test_an_append_onto_the_state_the_store_holds_is_one_statement_and_no_transa
     store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     trips = watch(store, monkeypatch)
-    assert store.append("s", 0, batch_after(0, 2)) == AppendResult("s", 1, 2)  # a new session
+    assert store.append(AppendRequest("s", 0, batch_after(0, 2))) == AppendResult("s", 1, 2)  # a new session
     head = 2
     for size in (1, 2, 1, 3, 1):
-        head = store.append("s", head, batch_after(head, size)).last_seq
+        head = store.append(AppendRequest("s", head, batch_after(head, size))).last_seq
     assert trips.take() == (6, 0)
     assert head == 10
     assert store.load("s", incremental=True) == store.load("s") == fold_session(store.read("s"))
@@ -128,17 +129,17 @@ def test_an_append_onto_the_state_the_store_holds_is_one_statement_and_no_transa
 def test_a_stale_expected_seq_is_a_conflict_the_statement_answers_and_nothing_is_written(
     store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.append("s", 0, batch_after(0, 2))
+    store.append(AppendRequest("s", 0, batch_after(0, 2)))
     with PostgresStore(pg_url) as other:  # another process appends meanwhile
-        other.append("s", 2, batch_after(2, 2))
+        other.append(AppendRequest("s", 2, batch_after(2, 2)))
     before = facts(store, "s")
     trips = watch(store, monkeypatch)
     with pytest.raises(ConflictError) as info:
-        store.append("s", 2, batch_after(2, 1))
+        store.append(AppendRequest("s", 2, batch_after(2, 1)))
     assert (info.value.expected_seq, info.value.actual_seq) == (2, 4)
     assert trips.take() == (1, 0)
     assert facts(store, "s") == before
-    assert store.append("s", 4, batch_after(4, 1)).last_seq == 5  # decided again on what is stored
+    assert store.append(AppendRequest("s", 4, batch_after(4, 1))).last_seq == 5  # decided again on what is stored
     assert store.audit("s").ok
 
 
@@ -146,26 +147,27 @@ def test_a_retried_key_is_replayed_and_another_request_under_it_refused_by_the_s
     store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     trips = watch(store, monkeypatch)
-    first = store.append("s", 0, batch_after(0, 2), "k")
-    assert store.append("s", 0, batch_after(0, 2), "k") == AppendResult("s", 1, 2, replayed=True)
-    store.append("s", 2, batch_after(2, 1))
+    first = store.append(AppendRequest("s", 0, batch_after(0, 2), "k"))
+    assert store.append(AppendRequest("s", 0, batch_after(0, 2), "k")) == AppendResult("s", 1, 2, replayed=True)
+    store.append(AppendRequest("s", 2, batch_after(2, 1)))
     assert trips.take() == (3, 0)
     before = facts(store, "s")
     trips.take()
     with pytest.raises(IdempotencyMismatchError):
-        store.append("s", 3, batch_after(3, 1), "k")
+        store.append(AppendRequest("s", 3, batch_after(3, 1), "k"))
     assert trips.take() == (1, 0)
     assert facts(store, "s") == before
-    assert store.append("s", 0, batch_after(0, 2), "k") == AppendResult("s", first.first_seq, first.last_seq, True)
+    retry = store.append(AppendRequest("s", 0, batch_after(0, 2), "k"))
+    assert retry == AppendResult("s", first.first_seq, first.last_seq, True)
 
 
 def test_a_bad_event_under_a_used_key_is_a_key_mismatch_as_the_transaction_answers(
     store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.append("s", 0, batch_after(0, 2), "k")
+    store.append(AppendRequest("s", 0, batch_after(0, 2), "k"))
     trips = watch(store, monkeypatch)
     with pytest.raises(IdempotencyMismatchError):  # not the fold's refusal: the key is checked first
-        store.append("s", 2, [Event(3, "plan/nope", 0, {})], "k")
+        store.append(AppendRequest("s", 2, [Event(3, "plan/nope", 0, {})], "k"))
     assert trips.take() == (0, 1)  # the fold refused it before anything was sent
     assert store.head("s") == 2
 
@@ -175,18 +177,19 @@ def test_leases_fence_the_one_statement_append(
 ) -> None:
     lease = store.acquire_lease("s", "host-a", 1_000)
     trips = watch(store, monkeypatch)
-    assert store.append("s", 0, batch_after(0, 1)) == AppendResult("s", 1, 1)
+    assert store.append(AppendRequest("s", 0, batch_after(0, 1))) == AppendResult("s", 1, 1)
     clock.advance(600)
-    store.append("s", 1, batch_after(1, 1), lease=lease)
+    store.append(AppendRequest("s", 1, batch_after(1, 1), lease=lease))
     assert store.lease("s") == Lease("s", "host-a", lease.token, clock.now + 1_000, 1_000)  # extended
     clock.advance(1_001)
     with pytest.raises(LeaseLostError, match="expired"):
-        store.append("s", 2, batch_after(2, 1), lease=lease)
+        store.append(AppendRequest("s", 2, batch_after(2, 1), lease=lease))
     with PostgresStore(pg_url, clock=clock) as other:
         taken = other.acquire_lease("s", "host-b", 5_000)
     with pytest.raises(LeaseLostError, match="released or taken over"):
-        store.append("s", 2, batch_after(2, 1), lease=lease)
-    assert store.append("s", 2, batch_after(2, 1), lease=taken).last_seq == 3  # the holder's lease fences in
+        store.append(AppendRequest("s", 2, batch_after(2, 1), lease=lease))
+    # the holder's lease fences in
+    assert store.append(AppendRequest("s", 2, batch_after(2, 1), lease=taken)).last_seq == 3
     assert trips.take() == (5, 1)  # the one transaction: store.lease
     assert store.head("s") == 3
 
@@ -195,7 +198,7 @@ def test_a_round_without_the_lease_is_refused_by_the_statement_while_another_hol
     store: PostgresStore, pg_url: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = build_log(("goal:create", "turn")).events
-    store.append("s", 0, log)
+    store.append(AppendRequest("s", 0, log))
     goal = store.load("s").goal.current
     assert goal is not None
     source: dict[str, str | int] = {"type": "goal", "goal_id": goal.id, "revision": goal.revision, "round": 1}
@@ -204,11 +207,11 @@ def test_a_round_without_the_lease_is_refused_by_the_statement_while_another_hol
         lease = other.acquire_lease("s", "host-b", 1_000)
     trips = watch(store, monkeypatch)
     with pytest.raises(LeaseHeldError) as info:
-        store.append("s", head, [Event(head + 1, USER_MESSAGE, at, {"text": "go on", "source": source})])
+        store.append(AppendRequest("s", head, [Event(head + 1, USER_MESSAGE, at, {"text": "go on", "source": source})]))
     assert (info.value.holder, info.value.expires_at) == ("host-b", lease.expires_at)
-    store.append("s", head, [Event(head + 1, USER_MESSAGE, at, {"text": "hello", "source": None})])
+    store.append(AppendRequest("s", head, [Event(head + 1, USER_MESSAGE, at, {"text": "hello", "source": None})]))
     round_ = [Event(head + 2, USER_MESSAGE, at, {"text": "go on", "source": source})]
-    assert store.append("s", head + 1, round_, lease=lease).last_seq == head + 2
+    assert store.append(AppendRequest("s", head + 1, round_, lease=lease)).last_seq == head + 2
     assert trips.take() == (3, 0)
     assert store.load("s").goal.current.rounds_started == 1  # type: ignore[union-attr]
 
@@ -216,13 +219,13 @@ def test_a_round_without_the_lease_is_refused_by_the_statement_while_another_hol
 def test_a_stored_snapshot_the_store_did_not_write_sends_the_append_to_the_transaction(
     store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.append("s", 0, batch_after(0, 3))
+    store.append(AppendRequest("s", 0, batch_after(0, 3)))
     with psycopg.connect(pg_url, autocommit=True) as conn:  # the same state, other text
         conn.execute("UPDATE planfold_sessions SET fold_state = fold_state || ' ' WHERE id = 's'")
     trips = watch(store, monkeypatch)
-    assert store.append("s", 3, batch_after(3, 1)) == AppendResult("s", 4, 4)
+    assert store.append(AppendRequest("s", 3, batch_after(3, 1))) == AppendResult("s", 4, 4)
     assert trips.take() == (1, 1)  # refused for its snapshot, decided in the transaction
-    assert store.append("s", 4, batch_after(4, 1)).last_seq == 5
+    assert store.append(AppendRequest("s", 4, batch_after(4, 1))).last_seq == 5
     assert trips.take() == (1, 0)
     assert store.audit("s").ok
 
@@ -230,18 +233,18 @@ def test_a_stored_snapshot_the_store_did_not_write_sends_the_append_to_the_trans
 def test_a_goal_id_the_store_has_not_seen_used_is_found_in_the_index_and_refused_as_id_reused(
     store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.append("s", 0, [goal_create("g1", 1), goal_clear("g1", 2)])
+    store.append(AppendRequest("s", 0, [goal_create("g1", 1), goal_clear("g1", 2)]))
     with PostgresStore(pg_url) as fresh:  # its state comes from the snapshot, which holds no goal ids
-        fresh.append("s", 2, [Event(3, USER_MESSAGE, 3, {"text": "hello", "source": None})])
+        fresh.append(AppendRequest("s", 2, [Event(3, USER_MESSAGE, 3, {"text": "hello", "source": None})]))
         before = facts(fresh, "s")
         trips = watch(fresh, monkeypatch)
         with pytest.raises(AppendRejectedError) as info:
-            fresh.append("s", 3, [goal_create("g1", 4)])
+            fresh.append(AppendRequest("s", 3, [goal_create("g1", 4)]))
         assert (info.value.position, info.value.rule) == (4, "id-reused")
         assert trips.take() == (1, 1)  # refused by the index, then decided in the transaction
         assert facts(fresh, "s") == before
         trips.take()
-        assert fresh.append("s", 3, [goal_create("g2", 4)]).last_seq == 4
+        assert fresh.append(AppendRequest("s", 3, [goal_create("g2", 4)])).last_seq == 4
         assert trips.take() == (1, 0)
     with psycopg.connect(pg_url) as conn:
         ids = conn.execute("SELECT goal_id, seq FROM planfold_goal_ids ORDER BY seq").fetchall()
@@ -273,10 +276,10 @@ def test_a_connection_the_server_closed_while_pooled_is_not_used_and_the_append_
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with PostgresStore(pg_url, pool_size=1) as store:
-        store.append("s", 0, batch_after(0, 1))
+        store.append(AppendRequest("s", 0, batch_after(0, 1)))
         terminate(pg_url, backend_pid(store))
         trips = watch(store, monkeypatch)
-        assert store.append("s", 1, batch_after(1, 1)) == AppendResult("s", 2, 2)
+        assert store.append(AppendRequest("s", 1, batch_after(1, 1))) == AppendResult("s", 2, 2)
         assert trips.take() == (1, 0)
         assert store.read("s") == tuple(batch_after(0, 2))
 
@@ -285,14 +288,14 @@ def test_a_connection_lost_during_the_statement_leaves_the_outcome_unknown_and_a
     pg_url: str,
 ) -> None:
     with PostgresStore(pg_url, pool_size=1) as store, psycopg.connect(pg_url) as holder:
-        store.append("s", 0, batch_after(0, 1))
+        store.append(AppendRequest("s", 0, batch_after(0, 1)))
         pid = backend_pid(store)
         holder.execute("SELECT pg_advisory_xact_lock(hashtextextended('s', 0))")  # the append will wait for it
         outcome: list[BaseException] = []
 
         def append() -> None:
             try:
-                store.append("s", 1, batch_after(1, 1), "k")
+                store.append(AppendRequest("s", 1, batch_after(1, 1), "k"))
             except BaseException as exc:  # handed to the test below
                 outcome.append(exc)
 
@@ -308,8 +311,8 @@ def test_a_connection_lost_during_the_statement_leaves_the_outcome_unknown_and_a
         holder.rollback()
         assert len(outcome) == 1 and isinstance(outcome[0], StoreUnavailableError), outcome
         assert outcome[0].outcome == "unknown"
-        assert store.append("s", 1, batch_after(1, 1), "k") == AppendResult("s", 2, 2)
-        assert store.append("s", 1, batch_after(1, 1), "k").replayed
+        assert store.append(AppendRequest("s", 1, batch_after(1, 1), "k")) == AppendResult("s", 2, 2)
+        assert store.append(AppendRequest("s", 1, batch_after(1, 1), "k")).replayed
         assert store.read("s") == tuple(batch_after(0, 2))
 
 
@@ -378,7 +381,8 @@ class TwoWriters(RuleBasedStateMachine):
         key = f"k{len(self.w.requests)}" if keyed else None
         lease = self.w.leases.get(writer) if fenced else None
         note(f"{writer} appends {size} after {expected} (key {key}, lease {lease})")
-        found = self._both(writer, lambda s: s.append(SESSION, expected, batch_after(expected, size), key, lease=lease))
+        request = AppendRequest(SESSION, expected, batch_after(expected, size), key, lease=lease)
+        found = self._both(writer, lambda s: s.append(request))
         if isinstance(found, AppendResult):
             self.w.believed[writer] = found.last_seq
             if key is not None:
@@ -393,7 +397,7 @@ class TwoWriters(RuleBasedStateMachine):
         made = data.draw(st.sampled_from(self.w.requests))
         expected, size = (self.w.believed[writer], 1) if other else (made.expected, made.size)
         note(f"{writer} sends {made.key} again ({'another request' if other else 'the same request'})")
-        self._both(writer, lambda s: s.append(SESSION, expected, batch_after(expected, size), made.key))
+        self._both(writer, lambda s: s.append(AppendRequest(SESSION, expected, batch_after(expected, size), made.key)))
 
     @rule(writer=st.sampled_from(WRITERS))
     def reload(self, writer: str) -> None:

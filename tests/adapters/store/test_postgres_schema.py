@@ -16,6 +16,7 @@ import pytest
 
 import planfold.adapters.store.postgres as postgres_module
 from planfold.adapters.store.base import (
+    AppendRequest,
     SchemaMismatchError,
     SchemaTooNewError,
     StorageError,
@@ -66,7 +67,7 @@ def test_a_fresh_database_gets_every_step_and_records_them(pg_url: str) -> None:
         assert store.migration is not None
         assert (store.migration.from_version, store.migration.applied) == (0, tuple(s.name for s in STEPS))
         assert store.settings()["schema_version"] == SCHEMA_VERSION
-        store.append("s", 0, batch_after(0, 3))
+        store.append(AppendRequest("s", 0, batch_after(0, 3)))
         assert store.audit("s").ok
     assert dump(pg_url)["versions"] == [(s.version, s.name) for s in STEPS]
 
@@ -74,7 +75,7 @@ def test_a_fresh_database_gets_every_step_and_records_them(pg_url: str) -> None:
 def test_a_database_at_version_1_moves_forward_and_keeps_its_log(pg_url: str) -> None:
     log = build_log(FULL_SCRIPT).events
     with PostgresStore(pg_url) as store:
-        store.append("s", 0, log, "k")
+        store.append(AppendRequest("s", 0, log, "k"))
     sql(
         pg_url,
         "DROP TABLE planfold_leases, planfold_goal_ids, planfold_forks; DROP FUNCTION planfold_append;"
@@ -90,7 +91,7 @@ def test_a_database_at_version_1_moves_forward_and_keeps_its_log(pg_url: str) ->
         )
         assert store.load("s") == fold_session(log)
         assert store.audit("s").ok
-        assert store.append("s", 0, log, "k").replayed
+        assert store.append(AppendRequest("s", 0, log, "k")).replayed
         assert store.acquire_lease("s", "host-a", 1_000).token == 1
     created = sorted(("s", goal["id"], e.seq) for e in log if (goal := _created_goal(e.payload)) is not None)
     assert created and dump(pg_url)["rows"]["planfold_goal_ids"] == created
@@ -101,7 +102,7 @@ def test_a_database_from_before_the_append_function_moves_forward_and_appends_in
 ) -> None:
     log = build_log(FULL_SCRIPT).events
     with PostgresStore(pg_url) as store:
-        store.append("s", 0, log[:-3], "k")
+        store.append(AppendRequest("s", 0, log[:-3], "k"))
     sql(
         pg_url,
         "DROP FUNCTION planfold_append; DROP TABLE planfold_forks; DELETE FROM planfold_schema WHERE version >= 4",
@@ -119,9 +120,9 @@ def test_a_database_from_before_the_append_function_moves_forward_and_appends_in
 
         monkeypatch.setattr(postgres_module, "call_append", counted)
         store.load("s", incremental=True)  # the state the next appends build on
-        assert store.append("s", 0, log[:-3], "k").replayed
+        assert store.append(AppendRequest("s", 0, log[:-3], "k")).replayed
         for event in log[-3:]:
-            store.append("s", event.seq - 1, [event])
+            store.append(AppendRequest("s", event.seq - 1, [event]))
         assert len(statements) == 4
         assert store.load("s") == fold_session(log)
         assert store.audit("s").ok
@@ -130,7 +131,7 @@ def test_a_database_from_before_the_append_function_moves_forward_and_appends_in
 def test_a_database_from_before_forks_moves_forward_and_its_sessions_fork(pg_url: str) -> None:
     log = build_log(FULL_SCRIPT).events
     with PostgresStore(pg_url) as store:
-        store.append("s", 0, log)
+        store.append(AppendRequest("s", 0, log))
     sql(pg_url, "DROP TABLE planfold_forks; DELETE FROM planfold_schema WHERE version = 5")
     with PostgresStore(pg_url) as store:
         provenance = check_forks_after_the_forks_step(store, 4)
@@ -144,7 +145,7 @@ def _created_goal(payload: Any) -> Any:
 
 def test_opening_a_migrated_database_again_changes_nothing(pg_url: str) -> None:
     with PostgresStore(pg_url) as store:
-        store.append("s", 0, batch_after(0, 2))
+        store.append(AppendRequest("s", 0, batch_after(0, 2)))
     once = dump(pg_url)
     with PostgresStore(pg_url) as store:
         assert store.migration is not None and store.migration.applied == ()
@@ -185,7 +186,7 @@ def test_concurrent_openers_migrate_the_database_once(pg_url: str, round_: int) 
 
 def test_a_newer_database_is_refused_clearly_and_left_untouched(pg_url: str) -> None:
     with PostgresStore(pg_url) as store:
-        store.append("s", 0, batch_after(0, 2))
+        store.append(AppendRequest("s", 0, batch_after(0, 2)))
     sql(pg_url, f"INSERT INTO planfold_schema (version, name) VALUES ({SCHEMA_VERSION + 1}, 'from the future')")
     before = dump(pg_url)
     for read_only in (False, True):
@@ -218,13 +219,13 @@ def test_a_database_missing_what_its_version_promises_is_refused(pg_url: str, dr
 def test_a_read_only_store_reads_and_audits_but_the_server_refuses_its_writes(pg_url: str) -> None:
     log = build_log(FULL_SCRIPT).events
     with PostgresStore(pg_url) as store:
-        store.append("s", 0, log)
+        store.append(AppendRequest("s", 0, log))
     before = dump(pg_url)
     with open_store(pg_url, read_only=True) as store:
         assert store.load("s") == fold_session(log)
         assert store.audit("s").ok and store.session_ids() == ("s",)
         with pytest.raises(StorageError) as info:
-            store.append("s", len(log), batch_after(len(log), 1))
+            store.append(AppendRequest("s", len(log), batch_after(len(log), 1)))
         assert info.value.outcome == "not-applied" and "ReadOnlySqlTransaction" in info.value.detail
         with pytest.raises(StorageError):
             store.acquire_lease("s", "host-a", 1_000)
@@ -250,14 +251,14 @@ def test_a_read_only_store_refuses_an_older_layout_only_a_writer_may_migrate(pg_
 
 def test_a_session_lock_held_past_the_busy_timeout_is_store_busy_and_writes_nothing(pg_url: str) -> None:
     with PostgresStore(pg_url, busy_timeout_ms=50) as store, psycopg.connect(pg_url, autocommit=True) as blocker:
-        store.append("s", 0, batch_after(0, 1))
+        store.append(AppendRequest("s", 0, batch_after(0, 1)))
         blocker.execute("SELECT pg_advisory_lock(hashtextextended('s', 0))")
         with pytest.raises(StoreBusyError) as info:
-            store.append("s", 1, batch_after(1, 1))
+            store.append(AppendRequest("s", 1, batch_after(1, 1)))
         assert (info.value.code, info.value.outcome) == ("store-busy", "not-applied")
-        assert store.append("other", 0, batch_after(0, 1)).last_seq == 1  # other sessions do not wait
+        assert store.append(AppendRequest("other", 0, batch_after(0, 1))).last_seq == 1  # other sessions do not wait
         blocker.execute("SELECT pg_advisory_unlock_all()")
-        assert store.append("s", 1, batch_after(1, 1)).last_seq == 2
+        assert store.append(AppendRequest("s", 1, batch_after(1, 1))).last_seq == 2
 
 
 def test_an_unreachable_server_is_a_typed_store_unavailable_error(tmp_path: Any) -> None:
@@ -279,7 +280,7 @@ def test_urls_open_postgresql_and_anything_else_a_sqlite_file(pg_url: str, tmp_p
 def forked_child(store: PostgresStore, out: Any) -> None:
     try:
         head = store.head("s")
-        store.append("s", head, batch_after(head, 2))
+        store.append(AppendRequest("s", head, batch_after(head, 2)))
         out.put(("ok", store.head("s")))
     except Exception as exc:
         out.put(("error", repr(exc)))
@@ -287,11 +288,11 @@ def forked_child(store: PostgresStore, out: Any) -> None:
 
 def test_a_store_used_in_a_forked_child_opens_its_own_connections(pg_url: str) -> None:
     with PostgresStore(pg_url) as store:
-        store.append("s", 0, batch_after(0, 1))
+        store.append(AppendRequest("s", 0, batch_after(0, 1)))
         result, _ = run_in_a_forked_child(forked_child, store)
         assert result == ("ok", 3)
         assert store.head("s") == 3  # the parent's pool still works and sees the child's commit
-        store.append("s", 3, batch_after(3, 1))
+        store.append(AppendRequest("s", 3, batch_after(3, 1)))
         assert store.audit("s").ok
         assert os.getpid() == store.backend._pid
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.workloads import session_events
-from planfold.adapters.store.base import AppendResult, Store
+from planfold.adapters.store.base import AppendRequest, AppendResult, Store
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.session_log import SessionLog
 from planfold.adapters.store.sqlite import SqliteStore
@@ -35,7 +35,7 @@ class Counting:
     def append(
         self, session_id: str, expected_seq: int, events: Sequence[Event], idempotency_key: str | None = None
     ) -> AppendResult:
-        return self.inner.append(session_id, expected_seq, events, idempotency_key)
+        return self.inner.append(AppendRequest(session_id, expected_seq, events, idempotency_key))
 
     def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
         self.reads.append(after)
@@ -59,7 +59,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
 
 def test_opening_reads_no_event_and_folds_like_the_whole_log(store: Store) -> None:
     events = list(session_events(300))
-    store.append("s", 0, events)
+    store.append(AppendRequest("s", 0, events))
     counting = Counting(store)
     log = SessionLog(counting, "s", clock)  # type: ignore[arg-type]
     assert counting.loads == [True] and counting.reads == []
@@ -71,16 +71,16 @@ def test_opening_reads_no_event_and_folds_like_the_whole_log(store: Store) -> No
 
 def test_events_read_after_another_writer_stop_at_the_opened_state(store: Store) -> None:
     events = list(session_events(60))
-    store.append("s", 0, events[:40])
+    store.append(AppendRequest("s", 0, events[:40]))
     log = SessionLog(store, "s", clock)
-    store.append("s", 40, events[40:])  # another writer, after the open
+    store.append(AppendRequest("s", 40, events[40:]))  # another writer, after the open
     assert log.last_seq == 40
     assert log.events == store.read("s")[:40]
 
 
 def test_appends_before_and_after_the_events_are_read_are_among_them(store: Store) -> None:
     events = list(session_events(40))
-    store.append("s", 0, events[:20])
+    store.append(AppendRequest("s", 0, events[:20]))
     log = SessionLog(store, "s", clock)
     _append(log, events[20:30])
     assert log.events == store.read("s")
@@ -99,7 +99,7 @@ def test_a_bad_event_after_the_snapshot_fails_the_open(tmp_path: Path) -> None:
     path = tmp_path / "bad.db"
     events = list(session_events(50))
     with SqliteStore(path) as sqlite:
-        sqlite.append("s", 0, events)
+        sqlite.append(AppendRequest("s", 0, events))
     conn = sqlite3.connect(path)
     conn.execute(
         "INSERT INTO events (session_id, seq, kind, at, payload) VALUES ('s', 51, 'plan/mode', ?, '{\"active\": 1}')",

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from planfold.adapters.store.base import AppendResult, SessionExistsError, StorageError, StoreBusyError
+from planfold.adapters.store.base import AppendRequest, AppendResult, SessionExistsError, StorageError, StoreBusyError
 from planfold.adapters.store.sqlite import SqliteStore, connect_sqlite
 from planfold.adapters.store.sqlite_schema import SCHEMA_VERSION, Connection
 from planfold.kernel.errors import ReplayError
@@ -111,8 +111,8 @@ CASES = {
 def template(directory: Path, case: AppendCase) -> Path:
     path = directory / "template.db"
     with SqliteStore(path) as store:
-        store.append("s", 0, LOG[:12], "first")
-        store.append("s", 12, LOG[12:20])
+        store.append(AppendRequest("s", 0, LOG[:12], "first"))
+        store.append(AppendRequest("s", 12, LOG[12:20]))
     if case.stale_snapshot:
         conn = sqlite3.connect(path)
         conn.execute("UPDATE sessions SET fold_format = 'v0-older' WHERE id = 's'")
@@ -140,7 +140,7 @@ def failing_at(
 
 
 def run_append(store: SqliteStore, case: AppendCase) -> AppendResult:
-    return store.append(case.session, case.head, case.events, case.key)
+    return store.append(AppendRequest(case.session, case.head, case.events, case.key))
 
 
 def statements_of(directory: Path, case: AppendCase, source: Path) -> tuple[int, dict[str, Any]]:
@@ -187,7 +187,8 @@ def test_an_append_failing_at_any_statement_is_atomic_typed_and_recoverable(
             assert dump_db(path) == applied  # exactly once, however it got there
             assert store.audit(case.session).ok
             assert store.integrity_check() == ("ok",)
-            assert store.append(case.session, store.head(case.session), [later(store, case)]).replayed is False
+            request = AppendRequest(case.session, store.head(case.session), [later(store, case)])
+            assert store.append(request).replayed is False
 
 
 def later(store: SqliteStore, case: AppendCase) -> Event:
@@ -200,17 +201,17 @@ def test_a_commit_that_landed_but_reported_failure_is_retried_exactly_once(tmp_p
     path = tmp_path / "unknown.db"
     plan = FaultPlan(after=True)
     with SqliteStore(path, connect=factory(plan)) as store:
-        store.append("s", 0, batch_after(0, 2))
+        store.append(AppendRequest("s", 0, batch_after(0, 2)))
         plan.arm(None)
-        store.append("s", 2, batch_after(2, 1), "k")  # the same shape as the append below
+        store.append(AppendRequest("s", 2, batch_after(2, 1), "k"))  # the same shape as the append below
         plan.arm(plan.count)  # its last statement: COMMIT
         with pytest.raises(StorageError) as info:
-            store.append("s", 3, batch_after(3, 1), "k2")
+            store.append(AppendRequest("s", 3, batch_after(3, 1), "k2"))
         assert info.value.outcome == "unknown"
         assert "COMMIT" in info.value.detail
         plan.arm(None)
         assert store.head("s") == 4  # it did land
-        assert store.append("s", 3, batch_after(3, 1), "k2") == AppendResult("s", 4, 4, replayed=True)
+        assert store.append(AppendRequest("s", 3, batch_after(3, 1), "k2")) == AppendResult("s", 4, 4, replayed=True)
         assert store.head("s") == 4
 
 
@@ -219,7 +220,7 @@ def test_a_lock_held_past_the_busy_timeout_becomes_store_busy(tmp_path: Path) ->
     with SqliteStore(tmp_path / "busy.db", connect=factory(plan), busy_timeout_ms=50) as store:
         plan.arm(1)
         with pytest.raises(StoreBusyError) as info:
-            store.append("s", 0, batch_after(0, 1))
+            store.append(AppendRequest("s", 0, batch_after(0, 1)))
         assert info.value.code == "store-busy" and info.value.outcome == "not-applied"
         with pytest.raises(StoreBusyError):
             store.head("s")  # a read waits as long, then gives up too
@@ -233,10 +234,10 @@ def test_a_lock_met_for_a_moment_is_waited_for(tmp_path: Path, statement: int) -
     with SqliteStore(tmp_path / "busy.db", connect=factory(plan)) as store:
         plan.arm(statement)
         if statement == 1:  # the write transaction's BEGIN IMMEDIATE
-            assert store.append("s", 0, batch_after(0, 1)).last_seq == 1
+            assert store.append(AppendRequest("s", 0, batch_after(0, 1))).last_seq == 1
         else:  # the read transaction's first query
             assert store.head("s") == 0
-            store.append("s", 0, batch_after(0, 1))
+            store.append(AppendRequest("s", 0, batch_after(0, 1)))
         assert plan.count > statement  # the statement failed once and ran again
         assert store.head("s") == 1
 
@@ -246,7 +247,7 @@ def test_reads_failing_at_any_statement_are_typed_and_change_nothing(tmp_path: P
     path = tmp_path / "reads.db"
     plan = FaultPlan(persistent=persistent)
     with SqliteStore(path, connect=factory(plan)) as store:
-        store.append("s", 0, LOG)
+        store.append(AppendRequest("s", 0, LOG))
         before = dump_db(path)
         reads: list[Callable[[], object]] = [
             lambda: store.load("s"),
@@ -311,7 +312,7 @@ def test_a_migration_failing_at_any_statement_is_atomic_typed_and_recoverable(
         with SqliteStore(path, connect=factory(plan)) as store:
             assert store.settings()["user_version"] == SCHEMA_VERSION
             assert store.session_ids() == tuple(sid for sid, *_ in LEGACY_SESSIONS)
-            store.append("legacy-1", 0, batch_after(0, 2))
+            store.append(AppendRequest("legacy-1", 0, batch_after(0, 2)))
             assert store.audit("legacy-1").ok
             assert store.integrity_check() == ("ok",)
         assert dump_db(path)["rows"]["messages"] == before["rows"]["messages"]
@@ -325,7 +326,7 @@ def test_a_migration_failing_at_any_statement_is_atomic_typed_and_recoverable(
 def tampered(tmp_path: Path) -> tuple[Path, SqliteStore]:
     path = tmp_path / "tampered.db"
     store = SqliteStore(path)
-    store.append("s", 0, LOG)
+    store.append(AppendRequest("s", 0, LOG))
     return path, store
 
 
@@ -382,9 +383,9 @@ def test_projection_columns_of_the_wrong_type_are_reported_not_raised(tampered: 
     assert [m.split(":")[0] for m in report.mismatches] == ["last_seq"]
     assert store.projection("s").last_seq == -1
     assert store.load("s", incremental=True) == build_log(FULL_SCRIPT).state  # replays around it
-    store.append("k", 0, batch_after(0, 1), "key")
+    store.append(AppendRequest("k", 0, batch_after(0, 1), "key"))
     tamper(path, "UPDATE append_keys SET first_seq = 'one'")
-    assert store.append("k", 0, batch_after(0, 1), "key") == AppendResult("k", -1, 1, replayed=True)
+    assert store.append(AppendRequest("k", 0, batch_after(0, 1), "key")) == AppendResult("k", -1, 1, replayed=True)
     store.close()
 
 
@@ -403,7 +404,7 @@ def test_an_undecodable_snapshot_is_replayed_around_and_rewritten(tampered: tupl
     state = build_log(FULL_SCRIPT).state
     assert store.load("s", incremental=True) == state
     assert store.audit("s").mismatches[0].startswith("snapshot:")
-    store.append("s", len(LOG), [later(store, AppendCase("s", len(LOG), [], None))])
+    store.append(AppendRequest("s", len(LOG), [later(store, AppendCase("s", len(LOG), [], None))]))
     assert store.audit("s").ok and store.audit("s").snapshot == "current"
     store.close()
 
@@ -414,7 +415,7 @@ def test_a_stale_snapshot_format_is_never_trusted(tampered: tuple[Path, SqliteSt
     report = store.audit("s")
     assert report.ok and report.snapshot == "stale"
     assert store.load("s", incremental=True) == build_log(FULL_SCRIPT).state
-    store.append("s", len(LOG), [later(store, AppendCase("s", len(LOG), [], None))])
+    store.append(AppendRequest("s", len(LOG), [later(store, AppendCase("s", len(LOG), [], None))]))
     assert store.audit("s").snapshot == "current"
     store.close()
 
@@ -424,12 +425,12 @@ def test_appends_trust_a_current_snapshot_so_only_replay_and_audit_see_a_corrupt
 ) -> None:
     path, store = tampered
     tamper(path, f"UPDATE events SET payload = '{{\"active\": 1}}' WHERE seq = {plan_mode_seq()}")
-    store.append("s", len(LOG), [later(store, AppendCase("s", len(LOG), [], None))])
+    store.append(AppendRequest("s", len(LOG), [later(store, AppendCase("s", len(LOG), [], None))]))
     with pytest.raises(ReplayError):
         store.audit("s")
     tamper(path, "UPDATE sessions SET fold_format = 'stale'")
     with pytest.raises(ReplayError) as info:  # without a snapshot the append must replay, and refuses
-        store.append("s", len(LOG) + 1, [later(store, AppendCase("s", len(LOG) + 1, [], None))])
+        store.append(AppendRequest("s", len(LOG) + 1, [later(store, AppendCase("s", len(LOG) + 1, [], None))]))
     assert info.value.position == plan_mode_seq()
     store.close()
 
@@ -445,7 +446,7 @@ def test_a_fork_failing_at_any_statement_is_atomic_typed_and_recoverable(
 ) -> None:
     source = tmp_path / "template.db"
     with SqliteStore(source) as store:
-        store.append("s", 0, LOG)
+        store.append(AppendRequest("s", 0, LOG))
     clean = tmp_path / "clean.db"
     shutil.copy(source, clean)
     plan = FaultPlan()
@@ -508,7 +509,7 @@ def test_a_fault_in_one_grouped_append_fails_it_alone_and_the_group_commits_the_
 
     def append(session: str) -> None:
         try:
-            outcomes[session] = store.append(session, 0, batch_after(0, 2))
+            outcomes[session] = store.append(AppendRequest(session, 0, batch_after(0, 2)))
         except StorageError as exc:
             outcomes[session] = exc
 
@@ -530,4 +531,4 @@ def test_a_fault_in_one_grouped_append_fails_it_alone_and_the_group_commits_the_
         for session in outcomes:
             assert fresh.read(session) == tuple(batch_after(0, 2))
             assert fresh.audit(session).ok
-        assert fresh.append("bad", 0, batch_after(0, 2)) == AppendResult("bad", 1, 2)
+        assert fresh.append(AppendRequest("bad", 0, batch_after(0, 2))) == AppendResult("bad", 1, 2)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_readonly import NotPlanfoldDatabaseError, open_read_only
 from planfold.adapters.store.sqlite_schema import (
@@ -111,7 +112,7 @@ def test_a_reader_of_an_older_log_reads_its_events_and_audits_them(tmp_path: Pat
     path = tmp_path / "old.sqlite"
     builder = build_log(FULL_SCRIPT)
     with SqliteStore(path) as store:
-        store.append("s", 0, builder.events)
+        store.append(AppendRequest("s", 0, builder.events))
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("DROP TABLE goal_ids")
     if version == 5:

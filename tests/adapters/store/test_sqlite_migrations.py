@@ -12,7 +12,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from planfold.adapters.store.base import InvalidRequestError, SchemaMismatchError, SchemaTooNewError, StorageError
+from planfold.adapters.store.base import (
+    AppendRequest,
+    InvalidRequestError,
+    SchemaMismatchError,
+    SchemaTooNewError,
+    StorageError,
+)
 from planfold.adapters.store.projection import Projection, project
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_readonly import open_read_only
@@ -94,7 +100,7 @@ def test_seed000_old_sessions_default_to_build_with_no_plan(legacy: Path) -> Non
             state = store.load(sid)
             assert state.agent_mode == "build" and state.plan.current is None and state.goal.current is None
         log = build_log(FULL_SCRIPT).events
-        store.append("legacy-1", 0, log)
+        store.append(AppendRequest("legacy-1", 0, log))
         assert store.projection("legacy-1") == project(build_log(FULL_SCRIPT).state)
         assert store.audit("legacy-1").ok
     conn = sqlite3.connect(legacy)
@@ -116,7 +122,7 @@ def test_seed000_missing_summary_column_is_added_and_rebuilt_on_read(tmp_path: P
             assert store.projection(sid).current_plan_summary_json == ""
             assert store.audit(sid).ok
         builder = build_log(FULL_SCRIPT)
-        store.append("legacy-2", 0, builder.events)
+        store.append(AppendRequest("legacy-2", 0, builder.events))
         expected = project(builder.state).current_plan_summary_json
         assert expected != ""
         conn = sqlite3.connect(path, isolation_level=None)
@@ -150,7 +156,7 @@ def test_a_fresh_file_gets_every_step(tmp_path: Path) -> None:
         assert store.migration is not None
         assert store.migration.applied == tuple(step.name for step in STEPS)
         assert store.settings()["user_version"] == SCHEMA_VERSION
-        store.append("s", 0, batch_after(0, 3))
+        store.append(AppendRequest("s", 0, batch_after(0, 3)))
         assert store.audit("s").ok
 
 
@@ -168,7 +174,7 @@ def test_migrating_again_changes_nothing(legacy: Path) -> None:
 
 def test_rerunning_every_step_on_a_migrated_file_changes_nothing(legacy: Path) -> None:
     with SqliteStore(legacy) as store:
-        store.append("legacy-1", 0, batch_after(0, 2))
+        store.append(AppendRequest("legacy-1", 0, batch_after(0, 2)))
     once = dump_db(legacy)
     conn = sqlite3.connect(legacy, isolation_level=None)
     conn.execute(f"PRAGMA user_version = {LEGACY_VERSION}")
@@ -318,7 +324,7 @@ def test_bad_options_are_refused(tmp_path: Path, kwargs: dict[str, object]) -> N
 
 def test_a_new_session_in_a_legacy_table_fills_its_required_columns(legacy: Path) -> None:
     with SqliteStore(legacy) as store:
-        store.append("fresh", 0, batch_after(0, 2))
+        store.append(AppendRequest("fresh", 0, batch_after(0, 2)))
         assert store.session_ids() == ("fresh", "legacy-1", "legacy-2")
     conn = sqlite3.connect(legacy)
     row = conn.execute(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from planfold.adapters.store.base import StoreBusyError
+from planfold.adapters.store.base import AppendRequest, StoreBusyError
 from planfold.adapters.store.contract_logs import batch_after
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_turns import WriteTurns
@@ -38,11 +38,12 @@ def _holding(path: Path, release: threading.Event, held: threading.Event) -> thr
 def test_a_write_that_meets_the_lock_taken_waits_and_then_takes_turns(tmp_path: Path) -> None:
     path = tmp_path / "turns.db"
     store = SqliteStore(path)
-    store.append("s", 0, batch_after(0, 1))
+    store.append(AppendRequest("s", 0, batch_after(0, 1)))
     release, held = threading.Event(), threading.Event()
     holder = _holding(path, release, held)
     outcome: list[object] = []
-    writer = threading.Thread(target=lambda: outcome.append(store.append("s", 1, batch_after(1, 1)).last_seq))
+    request = AppendRequest("s", 1, batch_after(1, 1))
+    writer = threading.Thread(target=lambda: outcome.append(store.append(request).last_seq))
     writer.start()
     writer.join(0.2)
     assert outcome == []  # still waiting for the lock
@@ -59,12 +60,12 @@ def test_a_write_that_meets_the_lock_taken_waits_and_then_takes_turns(tmp_path: 
 def test_a_lock_held_past_the_busy_timeout_is_store_busy_and_nothing_is_written(tmp_path: Path) -> None:
     path = tmp_path / "busy.db"
     store = SqliteStore(path, busy_timeout_ms=50)
-    store.append("s", 0, batch_after(0, 1))
+    store.append(AppendRequest("s", 0, batch_after(0, 1)))
     release, held = threading.Event(), threading.Event()
     holder = _holding(path, release, held)
     try:
         with pytest.raises(StoreBusyError) as info:
-            store.append("s", 1, batch_after(1, 1))
+            store.append(AppendRequest("s", 1, batch_after(1, 1)))
         assert info.value.outcome == "not-applied"
     finally:
         release.set()

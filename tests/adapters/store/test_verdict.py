@@ -18,7 +18,7 @@ import pytest
 from planfold.adapters.cli.main import main
 from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.provenance import ForkProvenance, encode_fork_record, prefix_digest
-from planfold.adapters.store.base import Store
+from planfold.adapters.store.base import AppendRequest, Store
 from planfold.adapters.store.contract_logs import FULL_SCRIPT, build_log
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
@@ -60,7 +60,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
 
 def test_a_fork_that_claims_a_source_whose_prefix_hashes_otherwise_fails_its_audit(store: Store) -> None:
-    store.append("a", 0, LOG)
+    store.append(AppendRequest("a", 0, LOG))
     store.import_fork("f", FORGED, FORGED_PROVENANCE)
     report = store.audit("f")
     assert not report.ok and len(report.mismatches) == 1
@@ -74,14 +74,14 @@ def test_a_fork_that_claims_a_source_whose_prefix_hashes_otherwise_fails_its_aud
 
 
 def test_a_fork_that_claims_more_events_than_its_source_holds_fails_its_audit(store: Store) -> None:
-    store.append("a", 0, LOG[: AT - 1])
+    store.append(AppendRequest("a", 0, LOG[: AT - 1]))
     store.import_fork("f", LOG[:AT], ForkProvenance("a", AT, prefix_digest(LOG[:AT])))
     verdict = audit_verdict(store, "f")
     assert verdict.rules == ("provenance-source-mismatch",) and "ends at seq 3" in verdict.findings[0].detail
 
 
 def test_a_true_fork_and_a_fork_whose_source_is_elsewhere_pass(store: Store) -> None:
-    store.append("a", 0, LOG)
+    store.append(AppendRequest("a", 0, LOG))
     store.fork("a", AT, "true")
     store.import_fork("from-elsewhere", FORGED, ForkProvenance("not-here", AT, prefix_digest(FORGED)))
     for sid in ("true", "from-elsewhere"):
@@ -137,7 +137,7 @@ def test_planfold_audit_fails_an_imported_fork_that_claims_a_source_it_did_not_c
     db = str(tmp_path / "db.sqlite") if target == "sqlite" else request.getfixturevalue("pg_url")
     source: Store = SqliteStore(db) if target == "sqlite" else PostgresStore(db)
     try:
-        source.append("a", 0, LOG)
+        source.append(AppendRequest("a", 0, LOG))
     finally:
         source.close()
     log = tmp_path / "forged.jsonl"

@@ -73,22 +73,28 @@ def test_a_round_without_a_goal_is_refused_naming_the_round() -> None:
     assert str(err) == "there is no current goal to start a round of"
 
 
-def test_a_round_of_a_paused_goal_is_refused_with_the_phase() -> None:
-    log = goal_in("paused", max_rounds=2)
+@pytest.mark.parametrize(
+    ("phase", "max_rounds", "rounds", "revision", "message"),
+    [
+        pytest.param(
+            "paused", 2, 0, 2, "cannot start a round of goal 'g1': the goal is paused",
+            id="a_round_of_a_paused_goal_is_refused_with_the_phase",
+        ),
+        pytest.param(
+            "active", 1, 1, 1, "cannot start a round of goal 'g1': all 1 rounds are started",
+            id="a_round_past_the_budget_is_refused_with_the_count",
+        ),
+    ],
+)
+def test_a_round_the_goal_cannot_start_is_refused_saying_why(
+    phase: str, max_rounds: int, rounds: int, revision: int, message: str
+) -> None:
+    log = goal_in(phase, max_rounds=max_rounds, rounds=rounds)
     with pytest.raises(GoalOperationError) as caught:
         log.round()
     err = caught.value
-    assert (err.code, err.operation, err.current) == ("invalid-transition", "round", GoalRef("g1", 2))
-    assert str(err) == "cannot start a round of goal 'g1': the goal is paused"
-
-
-def test_a_round_past_the_budget_is_refused_with_the_count() -> None:
-    log = goal_in("active", max_rounds=1, rounds=1)
-    with pytest.raises(GoalOperationError) as caught:
-        log.round()
-    err = caught.value
-    assert (err.code, err.operation, err.current) == ("invalid-transition", "round", GoalRef("g1", 1))
-    assert str(err) == "cannot start a round of goal 'g1': all 1 rounds are started"
+    assert (err.code, err.operation, err.current) == ("invalid-transition", "round", GoalRef("g1", revision))
+    assert str(err) == message
 
 
 def test_reaching_the_cap_blocks_with_the_policy_code() -> None:

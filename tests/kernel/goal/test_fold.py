@@ -60,6 +60,20 @@ def append_change(log: GoalLog, operation: str, goal: GoalSnapshot) -> None:
     log.append(GOAL_CHANGE, dict(snapshot_payload(operation, goal)))  # type: ignore[arg-type]
 
 
+def with_recorded_pause(start: str, /, **changes: object) -> GoalLog:
+    """A goal in phase ``start`` and, last, a recorded pause whose snapshot is
+    the right one but for ``changes``."""
+    log = goal_in(start)
+    append_change(log, "pause", next_snapshot(log, **changes))
+    return log
+
+
+def with_round(log: GoalLog, revision: int, round_: int) -> GoalLog:
+    """``log`` and, last, a round of goal g1 at ``revision`` numbered ``round_``."""
+    log.append(USER_MESSAGE, {"text": "go", "source": goal_source("g1", revision, round_)})
+    return log
+
+
 # --------------------------------------------------------------------------
 # One log per rule; the last event of each is the bad one.
 
@@ -105,9 +119,7 @@ def rule_unknown_operation() -> GoalLog:
 
 
 def rule_goal_mismatch() -> GoalLog:
-    log = goal_in("active")
-    append_change(log, "pause", next_snapshot(log, id="g2", phase="paused"))
-    return log
+    return with_recorded_pause("active", id="g2", phase="paused")
 
 
 def rule_id_reused() -> GoalLog:
@@ -125,21 +137,15 @@ def rule_stale_revision() -> GoalLog:
 
 
 def rule_revision_gap() -> GoalLog:
-    log = goal_in("active")
-    append_change(log, "pause", next_snapshot(log, revision=3, phase="paused"))
-    return log
+    return with_recorded_pause("active", revision=3, phase="paused")
 
 
 def rule_transition_not_allowed() -> GoalLog:
-    log = goal_in("paused")
-    append_change(log, "pause", next_snapshot(log))
-    return log
+    return with_recorded_pause("paused")
 
 
 def rule_rounds_mismatch() -> GoalLog:
-    log = goal_in("active")
-    append_change(log, "pause", next_snapshot(log, phase="paused", rounds_started=1))
-    return log
+    return with_recorded_pause("active", phase="paused", rounds_started=1)
 
 
 def rule_timestamp_mismatch() -> GoalLog:
@@ -149,27 +155,19 @@ def rule_timestamp_mismatch() -> GoalLog:
 
 
 def rule_round_not_positive() -> GoalLog:
-    log = goal_in("active")
-    log.append(USER_MESSAGE, {"text": "go", "source": goal_source("g1", 1, 0)})
-    return log
+    return with_round(goal_in("active"), 1, 0)
 
 
 def rule_round_while_stopped() -> GoalLog:
-    log = goal_in("paused")
-    log.append(USER_MESSAGE, {"text": "go", "source": goal_source("g1", 2, 1)})
-    return log
+    return with_round(goal_in("paused"), 2, 1)
 
 
 def rule_round_over_cap() -> GoalLog:
-    log = goal_in("active", max_rounds=1, rounds=1)
-    log.append(USER_MESSAGE, {"text": "go", "source": goal_source("g1", 1, 2)})
-    return log
+    return with_round(goal_in("active", max_rounds=1, rounds=1), 1, 2)
 
 
 def rule_round_gap() -> GoalLog:
-    log = goal_in("active")
-    log.append(USER_MESSAGE, {"text": "go", "source": goal_source("g1", 1, 2)})
-    return log
+    return with_round(goal_in("active"), 1, 2)
 
 
 RULE_CASES: dict[str, Callable[[], GoalLog]] = {
@@ -355,53 +353,49 @@ def test_a_recorded_resume_with_a_round_left_is_accepted() -> None:
     assert (goal.phase, goal.revision, goal.rounds_started) == ("active", 3, 1)
 
 
-def test_a_round_without_a_goal_is_refused_saying_so() -> None:
-    assert refusal([round_event(1, 10, "g1", 1, 1)]) == (
-        1,
-        "goal-mismatch",
-        "a round names goal 'g1', but no current goal",
-    )
+EDITED = replace(G1, objective="ship the exporter", revision=2)
+
+# A round that does not fit the goal, by the behaviour it pins: the log and
+# the position, rule and detail the fold refuses it with.
+ROUND_REFUSALS: dict[str, tuple[list[Event], tuple[int, str, str]]] = {
+    "a_round_without_a_goal_is_refused_saying_so": (
+        [round_event(1, 10, "g1", 1, 1)],
+        (1, "goal-mismatch", "a round names goal 'g1', but no current goal"),
+    ),
+    "a_round_of_another_goal_is_refused_naming_the_current_one": (
+        [*created(), round_event(2, 20, "g2", 1, 1)],
+        (2, "goal-mismatch", "a round names goal 'g2', but the current goal is 'g1'"),
+    ),
+    "a_round_of_an_earlier_revision_is_refused_with_both_revisions": (
+        [*created(), change(2, 20, "edit", EDITED), round_event(3, 30, "g1", 1, 1)],
+        (3, "stale-revision", "a round at revision 1, the goal is at 2"),
+    ),
+    "a_round_of_a_later_revision_is_refused_with_both_revisions": (
+        [*created(), round_event(2, 20, "g1", 2, 1)],
+        (2, "revision-gap", "a round at revision 2, the goal is only at 1"),
+    ),
+    "a_round_of_a_paused_goal_is_refused_naming_the_phase": (
+        [*created(), change(2, 20, "pause", replace(G1, phase="paused", revision=2)), round_event(3, 30, "g1", 2, 1)],
+        (3, "round-while-stopped", "a round while the goal is paused"),
+    ),
+    "a_round_that_skips_one_is_refused_with_both_numbers": (
+        [*created(), round_event(2, 20, "g1", 1, 2)],
+        (2, "round-gap", "round 2 does not follow round 0"),
+    ),
+}
 
 
-def test_a_round_of_another_goal_is_refused_naming_the_current_one() -> None:
-    assert refusal([*created(), round_event(2, 20, "g2", 1, 1)]) == (
-        2,
-        "goal-mismatch",
-        "a round names goal 'g2', but the current goal is 'g1'",
-    )
-
-
-def test_a_round_of_an_earlier_revision_is_refused_with_both_revisions() -> None:
-    edited = replace(G1, objective="ship the exporter", revision=2)
-    log = [*created(), change(2, 20, "edit", edited), round_event(3, 30, "g1", 1, 1)]
-    assert refusal(log) == (3, "stale-revision", "a round at revision 1, the goal is at 2")
-
-
-def test_a_round_of_a_later_revision_is_refused_with_both_revisions() -> None:
-    assert refusal([*created(), round_event(2, 20, "g1", 2, 1)]) == (
-        2,
-        "revision-gap",
-        "a round at revision 2, the goal is only at 1",
-    )
-
-
-def test_a_round_of_a_paused_goal_is_refused_naming_the_phase() -> None:
-    log = [*created(), change(2, 20, "pause", replace(G1, phase="paused", revision=2)), round_event(3, 30, "g1", 2, 1)]
-    assert refusal(log) == (3, "round-while-stopped", "a round while the goal is paused")
+@pytest.mark.parametrize(("log", "refused"), ROUND_REFUSALS.values(), ids=list(ROUND_REFUSALS))
+def test_a_round_that_does_not_fit_the_goal_is_refused_with_its_rule(
+    log: list[Event], refused: tuple[int, str, str]
+) -> None:
+    assert refusal(log) == refused
 
 
 def test_a_round_beyond_the_cap_is_refused_naming_the_cap() -> None:
     log = [*created(), round_event(2, 20, "g1", 1, 1), round_event(3, 30, "g1", 1, 2), round_event(4, 40, "g1", 1, 3)]
     assert fold_goal(log[:-1]).current == replace(G1, rounds_started=2)
     assert refusal(log) == (4, "round-over-cap", "round 3 exceeds max_rounds 2")
-
-
-def test_a_round_that_skips_one_is_refused_with_both_numbers() -> None:
-    assert refusal([*created(), round_event(2, 20, "g1", 1, 2)]) == (
-        2,
-        "round-gap",
-        "round 2 does not follow round 0",
-    )
 
 
 # --------------------------------------------------------------------------

@@ -24,9 +24,10 @@ from planfold.kernel.goal.continuation import ContinueFacts, budget_block, round
 from planfold.kernel.goal.fold import GoalFold, advance_goal_fold, event_ref, fold_goal
 from planfold.kernel.goal.ops import ACTORS, Actor, block, clear, complete, create, edit, pause, resume
 from planfold.kernel.goal.values import DISARMED, Activation, BlockedReason, GoalRef, session_started
-from planfold.kernel.log import GOAL_CHANGE, Event
+from planfold.kernel.log import GOAL_CHANGE, Draft, Event
 from planfold.kernel.session import fold_session
-from tests.goal_model import Model, check_log, same_goal_state, to_state
+from tests.goal_helpers import GoalLog
+from tests.goal_model import ALLOWED_FROM, Model, check_log, same_goal_state, to_state
 
 # Weighted towards what gets accepted, so that long lifecycles happen; every
 # value still comes up often.
@@ -43,14 +44,6 @@ REASON = st.sampled_from(
         BlockedReason("round-limit", "pretending to be the budget"),
     ]
 )
-ALLOWED_FROM = {
-    "edit": {"active", "paused", "blocked", "complete"},
-    "pause": {"active"},
-    "resume": {"active", "paused", "blocked"},
-    "complete": {"active", "paused", "blocked"},
-    "block": {"active"},
-    "clear": {"active", "paused", "blocked", "complete"},
-}
 MAY = {
     "user": {"create", "edit", "pause", "resume", "complete", "block", "clear"},
     "model": {"complete", "block"},
@@ -69,24 +62,15 @@ def good_cap(cap: int | None) -> bool:
 class GoalMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.log: list[Event] = []
+        self.journal = GoalLog()
         self.fold = GoalFold()
         self.activation: Activation = DISARMED
         self.model = Model()
         self.armed = False
-        self.clock = 0
         self.next_id = 1
         self.accepted = 0
 
     # -- helpers -----------------------------------------------------------
-
-    @property
-    def seq(self) -> int:
-        return len(self.log) + 1
-
-    def tick(self) -> int:
-        self.clock += 1
-        return self.clock
 
     def ref(self, kind: str) -> GoalRef:
         goal = self.model.goal
@@ -103,18 +87,18 @@ class GoalMachine(RuleBasedStateMachine):
     def attempt(self, expected: str, run: Callable[[], Event]) -> Event | None:
         """Run a kernel decision; it must raise ``expected`` or (for "ok")
         return an event, which is appended."""
-        before = list(self.log)
+        before = list(self.journal.events)
         record_event(f"expected {expected}")
         try:
             event = run()
         except KernelError as exc:
             note(f"refused: {exc.code}: {exc}")
             assert exc.code == expected, f"expected {expected}, got {exc.code}: {exc}"
-            assert self.log == before
+            assert self.journal.events == before
             return None
         assert expected == "ok", f"expected {expected}, but the kernel accepted"
         note(f"append {event.kind} {dict(event.payload)}")
-        self.log.append(event)
+        self.journal.events.append(event)
         self.fold = advance_goal_fold(self.fold, [event])
         return event
 
@@ -151,6 +135,17 @@ class GoalMachine(RuleBasedStateMachine):
         self.armed = {"resume": True, "edit": self.armed}.get(operation, False)
         self.activation = Activation(self.armed)
 
+    def by_ref(self, operation: str, decide: Callable[..., Draft], actor: Actor, which: str, **changes: Any) -> None:
+        """An operation that takes only a ref: refused by the checks every
+        such operation makes first, or accepted with ``changes``."""
+        ref = self.ref(which)
+        expected = self.refusal(operation, actor, ref) or "ok"
+        at = self.journal.tick()
+        event = self.attempt(
+            expected, lambda: decide(self.fold.state, ref, actor=actor, at=at).numbered(self.journal.seq, at)
+        )
+        self.accept(event, operation, **changes)
+
     # -- operations --------------------------------------------------------
 
     @rule(actor=ACTOR, fresh=st.booleans(), objective=OBJECTIVE, cap=CAP)
@@ -168,10 +163,10 @@ class GoalMachine(RuleBasedStateMachine):
             expected = "already-exists"
         else:
             expected = "ok"
-        at = self.tick()
+        at = self.journal.tick()
         event = self.attempt(
             expected,
-            lambda: create(self.fold.state, gid, objective, cap, actor=actor, at=at).numbered(self.seq, at),
+            lambda: create(self.fold.state, gid, objective, cap, actor=actor, at=at).numbered(self.journal.seq, at),
         )
         if event is not None:
             self.next_id += 1
@@ -204,13 +199,13 @@ class GoalMachine(RuleBasedStateMachine):
                 expected = "invalid-objective"
             elif cap is not None and not good_cap(cap):
                 expected = "invalid-max-rounds"
-        at = self.tick()
+        at = self.journal.tick()
         event = self.attempt(
             expected or "ok",
             lambda: edit(
                 self.fold.state, ref, objective=objective, max_rounds=cap,
                 actor=actor, at=at,
-            ).numbered(self.seq, at),
+            ).numbered(self.journal.seq, at),
         )
         changes: dict[str, Any] = {}
         if objective is not None:
@@ -221,13 +216,7 @@ class GoalMachine(RuleBasedStateMachine):
 
     @rule(actor=ACTOR, which=REF)
     def do_pause(self, actor: Actor, which: str) -> None:
-        ref = self.ref(which)
-        expected = self.refusal("pause", actor, ref) or "ok"
-        at = self.tick()
-        event = self.attempt(
-            expected, lambda: pause(self.fold.state, ref, actor=actor, at=at).numbered(self.seq, at)
-        )
-        self.accept(event, "pause", phase="paused")
+        self.by_ref("pause", pause, actor, which, phase="paused")
 
     @rule(actor=ACTOR, which=REF)
     def do_resume(self, actor: Actor, which: str) -> None:
@@ -238,24 +227,18 @@ class GoalMachine(RuleBasedStateMachine):
             spent = goal["rounds"] >= goal["max_rounds"]
             if spent or (goal["phase"] == "active" and self.armed):
                 expected = "invalid-transition"
-        at = self.tick()
+        at = self.journal.tick()
         event = self.attempt(
             expected or "ok",
             lambda: resume(
                 self.fold.state, ref, self.activation, actor=actor, at=at
-            ).numbered(self.seq, at),
+            ).numbered(self.journal.seq, at),
         )
         self.accept(event, "resume", phase="active", reason=None)
 
     @rule(actor=ACTOR, which=REF)
     def do_complete(self, actor: Actor, which: str) -> None:
-        ref = self.ref(which)
-        expected = self.refusal("complete", actor, ref) or "ok"
-        at = self.tick()
-        event = self.attempt(
-            expected, lambda: complete(self.fold.state, ref, actor=actor, at=at).numbered(self.seq, at)
-        )
-        self.accept(event, "complete", phase="complete", reason=None)
+        self.by_ref("complete", complete, actor, which, phase="complete", reason=None)
 
     @rule(actor=ACTOR, which=REF, reason=REASON)
     def do_block(self, actor: Actor, which: str, reason: BlockedReason) -> None:
@@ -266,22 +249,16 @@ class GoalMachine(RuleBasedStateMachine):
             expected = self.refusal("block", actor, ref)
         if expected is None and (reason.code != reason.code.lower() or not reason.message.strip()):
             expected = "invalid-block-reason"
-        at = self.tick()
+        at = self.journal.tick()
         event = self.attempt(
             expected or "ok",
-            lambda: block(self.fold.state, ref, reason, actor=actor, at=at).numbered(self.seq, at),
+            lambda: block(self.fold.state, ref, reason, actor=actor, at=at).numbered(self.journal.seq, at),
         )
         self.accept(event, "block", phase="blocked", reason=(reason.code, reason.message.strip()))
 
     @rule(actor=ACTOR, which=REF)
     def do_clear(self, actor: Actor, which: str) -> None:
-        ref = self.ref(which)
-        expected = self.refusal("clear", actor, ref) or "ok"
-        at = self.tick()
-        event = self.attempt(
-            expected, lambda: clear(self.fold.state, ref, actor=actor, at=at).numbered(self.seq, at)
-        )
-        self.accept(event, "clear")
+        self.by_ref("clear", clear, actor, which)
 
     # -- the same operations, well-formed, so that long lifecycles happen -----
 
@@ -323,9 +300,9 @@ class GoalMachine(RuleBasedStateMachine):
             expected = "invalid-transition"
         else:
             expected = "ok"
-        at = self.tick()
+        at = self.journal.tick()
         event = self.attempt(
-            expected, lambda: round_message(self.fold.state, "continue").numbered(self.seq, at)
+            expected, lambda: round_message(self.fold.state, "continue").numbered(self.journal.seq, at)
         )
         if event is not None and goal is not None:
             goal["rounds"] += 1
@@ -334,9 +311,9 @@ class GoalMachine(RuleBasedStateMachine):
     def enforce_budget(self) -> None:
         goal = self.model.goal
         due = goal is not None and goal["phase"] == "active" and goal["rounds"] >= goal["max_rounds"]
-        at = self.tick()
+        at = self.journal.tick()
         draft = budget_block(self.fold.state, at=at)
-        event = None if draft is None else draft.numbered(self.seq, at)
+        event = None if draft is None else draft.numbered(self.journal.seq, at)
         assert (event is not None) == due
         if event is not None:
             self.attempt("ok", lambda: event)
@@ -373,7 +350,7 @@ class GoalMachine(RuleBasedStateMachine):
         # A new process: the log is re-read, activation starts disarmed.
         self.activation = session_started(self.activation)
         self.armed = False
-        self.fold = advance_goal_fold(GoalFold(), self.log)
+        self.fold = advance_goal_fold(GoalFold(), self.journal.events)
 
     @rule()
     def disarm_only(self) -> None:
@@ -384,24 +361,24 @@ class GoalMachine(RuleBasedStateMachine):
     # -- invariants --------------------------------------------------------
 
     def teardown(self) -> None:
-        record_event(f"log length {len(self.log) // 10 * 10}+")
+        record_event(f"log length {len(self.journal.events) // 10 * 10}+")
 
     @invariant()
     def fold_equals_model(self) -> None:
-        assert same_goal_state(fold_goal(self.log), to_state(self.model))
+        assert same_goal_state(fold_goal(self.journal.events), to_state(self.model))
 
     @invariant()
     def incremental_fold_equals_whole(self) -> None:
         assert self.fold.failure is None
-        assert same_goal_state(self.fold.state, fold_goal(self.log))
+        assert same_goal_state(self.fold.state, fold_goal(self.journal.events))
 
     @invariant()
     def session_fold_agrees(self) -> None:
-        assert fold_session(self.log).goal == fold_goal(self.log)
+        assert fold_session(self.journal.events).goal == fold_goal(self.journal.events)
 
     @invariant()
     def log_model_agrees(self) -> None:
-        model, failure = check_log(self.log)
+        model, failure = check_log(self.journal.events)
         assert failure is None
         assert same_goal_state(to_state(model), to_state(self.model))
 
@@ -414,7 +391,7 @@ class GoalMachine(RuleBasedStateMachine):
     @invariant()
     def each_change_raises_the_revision_by_one(self) -> None:
         last: dict[str, int] = {}
-        for event in self.log:
+        for event in self.journal.events:
             if event.kind == GOAL_CHANGE:
                 ref = event_ref(event)
                 assert ref.revision == last.get(ref.id, 0) + 1
@@ -422,7 +399,7 @@ class GoalMachine(RuleBasedStateMachine):
 
     @invariant()
     def revisions_count_accepted_changes(self) -> None:
-        changes = sum(1 for event in self.log if event.kind == GOAL_CHANGE)
+        changes = sum(1 for event in self.journal.events if event.kind == GOAL_CHANGE)
         assert changes == self.accepted
 
 

@@ -46,25 +46,8 @@ from planfold.kernel.goal.values import (
 )
 from planfold.kernel.log import Event
 from tests.goal_helpers import REASON, GoalLog, goal_in
+from tests.goal_model import ALLOWED_FROM, RESULT_PHASE
 
-# The issue's table, written out independently of the kernel's.
-ALLOWED: dict[str, set[str | None]] = {
-    "create": {None, "complete"},
-    "edit": {"active", "paused", "blocked", "complete"},
-    "pause": {"active"},
-    "resume": {"paused", "blocked", "active"},
-    "complete": {"active", "paused", "blocked"},
-    "block": {"active"},
-    "clear": {"active", "paused", "blocked", "complete"},
-}
-RESULT: dict[str, str | None] = {
-    "create": "active",
-    "pause": "paused",
-    "resume": "active",
-    "complete": "complete",
-    "block": "blocked",
-    "clear": None,
-}
 SOURCES: tuple[str | None, ...] = (None, *PHASES)
 
 
@@ -86,8 +69,8 @@ def apply(log: GoalLog, operation: str, actor: Actor = "user") -> Event:
     return log.run(clear, ref, actor=actor)
 
 
-ALLOWED_PAIRS = [(op, src) for op in OPERATIONS for src in SOURCES if src in ALLOWED[op]]
-REFUSED_PAIRS = [(op, src) for op in OPERATIONS for src in SOURCES if src not in ALLOWED[op]]
+ALLOWED_PAIRS = [(op, src) for op in OPERATIONS for src in SOURCES if src in ALLOWED_FROM[op]]
+REFUSED_PAIRS = [(op, src) for op in OPERATIONS for src in SOURCES if src not in ALLOWED_FROM[op]]
 
 
 def pair_id(pair: tuple[str, str | None]) -> str:
@@ -97,7 +80,7 @@ def pair_id(pair: tuple[str, str | None]) -> str:
 def test_the_kernel_table_is_the_issue_table() -> None:
     assert set(TRANSITION_TABLE) == set(ALLOWED_PAIRS)
     for (operation, _), row in TRANSITION_TABLE.items():
-        assert row.target == RESULT.get(operation, row.source)
+        assert row.target == RESULT_PHASE.get(operation, row.source)
 
 
 @pytest.mark.parametrize("pair", ALLOWED_PAIRS, ids=pair_id)
@@ -118,7 +101,7 @@ def test_transition_allowed(pair: tuple[str, str | None]) -> None:
     assert isinstance(change, SnapshotChange)
     assert change.operation == operation
     assert after.current == change.snapshot
-    expected_phase = RESULT.get(operation, source)
+    expected_phase = RESULT_PHASE.get(operation, source)
     assert after.current.phase == expected_phase
     if operation == "create":
         assert after.current.revision == 1

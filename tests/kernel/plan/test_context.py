@@ -34,14 +34,7 @@ from planfold.kernel.plan_events import (
     verify_event,
 )
 from planfold.kernel.session import SessionState
-from tests.plan_helpers import GOOD_CANDIDATE, Session, spec
-
-
-def drafted() -> Session:
-    s = Session()
-    s.mode(True)
-    s.add(draft_event(s.state, "p1", spec(), GOOD_CANDIDATE))
-    return s
+from tests.plan_helpers import Session, drafted, spec
 
 
 def ref(s: Session) -> tuple[str, int, str]:

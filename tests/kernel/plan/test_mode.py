@@ -111,21 +111,27 @@ def test_choice_table_is_total() -> None:
     assert set(CHOICE_TABLE) == keys
 
 
-# (pending relation, target == folded, turn open) -> (outcome, pending after, append now)
+# (pending relation, target == folded, turn open, outcome), in the order the
+# design gives the rules.
 CHOICE_ROWS = [
-    (PendingRelation.SAME, True, False, "noop"),
-    (PendingRelation.SAME, True, True, "noop"),
-    (PendingRelation.SAME, False, False, "noop"),
-    (PendingRelation.SAME, False, True, "noop"),
-    (PendingRelation.NONE, True, False, "noop"),
-    (PendingRelation.NONE, True, True, "noop"),
+    # always first: the pending target again is a no-op, whatever else holds ...
+    *((PendingRelation.SAME, same, turn_open, "noop") for same in (True, False) for turn_open in (False, True)),
+    # ... and so is the folded state again when nothing is pending
+    *((PendingRelation.NONE, True, turn_open, "noop") for turn_open in (False, True)),
+    # idle: the opposite of a pending choice drops it; anything else is appended now
     (PendingRelation.NONE, False, False, "committed"),
     (PendingRelation.OPPOSITE, False, False, "committed"),
     (PendingRelation.OPPOSITE, True, False, "cancelled"),
+    # turn open: the target becomes the pending one, cancelled when it is the folded state
     (PendingRelation.NONE, False, True, "queued"),
     (PendingRelation.OPPOSITE, False, True, "queued"),
     (PendingRelation.OPPOSITE, True, True, "cancelled"),
 ]
+
+
+def test_the_choice_rows_cover_the_whole_table_once() -> None:
+    rows = [(relation, same, turn_open) for relation, same, turn_open, _ in CHOICE_ROWS]
+    assert len(rows) == len(set(rows)) == len(CHOICE_TABLE)
 
 
 @pytest.mark.parametrize(("relation", "same_as_folded", "turn_open", "outcome"), CHOICE_ROWS)

@@ -31,19 +31,7 @@ from planfold.kernel.plan_events import (
     verify_event,
 )
 from planfold.kernel.session import fold_session
-from tests.plan_helpers import GOOD_CANDIDATE, Session, spec, valid_candidates, valid_specs
-
-
-def planning() -> Session:
-    s = Session()
-    s.mode(True)
-    return s
-
-
-def drafted(candidate: Any = GOOD_CANDIDATE) -> Session:
-    s = planning()
-    s.add(draft_event(s.state, "p1", spec(), candidate))
-    return s
+from tests.plan_helpers import GOOD_CANDIDATE, Session, drafted, planning, spec, valid_candidates, valid_specs
 
 
 def approve_current(s: Session) -> None:

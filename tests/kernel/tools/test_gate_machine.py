@@ -126,7 +126,6 @@ class GateMachine(RuleBasedStateMachine):
         super().__init__()
         self.registry = ToolRegistry()
         self.model = Model()
-        self.calls = 0
 
     def policy(self) -> GatePolicy:
         m = self.model
@@ -186,7 +185,6 @@ class GateMachine(RuleBasedStateMachine):
     # -- calls --------------------------------------------------------------
 
     def check(self, name: str, arguments: JSON, shell_read: bool | None = None) -> None:
-        self.calls += 1
         verdict = check_call(self.registry, self.model.phase, self.policy(), ToolCall("c", name, arguments))
         expected = self.model.outcome(name, arguments, shell_read)
         note(f"call {name}({arguments!r}) in {self.model.phase}: {verdict}")

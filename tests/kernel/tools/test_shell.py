@@ -283,38 +283,34 @@ def test_git_fails_closed_on_everything_but_its_reads(line: str, code: str) -> N
     assert verdict.reason and verdict.hint == SHELL_HINTS[code]
 
 
-@pytest.mark.parametrize(
-    ("line", "code", "reason"),
-    [
-        ("git -c core.pager=sh log", "shell-git-option", "git -c sets configuration, which can name programs to run"),
-        # the reason is looked up by the option's name before its first '='
-        (
-            "git --config-env=core.pager=X log",
-            "shell-git-option",
-            "git --config-env=core.pager=X sets configuration, which can name programs to run",
-        ),
-        ("git --version", "shell-git-option", "git --version is not a known read-only option"),
-        ("git", "shell-git-subcommand", "git without a subcommand runs nothing to read"),
-        ("git lg", "shell-git-subcommand", "git lg is not one of git's reads (aliases are refused too)"),
-        ("git log -", "shell-git-option", "git log - is not a known read-only option"),
-        ("git log --bogus", "shell-git-option", "git log --bogus is not a known read-only option"),
-        ("git log -Q", "shell-git-option", "git log -Q is not a known read-only option"),
-        ("git status -5", "shell-git-option", "git status -5 is not a known read-only option"),
-        ("git log --author", "shell-git-option", "git log --author needs a value that is not an option"),
-        ("git grep -e", "shell-git-option", "git grep -e needs a value that is not an option"),
-        ("git grep -e --cached foo", "shell-git-option", "git grep -e needs a value that is not an option"),
-        ("git log --format='%G?'", "shell-git-option", "git log --format=%G? checks signatures, which runs a program"),
-        ("git branch new-feature", "shell-git-subcommand", "git branch new-feature creates a branch; list with --list"),
-        # names after '--' are names too, and options after a name are still checked
-        ("git branch -- new", "shell-git-subcommand", "git branch new creates a branch; list with --list"),
-        ("git log HEAD --output=x", "shell-git-option", "git log --output=x is not a known read-only option"),
-        # a scored letter takes digits and '%' only
-        ("git diff -Mx5", "shell-git-option", "git diff -Mx5 is not a known read-only option"),
-    ],
-)
-def test_a_refused_git_line_names_the_word_and_why(line: str, code: str, reason: str) -> None:
-    verdict = classify_command(line)
-    assert (verdict.read_only, verdict.code, verdict.reason) == (False, code, reason)
+# A refused git line, the code and the reason it is refused with (checked with
+# the other refused lines below).
+GIT_REASONS: list[tuple[str, str, str]] = [
+    ("git -c core.pager=sh log", "shell-git-option", "git -c sets configuration, which can name programs to run"),
+    # the reason is looked up by the option's name before its first '='
+    (
+        "git --config-env=core.pager=X log",
+        "shell-git-option",
+        "git --config-env=core.pager=X sets configuration, which can name programs to run",
+    ),
+    ("git --version", "shell-git-option", "git --version is not a known read-only option"),
+    ("git", "shell-git-subcommand", "git without a subcommand runs nothing to read"),
+    ("git lg", "shell-git-subcommand", "git lg is not one of git's reads (aliases are refused too)"),
+    ("git log -", "shell-git-option", "git log - is not a known read-only option"),
+    ("git log --bogus", "shell-git-option", "git log --bogus is not a known read-only option"),
+    ("git log -Q", "shell-git-option", "git log -Q is not a known read-only option"),
+    ("git status -5", "shell-git-option", "git status -5 is not a known read-only option"),
+    ("git log --author", "shell-git-option", "git log --author needs a value that is not an option"),
+    ("git grep -e", "shell-git-option", "git grep -e needs a value that is not an option"),
+    ("git grep -e --cached foo", "shell-git-option", "git grep -e needs a value that is not an option"),
+    ("git log --format='%G?'", "shell-git-option", "git log --format=%G? checks signatures, which runs a program"),
+    ("git branch new-feature", "shell-git-subcommand", "git branch new-feature creates a branch; list with --list"),
+    # names after '--' are names too, and options after a name are still checked
+    ("git branch -- new", "shell-git-subcommand", "git branch new creates a branch; list with --list"),
+    ("git log HEAD --output=x", "shell-git-option", "git log --output=x is not a known read-only option"),
+    # a scored letter takes digits and '%' only
+    ("git diff -Mx5", "shell-git-option", "git diff -Mx5 is not a known read-only option"),
+]
 
 
 def test_a_scored_git_letter_with_digits_and_a_percent_is_a_read() -> None:
@@ -392,6 +388,7 @@ def test_a_plain_read_at_the_edge_of_the_rules_is_admitted_with_the_whole_verdic
 @pytest.mark.parametrize(
     ("line", "code", "reason"),
     [
+        *GIT_REASONS,
         ("ls " + "a" * 1998, "shell-too-long", "the command is 2001 characters long"),
         ("ls\x01", "shell-control-character", "control character U+0001 at 2"),
         ("a=b ls", "shell-command-not-allowed", NOT_PLAIN.format("a=b")),

@@ -20,6 +20,15 @@ from planfold.kernel.tools.spec import (
 )
 from tests.gate_helpers import EXIT, OBJECT, READ_TOOLS, nested_lists, nested_objects, spec
 
+
+def refusal(make: Callable[[], object]) -> tuple[str, str, str]:
+    """The code, tool and message of the ``ToolSpecError`` that ``make`` raises."""
+    with pytest.raises(ToolSpecError) as caught:
+        make()
+    err = caught.value
+    return err.code, err.tool, str(err)
+
+
 # --------------------------------------------------------------------------
 # JSON values
 
@@ -80,10 +89,7 @@ def test_a_tool_spec_refuses_parameters_nested_too_deep() -> None:
 
 
 def test_a_category_conflicting_with_a_read_effect_is_refused_with_its_message() -> None:
-    with pytest.raises(ToolSpecError) as caught:
-        ToolSpec("memo", "Remembers", {}, "read", "builtin", category="memory-write")
-    err = caught.value
-    assert (err.code, err.tool, str(err)) == (
+    assert refusal(lambda: ToolSpec("memo", "Remembers", {}, "read", "builtin", category="memory-write")) == (
         "effect-category-conflict",
         "memo",
         "tool 'memo' declares effect 'read' but category 'memory-write' writes",
@@ -91,10 +97,7 @@ def test_a_category_conflicting_with_a_read_effect_is_refused_with_its_message()
 
 
 def test_a_read_only_hint_on_a_non_mcp_tool_is_refused_with_its_message() -> None:
-    with pytest.raises(ToolSpecError) as caught:
-        ToolSpec("lister", "Lists", {}, "read", "shell", read_only_hint=True)
-    err = caught.value
-    assert (err.code, err.tool, str(err)) == (
+    assert refusal(lambda: ToolSpec("lister", "Lists", {}, "read", "shell", read_only_hint=True)) == (
         "hint-not-mcp",
         "lister",
         "tool 'lister': only MCP tools carry a read-only hint",
@@ -173,10 +176,7 @@ def test_a_bad_registration_raises_and_leaves_the_registry_unchanged() -> None:
 
 
 def test_registering_something_that_is_not_a_tool_spec_is_refused() -> None:
-    with pytest.raises(ToolSpecError) as caught:
-        ToolRegistry().register("read_file")  # type: ignore[arg-type]
-    err = caught.value
-    assert (err.code, err.tool, str(err)) == (
+    assert refusal(lambda: ToolRegistry().register("read_file")) == (  # type: ignore[arg-type]
         "invalid-tool-field",
         "",
         "only ToolSpec values can be registered, got str",
@@ -185,10 +185,11 @@ def test_registering_something_that_is_not_a_tool_spec_is_refused() -> None:
 
 def test_registering_a_name_twice_is_refused_with_the_tool_named() -> None:
     registry = ToolRegistry.of(ToolSpec("mystery", "Does something", {}, "unknown", "builtin"))
-    with pytest.raises(ToolSpecError) as caught:
-        registry.register(ToolSpec("mystery", "Another", {}, "read", "builtin"))
-    err = caught.value
-    assert (err.code, err.tool, str(err)) == ("duplicate-tool", "mystery", "tool 'mystery' is already registered")
+    assert refusal(lambda: registry.register(ToolSpec("mystery", "Another", {}, "read", "builtin"))) == (
+        "duplicate-tool",
+        "mystery",
+        "tool 'mystery' is already registered",
+    )
 
 
 # --------------------------------------------------------------------------
@@ -203,31 +204,25 @@ def test_classification_values_are_checked() -> None:
 
 
 def test_a_classification_must_have_a_boolean_verdict() -> None:
-    with pytest.raises(ToolSpecError) as caught:
-        Classification(1, "ok-code", "why")  # type: ignore[arg-type]
-    err = caught.value
-    assert (str(err), err.code, err.tool) == ("Classification.read_only must be a bool", "invalid-classification", "")
+    assert refusal(lambda: Classification(1, "ok-code", "why")) == (  # type: ignore[arg-type]
+        "invalid-classification",
+        "",
+        "Classification.read_only must be a bool",
+    )
 
 
 @pytest.mark.parametrize("code", ["Not Kebab", 7])
 def test_a_classification_code_must_be_kebab_case(code: object) -> None:
-    with pytest.raises(ToolSpecError) as caught:
-        Classification(True, code, "why")  # type: ignore[arg-type]
-    err = caught.value
-    assert (str(err), err.code, err.tool) == (
-        f"classification code {code!r} is not kebab-case",
+    assert refusal(lambda: Classification(True, code, "why")) == (  # type: ignore[arg-type]
         "invalid-classification",
         "",
+        f"classification code {code!r} is not kebab-case",
     )
 
 
 @pytest.mark.parametrize("name", ["Bad Name", 3])
 def test_a_classifier_name_must_be_kebab_case(name: object) -> None:
-    with pytest.raises(ToolSpecError) as caught:
-        CallClassifier(name, lambda tool: True, lambda tool, args: Classification(True, "ok", "ok"))  # type: ignore[arg-type]
-    err = caught.value
-    assert (str(err), err.code, err.tool) == (
-        f"classifier name {name!r} is not kebab-case",
-        "invalid-classification",
-        "",
-    )
+    def make() -> CallClassifier:
+        return CallClassifier(name, lambda tool: True, lambda tool, args: Classification(True, "ok", "ok"))  # type: ignore[arg-type]
+
+    assert refusal(make) == ("invalid-classification", "", f"classifier name {name!r} is not kebab-case")
