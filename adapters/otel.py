@@ -89,8 +89,8 @@ from ..kernel.plan.review import APPROVE, ChannelLost, Custom, Dismissed, Review
 from ..kernel.session import SessionState
 from ..kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result
 from ..kernel.tools.gate import Allowed, check_call
-from ..kernel.tools.spec import ToolCall as KernelCall
-from .llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget, ToolCall
+from ..kernel.tools.spec import ToolCall
+from .llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget
 from .loggers import logger
 from .provenance import ForkProvenance
 from .runtime.review import AsyncReviewPort, ReviewPort
@@ -208,7 +208,7 @@ class SessionTracer:
         #: the phases whose catalog is exactly those names, per set of names
         self._phases: dict[tuple[str, ...], tuple[RuntimePhase, ...]] = {}
 
-    def _basis(self, call: KernelCall) -> tuple[str, str] | None:
+    def _basis(self, call: ToolCall) -> tuple[str, str] | None:
         """The gate's basis and route for ``call`` as the last request
         offered it, when the gate allowed it; ``None`` when it refused, when
         no request or runner is known, or when the phases whose catalog the
@@ -261,7 +261,7 @@ class SessionTracer:
             call = read_tool_call(event.payload)
             if not any(c.span is not None for c in s.calls.values()):
                 s.answering_since = time.time_ns()
-            s.calls[call.call_id] = _Call(event.seq, call.tool, basis=self._basis(call))
+            s.calls[call.id] = _Call(event.seq, call.name, basis=self._basis(call))
         elif kind in (TOOL_REFUSED, TOOL_WARNING):
             self._notice(s, event)
         elif kind == TOOL_RESULT:

@@ -215,12 +215,12 @@ def _arguments(call: ToolCall) -> object:
     """The decoded arguments (an object); the gate refuses any other before this."""
     if not isinstance(call.arguments, Mapping):
         problem = SpecProblem("bad-json", "arguments", "the arguments did not decode to an object")
-        raise ToolArgumentsError(call.tool, [problem])
+        raise ToolArgumentsError(call.name, [problem])
     return call.arguments
 
 
 def _answer(call: ToolCall, drafts: Sequence[Draft], result: ToolResult) -> ToolDecision:
-    return ToolDecision((*drafts, _result_draft(call.call_id, call.tool, result)), result)
+    return ToolDecision((*drafts, _result_draft(call.id, call.name, result)), result)
 
 
 def _summary_refreshed(before: SummaryView, after: SessionState) -> bool:
@@ -245,15 +245,15 @@ def decide_tool_call(
     Never raises for the model's mistakes: those are a failed ``result``.
     """
     try:
-        if call.tool == "exit_plan_mode":
+        if call.name == "exit_plan_mode":
             return _exit(state, call, new_plan_id, review_available)
-        if call.tool == "bootstrap_plan":
+        if call.name == "bootstrap_plan":
             return _bootstrap(state, call, new_plan_id)
-        if call.tool == "update_todo":
+        if call.name == "update_todo":
             return _todo(state, call)
-        if call.tool == "report_verification":
+        if call.name == "report_verification":
             return _verification(state, call)
-        result = ToolResult(False, tool_error_text("no-runtime-handler", f"the runtime does not handle {call.tool}"))
+        result = ToolResult(False, tool_error_text("no-runtime-handler", f"the runtime does not handle {call.name}"))
     except PlanfoldError as exc:
         result = _failure(exc)
     return _answer(call, (), result)
@@ -268,7 +268,7 @@ def _exit(state: SessionState, call: ToolCall, new_plan_id: str, review_availabl
     drafts = exit_plan_events(state, args, new_plan_id)
     artifact = fold_drafts(state, drafts).plan.current
     assert artifact is not None  # a draft, a rewrite, or the live plan unchanged
-    return ToolDecision(drafts, None, PendingReview(call.call_id, call.tool, request, artifact.ref))
+    return ToolDecision(drafts, None, PendingReview(call.id, call.name, request, artifact.ref))
 
 
 def _bootstrap(state: SessionState, call: ToolCall, new_plan_id: str) -> ToolDecision:

@@ -171,8 +171,9 @@ class GoalError(KernelError):
 
 class GateError(KernelError):
     """Base of every refusal of the tool gate: an unknown phase or a bad
-    policy (codes ``unknown-phase``, ``invalid-gate-policy``), and an invalid
-    tool declaration or registration (``ToolSpecError``)."""
+    policy (codes ``unknown-phase``, ``invalid-gate-policy``), an invalid
+    tool declaration or registration (``ToolSpecError``) and a call built
+    with halves that disagree (``ToolCallError``)."""
 
     code = "gate-error"
     codes = frozenset({"unknown-phase", "invalid-gate-policy"})

@@ -7,9 +7,10 @@ This module decides all of it and does none of it: ``advance(process, log,
 event)`` takes the machine's process value, the session log as the driver
 holds it now (its strict fold and its events) and one input (what the world
 answered, or what a driver asks for), and returns the next process value and
-the actions the world must carry out, in order. It reads no clock (the time
-an append is stamped with comes in with the input), touches no store and
-calls nothing outside the kernel.
+the actions the world must carry out, in order. It reads no clock of its own
+(the time an append is stamped with comes in with the input: a number, or the
+driver's clock, which a transition calls only when it appends), touches no
+store and calls nothing outside the kernel.
 
 Actions:
 
@@ -77,8 +78,8 @@ from .plan_events import fold_drafts
 from .session import SessionState, fold_more
 from .tools.events import read_tool_result, tool_result_payload, verdict_events
 from .tools.gate import Allowed, GatePolicy, Refused, Verdict, check_call, list_available_specs
-from .tools.spec import ToolRegistry
-from .turn import RecordedReply, Reply, ReplyCall, abandoned_turn, interrupted_calls, record_reply, scope_refusal
+from .tools.spec import ToolCall, ToolRegistry
+from .turn import RecordedReply, Reply, abandoned_turn, interrupted_calls, record_reply, scope_refusal
 
 __all__ = [
     "ACCEPTS",
@@ -90,6 +91,7 @@ __all__ = [
     "AskModel",
     "AskReview",
     "Asked",
+    "At",
     "BeginStep",
     "CallEntry",
     "Choose",
@@ -128,6 +130,11 @@ __all__ = [
 ]
 
 Stage = Literal["idle", "turn", "step", "calls", "resolve", "execute", "review"]
+
+#: When an input happened, as its appends are stamped: a time in ms, or the
+#: driver's clock, called only by a transition that appends (a driver that
+#: hands its clock in reads it once per such transition, not per question).
+At = int | Callable[[], int]
 
 #: Model failures after which the same step is proposed again (while the
 #: step's retry budget lasts).
@@ -205,7 +212,7 @@ class CallEntry:
     """A recorded call still to answer: its gate verdict and the notices
     recorded when it is dispatched."""
 
-    call: ReplyCall
+    call: ToolCall
     verdict: Verdict
     notices: tuple[Draft, ...]
 
@@ -284,7 +291,7 @@ class Choose:
 
     name: ClassVar[str] = "choose"
     target: bool
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +302,7 @@ class StartTurn:
     text: str
     source: MessageSource | None
     view: ViewRequest
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,7 +310,7 @@ class EndTurn:
     """Close the open turn."""
 
     name: ClassVar[str] = "end-turn"
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,7 +318,7 @@ class Next:
     """What next? (a loop driver's one question between actions)"""
 
     name: ClassVar[str] = "next"
-    at: int
+    at: At
     review_available: bool = True
 
 
@@ -321,7 +328,7 @@ class StepVerdictIn:
 
     name: ClassVar[str] = "step-verdict"
     verdict: StepVerdict
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,7 +338,7 @@ class BeginStep:
     name: ClassVar[str] = "begin-step"
     step: int
     verdict: StepVerdict
-    at: int
+    at: At
     flushed: bool | None = None
     #: proposed by the machine itself (``Next``): a rejected step ends the
     #: turn, and the driver is asked what next
@@ -352,7 +359,7 @@ class ReplyIn:
 
     name: ClassVar[str] = "reply"
     reply: Reply
-    at: int
+    at: At
     retries_used: int = 0
 
 
@@ -373,7 +380,7 @@ class Dispatch:
 
     name: ClassVar[str] = "dispatch"
     call_id: str
-    at: int
+    at: At
     review_available: bool = True
 
 
@@ -384,7 +391,7 @@ class Resolved:
     name: ClassVar[str] = "resolved"
     call_id: str
     effects: tuple[Effect, ...]
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,7 +402,7 @@ class ToolDone:
     call_id: str
     ok: bool
     output: str
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,7 +412,7 @@ class ReviewAnswered:
     name: ClassVar[str] = "review-answer"
     call_id: str
     answer: ReviewAnswer
-    at: int
+    at: At
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,7 +421,7 @@ class AppendFailed:
 
     name: ClassVar[str] = "append-failed"
     purpose: str
-    at: int
+    at: At
     detail: tuple[object, ...] = ()
 
 
@@ -473,14 +480,14 @@ class AskModel:
 class ResolvePaths:
     """Find where ``call``'s effects land; answer ``Resolved``."""
 
-    call: ReplyCall
+    call: ToolCall
 
 
 @dataclass(frozen=True, slots=True)
 class RunTool:
     """Run ``call``'s executor with the log sealed; answer ``ToolDone``."""
 
-    call: ReplyCall
+    call: ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,7 +495,7 @@ class AskReview:
     """Put ``request`` (the rendered plan of ``call``) before a human;
     answer ``ReviewAnswered``."""
 
-    call: ReplyCall
+    call: ToolCall
     request: ReviewRequest
 
 
@@ -516,7 +523,7 @@ class DispatchResult:
     or ``done`` (its answer is in the log: ``ok``, ``output``), ``execute``
     (run it) or ``review`` (ask a human: ``review``)."""
 
-    call: ReplyCall
+    call: ToolCall
     action: Literal["refused", "done", "execute", "review"]
     ok: bool | None = None
     output: str | None = None
@@ -592,15 +599,25 @@ class _Work:
     """The appends of one transition, folded as they are decided (the events
     are numbered to follow the log and stamped ``at``)."""
 
-    __slots__ = ("at", "before", "events", "first", "state")
+    __slots__ = ("_at", "_time", "before", "events", "first", "state")
 
-    def __init__(self, log: Log, at: int) -> None:
+    def __init__(self, log: Log, at: At) -> None:
         self.before = log.state
         self.state = log.state
         self.first = log.state.last_seq
-        last = log.state.last
-        self.at = at if last is None or at >= last.at else last.at
+        self._time = at
+        self._at: int | None = None
         self.events: list[Event] = []
+
+    @property
+    def at(self) -> int:
+        """The time the events are stamped with (the input's, its clock read
+        at the first append), never earlier than the log's last event."""
+        if self._at is None:
+            at = self._time if isinstance(self._time, int) else self._time()
+            last = self.before.last
+            self._at = at if last is None or at >= last.at else last.at
+        return self._at
 
     def append(self, drafts: Sequence[Draft]) -> tuple[Event, ...]:
         if not drafts:
@@ -849,8 +866,8 @@ def _dispatch(p: Process, log: Log, e: Dispatch, stage: Stage) -> Transition:
         if phase != p.phase:
             # An earlier call of this reply moved the phase: ask the gate
             # again, at the phase this call would now run in.
-            verdict = check_call(p.config.registry, phase, p.config.policy, call.gate_call, p.offered)
-            again = verdict_events(call.gate_call, verdict)[1:]
+            verdict = check_call(p.config.registry, phase, p.config.policy, call, p.offered)
+            again = verdict_events(call, verdict)[1:]
             work.append([Draft(kind, payload) for kind, payload in again])
     if isinstance(verdict, Refused):
         return _answered(p, work, call, "refused")
@@ -864,7 +881,7 @@ def _dispatch(p: Process, log: Log, e: Dispatch, stage: Stage) -> Transition:
 def _resolved(p: Process, log: Log, e: Resolved, stage: Stage) -> Transition:
     entry = _expect(p, stage, e.call_id, "resolve")
     call = entry.call
-    refusal = scope_refusal(log.state, call.gate_call, e.effects)
+    refusal = scope_refusal(log.state, call, e.effects)
     if refusal is None:
         return Transition(replace(p, awaiting="execute"), (Result(DispatchResult(call, "execute")), RunTool(call)))
     realign, result = refusal  # realigned: nothing runs
@@ -874,7 +891,7 @@ def _resolved(p: Process, log: Log, e: Resolved, stage: Stage) -> Transition:
     return _answered(replace(p, current=None, awaiting=None), work, call, "done")
 
 
-def _answered(p: Process, work: _Work, call: ReplyCall, action: Literal["refused", "done"]) -> Transition:
+def _answered(p: Process, work: _Work, call: ToolCall, action: Literal["refused", "done"]) -> Transition:
     last = work.events[-1] if work.events else None
     assert last is not None
     ok = False if action == "refused" else read_tool_result(last.payload).ok
@@ -894,9 +911,9 @@ def _message_text(event: Event) -> str:
 
 def _runtime_call(p: Process, log: Log, work: _Work, entry: CallEntry, review_available: bool) -> Transition:
     call = entry.call
-    makes_plan = call.tool in ("exit_plan_mode", "bootstrap_plan")
+    makes_plan = call.name in ("exit_plan_mode", "bootstrap_plan")
     new_plan_id = f"plan-{work.state.last_seq + 1}" if makes_plan else ""
-    decision = decide_tool_call(work.state, call.gate_call, new_plan_id=new_plan_id, review_available=review_available)
+    decision = decide_tool_call(work.state, call, new_plan_id=new_plan_id, review_available=review_available)
     mark, state = work.mark(), work.state
     try:
         work.append(decision.drafts)
@@ -912,8 +929,8 @@ def _runtime_call(p: Process, log: Log, work: _Work, entry: CallEntry, review_av
     return Transition(p, (*work.action(), Result(result)))
 
 
-def _result_draft(call: ReplyCall, *, ok: bool, output: str) -> Draft:
-    return Draft(TOOL_RESULT, tool_result_payload(call.call_id, call.tool, ok=ok, output=output))
+def _result_draft(call: ToolCall, *, ok: bool, output: str) -> Draft:
+    return Draft(TOOL_RESULT, tool_result_payload(call.id, call.name, ok=ok, output=output))
 
 
 def _tool_done(p: Process, log: Log, e: ToolDone, stage: Stage) -> Transition:
@@ -940,9 +957,9 @@ def _expect(p: Process, stage: Stage, call_id: str, wanted: Stage) -> CallEntry:
         raise _refuse(f"answering call {call_id!r}", stage, wanted)
     head = p.current if wanted != "calls" else p.calls[0]
     assert head is not None
-    if head.call.call_id != call_id:
+    if head.call.id != call_id:
         raise StageError(
-            f"call {head.call.call_id!r} is answered next, not {call_id!r}", stage, code="unexpected-call"
+            f"call {head.call.id!r} is answered next, not {call_id!r}", stage, code="unexpected-call"
         )
     return head
 
@@ -957,7 +974,7 @@ def _next(p: Process, log: Log, e: Next, stage: Stage) -> Transition:
     if stage == "step":
         return Transition(p, (AskModel(basis(p, log), p.step, p.attempt, p.retries_used),))
     if stage == "calls":
-        done = _dispatch(p, log, Dispatch(p.calls[0].call.call_id, e.at, e.review_available), stage)
+        done = _dispatch(p, log, Dispatch(p.calls[0].call.id, e.at, e.review_available), stage)
         actions = tuple(a for a in done.actions if not isinstance(a, Result))
         if actions and isinstance(actions[-1], ResolvePaths):
             return Transition(done.process, actions)

@@ -67,7 +67,7 @@ from .plan.scope import Effect
 from .session import SessionState
 from .tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload, verdict_events
 from .tools.gate import GatePolicy, Refused, Verdict, check_call
-from .tools.spec import ToolCall, ToolRegistry, is_json
+from .tools.spec import ToolCall, ToolRegistry, argument_problem, is_json
 
 __all__ = [
     "CALL_INTERRUPTED",
@@ -76,7 +76,6 @@ __all__ = [
     "UNFINISHED",
     "RecordedReply",
     "Reply",
-    "ReplyCall",
     "ReplyOutcome",
     "Unfinished",
     "Unrecordable",
@@ -116,34 +115,16 @@ UNFINISHED: Mapping[str, Unfinished] = {
 
 
 @dataclass(frozen=True, slots=True)
-class ReplyCall:
-    """One call of a reply as the model sent it: its raw argument text and
-    either the decoded object (``arguments``) or why it did not decode
-    (``problem``)."""
-
-    call_id: str
-    tool: str
-    arguments_json: str
-    arguments: Mapping[str, JSON] | None
-    problem: str | None = None
-
-    @property
-    def gate_call(self) -> ToolCall:
-        """The call as the gate and the log see it: decoded arguments, or
-        the raw text when they did not decode."""
-        arguments: JSON = self.arguments if self.arguments is not None else self.arguments_json
-        return ToolCall(self.call_id, self.tool, arguments)
-
-
-@dataclass(frozen=True, slots=True)
 class Reply:
     """The model's reply: its text (None: none), its calls, the server's
     ``finish_reason``, the model's ``refusal`` text when it declined and
     what the call cost (``usage``: measured and reported by the model
-    adapter, None when unknown; recorded on the assistant message)."""
+    adapter, None when unknown; recorded on the assistant message). Its
+    ``calls`` are the model port's own ``ToolCall`` values, which the gate
+    checks and the executor receives as they are."""
 
     text: str | None
-    calls: tuple[ReplyCall, ...] = ()
+    calls: tuple[ToolCall, ...] = ()
     finish_reason: str | None = None
     refusal: str | None = None
     usage: ModelUsage | None = None
@@ -164,7 +145,7 @@ class RecordedReply:
 
     text: str | None
     batch: tuple[Draft, ...]
-    calls: tuple[ReplyCall, ...]
+    calls: tuple[ToolCall, ...]
     verdicts: tuple[Verdict, ...]
     notices: tuple[tuple[Draft, ...], ...]
     trailing: tuple[Draft, ...]
@@ -185,32 +166,20 @@ def _text(value: str) -> str:
 def _recordable(value: object) -> bool:
     """Whether decoded arguments can go into the log as they are: JSON the
     gate accepts (finite numbers, its depth limit) with Unicode text only."""
-    if not is_json(value):
-        return False
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if _text(item) is not item:
-                return False
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return True
+    return is_json(value) and argument_problem(value) is None
 
 
-def _recorded_call(call: ReplyCall, index: int) -> ReplyCall:
-    """``call`` as the log can hold it (see the module docstring)."""
-    call_id = _text(call.call_id) or f"call-{index}"
-    tool = _text(call.tool)
+def _recorded_call(call: ToolCall, index: int) -> ToolCall:
+    """``call`` as the log can hold it (see the module docstring): the very
+    value the model port made whenever the log can hold it as it is."""
+    call_id = _text(call.id) or f"call-{index}"
+    tool = _text(call.name)
     if call.arguments is not None and _recordable(call.arguments):
-        if (call_id, tool) == (call.call_id, call.tool):
+        if (call_id, tool) == (call.id, call.name):
             return call
-        return ReplyCall(call_id, tool, call.arguments_json, call.arguments)
-    problem = call.problem or "the arguments hold a value the log cannot record"
-    return ReplyCall(call_id, tool, _text(call.arguments_json), None, problem)
+        return ToolCall(call_id, tool, call.arguments_json, call.arguments)
+    problem = call.arguments_error or "the arguments hold a value the log cannot record"
+    return ToolCall(call_id, tool, _text(call.arguments_json), None, problem)
 
 
 def _unfinished(reply: Reply) -> str | None:
@@ -248,16 +217,16 @@ def record_reply(
     row = None if why is None else UNFINISHED[why]
     if row is None:
         verdicts: tuple[Verdict, ...] = tuple(
-            check_call(registry, phase, policy, call.gate_call, tuple(offered)) for call in calls
+            check_call(registry, phase, policy, call, tuple(offered)) for call in calls
         )
     else:
         reason = f"nothing in this reply ran: it {row.what} (finish_reason: {reply.finish_reason})"
         hint = "Send the call again in a complete reply."
-        verdicts = tuple(Refused(row.code, reason, call.tool, phase, hint) for call in calls)
+        verdicts = tuple(Refused(row.code, reason, call.name, phase, hint) for call in calls)
     batch = [assistant_message(text, reply.usage)]
     notices: list[tuple[Draft, ...]] = []
     for call, verdict in zip(calls, verdicts, strict=True):
-        (call_kind, call_payload), *rest = verdict_events(call.gate_call, verdict)
+        (call_kind, call_payload), *rest = verdict_events(call, verdict)
         batch.append(Draft(call_kind, call_payload))
         notices.append(tuple(Draft(kind, payload) for kind, payload in rest))
     trailing: list[Draft] = []
@@ -307,7 +276,7 @@ def interrupted_calls(state: SessionState, events: Sequence[Event]) -> tuple[Dra
     for event in events[start:]:
         if event.kind == TOOL_CALL:
             call = read_tool_call(event.payload)
-            unanswered[call.call_id] = call.tool
+            unanswered[call.id] = call.name
         elif event.kind == TOOL_RESULT:
             unanswered.pop(read_tool_result(event.payload).call_id, None)
         elif event.kind == TOOL_REFUSED:
@@ -346,8 +315,8 @@ def scope_refusal(
     if not realign:
         return None
     result = failed_result(
-        call.call_id,
-        call.tool,
+        call.id,
+        call.name,
         "outside-plan-scope",
         f"nothing ran: {verdict.reason}; execution stops until the plan is realigned",
         violations=[{"code": v.code, "message": v.message} for v in verdict.violations],

@@ -114,8 +114,8 @@ def _describe(kind: str, p: JSONObject) -> str:
         return f"[{_source(message.source)}] " + _short(_quoted(message.text))
     if kind == "tool/call":
         call = read_tool_call(p)
-        args = json.dumps(thaw_json(call.arguments), ensure_ascii=False, sort_keys=True)
-        return f"{call.tool} {_short(args, 50)}"
+        args = json.dumps(thaw_json(call.recorded_arguments), ensure_ascii=False, sort_keys=True)
+        return f"{call.name} {_short(args, 50)}"
     if kind == "tool/result":
         result = read_tool_result(p)
         return f"{result.tool} {'ok' if result.ok else 'failed'}: {_short(result.output, 50)}"

@@ -11,12 +11,16 @@ keep connection or script state, the values never change.
 
 Messages come in four roles, one class each, so that an impossible message (a
 system message with tool calls, a tool result without the id of the call it
-answers) cannot be built. A tool call keeps the model's arguments twice: the
-raw JSON text exactly as the model produced it (this is what goes back to the
-server on the next request) and the decoded object. A model that writes broken
-JSON is an ordinary event in a turn, not a crash: the call then carries
-``arguments=None`` and ``arguments_error`` says what was wrong, so the runtime
-can tell the model and carry on.
+answers) cannot be built. A tool call (``ToolCall``, the kernel's one call
+type, re-exported here: the same value goes on to the gate, the log and the
+executor) keeps the model's arguments twice: the raw JSON text exactly as the
+model produced it (this is what goes back to the server on the next request)
+and the decoded object. A model that writes broken JSON is an ordinary event
+in a turn, not a crash: the call then carries ``arguments=None`` and
+``arguments_error`` says what was wrong, so the runtime can tell the model and
+carry on. A call built with halves that disagree raises the kernel's
+``ToolCallError`` (before the call type moved into the kernel it raised
+``ModelBadRequestError``; both are ``PlanfoldError``).
 
 Arguments the log could not hold are refused at the port as well: a
 number that is not finite (``NaN``, ``Infinity``), nesting deeper than
@@ -48,13 +52,13 @@ runtime that retries steps uses that same budget, so the two never multiply.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import ClassVar, Literal, NewType, Protocol, TypeAlias, runtime_checkable
 
+from ...kernel.tools.spec import MAX_ARGUMENT_DEPTH, ToolCall, ToolCallError, decode_arguments, json_kind
 from ..errors import AdapterError
 
 __all__ = [
@@ -79,6 +83,7 @@ __all__ = [
     "SystemMessage",
     "TokenCount",
     "ToolCall",
+    "ToolCallError",
     "ToolDefinition",
     "ToolMessage",
     "Usage",
@@ -294,107 +299,6 @@ def spent_from(own: RetryBudget) -> RetryBudget:
     this context (``RetryBudget.spending``), else the client's ``own``."""
     bound = _SPENDING.get()
     return own if bound is None else bound
-
-
-#: How deeply tool-call arguments may nest arrays and objects (the tool
-#: gate's own limit; deeper arguments are refused as malformed).
-MAX_ARGUMENT_DEPTH = 64
-
-
-def _no_constant(token: str) -> object:
-    raise ValueError(f"{token} is not a JSON number")
-
-
-def _argument_problem(value: object) -> str | None:
-    """Why a decoded value cannot be a tool call's arguments in the log, or None."""
-    stack: list[tuple[object, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_ARGUMENT_DEPTH:
-            return f"arguments nest arrays and objects deeper than {MAX_ARGUMENT_DEPTH} levels"
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return "arguments hold text that is not valid Unicode (a lone surrogate)"
-        elif isinstance(item, dict | list):
-            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return None
-
-
-def decode_arguments(raw: str) -> tuple[Mapping[str, JSON] | None, str | None]:
-    """Decode a tool call's raw arguments: ``(object, None)`` or ``(None, problem)``.
-
-    Never raises. Blank text counts as ``{}`` (some servers send ``""`` for a
-    call without parameters); anything else must be a JSON object, with
-    finite numbers, valid Unicode text and at most ``MAX_ARGUMENT_DEPTH``
-    levels of nesting.
-    """
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as err:
-        return None, f"arguments are not valid JSON: {err}"
-    if not isinstance(value, dict):
-        return None, f"arguments must be a JSON object, got {json_kind(value)}"
-    problem = _argument_problem(value)
-    if problem is not None:
-        return None, problem
-    return value, None
-
-
-def json_kind(value: object) -> str:
-    """How an error message names the JSON type of ``value`` ("an array" …)."""
-    if value is None:
-        return "null"
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    for cls, name in names.items():
-        if isinstance(value, cls):
-            return name
-    return "a number" if isinstance(value, int | float) else type(value).__name__
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One call the model asked for.
-
-    ``arguments_json`` is the raw text; exactly one of ``arguments`` (the
-    decoded object) and ``arguments_error`` (why it could not be decoded) is
-    set. Build one with ``ToolCall.parse`` (from raw text) or ``ToolCall.of``
-    (from an object); the constructor raises ``ModelBadRequestError`` when the
-    two halves disagree.
-    """
-
-    id: str
-    name: str
-    arguments_json: str
-    arguments: Mapping[str, JSON] | None
-    arguments_error: str | None = None
-
-    def __post_init__(self) -> None:
-        if (self.arguments is None) == (self.arguments_error is None):
-            raise ModelBadRequestError(
-                f"tool call {self.id!r}: exactly one of arguments and arguments_error must be set"
-            )
-
-    @classmethod
-    def parse(cls, id: str, name: str, arguments_json: str) -> ToolCall:
-        """A call from the model's raw argument text; bad JSON is kept, not raised."""
-        decoded, problem = decode_arguments(arguments_json)
-        return cls(id, name, arguments_json, decoded, problem)
-
-    @classmethod
-    def of(cls, id: str, name: str, arguments: Mapping[str, JSON]) -> ToolCall:
-        """A call from an already decoded object (scripts, tests)."""
-        return cls(id, name, json.dumps(arguments, ensure_ascii=False), arguments, None)
-
-    @property
-    def ok(self) -> bool:
-        """True when the arguments decoded to an object."""
-        return self.arguments_error is None
-
 
 
 @dataclass(frozen=True, slots=True)

@@ -728,7 +728,7 @@ class ReportBuilder:
 
     def _tool_call(self, block: Block, before: SessionState, after: SessionState, event: Event) -> None:
         call = read_tool_call(event.payload)
-        call_id, tool, arguments = call.call_id, call.tool, thaw_json(call.arguments)
+        call_id, tool, arguments = call.id, call.name, thaw_json(call.recorded_arguments)
         self.calls += 1
         block.calls += 1
         entry = self._entry(block, Entry(event.seq, event.at, TOOL_CALL, tool, _json_excerpt(arguments),

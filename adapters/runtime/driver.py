@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, TypedDict, TypeVar, Unpack
 
 from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import PlanModeView
@@ -26,7 +26,7 @@ from .machine import StepListener, StepMachine
 from .prompt import PromptConfig
 from .tool_runner import ToolRunner
 
-__all__ = ["Driver", "HumanInput", "human_input", "with_attachments"]
+__all__ = ["Driver", "DriverOptions", "HumanInput", "human_input", "step_budget", "with_attachments"]
 
 M = TypeVar("M")
 R = TypeVar("R")
@@ -73,11 +73,32 @@ def turn_view(asked: HumanInput, view: ViewRequest | None) -> ViewRequest | None
     return ViewRequest(base.user_asked_full, base.summary_insufficient, True, base.first_since_resume)
 
 
+class DriverOptions(TypedDict, total=False):
+    """A driver's settings: the ``clock`` its appends are stamped with, the
+    ``prompt`` configuration, ``max_steps`` of a turn (16), ``max_tool_calls``
+    of one reply (32), and the retries of one step: ``retry_budget``, by
+    default the model client's own ``retry_budget``, else one of
+    ``step_retries`` (2)."""
+
+    clock: Clock
+    prompt: PromptConfig | None
+    max_steps: int
+    step_retries: int
+    max_tool_calls: int
+    retry_budget: RetryBudget | None
+
+
+def step_budget(model: object, options: DriverOptions) -> RetryBudget:
+    """The size of one step's retry budget for a driver of ``model`` (see ``DriverOptions``)."""
+    shared = getattr(model, "retry_budget", None)
+    default = shared if isinstance(shared, RetryBudget) else RetryBudget(options.get("step_retries", 2))
+    return options.get("retry_budget") or default
+
+
 class Driver(Generic[M, R]):
     """A step machine over ``session_id`` of ``store``, with a ``model`` and a
     ``review`` port of the driver's kind. ``retry_budget`` is the retries of
-    one step (by default the model client's ``retry_budget``, else one of
-    ``step_retries``); ``max_tool_calls`` caps the calls of one reply.
+    one step (see ``DriverOptions``).
     Raises ``ReplayError`` when the stored log does not fold strictly."""
 
     def __init__(
@@ -87,21 +108,14 @@ class Driver(Generic[M, R]):
         model: M,
         tools: ToolRunner,
         review: R | None = None,
-        *,
-        clock: Clock = system_clock,
-        prompt: PromptConfig | None = None,
-        max_steps: int = 16,
-        step_retries: int = 2,
-        max_tool_calls: int = 32,
-        retry_budget: RetryBudget | None = None,
+        **options: Unpack[DriverOptions],
     ) -> None:
-        shared = getattr(model, "retry_budget", None)
-        budget = retry_budget or (shared if isinstance(shared, RetryBudget) else RetryBudget(step_retries))
         self.model = model
         self.review = review
         self.machine = StepMachine(
-            store, session_id, tools, clock=clock, prompt=prompt, max_steps=max_steps,
-            max_tool_calls=max_tool_calls, retry_budget=budget, review_available=self._review_available,
+            store, session_id, tools, clock=options.get("clock", system_clock), prompt=options.get("prompt"),
+            max_steps=options.get("max_steps", 16), max_tool_calls=options.get("max_tool_calls", 32),
+            retry_budget=step_budget(model, options), review_available=self._review_available,
         )
 
     def _review_available(self) -> bool:

@@ -32,15 +32,14 @@ live lease or by a lost lease at WARNING.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ...kernel.log import GoalSource, MessageSource
 from ..loggers import logger
@@ -54,10 +53,10 @@ from ..store.base import (
     SharedStore,
     Store,
 )
-from .goal_service import AgentHandle, AsyncRoundRunner, DriveReport, GoalChanged, GoalService, RoundRunner
+from .goal_service import AgentHandle, DriveReport, GoalChanged, GoalLog, GoalService, RoundRunner, _Goals
 from .machine import UnitStore
 
-__all__ = ["RELEASING_OPERATIONS", "LeasedDrive", "LeasedDriver", "default_holder"]
+__all__ = ["RELEASING_OPERATIONS", "LeaseRules", "LeasedDrive", "LeasedDriver", "default_holder"]
 
 _log = logger(__name__)
 
@@ -107,42 +106,27 @@ class _LeasedRunner:
         self.runner = runner
         self.rounds: list[int] = []
 
-    def started(self, source: MessageSource | None) -> None:
-        self.rounds.append(source.round if isinstance(source, GoalSource) else len(self.rounds) + 1)
-
     def run_turn(self, text: str, source: MessageSource | None = None) -> object:
         self.driver.take()
-        self.started(source)
+        self.rounds.append(round_number(self.rounds, source))
         return self.runner.run_turn(text, source)
 
 
-class _AsyncLeasedRunner(_LeasedRunner):
-    """``_LeasedRunner`` for an asyncio round runner (the lease is taken in a
-    worker thread: it is a store call)."""
-
-    def __init__(self, driver: LeasedDriver, runner: AsyncRoundRunner) -> None:
-        super().__init__(driver, _NoSync())
-        self.async_runner = runner
-
-    async def run_turn(self, text: str, source: MessageSource | None = None) -> object:
-        await asyncio.to_thread(self.driver.take)
-        self.started(source)
-        return await self.async_runner.run_turn(text, source)
+#: The goal service a lease driver drives, and the store that holds the lease.
+G = TypeVar("G", bound="_Goals[Any, Any]")
+S = TypeVar("S")
 
 
-class _NoSync:
-    def run_turn(self, text: str, source: MessageSource | None = None) -> object:
-        raise AssertionError("an asyncio drive runs its rounds as coroutines")
+class LeaseRules(Generic[G, S]):
+    """What the synchronous and the asyncio lease drivers share: ``goals``'s
+    driver under the session's goal lease in ``store`` (see the module
+    docstring; ``ttl_ms`` is how long the lease lasts past its last use), the
+    lease held, and what each step of the lease means (logged on
+    ``_logger``); each driver makes the store calls its own way."""
 
+    _logger = _log
 
-class LeasedDriver:
-    """A ``GoalService``'s round driver under the session's goal lease in
-    ``store`` (see the module docstring); ``ttl_ms`` is how long the lease
-    lasts past its last use."""
-
-    def __init__(
-        self, goals: GoalService, store: SharedStore, *, holder: str | None = None, ttl_ms: int = 60_000
-    ) -> None:
+    def __init__(self, goals: G, store: S, *, holder: str | None = None, ttl_ms: int = 60_000) -> None:
         self.goals = goals
         self.store = store
         self.holder = holder or default_holder(goals.agent_id)
@@ -152,31 +136,67 @@ class LeasedDriver:
 
     @property
     def session_id(self) -> str:
-        return self.goals.log.session_id
+        log: GoalLog = self.goals.log
+        return log.session_id
 
-    def take(self) -> Lease:
-        """Acquire the lease, or extend it; ``LeaseHeldError`` while another
-        holder's is live."""
-        held = self.lease
-        self.lease = self.store.acquire_lease(self.session_id, self.holder, self.ttl_ms)
-        renewed = held is not None and held.token == self.lease.token
-        _log.log(
+    def _changed(self, change: GoalChanged) -> None:
+        """A goal change: the lease is given back after ``RELEASING_OPERATIONS``."""
+        raise NotImplementedError
+
+    def _took(self, held: Lease | None, lease: Lease) -> Lease:
+        """The lease acquired (or extended: the same token as ``held``)."""
+        self.lease = lease
+        renewed = held is not None and held.token == lease.token
+        self._logger.log(
             logging.DEBUG if renewed else logging.INFO,
             "session %r: goal lease %s to %r (token %d) until %d",
-            self.session_id, "extended" if renewed else "granted", self.holder, self.lease.token, self.lease.expires_at,
+            self.session_id, "extended" if renewed else "granted", self.holder, lease.token, lease.expires_at,
         )  # fmt: skip
-        return self.lease
+        return lease
 
-    def release(self) -> bool:
-        """Give the lease back now (False when it was no longer ours)."""
-        lease, self.lease = self.lease, None
-        released = lease is not None and self.store.release_lease(lease)
+    def _gave_back(self, lease: Lease | None, released: bool) -> bool:
+        """``lease`` given back (``released``: it was still ours)."""
         if lease is not None:
-            _log.info(
+            self._logger.info(
                 "session %r: goal lease of %r %s", self.session_id, self.holder,
                 "released" if released else "was no longer ours to release",
             )  # fmt: skip
         return released
+
+    def _lost(self, agent: AgentHandle, rounds: Sequence[int], exc: LeaseHeldError | LeaseLostError) -> LeasedDrive:
+        """Another holder has the lease, or ours was lost: this process is disarmed."""
+        self.goals.disarm(agent)
+        self.lease = None
+        if isinstance(exc, LeaseHeldError):
+            self._logger.warning(
+                "session %r: goal drive stopped, the lease is held by %r until %d",
+                self.session_id, exc.holder, exc.expires_at,
+            )  # fmt: skip
+            return LeasedDrive(tuple(rounds), exc.code, holder=exc.holder, expires_at=exc.expires_at)
+        self._logger.warning(
+            "session %r: goal drive stopped, the lease of %r was lost: %s", self.session_id, self.holder, exc.message
+        )
+        return LeasedDrive(tuple(rounds), exc.code)
+
+
+def round_number(rounds: Sequence[int], source: MessageSource | None) -> int:
+    """The number of the round ``source`` starts (counted when it names none)."""
+    return source.round if isinstance(source, GoalSource) else len(rounds) + 1
+
+
+class LeasedDriver(LeaseRules[GoalService, SharedStore]):
+    """A ``GoalService``'s round driver under the session's goal lease in
+    ``store`` (``LeaseRules`` has the arguments)."""
+
+    def take(self) -> Lease:
+        """Acquire the lease, or extend it; ``LeaseHeldError`` while another
+        holder's is live."""
+        return self._took(self.lease, self.store.acquire_lease(self.session_id, self.holder, self.ttl_ms))
+
+    def release(self) -> bool:
+        """Give the lease back now (False when it was no longer ours)."""
+        lease, self.lease = self.lease, None
+        return self._gave_back(lease, lease is not None and self.store.release_lease(lease))
 
     def _changed(self, change: GoalChanged) -> None:
         if change.operation in RELEASING_OPERATIONS:
@@ -189,33 +209,8 @@ class LeasedDriver:
             with self._fenced():
                 report = self.goals.drive(agent, leased, limit=limit)
         except (LeaseHeldError, LeaseLostError) as exc:
-            return self._lost(agent, leased, exc)
+            return self._lost(agent, leased.rounds, exc)
         return self._stopped(report)
-
-    async def drive_async(self, agent: AgentHandle, runner: AsyncRoundRunner, *, limit: int = 1_000) -> LeasedDrive:
-        """``drive`` for the asyncio runtime (``GoalService.drive_async``)."""
-        leased = _AsyncLeasedRunner(self, runner)
-        try:
-            with self._fenced():
-                report = await self.goals.drive_async(agent, leased, limit=limit)
-        except (LeaseHeldError, LeaseLostError) as exc:
-            return self._lost(agent, leased, exc)
-        return self._stopped(report)
-
-    def _lost(self, agent: AgentHandle, leased: _LeasedRunner, exc: LeaseHeldError | LeaseLostError) -> LeasedDrive:
-        """Another holder has the lease, or ours was lost: this process is disarmed."""
-        self.goals.disarm(agent)
-        self.lease = None
-        if isinstance(exc, LeaseHeldError):
-            _log.warning(
-                "session %r: goal drive stopped, the lease is held by %r until %d",
-                self.session_id, exc.holder, exc.expires_at,
-            )  # fmt: skip
-            return LeasedDrive(tuple(leased.rounds), exc.code, holder=exc.holder, expires_at=exc.expires_at)
-        _log.warning(
-            "session %r: goal drive stopped, the lease of %r was lost: %s", self.session_id, self.holder, exc.message
-        )
-        return LeasedDrive(tuple(leased.rounds), exc.code)
 
     def _stopped(self, report: DriveReport) -> LeasedDrive:
         if report.stopped is not None:

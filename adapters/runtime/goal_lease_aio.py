@@ -22,13 +22,12 @@ plain functions); ``settle`` awaits the ones still running.
 from __future__ import annotations
 
 import asyncio
-import logging
 
-from ...kernel.log import GoalSource, MessageSource
+from ...kernel.log import MessageSource
 from ..loggers import logger
 from ..store.aio import AsyncSharedStore
 from ..store.base import Lease, LeaseHeldError, LeaseLostError
-from .goal_lease import RELEASING_OPERATIONS, LeasedDrive, default_holder
+from .goal_lease import RELEASING_OPERATIONS, LeasedDrive, LeaseRules, round_number
 from .goal_service import AgentHandle, AsyncGoalService, AsyncRoundRunner, DriveReport, GoalChanged
 
 __all__ = ["AsyncLeasedDriver"]
@@ -46,52 +45,32 @@ class _LeasedRounds:
 
     async def run_turn(self, text: str, source: MessageSource | None = None) -> object:
         await self.driver.take()
-        self.rounds.append(source.round if isinstance(source, GoalSource) else len(self.rounds) + 1)
+        self.rounds.append(round_number(self.rounds, source))
         return await self.runner.run_turn(text, source)
 
 
-class AsyncLeasedDriver:
+class AsyncLeasedDriver(LeaseRules[AsyncGoalService, AsyncSharedStore]):
     """An ``AsyncGoalService``'s round driver under the session's goal lease
-    in ``store``; ``ttl_ms`` is how long the lease lasts past its last use."""
+    in ``store`` (``LeaseRules`` has the arguments)."""
+
+    _logger = _log
 
     def __init__(
         self, goals: AsyncGoalService, store: AsyncSharedStore, *, holder: str | None = None, ttl_ms: int = 60_000
     ) -> None:
-        self.goals = goals
-        self.store = store
-        self.holder = holder or default_holder(goals.agent_id)
-        self.ttl_ms = ttl_ms
-        self.lease: Lease | None = None
+        #: the releases goal changes asked for, still running (see ``settle``)
         self._releasing: set[asyncio.Task[bool]] = set()
-        goals.subscribe(goals.agent_id, self._changed)
-
-    @property
-    def session_id(self) -> str:
-        return self.goals.log.session_id
+        super().__init__(goals, store, holder=holder, ttl_ms=ttl_ms)
 
     async def take(self) -> Lease:
         """Acquire the lease, or extend it; ``LeaseHeldError`` while another
         holder's is live."""
-        held = self.lease
-        self.lease = await self.store.acquire_lease(self.session_id, self.holder, self.ttl_ms)
-        renewed = held is not None and held.token == self.lease.token
-        _log.log(
-            logging.DEBUG if renewed else logging.INFO,
-            "session %r: goal lease %s to %r (token %d) until %d",
-            self.session_id, "extended" if renewed else "granted", self.holder, self.lease.token, self.lease.expires_at,
-        )  # fmt: skip
-        return self.lease
+        return self._took(self.lease, await self.store.acquire_lease(self.session_id, self.holder, self.ttl_ms))
 
     async def release(self) -> bool:
         """Give the lease back now (False when it was no longer ours)."""
         lease, self.lease = self.lease, None
-        released = lease is not None and await self.store.release_lease(lease)
-        if lease is not None:
-            _log.info(
-                "session %r: goal lease of %r %s", self.session_id, self.holder,
-                "released" if released else "was no longer ours to release",
-            )  # fmt: skip
-        return released
+        return self._gave_back(lease, lease is not None and await self.store.release_lease(lease))
 
     async def settle(self) -> None:
         """Await the releases that goal changes asked for."""
@@ -113,25 +92,11 @@ class AsyncLeasedDriver:
         try:
             report = await self.goals.drive_async(agent, leased, limit=limit)
         except (LeaseHeldError, LeaseLostError) as exc:
-            return self._lost(agent, leased, exc)
+            return self._lost(agent, leased.rounds, exc)
         finally:
             log.lease = saved
         await self.settle()
         return await self._stopped(report)
-
-    def _lost(self, agent: AgentHandle, leased: _LeasedRounds, exc: LeaseHeldError | LeaseLostError) -> LeasedDrive:
-        self.goals.disarm(agent)
-        self.lease = None
-        if isinstance(exc, LeaseHeldError):
-            _log.warning(
-                "session %r: goal drive stopped, the lease is held by %r until %d",
-                self.session_id, exc.holder, exc.expires_at,
-            )  # fmt: skip
-            return LeasedDrive(tuple(leased.rounds), exc.code, holder=exc.holder, expires_at=exc.expires_at)
-        _log.warning(
-            "session %r: goal drive stopped, the lease of %r was lost: %s", self.session_id, self.holder, exc.message
-        )
-        return LeasedDrive(tuple(leased.rounds), exc.code)
 
     async def _stopped(self, report: DriveReport) -> LeasedDrive:
         if report.stopped is not None and self.lease is not None:

@@ -42,11 +42,10 @@ out-of-date caller cannot change the goal.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from ...kernel.goal import ops as goal_ops
 from ...kernel.goal.continuation import (
@@ -195,18 +194,26 @@ class AsyncGoalLog(GoalLog, Protocol):
     ) -> tuple[Event, ...]: ...
 
 
-class _Goals:
-    """What the synchronous and the asyncio goal services share: the agent's
-    identity, the activation, the notifications and every decision but the
-    append itself (which each face does its own way)."""
+#: The session log a goal service appends through.
+L = TypeVar("L", bound=GoalLog)
+#: What an operation returns: the change, or (the asyncio face) an awaitable of it.
+R = TypeVar("R")
 
-    log: GoalLog
+
+@dataclass
+class _Goals(Generic[L, R]):
+    """What the synchronous and the asyncio goal services share: the agent's
+    identity, the activation, the notifications, the operations as the user
+    names them and every decision but the append itself (which each face
+    does its own way, in ``apply`` and ``_block_spent``)."""
+
+    log: L
     agent_id: str
     new_goal_id: Callable[[], str]
-    activation: Activation
-    listener_failures: list[ListenerFailure]
-    _listeners: list[tuple[str, GoalListener]]
-    _agent: AgentHandle
+    activation: Activation = DISARMED
+    listener_failures: list[ListenerFailure] = field(default_factory=list)
+    _listeners: list[tuple[str, GoalListener]] = field(default_factory=list)
+    _agent: AgentHandle = field(init=False)
 
     def __post_init__(self) -> None:
         self._agent = AgentHandle(self.agent_id, next(_instances))
@@ -318,6 +325,20 @@ class _Goals:
         rounds.append(number)
         return round_text(number), round_source(self.state())
 
+    def _rounds(
+        self, agent: AgentHandle, limit: int, ended: list[DriveReport]
+    ) -> Iterator[tuple[str, GoalSource]]:
+        """A drive's rounds (each round's text and source), each planned once
+        the one before has run; the drive's report goes into ``ended`` when
+        they end (a ``budget-spent`` stop still needs its block appended)."""
+        self._check(agent)
+        rounds: list[int] = []
+        abandoned = self.log.state.turns.open  # until the first round's turn closes it
+        while not isinstance(planned := self._plan_round(rounds, limit, abandoned), DriveReport):
+            yield planned
+            abandoned = False
+        ended.append(planned)
+
     def _record(self, written: Sequence[Event], decision: GoalDecision) -> GoalChanged:
         (event,) = written
         self.activation = decision.activation
@@ -331,6 +352,60 @@ class _Goals:
         current = self.state().current
         return GoalRef("", 0) if current is None else current.ref
 
+    # -- operations (shorthands of ``apply``) --------------------------------
+
+    def create(self, agent: AgentHandle, objective: str, max_rounds: int | None = None) -> R:
+        return self.apply(agent, GoalRequest("create", "user", objective=objective, max_rounds=max_rounds))
+
+    def edit(
+        self,
+        agent: AgentHandle,
+        ref: GoalRef | None = None,
+        *,
+        objective: str | None = None,
+        max_rounds: int | None = None,
+    ) -> R:
+        return self.apply(agent, GoalRequest("edit", "user", ref, objective=objective, max_rounds=max_rounds))
+
+    def pause(self, agent: AgentHandle, ref: GoalRef | None = None) -> R:
+        return self.apply(agent, GoalRequest("pause", "user", ref))
+
+    def resume(self, agent: AgentHandle, ref: GoalRef | None = None) -> R:
+        """A human's resume: re-arms this process (after a restart too)."""
+        return self.apply(agent, GoalRequest("resume", "user", ref))
+
+    def complete(self, agent: AgentHandle, ref: GoalRef | None = None, *, actor: goal_ops.Actor = "user") -> R:
+        return self.apply(agent, GoalRequest("complete", actor, ref))
+
+    def block(
+        self,
+        agent: AgentHandle,
+        reason: BlockedReason,
+        ref: GoalRef | None = None,
+        *,
+        actor: goal_ops.Actor = "user",
+    ) -> R:
+        return self.apply(agent, GoalRequest("block", actor, ref, reason=reason))
+
+    def clear(self, agent: AgentHandle, ref: GoalRef | None = None) -> R:
+        return self.apply(agent, GoalRequest("clear", "user", ref))
+
+    def block_spent(self, agent: AgentHandle) -> R:
+        """The system's block of the goal whose rounds are all started (what
+        ``drive`` appends when it stops for ``budget-spent``); it disarms
+        this process. Raises ``GoalOperationError`` (``invalid-transition``)
+        when the budget is not spent."""
+        self._check(agent)
+        return self._block_spent()
+
+    def apply(self, agent: AgentHandle, request: GoalRequest) -> R:
+        """Any operation, as a ``GoalRequest`` names it (the methods above are
+        its shorthands for the user's); each face appends it its own way."""
+        raise NotImplementedError
+
+    def _block_spent(self) -> R:
+        raise NotImplementedError
+
     # -- the round driver's decision ----------------------------------------
 
     def decide(self) -> ContinueDecision:
@@ -343,23 +418,13 @@ class _Goals:
         return should_continue(self.state().current, self.activation, facts)
 
 
-@dataclass
-class GoalService(_Goals):
+class GoalService(_Goals[SessionLog, GoalChanged]):
     """Goal operations for one session and one live agent."""
 
-    log: SessionLog
-    agent_id: str
-    new_goal_id: Callable[[], str]
-    activation: Activation = DISARMED
-    listener_failures: list[ListenerFailure] = field(default_factory=list)
-    _listeners: list[tuple[str, GoalListener]] = field(default_factory=list)
-    _agent: AgentHandle = field(init=False)
-
-    # -- operations -------------------------------------------------------
-
     def apply(self, agent: AgentHandle, request: GoalRequest) -> GoalChanged:
-        """Any operation, as a ``GoalRequest`` names it (the methods below
-        are its shorthands for the user's): a create without a ``goal_id``
+        """Any operation, as a ``GoalRequest`` names it (``create``, ``edit``,
+        ``pause``, ``resume``, ``complete``, ``block`` and ``clear`` are its
+        shorthands for the user's): a create without a ``goal_id``
         gets ``new_goal_id()``'s; any other operation without a ``ref`` acts
         on the current goal as the caller sees it now (a decision retried
         after a conflict keeps that ref, so it cannot act on a goal the
@@ -368,54 +433,6 @@ class GoalService(_Goals):
         after a conflict), its activation taken and the change broadcast."""
         decided, decision = self._decider(agent, request)
         return self._record(self.log.append_decided(decision), decided[-1])
-
-    def create(self, agent: AgentHandle, objective: str, max_rounds: int | None = None) -> GoalChanged:
-        return self.apply(agent, GoalRequest("create", "user", objective=objective, max_rounds=max_rounds))
-
-    def edit(
-        self,
-        agent: AgentHandle,
-        ref: GoalRef | None = None,
-        *,
-        objective: str | None = None,
-        max_rounds: int | None = None,
-    ) -> GoalChanged:
-        return self.apply(agent, GoalRequest("edit", "user", ref, objective=objective, max_rounds=max_rounds))
-
-    def pause(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
-        return self.apply(agent, GoalRequest("pause", "user", ref))
-
-    def resume(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
-        """A human's resume: re-arms this process (after a restart too)."""
-        return self.apply(agent, GoalRequest("resume", "user", ref))
-
-    def complete(
-        self, agent: AgentHandle, ref: GoalRef | None = None, *, actor: goal_ops.Actor = "user"
-    ) -> GoalChanged:
-        return self.apply(agent, GoalRequest("complete", actor, ref))
-
-    def block(
-        self,
-        agent: AgentHandle,
-        reason: BlockedReason,
-        ref: GoalRef | None = None,
-        *,
-        actor: goal_ops.Actor = "user",
-    ) -> GoalChanged:
-        return self.apply(agent, GoalRequest("block", actor, ref, reason=reason))
-
-    def clear(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
-        return self.apply(agent, GoalRequest("clear", "user", ref))
-
-    # -- the round driver -------------------------------------------------
-
-    def block_spent(self, agent: AgentHandle) -> GoalChanged:
-        """The system's block of the goal whose rounds are all started (what
-        ``drive`` appends when it stops for ``budget-spent``); it disarms
-        this process. Raises ``GoalOperationError`` (``invalid-transition``)
-        when the budget is not spent."""
-        self._check(agent)
-        return self._block_spent()
 
     def drive(self, agent: AgentHandle, runner: RoundRunner, *, limit: int = 1_000) -> DriveReport:
         """Run goal rounds until the kernel says stop or ``limit`` rounds ran.
@@ -430,105 +447,26 @@ class GoalService(_Goals):
         first round, whose turn closes it as it opens (the step machine's
         ``start_turn`` does; a runner of another kind must too).
         """
-        self._check(agent)
-        rounds: list[int] = []
-        abandoned = self.log.state.turns.open  # until the first round's turn closes it
-        while True:
-            step = self._next_round(rounds, limit, abandoned)
-            if isinstance(step, DriveReport):
-                return step
-            runner.run_turn(*step)
-            abandoned = False
-
-    async def drive_async(
-        self, agent: AgentHandle, runner: AsyncRoundRunner, *, limit: int = 1_000
-    ) -> DriveReport:
-        """``drive`` for the asyncio runtime: the same rounds, each an awaited
-        turn of ``runner``; the decisions and the budget block run in a
-        worker thread (they may append)."""
-        self._check(agent)
-        rounds: list[int] = []
-        abandoned = self.log.state.turns.open
-        while True:
-            step = await asyncio.to_thread(self._next_round, rounds, limit, abandoned)
-            if isinstance(step, DriveReport):
-                return step
-            await runner.run_turn(*step)
-            abandoned = False
-
-    def _next_round(self, rounds: list[int], limit: int, abandoned: bool) -> tuple[str, GoalSource] | DriveReport:
-        """``_plan_round``, appending the budget block when it says so."""
-        planned = self._plan_round(rounds, limit, abandoned)
-        if isinstance(planned, DriveReport) and planned.stopped == "budget-spent":
-            return replace(planned, blocked_at=self._block_spent().seq)
-        return planned
+        ended: list[DriveReport] = []
+        for text, source in self._rounds(agent, limit, ended):
+            runner.run_turn(text, source)
+        (report,) = ended
+        return replace(report, blocked_at=self._block_spent().seq) if report.stopped == "budget-spent" else report
 
     def _block_spent(self) -> GoalChanged:
         decided, decision = self._block_decider()
         return self._record(self.log.append_decided(decision), decided[-1])
 
 
-@dataclass
-class AsyncGoalService(_Goals):
+class AsyncGoalService(_Goals[AsyncGoalLog, Awaitable[GoalChanged]]):
     """``GoalService`` for the asyncio runtime over an ``AsyncStore``: the
     same decisions, each append awaited on the loop through ``log`` (an
     ``AsyncRuntime``'s ``goal_log``), with no thread."""
-
-    log: AsyncGoalLog
-    agent_id: str
-    new_goal_id: Callable[[], str]
-    activation: Activation = DISARMED
-    listener_failures: list[ListenerFailure] = field(default_factory=list)
-    _listeners: list[tuple[str, GoalListener]] = field(default_factory=list)
-    _agent: AgentHandle = field(init=False)
 
     async def apply(self, agent: AgentHandle, request: GoalRequest) -> GoalChanged:
         """``GoalService.apply``, its append awaited."""
         decided, decision = self._decider(agent, request)
         return self._record(await self.log.append_decided(decision), decided[-1])
-
-    async def create(self, agent: AgentHandle, objective: str, max_rounds: int | None = None) -> GoalChanged:
-        return await self.apply(agent, GoalRequest("create", "user", objective=objective, max_rounds=max_rounds))
-
-    async def edit(
-        self,
-        agent: AgentHandle,
-        ref: GoalRef | None = None,
-        *,
-        objective: str | None = None,
-        max_rounds: int | None = None,
-    ) -> GoalChanged:
-        return await self.apply(agent, GoalRequest("edit", "user", ref, objective=objective, max_rounds=max_rounds))
-
-    async def pause(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
-        return await self.apply(agent, GoalRequest("pause", "user", ref))
-
-    async def resume(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
-        """A human's resume: re-arms this process (after a restart too)."""
-        return await self.apply(agent, GoalRequest("resume", "user", ref))
-
-    async def complete(
-        self, agent: AgentHandle, ref: GoalRef | None = None, *, actor: goal_ops.Actor = "user"
-    ) -> GoalChanged:
-        return await self.apply(agent, GoalRequest("complete", actor, ref))
-
-    async def block(
-        self,
-        agent: AgentHandle,
-        reason: BlockedReason,
-        ref: GoalRef | None = None,
-        *,
-        actor: goal_ops.Actor = "user",
-    ) -> GoalChanged:
-        return await self.apply(agent, GoalRequest("block", actor, ref, reason=reason))
-
-    async def clear(self, agent: AgentHandle, ref: GoalRef | None = None) -> GoalChanged:
-        return await self.apply(agent, GoalRequest("clear", "user", ref))
-
-    async def block_spent(self, agent: AgentHandle) -> GoalChanged:
-        """``GoalService.block_spent``, its append awaited."""
-        self._check(agent)
-        return await self._block_spent()
 
     async def _block_spent(self) -> GoalChanged:
         decided, decision = self._block_decider()
@@ -540,14 +478,9 @@ class AsyncGoalService(_Goals):
         """``GoalService.drive`` on the loop: each round an awaited turn of
         ``runner``, the budget block an awaited append; nothing runs in a
         thread."""
-        self._check(agent)
-        rounds: list[int] = []
-        abandoned = self.log.state.turns.open  # until the first round's turn closes it
-        while True:
-            planned = self._plan_round(rounds, limit, abandoned)
-            if isinstance(planned, DriveReport):
-                if planned.stopped == "budget-spent":
-                    return replace(planned, blocked_at=(await self._block_spent()).seq)
-                return planned
-            await runner.run_turn(*planned)
-            abandoned = False
+        ended: list[DriveReport] = []
+        for text, source in self._rounds(agent, limit, ended):
+            await runner.run_turn(text, source)
+        (report,) = ended
+        spent = report.stopped == "budget-spent"
+        return replace(report, blocked_at=(await self._block_spent()).seq) if spent else report

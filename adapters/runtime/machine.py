@@ -70,7 +70,7 @@ calls, so that the model's transcript answers every call.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
@@ -100,7 +100,7 @@ from ..store.fork import fork_at_turn
 from ..store.session_log import Clock, LogSealedError, SessionLog, system_clock
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
 from .resolve import resolved_effects
-from .tool_runner import ToolRunner, from_reply_call, reply_of
+from .tool_runner import ToolRunner, reply_of
 
 __all__ = [
     "ANSWERS",
@@ -109,18 +109,26 @@ __all__ = [
     "Action",
     "AskModel",
     "Dispatched",
+    "DriverCore",
     "OutOfOrderError",
     "ProposedStep",
     "Review",
     "RunTool",
     "Stage",
+    "Stamp",
     "StepBegun",
     "StepListener",
     "StepMachine",
+    "Transitions",
     "TurnOver",
     "TurnReport",
     "UnitStore",
+    "decide",
+    "failed",
+    "recoverable",
+    "refusal",
     "report_of",
+    "resume",
     "store_may_be_ahead",
     "written",
 ]
@@ -341,6 +349,7 @@ class UnitStore(ForwardingStore):
     def close(self) -> None:
         """The shared store stays open."""
 
+
 # --------------------------------------------------------------------------
 # The synchronous driver of the kernel's turn machine
 
@@ -396,10 +405,207 @@ def report_of(tally: step.Tally, requests: Sequence[PreparedRequest]) -> TurnRep
 
 
 def _dispatched(result: step.DispatchResult) -> Dispatched:
-    return Dispatched(from_reply_call(result.call), result.action, result.ok, result.output, result.review)
+    return Dispatched(result.call, result.action, result.ok, result.output, result.review)
 
 
-class StepMachine:
+class Stamp:
+    """A driver's clock as an input's ``at`` (``step.At``): read the first
+    time a transition stamps an append, then the same time for the rest of
+    that transition; never read for a transition that appends nothing."""
+
+    __slots__ = ("_at", "_clock")
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self._clock = clock
+        self._at: int | None = None
+
+    def __call__(self) -> int:
+        if self._at is None:
+            self._at = self._clock()
+        return self._at
+
+
+def decide(process: step.Process, log: step.Log, event: step.Input, now: Callable[[], int]) -> step.Transition:
+    """The reducer's answer to ``event`` as every driver asks it, once: the
+    input's time is ``now`` (a ``Stamp``), which the transition reads only
+    if it appends. A refusal is raised as the driver's typed error
+    (``refusal``); nothing changed."""
+    if hasattr(event, "at"):
+        event = replace(event, at=Stamp(now))  # type: ignore[arg-type]
+    try:
+        return step.advance(process, log, event)
+    except step.StageError as exc:
+        raise refusal(exc, process) from None
+
+
+def refusal(exc: step.StageError, process: step.Process) -> Exception:
+    """The driver's error for the reducer's refusal ``exc``: ``LogSealedError``
+    while a tool runs (nothing may change the session then), otherwise
+    ``OutOfOrderError`` with the reducer's code (``unexpected-call`` names a
+    call other than the one answered next)."""
+    if exc.stage in ("resolve", "execute") and exc.code == "out-of-order" and process.current is not None:
+        return LogSealedError(f"tool {process.current.call.name}")
+    code = exc.code if exc.code != "out-of-order" else None
+    return OutOfOrderError(exc.message, "execute" if exc.stage == "resolve" else exc.stage, code=code)
+
+
+#: The reducer's transitions as a driver runs them (``DriverCore._transitions``).
+Transitions = Generator[tuple[step.Append, step.Process], bool | None, list[step.Action]]
+
+
+def resume(transitions: Transitions, written: bool | None) -> tuple[step.Append, step.Process] | list[step.Action]:
+    """Hand ``transitions`` whether the last append is in the log (``None``
+    to start): the next append to write and the value after it, or the
+    actions left once the reducer is done."""
+    try:
+        return transitions.send(written)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+def recoverable(append: step.Append, applied: bool | None) -> bool:
+    """Whether a driver goes on after ``append`` failed: it was written after
+    all (``applied``), or it was not and the reducer takes the failure
+    (``on_failure``); otherwise the append's error is the operation's."""
+    return bool(applied) or (applied is False and append.on_failure is not None)
+
+
+def failed(append: step.Append) -> step.AppendFailed:
+    """The input that hands a failed ``append`` back to the process before it."""
+    assert append.on_failure is not None
+    return step.AppendFailed(append.on_failure, 0, append.detail)
+
+
+class DriverCore:
+    """What every driver of the reducer keeps and does the same way: the
+    reducer's configuration (made again only when a setting changed), the
+    step listeners' verdict, and carrying on after a transition (its
+    continuations queued, where a call's effects land resolved, the other
+    actions handed back). A driver supplies ``_view`` (the log as it holds it
+    now) and ``_now`` (the clock an append is stamped with)."""
+
+    tools: ToolRunner
+    max_steps: int
+    max_tool_calls: int
+    retry_budget: model.RetryBudget
+    step_listeners: list[StepListener]
+    prompt: PromptConfig
+    _conversation: Conversation
+    _p: step.Process
+    #: an append in doubt and the value after it (see ``_lost_track``)
+    _behind: tuple[step.Append, step.Process] | None
+
+    def _view(self) -> step.Log:
+        raise NotImplementedError
+
+    def _now(self) -> int:
+        raise NotImplementedError
+
+    def _config(self) -> step.TurnConfig:
+        """The reducer's configuration, made again only when a setting changed."""
+        tools = self.tools
+        key = (tools.registry, tools.policy, self.max_steps, self.max_tool_calls, self.retry_budget.retries)
+        made = getattr(self, "_configured", None)
+        if made is None or any(a is not b for a, b in zip(made[0], key, strict=True)):
+            made = (key, step.TurnConfig(*key))
+            self._configured = made
+        return made[1]
+
+    def _configure(self) -> None:
+        """The process value with the configuration as the settings are now."""
+        config = self._config()
+        if config is not self._p.config:
+            self._p = replace(self._p, config=config)
+
+    def _decide(self, event: step.Input) -> step.Transition:
+        return decide(self._p, self._view(), event, self._now)
+
+    def _transitions(self, event: step.Input) -> Transitions:
+        """Feed ``event`` (and the continuations it asks for) to the reducer;
+        yield each append with the process value after it for the driver to
+        write, and take back whether it is in the log (False: it failed and
+        the reducer takes the failure); return the actions left for the
+        caller (results, model, tool, review, turn over). The process value
+        moves on only past what the store holds."""
+        self._configure()
+        queue: list[step.Input] = [event]
+        left: list[step.Action] = []
+        while queue:
+            moved = self._decide(queue.pop(0))
+            actions = moved.actions
+            if actions and isinstance(actions[0], step.Append):
+                append = actions[0]
+                if not (yield append, moved.process):
+                    queue.insert(0, failed(append))
+                    continue
+                actions = actions[1:]
+            self._p = moved.process
+            self._carry_on(actions, queue, left)
+        return left
+
+    def _settle_doubt(self, events: Sequence[Event]) -> bool:
+        """With the session read again (``events``), whether the append in
+        doubt was written: the value after it is taken when it was."""
+        assert self._behind is not None
+        append, after = self._behind
+        self._behind = None
+        if not written(events, append):
+            return False
+        self._p = after
+        return True
+
+    @property
+    def resumed(self) -> bool:
+        return self._p.resumed
+
+    @property
+    def in_doubt(self) -> bool:
+        """Whether an append's outcome is unknown still (the store did not
+        answer since): the next operation asks the store first."""
+        return self._behind is not None
+
+    @property
+    def pending(self) -> PendingChoice | None:
+        """The plan-mode choice waiting for the next accepted pre-step."""
+        return self._p.pending
+
+    @property
+    def plan_mode(self) -> PlanModeView:
+        """The mode as the user sees it: the recorded state, and the chosen
+        state waiting for the next accepted pre-step (``None``: nothing)."""
+        pending = self._p.pending
+        return PlanModeView(self._view().state.plan_mode, None if pending is None else pending.target)
+
+    def _carry_on(self, actions: Sequence[step.Action], queue: list[step.Input], left: list[step.Action]) -> None:
+        """Queue ``actions``' continuations and resolved paths; keep the rest in ``left``."""
+        for action in actions:
+            if isinstance(action, step.Then):
+                queue.append(action.event)
+            elif isinstance(action, step.ResolvePaths):
+                call = action.call
+                queue.append(step.Resolved(call.id, tuple(resolved_effects(self.tools, call)), 0))
+            else:
+                left.append(action)
+
+    def _derive(self, basis: step.RequestBasis) -> PreparedRequest:
+        """The request of a step, derived from ``basis`` (the conversation's
+        messages are kept between steps)."""
+        return prepare_request(
+            basis.state, basis.events, basis.view, first_request=basis.first_request, tools=self.tools,
+            config=self.prompt, messages=self._conversation,
+        )
+
+    def _verdict(self, proposed: step.ProposedStep) -> StepVerdict:
+        verdict: StepVerdict = "accepted"
+        shown = ProposedStep(proposed.turn, proposed.step, proposed.attempt)
+        for listener in self.step_listeners:
+            verdict = listener(shown)
+            if verdict != "accepted":
+                break
+        return verdict
+
+
+class StepMachine(DriverCore):
     """One session's turn machine over ``store``: the kernel's reducer
     (``kernel.step``) and the I/O it asks for (see the module doc).
 
@@ -447,28 +653,11 @@ class StepMachine:
     session_id = Delegated[str]("log")
     state = Delegated[SessionState]("log")
 
-    @property
-    def resumed(self) -> bool:
-        return self._p.resumed
-
-    @property
-    def in_doubt(self) -> bool:
-        """Whether an append's outcome is unknown still (the store did not
-        answer since): the next operation asks the store first."""
-        return self._behind is not None
-
-    def _config(self) -> step.TurnConfig:
-        """The reducer's configuration, made again only when a setting changed."""
-        tools = self.tools
-        key = (tools.registry, tools.policy, self.max_steps, self.max_tool_calls, self.retry_budget.retries)
-        made = getattr(self, "_configured", None)
-        if made is None or any(a is not b for a, b in zip(made[0], key, strict=True)):
-            made = (key, step.TurnConfig(*key))
-            self._configured = made
-        return made[1]
-
     def _view(self) -> step.Log:
         return step.Log(self.log.state, _LazyEvents(self.log))
+
+    def _now(self) -> int:
+        return self.log.now()
 
     def new_plan_id(self) -> str:
         return f"plan-{self.log.last_seq + 1}"
@@ -476,54 +665,27 @@ class StepMachine:
     # -- carrying out the reducer's actions -----------------------------------
 
     def _advance(self, event: step.Input) -> list[step.Action]:
-        """Feed ``event`` (and the continuations it asks for) to the reducer,
-        carry out its appends and path resolutions, and return the actions
-        left for the caller (results, model, tool, review, turn over). A
-        failed append keeps the process value from before it."""
+        """Run the reducer's transitions for ``event`` (``_transitions``),
+        writing their appends; the actions left for the caller."""
         if self._behind is not None:
             self._catch_up()
-        config = self._config()
-        if config is not self._p.config:
-            self._p = replace(self._p, config=config)
-        queue: list[step.Input] = [event]
-        left: list[step.Action] = []
-        while queue:
-            current = queue.pop(0)
-            try:
-                moved = step.advance(self._p, self._view(), current)
-                if moved.actions and isinstance(moved.actions[0], step.Append) and hasattr(current, "at"):
-                    # the clock is read only for a transition that appends
-                    current = replace(current, at=self.log.now())  # type: ignore[arg-type]
-                    moved = step.advance(self._p, self._view(), current)
-            except step.StageError as exc:
-                raise self._refusal(exc) from None
-            actions = moved.actions
-            if actions and isinstance(actions[0], step.Append):
-                append = actions[0]
-                try:
-                    self._write(append)
-                except BaseException as exc:
-                    applied = self._lost_track(append, moved.process) if store_may_be_ahead(exc) else False
-                    if applied is None or (not applied and append.on_failure is None):
-                        raise
-                    if not isinstance(exc, Exception):
-                        raise
-                    if not applied:
-                        assert append.on_failure is not None
-                        queue.insert(0, step.AppendFailed(append.on_failure, 0, append.detail))
-                        continue
-                actions = actions[1:]
-            self._p = moved.process
-            for action in actions:
-                if isinstance(action, step.Then):
-                    queue.append(action.event)
-                elif isinstance(action, step.ResolvePaths):
-                    call = from_reply_call(action.call)
-                    effects = tuple(resolved_effects(self.tools, call))
-                    queue.append(step.Resolved(call.id, effects, 0))
-                else:
-                    left.append(action)
-        return left
+        run = self._transitions(event)
+        found = resume(run, None)
+        while isinstance(found, tuple):
+            found = resume(run, self._written(*found))
+        return found
+
+    def _written(self, append: step.Append, after: step.Process) -> bool:
+        """Write ``append``: whether it is in the log (a failure the reducer
+        does not take, or a store that does not answer, raises)."""
+        try:
+            self._write(append)
+        except BaseException as exc:
+            applied = self._lost_track(append, after) if store_may_be_ahead(exc) else False
+            if not recoverable(append, applied) or not isinstance(exc, Exception):
+                raise
+            return bool(applied)
+        return True
 
     def _lost_track(self, append: step.Append, after: step.Process) -> bool | None:
         """An append whose outcome is unknown, or refused because another
@@ -540,25 +702,13 @@ class StepMachine:
     def _catch_up(self) -> bool:
         """Read the session again and find out whether the append in doubt
         was written."""
-        assert self._behind is not None
-        append, after = self._behind
         self.log.reload()
-        self._behind = None
-        if not written(self.log.events, append):
-            return False
-        self._p = after
-        return True
+        return self._settle_doubt(self.log.events)
 
     def _write(self, append: step.Append) -> None:
         if append.expected_seq != self.log.last_seq:
             raise ConflictError(self.session_id, append.expected_seq, self.log.last_seq)
         self.log.append_folded(append.events, append.before, append.state)
-
-    def _refusal(self, exc: step.StageError) -> Exception:
-        if exc.stage in ("resolve", "execute") and exc.code == "out-of-order" and self._p.current is not None:
-            return LogSealedError(f"tool {self._p.current.call.tool}")
-        code = exc.code if exc.code != "out-of-order" else None
-        return OutOfOrderError(exc.message, "execute" if exc.stage == "resolve" else exc.stage, code=code)
 
     def _result(self, event: step.Input) -> object:
         for action in self._advance(event):
@@ -603,18 +753,13 @@ class StepMachine:
         """The id of the call answered next, if any."""
         p = self._p
         if p.current is not None:
-            return p.current.call.call_id
-        return p.calls[0].call.call_id if p.calls else None
-
-    @property
-    def pending(self) -> PendingChoice | None:
-        """The plan-mode choice waiting for the next accepted pre-step."""
-        return self._p.pending
+            return p.current.call.id
+        return p.calls[0].call.id if p.calls else None
 
     @property
     def calls_left(self) -> tuple[model.ToolCall, ...]:
         """The reply's calls still to dispatch, in order."""
-        return tuple(from_reply_call(entry.call) for entry in self._p.calls)
+        return tuple(entry.call for entry in self._p.calls)
 
     @property
     def follow(self) -> Literal["continue", "end"]:
@@ -643,18 +788,11 @@ class StepMachine:
         if stage in stages:
             return
         if stage == "execute" and self._p.current is not None:
-            raise LogSealedError(f"tool {self._p.current.call.tool}")
+            raise LogSealedError(f"tool {self._p.current.call.name}")
         wanted = " or ".join(stages)
         raise OutOfOrderError(f"{what} needs the session at {wanted}, but it is at {stage}", stage)
 
     # -- the operations -------------------------------------------------------
-
-    @property
-    def plan_mode(self) -> PlanModeView:
-        """The mode as the user sees it: the recorded state, and the chosen
-        state waiting for the next accepted pre-step (``None``: nothing)."""
-        pending = self._p.pending
-        return PlanModeView(self.log.state.plan_mode, None if pending is None else pending.target)
 
     def choose(self, target: bool) -> ChoiceOutcome:
         """The user chooses plan mode on or off: appended now between turns,
@@ -700,12 +838,6 @@ class StepMachine:
             self._advance(step.Asked())
             self._requests.append(self._prepared)
         return self._prepared
-
-    def _derive(self, basis: step.RequestBasis) -> PreparedRequest:
-        return prepare_request(
-            basis.state, basis.events, basis.view, first_request=basis.first_request, tools=self.tools,
-            config=self.prompt, messages=self._conversation,
-        )
 
     def model_failed(self, error: model.ModelError, retries_used: int | None = None) -> bool:
         """The model call of the open step failed: propose the same step again
@@ -771,24 +903,15 @@ class StepMachine:
                     prepared = self.request()
                     return AskModel(prepared.request, prepared, action.step, action.attempt, action.retries_used)
                 if isinstance(action, step.RunTool):
-                    return RunTool(from_reply_call(action.call))
+                    return RunTool(action.call)
                 if isinstance(action, step.AskReview):
                     if not self.shown or self.shown[-1] is not action.request.plan:
                         self.shown.append(action.request.plan)
-                    return Review(from_reply_call(action.call), action.request)
+                    return Review(action.call, action.request)
                 if isinstance(action, step.TurnOver):
                     return TurnOver(report_of(action.tally, self._requests))
             else:  # only results: ask again
                 event = step.Next(0, self.review_available())
-
-    def _verdict(self, proposed: step.ProposedStep) -> StepVerdict:
-        verdict: StepVerdict = "accepted"
-        shown = ProposedStep(proposed.turn, proposed.step, proposed.attempt)
-        for listener in self.step_listeners:
-            verdict = listener(shown)
-            if verdict != "accepted":
-                break
-        return verdict
 
     def fork(self, new_session: str, *, at: int | None = None, turn: int | None = None) -> ForkProvenance:
         """A new session whose log is this one's first ``at`` events, or the

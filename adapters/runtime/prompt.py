@@ -49,7 +49,7 @@ from ...kernel.plan.context import (
 )
 from ...kernel.plan.review import PlanPolicy
 from ...kernel.session import SessionState
-from ...kernel.tools.events import read_tool_notice, read_tool_result
+from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result
 from ...kernel.tools.spec import thaw_json
 from ..llm.model import (
     AssistantMessage,
@@ -62,7 +62,7 @@ from ..llm.model import (
     UserMessage,
 )
 from ..views import Prefix
-from .tool_runner import ToolRunner, read_call, tool_message_text
+from .tool_runner import ToolRunner, tool_message_text
 
 __all__ = [
     "DEFAULT_BASE_PROMPT",
@@ -123,7 +123,7 @@ def _message_at(events: Sequence[Event], index: int) -> tuple[Message | None, in
     if event.kind == ASSISTANT_MESSAGE:
         calls: list[ToolCall] = []
         while index < len(events) and events[index].kind == TOOL_CALL:
-            calls.append(read_call(events[index].payload))
+            calls.append(read_tool_call(events[index].payload))
             index += 1
         text = read_assistant_message(event.payload).text
         return (AssistantMessage(text or None, tuple(calls)) if calls else AssistantMessage(text)), index

@@ -64,9 +64,9 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from ...kernel.plan.scope import Effect, ResolvedTarget
 from ...kernel.plan.tools import execution_effects
+from ...kernel.tools.spec import ToolCall
 
 if TYPE_CHECKING:
-    from ..llm.model import ToolCall
     from .tool_runner import ToolRunner
 
 __all__ = [

@@ -4,9 +4,10 @@ Theory of operation
 -------------------
 The runtime never calls an executor directly. For every call in a reply:
 
-1. the call is turned into the kernel's ``ToolCall`` exactly as the model sent
-   it (arguments that were not valid JSON are kept as their raw text, which
-   the gate refuses as ``malformed-call``);
+1. the call is the model port's ``ToolCall`` exactly as the model sent it
+   (the kernel's one call type: the gate checks it and the executor receives
+   it as it is; arguments that were not valid JSON are kept as their raw
+   text, which the gate refuses as ``malformed-call``);
 2. ``check_call`` decides, with the names actually offered with the request,
    so a forged call of a hidden tool is refused even if it exists;
 3. the verdict's events are recorded (``verdict_events``): ``tool/call``
@@ -43,13 +44,12 @@ from dataclasses import dataclass, field
 from ...kernel.decisions import tool_error_text
 from ...kernel.errors import PlanfoldError
 from ...kernel.log import TOOL_REFUSED, TOOL_RESULT, USAGE_VERSION, Draft, Event, ModelUsage
-from ...kernel.payload import JSON, MAX_SAFE_INTEGER, JSONObject
+from ...kernel.payload import JSON, MAX_SAFE_INTEGER
 from ...kernel.phase import RuntimePhase
-from ...kernel.tools.events import read_tool_call, read_tool_notice, read_tool_result, tool_result_payload
+from ...kernel.tools.events import read_tool_notice, read_tool_result, tool_result_payload
 from ...kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
-from ...kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolRegistry, ToolSpec, ToolSpecError, thaw_json
-from ...kernel.tools.spec import ToolCall as KernelCall
-from ...kernel.turn import Reply, ReplyCall
+from ...kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolCall, ToolRegistry, ToolSpec, ToolSpecError
+from ...kernel.turn import Reply
 from ..llm import model
 from ..loggers import logger
 from .resolve import Resolver
@@ -62,9 +62,6 @@ __all__ = [
     "ToolRunner",
     "answer_of",
     "error_output",
-    "from_reply_call",
-    "kernel_call",
-    "read_call",
     "reply_of",
     "result_draft",
     "tool_message_text",
@@ -72,19 +69,10 @@ __all__ = [
 ]
 
 
-def kernel_call(call: model.ToolCall) -> KernelCall:
-    """The call as the gate and the log see it: decoded arguments, or the
-    raw text when the model's JSON did not decode."""
-    arguments: JSON = call.arguments if call.arguments is not None else call.arguments_json
-    return KernelCall(call_id=call.id, tool=call.name, arguments=arguments)
-
-
 def reply_of(response: model.ChatResponse) -> Reply:
     """The model's reply as the kernel's turn rules read it, with what the
-    call cost (``usage_of``)."""
-    calls = tuple(
-        ReplyCall(c.id, c.name, c.arguments_json, c.arguments, c.arguments_error) for c in response.tool_calls
-    )
+    call cost (``usage_of``): its calls are the response's own values."""
+    calls = tuple(response.tool_calls)  # the tuple itself when it is one
     return Reply(response.text, calls, response.finish_reason, response.refusal, usage_of(response))
 
 
@@ -111,27 +99,11 @@ def usage_of(response: model.ChatResponse) -> ModelUsage | None:
     return ModelUsage(USAGE_VERSION, *counts)
 
 
-def from_reply_call(call: ReplyCall) -> model.ToolCall:
-    """A call as the log recorded it (``kernel.turn.record_reply``), as the
-    model port's call that an executor is given."""
-    return model.ToolCall(call.call_id, call.tool, call.arguments_json, call.arguments, call.problem)
-
-
 def answer_of(event: Event | None, *, refused: bool) -> tuple[bool, str]:
     """Whether the answer ``event`` recorded for a call succeeded, and the
     text the model is told (a refusal never succeeded)."""
     assert event is not None
     return (False if refused else read_tool_result(event.payload).ok), tool_message_text(event)
-
-
-def read_call(payload: JSONObject) -> model.ToolCall:
-    """A recorded ``tool/call`` as the model port's call (for the transcript)."""
-    recorded = read_tool_call(payload)
-    arguments = thaw_json(recorded.arguments)
-    if isinstance(arguments, Mapping):
-        return model.ToolCall.of(recorded.call_id, recorded.tool, arguments)
-    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return model.ToolCall.parse(recorded.call_id, recorded.tool, raw)
 
 
 def error_output(code: str, message: str, **extra: JSON) -> str:
@@ -194,12 +166,12 @@ class ToolRunner:
         """The specs shown to the model in ``phase`` (the gate's catalog)."""
         return list_available_specs(self.registry, phase, self.policy)
 
-    def check(self, call: model.ToolCall, phase: RuntimePhase, offered: tuple[str, ...]) -> Verdict:
+    def check(self, call: ToolCall, phase: RuntimePhase, offered: tuple[str, ...]) -> Verdict:
         """The gate's verdict on ``call`` made against a request that offered
         ``offered``."""
-        return check_call(self.registry, phase, self.policy, kernel_call(call), offered)
+        return check_call(self.registry, phase, self.policy, call, offered)
 
-    def execute(self, call: model.ToolCall) -> tuple[bool, str]:
+    def execute(self, call: ToolCall) -> tuple[bool, str]:
         """Run an allowed call's executor: ``(ok, output)``. A typed failure
         of the tool is ``ok=False`` with a structured error; an unexpected
         exception is reported the same way and never escapes."""
@@ -208,7 +180,7 @@ class ToolRunner:
         _ran(call, answer, started)
         return answer
 
-    def _run(self, call: model.ToolCall) -> tuple[bool, str]:
+    def _run(self, call: ToolCall) -> tuple[bool, str]:
         executor = self.executors.get(call.name)
         if executor is None:
             return _missing(call)
@@ -218,7 +190,7 @@ class ToolRunner:
             return _failed(call, exc)
         return True, json.dumps(output, ensure_ascii=False, sort_keys=True)
 
-    async def execute_async(self, call: model.ToolCall) -> tuple[bool, str]:
+    async def execute_async(self, call: ToolCall) -> tuple[bool, str]:
         """``execute`` for the asyncio runtime: an executor of
         ``async_executors`` is awaited; any other runs in a worker thread.
         The same answers."""
@@ -240,11 +212,11 @@ class ToolRunner:
 AsyncExecutor = Callable[[Mapping[str, object]], Awaitable[JSON]]
 
 
-def _arguments(call: model.ToolCall) -> Mapping[str, object]:
+def _arguments(call: ToolCall) -> Mapping[str, object]:
     return call.arguments if call.arguments is not None else {}
 
 
-def _ran(call: model.ToolCall, answer: tuple[bool, str], started: float) -> None:
+def _ran(call: ToolCall, answer: tuple[bool, str], started: float) -> None:
     """The DEBUG record of an executor's run: the call (allowed by the gate:
     only those run), how it ended and how long it took."""
     if _log.isEnabledFor(logging.DEBUG):
@@ -265,11 +237,11 @@ def _code_of(output: str) -> str:
         return "an error"
 
 
-def _missing(call: model.ToolCall) -> tuple[bool, str]:
+def _missing(call: ToolCall) -> tuple[bool, str]:
     return False, error_output("no-executor", f"no executor is installed for {call.name}")
 
 
-def _failed(call: model.ToolCall, exc: Exception) -> tuple[bool, str]:
+def _failed(call: ToolCall, exc: Exception) -> tuple[bool, str]:
     """A tool's failure as the model reads it: its typed error, or the
     exception's type and text; a traceback of an unexpected one is logged."""
     if isinstance(exc, PlanfoldError):

@@ -160,7 +160,7 @@ class HostSession:
     def reply(self, response: model.ChatResponse) -> p.ReplyRecorded:
         recorded = self.machine.reply(response)
         pairs = zip(recorded.calls, recorded.verdicts, strict=True)
-        verdicts = tuple(_verdict(call.call_id, call.tool, v) for call, v in pairs)
+        verdicts = tuple(_verdict(call.id, call.name, v) for call, v in pairs)
         return p.ReplyRecorded(verdicts, self.machine.follow, recorded.ended_by, recorded.error, self.log.last_seq)
 
     def dispatch(self, call_id: str, *, review_available: bool = True) -> p.ToolAction:

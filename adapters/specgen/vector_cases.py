@@ -86,9 +86,9 @@ def _valid_cases() -> list[Case]:
     goals = LogBuilder().create("g1", 3).round().round().op("pause").op("resume").round().op("block")
     cleared = LogBuilder().create().op("complete").op("clear").create("g2")
     tools = LogBuilder().turn().header()
-    tools.add(TOOL_CALL, tool_call_payload(ToolCall("c1", "read_file", {"path": "README.md"})))
+    tools.add(TOOL_CALL, tool_call_payload(ToolCall.of("c1", "read_file", {"path": "README.md"})))
     tools.add("tool/result", tool_result_payload("c1", "read_file", ok=True, output="# planfold"))
-    tools.add(TOOL_CALL, tool_call_payload(ToolCall("c2", "write_file", {"path": "x", "text": ""})))
+    tools.add(TOOL_CALL, tool_call_payload(ToolCall.of("c2", "write_file", {"path": "x", "text": ""})))
     reason = "write_file writes, and build_bootstrap is read-only"
     refused = Refused("write-in-read-only-phase", reason, "write_file", "build_bootstrap", "")
     tools.add(TOOL_REFUSED, tool_notice_payload("c2", refused))

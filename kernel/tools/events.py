@@ -100,7 +100,7 @@ class ToolNotice:
 def read_tool_call(payload: JSONObject) -> ToolCall:
     """Read a ``tool/call`` payload; raise ``PayloadError`` on a bad shape."""
     body: ToolCallPayload = read_as(ToolCallPayload, payload)
-    return ToolCall(call_id=body.call_id, tool=body.tool, arguments=cast(JSON, body.arguments))
+    return ToolCall.recorded(body.call_id, body.tool, cast(JSON, body.arguments))
 
 
 def read_tool_result(payload: JSONObject) -> ToolResult:
@@ -125,10 +125,11 @@ def read_tool_notice(payload: JSONObject, kind: str = TOOL_REFUSED) -> ToolNotic
 def tool_call_payload(call: ToolCall) -> JSONObject:
     """The ``tool/call`` payload for ``call``; ``PayloadError`` when the call
     has no id or its arguments are not JSON."""
-    if not is_json(call.arguments):
+    arguments = call.recorded_arguments
+    if not is_json(arguments):
         raise PayloadError("payload.arguments: must be a JSON value")
-    payload = object_of(ToolCallPayload(call.call_id, call.tool, call.arguments))
-    read_tool_call(payload)
+    payload = object_of(ToolCallPayload(call.id, call.name, arguments))
+    read_as(ToolCallPayload, payload)
     return payload
 
 
@@ -154,9 +155,9 @@ def verdict_events(call: ToolCall, verdict: Verdict) -> tuple[tuple[str, JSONObj
     that cannot be recorded (no id, non-JSON arguments)."""
     recorded = (TOOL_CALL, tool_call_payload(call))
     if isinstance(verdict, Refused):
-        return (recorded, (TOOL_REFUSED, tool_notice_payload(call.call_id, verdict)))
+        return (recorded, (TOOL_REFUSED, tool_notice_payload(call.id, verdict)))
     if isinstance(verdict, Allowed) and verdict.warning is not None:
-        warning = tool_notice_payload(call.call_id, verdict.warning, TOOL_WARNING)
+        warning = tool_notice_payload(call.id, verdict.warning, TOOL_WARNING)
         return (recorded, (TOOL_WARNING, warning))
     return (recorded,)
 

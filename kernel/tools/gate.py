@@ -277,12 +277,12 @@ def _covers(classifier: CallClassifier, tool: ToolSpec) -> bool:
 
 
 def _malformed(phase: RuntimePhase, tool: ToolSpec, call: ToolCall) -> Refused | None:
-    name = call.tool if isinstance(call.tool, str) else tool.name
+    name = call.name if isinstance(call.name, str) else tool.name
     problem = None
-    if not isinstance(call.call_id, str) or not call.call_id:
+    if not isinstance(call.id, str) or not call.id:
         problem = "the call has no id"
-    elif call.tool != tool.name:
-        problem = f"the call names {call.tool!r}, not {tool.name!r}"
+    elif call.name != tool.name:
+        problem = f"the call names {call.name!r}, not {tool.name!r}"
     elif not isinstance(call.arguments, Mapping) or not is_json(call.arguments):
         problem = "the arguments are not a JSON object"
     if problem is None:
@@ -375,7 +375,7 @@ def check_call(
     actually shown with the request, when given), then asks ``decide``.
     Raises ``GateError`` only for a bad phase."""
     phase = _check_phase(phase)
-    name = call.tool
+    name = call.name
     if not isinstance(name, str):
         return Refused("malformed-call", "the tool name is not a string", "", phase, _FROM_LIST)
     spec = registry.get(name)

@@ -33,9 +33,11 @@ executor runs them, only a built-in tool may carry their names, and each is
 offered in the phases its row names (the gate's verdict table is built from
 this table).
 
-Calls the model makes are ``ToolCall`` values holding whatever the model sent
-(the gate checks them). A ``CallClassifier`` is supplied by a deployment: for
-the tools it ``covers``, it may mark one particular call read-only.
+Calls the model makes are ``ToolCall`` values holding whatever the model sent,
+as raw text and decoded (the gate checks them): one type from the model port
+(which re-exports it) through the gate and the log to the executor. A
+``CallClassifier`` is supplied by a deployment: for the tools it ``covers``,
+it may mark one particular call read-only.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from ..payload import JSON, JSONObject
 from ..phase import RuntimePhase
 
 __all__ = [
+    "MAX_ARGUMENT_DEPTH",
     "RUNTIME_OWNED_TOOLS",
     "RUNTIME_TOOLS",
     "TOOL_NAME",
@@ -60,14 +63,18 @@ __all__ = [
     "RuntimeTool",
     "RuntimeToolName",
     "ToolCall",
+    "ToolCallError",
     "ToolCategory",
     "ToolEffect",
     "ToolOrigin",
     "ToolRegistry",
     "ToolSpec",
     "ToolSpecError",
+    "argument_problem",
+    "decode_arguments",
     "freeze_json",
     "is_json",
+    "json_kind",
     "thaw_json",
 ]
 
@@ -330,17 +337,169 @@ class ToolRegistry:
         return len(self.specs)
 
 
+class ToolCallError(GateError):
+    """A ``ToolCall`` built with halves that disagree (both or neither of
+    ``arguments`` and ``arguments_error`` set): the fault of whoever built
+    it, usually a model client. ``call_id`` is the call's id as given."""
+
+    code = "invalid-tool-call"
+
+    def __init__(self, message: str, *, call_id: object) -> None:
+        super().__init__(message)
+        self.call_id = call_id
+
+
+#: How deeply a call's arguments may nest arrays and objects (the gate's
+#: own limit; deeper arguments do not decode and the gate refuses the call).
+MAX_ARGUMENT_DEPTH = _MAX_DEPTH
+
+
+def _no_constant(token: str) -> object:
+    raise ValueError(f"{token} is not a JSON number")
+
+
+def json_kind(value: object) -> str:
+    """How an error message names the JSON type of ``value`` ("an array" …)."""
+    if value is None:
+        return "null"
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    for cls, name in names.items():
+        if isinstance(value, cls):
+            return name
+    return "a number" if isinstance(value, int | float) else type(value).__name__
+
+
+def argument_problem(value: object) -> str | None:
+    """Why decoded arguments cannot go into the log as they are (nested
+    deeper than the gate allows, text that is not Unicode), or None. Whether
+    ``value`` is JSON at all is ``is_json``'s question."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_ARGUMENT_DEPTH:
+            return f"arguments nest arrays and objects deeper than {MAX_ARGUMENT_DEPTH} levels"
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "arguments hold text that is not valid Unicode (a lone surrogate)"
+        elif isinstance(item, Mapping | list | tuple):
+            children = [*item.keys(), *item.values()] if isinstance(item, Mapping) else item
+            stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def decode_arguments(raw: str) -> tuple[Mapping[str, JSON] | None, str | None]:
+    """Decode a call's raw arguments: ``(object, None)`` or ``(None, problem)``.
+
+    Never raises. Blank text counts as ``{}`` (some servers send ``""`` for a
+    call without parameters); anything else must be a JSON object, with
+    finite numbers, valid Unicode text and at most ``MAX_ARGUMENT_DEPTH``
+    levels of nesting.
+    """
+    if not raw.strip():
+        return {}, None
+    import json  # noqa: PLC0415 (json is imported on first use, not with the kernel)
+
+    try:
+        value = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as err:
+        return None, f"arguments are not valid JSON: {err}"
+    if not isinstance(value, dict):
+        return None, f"arguments must be a JSON object, got {json_kind(value)}"
+    problem = argument_problem(value)
+    if problem is not None:
+        return None, problem
+    return value, None
+
+
+def _json_text(value: JSON) -> str:
+    """``value`` (frozen or not) as JSON text, non-ASCII kept as it is."""
+    import json  # noqa: PLC0415 (see decode_arguments)
+
+    return json.dumps(thaw_json(value), ensure_ascii=False)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A call as the model made it: untrusted, checked by the gate.
+    """One call the model asked for, untrusted: the one value that goes from
+    the model's reply through the gate and the log to the executor.
 
-    ``arguments`` is whatever JSON the model sent (the gate refuses anything
-    but an object); ``tool`` is the name exactly as sent.
+    ``arguments_json`` is the raw text the model sent; exactly one of
+    ``arguments`` (the decoded object) and ``arguments_error`` (why it did
+    not decode) is set. Build one with ``ToolCall.parse`` (from raw text) or
+    ``ToolCall.of`` (from an object); the constructor raises
+    ``ToolCallError`` when the two halves disagree. ``name`` is the tool's
+    name exactly as sent (it may name no tool).
+
+    The gate takes this value itself, not a view of it: it reads ``id``,
+    ``name`` and ``arguments``, all fields, and refuses undecoded arguments
+    (``None``) as ``malformed-call``; a second call type for the gate would
+    only be a copy made per call. ``recorded_arguments`` is what the log's
+    ``tool/call`` holds: the decoded object, or the raw text.
+
+    ``call_id`` and ``tool`` are the names the kernel's call used for ``id``
+    and ``name`` before the two call types became one; they are read-only
+    and kept for one release.
     """
 
-    call_id: str
-    tool: str
-    arguments: JSON = field(hash=False)
+    id: str
+    name: str
+    arguments_json: str
+    arguments: Mapping[str, JSON] | None = field(hash=False)
+    arguments_error: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.arguments is None) == (self.arguments_error is None):
+            raise ToolCallError(
+                f"tool call {self.id!r}: exactly one of arguments and arguments_error must be set "
+                "(the fault of the code that built the call)",
+                call_id=self.id,
+            )
+
+    @classmethod
+    def parse(cls, id: str, name: str, arguments_json: str) -> ToolCall:
+        """A call from the model's raw argument text; bad JSON is kept, not raised."""
+        decoded, problem = decode_arguments(arguments_json)
+        return cls(id, name, arguments_json, decoded, problem)
+
+    @classmethod
+    def of(cls, id: str, name: str, arguments: Mapping[str, JSON]) -> ToolCall:
+        """A call from an already decoded object (scripts, tests)."""
+        return cls(id, name, _json_text(arguments), arguments, None)
+
+    @classmethod
+    def recorded(cls, id: str, name: str, arguments: JSON) -> ToolCall:
+        """A call as a ``tool/call`` event recorded it (``recorded_arguments``):
+        an object is the decoded arguments; raw text is kept as the text
+        that did not decode; any other JSON value did not decode to an object."""
+        if isinstance(arguments, Mapping):
+            return cls.of(id, name, arguments)
+        if isinstance(arguments, str):
+            return cls(id, name, arguments, None, "the arguments were recorded as the raw text that did not decode")
+        problem = f"arguments must be a JSON object, got {json_kind(arguments)}"
+        return cls(id, name, _json_text(arguments), None, problem)
+
+    @property
+    def ok(self) -> bool:
+        """True when the arguments decoded to an object."""
+        return self.arguments_error is None
+
+    @property
+    def recorded_arguments(self) -> JSON:
+        """The arguments as the log records them: the decoded object, or the
+        raw text when they did not decode."""
+        return self.arguments if self.arguments is not None else self.arguments_json
+
+    @property
+    def call_id(self) -> str:
+        """``id`` under its former kernel name (kept for one release)."""
+        return self.id
+
+    @property
+    def tool(self) -> str:
+        """``name`` under its former kernel name (kept for one release)."""
+        return self.name
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,7 +61,7 @@ def _run_gate(data: bytes, clock: Clock) -> str:
     message = decode_json(data)
     if not isinstance(message, dict):
         raise NotJSON("a tool call is an object")
-    call = ToolCall("call-1", cast(Any, message.get("tool")), cast(Any, message.get("arguments")))
+    call = ToolCall.recorded("call-1", cast(Any, message.get("tool")), cast(Any, message.get("arguments")))
     verdicts: list[object] = []
     with unchanged(message), clock.timed():
         for policy in POLICIES:

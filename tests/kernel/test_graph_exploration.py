@@ -293,7 +293,7 @@ _YES = CallClassifier("says-yes", lambda tool: True, lambda tool, args: Classifi
 
 def observed_rule(phase: str, tool: ToolSpec) -> RuleKind:
     """Which rule the gate applies, judged from its verdicts alone."""
-    call = ToolCall("c1", tool.name, {})
+    call = ToolCall.of("c1", tool.name, {})
 
     def ask(policy: GatePolicy) -> object:
         catalog, run = decide(phase, policy, tool, None), decide(phase, policy, tool, call)  # type: ignore[arg-type]

@@ -26,7 +26,8 @@ from planfold.kernel.log import REQUEST_HEADER, Event, read_request_header
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import ViewRequest
 from planfold.kernel.session import SessionState, fold_session
-from planfold.kernel.turn import Reply, ReplyCall
+from planfold.kernel.tools.spec import ToolCall
+from planfold.kernel.turn import Reply
 from tests.runtime_helpers import SPEC, SUMMARY
 
 CONFIG = step.TurnConfig(default_registry(), max_steps=4, max_tool_calls=4, step_retries=1)
@@ -47,14 +48,14 @@ def _reply(kind: str, call_id: str) -> Reply:
     if kind == "final":
         return Reply("all done", (), "stop")
     if kind == "read":
-        return Reply(None, (ReplyCall(call_id, "read_file", '{"path": "a.txt"}', {"path": "a.txt"}),), "tool_calls")
+        return Reply(None, (ToolCall(call_id, "read_file", '{"path": "a.txt"}', {"path": "a.txt"}),), "tool_calls")
     if kind == "write":
         written: dict[str, JSON] = {"path": "b.txt", "content": "x"}
-        return Reply(None, (ReplyCall(call_id, "write_file", "{}", written),), "tool_calls")
+        return Reply(None, (ToolCall(call_id, "write_file", "{}", written),), "tool_calls")
     if kind == "cut":
         return Reply("half", (), "length")
     arguments: dict[str, JSON] = {"plan_spec": dict(SPEC), "summary_candidate": dict(SUMMARY)}
-    return Reply(None, (ReplyCall(call_id, "exit_plan_mode", "{}", arguments),), "tool_calls")
+    return Reply(None, (ToolCall(call_id, "exit_plan_mode", "{}", arguments),), "tool_calls")
 
 
 class TurnMachine(RuleBasedStateMachine):
@@ -106,7 +107,7 @@ class TurnMachine(RuleBasedStateMachine):
                 if isinstance(action, step.Then):
                     queue.append(action.event)
                 elif isinstance(action, step.ResolvePaths):
-                    queue.append(step.Resolved(action.call.call_id, (), self.tick()))
+                    queue.append(step.Resolved(action.call.id, (), self.tick()))
                 elif isinstance(action, step.ProposeStep):
                     queue.append(step.StepVerdictIn("accepted", self.tick()))
                 else:
@@ -121,7 +122,7 @@ class TurnMachine(RuleBasedStateMachine):
             fits = False
         if event.name in ("tool-done", "review-answer") and fits:
             current = self.process.current
-            fits = current is not None and current.call.call_id == getattr(event, "call_id", None)
+            fits = current is not None and current.call.id == getattr(event, "call_id", None)
         if event.name == "next" and self.stage in ("idle", "turn"):
             fits = self.process.over is not None if self.stage == "idle" else self.process.turn_mine
         before = (self.process, len(self.events), self.state)
@@ -205,14 +206,14 @@ class TurnMachine(RuleBasedStateMachine):
     @rule(right=st.booleans(), ok=st.booleans())
     def tool_done(self, right: bool, ok: bool) -> None:
         current = self.process.current
-        call_id = current.call.call_id if current is not None and right else "elsewhere"
+        call_id = current.call.id if current is not None and right else "elsewhere"
         if self.offer(step.ToolDone(call_id, ok, "output", self.tick())) is not None:
             self.stage = "calls" if self.process.calls else "turn"
 
     @rule(approve=st.booleans())
     def review_answer(self, approve: bool) -> None:
         current = self.process.current
-        call_id = current.call.call_id if current is not None else "none"
+        call_id = current.call.id if current is not None else "none"
         answer = approval() if approve else keep_planning("more detail")
         if self.offer(step.ReviewAnswered(call_id, answer, self.tick())) is not None:
             self.stage = "calls" if self.process.calls else "turn"
@@ -299,3 +300,39 @@ def test_a_failed_flush_keeps_the_choice_pending_and_the_step_goes_on() -> None:
     assert isinstance(header, step.Append) and [e.kind for e in header.events] == [REQUEST_HEADER]
     assert read_request_header(header.events[0].payload).plan_mode is False
     assert replace(after.process, tally=None).step_open
+
+
+class _Clock:
+    """A clock that counts its reads."""
+
+    def __init__(self, start: int = 1_000) -> None:
+        self.reads = 0
+        self.start = start
+
+    def __call__(self) -> int:
+        self.reads += 1
+        return self.start + self.reads
+
+
+def test_an_inputs_clock_is_read_once_by_a_transition_that_appends_and_never_by_one_that_does_not() -> None:
+    log = step.Log(SessionState(), ())
+    process = step.Process.opened(CONFIG, log)
+    clock = _Clock()
+    started = step.advance(process, log, step.StartTurn("go", None, ViewRequest(), clock))
+    opened = started.actions[0]
+    assert isinstance(opened, step.Append) and len(opened.events) == 2
+    assert clock.reads == 1 and {e.at for e in opened.events} == {1_001}
+    after = step.Log(opened.state, opened.events)
+    clock.reads = 0
+    asked = step.advance(started.process, after, step.Next(clock))
+    assert clock.reads == 0 and not any(isinstance(a, step.Append) for a in asked.actions)
+
+
+def test_a_clock_reading_earlier_than_the_log_stamps_at_the_logs_last_time() -> None:
+    log = step.Log(SessionState(), ())
+    process = step.Process.opened(CONFIG, log)
+    opened = step.advance(process, log, step.StartTurn("go", None, ViewRequest(), 5_000)).actions[0]
+    assert isinstance(opened, step.Append)
+    after = step.Log(opened.state, opened.events)
+    ended = step.advance(step.Process.opened(CONFIG, after), after, step.EndTurn(lambda: 10)).actions[0]
+    assert isinstance(ended, step.Append) and {e.at for e in ended.events} == {5_000}

@@ -23,14 +23,13 @@ from planfold.kernel.payload import JSON, object_of
 from planfold.kernel.session import fold_session
 from planfold.kernel.tools.events import read_tool_result
 from planfold.kernel.tools.gate import Allowed, GatePolicy, Refused
-from planfold.kernel.tools.spec import ToolRegistry, ToolSpec
+from planfold.kernel.tools.spec import ToolCall, ToolRegistry, ToolSpec
 from planfold.kernel.turn import (
     CALL_INTERRUPTED,
     RECORDABLE_KINDS,
     REPLY_NOTICE_SOURCE,
     UNFINISHED,
     Reply,
-    ReplyCall,
     abandoned_turn,
     failed_result,
     interrupted_calls,
@@ -47,9 +46,9 @@ WRITE = ToolSpec(
 REGISTRY = ToolRegistry.of(READ, WRITE)
 
 
-def _call(call_id: str = "c1", tool: str = "read_file", **arguments: object) -> ReplyCall:
+def _call(call_id: str = "c1", tool: str = "read_file", **arguments: object) -> ToolCall:
     args = dict(arguments) or {"path": "a.txt"}
-    return ReplyCall(call_id, tool, json.dumps(args), args)  # type: ignore[arg-type]
+    return ToolCall(call_id, tool, json.dumps(args), args)  # type: ignore[arg-type]
 
 
 def _record(reply: Reply, *, phase: str = "build_execute", cap: int = 32) -> object:
@@ -147,22 +146,22 @@ def test_a_negative_cap_takes_no_call() -> None:
 
 
 def test_text_ids_and_names_that_are_not_unicode_are_recorded_escaped() -> None:
-    bad = ReplyCall("c\udc80", "read\udc80", '{"path": "a"}', {"path": "a"})
+    bad = ToolCall("c\udc80", "read\udc80", '{"path": "a"}', {"path": "a"})
     recorded = _record(Reply("t\udc80", (bad,), "tool_calls"))
     assert recorded.batch[0].payload["text"] == "t\\udc80"  # type: ignore[attr-defined]
     (call,) = recorded.calls  # type: ignore[attr-defined]
-    assert (call.call_id, call.tool) == ("c\\udc80", "read\\udc80")
-    assert call.arguments == {"path": "a"} and call.problem is None
+    assert (call.id, call.name) == ("c\\udc80", "read\\udc80")
+    assert call.arguments == {"path": "a"} and call.arguments_error is None
 
 
 def test_arguments_the_log_cannot_hold_are_recorded_as_raw_text_and_refused_as_malformed() -> None:
-    deep = ReplyCall("c1", "read_file", '{"x": NaN}', {"x": float("nan")})
-    surrogate = ReplyCall("c2", "read_file", '{"x": "\\udc80"}', {"x": "\udc80"})
-    undecoded = ReplyCall("c3", "read_file", "{oops", None, "not JSON")
+    deep = ToolCall("c1", "read_file", '{"x": NaN}', {"x": float("nan")})
+    surrogate = ToolCall("c2", "read_file", '{"x": "\\udc80"}', {"x": "\udc80"})
+    undecoded = ToolCall("c3", "read_file", "{oops", None, "not JSON")
     recorded = _record(Reply("", (deep, surrogate, undecoded), "tool_calls"))
     first, second, third = recorded.calls  # type: ignore[attr-defined]
-    assert first.arguments is None and first.problem == "the arguments hold a value the log cannot record"
-    assert second.arguments is None and third.problem == "not JSON"
+    assert first.arguments is None and first.arguments_error == "the arguments hold a value the log cannot record"
+    assert second.arguments is None and third.arguments_error == "not JSON"
     assert all(isinstance(v, Refused) and v.code == "malformed-call" for v in recorded.verdicts)  # type: ignore[attr-defined]
 
 
@@ -223,10 +222,9 @@ def test_the_abandoned_turn_is_its_interrupted_calls_then_its_end_and_nothing_wh
 
 def test_a_write_without_an_executing_plan_is_no_scope_matter() -> None:
     from planfold.kernel.plan.scope import Effect  # noqa: PLC0415
-    from planfold.kernel.tools.spec import ToolCall  # noqa: PLC0415
 
     events = _turn_log()
-    call = ToolCall("c1", "write_file", {"path": "x"})
+    call = ToolCall.of("c1", "write_file", {"path": "x"})
     assert scope_refusal(fold_session(events), call, (Effect("write", "x"),)) is None
     assert scope_refusal(fold_session(events), call, ()) is None
 
@@ -263,7 +261,6 @@ def test_a_write_outside_the_executing_plans_scope_is_a_realignment_then_a_faile
     from planfold.kernel.plan.scope import Effect  # noqa: PLC0415
     from planfold.kernel.plan.spec import PlanScope  # noqa: PLC0415
     from planfold.kernel.plan_events import approve_event, draft_event, start_event  # noqa: PLC0415
-    from planfold.kernel.tools.spec import ToolCall  # noqa: PLC0415
     from tests.plan_helpers import GOOD_CANDIDATE, Session, current_ref, spec  # noqa: PLC0415
 
     s = Session()
@@ -272,7 +269,7 @@ def test_a_write_outside_the_executing_plans_scope_is_a_realignment_then_a_faile
     s.add(approve_event(s.state, current_ref(s)))
     s.mode(False)
     s.add(start_event(s.state, current_ref(s)))
-    call = ToolCall("c7", "write_file", {"path": "docs/x"})
+    call = ToolCall.of("c7", "write_file", {"path": "docs/x"})
     assert scope_refusal(s.state, call, (Effect("write", "src/a.py"),)) is None  # inside: the call runs
     refused = scope_refusal(s.state, call, (Effect("write", "docs/x"),))
     assert refused is not None
@@ -312,7 +309,7 @@ def test_the_notice_for_calls_past_the_cap_says_how_many_were_made_taken_and_ref
 def test_a_call_given_an_id_keeps_its_argument_text() -> None:
     recorded = _record(Reply("", (_call(""),), "tool_calls"))
     (call,) = recorded.calls  # type: ignore[attr-defined]
-    assert call == ReplyCall("call-0", "read_file", '{"path": "a.txt"}', {"path": "a.txt"})
+    assert call == ToolCall("call-0", "read_file", '{"path": "a.txt"}', {"path": "a.txt"})
 
 
 def test_a_call_answered_by_nothing_but_the_turns_first_event_is_still_found() -> None:

@@ -49,7 +49,7 @@ def test_a_goal_round_a_clear_and_the_tool_events_are_said_in_their_kinds_words(
     assert describe(_event("user/message", notice)) == '[plugin plan-mode] "Plan mode is on."'
     cleared = clear_payload(GoalRef("g1", 4), 9)
     assert describe(_event("goal/change", cleared)) == "clear: g1 (tombstone rev 4)"
-    call = tool_call_payload(ToolCall("c1", "read_file", {"path": "README.md", "limit": 2}))
+    call = tool_call_payload(ToolCall.of("c1", "read_file", {"path": "README.md", "limit": 2}))
     assert describe(_event("tool/call", call)) == 'read_file {"limit": 2, "path": "README.md"}'
     result = tool_result_payload("c1", "read_file", ok=False, output="no such file")
     assert describe(_event("tool/result", result)) == "read_file failed: no such file"

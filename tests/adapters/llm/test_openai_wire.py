@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -28,7 +27,6 @@ from planfold.adapters.llm.model import (
     ToolDefinition,
     ToolMessage,
     UserMessage,
-    decode_arguments,
     excerpt,
 )
 from planfold.adapters.llm.openai import (
@@ -204,50 +202,6 @@ def test_tool_message_name_is_sent_only_when_given() -> None:
 
 
 # --- the port's values --------------------------------------------------------
-
-
-@given(st.text(max_size=30))
-def test_decoding_arguments_never_raises(raw: str) -> None:
-    decoded, problem = decode_arguments(raw)
-    assert (decoded is None) != (problem is None)
-    if decoded is not None and raw.strip():
-        assert json.loads(raw) == decoded
-
-
-@pytest.mark.parametrize(
-    ("raw", "decoded", "problem"),
-    [
-        ("", {}, None),
-        ("  \n", {}, None),
-        ('{"a": 1}', {"a": 1}, None),
-        ("[1, 2]", None, "got an array"),
-        ('"text"', None, "got a string"),
-        ("null", None, "got null"),
-        ("{'a': 1}", None, "not valid JSON"),
-        ("[" * 100_000, None, "not valid JSON"),
-        ('{"n": NaN}', None, "NaN is not a JSON number"),
-        ('{"n": [-Infinity]}', None, "-Infinity is not a JSON number"),
-        ('{"deep": ' + "[" * 65 + "]" * 65 + "}", None, "deeper than 64 levels"),
-        ('{"text": "\\udc80"}', None, "not valid Unicode"),
-        ('{"\\ud800": 1}', None, "not valid Unicode"),
-        ('{"deep": ' + "[" * 64 + "]" * 64 + "}", {"deep": json.loads("[" * 64 + "]" * 64)}, None),
-    ],
-)
-def test_decode_arguments_cases(
-    raw: str, decoded: Mapping[str, JSON] | None, problem: str | None
-) -> None:
-    got, why = decode_arguments(raw)
-    assert got == decoded
-    assert (why is None) if problem is None else (why is not None and problem in why)
-
-
-def test_a_tool_call_is_decoded_or_carries_its_error_never_both() -> None:
-    with pytest.raises(ModelBadRequestError):
-        ToolCall("c", "t", "{}", {}, "also an error")
-    with pytest.raises(ModelBadRequestError):
-        ToolCall("c", "t", "{", None, None)
-    call = ToolCall.of("c", "t", {"path": "ä"})
-    assert call.ok and call.arguments_json == '{"path": "ä"}'
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from planfold.adapters.cli.demo_script import DEMO_FILES, TASK, after_restart_mo
 from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.llm.scripted import ScriptedClient
 from planfold.adapters.runtime.aio import AsyncRuntime, InThread
-from planfold.adapters.runtime.goal_service import GoalService
+from planfold.adapters.runtime.goal_service import AsyncGoalService
 from planfold.adapters.runtime.machine import TurnReport
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
@@ -52,17 +52,17 @@ async def _async_demo(db: Path, session: str) -> None:
     assert await run.submit("/plan") == "committed"
     report = await run.submit(TASK)
     assert isinstance(report, TurnReport) and report.ended_by == "reply"
-    goals = GoalService(run.log, "agent-1", lambda: f"goal-{run.log.last_seq + 1}")
-    goals.create(goals.agent, "Keep README.md and greet.py consistent", max_rounds=2)
+    goals = AsyncGoalService(run.goal_log, "agent-1", lambda: f"goal-{run.state.last_seq + 1}")
+    await goals.create(goals.agent, "Keep README.md and greet.py consistent", max_rounds=2)
     drive = await goals.drive_async(goals.agent, run)
     assert drive.stopped == "budget-spent"
-    goals.edit(goals.agent, max_rounds=3)
-    goals.resume(goals.agent)
+    await goals.edit(goals.agent, max_rounds=3)
+    await goals.resume(goals.agent)
     # the restart: a new runtime on the same store, process state new
     run = await runtime(second)
-    goals = GoalService(run.log, "agent-1", lambda: f"goal-{run.log.last_seq + 1}")
+    goals = AsyncGoalService(run.goal_log, "agent-1", lambda: f"goal-{run.state.last_seq + 1}")
     assert (await goals.drive_async(goals.agent, run)).stopped == "disarmed"
-    goals.resume(goals.agent)
+    await goals.resume(goals.agent)
     assert (await goals.drive_async(goals.agent, run)).stopped == "budget-spent"
     assert first.remaining == 0 and second.remaining == 0
     store.close()

@@ -24,11 +24,13 @@ from planfold.adapters.llm.script_format import Expectation, ScriptStep
 from planfold.adapters.llm.scripted import ScriptedClient
 from planfold.adapters.runtime.aio import AsyncRuntime, InThread
 from planfold.adapters.runtime.goal_lease import LeasedDriver
-from planfold.adapters.runtime.goal_service import GoalService
+from planfold.adapters.runtime.goal_lease_aio import AsyncLeasedDriver
+from planfold.adapters.runtime.goal_service import AsyncGoalService, GoalService
 from planfold.adapters.runtime.loop import Runtime
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
+from planfold.adapters.store.aio_threaded import ThreadedStore
 from planfold.adapters.store.base import AppendRequest, AppendResult, Lease
 from planfold.adapters.store.contract import ManualClock
 from planfold.adapters.store.memory import MemoryStore
@@ -291,27 +293,26 @@ def test_two_processes_drive_one_goal_one_at_a_time_and_take_over_only_after_exp
                 proc.join(10)
 
 
-def test_an_asyncio_drive_runs_its_rounds_under_the_lease_and_gives_it_back_when_the_goal_stops(
+def test_an_asyncio_drive_over_a_synchronous_store_runs_its_rounds_under_the_lease_and_gives_it_back(
     clock: ManualClock,
 ) -> None:
-
-
     store = MemoryStore(clock=clock)
 
     async def scenario() -> tuple[tuple[int, ...], str | None]:
         tools = ToolRunner(default_registry(), executors=Workspace({}).executors())
         model = InThread(ScriptedClient(ScriptStep(say(t), Expectation()) for t in ("round one", "round two")))
         runtime = AsyncRuntime(store, SESSION, model, tools, clock=lambda: clock.now)
-        goals = GoalService(runtime.log, "agent", lambda: "g1")
-        driver = LeasedDriver(goals, store, holder="async-host", ttl_ms=1_000)
-        goals.create(goals.agent, "two rounds", max_rounds=2)
-        drive = await driver.drive_async(goals.agent, runtime)
+        goals = AsyncGoalService(runtime.goal_log, "agent", lambda: "g1")
+        driver = AsyncLeasedDriver(goals, ThreadedStore(store), holder="async-host", ttl_ms=1_000)
+        await goals.create(goals.agent, "two rounds", max_rounds=2)
+        drive = await driver.drive(goals.agent, runtime)
         return drive.rounds, drive.stopped
 
     rounds, stopped = asyncio.run(scenario())
     assert rounds == (1, 2) and stopped == "budget-spent"
     assert round_numbers(store) == [1, 2]
     assert store.lease(SESSION) is None  # given back when the goal stopped
+    assert store.audit(SESSION).ok
 
 
 def test_a_leased_drives_fenced_appends_reach_the_store_with_their_fold(

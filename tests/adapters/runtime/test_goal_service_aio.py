@@ -13,14 +13,14 @@ import pytest
 from planfold.adapters.llm.model import ChatRequest, ChatResponse
 from planfold.adapters.runtime.aio import AsyncRuntime
 from planfold.adapters.runtime.goal_lease_aio import AsyncLeasedDriver
-from planfold.adapters.runtime.goal_service import AsyncGoalService, StaleAgentError
+from planfold.adapters.runtime.goal_service import AsyncGoalService, DriveReport, StaleAgentError
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.store.aio import AsyncSharedStore
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
-from planfold.adapters.store.base import LeaseHeldError
+from planfold.adapters.store.base import AppendRequest, AppendResult, LeaseHeldError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.goal.ops import GoalError
 from planfold.kernel.log import MessageSource
@@ -46,10 +46,10 @@ def _tools() -> ToolRunner:
     return ToolRunner(default_registry(), executors=Workspace(dict(FILES)).executors())
 
 
-async def _goal_service(store: AsyncSharedStore, model: Model | None = None) -> tuple[AsyncRuntime, AsyncGoalService]:
-    """A runtime of session ``S`` over ``store`` asking ``model`` (a fresh one
-    by default), and agent-1's goal service on its goal log."""
-    runtime = await AsyncRuntime.open(store, S, model or Model(), _tools(), clock=ticking())
+async def _goal_service(store: AsyncSharedStore) -> tuple[AsyncRuntime, AsyncGoalService]:
+    """A runtime of session ``S`` over ``store``, and agent-1's goal service on
+    its goal log."""
+    runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
     return runtime, AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
 
 
@@ -68,6 +68,20 @@ def _no_hop(*args: object, **kwargs: object) -> object:
     raise AssertionError("the asyncio goal service hopped to a thread")
 
 
+async def _two_rounds(
+    runtime: AsyncRuntime, monkeypatch: pytest.MonkeyPatch, to_thread: Callable[..., object]
+) -> tuple[AsyncGoalService, DriveReport]:
+    """A goal of two rounds created and driven to its budget on ``runtime``,
+    with ``asyncio.to_thread`` replaced by ``to_thread`` meanwhile."""
+    monkeypatch.setattr(asyncio, "to_thread", to_thread)
+    goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+    await goals.create(goals.agent, "Tidy", max_rounds=2)
+    report = await goals.drive_async(goals.agent, runtime)
+    monkeypatch.undo()
+    assert report.rounds == (1, 2) and report.stopped == "budget-spent"
+    return goals, report
+
+
 @pytest.mark.parametrize("backend", sorted(STORES))
 def test_a_goal_is_driven_to_its_budget_on_the_loop_without_a_thread_and_the_log_audits_clean(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -75,12 +89,8 @@ def test_a_goal_is_driven_to_its_budget_on_the_loop_without_a_thread_and_the_log
     async def scenario() -> None:
         store = await STORES[backend](tmp_path)
         model = Model()
-        runtime, goals = await _goal_service(store, model)
-        monkeypatch.setattr(asyncio, "to_thread", _no_hop)
-        await goals.create(goals.agent, "Tidy", max_rounds=2)
-        report = await goals.drive_async(goals.agent, runtime)
-        monkeypatch.undo()
-        assert report.rounds == (1, 2) and report.stopped == "budget-spent"
+        runtime = await AsyncRuntime.open(store, S, model, _tools(), clock=ticking())
+        goals, report = await _two_rounds(runtime, monkeypatch, _no_hop)
         goal = runtime.state.goal.current
         assert goal is not None and goal.phase == "blocked" and not goals.activation.armed
         assert goal.blocked_reason is not None and goal.blocked_reason.code == "round-limit"
@@ -112,10 +122,33 @@ def test_a_refused_operation_and_a_stale_agent_append_nothing() -> None:
     asyncio.run(scenario())
 
 
-def test_a_runtime_over_a_synchronous_store_has_no_async_goal_log() -> None:
-    runtime = AsyncRuntime(MemoryStore(), S, Model(), _tools())
-    with pytest.raises(TypeError, match="synchronous Store"):
-        runtime.goal_log  # noqa: B018
+def test_a_runtime_over_a_synchronous_store_drives_a_goal_with_one_thread_hop_per_store_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = MemoryStore(clock=ticking())
+    hops: list[str] = []
+    hop = asyncio.to_thread
+    appends: list[int] = []
+    append = store.append
+
+    def counting(request: AppendRequest) -> AppendResult:
+        appends.append(request.expected_seq)
+        return append(request)
+
+    store.append = counting  # type: ignore[method-assign]
+
+    async def counted(call: Callable[..., object], *args: object) -> object:
+        hops.append(getattr(call, "__qualname__", ""))
+        return await hop(call, *args)
+
+    async def scenario() -> None:
+        await _two_rounds(AsyncRuntime(store, S, Model(), _tools(), clock=ticking()), monkeypatch, counted)
+
+    asyncio.run(scenario())
+    events = store.read(S)
+    assert store.audit(S).ok and fold_session(events) == store.load(S)
+    assert len(appends) >= 10 and appends == sorted(appends)  # the goal, 4 appends a round, the block
+    assert len(hops) == len(appends) and all(name.startswith("ThreadedStore.") for name in hops)
 
 
 def test_a_leased_drive_holds_the_lease_for_its_rounds_and_gives_it_back_at_the_budget(

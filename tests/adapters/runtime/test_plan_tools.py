@@ -28,8 +28,7 @@ from planfold.kernel.plan.spec_json import decode_exit_plan_args
 from planfold.kernel.plan_events import bootstrap_event
 from planfold.kernel.session import fold_session
 from planfold.kernel.tools.gate import Allowed, GatePolicy, Refused, check_call
-from planfold.kernel.tools.spec import ToolCall as KernelCall
-from planfold.kernel.tools.spec import ToolSpec, ToolSpecError
+from planfold.kernel.tools.spec import ToolCall, ToolSpec, ToolSpecError
 from tests.runtime_helpers import (
     FULL_MARK,
     SPEC,
@@ -91,7 +90,7 @@ def _approved(*replies: Any, spec: Mapping[str, JSON] = SPEC, **options: Any) ->
 def test_the_gate_routes_bootstrap_plan_to_the_runtime_only_in_build_bootstrap() -> None:
     registry = default_registry()
     policy = GatePolicy(catalog="stable")
-    bootstrap = KernelCall("c1", "bootstrap_plan", {"plan_spec": dict(SPEC)})
+    bootstrap = ToolCall.of("c1", "bootstrap_plan", {"plan_spec": dict(SPEC)})
     verdict = check_call(registry, "build_bootstrap", policy, bootstrap)
     assert verdict == Allowed("bootstrap_plan", "build_bootstrap", "runtime", "runtime-owned")
     for phase in ("plan", "build_execute", "verify"):

@@ -16,6 +16,7 @@ import pytest
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_postgres import AsyncPostgresStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
+from planfold.adapters.store.aio_threaded import ThreadedStore
 from planfold.adapters.store.contract import ManualClock, StoreContract, StoreKit, StoreMaker
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.postgres import PostgresStore
@@ -39,6 +40,14 @@ class TestAsyncMemoryStore(TestMemoryStore):
     @staticmethod
     def new_kit(clock: ManualClock) -> StoreKit:
         return StoreKit.same_async(AsyncMemoryStore(clock=clock))
+
+
+class TestThreadedMemoryStore(TestMemoryStore):
+    """A synchronous store adapted to the async face, one thread hop a call."""
+
+    @staticmethod
+    def new_kit(clock: ManualClock) -> StoreKit:
+        return StoreKit.same_async(ThreadedStore(MemoryStore(clock=clock)))
 
 
 class TestSqliteStore(StoreContract):

@@ -16,12 +16,14 @@ from planfold.adapters.llm.script_format import Expectation, ScriptStep
 from planfold.adapters.llm.scripted import ScriptedClient
 from planfold.adapters.runtime.aio import AsyncRuntime, InThread
 from planfold.adapters.runtime.goal_lease import LeasedDrive, LeasedDriver
-from planfold.adapters.runtime.goal_service import GoalService
+from planfold.adapters.runtime.goal_lease_aio import AsyncLeasedDriver
+from planfold.adapters.runtime.goal_service import AsyncGoalService, GoalService
 from planfold.adapters.runtime.loop import Runtime
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
+from planfold.adapters.store.aio_threaded import ThreadedStore
 from planfold.adapters.store.base import (
     AppendRequest,
     AppendResult,
@@ -107,10 +109,15 @@ def _drive_two_rounds(face: str, wrapper: Recording, store: MemoryStore, clock: 
         goals = GoalService(runtime.log, "agent", lambda: "g1")
         goals.create(goals.agent, "two rounds", max_rounds=2)
         return LeasedDriver(goals, store, holder="host", ttl_ms=1_000).drive(goals.agent, runtime)
-    aio = AsyncRuntime(wrapper, S, InThread(model), tools, clock=now)
-    goals = GoalService(aio.log, "agent", lambda: "g1")
-    goals.create(goals.agent, "two rounds", max_rounds=2)
-    return asyncio.run(LeasedDriver(goals, store, holder="host", ttl_ms=1_000).drive_async(goals.agent, aio))
+
+    async def drive() -> LeasedDrive:
+        aio = AsyncRuntime(wrapper, S, InThread(model), tools, clock=now)
+        goals = AsyncGoalService(aio.goal_log, "agent", lambda: "g1")
+        await goals.create(goals.agent, "two rounds", max_rounds=2)
+        fenced = AsyncLeasedDriver(goals, ThreadedStore(store), holder="host", ttl_ms=1_000)
+        return await fenced.drive(goals.agent, aio)
+
+    return asyncio.run(drive())
 
 
 @pytest.mark.parametrize("face", ["sync", "asyncio"])

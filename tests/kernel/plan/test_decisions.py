@@ -54,7 +54,7 @@ def appended(s: Session, drafts: tuple[Draft, ...]) -> SessionState:
 
 
 def exit_call(**arguments: Any) -> ToolCall:
-    return ToolCall("c1", "exit_plan_mode", {"plan_spec": spec_to_json(spec()), **arguments})
+    return ToolCall.of("c1", "exit_plan_mode", {"plan_spec": spec_to_json(spec()), **arguments})
 
 
 def planning() -> Session:
@@ -123,7 +123,7 @@ def test_the_models_mistakes_are_a_failed_result_never_raised_and_record_nothing
     outside = decide_tool_call(SessionState(), exit_call(), new_plan_id="p1", review_available=True)
     unreviewed = decide_tool_call(planning().state, exit_call(), new_plan_id="p1", review_available=False)
     bad = decide_tool_call(planning().state, exit_call(extra=1), new_plan_id="p1", review_available=True)
-    unknown = decide_tool_call(SessionState(), ToolCall("c9", "nope", {}), new_plan_id="", review_available=True)
+    unknown = decide_tool_call(SessionState(), ToolCall.of("c9", "nope", {}), new_plan_id="", review_available=True)
     codes = []
     for decision in (outside, unreviewed, bad, unknown):
         assert decision.review is None and decision.result is not None and not decision.result.ok
@@ -137,7 +137,7 @@ def test_the_models_mistakes_are_a_failed_result_never_raised_and_record_nothing
 def test_a_refused_call_tells_the_model_the_refusals_code_and_message_and_each_problem_in_full() -> None:
     arguments: dict[str, Any] = {"plan_spec": {**spec_to_json(spec()), "steps": []}, "extra": 1}
     bad = decide_tool_call(
-        planning().state, ToolCall("c1", "exit_plan_mode", arguments), new_plan_id="p1", review_available=True
+        planning().state, ToolCall.of("c1", "exit_plan_mode", arguments), new_plan_id="p1", review_available=True
     )
     assert bad.result is not None and json.loads(bad.result.output) == {
         "error": {
@@ -162,7 +162,7 @@ def test_a_refused_call_tells_the_model_the_refusals_code_and_message_and_each_p
 def test_runtime_tool_arguments_that_are_not_an_object_fail_the_call_with_one_bad_json_problem() -> None:
     s = in_turn(executing())
     decision = decide_tool_call(
-        s.state, ToolCall("c6", "update_todo", ["t1", "done"]), new_plan_id="", review_available=False
+        s.state, ToolCall.parse("c6", "update_todo", '["t1", "done"]'), new_plan_id="", review_available=False
     )
     assert [d.kind for d in decision.drafts] == [TOOL_RESULT]
     assert decision.result is not None and json.loads(decision.result.output) == {
@@ -179,7 +179,7 @@ def test_runtime_tool_arguments_that_are_not_an_object_fail_the_call_with_one_ba
 
 def test_a_tool_the_runtime_does_not_own_fails_the_call_naming_the_tool() -> None:
     decision = decide_tool_call(
-        SessionState(), ToolCall("c7", "write_file", {}), new_plan_id="", review_available=False
+        SessionState(), ToolCall.of("c7", "write_file", {}), new_plan_id="", review_available=False
     )
     assert decision.result is not None and json.loads(decision.result.output) == {
         "error": {"code": "no-runtime-handler", "message": "the runtime does not handle write_file"}
@@ -188,7 +188,7 @@ def test_a_tool_the_runtime_does_not_own_fails_the_call_naming_the_tool() -> Non
 
 def test_a_todo_update_is_recorded_and_answered_in_one_call() -> None:
     s = in_turn(executing())
-    call = ToolCall("c2", "update_todo", {"todo_id": "t1", "status": "done"})
+    call = ToolCall.of("c2", "update_todo", {"todo_id": "t1", "status": "done"})
     decision = decide_tool_call(s.state, call, new_plan_id="", review_available=False)
     assert [d.kind for d in decision.drafts] == [PLAN_ARTIFACT, TOOL_RESULT]
     assert decision.result is not None and decision.result.ok
@@ -200,7 +200,7 @@ def test_a_todo_update_is_recorded_and_answered_in_one_call() -> None:
 def test_a_bootstrap_plan_call_records_the_implicit_plan_with_the_models_summary_and_says_where_it_stands() -> None:
     s = in_turn(Session())  # build mode, no plan yet: the bootstrap phase
     arguments = {"plan_spec": spec_to_json(spec()), "summary_candidate": GOOD_CANDIDATE}
-    call = ToolCall("c3", "bootstrap_plan", arguments)
+    call = ToolCall.of("c3", "bootstrap_plan", arguments)
     decision = decide_tool_call(s.state, call, new_plan_id="p5", review_available=False)
     assert [d.kind for d in decision.drafts] == [PLAN_ARTIFACT, TOOL_RESULT] and decision.review is None
     assert decision.result is not None and decision.result.ok
@@ -227,7 +227,7 @@ def verifying() -> Session:
 
 def test_a_verification_report_says_where_the_plan_stands_and_what_to_do_next_only_when_it_failed() -> None:
     s = verifying()
-    failed = ToolCall("c4", "report_verification", {"passed": False, "notes": "the export test fails"})
+    failed = ToolCall.of("c4", "report_verification", {"passed": False, "notes": "the export test fails"})
     decision = decide_tool_call(s.state, failed, new_plan_id="", review_available=False)
     assert decision.result is not None and decision.result.ok
     state = appended(s, decision.drafts)
@@ -239,7 +239,7 @@ def test_a_verification_report_says_where_the_plan_stands_and_what_to_do_next_on
         "next": "execution continues: fix what failed, then stop again to verify",
     }
     s = verifying()
-    passed = ToolCall("c5", "report_verification", {"passed": True})
+    passed = ToolCall.of("c5", "report_verification", {"passed": True})
     decision = decide_tool_call(s.state, passed, new_plan_id="", review_available=False)
     assert decision.result is not None and decision.result.ok
     state = appended(s, decision.drafts)
@@ -262,7 +262,7 @@ def test_around_requests_an_approved_plan_starts_and_a_finished_execution_verifi
     assert decide_before_request(s.state) == ()  # already executing
     assert decide_after_final_reply(s.state) == ()  # todos still open
     for todo in ("t1", "t2"):
-        call = ToolCall("c", "update_todo", {"todo_id": todo, "status": "done"})
+        call = ToolCall.of("c", "update_todo", {"todo_id": todo, "status": "done"})
         appended(s, decide_tool_call(s.state, call, new_plan_id="", review_available=False).drafts)
     (verify,) = decide_after_final_reply(s.state)
     assert verify.kind == PLAN_ARTIFACT and appended(s, (verify,)).plan.verifying

@@ -48,9 +48,21 @@ refusals = st.builds(
 
 @given(call_id=call_ids, tool=st.text(max_size=12), arguments=json_values)
 def test_a_call_round_trips_through_its_payload(call_id: str, tool: str, arguments: JSON) -> None:
-    payload = tool_call_payload(ToolCall(call_id, tool, arguments))
-    back = read_tool_call(payload)
-    assert (back.call_id, back.tool, thaw_json(back.arguments)) == (call_id, tool, thaw_json(arguments))
+    call = ToolCall.recorded(call_id, tool, arguments)
+    back = read_tool_call(tool_call_payload(call))
+    assert (back.id, back.name, back.arguments_json, back.ok) == (call_id, tool, call.arguments_json, call.ok)
+    assert thaw_json(back.recorded_arguments) == thaw_json(call.recorded_arguments)
+    if isinstance(arguments, dict | str):
+        assert thaw_json(back.recorded_arguments) == arguments
+
+
+@pytest.mark.parametrize(("value", "text"), [([1, "é"], '[1, "é"]'), (None, "null"), (3, "3"), (True, "true")])
+def test_a_recorded_value_that_is_no_object_reads_back_as_arguments_that_did_not_decode(
+    value: JSON, text: str
+) -> None:
+    back = read_tool_call({"call_id": "c1", "tool": "read_file", "arguments": value})
+    assert (back.arguments, back.arguments_json, back.ok) == (None, text, False)
+    assert back.arguments_error is not None and "must be a JSON object" in back.arguments_error
 
 
 @given(call_id=call_ids, tool=st.text(max_size=12), ok=st.booleans(), output=st.text(max_size=20))
@@ -166,9 +178,9 @@ def test_a_tool_event_outside_a_turn_is_refused(kind: str, payload: JSONObject) 
 )
 def test_builders_refuse_what_cannot_be_recorded(arguments: Any) -> None:
     with pytest.raises(PayloadError):
-        tool_call_payload(ToolCall("c", "t", arguments))
+        tool_call_payload(ToolCall("c", "t", "{}", arguments))
     with pytest.raises(PayloadError):
-        tool_call_payload(ToolCall("", "t", {}))
+        tool_call_payload(ToolCall.of("", "t", {}))
     with pytest.raises(PayloadError):
         tool_result_payload("c", "t", ok="yes", output="")  # type: ignore[arg-type]
     with pytest.raises(PayloadError):
@@ -191,7 +203,7 @@ def test_the_gates_verdicts_become_events_the_strict_fold_accepts(
         log.append(Event(len(log) + 1, kind, len(log), payload))
 
     for index, name in enumerate(names):
-        call = ToolCall(f"call-{index}", name, data.draw(small_objects))
+        call = ToolCall.of(f"call-{index}", name, data.draw(small_objects))
         verdict = check_call(REGISTRY, phase, policy, call)
         events = verdict_events(call, verdict)
         assert events[0] == (TOOL_CALL, tool_call_payload(call))
@@ -206,7 +218,7 @@ def test_the_gates_verdicts_become_events_the_strict_fold_accepts(
         for kind, payload in events:
             append(kind, payload)
         if not isinstance(verdict, Refused):
-            append(TOOL_RESULT, tool_result_payload(call.call_id, name, ok=True, output="done"))
+            append(TOOL_RESULT, tool_result_payload(call.id, name, ok=True, output="done"))
     append(TURN_END, {"turn": 1})
     assert fold_session(log).last_seq == len(log)
 
@@ -220,14 +232,14 @@ def test_a_tool_call_payload_with_arguments_that_are_not_json_is_refused() -> No
         read_tool_call({"call_id": "c1", "tool": "mystery", "arguments": {"x": float("inf")}})
     assert str(caught.value) == "payload.arguments: must be a JSON value"
     with pytest.raises(PayloadError) as built:
-        tool_call_payload(ToolCall("c1", "mystery", {"x": float("nan")}))
+        tool_call_payload(ToolCall.of("c1", "mystery", {"x": float("nan")}))
     assert str(built.value) == "payload.arguments: must be a JSON value"
 
 
 def test_recording_a_call_with_arguments_nested_past_any_limit_is_a_payload_error() -> None:
     deep = nested_lists(sys.getrecursionlimit() + 100)
     with pytest.raises(PayloadError) as caught:
-        tool_call_payload(ToolCall("c1", "mystery", deep))
+        tool_call_payload(ToolCall("c1", "mystery", "[]", {"x": deep}))
     assert str(caught.value) == "payload.arguments: must be a JSON value"
 
 

@@ -59,7 +59,7 @@ RUNTIME_PHASES_OF: dict[str, frozenset[RuntimePhase]] = {name: tool.phases for n
 
 
 def call(tool: str, arguments: Any = None, call_id: str = "call-1") -> ToolCall:
-    return ToolCall(call_id, tool, {} if arguments is None else arguments)
+    return ToolCall.recorded(call_id, tool, {} if arguments is None else arguments)
 
 
 def names(specs: tuple[ToolSpec, ...]) -> list[str]:
@@ -80,7 +80,7 @@ def says_read_only(tool: ToolSpec, arguments: JSONObject) -> Classification:
 
 
 READ_ONLY_CLASSIFIER = CallClassifier("reads", covers_all, says_read_only)
-CALL = ToolCall("c1", "mystery", {"x": 1})
+CALL = ToolCall.of("c1", "mystery", {"x": 1})
 
 
 def classifier(name: str, answer: object) -> CallClassifier:
@@ -453,12 +453,13 @@ def test_unknown_miscased_and_unoffered_names_are_refused_with_a_usable_hint() -
 @pytest.mark.parametrize(
     "forged",
     [
-        ToolCall("", "read_file", {}),
-        ToolCall("c", "read_file", [1, 2]),
-        ToolCall("c", "read_file", "path=a"),
-        ToolCall("c", "read_file", {"x": {1, 2}}),  # type: ignore[dict-item]
-        ToolCall("c", "read_file", {"x": float("nan")}),
-        ToolCall("c", 7, {}),  # type: ignore[arg-type]
+        ToolCall.of("", "read_file", {}),
+        ToolCall.parse("c", "read_file", "[1, 2]"),
+        ToolCall.parse("c", "read_file", "path=a"),
+        ToolCall("c", "read_file", "[1, 2]", [1, 2]),  # type: ignore[arg-type]
+        ToolCall("c", "read_file", "{}", {"x": {1, 2}}),  # type: ignore[dict-item]
+        ToolCall.of("c", "read_file", {"x": float("nan")}),
+        ToolCall.of("c", 7, {}),  # type: ignore[arg-type]
     ],
 )
 def test_malformed_calls_are_refused_not_raised(forged: ToolCall) -> None:
@@ -474,9 +475,9 @@ def test_decide_refuses_a_call_naming_another_tool() -> None:
 @pytest.mark.parametrize(
     ("malformed", "problem"),
     [
-        (ToolCall("", "mystery", {}), "the call has no id"),
-        (ToolCall(7, "mystery", {}), "the call has no id"),  # type: ignore[arg-type]
-        (ToolCall("c1", "mystery", [1]), "the arguments are not a JSON object"),
+        (ToolCall.of("", "mystery", {}), "the call has no id"),
+        (ToolCall.of(7, "mystery", {}), "the call has no id"),  # type: ignore[arg-type]
+        (ToolCall.parse("c1", "mystery", "[1]"), "the arguments are not a JSON object"),
     ],
 )
 def test_a_malformed_call_is_refused_with_what_is_wrong(malformed: ToolCall, problem: str) -> None:
@@ -486,7 +487,7 @@ def test_a_malformed_call_is_refused_with_what_is_wrong(malformed: ToolCall, pro
 
 
 def test_a_call_naming_another_tool_is_refused_under_the_name_it_sent() -> None:
-    verdict = decide("build_execute", GatePolicy(), MYSTERY, ToolCall("c1", "other", {}))
+    verdict = decide("build_execute", GatePolicy(), MYSTERY, ToolCall.of("c1", "other", {}))
     assert verdict == Refused(
         "malformed-call",
         "the call names 'other', not 'mystery'",
@@ -497,7 +498,7 @@ def test_a_call_naming_another_tool_is_refused_under_the_name_it_sent() -> None:
 
 
 def test_a_call_whose_tool_name_is_not_a_string_is_refused_under_the_tool_asked_about() -> None:
-    verdict = decide("build_execute", GatePolicy(), MYSTERY, ToolCall("c1", 5, {}))  # type: ignore[arg-type]
+    verdict = decide("build_execute", GatePolicy(), MYSTERY, ToolCall.of("c1", 5, {}))  # type: ignore[arg-type]
     assert verdict == Refused(
         "malformed-call",
         "the call names 5, not 'mystery'",
@@ -506,7 +507,7 @@ def test_a_call_whose_tool_name_is_not_a_string_is_refused_under_the_tool_asked_
         "Send the arguments as one JSON object.",
     )
     # check_call never gets that far: it refuses the name itself.
-    refused = check_call(ToolRegistry.of(MYSTERY), "build_execute", GatePolicy(), ToolCall("c1", 5, {}))  # type: ignore[arg-type]
+    refused = check_call(ToolRegistry.of(MYSTERY), "build_execute", GatePolicy(), ToolCall.of("c1", 5, {}))  # type: ignore[arg-type]
     assert isinstance(refused, Refused) and (refused.code, refused.tool) == ("malformed-call", "")
 
 

@@ -98,7 +98,7 @@ policies = st.builds(
 
 
 def _forged(kind: str, label: str, name: str, arguments: JSON) -> Forged:
-    return Forged(kind, label, ToolCall("forged-call", name, arguments))
+    return Forged(kind, label, ToolCall.recorded("forged-call", name, arguments))
 
 
 def _command(line: str) -> JSON:
@@ -157,7 +157,7 @@ def check_refused(verdict: Verdict, item: Forged, phase: RuntimePhase) -> Refuse
     assert isinstance(verdict, Refused), (phase, item)
     assert is_kebab_case(verdict.code), verdict
     assert verdict.reason.strip() and verdict.hint.strip(), verdict
-    assert verdict.phase == phase and verdict.tool == item.call.tool, verdict
+    assert verdict.phase == phase and verdict.tool == item.call.name, verdict
     return verdict
 
 
@@ -177,8 +177,8 @@ def test_forged_calls_are_refused_in_plan_and_build_bootstrap() -> None:
                 check_refused(verdict, item, phase)
                 # Catalog agreement: a refused call to a listed tool is either
                 # malformed or a per-call classified (unverified) tool.
-                if item.call.tool in listed:
-                    resolved = REGISTRY.get(item.call.tool)
+                if item.call.name in listed:
+                    resolved = REGISTRY.get(item.call.name)
                     assert resolved is not None
                     assert item.kind == "malformed" or tool_class(resolved) == "unverified"
                 checked[phase] += 1
@@ -200,7 +200,7 @@ def test_forged_calls_are_refused_in_plan_and_build_bootstrap() -> None:
 def test_no_declared_read_tool_is_refused(arguments: list[JSON], policy: GatePolicy) -> None:
     for tool, args in zip(READ_TOOLS, arguments, strict=True):
         for phase in PHASES:
-            verdict = check_call(REGISTRY, phase, policy, ToolCall("c", tool.name, args))
+            verdict = check_call(REGISTRY, phase, policy, ToolCall.recorded("c", tool.name, args))
             assert verdict == Allowed(tool.name, phase, "executor", "phase-allows")
 
 
@@ -228,7 +228,7 @@ def test_catalog_and_execution_agree_for_every_phase_and_tool(
             catalog = decide(phase, policy, tool, None)
             clean = isinstance(catalog, Allowed) and catalog.warning is None
             assert (tool.name in listed) == clean, (phase, tool.name, catalog)
-            verdict = check_call(REGISTRY, phase, policy, ToolCall("c", tool.name, args))
+            verdict = check_call(REGISTRY, phase, policy, ToolCall.recorded("c", tool.name, args))
             _agree(phase, policy, tool, listed, (catalog, verdict))
 
 

@@ -185,7 +185,7 @@ class GateMachine(RuleBasedStateMachine):
     # -- calls --------------------------------------------------------------
 
     def check(self, name: str, arguments: JSON, shell_read: bool | None = None) -> None:
-        verdict = check_call(self.registry, self.model.phase, self.policy(), ToolCall("c", name, arguments))
+        verdict = check_call(self.registry, self.model.phase, self.policy(), ToolCall.recorded("c", name, arguments))
         expected = self.model.outcome(name, arguments, shell_read)
         note(f"call {name}({arguments!r}) in {self.model.phase}: {verdict}")
         assert verdict_outcome(verdict) == expected, (expected, verdict)

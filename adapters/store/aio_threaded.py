@@ -1,0 +1,126 @@
+"""A synchronous ``Store`` as an ``AsyncStore``: one thread hop per store call.
+
+Theory of operation
+-------------------
+The asyncio runtime (``adapters.runtime.aio``) has one path: it awaits an
+``AsyncStore``. A native async store is the way to run it: the memory,
+SQLite and PostgreSQL async stores (``adapters.store.aio``) keep the event
+loop free with no thread per call. ``ThreadedStore`` adapts any synchronous
+``Store`` (an embedding's own, a wrapper that injects faults, a store the
+program holds already) at the store boundary and nowhere else: each call runs
+the synchronous store's method in a worker thread (``asyncio.to_thread``), so
+the store's I/O never blocks the loop. That is exactly one thread hop per
+store call; the runtime above it never hops.
+
+An append hands its request on whole (``base.AppendRequest``: the caller's
+fold and any lease travel in it); leases and ``follow`` need a
+``SharedStore`` and raise
+``TypeError`` for any other store (a programming error: the caller chose the
+store). A cancelled task does not stop a call already running in its thread:
+it finishes there, so an append is in the log or not, and the caller finds
+out which from the store (the asyncio runtime waits for it: see that module).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import TypeVar
+
+from ...kernel.log import Event
+from ...kernel.session import SessionState
+from ..provenance import ForkProvenance
+from .base import AppendRequest, AppendResult, AuditReport, Lease, SharedStore, Store
+from .projection import Projection
+
+__all__ = ["ThreadedStore"]
+
+T = TypeVar("T")
+
+
+class ThreadedStore:
+    """``store``'s operations awaited, each run in a worker thread (see the
+    module docstring). The same arguments, results and typed errors as
+    ``store``'s own; ``close`` closes it."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def _shared(self) -> SharedStore:
+        store = self.store
+        if not isinstance(store, SharedStore):
+            raise TypeError(f"leases and follow need a SharedStore, not {type(store).__name__}")
+        return store
+
+    async def _call(self, call: Callable[[], T]) -> T:
+        return await asyncio.to_thread(call)
+
+    async def __aenter__(self) -> ThreadedStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def append(self, request: AppendRequest) -> AppendResult:
+        """``Store.append`` of ``request``, handed on whole, in a worker thread."""
+        return await self._call(lambda: self.store.append(request))
+
+    async def head(self, session_id: str) -> int:
+        return await self._call(lambda: self.store.head(session_id))
+
+    async def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
+        return await self._call(lambda: self.store.read(session_id, after))
+
+    async def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
+        return await self._call(lambda: self.store.load(session_id, incremental=incremental))
+
+    async def projection(self, session_id: str) -> Projection:
+        return await self._call(lambda: self.store.projection(session_id))
+
+    async def audit(self, session_id: str) -> AuditReport:
+        return await self._call(lambda: self.store.audit(session_id))
+
+    async def session_ids(self) -> tuple[str, ...]:
+        return await self._call(self.store.session_ids)
+
+    async def fork(self, source_session: str, at: int, new_session: str) -> ForkProvenance:
+        return await self._call(lambda: self.store.fork(source_session, at, new_session))
+
+    async def provenance(self, session_id: str) -> ForkProvenance | None:
+        return await self._call(lambda: self.store.provenance(session_id))
+
+    async def import_fork(
+        self, session_id: str, events: Sequence[Event], provenance: ForkProvenance, idempotency_key: str | None = None
+    ) -> AppendResult:
+        return await self._call(lambda: self.store.import_fork(session_id, events, provenance, idempotency_key))
+
+    async def close(self) -> None:
+        await self._call(self.store.close)
+
+    async def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease:
+        shared = self._shared()
+        return await self._call(lambda: shared.acquire_lease(session_id, holder, ttl_ms))
+
+    async def release_lease(self, lease: Lease) -> bool:
+        shared = self._shared()
+        return await self._call(lambda: shared.release_lease(lease))
+
+    async def lease(self, session_id: str) -> Lease | None:
+        shared = self._shared()
+        return await self._call(lambda: shared.lease(session_id))
+
+    def follow(self, session_id: str, after_seq: int = 0, *, timeout: float | None = None) -> AsyncIterator[Event]:
+        """``SharedStore.follow``, each wait for the next event in a worker thread."""
+        return self._follow(self._shared().follow(session_id, after_seq, timeout=timeout))
+
+    async def _follow(self, events: Iterator[Event]) -> AsyncIterator[Event]:
+        try:
+            while True:
+                event = await self._call(lambda: next(events, None))
+                if event is None:
+                    return
+                yield event
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                await self._call(close)
