@@ -58,12 +58,8 @@ def pg_cluster() -> Iterator[Cluster]:
     skipped where none is installed (``tests.system_programs``), failed when an
     installed server cannot start."""
     postgres()
-    cluster = Cluster()
-    try:
-        cluster.start()
+    with Cluster() as cluster:
         yield cluster
-    finally:
-        cluster.destroy()
 
 
 @pytest.fixture

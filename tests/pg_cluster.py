@@ -142,3 +142,15 @@ class Cluster:
             with contextlib.suppress(ClusterError):
                 self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> Cluster:
+        """Start the server for a ``with`` block (destroyed if it cannot start)."""
+        try:
+            self.start()
+        except BaseException:
+            self.destroy()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.destroy()

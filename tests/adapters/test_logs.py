@@ -8,37 +8,22 @@ from __future__ import annotations
 
 import logging
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from planfold.adapters.llm.model import ChatResponse
-from planfold.adapters.llm.scripted import ScriptedClient
 from planfold.adapters.runtime.goal_service import GoalService
-from planfold.adapters.runtime.loop import Runtime
-from planfold.adapters.runtime.tool_runner import ToolRunner
-from planfold.adapters.runtime.toolset import default_registry
-from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.opener import open_store
 from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.log import Event, turn_start, user_message
+from tests.adapters.scripted_turn import ROOT, scripted_runtime, turn_in_a_fresh_interpreter
 from tests.runtime_helpers import call, say
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _messages(caplog: pytest.LogCaptureFixture, name: str, level: int) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == name and r.levelno == level]
-
-
-def _runtime(store: MemoryStore, *replies: ChatResponse) -> Runtime:
-    workspace = Workspace({"a.txt": "alpha"})
-    tools = ToolRunner(default_registry(), executors=workspace.executors(), resolver=workspace.resolver())
-    return Runtime(store, "s", ScriptedClient.replies(*replies), tools)
 
 
 def test_every_module_that_logs_logs_on_its_own_name() -> None:
@@ -52,13 +37,7 @@ def test_every_module_that_logs_logs_on_its_own_name() -> None:
 
 
 def test_a_session_run_without_logging_configured_prints_nothing() -> None:
-    program = (
-        "from tests.runtime_helpers import call, say\n"
-        "from tests.adapters.test_logs import _runtime\n"
-        "from planfold.adapters.store.memory import MemoryStore\n"
-        "_runtime(MemoryStore(), call('write_file', {'path': 'b', 'content': ''}), say('no')).submit('go')\n"
-    )
-    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=False)
+    done = turn_in_a_fresh_interpreter("call('write_file', {'path': 'b', 'content': ''}), say('no')")
     assert done.returncode == 0, done.stderr
     assert (done.stdout, done.stderr) == ("", "")
 
@@ -84,7 +63,7 @@ def test_no_append_is_recorded_below_debug(caplog: pytest.LogCaptureFixture) -> 
 
 
 def test_each_executor_run_is_a_debug_record_with_its_outcome_and_duration(caplog: pytest.LogCaptureFixture) -> None:
-    runtime = _runtime(
+    runtime = scripted_runtime(
         MemoryStore(), call("read_file", {"path": "a.txt"}, "c1"), call("read_file", {"path": "zz"}, "c2"), say("ok")
     )
     with caplog.at_level(logging.DEBUG, logger="planfold.adapters.runtime.tool_runner"):
@@ -95,7 +74,7 @@ def test_each_executor_run_is_a_debug_record_with_its_outcome_and_duration(caplo
 
 
 def test_a_refused_call_is_a_warning_with_the_gates_rule(caplog: pytest.LogCaptureFixture) -> None:
-    runtime = _runtime(MemoryStore(), call("write_file", {"path": "b", "content": ""}, "w1"), say("fine"))
+    runtime = scripted_runtime(MemoryStore(), call("write_file", {"path": "b", "content": ""}, "w1"), say("fine"))
     with caplog.at_level(logging.WARNING, logger="planfold"):
         runtime.submit("write b")
     (warning,) = _messages(caplog, "planfold.adapters.store.engine", logging.WARNING)
@@ -121,7 +100,7 @@ def test_opening_a_session_and_a_store_and_closing_it_are_info_records(
 
 def test_goal_rounds_and_goal_operations_are_info_and_lease_changes_debug(caplog: pytest.LogCaptureFixture) -> None:
     store = MemoryStore()
-    runtime = _runtime(store, say("round one"))
+    runtime = scripted_runtime(store, say("round one"))
     goals = GoalService(runtime.log, "agent-1", lambda: "goal-1")
     with caplog.at_level(logging.DEBUG, logger="planfold"):
         goals.create(goals.agent, "Say hello once", max_rounds=1)

@@ -49,6 +49,7 @@ from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.errors import ConflictError
 from planfold.kernel.log import Event, turn_start, user_message
 from planfold.kernel.plan.review import ReviewAnswer, ReviewRequest
+from tests.adapters.scripted_turn import turn_in_a_fresh_interpreter
 from tests.chat_server import Answer, ChatServer, completion
 from tests.runtime_helpers import call, exit_plan, say
 
@@ -501,15 +502,11 @@ def test_a_leased_goal_drive_through_the_traced_store_traces_its_rounds(traces: 
 
 
 def test_tracing_is_off_unless_a_program_imports_it() -> None:
-    program = (
-        "import sys\n"
-        "from tests.adapters.test_logs import _runtime\n"
-        "from tests.runtime_helpers import say\n"
-        "from planfold.adapters.store.memory import MemoryStore\n"
-        "_runtime(MemoryStore(), say('hello')).submit('hi')\n"
-        "print(sorted(name for name in sys.modules if name.startswith(('opentelemetry', 'planfold.adapters.otel'))))\n"
+    done = turn_in_a_fresh_interpreter(
+        "say('hello')",
+        then="print(sorted(name for name in sys.modules"
+        " if name.startswith(('opentelemetry', 'planfold.adapters.otel'))))",
     )
-    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 

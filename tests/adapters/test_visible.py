@@ -11,19 +11,19 @@ from hypothesis import strategies as st
 from planfold.adapters.cli.text import shown
 from planfold.adapters.visible import BIDI, escapes, visible
 
+#: Text as it arrives, and as it is shown, by what the text holds.
+SHOWN = {
+    "a right-to-left override": ("evil\u202etxt.sh", "evil\\u202etxt.sh"),
+    "isolates and directional marks": ("\u2066a\u2069\u200e\u200f\u061c", "\\u2066a\\u2069\\u200e\\u200f\\u061c"),
+    "a NUL, a terminal escape and a bell": ("\x00\x1b[31m\x07", "\\x00\\x1b[31m\\x07"),
+    "line breaks and a tab": ("a\nb\rc\td", "a\\nb\\rc\\td"),
+    "DEL and C1 controls": ("\x7f\x85\x9b", "\\x7f\\x85\\x9b"),
+    "an undecodable byte kept as a lone surrogate": ("caf\udce9", "caf\\xe9"),
+    "printable text in any script": ("plain text, é and 漢字", "plain text, é and 漢字"),
+}
 
-@pytest.mark.parametrize(
-    ("text", "seen"),
-    [
-        ("evil\u202etxt.sh", "evil\\u202etxt.sh"),
-        ("\u2066a\u2069\u200e\u200f\u061c", "\\u2066a\\u2069\\u200e\\u200f\\u061c"),
-        ("\x00\x1b[31m\x07", "\\x00\\x1b[31m\\x07"),
-        ("a\nb\rc\td", "a\\nb\\rc\\td"),
-        ("\x7f\x85\x9b", "\\x7f\\x85\\x9b"),
-        ("caf\udce9", "caf\\xe9"),
-        ("plain text, é and 漢字", "plain text, é and 漢字"),
-    ],
-)
+
+@pytest.mark.parametrize(("text", "seen"), SHOWN.values(), ids=SHOWN.keys())
 def test_acting_characters_become_escapes_and_the_rest_stays(text: str, seen: str) -> None:
     assert visible(text) == seen
     assert shown(text) == seen  # the command lines show them the same way

@@ -17,41 +17,28 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from benchmarks.workloads import session_events
-from planfold.adapters.cli.demo import run_demo
 from planfold.adapters.cli.main import EXIT_STATUS, main
 from planfold.adapters.codec import decode_jsonl, encode_jsonl
 from planfold.adapters.specgen.vectors import VECTOR_DIR
 from planfold.kernel.log import Event
+from tests.adapters.cli.running import run_cli
 from tests.fuzz.cli_targets import CLI_TARGETS
 from tests.fuzz.harness import check
 
 SPECS = Path(__file__).resolve().parents[3] / "specs"
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("cli") / "demo.sqlite"
-    run_demo(str(db), io.StringIO())
-    return db
-
-
-def _run(*argv: str, stdin: bytes = b"") -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out=out, err=err, stdin=io.BytesIO(stdin))
-    return code, out.getvalue(), err.getvalue()
-
-
 def _export(db: Path, tmp_path: Path) -> Path:
     target = tmp_path / "log.jsonl"
-    code, out, _ = _run("export", "--db", str(db), "--session", "demo-1", "-o", str(target))
+    code, out, _ = run_cli("export", "--db", str(db), "--session", "demo-1", "-o", str(target))
     assert code == 0 and "exported" in out
     return target
 
 
 def test_replay_and_audit_a_database_in_text_and_json(demo_db: Path) -> None:
-    code, out, _ = _run("replay", "--db", str(demo_db))
+    code, out, _ = run_cli("replay", "--db", str(demo_db))
     assert code == 0 and "demo-1: ok" in out and "plan: plan-" in out and ", completed" in out
-    code, out, _ = _run("audit", "--db", str(demo_db), "--session", "demo-1", "--json")
+    code, out, _ = run_cli("audit", "--db", str(demo_db), "--session", "demo-1", "--json")
     body = json.loads(out)
     assert code == 0 and body["ok"] is True
     (session,) = body["sessions"]
@@ -61,15 +48,15 @@ def test_replay_and_audit_a_database_in_text_and_json(demo_db: Path) -> None:
 
 def test_export_then_import_round_trips_and_audits(demo_db: Path, tmp_path: Path) -> None:
     exported = _export(demo_db, tmp_path)
-    code, out, _ = _run("audit", "--db", str(exported), "--json")
+    code, out, _ = run_cli("audit", "--db", str(exported), "--json")
     assert code == 0 and json.loads(out)["ok"] is True
     target = tmp_path / "copy.sqlite"
-    code, out, _ = _run("import", str(exported), "--db", str(target), "--session", "copy", "--json")
+    code, out, _ = run_cli("import", str(exported), "--db", str(target), "--session", "copy", "--json")
     assert code == 0 and json.loads(out)["events"] == len(decode_jsonl(exported.read_bytes()))
-    code, out, _ = _run("audit", "--db", str(target), "--session", "copy")
+    code, out, _ = run_cli("audit", "--db", str(target), "--session", "copy")
     assert code == 0 and "matches the fold" in out
 
-    code, out, _ = _run("replay", "--db", str(target), "--session", "copy", "--json")
+    code, out, _ = run_cli("replay", "--db", str(target), "--session", "copy", "--json")
     assert json.loads(out)["sessions"][0]["events"] == len(decode_jsonl(exported.read_bytes()))
 
 
@@ -89,24 +76,24 @@ def test_a_bad_log_prints_the_position_and_rule_of_its_first_bad_event(
     events[20] = corrupt(events[20])
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(encode_jsonl(events))
-    code, out, _ = _run("audit", "--db", str(bad))
+    code, out, _ = run_cli("audit", "--db", str(bad))
     assert code == 1
     assert f"BAD LOG at seq {events[20].seq} (line 21) [{rule}]" in out
-    code, out, _ = _run("replay", "--db", str(bad), "--json")
+    code, out, _ = run_cli("replay", "--db", str(bad), "--json")
     error = json.loads(out)["sessions"][0]["error"]
     assert code == 1 and error["rule"] == rule and error["position"] == events[20].seq
     # importing it is refused with the same position and rule; nothing is written
-    code, out, _ = _run("import", str(bad), "--db", str(tmp_path / "x.sqlite"), "--session", "s", "--json")
+    code, out, _ = run_cli("import", str(bad), "--db", str(tmp_path / "x.sqlite"), "--session", "s", "--json")
     assert code == 1 and json.loads(out)["error"]["rule"] == rule
 
 
 def test_an_undecodable_line_is_reported_by_seq_when_readable_else_by_line_with_its_rule(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"seq": 1}\n')
-    code, out, _ = _run("replay", "--db", str(bad))
+    code, out, _ = run_cli("replay", "--db", str(bad))
     assert code == 1 and out.startswith("bad: BAD LOG at seq 1 (line 1) [malformed-record]: ")
     bad.write_text('{"seq": 1, "kind": "turn/start", "at": 1, "payload": {"turn": 1}}\nnot json\n')
-    code, out, _ = _run("replay", "--db", str(bad), "--json")
+    code, out, _ = run_cli("replay", "--db", str(bad), "--json")
     error = json.loads(out)["sessions"][0]["error"]
     assert code == 1 and (error["position"], error["line"], error["rule"]) == (None, 2, "malformed-record")
 
@@ -114,7 +101,7 @@ def test_an_undecodable_line_is_reported_by_seq_when_readable_else_by_line_with_
 def test_a_payload_the_fold_refuses_is_reported_at_its_seq_with_the_folds_rule(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"seq": 1, "kind": "goal/change", "at": 5, "payload": null}\n')
-    code, out, _ = _run("replay", "--db", str(bad), "--json")
+    code, out, _ = run_cli("replay", "--db", str(bad), "--json")
     error = json.loads(out)["sessions"][0]["error"]
     assert code == 1 and (error["position"], error["line"], error["rule"]) == (1, 1, "malformed-payload")
 
@@ -125,7 +112,7 @@ def test_replay_and_conform_agree_on_every_vector() -> None:
     for sidecar in sidecars:
         expected = json.loads(sidecar.read_text(encoding="utf-8"))
         log = sidecar.with_name(sidecar.name.replace(".expected.json", ".jsonl"))
-        code, out, _ = _run("replay", "--db", str(log), "--json")
+        code, out, _ = run_cli("replay", "--db", str(log), "--json")
         (session,) = json.loads(out)["sessions"]
         if expected["ok"]:
             assert code == 0 and session["ok"], log.name
@@ -139,22 +126,22 @@ def test_replay_and_conform_agree_on_every_vector() -> None:
 def test_an_empty_file_is_a_log_with_no_events_and_a_blank_line_is_a_malformed_record(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
-    code, out, _ = _run("replay", "--db", str(empty))
+    code, out, _ = run_cli("replay", "--db", str(empty))
     assert code == 0 and out.startswith("empty: ok, 0 events")
     newline = tmp_path / "newline.jsonl"
     newline.write_bytes(b"\n")
-    code, out, _ = _run("replay", "--db", str(newline))
+    code, out, _ = run_cli("replay", "--db", str(newline))
     assert code == 1 and "BAD LOG at line 1 [malformed-record]: a blank line is not an event record" in out
-    _, help_text, _ = _run("replay", "--help")
+    _, help_text, _ = run_cli("replay", "--help")
     assert "An empty file is a log with no events; a blank line is a malformed record." in help_text
 
 
 def test_an_unknown_session_or_file_is_a_usage_error(demo_db: Path, tmp_path: Path) -> None:
-    code, _, err = _run("audit", "--db", str(demo_db), "--session", "nope")
+    code, _, err = run_cli("audit", "--db", str(demo_db), "--session", "nope")
     assert code == 2 and err == f"planfold audit: no session 'nope' in {demo_db} (sessions: demo-1)\n"
-    code, _, err = _run("replay", "--db", str(tmp_path / "missing.jsonl"))
+    code, _, err = run_cli("replay", "--db", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "no such file" in err
-    code, _, err = _run("replay", "--db", str(tmp_path))
+    code, _, err = run_cli("replay", "--db", str(tmp_path))
     assert code == 2 and "is a directory" in err
 
 
@@ -164,15 +151,15 @@ def test_an_unknown_session_or_file_is_a_usage_error(demo_db: Path, tmp_path: Pa
 
 def test_export_from_a_database_that_does_not_exist_creates_nothing(tmp_path: Path) -> None:
     typo = tmp_path / "typo.sqlite"
-    code, out, err = _run("export", "--db", str(typo), "--session", "demo-1")
+    code, out, err = run_cli("export", "--db", str(typo), "--session", "demo-1")
     assert (code, out) == (2, "") and "no such database" in err
     assert list(tmp_path.iterdir()) == []
 
 
 def test_export_of_an_unknown_session_is_refused(demo_db: Path) -> None:
-    code, out, err = _run("export", "--db", str(demo_db), "--session", "nope")
+    code, out, err = run_cli("export", "--db", str(demo_db), "--session", "nope")
     assert (code, out) == (2, "") and "no session 'nope'" in err
-    code, out, _ = _run("export", "--db", str(demo_db), "--session", "nope", "--json")
+    code, out, _ = run_cli("export", "--db", str(demo_db), "--session", "nope", "--json")
     assert code == 2 and json.loads(out)["error"]["code"] == "no-such-session"
 
 
@@ -181,7 +168,7 @@ def test_export_onto_its_own_database_is_refused_and_the_database_kept(demo_db: 
     db.write_bytes(demo_db.read_bytes())
     before = db.read_bytes()
     for target in (str(db), str(tmp_path / "." / "keep.sqlite"), f"{db}-wal"):
-        code, _, err = _run("export", "--db", str(db), "--session", "demo-1", "-o", target)
+        code, _, err = run_cli("export", "--db", str(db), "--session", "demo-1", "-o", target)
         assert code == 2 and "is the database itself" in err
     assert db.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["keep.sqlite"]
 
@@ -190,13 +177,13 @@ def test_a_refused_import_creates_no_database(demo_db: Path, tmp_path: Path) -> 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"seq": 2, "kind": "turn/start", "at": 1, "payload": {"turn": 1}}\n')
     target = tmp_path / "new.sqlite"
-    code, _, err = _run("import", str(bad), "--db", str(target), "--session", "s")
+    code, _, err = run_cli("import", str(bad), "--db", str(target), "--session", "s")
     assert code == 1 and "seq-gap" in err
-    code, _, err = _run("import", str(demo_db), "--db", str(target), "--session", "s")
+    code, _, err = run_cli("import", str(demo_db), "--db", str(target), "--session", "s")
     assert code == 2 and "is a SQLite database" in err
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
-    code, _, err = _run("import", str(empty), "--db", str(target), "--session", "s")
+    code, _, err = run_cli("import", str(empty), "--db", str(target), "--session", "s")
     assert code == 2 and "holds no events" in err
     assert not target.exists() and not Path(f"{target}-wal").exists()
 
@@ -204,14 +191,14 @@ def test_a_refused_import_creates_no_database(demo_db: Path, tmp_path: Path) -> 
 def test_a_repeated_import_says_nothing_was_imported(demo_db: Path, tmp_path: Path) -> None:
     exported = _export(demo_db, tmp_path)
     target = tmp_path / "copy.sqlite"
-    assert _run("import", str(exported), "--db", str(target), "--session", "copy")[0] == 0
+    assert run_cli("import", str(exported), "--db", str(target), "--session", "copy")[0] == 0
     before = target.read_bytes()
-    code, out, err = _run("import", str(exported), "--db", str(target), "--session", "copy")
+    code, out, err = run_cli("import", str(exported), "--db", str(target), "--session", "copy")
     assert (code, out) == (2, "")
     assert err == f"planfold import: nothing imported: session 'copy' in {target} already holds this log (99 events)\n"
     other = tmp_path / "other.jsonl"
     other.write_bytes(encode_jsonl(decode_jsonl(exported.read_bytes())[:5]))
-    code, out, err = _run("import", str(other), "--db", str(target), "--session", "copy", "--json")
+    code, out, err = run_cli("import", str(other), "--db", str(target), "--session", "copy", "--json")
     assert code == 2 and json.loads(out)["error"]["code"] == "session-not-empty"
     assert "already holds 99 events" in json.loads(out)["error"]["detail"] and "concurrent" not in out
     assert target.read_bytes() == before
@@ -237,7 +224,7 @@ def test_a_file_name_that_is_not_utf8_is_shown_escaped(demo_db: Path, tmp_path: 
 
 
 def test_text_output_holds_no_python_reprs(demo_db: Path) -> None:
-    code, out, _ = _run("audit", "--db", str(demo_db))
+    code, out, _ = run_cli("audit", "--db", str(demo_db))
     assert code == 0
     assert "{" not in out and "None" not in out and "'" not in out
     assert "  goal: goal-" in out and "blocked (round-limit), rounds 3/3" in out
@@ -245,7 +232,7 @@ def test_text_output_holds_no_python_reprs(demo_db: Path) -> None:
 
 def test_every_option_has_help_and_the_help_states_the_exit_codes() -> None:
     for command in ("demo", "replay", "audit", "export", "import", "conform"):
-        code, text, _ = _run(command, "--help")
+        code, text, _ = run_cli(command, "--help")
         assert code == 0, command
         assert EXIT_STATUS in text, command
         options = [line for line in text.splitlines() if line.startswith("  -")]
@@ -254,44 +241,44 @@ def test_every_option_has_help_and_the_help_states_the_exit_codes() -> None:
             if line.startswith("  -") and line.strip() != "-h, --help":
                 described = len(line.split("  ")) > 2 or not text.splitlines()[index + 1].startswith("  -")
                 assert described, f"{command}: {line.strip()} has no help"
-    code, text, _ = _run("--help")
+    code, text, _ = run_cli("--help")
     assert code == 0 and EXIT_STATUS in text and "conform" in text
 
 
 def test_version_is_printed() -> None:
-    code, out, _ = _run("--version")
+    code, out, _ = run_cli("--version")
     assert code == 0 and out.startswith("planfold ")
 
 
 def test_a_usage_error_exits_2_with_the_usage() -> None:
-    code, out, err = _run("replay")
+    code, out, err = run_cli("replay")
     assert (code, out) == (2, "") and err.startswith("usage: planfold replay")
-    code, _, err = _run("demo", "--timeout", "nan")
+    code, _, err = run_cli("demo", "--timeout", "nan")
     assert code == 2 and "expected a number of seconds above 0" in err
 
 
 def test_conform_prints_json_and_a_command_that_cannot_run_is_said_once(tmp_path: Path) -> None:
-    code, out, _ = _run("conform", str(SPECS / VECTOR_DIR), "--json")
+    code, out, _ = run_cli("conform", str(SPECS / VECTOR_DIR), "--json")
     body = json.loads(out)
     assert code == 0 and body["ok"] is True and body["passed"] == body["total"] > 50 and body["failures"] == []
-    code, out, err = _run("conform", str(SPECS / VECTOR_DIR), "--command", "/nonexistent/impl")
+    code, out, err = run_cli("conform", str(SPECS / VECTOR_DIR), "--command", "/nonexistent/impl")
     assert (code, out) == (2, "") and err.count("\n") == 1 and "could not run /nonexistent/impl" in err
-    code, out, _ = _run("conform", str(SPECS / VECTOR_DIR), "--command", "/nonexistent/impl", "--json")
+    code, out, _ = run_cli("conform", str(SPECS / VECTOR_DIR), "--command", "/nonexistent/impl", "--json")
     assert code == 2 and json.loads(out)["error"]["code"] == "conform-command-failed"
 
 
 def test_conform_without_a_folder_checks_the_vectors_installed_with_planfold() -> None:
-    code, out, err = _run("conform", "--json")
+    code, out, err = run_cli("conform", "--json")
     body = json.loads(out)
     published = len(list((SPECS / VECTOR_DIR).glob("*.jsonl")))
     assert (code, err) == (0, "") and body["ok"] is True and body["passed"] == body["total"] == published
 
 
 def test_progress_goes_to_stderr_only_when_asked_or_long(demo_db: Path) -> None:
-    code, out, err = _run("replay", "--db", str(demo_db), "--session", "demo-1", "--progress")
+    code, out, err = run_cli("replay", "--db", str(demo_db), "--session", "demo-1", "--progress")
     assert code == 0 and err.startswith("demo-1: 99 events in ") and err.endswith("s\n")
     assert "\r" not in err and out.startswith("demo-1: ok")
-    code, _, err = _run("replay", "--db", str(demo_db), "--session", "demo-1")
+    code, _, err = run_cli("replay", "--db", str(demo_db), "--session", "demo-1")
     assert err == ""  # not a terminal, not long
 
 
@@ -390,7 +377,7 @@ def test_a_file_name_holding_a_nul_character_is_no_such_file_not_a_traceback(
     argv: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    code, out, err = _run(*argv)
+    code, out, err = run_cli(*argv)
     assert code == 2
     assert "Traceback" not in out + err
     assert "no such" in out + err or "no-such-file" in out + err

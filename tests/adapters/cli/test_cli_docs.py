@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.adapters.cli.test_readme import _clone, _make_recipe, _sh
+from tests.adapters.cli.test_readme import _clone, _make_recipe, _run_console, _sh
 from tests.system_programs import go
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -26,18 +26,7 @@ def _run_page(page: Path, clone: Path) -> list[str]:
                 assert done.returncode == 0, f"{line}\n{done.stdout}{done.stderr}"
                 ran.append(line)
             continue
-        expected: dict[str, list[str]] = {}
-        order: list[str] = []
-        for line in lines:
-            if line.startswith("$ "):
-                order.append(line[2:])
-                expected[line[2:]] = []
-            else:
-                expected[order[-1]].append(line)
-        for command in order:
-            done = _sh(command, clone)
-            assert (done.stdout + done.stderr).splitlines() == expected[command], command
-            ran.append(command)
+        ran += _run_console(lines, clone, page.name)
     return ran
 
 

@@ -14,17 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from planfold.adapters.cli.demo import run_demo
 from planfold.adapters.cli.main import main
 from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.store.sqlite_readonly import open_read_only
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("export") / "demo.sqlite"
-    run_demo(str(db), io.StringIO())
-    return db
 
 
 @pytest.fixture(scope="module")

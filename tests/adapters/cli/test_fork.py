@@ -19,7 +19,6 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from planfold.adapters.cli.demo import run_demo
 from planfold.adapters.cli.main import main
 from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.provenance import ForkProvenance, encode_fork_record, prefix_digest
@@ -29,13 +28,6 @@ from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.log import TURN_START
 from tests.storage_helpers import FULL_SCRIPT, build_legacy_db, build_log
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("fork") / "demo.sqlite"
-    run_demo(str(db), io.StringIO())
-    return db
 
 
 @pytest.fixture

@@ -16,20 +16,14 @@ from pathlib import Path
 import pytest
 
 from planfold.adapters.cli.demo import run_demo
-from planfold.adapters.cli.main import main
 from planfold.adapters.cli.text import shown
 from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.specgen.vectors import VECTOR_DIR
 from planfold.adapters.store.sqlite_readonly import open_read_only
+from tests.adapters.cli.running import run_cli
 from tests.adapters.store.test_spill import goals_then
 
 SPECS = Path(__file__).resolve().parents[3] / "specs"
-
-
-def _run(*argv: str, stdin: bytes = b"") -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out=out, err=err, stdin=io.BytesIO(stdin))
-    return code, out.getvalue(), err.getvalue()
 
 
 # --------------------------------------------------------------------------
@@ -44,14 +38,14 @@ def test_replay_of_a_non_object_goal_payload_after_a_create_is_a_positioned_malf
     log = tmp_path / "goals.jsonl"
     log.write_bytes(created + b'{"seq":2,"kind":"goal/change","at":20,"payload":%s}\n' % payload)
     for command in ("replay", "audit"):
-        code, out, err = _run(command, "--db", str(log), "--json")
+        code, out, err = run_cli(command, "--db", str(log), "--json")
         (session,) = json.loads(out)["sessions"]
         assert code == 1 and err == ""
         assert (session["error"]["position"], session["error"]["line"], session["error"]["rule"]) == (
             2, 2, "malformed-payload"
         )
         assert session["events"] == 1
-        code, out, err = _run(command, "--db", str(log))
+        code, out, err = run_cli(command, "--db", str(log))
         assert code == 1 and "BAD LOG at seq 2 (line 2) [malformed-payload]" in out and err == ""
 
 
@@ -72,7 +66,7 @@ def test_a_timeout_no_clock_can_hold_is_a_usage_error_not_a_traceback(
     tmp_path: Path, argv: list[str], value: str
 ) -> None:
     given = [word.replace("{DB}", str(tmp_path / "d.sqlite")).replace("{DIR}", str(tmp_path)) for word in argv]
-    code, out, err = _run(*given[:-1], f"{given[-1]}={value}")
+    code, out, err = run_cli(*given[:-1], f"{given[-1]}={value}")
     assert code == 2 and out == ""
     assert "usage:" in err and given[-1] in err and "seconds" in err
     assert not (tmp_path / "d.sqlite").exists()
@@ -80,7 +74,7 @@ def test_a_timeout_no_clock_can_hold_is_a_usage_error_not_a_traceback(
 
 @pytest.mark.parametrize("value", ["1e10", "-1", "x", "inf", "1001", "9" * 5000, "1" + "0" * 30])
 def test_a_retry_count_that_is_not_a_small_whole_number_is_a_usage_error(tmp_path: Path, value: str) -> None:
-    code, out, err = _run("demo", "--db", str(tmp_path / "d.sqlite"), f"--retries={value}")
+    code, out, err = run_cli("demo", "--db", str(tmp_path / "d.sqlite"), f"--retries={value}")
     assert code == 2 and out == ""
     assert "usage:" in err and "--retries" in err
     assert not (tmp_path / "d.sqlite").exists()
@@ -88,7 +82,7 @@ def test_a_retry_count_that_is_not_a_small_whole_number_is_a_usage_error(tmp_pat
 
 @pytest.mark.parametrize("value", ["1e10", "-1", "x:1", "0:-5", str(2**52 + 1), "0:" + str(2**32 + 1), "1" + "0" * 30])
 def test_a_serve_clock_no_event_can_hold_is_a_usage_error(tmp_path: Path, value: str) -> None:
-    code, out, err = _run("serve", "--db", ":memory:", f"--ticks={value}")
+    code, out, err = run_cli("serve", "--db", ":memory:", f"--ticks={value}")
     assert code == 2 and out == ""
     assert "usage:" in err and "--ticks" in err
 
@@ -138,16 +132,16 @@ def test_replay_and_audit_escape_control_characters_in_ids_and_file_names(
     log.write_bytes(hostile_log)
     db = tmp_path / "d\x1b[31mb.sqlite"
     session = "se\x1b]0;title\x07ss\rion\x9b"
-    assert _run("import", str(log), "--db", str(db), "--session", session)[0] == 0
+    assert run_cli("import", str(log), "--db", str(db), "--session", session)[0] == 0
     for argv in ([str(log)], [str(db)], [str(db), "--session", session], ["-"]):
-        code, out, err = _run(command, "--db", *argv, "--progress", stdin=hostile_log)
+        code, out, err = run_cli(command, "--db", *argv, "--progress", stdin=hostile_log)
         assert code == 0, (out, err)
         assert _acts_on_a_terminal(out) == set() and _acts_on_a_terminal(err) == set(), (out, err)
         assert "plan: pl\\x1b]0;pwned\\x07an-" in out and "go\\r\\x9b2Jal\\x7f rev" in out
-    code, out, err = _run(command, "--db", str(db), "--progress")
+    code, out, err = run_cli(command, "--db", str(db), "--progress")
     assert "se\\x1b]0;title\\x07ss\\rion\\x9b: ok" in out
     assert "se\\x1b]0;title\\x07ss\\rion\\x9b: " in err  # the progress line names the session too
-    code, out, err = _run(command, "--db", str(log))
+    code, out, err = run_cli(command, "--db", str(log))
     assert out.startswith("lo\\x1b[2Jg\\x07: ok")
 
 
@@ -156,10 +150,10 @@ def test_refusals_escape_the_names_they_repeat(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     log.write_bytes(b"")
     runs = [
-        _run("replay", "--db", str(tmp_path / "no\x1b[2Jsuch\x07.jsonl")),
-        _run("export", "--db", str(tmp_path / "\x1b]0;x\x07.sqlite"), "--session", "s"),
-        _run("replay", "a", "b\x1b[2J"),  # a usage error quoting the argument
-        _run("import", str(log), "--db", str(db), "--session", "s\x1b[1m"),
+        run_cli("replay", "--db", str(tmp_path / "no\x1b[2Jsuch\x07.jsonl")),
+        run_cli("export", "--db", str(tmp_path / "\x1b]0;x\x07.sqlite"), "--session", "s"),
+        run_cli("replay", "a", "b\x1b[2J"),  # a usage error quoting the argument
+        run_cli("import", str(log), "--db", str(db), "--session", "s\x1b[1m"),
     ]
     for code, out, err in runs:
         assert code == 2 and _acts_on_a_terminal(out + err) == set(), (out, err)
@@ -172,10 +166,10 @@ def test_conform_escapes_the_vector_names_and_the_answers_it_repeats(tmp_path: P
     (tmp_path / f"{hostile}.expected.json").write_bytes(vector.read_bytes())
     (tmp_path / f"{hostile}.jsonl").write_bytes(vector.with_name(f"{name}.jsonl").read_bytes())
     liar = f"{shlex.quote(sys.executable)} -c 'print(\"\\x1b]0;pwned\\x07\")'"
-    code, out, err = _run("conform", str(tmp_path), "--command", liar)
+    code, out, err = run_cli("conform", str(tmp_path), "--command", liar)
     assert code == 1 and "FAIL ve\\x1b[2Jctor\\x07: " in out
     assert _acts_on_a_terminal(out) == set() and _acts_on_a_terminal(err) == set(), (out, err)
-    code, out, err = _run("conform", str(tmp_path / "no\x1b[2Jne"))
+    code, out, err = run_cli("conform", str(tmp_path / "no\x1b[2Jne"))
     assert code == 2 and _acts_on_a_terminal(out + err) == set(), (out, err)
 
 
@@ -213,21 +207,21 @@ SECOND_LINES = {
 def test_replay_and_import_give_one_verdict_on_every_line(tmp_path: Path, second: bytes) -> None:
     log = tmp_path / "log.jsonl"
     log.write_bytes(_FIRST + b"\n" + second + b"\n")
-    code, out, err = _run("replay", "--db", str(log), "--json")
+    code, out, err = run_cli("replay", "--db", str(log), "--json")
     (session,) = json.loads(out)["sessions"]
     assert code == 1 and err == "" and session["ok"] is False
     assert session["error"]["line"] == 2
     db = tmp_path / "d.sqlite"
-    code, out, err = _run("import", str(log), "--db", str(db), "--session", "s", "--json")
+    code, out, err = run_cli("import", str(log), "--db", str(db), "--session", "s", "--json")
     assert code == 1 and err == ""
     assert json.loads(out)["error"] == session["error"]
     assert not db.exists()
-    code, out, err = _run("import", str(log), "--db", str(db), "--session", "s")
+    code, out, err = run_cli("import", str(log), "--db", str(db), "--session", "s")
     assert code == 1 and f"BAD LOG at {'line 2' if session['error']['position'] is None else 'seq'}" in err
 
 
 def test_a_lone_surrogate_is_named_as_such(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     log.write_bytes(_FIRST + b"\n" + SECOND_LINES["a lone high surrogate before a letter"] + b"\n")
-    code, out, _ = _run("replay", "--db", str(log))
+    code, out, _ = run_cli("replay", "--db", str(log))
     assert code == 1 and "[malformed-record]" in out and "surrogate" in out

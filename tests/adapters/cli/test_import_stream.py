@@ -6,7 +6,6 @@ writes nothing; progress is reported on stderr when asked for."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
@@ -17,20 +16,15 @@ from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.store.importing import import_stream
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.session import fold_session
+from tests.adapters.cli.running import run_cli
 from tests.adapters.store.test_spill import goals_then
 
 LOG = goals_then(30)
 
 
-def _run(*argv: str, stdin: bytes = b"") -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    status = cli.main(list(argv), out=out, err=err, stdin=io.BytesIO(stdin))
-    return status, out.getvalue(), err.getvalue()
-
-
 def test_a_log_on_standard_input_is_imported_whole_from_a_private_copy(tmp_path: Path) -> None:
     db = tmp_path / "in.sqlite"
-    status, out, err = _run("import", "-", "--db", str(db), "--session", "s", "--json", stdin=encode_jsonl(LOG))
+    status, out, err = run_cli("import", "-", "--db", str(db), "--session", "s", "--json", stdin=encode_jsonl(LOG))
     assert (status, err) == (0, "") and json.loads(out) == {"session": "s", "events": 60}
     with SqliteStore(db) as store:
         assert store.read("s") == tuple(LOG) and store.audit("s").ok
@@ -49,7 +43,7 @@ def test_a_log_that_changes_between_the_passes_is_refused_and_nothing_is_importe
         return import_stream(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(cli, "import_stream", changing)
-    status, out, err = _run("import", str(log), "--db", str(db), "--session", "s")
+    status, out, err = run_cli("import", str(log), "--db", str(db), "--session", "s")
     assert (status, out) == (2, "")
     assert err == f"planfold import: nothing imported: {log} changed while it was imported\n"
     with SqliteStore(db) as store:
@@ -59,19 +53,19 @@ def test_a_log_that_changes_between_the_passes_is_refused_and_nothing_is_importe
 def test_importing_a_log_into_a_session_that_holds_it_or_another_names_which(tmp_path: Path) -> None:
     log, db = tmp_path / "log.jsonl", tmp_path / "d.sqlite"
     log.write_bytes(encode_jsonl(LOG))
-    assert _run("import", str(log), "--db", str(db), "--session", "s")[0] == 0
-    status, _, err = _run("import", "-", "--db", str(db), "--session", "s", stdin=encode_jsonl(LOG))
+    assert run_cli("import", str(log), "--db", str(db), "--session", "s")[0] == 0
+    status, _, err = run_cli("import", "-", "--db", str(db), "--session", "s", stdin=encode_jsonl(LOG))
     assert status == 2 and "already holds this log (60 events)" in err
-    status, _, err = _run("import", "-", "--db", str(db), "--session", "s", stdin=encode_jsonl(LOG[:10]))
+    status, _, err = run_cli("import", "-", "--db", str(db), "--session", "s", stdin=encode_jsonl(LOG[:10]))
     assert status == 2 and "already holds 60 events; import writes only into an empty session" in err
 
 
 def test_import_reports_its_check_and_its_write_on_stderr_when_asked(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     log.write_bytes(encode_jsonl(LOG))
-    status, out, err = _run("import", str(log), "--db", str(tmp_path / "d.sqlite"), "--session", "s", "--progress")
+    status, out, err = run_cli("import", str(log), "--db", str(tmp_path / "d.sqlite"), "--session", "s", "--progress")
     assert status == 0 and out.startswith("imported 60 events into s")
     lines = err.splitlines()  # the check (read in bytes, counted in events), then the write
     assert len(lines) == 2 and all(line.startswith("s: 60 events in ") for line in lines), err
-    status, _, err = _run("import", str(log), "--db", str(tmp_path / "e.sqlite"), "--session", "s", "--no-progress")
+    status, _, err = run_cli("import", str(log), "--db", str(tmp_path / "e.sqlite"), "--session", "s", "--no-progress")
     assert (status, err) == (0, "")

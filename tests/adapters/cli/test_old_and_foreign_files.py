@@ -5,7 +5,6 @@ refused by ``import`` before a byte of it changes."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sqlite3
@@ -13,17 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from planfold.adapters.cli.main import main
 from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_schema import LEGACY_VERSION, LOG_VERSION, SCHEMA_VERSION, migrate
+from tests.adapters.cli.running import run_cli
+from tests.adapters.sqlite_files import write_sqlite
 from tests.storage_helpers import FULL_SCRIPT, LEGACY_SESSIONS, build_legacy_db, build_log
-
-
-def _run(*argv: str, stdin: bytes = b"") -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out=out, err=err, stdin=io.BytesIO(stdin))
-    return code, out.getvalue(), err.getvalue()
 
 
 def _files(directory: Path) -> dict[str, bytes]:
@@ -47,15 +41,15 @@ def test_replay_and_audit_read_a_file_an_older_planfold_wrote_and_leave_its_byte
     db = tmp_path / "old.sqlite"
     _old_file(db, version)
     before = _files(tmp_path)
-    code, out, err = _run(command, "--db", str(db), "--json")
+    code, out, err = run_cli(command, "--db", str(db), "--json")
     assert (code, err) == (0, ""), out
     body = json.loads(out)
     assert body["ok"] is True
     assert [s["session"] for s in body["sessions"]] == [sid for sid, *_ in LEGACY_SESSIONS]
     assert all(s["events"] == 0 for s in body["sessions"])
-    code, out, err = _run(command, "--db", str(db), "--session", "legacy-1")
+    code, out, err = run_cli(command, "--db", str(db), "--session", "legacy-1")
     assert code == 0 and out.startswith("legacy-1: ok, 0 events")
-    code, out, err = _run(command, "--db", "-", stdin=before["old.sqlite"])  # a copy in memory, read the same way
+    code, out, err = run_cli(command, "--db", "-", stdin=before["old.sqlite"])  # a copy in memory, read the same way
     assert code == 0 and "legacy-2: ok" in out
     assert _files(tmp_path) == before
 
@@ -64,7 +58,7 @@ def test_export_of_an_older_file_leaves_it_as_it_was(tmp_path: Path) -> None:
     db = tmp_path / "old.sqlite"
     _old_file(db, LEGACY_VERSION)
     before = _files(tmp_path)
-    code, out, err = _run("export", "--db", str(db), "--session", "legacy-1")
+    code, out, err = run_cli("export", "--db", str(db), "--session", "legacy-1")
     assert (code, out, err) == (0, "", "")
     assert _files(tmp_path) == before
 
@@ -74,10 +68,10 @@ def test_an_import_into_an_older_file_migrates_it_and_audits(tmp_path: Path) -> 
     _old_file(db, 3)
     log = tmp_path / "log.jsonl"
     log.write_bytes(encode_jsonl(build_log(FULL_SCRIPT).events))
-    assert _run("import", str(log), "--db", str(db), "--session", "s")[0] == 0
+    assert run_cli("import", str(log), "--db", str(db), "--session", "s")[0] == 0
     with SqliteStore(db) as store:
         assert store.settings()["user_version"] == SCHEMA_VERSION
-    assert _run("audit", "--db", str(db))[0] == 0
+    assert run_cli("audit", "--db", str(db))[0] == 0
 
 
 FOREIGN = {
@@ -90,31 +84,26 @@ FOREIGN = {
 def test_an_import_into_another_applications_database_is_refused_and_leaves_it_byte_identical(
     tmp_path: Path, statements: tuple[str, ...]
 ) -> None:
-    db = tmp_path / "app.sqlite"
-    conn = sqlite3.connect(db)
-    for statement in statements:
-        conn.execute(statement)
-    conn.commit()
-    conn.close()
+    db = write_sqlite(tmp_path / "app.sqlite", *statements)
     log = tmp_path / "log.jsonl"
     log.write_bytes(encode_jsonl(build_log(FULL_SCRIPT).events))
     before = _files(tmp_path)
-    code, out, err = _run("import", str(log), "--db", str(db), "--session", "s")
+    code, out, err = run_cli("import", str(log), "--db", str(db), "--session", "s")
     assert code == 2 and out == "" and "another application" in err and "nothing was changed" in err
-    code, out, _ = _run("import", str(log), "--db", str(db), "--session", "s", "--json")
+    code, out, _ = run_cli("import", str(log), "--db", str(db), "--session", "s", "--json")
     assert code == 2 and json.loads(out)["error"]["code"] == "foreign-database"
-    code, _, err = _run("demo", "--db", str(db))
+    code, _, err = run_cli("demo", "--db", str(db))
     assert code == 2 and "another application" in err
     assert _files(tmp_path) == before
 
 
 def _web_sessions(path: Path) -> None:
     """A web framework's session store: planfold's table name, other columns."""
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, data BLOB, expires INTEGER)")
-    conn.execute("INSERT INTO sessions VALUES ('k1', x'80037d71002e', 1700000000)")
-    conn.commit()
-    conn.close()
+    write_sqlite(
+        path,
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, data BLOB, expires INTEGER)",
+        "INSERT INTO sessions VALUES ('k1', x'80037d71002e', 1700000000)",
+    )
 
 
 @pytest.mark.parametrize("command", ["replay", "audit"])
@@ -122,11 +111,11 @@ def test_replay_and_audit_refuse_a_web_frameworks_sessions_table_as_not_planfold
     db = tmp_path / "other.sqlite"
     _web_sessions(db)
     before = _files(tmp_path)
-    code, out, err = _run(command, str(db))
+    code, out, err = run_cli(command, str(db))
     assert code == 2 and out == "" and "not a planfold database" in err
-    code, out, _ = _run(command, str(db), "--json")
+    code, out, _ = run_cli(command, str(db), "--json")
     assert code == 2 and json.loads(out)["error"]["code"] == "not-a-planfold-database"
-    code, _, err = _run(command, "-", stdin=before["other.sqlite"])
+    code, _, err = run_cli(command, "-", stdin=before["other.sqlite"])
     assert code == 2 and "not a planfold database" in err
     assert _files(tmp_path) == before
 
@@ -139,9 +128,9 @@ def test_an_import_into_a_web_frameworks_sessions_table_is_refused_and_leaves_it
     log = tmp_path / "log.jsonl"
     log.write_bytes(encode_jsonl(build_log(FULL_SCRIPT).events))
     before = _files(tmp_path)
-    code, out, err = _run("import", str(log), "--db", str(db), "--session", "x")
+    code, out, err = run_cli("import", str(log), "--db", str(db), "--session", "x")
     assert code == 2 and out == "" and "not a planfold database" in err
-    code, out, _ = _run("import", str(log), "--db", str(db), "--session", "x", "--json")
+    code, out, _ = run_cli("import", str(log), "--db", str(db), "--session", "x", "--json")
     assert code == 2 and json.loads(out)["error"]["code"] == "foreign-database"
     assert _files(tmp_path) == before
 
@@ -154,6 +143,6 @@ def test_import_and_export_refuse_a_db_that_is_not_a_regular_file(tmp_path: Path
     log.write_bytes(encode_jsonl(build_log(FULL_SCRIPT).events))
     for db in ("/dev/null", str(fifo)):
         argv = ["import", str(log)] if command == "import" else ["export"]
-        code, out, _ = _run(*argv, "--db", db, "--session", "s", "--json")
+        code, out, _ = run_cli(*argv, "--db", db, "--session", "s", "--json")
         assert code == 2 and json.loads(out)["error"]["code"] == "not-a-file"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "log.jsonl"]

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from planfold.adapters.cli.completion import SHELLS, completion_script
-from planfold.adapters.cli.main import POSITIONAL_STORE, _parser, main
+from planfold.adapters.cli.main import POSITIONAL_STORE, _parser
 from planfold.adapters.store.sqlite import SqliteStore
+from tests.adapters.cli.running import run_cli
 from tests.chat_server import Answer, ChatServer, completion
 
 #: The commands that read or write a store, and the rest (which name none).
@@ -27,16 +28,10 @@ NO_STORE = {"conform": "reads a folder of conformance vectors", "completion": "p
 DEPRECATED = "naming the store without --db is deprecated and goes in the next release"
 
 
-def _run(*argv: str, stdin: bytes = b"") -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    status = main(list(argv), out=out, err=err, stdin=io.BytesIO(stdin))
-    return status, out.getvalue(), err.getvalue()
-
-
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("options") / "demo.sqlite"
-    assert _run("demo", "--db", str(db))[0] == 0
+    assert run_cli("demo", "--db", str(db))[0] == 0
     return db
 
 
@@ -55,16 +50,16 @@ def test_every_command_that_names_a_store_takes_it_as_db(command: str) -> None:
 def test_each_command_runs_against_the_store_its_db_names(demo_db: Path, tmp_path: Path) -> None:
     db = str(demo_db)
     for argv in (["replay", "--db", db], ["audit", "--db", db, "--session", "demo-1"]):
-        status, out, err = _run(*argv)
+        status, out, err = run_cli(*argv)
         assert (status, err) == (0, "") and out.startswith("demo-1: ok, 99 events")
-    status, page, err = _run("report", "--db", db, "--session", "demo-1")
+    status, page, err = run_cli("report", "--db", db, "--session", "demo-1")
     assert (status, err) == (0, "") and page.startswith("<!DOCTYPE html>")
     log = tmp_path / "demo-1.jsonl"
-    assert _run("export", "--db", db, "--session", "demo-1", "-o", str(log))[0] == 0
+    assert run_cli("export", "--db", db, "--session", "demo-1", "-o", str(log))[0] == 0
     copy = tmp_path / "copy.sqlite"
-    assert _run("import", str(log), "--db", str(copy), "--session", "copy")[:2] == (
+    assert run_cli("import", str(log), "--db", str(copy), "--session", "copy")[:2] == (
         0, f"imported 99 events into copy in {copy}\n")
-    status, out, _ = _run("fork", "--db", str(copy), "copy", "early", "--at", "10")
+    status, out, _ = run_cli("fork", "--db", str(copy), "copy", "early", "--at", "10")
     assert status == 0 and out.startswith(f"forked copy at seq 10 into early in {copy}")
     assert _served("serve", "--db", ":memory:")
     with SqliteStore(copy) as store:
@@ -74,16 +69,16 @@ def test_each_command_runs_against_the_store_its_db_names(demo_db: Path, tmp_pat
 @pytest.mark.parametrize("command", POSITIONAL_STORE)
 def test_the_positional_file_still_names_the_store_with_a_deprecation_note(command: str, demo_db: Path) -> None:
     argv = [command, str(demo_db), "--session", "demo-1"]
-    status, out, err = _run(*argv)
+    status, out, err = run_cli(*argv)
     assert status == 0 and err == f"planfold {command}: {DEPRECATED}: use planfold {command} --db FILE\n"
-    assert out == _run(command, "--db", str(demo_db), "--session", "demo-1")[1]
+    assert out == run_cli(command, "--db", str(demo_db), "--session", "demo-1")[1]
 
 
 @pytest.mark.parametrize("command", POSITIONAL_STORE)
 def test_a_store_named_twice_or_not_at_all_is_a_usage_error(command: str, demo_db: Path) -> None:
-    status, out, err = _run(command, "--db", str(demo_db), str(demo_db))
+    status, out, err = run_cli(command, "--db", str(demo_db), str(demo_db))
     assert (status, out) == (2, "") and "the store is named twice" in err and DEPRECATED not in err
-    status, out, err = _run(command)
+    status, out, err = run_cli(command)
     assert (status, out) == (2, "") and "the following arguments are required: --db" in err
 
 
@@ -92,9 +87,9 @@ MIGRATED = "planfold INFO planfold.adapters.store.migration: SQLite schema migra
 
 def test_the_global_options_are_taken_before_or_after_the_command(tmp_path: Path) -> None:
     for index, argv in enumerate((["-v", "demo"], ["demo", "-v"], ["demo", "--log-level", "info"])):
-        status, _, err = _run(*argv, "--db", str(tmp_path / f"{index}.sqlite"))
+        status, _, err = run_cli(*argv, "--db", str(tmp_path / f"{index}.sqlite"))
         assert status == 0 and MIGRATED in err, argv
-    status, _, err = _run("-v", "demo", "--db", str(tmp_path / "quiet.sqlite"), "--log-level", "ERROR")
+    status, _, err = run_cli("-v", "demo", "--db", str(tmp_path / "quiet.sqlite"), "--log-level", "ERROR")
     assert status == 0 and MIGRATED not in err  # a --log-level after the command wins
 
 
@@ -124,7 +119,7 @@ def test_two_v_show_the_http_clients_debug_lines_of_a_model_call_and_one_does_no
             server.plan(*[Answer(body=completion("done")) for _ in range(200)])
             db = str(tmp_path / f"{verbosity}.sqlite")
             argv = ["demo", "--db", db, "--base-url", server.base_url, "--timeout", "5", "--retries", "0", verbosity]
-            status, _, err = _run(*argv)
+            status, _, err = run_cli(*argv)
         assert status == 0
         lines = err.splitlines()
         assert any(line.startswith("planfold DEBUG httpcore.") for line in lines) is shown, verbosity
@@ -145,7 +140,7 @@ def _completed(script: str, *words: str, cwd: Path) -> list[str]:
 
 
 def test_the_bash_completion_completes_commands_options_values_and_files(tmp_path: Path) -> None:
-    status, script, _ = _run("completion", "bash")
+    status, script, _ = run_cli("completion", "bash")
     assert status == 0 and script.startswith("# planfold completion for bash")
     (tmp_path / "demo.sqlite").write_bytes(b"")
     (tmp_path / "demo-1.jsonl").write_bytes(b"")
@@ -169,7 +164,7 @@ def test_the_bash_completion_completes_commands_options_values_and_files(tmp_pat
 def test_the_zsh_script_runs_the_bash_function_through_bashcompinit() -> None:
     parser, _ = _parser(io.StringIO(), io.StringIO())
     bash, zsh = (completion_script(parser, shell) for shell in SHELLS)
-    assert _run("completion", "zsh")[1] == zsh
+    assert run_cli("completion", "zsh")[1] == zsh
     head, _, body = zsh.partition("_planfold() {")
     assert "autoload -U +X bashcompinit && bashcompinit" in head
     assert body == bash.partition("_planfold() {")[2]
@@ -180,7 +175,7 @@ def test_the_zsh_script_runs_the_bash_function_through_bashcompinit() -> None:
 
 
 def test_completion_for_another_shell_is_a_usage_error() -> None:
-    status, out, err = _run("completion", "fish")
+    status, out, err = run_cli("completion", "fish")
     assert (status, out) == (2, "") and "invalid choice: 'fish'" in err
     parser, _ = _parser(io.StringIO(), io.StringIO())
     with pytest.raises(ValueError, match="no completion script for 'fish'"):

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import os
 import pwd
 import shutil
-import sqlite3
 import stat
 import tempfile
 import threading
@@ -21,24 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from planfold.adapters.cli.demo import run_demo
-from planfold.adapters.cli.main import main
 from planfold.adapters.codec import encode_jsonl
 from planfold.adapters.store.base import import_session
 from planfold.adapters.store.sqlite import SqliteStore
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("ro") / "demo.sqlite"
-    run_demo(str(db), io.StringIO())
-    return db
-
-
-def _run(*argv: str, stdin: bytes = b"") -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out=out, err=err, stdin=io.BytesIO(stdin))
-    return code, out.getvalue(), err.getvalue()
+from tests.adapters.cli.running import run_cli
+from tests.adapters.sqlite_files import write_sqlite
 
 
 def _fingerprint(directory: Path) -> dict[str, tuple[str, int]]:
@@ -82,7 +67,7 @@ def _as_a_user_who_may_not_write(argv: list[str]) -> tuple[int, str, str, int]:
                 os.setgroups([])
                 os.setgid(nobody.pw_gid)
                 os.setuid(nobody.pw_uid)
-            code, out, err = _run(*argv)
+            code, out, err = run_cli(*argv)
             report = json.dumps([code, out, err, os.geteuid()])
         except BaseException as exc:
             report = json.dumps([99, "", f"{type(exc).__name__}: {exc}", os.geteuid()])
@@ -110,7 +95,7 @@ def test_reading_a_read_only_database_as_a_user_who_may_not_write_changes_nothin
 ) -> None:
     assert callable(command)
     with _read_only_copy(demo_db) as copy:
-        _run(*command(demo_db))  # everything it imports is loaded before the child drops root
+        run_cli(*command(demo_db))  # everything it imports is loaded before the child drops root
         before = _fingerprint(copy.parent)
         code, out, err, euid = _as_a_user_who_may_not_write(command(copy))
         after = _fingerprint(copy.parent)
@@ -126,18 +111,17 @@ def test_reading_a_writable_database_changes_nothing_either(demo_db: Path, tmp_p
     copy = tmp_path / "demo.sqlite"
     shutil.copyfile(demo_db, copy)
     before = _fingerprint(tmp_path)
-    code, _, err = _run(*command(copy))
+    code, _, err = run_cli(*command(copy))
     assert code == 0, err
     assert _fingerprint(tmp_path) == before
 
 
 def _foreign(path: Path) -> Path:
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE users (id TEXT PRIMARY KEY, title TEXT)")
-    conn.execute("INSERT INTO users VALUES ('a', 'another application')")
-    conn.commit()
-    conn.close()
-    return path
+    return write_sqlite(
+        path,
+        "CREATE TABLE users (id TEXT PRIMARY KEY, title TEXT)",
+        "INSERT INTO users VALUES ('a', 'another application')",
+    )
 
 
 @pytest.mark.parametrize("command", ["replay", "audit", "export"])
@@ -145,11 +129,11 @@ def test_a_database_that_is_not_planfolds_is_refused_and_left_as_it_was(tmp_path
     db = _foreign(tmp_path / "other.sqlite")
     before = _fingerprint(tmp_path)
     argv = ["export", "--db", str(db), "--session", "a"] if command == "export" else [command, "--db", str(db)]
-    code, out, err = _run(*argv)
+    code, out, err = run_cli(*argv)
     assert code == 2 and out == ""
     assert "not a planfold database" in err
     assert _fingerprint(tmp_path) == before
-    code, out, _ = _run(*argv, "--json")
+    code, out, _ = run_cli(*argv, "--json")
     assert code == 2 and json.loads(out)["error"]["code"] == "not-a-planfold-database"
 
 
@@ -162,7 +146,7 @@ def test_a_database_with_a_live_write_ahead_log_is_read_whole(demo_db: Path, tmp
     try:
         import_session(writer, "demo-copy", log)
         assert Path(f"{copy}-wal").stat().st_size > 0
-        code, out, err = _run("replay", "--db", str(copy), "--json")
+        code, out, err = run_cli("replay", "--db", str(copy), "--json")
     finally:
         writer.close()
     assert code == 0, err
@@ -170,16 +154,16 @@ def test_a_database_with_a_live_write_ahead_log_is_read_whole(demo_db: Path, tmp
 
 
 def test_a_database_on_standard_input_is_read_once_from_memory(demo_db: Path) -> None:
-    code, out, err = _run("audit", "--db", "-", "--session", "demo-1", "--json", stdin=demo_db.read_bytes())
+    code, out, err = run_cli("audit", "--db", "-", "--session", "demo-1", "--json", stdin=demo_db.read_bytes())
     assert code == 0, err
     (session,) = json.loads(out)["sessions"]
     assert session["ok"] and session["projection"]["mismatches"] == []
 
 
 def test_a_log_on_standard_input_or_through_a_fifo_is_read_once(demo_db: Path, tmp_path: Path) -> None:
-    code, exported, _ = _run("export", "--db", str(demo_db), "--session", "demo-1")
+    code, exported, _ = run_cli("export", "--db", str(demo_db), "--session", "demo-1")
     assert code == 0
-    code, out, _ = _run("replay", "--db", "-", "--json", stdin=exported.encode())
+    code, out, _ = run_cli("replay", "--db", "-", "--json", stdin=exported.encode())
     assert code == 0 and json.loads(out)["sessions"][0]["session"] == "stdin"
     fifo = tmp_path / "log.fifo"
     os.mkfifo(fifo)
@@ -191,7 +175,7 @@ def test_a_log_on_standard_input_or_through_a_fifo_is_read_once(demo_db: Path, t
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     result: list[tuple[int, str, str]] = []
-    reader = threading.Thread(target=lambda: result.append(_run("replay", "--db", str(fifo), "--json")), daemon=True)
+    reader = threading.Thread(target=lambda: result.append(run_cli("replay", "--db", str(fifo), "--json")), daemon=True)
     reader.start()
     reader.join(timeout=60)  # a second open of the FIFO would wait forever for a writer
     assert not reader.is_alive(), "replay opened the FIFO twice"
@@ -209,7 +193,7 @@ def test_a_database_read_from_a_fifo_is_read_from_memory(demo_db: Path, tmp_path
             pipe.write(data)
 
     threading.Thread(target=feed, daemon=True).start()
-    code, out, err = _run("replay", "--db", str(fifo), "--session", "demo-1")
+    code, out, err = run_cli("replay", "--db", str(fifo), "--session", "demo-1")
     assert code == 0, err
     assert out.startswith("demo-1: ok")
     assert stat.S_ISFIFO(fifo.stat().st_mode)

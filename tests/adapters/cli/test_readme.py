@@ -107,19 +107,23 @@ def _run_blocks(page: Path, clone: Path, env: dict[str, str] | None = None) -> t
                 assert done.returncode == 0, f"{block.where}: {line}\n{done.stdout}{done.stderr}"
                 ran.append(command)
             continue
-        expected: dict[str, list[str]] = {}
-        order: list[str] = []
-        for line in lines:
-            if line.startswith("$ "):
-                order.append(line[2:])
-                expected[line[2:]] = []
-            else:
-                expected[order[-1]].append(line)
-        for command in order:
-            done = _sh(command, clone, env)
-            assert (done.stdout + done.stderr).splitlines() == expected[command], f"{block.where}: {command}"
-            ran.append(command)
+        ran += _run_console(lines, clone, block.where, env)
     return ran, hint
+
+
+def _run_console(lines: list[str], clone: Path, where: str, env: dict[str, str] | None = None) -> list[str]:
+    """Run each ``$`` line of a ``console`` block in ``clone`` and check that it
+    prints the lines the block shows after it, exactly; the commands that ran."""
+    shown: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line.startswith("$ "):
+            shown.append((line[2:], []))
+        else:
+            shown[-1][1].append(line)
+    for command, printed in shown:
+        done = _sh(command, clone, env)
+        assert (done.stdout + done.stderr).splitlines() == printed, f"{where}: {command}"
+    return [command for command, _ in shown]
 
 
 def _demo(clone: Path) -> str:

@@ -375,48 +375,52 @@ def test_a_line_that_is_not_an_event_record_is_a_codec_error_with_its_number(lin
     assert f"line {line}" in info.value.message
 
 
-@pytest.mark.parametrize(
-    ("line", "bad", "rule"),
-    [
-        (2, b'{"seq":2,"kind":"plan/mode","at":2,"payload":{"active":1}}', "malformed-payload"),
-        (2, b'{"seq":2,"kind":"plan/mode","at":2,"payload":{"active":true,"x":0}}', "malformed-payload"),
-        (3, b'{"seq":4,"kind":"turn/end","at":3,"payload":{"turn":1}}', "seq-gap"),
-        (3, b'{"seq":3,"kind":"turn/end","at":1,"payload":{"turn":1}}', "time-regressed"),
-        (2, b'{"seq":2,"kind":"plan/nonsense","at":2,"payload":{}}', "unknown-kind"),
-    ],
-)
-def test_a_bad_event_in_json_lines_is_a_positioned_replay_error_naming_its_line(
-    line: int, bad: bytes, rule: str
-) -> None:
-    lines = list(GOOD)
-    lines[line - 1] = bad
-    data = b"\n".join(lines)
-    decode_jsonl(data)  # the records themselves are well formed
-    with pytest.raises(ReplayError) as info:
-        read_session_jsonl(data)
-    assert info.value.rule == rule
-    assert info.value.position == msgspec.json.decode(bad)["seq"]
-    assert f"(line {line})" in info.value.detail
+#: Records put in the place of a line of ``GOOD`` that the fold refuses, the
+#: rule each breaks, and whether the typed wire decoder takes the record (it
+#: refuses an envelope whose values a store cannot keep).
+REFUSED_BY_THE_FOLD = [
+    (2, b'{"seq":2,"kind":"plan/mode","at":2,"payload":{"active":1}}', "malformed-payload", True),
+    (2, b'{"seq":2,"kind":"plan/mode","at":2,"payload":{"active":true,"x":0}}', "malformed-payload", True),
+    (3, b'{"seq":4,"kind":"turn/end","at":3,"payload":{"turn":1}}', "seq-gap", True),
+    (3, b'{"seq":3,"kind":"turn/end","at":1,"payload":{"turn":1}}', "time-regressed", True),
+    (2, b'{"seq":2,"kind":"plan/nonsense","at":2,"payload":{}}', "unknown-kind", True),
+    (1, b'{"seq":true,"kind":"turn/start","at":1,"payload":{"turn":1}}', "seq-gap", False),
+    (2, b'{"seq":"2","kind":"plan/mode","at":2,"payload":{"active":true}}', "seq-gap", False),
+    (2, b'{"seq":2,"kind":"plan/mode","at":2.5,"payload":{"active":true}}', "malformed-payload", False),
+    (2, b'{"seq":2,"kind":"plan/mode","at":2,"payload":[true]}', "malformed-payload", False),
+]
 
 
-@pytest.mark.parametrize(
-    ("line", "bad", "rule"),
-    [
-        (1, b'{"seq":true,"kind":"turn/start","at":1,"payload":{"turn":1}}', "seq-gap"),
-        (2, b'{"seq":"2","kind":"plan/mode","at":2,"payload":{"active":true}}', "seq-gap"),
-        (2, b'{"seq":2,"kind":"plan/mode","at":2.5,"payload":{"active":true}}', "malformed-payload"),
-        (2, b'{"seq":2,"kind":"plan/mode","at":2,"payload":[true]}', "malformed-payload"),
-    ],
-)
-def test_a_record_whose_values_the_fold_refuses_is_the_folds_verdict_as_in_a_replay(
-    line: int, bad: bytes, rule: str
-) -> None:
+def _refused_by_the_fold(line: int, bad: bytes, rule: str) -> tuple[bytes, ReplayError]:
+    """``GOOD`` with ``bad`` at ``line``; reading it is a replay error of
+    ``rule`` that names the line."""
     lines = list(GOOD)
     lines[line - 1] = bad
     data = b"\n".join(lines)
     with pytest.raises(ReplayError) as info:
         read_session_jsonl(data)
     assert info.value.rule == rule and f"(line {line})" in info.value.detail
+    return data, info.value
+
+
+@pytest.mark.parametrize(
+    ("line", "bad", "rule"), [(line, bad, rule) for line, bad, rule, typed in REFUSED_BY_THE_FOLD if typed]
+)
+def test_a_bad_event_in_json_lines_is_a_positioned_replay_error_naming_its_line(
+    line: int, bad: bytes, rule: str
+) -> None:
+    data, refused = _refused_by_the_fold(line, bad, rule)
+    decode_jsonl(data)  # the records themselves are well formed
+    assert refused.position == msgspec.json.decode(bad)["seq"]
+
+
+@pytest.mark.parametrize(
+    ("line", "bad", "rule"), [(line, bad, rule) for line, bad, rule, typed in REFUSED_BY_THE_FOLD if not typed]
+)
+def test_a_record_whose_values_the_fold_refuses_is_the_folds_verdict_as_in_a_replay(
+    line: int, bad: bytes, rule: str
+) -> None:
+    data, _ = _refused_by_the_fold(line, bad, rule)
     with pytest.raises(CodecError) as typed:
         decode_jsonl(data)  # the typed wire decoder still refuses an envelope a store cannot keep
     assert typed.value.line == line

@@ -61,6 +61,14 @@ def server() -> Iterator[ChatServer]:
         yield running
 
 
+def _unused_port() -> int:
+    """A loopback port that nobody listens on (bound for a moment, then let go)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
 def client_for(
     make: Make, server: ChatServer, sleeps: list[float], *, policy: RetryPolicy = FAST, **options: Any
 ) -> Blocking:
@@ -368,9 +376,7 @@ def test_dropped_connection_is_retried(server: ChatServer, make: Make) -> None:
 
 
 def test_nobody_listening_exhausts_retries_as_unreachable(make: Make) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = _unused_port()
     sleeps: list[float] = []
     client = make(f"http://127.0.0.1:{port}/v1", "m", retry=RetryPolicy(max_retries=2), sleep=sleeps.append)
     with pytest.raises(ModelRetriesExhaustedError) as caught:
@@ -584,14 +590,16 @@ def test_https_proxy_from_the_environment_is_asked_for_a_tunnel(
     assert (received.method, received.path) == ("CONNECT", "model.invalid:443")
 
 
-def test_no_proxy_sends_matching_hosts_directly(
-    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make_httpx: Make
+@pytest.mark.parametrize(
+    "no_proxy",
+    ["example.com,127.0.0.1", "10.0.0.0/8, 127.0.0.0/8"],
+    ids=["as-a-host-in-a-list", "as-an-address-range"],
+)
+def test_a_host_in_no_proxy_is_sent_directly_past_the_proxy(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make_httpx: Make, no_proxy: str
 ) -> None:
-    with socket.socket() as probe:  # a proxy nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        dead = probe.getsockname()[1]
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
-    monkeypatch.setenv("NO_PROXY", "example.com,127.0.0.1")
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{_unused_port()}")  # a proxy nobody listens on
+    monkeypatch.setenv("NO_PROXY", no_proxy)
     server.plan(Answer(body=completion("direct")))
     assert client_for(make_httpx, server, []).complete(REQUEST).text == "direct"
     assert server.received[0].path == "/v1/chat/completions"
@@ -605,19 +613,6 @@ def test_a_proxy_scheme_the_client_cannot_speak_is_refused_when_it_is_built(
         make_httpx("http://model.invalid/v1", "m")
 
 
-def test_a_proxy_in_no_proxy_as_an_address_range_is_bypassed(
-    server: ChatServer, monkeypatch: pytest.MonkeyPatch, make_httpx: Make
-) -> None:
-    with socket.socket() as probe:  # a proxy nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        dead = probe.getsockname()[1]
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
-    monkeypatch.setenv("NO_PROXY", "10.0.0.0/8, 127.0.0.0/8")
-    server.plan(Answer(body=completion("direct")))
-    assert client_for(make_httpx, server, []).complete(REQUEST).text == "direct"
-    assert server.received[0].path == "/v1/chat/completions"
-
-
 def test_a_proxy_password_never_shows_in_an_error(monkeypatch: pytest.MonkeyPatch, make_httpx: Make) -> None:
     monkeypatch.setenv("HTTP_PROXY", "socks5://alice:hunter2@127.0.0.1:1080")
     with pytest.raises(ModelBadRequestError) as caught:
@@ -627,9 +622,7 @@ def test_a_proxy_password_never_shows_in_an_error(monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_base_url_password_never_shows_in_an_error(make_httpx: Make) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = _unused_port()
     with pytest.raises(ModelBadRequestError) as refused:
         make_httpx("ftp://bob:hunter2@example.invalid/v1", "m")
     assert "hunter2" not in str(refused.value) and "bob:***@" in str(refused.value)

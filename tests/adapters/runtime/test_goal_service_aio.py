@@ -46,6 +46,13 @@ def _tools() -> ToolRunner:
     return ToolRunner(default_registry(), executors=Workspace(dict(FILES)).executors())
 
 
+async def _goal_service(store: AsyncSharedStore) -> tuple[AsyncRuntime, AsyncGoalService]:
+    """A runtime of session ``S`` over ``store``, and agent-1's goal service on
+    its goal log."""
+    runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
+    return runtime, AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+
+
 async def _memory(_: Path) -> AsyncSharedStore:
     return AsyncMemoryStore(clock=ticking())
 
@@ -101,8 +108,7 @@ def test_a_goal_is_driven_to_its_budget_on_the_loop_without_a_thread_and_the_log
 def test_a_refused_operation_and_a_stale_agent_append_nothing() -> None:
     async def scenario() -> None:
         store = AsyncMemoryStore(clock=ticking())
-        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
-        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        runtime, goals = await _goal_service(store)
         old = goals.agent
         goals.replace_agent()
         with pytest.raises(StaleAgentError):
@@ -150,8 +156,7 @@ def test_a_leased_drive_holds_the_lease_for_its_rounds_and_gives_it_back_at_the_
 ) -> None:
     async def scenario() -> None:
         store = AsyncMemoryStore(clock=ticking())
-        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
-        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        runtime, goals = await _goal_service(store)
         driver = AsyncLeasedDriver(goals, store, holder="me")
         await goals.create(goals.agent, "Tidy", max_rounds=2)
         seen: list[str | None] = []
@@ -175,8 +180,7 @@ def test_a_leased_drive_holds_the_lease_for_its_rounds_and_gives_it_back_at_the_
 def test_a_leased_drive_stops_before_its_round_while_another_holder_has_the_lease() -> None:
     async def scenario() -> None:
         store = AsyncMemoryStore(clock=ticking())
-        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
-        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        runtime, goals = await _goal_service(store)
         await goals.create(goals.agent, "Tidy", max_rounds=2)
         await store.acquire_lease(S, "someone else", 60_000)
         head = await store.head(S)
@@ -190,8 +194,7 @@ def test_a_leased_drive_stops_before_its_round_while_another_holder_has_the_leas
 def test_pausing_the_goal_gives_the_lease_back() -> None:
     async def scenario() -> None:
         store = AsyncMemoryStore(clock=ticking())
-        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
-        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        _, goals = await _goal_service(store)
         driver = AsyncLeasedDriver(goals, store, holder="me")
         await goals.create(goals.agent, "Tidy", max_rounds=2)
         await driver.take()
@@ -207,8 +210,7 @@ def test_a_round_whose_lease_was_taken_over_stops_the_drive_and_disarms_this_pro
     async def scenario() -> None:
         now = [1_000]
         store = AsyncMemoryStore(clock=lambda: now[0])
-        runtime = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
-        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        runtime, goals = await _goal_service(store)
         driver = AsyncLeasedDriver(goals, store, holder="me", ttl_ms=100)
         await goals.create(goals.agent, "Tidy", max_rounds=3)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pytest
 
@@ -28,14 +28,24 @@ def refusing(arguments: Mapping[str, object]) -> Mapping[str, JSON]:
     raise ToolFailure("no such file: a.md")
 
 
+def _read_file(
+    caplog: pytest.LogCaptureFixture, executor: Callable[[Mapping[str, object]], Mapping[str, JSON]], level: int
+) -> tuple[bool, str, logging.LogRecord]:
+    """Run one ``read_file`` call whose executor is ``executor``, capturing the
+    runner's log from ``level`` up: whether the call succeeded, what the model
+    is told, and the one record the runner logged."""
+    runner = ToolRunner(default_registry(), executors={"read_file": executor})
+    with caplog.at_level(level, logger=LOGGER):
+        ok, output = runner.execute(ToolCall.of("c1", "read_file", {"path": "a.md"}))
+    (record,) = [r for r in caplog.records if r.name == LOGGER]
+    return ok, output, record
+
+
 def test_an_executor_that_raises_is_a_crashed_call_and_its_traceback_is_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    runner = ToolRunner(default_registry(), executors={"read_file": broken})
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
-        ok, output = runner.execute(ToolCall.of("c1", "read_file", {"path": "a.md"}))
+    ok, output, record = _read_file(caplog, broken, logging.WARNING)
     assert not ok and json.loads(output)["error"]["code"] == "tool-crashed"
-    (record,) = [r for r in caplog.records if r.name == LOGGER]
     assert record.levelno == logging.WARNING
     assert record.getMessage() == "the executor of 'read_file' (call 'c1') raised ZeroDivisionError"
     assert record.exc_info is not None and record.exc_info[0] is ZeroDivisionError
@@ -45,11 +55,8 @@ def test_an_executor_that_raises_is_a_crashed_call_and_its_traceback_is_logged(
 def test_a_typed_refusal_of_an_executor_is_no_crash_and_only_the_runs_debug_record(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    runner = ToolRunner(default_registry(), executors={"read_file": refusing})
-    with caplog.at_level(logging.DEBUG, logger=LOGGER):
-        ok, output = runner.execute(ToolCall.of("c1", "read_file", {"path": "a.md"}))
+    ok, output, record = _read_file(caplog, refusing, logging.DEBUG)
     assert not ok and json.loads(output)["error"]["code"] == "tool-failed"
-    (record,) = [r for r in caplog.records if r.name == LOGGER]
     assert record.levelno == logging.DEBUG and record.exc_info is None
     assert record.getMessage().startswith("tool 'read_file' (call 'c1'): allowed, ran failed (tool-failed) in ")
 

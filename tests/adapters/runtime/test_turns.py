@@ -124,23 +124,9 @@ class FlakyStore(MemoryStore):
         return super().append(request)
 
 
-def test_a_failed_flush_keeps_the_choice_pending_and_the_turn_goes_on() -> None:
-    store = FlakyStore()
-    session, model, _ = make_session(
-        [call("read_file", {"path": "README.md"}), call("list_files", {}), say("ok")], store=store
-    )
-    runtime = session.runtime
-    model.hooks[1] = lambda: runtime.choose_plan_mode(True)
-    store.fail_plan_mode = 1
-    report = runtime.submit("Look around")
-    assert isinstance(report, TurnReport)
-    assert report.flush_failures == 1 and report.ended_by == "reply"
-    assert _headers(session.log.events) == [(1, 1, False), (1, 2, False), (1, 3, True)]
-    assert runtime.plan_mode.pending is None
-    assert store.audit("s1").ok
-
-
-def test_a_step_after_a_failed_flush_is_requested_from_the_recorded_state_alone() -> None:
+def _a_turn_whose_plan_mode_flush_fails() -> tuple[FlakyStore, Session, TurnReport]:
+    """A turn of three steps in which plan mode is chosen during step 1 and
+    recording the choice fails once."""
     store = FlakyStore()
     session, model, _ = make_session(
         [call("read_file", {"path": "README.md"}), call("list_files", {}), say("ok")], store=store
@@ -150,6 +136,19 @@ def test_a_step_after_a_failed_flush_is_requested_from_the_recorded_state_alone(
     store.fail_plan_mode = 1
     report = runtime.submit("Look around")
     assert isinstance(report, TurnReport) and report.flush_failures == 1
+    return store, session, report
+
+
+def test_a_failed_flush_keeps_the_choice_pending_and_the_turn_goes_on() -> None:
+    store, session, report = _a_turn_whose_plan_mode_flush_fails()
+    assert report.ended_by == "reply"
+    assert _headers(session.log.events) == [(1, 1, False), (1, 2, False), (1, 3, True)]
+    assert session.runtime.plan_mode.pending is None
+    assert store.audit("s1").ok
+
+
+def test_a_step_after_a_failed_flush_is_requested_from_the_recorded_state_alone() -> None:
+    _, session, report = _a_turn_whose_plan_mode_flush_fails()
     # step 2: the flush failed, the choice is still pending, the header says
     # build mode, so the whole request is a build-mode request
     step2 = report.requests[1]

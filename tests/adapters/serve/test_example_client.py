@@ -11,9 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from planfold.adapters.cli.main import main
-from planfold.adapters.store.sqlite import SqliteStore
-from planfold.kernel.session import fold_session
+from tests.adapters.serve.hosts import check_a_completed_session
 from tests.system_programs import EXAMPLES, node, node_packages
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -26,13 +24,7 @@ def test_the_javascript_host_drives_a_plan_then_build_session_whose_log_audits_c
         [node(), str(EXAMPLE), str(db), sys.executable, "-m", "planfold.adapters.cli", "serve"],
         capture_output=True, text=True, timeout=120, check=False,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "mode build, plan plan-" in done.stdout and "completed" in done.stdout
-    assert main(["audit", "--db", str(db)]) == 0
-    with SqliteStore(db) as store:
-        state = fold_session(store.read("example-1"))
-    assert state.plan.current is not None and state.plan.current.status == "completed"
-    assert not state.plan_mode and not state.turns.open
+    check_a_completed_session(done, db, "example-1")
 
 
 def test_the_javascript_host_type_checks_against_the_generated_types_under_tsc_strict() -> None:

@@ -18,10 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from planfold.adapters.cli.main import main
 from planfold.adapters.serve.openrpc import OPENRPC_FILE, openrpc_text
-from planfold.adapters.store.sqlite import SqliteStore
-from planfold.kernel.session import fold_session
+from tests.adapters.serve.hosts import check_a_completed_session
 from tests.system_programs import EXAMPLES, node, node_packages
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -88,11 +86,5 @@ def test_the_typescript_host_compiles_under_tsc_strict_and_drives_a_plan_mode_tu
     db = tmp_path / "host.sqlite"
     command = (sys.executable, "-m", "planfold.adapters.cli", "serve")
     done = _run(program, build / "host.mjs", db, *command, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
+    check_a_completed_session(done, db, "typescript-1")
     assert "/plan: committed" in done.stdout and "exit_plan_mode: approved" in done.stdout
-    assert "mode build, plan plan-" in done.stdout and "completed" in done.stdout
-    assert main(["audit", "--db", str(db)]) == 0
-    with SqliteStore(db) as store:
-        state = fold_session(store.read("typescript-1"))
-    assert state.plan.current is not None and state.plan.current.status == "completed"
-    assert not state.plan_mode and not state.turns.open

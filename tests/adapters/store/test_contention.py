@@ -10,7 +10,6 @@ duplicate; and every projection must equal the fold of its log.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import queue
 import sqlite3
@@ -25,6 +24,7 @@ from planfold.adapters.store.base import AppendRequest, StoreBusyError
 from planfold.adapters.store.opener import open_store
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.session import fold_session
+from tests.adapters.store.processes import run_in_a_forked_child
 from tests.storage_workers import batch_after, contender, event_at, stress_context
 
 WORKERS = 8
@@ -144,18 +144,9 @@ def forked_child(store: SqliteStore, out: Any) -> None:
 
 
 def test_a_store_used_in_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
-    ctx = multiprocessing.get_context("fork")  # the point of the test is a plain fork
     with SqliteStore(tmp_path / "f.db") as store:
         store.append(AppendRequest("s", 0, batch_after(0, 1)))
-        out = ctx.Queue()
-        proc = ctx.Process(target=forked_child, args=(store, out), daemon=True)
-        proc.start()
-        try:
-            result = out.get(timeout=60)
-        finally:
-            proc.join(timeout=30)
-            if proc.is_alive():
-                proc.kill()
+        result, proc = run_in_a_forked_child(forked_child, store)
         assert result == ("ok", True, 1, proc.pid)
         assert proc.exitcode == 0
         assert store.head("s") == 3  # the parent's connection still works and sees the child's commit

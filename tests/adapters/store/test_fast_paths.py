@@ -14,8 +14,7 @@ reads a log in pages (on every store) and gives what ``read`` gives.
 from __future__ import annotations
 
 import sqlite3
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,6 @@ from planfold.adapters.store.base import (
 from planfold.adapters.store.contract import ManualClock
 from planfold.adapters.store.engine import Folded, LogStore
 from planfold.adapters.store.memory import MemoryStore
-from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.session_log import SessionLog
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_conn import connect_sqlite
@@ -44,7 +42,6 @@ from planfold.adapters.store.sqlite_sql import INSERT_ROWS
 from planfold.kernel.errors import ConflictError, ReplayError
 from planfold.kernel.log import Draft, Event
 from planfold.kernel.session import SessionState, fold_more, fold_session
-from tests.pg_cluster import Cluster
 from tests.storage_helpers import CountingFold
 
 ROWS = INSERT_ROWS
@@ -126,23 +123,6 @@ def test_a_bad_row_deep_in_a_long_log_stops_a_streamed_load_at_its_seq(tmp_path:
 
 # --------------------------------------------------------------------------
 # A scan reads the log in pages, each its own read transaction
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LogStore]:
-    if request.param == "memory":
-        store: LogStore = MemoryStore()
-    elif request.param == "sqlite":
-        store = SqliteStore(tmp_path / "scan.db")
-    else:
-        cluster: Cluster = request.getfixturevalue("pg_cluster")
-        schema = f"s_{uuid.uuid4().hex[:16]}"
-        store = PostgresStore(cluster.schema_url(schema), pool_size=1)
-        request.addfinalizer(lambda: cluster.drop_schema(schema))
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 @pytest.mark.parametrize(("count", "page"), [(0, 3), (7, 3), (9, 3), (9, 1), (40, 100)])

@@ -29,6 +29,7 @@ from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_readonly import open_read_only
 from planfold.kernel.errors import PlanfoldError, ReplayError
 from planfold.kernel.log import TURN_START, Event
+from tests.adapters.sqlite_files import write_sqlite
 
 LOG = build_log(FULL_SCRIPT).events
 STARTS: dict[int, int] = {int(str(e.payload["turn"])): e.seq for e in LOG if e.kind == TURN_START}
@@ -198,14 +199,10 @@ def test_check_fork_refuses_exactly_what_the_fork_refuses_and_reads_only(
     assert checked == forked
 
 
-def test_check_fork_refuses_a_hand_edited_log_whose_seqs_skip_the_fork_seq_as_the_fork_does(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
-    with SqliteStore(path) as store:
-        store.append(AppendRequest("s", 0, LOG))
-    conn = sqlite3.connect(path)
-    conn.execute("DELETE FROM events WHERE session_id = 's' AND seq = 3")
-    conn.commit()
-    conn.close()
+def test_check_fork_refuses_a_hand_edited_log_whose_seqs_skip_the_fork_seq_as_the_fork_does(
+    full_log_file: Path,
+) -> None:
+    path = write_sqlite(full_log_file, "DELETE FROM events WHERE session_id = 's' AND seq = 3")
     with open_read_only(str(path)) as reader, pytest.raises(ForkSeqMissingError, match="hand-edited"):
         check_fork(reader, "s", 3, "new")
     with SqliteStore(path) as store, pytest.raises(ForkSeqMissingError, match="hand-edited"):

@@ -5,7 +5,6 @@ any refusal, in any batch, writes nothing."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,6 @@ from planfold.adapters.store.base import (
 from planfold.adapters.store.engine import LogStore
 from planfold.adapters.store.importing import import_stream
 from planfold.adapters.store.memory import MemoryStore
-from planfold.adapters.store.opener import open_store
-from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.errors import ConflictError
 from planfold.kernel.log import Event
 from planfold.kernel.session import fold_session
@@ -30,16 +27,10 @@ from tests.adapters.store.test_spill import goals_then
 LOG = goals_then(12)
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LogStore]:
-    if request.param == "memory":
-        opened: LogStore = MemoryStore()
-    elif request.param == "sqlite":
-        opened = SqliteStore(tmp_path / "import.sqlite")
-    else:
-        opened = open_store(request.getfixturevalue("pg_url"))
-    with opened:
-        yield opened
+@pytest.fixture
+def store(any_store: LogStore) -> LogStore:
+    """Each kind of store (this package's ``any_store``)."""
+    return any_store
 
 
 def _nothing_written(store: LogStore, session: str) -> None:

@@ -22,10 +22,8 @@ the same checks for every session.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import random
-import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
@@ -37,6 +35,7 @@ import pytest
 from planfold.adapters.store.base import AppendRequest, StoreUnavailableError
 from planfold.adapters.store.postgres import PostgresStore
 from planfold.kernel.session import fold_session
+from tests.adapters.store.processes import kill, writer_processes
 from tests.pg_cluster import Cluster
 from tests.storage_workers import batch_after, event_at, fault_writer, group_fault_writer, stress_context
 from tests.system_programs import postgres
@@ -50,12 +49,8 @@ SESSION = "crash"
 def own_cluster() -> Iterator[Cluster]:
     """A server only this module uses (its tests stop and start it)."""
     postgres()
-    cluster = Cluster()
-    try:
-        cluster.start()
+    with Cluster() as cluster:
         yield cluster
-    finally:
-        cluster.destroy()
 
 
 @pytest.fixture
@@ -123,13 +118,6 @@ def test_a_follower_whose_server_goes_away_gets_store_unavailable(own_cluster: C
 # Writers killed and the server crashed, round after round
 
 
-def kill(proc: multiprocessing.process.BaseProcess) -> None:
-    if proc.pid is not None and proc.is_alive():
-        os.kill(proc.pid, signal.SIGKILL)
-    proc.join(timeout=30)
-    assert not proc.is_alive(), "a killed writer did not exit"
-
-
 #: Every acknowledged append: its key, and the session and last seq it was acknowledged with.
 Acks = dict[str, tuple[str, int]]
 
@@ -166,17 +154,10 @@ def writer_round(
     plans: list[tuple[Callable[..., None], tuple[object, ...]]] = (
         [(group_fault_writer, (url, list(sessions)))] if sessions else [(fault_writer, (url, SESSION))] * 2
     )
-    procs, readers = [], []
-    try:
+    with writer_processes(ctx) as writers:
         for index, (target, where) in enumerate(plans):
-            reader, writer = ctx.Pipe(duplex=False)
-            name = f"r{number}w{index}"
-            proc = ctx.Process(target=target, args=(*where, name, rng.randrange(2**32), writer), daemon=True)
-            proc.start()
-            writer.close()  # the child holds the only write end: EOF once it dies
-            procs.append(proc)
-            readers.append(reader)
-        for reader in readers:
+            writers.start(target, *where, f"r{number}w{index}", rng.randrange(2**32))
+        for reader in writers.readers:
             assert reader.poll(60), "a writer never became ready"
             assert reader.recv() == ("ready",)
         if crash:
@@ -185,18 +166,11 @@ def writer_round(
             time.sleep(rng.uniform(0, 0.3))
             cluster.start()
             time.sleep(rng.uniform(0.3, 0.8))  # the writers reconnect and go on
-        for proc in sorted(procs, key=lambda _: rng.random()):
+        for proc in sorted(writers.procs, key=lambda _: rng.random()):
             time.sleep(rng.uniform(0, 0.2))
             kill(proc)
-        for reader in readers:
+        for reader in writers.readers:
             drain(reader, acks, errors)
-    finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=10)
-        for reader in readers:
-            reader.close()
 
 
 def quiesce(url: str) -> None:

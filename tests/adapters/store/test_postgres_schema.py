@@ -7,7 +7,6 @@ used in a forked child opens its own connections."""
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import threading
 from typing import Any
@@ -29,6 +28,8 @@ from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.postgres_schema import SCHEMA_VERSION, STEPS, migrate
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.session import fold_session
+from tests.adapters.store.migrated import check_forks_after_the_forks_step
+from tests.adapters.store.processes import run_in_a_forked_child
 from tests.storage_helpers import FULL_SCRIPT, batch_after, build_log
 
 
@@ -133,19 +134,8 @@ def test_a_database_from_before_forks_moves_forward_and_its_sessions_fork(pg_url
         store.append(AppendRequest("s", 0, log))
     sql(pg_url, "DROP TABLE planfold_forks; DELETE FROM planfold_schema WHERE version = 5")
     with PostgresStore(pg_url) as store:
-        assert store.migration is not None
-        assert (store.migration.from_version, store.migration.applied) == (4, ("fork provenance",))
-        assert store.provenance("s") is None and store.audit("s").ok
-        provenance = store.fork("s", 10, "f")
-        assert store.provenance("f") == provenance and store.audit("f").ok
+        provenance = check_forks_after_the_forks_step(store, 4)
     assert dump(pg_url)["rows"]["planfold_forks"] == [("f", "s", 10, provenance.prefix_sha256)]
-
-
-def test_a_database_without_the_append_function_its_version_promises_is_refused(pg_url: str) -> None:
-    PostgresStore(pg_url).close()
-    sql(pg_url, "DROP FUNCTION planfold_append")
-    with pytest.raises(SchemaMismatchError, match=r"function planfold_append\(text, bigint"):
-        PostgresStore(pg_url)
 
 
 def _created_goal(payload: Any) -> Any:
@@ -207,10 +197,18 @@ def test_a_newer_database_is_refused_clearly_and_left_untouched(pg_url: str) -> 
     assert dump(pg_url) == before
 
 
-def test_a_database_missing_what_its_version_promises_is_refused(pg_url: str) -> None:
+#: What a database at the current version must hold, dropped, and what the refusal names.
+PROMISED = {
+    "the append function": ("DROP FUNCTION planfold_append", r"function planfold_append\(text, bigint"),
+    "the append keys table": ("DROP TABLE planfold_append_keys", r"planfold_append_keys\.session_id"),
+}
+
+
+@pytest.mark.parametrize(("drop", "named"), PROMISED.values(), ids=PROMISED.keys())
+def test_a_database_missing_what_its_version_promises_is_refused(pg_url: str, drop: str, named: str) -> None:
     PostgresStore(pg_url).close()
-    sql(pg_url, "DROP TABLE planfold_append_keys")
-    with pytest.raises(SchemaMismatchError, match=r"planfold_append_keys\.session_id"):
+    sql(pg_url, drop)
+    with pytest.raises(SchemaMismatchError, match=named):
         PostgresStore(pg_url)
 
 
@@ -289,18 +287,9 @@ def forked_child(store: PostgresStore, out: Any) -> None:
 
 
 def test_a_store_used_in_a_forked_child_opens_its_own_connections(pg_url: str) -> None:
-    ctx = multiprocessing.get_context("fork")  # the point of the test is a plain fork
     with PostgresStore(pg_url) as store:
         store.append(AppendRequest("s", 0, batch_after(0, 1)))
-        out = ctx.Queue()
-        proc = ctx.Process(target=forked_child, args=(store, out), daemon=True)
-        proc.start()
-        try:
-            result = out.get(timeout=60)
-        finally:
-            proc.join(timeout=30)
-            if proc.is_alive():
-                proc.kill()
+        result, _ = run_in_a_forked_child(forked_child, store)
         assert result == ("ok", 3)
         assert store.head("s") == 3  # the parent's pool still works and sees the child's commit
         store.append(AppendRequest("s", 3, batch_after(3, 1)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
@@ -73,7 +73,9 @@ def test_a_decision_is_made_again_on_fresh_state_after_a_conflict_and_carries_it
     assert log.state.goal.current is not None and log.state.goal.current.created_at == event.at
 
 
-def test_a_conflict_that_outlasts_the_attempts_is_raised_and_nothing_is_written() -> None:
+def _losing_every_race() -> tuple[MemoryStore, SessionLog, Callable[[SessionState, int], Sequence[Draft]]]:
+    """A store, a log of it, and a decision that another writer's turn beats
+    to the store on every attempt."""
     store = MemoryStore()
     log = open_log(store)
     other = open_log(store)
@@ -83,6 +85,11 @@ def test_a_conflict_that_outlasts_the_attempts_is_raised_and_nothing_is_written(
         other.append(turn(other.state.turns.turn + 1, "again"))  # another writer wins every time
         return turn(state.turns.turn + 1)
 
+    return store, log, racing
+
+
+def test_a_conflict_that_outlasts_the_attempts_is_raised_and_nothing_is_written() -> None:
+    store, log, racing = _losing_every_race()
     with pytest.raises(ConflictError):
         log.append_decided(racing, attempts=2)
     assert all(isinstance(e, Event) and e.payload.get("text") != "hi" for e in store.read("s"))
@@ -120,15 +127,7 @@ def test_a_reload_reads_the_events_again_and_earlier_views_keep_theirs() -> None
 def test_each_conflict_of_a_decided_append_is_logged_and_the_last_one_as_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    store = MemoryStore()
-    log = open_log(store)
-    other = open_log(store)
-
-    def racing(state: SessionState, at: int) -> Sequence[Draft]:
-        other.reload()
-        other.append(turn(other.state.turns.turn + 1, "again"))  # another writer wins every time
-        return turn(state.turns.turn + 1)
-
+    _, log, racing = _losing_every_race()
     with caplog.at_level(logging.INFO, logger="planfold.adapters.store.session_log"), pytest.raises(ConflictError):
         log.append_decided(racing, attempts=3)
     records = [r for r in caplog.records if r.name == "planfold.adapters.store.session_log"]

@@ -15,10 +15,7 @@ of them to one they share), with the same checks for every session.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import random
-import signal
 import time
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext
@@ -28,18 +25,12 @@ import pytest
 
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.kernel.session import fold_session
+from tests.adapters.store.processes import kill, writer_processes
 from tests.storage_helpers import LEGACY_SESSIONS, build_legacy_db, dump_db
 from tests.storage_workers import crash_writer, event_at, group_crash_writer, opener, stress_context
 
 ROUNDS = 100
 SESSION = "crash"
-
-
-def kill(proc: multiprocessing.process.BaseProcess) -> None:
-    if proc.pid is not None and proc.is_alive():
-        os.kill(proc.pid, signal.SIGKILL)
-    proc.join(timeout=30)
-    assert not proc.is_alive(), "a killed writer did not exit"
 
 
 def drain(reader: Connection) -> list[int]:
@@ -69,33 +60,25 @@ def verify(path: Path, acked: int, session: str = SESSION) -> int:
     return head
 
 
+def _new_store_file(path: Path, seed: int) -> tuple[ForkServerContext, random.Random, Path]:
+    """A crash test's start: the context its writers run in, its random
+    choices seeded with ``seed``, and a new store at ``path``."""
+    SqliteStore(path).close()
+    return stress_context(), random.Random(seed), path
+
+
 def writer_round(ctx: ForkServerContext, path: Path, rng: random.Random, acked: int) -> int:
-    procs, readers = [], []
-    try:
+    with writer_processes(ctx) as writers:
         for _ in range(2):
-            reader, writer = ctx.Pipe(duplex=False)
-            proc = ctx.Process(
-                target=crash_writer, args=(str(path), SESSION, rng.randrange(2**32), writer), daemon=True
-            )
-            proc.start()
-            writer.close()  # the child holds the only write end: EOF once it dies
-            procs.append(proc)
-            readers.append(reader)
-        for reader in readers:
+            writers.start(crash_writer, str(path), SESSION, rng.randrange(2**32))
+        for reader in writers.readers:
             assert reader.poll(60), "a writer never became ready"
             assert reader.recv() == 0
-        for proc in sorted(procs, key=lambda _: rng.random()):
+        for proc in sorted(writers.procs, key=lambda _: rng.random()):
             time.sleep(rng.uniform(0, 0.02))
             kill(proc)
-        for reader in readers:
+        for reader in writers.readers:
             acked = max([acked, *drain(reader)])
-    finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=10)
-        for reader in readers:
-            reader.close()
     return acked
 
 
@@ -117,10 +100,7 @@ def migration_round(ctx: ForkServerContext, path: Path, rng: random.Random) -> N
 
 @pytest.mark.slow
 def test_writers_killed_at_random_points_never_lose_or_tear_anything(tmp_path: Path) -> None:
-    ctx = stress_context()
-    rng = random.Random(20240611)
-    path = tmp_path / "crash.db"
-    SqliteStore(path).close()
+    ctx, rng, path = _new_store_file(tmp_path / "crash.db", 20240611)
     acked, writer_rounds = 0, 0
     for number in range(ROUNDS):
         if number % 10 == 9:
@@ -139,13 +119,9 @@ SHARED = "shared"
 
 
 def group_round(ctx: ForkServerContext, path: Path, rng: random.Random, acked: dict[str, int]) -> None:
-    reader, writer = ctx.Pipe(duplex=False)
-    proc = ctx.Process(
-        target=group_crash_writer, args=(str(path), GROUP_SESSIONS, SHARED, rng.randrange(2**32), writer), daemon=True
-    )
-    try:
-        proc.start()
-        writer.close()
+    with writer_processes(ctx) as writers:
+        proc = writers.start(group_crash_writer, str(path), GROUP_SESSIONS, SHARED, rng.randrange(2**32))
+        (reader,) = writers.readers
         assert reader.poll(60), "the writer never became ready"
         assert reader.recv() == 0
         time.sleep(rng.uniform(0.02, 0.3))
@@ -156,19 +132,11 @@ def group_round(ctx: ForkServerContext, path: Path, rng: random.Random, acked: d
             except EOFError:
                 break
             acked[session] = max(acked.get(session, 0), seq)
-    finally:
-        if proc.is_alive():
-            proc.kill()
-            proc.join(timeout=10)
-        reader.close()
 
 
 @pytest.mark.slow
 def test_a_writer_killed_while_its_threads_commit_in_groups_never_loses_or_tears_anything(tmp_path: Path) -> None:
-    ctx = stress_context()
-    rng = random.Random(20261202)
-    path = tmp_path / "group.db"
-    SqliteStore(path).close()
+    ctx, rng, path = _new_store_file(tmp_path / "group.db", 20261202)
     acked: dict[str, int] = {}
     for _ in range(GROUP_ROUNDS):
         group_round(ctx, path, rng, acked)

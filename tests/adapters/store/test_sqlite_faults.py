@@ -11,11 +11,12 @@ A fault in one append of a group commit fails that append alone.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,24 @@ def template(directory: Path, case: AppendCase) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def failing_at(
+    n: int, source: Path, directory: Path, *, persistent: bool, after: bool
+) -> Iterator[tuple[Path, FaultPlan, SqliteStore]]:
+    """A copy of ``source`` in ``directory``, and a store on it whose statements
+    fail as a ``FaultPlan`` armed at ``n`` says (``persistent`` and ``after`` as
+    there) until the plan is disarmed; the store is closed when the block ends."""
+    path = directory / f"run-{n}.db"
+    shutil.copy(source, path)
+    plan = FaultPlan(persistent=persistent, after=after)
+    store = SqliteStore(path, connect=factory(plan))
+    try:
+        plan.arm(n)
+        yield path, plan, store
+    finally:
+        store.close()
+
+
 def run_append(store: SqliteStore, case: AppendCase) -> AppendResult:
     return store.append(AppendRequest(case.session, case.head, case.events, case.key))
 
@@ -148,12 +167,7 @@ def test_an_append_failing_at_any_statement_is_atomic_typed_and_recoverable(
     before = dump_db(source)
     assert total >= 6
     for n in range(1, total + 1):
-        path = tmp_path / f"run-{n}.db"
-        shutil.copy(source, path)
-        plan = FaultPlan(persistent=persistent, after=after)
-        store = SqliteStore(path, connect=factory(plan))
-        try:
-            plan.arm(n)
+        with failing_at(n, source, tmp_path, persistent=persistent, after=after) as (path, plan, store):
             with pytest.raises(StorageError) as info:
                 run_append(store, case)
             err = info.value
@@ -175,8 +189,6 @@ def test_an_append_failing_at_any_statement_is_atomic_typed_and_recoverable(
             assert store.integrity_check() == ("ok",)
             request = AppendRequest(case.session, store.head(case.session), [later(store, case)])
             assert store.append(request).replayed is False
-        finally:
-            store.close()
 
 
 def later(store: SqliteStore, case: AppendCase) -> Event:
@@ -445,12 +457,7 @@ def test_a_fork_failing_at_any_statement_is_atomic_typed_and_recoverable(
     applied, before = dump_db(clean), dump_db(source)
     assert total >= 6
     for n in range(1, total + 1):
-        path = tmp_path / f"run-{n}.db"
-        shutil.copy(source, path)
-        plan = FaultPlan(persistent=persistent, after=after)
-        store = SqliteStore(path, connect=factory(plan))
-        try:
-            plan.arm(n)
+        with failing_at(n, source, tmp_path, persistent=persistent, after=after) as (path, plan, store):
             with pytest.raises(StorageError) as info:
                 store.fork("s", 20, "f")
             assert info.value.operation == "fork" and isinstance(info.value.__cause__, sqlite3.OperationalError)
@@ -467,8 +474,6 @@ def test_a_fork_failing_at_any_statement_is_atomic_typed_and_recoverable(
             assert dump_db(path) == applied
             assert store.audit("f").ok and store.provenance("f") == provenance
             assert store.integrity_check() == ("ok",)
-        finally:
-            store.close()
 
 
 class GroupGate:

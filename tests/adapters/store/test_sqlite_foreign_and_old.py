@@ -24,16 +24,24 @@ from planfold.adapters.store.sqlite_schema import (
     recognise,
 )
 from planfold.kernel.session import fold_session
+from tests.adapters.sqlite_files import write_sqlite
 from tests.storage_helpers import FULL_SCRIPT, LEGACY_SESSIONS, build_legacy_db, build_log
 
 
 def _foreign(path: Path, statements: tuple[str, ...]) -> bytes:
-    conn = sqlite3.connect(path)
-    for statement in statements:
-        conn.execute(statement)
-    conn.commit()
-    conn.close()
-    return path.read_bytes()
+    """The bytes of the file ``statements`` leave at ``path``."""
+    return write_sqlite(path, *statements).read_bytes()
+
+
+def _refused_by_a_writer(path: Path, statements: tuple[str, ...]) -> tuple[bytes, ForeignDatabaseError]:
+    """The file ``statements`` leave at ``path``, which a writer refuses as
+    another application's without changing it: its bytes, and the refusal."""
+    before = _foreign(path, statements)
+    with pytest.raises(ForeignDatabaseError) as info:
+        SqliteStore(path)
+    assert info.value.code == "foreign-database" and "nothing was changed" in info.value.message
+    assert path.read_bytes() == before
+    return before, info.value
 
 
 FOREIGN = {
@@ -47,12 +55,7 @@ FOREIGN = {
 def test_a_writer_refuses_another_applications_database_and_leaves_it_byte_identical(
     tmp_path: Path, statements: tuple[str, ...]
 ) -> None:
-    path = tmp_path / "other.sqlite"
-    before = _foreign(path, statements)
-    with pytest.raises(ForeignDatabaseError) as info:
-        SqliteStore(path)
-    assert info.value.code == "foreign-database" and "nothing was changed" in info.value.message
-    assert path.read_bytes() == before
+    _refused_by_a_writer(tmp_path / "other.sqlite", statements)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.sqlite"]
 
 
@@ -158,11 +161,8 @@ def test_a_file_with_planfolds_table_names_but_not_its_fingerprint_is_refused_by
     tmp_path: Path, statements: tuple[str, ...]
 ) -> None:
     path = tmp_path / "app.sqlite"
-    before = _foreign(path, statements)
-    with pytest.raises(ForeignDatabaseError) as info:
-        SqliteStore(path)
-    assert info.value.code == "foreign-database"
-    assert "not a planfold database" in info.value.message and "nothing was changed" in info.value.message
+    before, refused = _refused_by_a_writer(path, statements)
+    assert "not a planfold database" in refused.message
     with pytest.raises(NotPlanfoldDatabaseError) as read:
         open_read_only(str(path))
     assert read.value.code == "not-a-planfold-database" and "not a planfold database" in read.value.message

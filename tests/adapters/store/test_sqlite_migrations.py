@@ -24,6 +24,8 @@ from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_readonly import open_read_only
 from planfold.adapters.store.sqlite_schema import LEGACY_VERSION, SCHEMA_VERSION, STEPS, columns, migrate, read_version
 from planfold.kernel.session import SessionState
+from tests.adapters.sqlite_files import write_sqlite
+from tests.adapters.store.migrated import check_forks_after_the_forks_step
 from tests.storage_helpers import FULL_SCRIPT, LEGACY_SESSIONS, batch_after, build_legacy_db, build_log, dump_db
 
 NEW_COLUMNS = {
@@ -332,18 +334,15 @@ def test_a_new_session_in_a_legacy_table_fills_its_required_columns(legacy: Path
     assert row == ("", 10, 20, "", "", 0)
 
 
-def test_a_file_with_a_log_gets_the_goal_ids_its_creates_used(tmp_path: Path) -> None:
-    path = tmp_path / "v6.db"
+def test_a_file_with_a_log_gets_the_goal_ids_its_creates_used(full_log_file: Path) -> None:
+    path = write_sqlite(
+        full_log_file,
+        "DROP TABLE goal_ids",
+        # A hand-edited row whose payload is not JSON does not stop the migration.
+        "INSERT INTO events VALUES ('t', 1, 'goal/change', 1, 'not json')",
+        "PRAGMA user_version = 6",
+    )
     log = build_log(FULL_SCRIPT).events
-    with SqliteStore(path) as store:
-        store.append(AppendRequest("s", 0, log))
-    conn = sqlite3.connect(path)
-    conn.execute("DROP TABLE goal_ids")
-    # A hand-edited row whose payload is not JSON does not stop the migration.
-    conn.execute("INSERT INTO events VALUES ('t', 1, 'goal/change', 1, 'not json')")
-    conn.execute("PRAGMA user_version = 6")
-    conn.commit()
-    conn.close()
     with SqliteStore(path) as store:
         assert store.migration is not None
         assert store.migration.applied == ("goal ids created by each session", "fork provenance")
@@ -372,24 +371,12 @@ def test_a_migration_that_runs_steps_is_logged_and_one_that_runs_none_is_not(
     assert record.getMessage() == f"SQLite schema migrated from version 0 to {SCHEMA_VERSION}: {names}"
 
 
-def test_a_file_from_before_forks_moves_forward_and_its_sessions_fork(tmp_path: Path) -> None:
-    path = tmp_path / "v7.db"
-    log = build_log(FULL_SCRIPT).events
-    with SqliteStore(path) as store:
-        store.append(AppendRequest("s", 0, log))
-    conn = sqlite3.connect(path)
-    conn.execute("DROP TABLE forks")
-    conn.execute("PRAGMA user_version = 7")
-    conn.commit()
-    conn.close()
+def test_a_file_from_before_forks_moves_forward_and_its_sessions_fork(full_log_file: Path) -> None:
+    path = write_sqlite(full_log_file, "DROP TABLE forks", "PRAGMA user_version = 7")
     with open_read_only(str(path)) as reader:  # read as it is: a file from before forks has none
         assert reader.provenance("s") is None and reader.audit("s").ok
     with SqliteStore(path) as store:
-        assert store.migration is not None
-        assert (store.migration.from_version, store.migration.applied) == (7, ("fork provenance",))
-        assert store.provenance("s") is None and store.audit("s").ok
-        provenance = store.fork("s", 10, "f")
-        assert store.provenance("f") == provenance and store.audit("f").ok
+        provenance = check_forks_after_the_forks_step(store, 7)
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("SELECT * FROM forks").fetchall() == [("f", "s", 10, provenance.prefix_sha256)]

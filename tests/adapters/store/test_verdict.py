@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from planfold.adapters.store.postgres import PostgresStore
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.verdict import AuditFinding, audit_verdict, finding_of
 from planfold.kernel.log import Event
+from tests.adapters.sqlite_files import write_sqlite
 
 LOG = build_log(FULL_SCRIPT).events
 AT = 4
@@ -90,56 +90,38 @@ def test_a_true_fork_and_a_fork_whose_source_is_elsewhere_pass(store: Store) -> 
         assert verdict.last_seq == AT and verdict.provenance is not None
 
 
-def test_the_verdict_names_the_fold_rule_of_a_bad_log(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
-    with SqliteStore(path) as store:
-        store.append(AppendRequest("s", 0, LOG))
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE events SET seq = 99 WHERE session_id = 's' AND seq = 5")
-    conn.commit()
-    conn.close()
-    with SqliteStore(path) as store:
+def test_the_verdict_names_the_fold_rule_of_a_bad_log(full_log_file: Path) -> None:
+    write_sqlite(full_log_file, "UPDATE events SET seq = 99 WHERE session_id = 's' AND seq = 5")
+    with SqliteStore(full_log_file) as store:
         verdict = audit_verdict(store, "s")
     assert not verdict.ok and verdict.snapshot is None
     assert verdict.findings[0].rule == "seq-gap" and verdict.findings[0].position == 6
 
 
-def test_the_verdict_names_a_projection_that_does_not_match_its_log(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
-    with SqliteStore(path) as store:
-        store.append(AppendRequest("s", 0, LOG))
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE sessions SET agent_mode = 'plan', plan_mode = 1 WHERE id = 's'")
-    conn.commit()
-    conn.close()
-    with SqliteStore(path) as store:
+def test_the_verdict_names_a_projection_that_does_not_match_its_log(full_log_file: Path) -> None:
+    write_sqlite(full_log_file, "UPDATE sessions SET agent_mode = 'plan', plan_mode = 1 WHERE id = 's'")
+    with SqliteStore(full_log_file) as store:
         verdict = audit_verdict(store, "s")
     assert not verdict.ok and "projection-mismatch" in verdict.rules
 
 
-MISMATCHES: dict[str, tuple[str, AuditFinding]] = {
-    "a column": (
-        "agent_mode: stored 'plan', fold gives 'build'",
-        AuditFinding("projection-mismatch", None, "agent_mode: stored 'plan', fold gives 'build'"),
-    ),
-    "the snapshot": (
-        "snapshot: decodes to a state other than the fold",
-        AuditFinding("snapshot-mismatch", None, "decodes to a state other than the fold"),
-    ),
+#: How ``audit`` says each kind of mismatch: what comes before its detail, the
+#: rule it is a finding of, and the detail.
+MISMATCHES: dict[str, tuple[str, str, str]] = {
+    "a column": ("", "projection-mismatch", "agent_mode: stored 'plan', fold gives 'build'"),
+    "the snapshot": ("snapshot: ", "snapshot-mismatch", "decodes to a state other than the fold"),
     "the fork's own prefix": (
-        "provenance: the first 2 events hash to x, not to the recorded y",
-        AuditFinding("provenance-mismatch", None, "the first 2 events hash to x, not to the recorded y"),
+        "provenance: ", "provenance-mismatch", "the first 2 events hash to x, not to the recorded y"
     ),
     "the source": (
-        "provenance-source-mismatch: the first 2 events of session 'a' here hash to x",
-        AuditFinding("provenance-source-mismatch", None, "the first 2 events of session 'a' here hash to x"),
+        "provenance-source-mismatch: ", "provenance-source-mismatch", "the first 2 events of session 'a' here hash to x"
     ),
 }
 
 
-@pytest.mark.parametrize(("mismatch", "finding"), MISMATCHES.values(), ids=MISMATCHES.keys())
-def test_each_kind_of_audit_mismatch_has_its_rule(mismatch: str, finding: AuditFinding) -> None:
-    assert finding_of(mismatch) == finding
+@pytest.mark.parametrize(("said", "rule", "detail"), MISMATCHES.values(), ids=MISMATCHES.keys())
+def test_each_kind_of_audit_mismatch_has_its_rule(said: str, rule: str, detail: str) -> None:
+    assert finding_of(said + detail) == AuditFinding(rule, None, detail)
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
