@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import planfold.adapters
 from planfold.adapters.llm.model import ChatResponse
 from planfold.adapters.llm.scripted import ScriptedClient
 from planfold.adapters.runtime.goal_service import GoalService
@@ -28,6 +29,8 @@ from planfold.kernel.log import Event, turn_start, user_message
 from tests.runtime_helpers import call, say
 
 ROOT = Path(__file__).resolve().parents[2]
+#: the adapters as imported (the checkout's, or a copy of the package)
+ADAPTERS = Path(planfold.adapters.__file__).parent
 
 
 def _messages(caplog: pytest.LogCaptureFixture, name: str, level: int) -> list[str]:
@@ -42,7 +45,7 @@ def _runtime(store: MemoryStore, *replies: ChatResponse) -> Runtime:
 
 def test_every_module_that_logs_logs_on_its_own_name() -> None:
     uses = []
-    for path in sorted((ROOT / "adapters").rglob("*.py")):
+    for path in sorted(ADAPTERS.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         uses += [(path.name, name) for name in re.findall(r"\blogger\(([^)]*)\)", text)]
         assert "logging.getLogger(" not in text or path.name in ("loggers.py", "main.py", "command.py"), path
