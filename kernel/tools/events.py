@@ -71,8 +71,7 @@ class ToolCallPayload:
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """The payload of ``tool/result``: what a call that ran returned
-    (``ok`` false for a tool's own failure); also what the model is told of
-    a runtime-owned call (``kernel.decisions``)."""
+    (``ok`` false for a tool's own failure)."""
 
     call_id: NonBlank
     tool: str
