@@ -1,0 +1,98 @@
+"""The turn reducer's answer to one input at a time: the refusals name the
+stages that take the input, an append failure the process did not ask for
+is refused, a failed flush goes on as a step of the recorded state, and the
+log a transition reads while it appends is the log followed by its events."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from planfold.adapters.runtime.toolset import default_registry
+from planfold.kernel import step
+from planfold.kernel.log import REQUEST_HEADER, Event, number_drafts, turn_start, user_message
+from planfold.kernel.plan.context import ViewRequest
+from planfold.kernel.session import SessionState, fold_session
+
+CONFIG = step.TurnConfig(default_registry(), max_steps=4, max_tool_calls=4, step_retries=1)
+
+#: Ten events of two turns, to split into a log and what a transition appends.
+EVENTS: tuple[Event, ...] = number_drafts(
+    [d for turn in (1, 2) for d in (turn_start(turn), *(user_message(f"{turn}.{i}") for i in range(4)))], 0, 5
+)
+
+
+def _open_turn_log() -> step.Log:
+    """A log whose turn 1 a process that stopped left open."""
+    events = number_drafts([turn_start(1), user_message("go")], 0, 10)
+    return step.Log(fold_session(events), events)
+
+
+def test_an_input_that_two_stages_take_is_refused_elsewhere_with_both_named() -> None:
+    log = step.Log(SessionState(), ())
+    process = step.Process.opened(CONFIG, log)
+    with pytest.raises(step.StageError) as refused:
+        step.advance(process, log, step.EndTurn(1))
+    assert refused.value.message == "turn/end needs the session at turn or step, but it is at idle"
+    assert (refused.value.code, refused.value.stage) == ("out-of-order", "idle")
+
+
+@pytest.mark.parametrize(
+    ("purpose", "detail"),
+    [
+        ("resolve", ()),
+        ("other", (step.BeginStep(1, "accepted", 2),)),
+        ("flush", ()),
+        ("flush", ("not a step",)),
+        ("flush", (step.BeginStep(1, "accepted", 2), step.BeginStep(2, "accepted", 2))),
+    ],
+)
+def test_an_append_failure_the_process_did_not_ask_for_is_refused(purpose: str, detail: tuple[object, ...]) -> None:
+    log = _open_turn_log()
+    process = step.Process.opened(CONFIG, log)
+    with pytest.raises(step.StageError) as refused:
+        step.advance(process, log, step.AppendFailed(purpose, 20, detail))
+    assert refused.value.message == f"no append of {purpose!r} can fail here"
+    assert (refused.value.code, refused.value.stage) == ("out-of-order", "turn")
+
+
+def test_a_failed_flush_in_a_turn_a_stopped_process_left_open_goes_on_without_a_tally() -> None:
+    log = _open_turn_log()
+    process = step.Process.opened(CONFIG, log)
+    assert process.tally is None and step.stage_of(process, log) == "turn"
+    # The step said it had flushed; the flush failed, so the step reports none.
+    failed = step.BeginStep(1, "accepted", 20, flushed=True)
+    moved = step.advance(process, log, step.AppendFailed("flush", 20, (failed,)))
+    assert moved.process.tally is None and moved.process.step_open
+    header, result = moved.actions
+    assert isinstance(header, step.Append) and [e.kind for e in header.events] == [REQUEST_HEADER]
+    assert result == step.Result(step.StepBegun(True, False, False, header.events[0].seq))
+
+
+def test_a_failed_flush_counts_in_the_tally_of_the_turn_this_process_opened() -> None:
+    log = step.Log(SessionState(), ())
+    process = step.Process.opened(CONFIG, log)
+    opened = step.advance(process, log, step.StartTurn("go", None, ViewRequest(), 1))
+    (append, _) = opened.actions
+    assert isinstance(append, step.Append)
+    log = step.Log(append.state, append.events)
+    moved = step.advance(opened.process, log, step.AppendFailed("flush", 2, (step.BeginStep(1, "accepted", 2),)))
+    assert moved.process.tally is not None and moved.process.tally.flush_failures == 1
+    assert moved.process.tally.steps == 0
+
+
+@given(st.integers(0, len(EVENTS)), st.data())
+def test_the_log_a_transition_reads_is_the_log_then_its_events(split: int, data: st.DataObject) -> None:
+    whole = EVENTS
+    joined = step._Joined(whole[:split], whole[split:])
+    assert len(joined) == len(whole)
+    assert list(joined) == list(whole)
+    index = data.draw(st.integers(-len(whole) - 2, len(whole) + 2))
+    if -len(whole) <= index < len(whole):
+        assert joined[index] == whole[index]
+    else:
+        with pytest.raises(IndexError):
+            joined[index]
+    part = data.draw(st.slices(len(whole)))
+    assert joined[part] == whole[part]
