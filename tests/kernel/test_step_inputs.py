@@ -13,6 +13,7 @@ from planfold.adapters.runtime.toolset import default_registry
 from planfold.kernel import step
 from planfold.kernel.log import REQUEST_HEADER, Event, number_drafts, turn_start, user_message
 from planfold.kernel.plan.context import ViewRequest
+from planfold.kernel.plan.mode import PendingChoice
 from planfold.kernel.session import SessionState, fold_session
 
 CONFIG = step.TurnConfig(default_registry(), max_steps=4, max_tool_calls=4, step_retries=1)
@@ -96,3 +97,44 @@ def test_the_log_a_transition_reads_is_the_log_then_its_events(split: int, data:
             joined[index]
     part = data.draw(st.slices(len(whole)))
     assert joined[part] == whole[part]
+
+
+def _in_step(log: step.Log) -> step.Process:
+    """A process at the step stage of the turn ``log`` holds open."""
+    process = step.Process.opened(CONFIG, log)
+    begun = step.advance(process, log, step.BeginStep(1, "accepted", 20, flushed=False))
+    (header, _) = begun.actions
+    assert isinstance(header, step.Append)
+    return begun.process
+
+
+def test_a_model_failure_that_ends_the_turn_keeps_the_retries_the_step_spent() -> None:
+    log = _open_turn_log()
+    process = _in_step(log)
+    failed = step.advance(process, log, step.ModelFailed("model-timeout", "slow", None, retries_used=1))
+    assert failed.actions == (step.Result(False),)
+    assert failed.process.retries_used == 1 and failed.process.follow == "end"
+
+
+def test_a_retried_model_failure_in_a_turn_a_stopped_process_left_open_has_no_tally_to_count_in() -> None:
+    log = _open_turn_log()
+    process = _in_step(log)
+    assert process.tally is None
+    failed = step.advance(process, log, step.ModelFailed("model-timeout", "slow", None))
+    assert failed.actions == (step.Result(True),)
+    assert failed.process.tally is None
+    assert (failed.process.attempt, failed.process.retries_used, failed.process.requests) == (1, 1, 1)
+
+
+def test_an_abandoned_process_keeps_its_deployment_the_pending_choice_and_the_request_count() -> None:
+    log = _open_turn_log()
+    process = step.Process.opened(CONFIG, log)
+    assert process.resumed
+    process = step.advance(process, log, step.Choose(True, 20)).process
+    process = step.advance(process, log, step.BeginStep(1, "accepted", 21, flushed=False)).process
+    process = step.advance(process, log, step.Asked()).process
+    assert step.stage_of(process, log) == "step" and process.requests == 1
+    abandoned = process.abandoned()
+    assert abandoned.config is CONFIG and abandoned.resumed is True
+    assert abandoned.pending == PendingChoice(True) and abandoned.requests == 1
+    assert step.stage_of(abandoned, log) == "turn" and not abandoned.turn_mine and not abandoned.asked
