@@ -1,9 +1,13 @@
 """The turn reducer's answer to one input at a time: the refusals name the
 stages that take the input, an append failure the process did not ask for
-is refused, a failed flush goes on as a step of the recorded state, and the
-log a transition reads while it appends is the log followed by its events."""
+is refused, a failed flush goes on as a step of the recorded state, a model
+failure leaves the step's spent retries in the process, a dispatched call
+returns what the log tells the model, and the log a transition reads while
+it appends is the log followed by its events."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from hypothesis import given
@@ -12,9 +16,13 @@ from hypothesis import strategies as st
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.kernel import step
 from planfold.kernel.log import REQUEST_HEADER, Event, number_drafts, turn_start, user_message
+from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import ViewRequest
 from planfold.kernel.plan.mode import PendingChoice
 from planfold.kernel.session import SessionState, fold_session
+from planfold.kernel.tools.events import read_tool_notice, read_tool_result
+from planfold.kernel.turn import Reply, ReplyCall
+from tests.runtime_helpers import SPEC, SUMMARY
 
 CONFIG = step.TurnConfig(default_registry(), max_steps=4, max_tool_calls=4, step_retries=1)
 
@@ -138,3 +146,49 @@ def test_an_abandoned_process_keeps_its_deployment_the_pending_choice_and_the_re
     assert abandoned.config is CONFIG and abandoned.resumed is True
     assert abandoned.pending == PendingChoice(True) and abandoned.requests == 1
     assert step.stage_of(abandoned, log) == "turn" and not abandoned.turn_mine and not abandoned.asked
+
+
+class _Driver:
+    """Feeds the reducer as a driver does whose appends all succeed."""
+
+    def __init__(self) -> None:
+        self.log = step.Log(SessionState(), ())
+        self.process = step.Process.opened(CONFIG, self.log)
+
+    def feed(self, event: step.Input) -> list[step.Action]:
+        moved = step.advance(self.process, self.log, event)
+        self.process = moved.process
+        left: list[step.Action] = []
+        for action in moved.actions:
+            if isinstance(action, step.Append):
+                self.log = step.Log(action.state, (*self.log.events, *action.events))
+            elif isinstance(action, step.Then):
+                left += self.feed(action.event)
+            else:
+                left.append(action)
+        return left
+
+
+def test_a_dispatched_call_returns_what_the_log_tells_the_model() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    plan: dict[str, JSON] = {"plan_spec": dict(SPEC), "summary_candidate": dict(SUMMARY)}
+    write: dict[str, JSON] = {"path": "b", "content": "x"}
+    calls = (ReplyCall("c1", "write_file", "{}", write), ReplyCall("c2", "bootstrap_plan", "{}", plan))
+    driver.feed(step.ReplyIn(Reply(None, calls, "tool_calls"), 3))
+    # The gate refused write_file (not offered before a plan): the model is
+    # told the refusal's code, reason, hint and phase.
+    (refused,) = driver.feed(step.Dispatch("c1", 4))
+    notice = read_tool_notice(driver.log.events[-1].payload)
+    assert notice.hint is not None
+    assert isinstance(refused, step.Result) and isinstance(refused.value, step.DispatchResult)
+    answer = refused.value
+    assert (answer.call, answer.action, answer.ok, answer.review) == (calls[0], "refused", False, None)
+    error = {"code": notice.code, "message": notice.reason, "hint": notice.hint, "phase": notice.phase, "refused": True}
+    assert answer.output is not None and json.loads(answer.output) == {"error": error}
+    # The runtime answered bootstrap_plan itself: its tool/result is the answer.
+    (done,) = driver.feed(step.Dispatch("c2", 5))
+    result = read_tool_result(driver.log.events[-1].payload)
+    assert result.ok
+    assert done == step.Result(step.DispatchResult(calls[1], "done", True, result.output))
