@@ -13,9 +13,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from planfold.adapters.runtime.review import keep_planning
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.kernel import step
-from planfold.kernel.log import REQUEST_HEADER, Event, number_drafts, turn_start, user_message
+from planfold.kernel.log import (
+    REQUEST_HEADER,
+    TOOL_RESULT,
+    USER_MESSAGE,
+    Event,
+    number_drafts,
+    read_message,
+    turn_start,
+    user_message,
+)
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import ViewRequest
 from planfold.kernel.plan.mode import PendingChoice
@@ -192,3 +202,25 @@ def test_a_dispatched_call_returns_what_the_log_tells_the_model() -> None:
     result = read_tool_result(driver.log.events[-1].payload)
     assert result.ok
     assert done == step.Result(step.DispatchResult(calls[1], "done", True, result.output))
+
+
+def test_a_review_answer_keeps_a_choice_made_meanwhile_and_then_owes_the_notices_after_the_calls() -> None:
+    driver = _Driver()
+    driver.process = step.Process.opened(step.TurnConfig(default_registry(), max_tool_calls=1), driver.log)
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.Choose(True, 2))
+    driver.feed(step.BeginStep(1, "accepted", 3))  # the flush records plan mode
+    assert driver.log.state.plan_mode
+    driver.feed(step.Choose(False, 4))  # waits for the next pre-step
+    plan: dict[str, JSON] = {"plan_spec": dict(SPEC), "summary_candidate": dict(SUMMARY)}
+    calls = (ReplyCall("c1", "exit_plan_mode", "{}", plan), ReplyCall("c2", "read_file", "{}", {"path": "a"}))
+    driver.feed(step.ReplyIn(Reply(None, calls, "tool_calls"), 5))  # only the first call is taken
+    (review,) = driver.feed(step.Dispatch("c1", 6))
+    assert isinstance(review, step.Result) and isinstance(review.value, step.DispatchResult)
+    assert review.value.action == "review"
+    answered = len(driver.log.events)
+    driver.feed(step.ReviewAnswered("c1", keep_planning("more detail"), 7))
+    assert driver.process.pending == PendingChoice(False)
+    kinds = [event.kind for event in driver.log.events[answered:]]
+    assert kinds[-2:] == [TOOL_RESULT, USER_MESSAGE]
+    assert "only the first 1 were taken" in read_message(driver.log.events[-1].payload).text
