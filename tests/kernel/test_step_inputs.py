@@ -221,6 +221,7 @@ def test_a_review_answer_keeps_a_choice_made_meanwhile_and_then_owes_the_notices
     answered = len(driver.log.events)
     driver.feed(step.ReviewAnswered("c1", keep_planning("more detail"), 7))
     assert driver.process.pending == PendingChoice(False)
+    assert driver.process.review is None and driver.process.current is None
     kinds = [event.kind for event in driver.log.events[answered:]]
     assert kinds[-2:] == [TOOL_RESULT, USER_MESSAGE]
     assert "only the first 1 were taken" in read_message(driver.log.events[-1].payload).text
