@@ -17,6 +17,7 @@ from planfold.adapters.runtime.review import keep_planning
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.kernel import step
 from planfold.kernel.log import (
+    PLAN_ARTIFACT,
     REQUEST_HEADER,
     TOOL_RESULT,
     USER_MESSAGE,
@@ -202,6 +203,9 @@ def test_a_dispatched_call_returns_what_the_log_tells_the_model() -> None:
     result = read_tool_result(driver.log.events[-1].payload)
     assert result.ok
     assert done == step.Result(step.DispatchResult(calls[1], "done", True, result.output))
+    # The plan it made is named after the seq of the event that made it.
+    (made,) = [event for event in driver.log.events if event.kind == PLAN_ARTIFACT]
+    assert json.loads(result.output)["plan_id"] == f"plan-{made.seq}"
 
 
 def test_a_review_answer_keeps_a_choice_made_meanwhile_and_then_owes_the_notices_after_the_calls() -> None:
