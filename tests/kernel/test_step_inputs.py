@@ -30,6 +30,7 @@ from planfold.kernel.log import (
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import ViewRequest
 from planfold.kernel.plan.mode import PendingChoice
+from planfold.kernel.plan.scope import Effect
 from planfold.kernel.session import SessionState, fold_session
 from planfold.kernel.tools.events import read_tool_notice, read_tool_result
 from planfold.kernel.turn import Reply, ReplyCall
@@ -229,3 +230,22 @@ def test_a_review_answer_keeps_a_choice_made_meanwhile_and_then_owes_the_notices
     kinds = [event.kind for event in driver.log.events[answered:]]
     assert kinds[-2:] == [TOOL_RESULT, USER_MESSAGE]
     assert "only the first 1 were taken" in read_message(driver.log.events[-1].payload).text
+
+
+def test_a_call_whose_effects_land_outside_the_plans_scope_runs_nothing_and_is_answered() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    spec: dict[str, JSON] = {**SPEC, "scope": {"paths": ["hello.txt"], "effects": ["write"]}}
+    plan: dict[str, JSON] = {"plan_spec": spec, "summary_candidate": dict(SUMMARY)}
+    driver.feed(step.ReplyIn(Reply(None, (ReplyCall("c1", "bootstrap_plan", "{}", plan),), "tool_calls"), 3))
+    driver.feed(step.Dispatch("c1", 4))
+    driver.feed(step.BeginStep(2, "accepted", 5))  # the plan executes
+    write = ReplyCall("c2", "write_file", "{}", {"path": "other.txt", "content": "x"})
+    driver.feed(step.ReplyIn(Reply(None, (write,), "tool_calls"), 6))
+    assert driver.feed(step.Dispatch("c2", 7)) == [step.ResolvePaths(write)]
+    (answered,) = driver.feed(step.Resolved("c2", (Effect("write", "other.txt"),), 8))
+    result = read_tool_result(driver.log.events[-1].payload)
+    assert not result.ok and json.loads(result.output)["error"]["code"] == "outside-plan-scope"
+    assert answered == step.Result(step.DispatchResult(write, "done", False, result.output))
+    assert driver.process.current is None and step.stage_of(driver.process, driver.log) == "turn"
