@@ -30,6 +30,7 @@ from planfold.kernel.log import (
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.context import ViewRequest
 from planfold.kernel.plan.mode import PendingChoice
+from planfold.kernel.plan.payload import read_plan_action
 from planfold.kernel.plan.scope import Effect
 from planfold.kernel.session import SessionState, fold_session
 from planfold.kernel.tools.events import read_tool_notice, read_tool_result
@@ -249,3 +250,17 @@ def test_a_call_whose_effects_land_outside_the_plans_scope_runs_nothing_and_is_a
     assert not result.ok and json.loads(result.output)["error"]["code"] == "outside-plan-scope"
     assert answered == step.Result(step.DispatchResult(write, "done", False, result.output))
     assert driver.process.current is None and step.stage_of(driver.process, driver.log) == "turn"
+
+
+def test_a_plan_an_earlier_call_of_the_reply_made_starts_before_the_next_call_runs() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    plan: dict[str, JSON] = {"plan_spec": dict(SPEC), "summary_candidate": dict(SUMMARY)}
+    read = ReplyCall("c2", "read_file", "{}", {"path": "hello.txt"})
+    driver.feed(step.ReplyIn(Reply(None, (ReplyCall("c1", "bootstrap_plan", "{}", plan), read), "tool_calls"), 3))
+    driver.feed(step.Dispatch("c1", 4))
+    before = len(driver.log.events)
+    assert driver.feed(step.Dispatch("c2", 5)) == [step.ResolvePaths(read)]
+    (start,) = driver.log.events[before:]
+    assert start.kind == PLAN_ARTIFACT and read_plan_action(start.payload).action == "start"
