@@ -264,3 +264,15 @@ def test_a_plan_an_earlier_call_of_the_reply_made_starts_before_the_next_call_ru
     assert driver.feed(step.Dispatch("c2", 5)) == [step.ResolvePaths(read)]
     (start,) = driver.log.events[before:]
     assert start.kind == PLAN_ARTIFACT and read_plan_action(start.payload).action == "start"
+
+
+def test_answering_a_call_other_than_the_next_is_refused_and_names_the_next() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    read = ReplyCall("c1", "read_file", "{}", {"path": "hello.txt"})
+    driver.feed(step.ReplyIn(Reply(None, (read,), "tool_calls"), 3))
+    with pytest.raises(step.StageError) as refused:
+        driver.feed(step.Dispatch("c9", 4))
+    assert refused.value.message == "call 'c1' is answered next, not 'c9'"
+    assert (refused.value.code, refused.value.stage) == ("unexpected-call", "calls")
