@@ -90,7 +90,7 @@ from .plan_events import (
     verification_event,
 )
 from .session import SessionState
-from .tools.events import tool_result_payload
+from .tools.events import ToolResult, tool_result_payload
 from .tools.spec import ToolCall
 
 __all__ = [
@@ -126,14 +126,6 @@ def tool_ok_text(body: dict[str, JSON]) -> str:
     import json  # noqa: PLC0415 (see tool_error_text)
 
     return json.dumps(body, sort_keys=True)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """What the model is told about a call: whether it succeeded, and the text."""
-
-    ok: bool
-    output: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,15 +192,15 @@ class PreStep:
 # Helpers
 
 
-def _result_draft(call_id: str, tool: str, result: ToolResult) -> Draft:
-    return Draft(TOOL_RESULT, tool_result_payload(call_id, tool, ok=result.ok, output=result.output))
+def _result_draft(result: ToolResult) -> Draft:
+    return Draft(TOOL_RESULT, tool_result_payload(result.call_id, result.tool, ok=result.ok, output=result.output))
 
 
-def _failure(exc: PlanfoldError) -> ToolResult:
+def _failure(call_id: str, tool: str, exc: PlanfoldError) -> ToolResult:
     if isinstance(exc, PlanSpecError | ToolArgumentsError):
         problems: list[JSON] = [{"code": p.code, "where": p.where, "message": p.message} for p in exc.problems]
-        return ToolResult(False, tool_error_text(exc.code, exc.message, problems=problems))
-    return ToolResult(False, tool_error_text(exc.code, exc.message))
+        return ToolResult(call_id, tool, False, tool_error_text(exc.code, exc.message, problems=problems))
+    return ToolResult(call_id, tool, False, tool_error_text(exc.code, exc.message))
 
 
 def _arguments(call: ToolCall) -> object:
@@ -219,8 +211,9 @@ def _arguments(call: ToolCall) -> object:
     return call.arguments
 
 
-def _answer(call: ToolCall, drafts: Sequence[Draft], result: ToolResult) -> ToolDecision:
-    return ToolDecision((*drafts, _result_draft(call.id, call.name, result)), result)
+def _answer(call: ToolCall, drafts: Sequence[Draft], ok: bool, output: str) -> ToolDecision:
+    result = ToolResult(call.id, call.name, ok, output)
+    return ToolDecision((*drafts, _result_draft(result)), result)
 
 
 def _summary_refreshed(before: SummaryView, after: SessionState) -> bool:
@@ -253,10 +246,11 @@ def decide_tool_call(
             return _todo(state, call)
         if call.name == "report_verification":
             return _verification(state, call)
-        result = ToolResult(False, tool_error_text("no-runtime-handler", f"the runtime does not handle {call.name}"))
+        output = tool_error_text("no-runtime-handler", f"the runtime does not handle {call.name}")
+        result = ToolResult(call.id, call.name, False, output)
     except PlanfoldError as exc:
-        result = _failure(exc)
-    return _answer(call, (), result)
+        result = _failure(call.id, call.name, exc)
+    return ToolDecision((_result_draft(result),), result)
 
 
 def _exit(state: SessionState, call: ToolCall, new_plan_id: str, review_available: bool) -> ToolDecision:
@@ -282,7 +276,7 @@ def _bootstrap(state: SessionState, call: ToolCall, new_plan_id: str) -> ToolDec
         "status": artifact.status,
         "next": "the plan starts executing with your next step",
     }
-    return _answer(call, (draft,), ToolResult(True, tool_ok_text(body)))
+    return _answer(call, (draft,), True, tool_ok_text(body))
 
 
 def _todo(state: SessionState, call: ToolCall) -> ToolDecision:
@@ -297,7 +291,7 @@ def _todo(state: SessionState, call: ToolCall) -> ToolDecision:
         "summary_refreshed": _summary_refreshed(before.summary, after),
         "open_todos": list(open_todo_ids(after)),
     }
-    return _answer(call, (draft,), ToolResult(True, tool_ok_text(body)))
+    return _answer(call, (draft,), True, tool_ok_text(body))
 
 
 def _verification(state: SessionState, call: ToolCall) -> ToolDecision:
@@ -308,7 +302,7 @@ def _verification(state: SessionState, call: ToolCall) -> ToolDecision:
     body: dict[str, JSON] = {"passed": report.passed, "plan_id": cur.id, "status": cur.status}
     if not report.passed:
         body["next"] = "execution continues: fix what failed, then stop again to verify"
-    return _answer(call, (draft,), ToolResult(True, tool_ok_text(body)))
+    return _answer(call, (draft,), True, tool_ok_text(body))
 
 
 def decide_review_answer(state: SessionState, review: PendingReview, answer: ReviewAnswer) -> ReviewDecision:
@@ -326,15 +320,15 @@ def decide_review_answer(state: SessionState, review: PendingReview, answer: Rev
             body: dict[str, JSON] = {"approved": True, "plan_id": review.ref.plan_id, "revision": review.ref.revision}
             if outcome.feedback is not None:
                 body["notes"] = outcome.feedback
-            result = ToolResult(True, tool_ok_text(body))
+            result = ToolResult(review.call_id, review.tool, True, tool_ok_text(body))
         else:
             if outcome.status == "keep-planning":
                 drafts = (reject_event(state, review.ref, outcome.feedback),)
-            result = ToolResult(False, tool_error_text(outcome.status, outcome.message))
+            result = ToolResult(review.call_id, review.tool, False, tool_error_text(outcome.status, outcome.message))
     except PlanfoldError as exc:
-        failed = _failure(exc)
-        return ReviewDecision((_result_draft(review.call_id, review.tool, failed),), failed, outcome)
-    drafts = (*drafts, _result_draft(review.call_id, review.tool, result))
+        failed = _failure(review.call_id, review.tool, exc)
+        return ReviewDecision((_result_draft(failed),), failed, outcome)
+    drafts = (*drafts, _result_draft(result))
     return ReviewDecision(drafts, result, outcome, outcome.pending)  # only an approval has a pending exit
 
 

@@ -780,7 +780,7 @@ def _begun(p: Process, log: Log, e: BeginStep) -> Transition:
 
 
 def _append_failed(p: Process, log: Log, e: AppendFailed, stage: Stage) -> Transition:
-    (begin,) = e.detail if e.purpose == "flush" else (None,)
+    begin = e.detail[0] if e.purpose == "flush" and len(e.detail) == 1 else None
     if not isinstance(begin, BeginStep):
         raise StageError(f"no append of {e.purpose!r} can fail here", stage)
     tally = p.tally if p.tally is None else replace(p.tally, flush_failures=p.tally.flush_failures + 1)

@@ -199,7 +199,8 @@ def run_program(python: str | Path, block: Block, cwd: Path) -> subprocess.Compl
     command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", name] if name.startswith("test_") else [
         str(python), name
     ]
-    env = {key: value for key, value in os.environ.items() if key not in {"PYTHONPATH", "PYTHONHOME"}}
+    # The program runs as a reader runs it: not with this run's own pytest options.
+    env = {key: value for key, value in os.environ.items() if key not in {"PYTHONPATH", "PYTHONHOME", "PYTEST_ADDOPTS"}}
     env = {key: value for key, value in env.items() if "proxy" not in key.lower()}
     if not needs_model_server(block):
         return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=300)

@@ -113,27 +113,34 @@ class ChoiceRow:
     append_now: bool
 
 
-#: (pending relation, target == folded, turn open) -> row. Every combination
-#: is present, so the decision is total.
-CHOICE_TABLE: Mapping[tuple[PendingRelation, bool, bool], ChoiceRow] = {
+_NOOP = ChoiceRow("noop", "keep", False)
+_COMMIT = ChoiceRow("committed", "drop", True)
+_QUEUE = ChoiceRow("queued", "set", False)
+_CANCEL = ChoiceRow("cancelled", "drop", False)
+
+#: (pending relation, target == folded) -> (row when idle, row when a turn
+#: is open). Every combination is present, so the decision is total.
+_CHOICES: Mapping[tuple[PendingRelation, bool], tuple[ChoiceRow, ChoiceRow]] = {
     # Always first: already pending at the target -> nothing to do.
-    (PendingRelation.SAME, True, False): ChoiceRow("noop", "keep", False),
-    (PendingRelation.SAME, True, True): ChoiceRow("noop", "keep", False),
-    (PendingRelation.SAME, False, False): ChoiceRow("noop", "keep", False),
-    (PendingRelation.SAME, False, True): ChoiceRow("noop", "keep", False),
+    (PendingRelation.SAME, True): (_NOOP, _NOOP),
+    (PendingRelation.SAME, False): (_NOOP, _NOOP),
     # Nothing pending and already recorded at the target -> nothing to do.
-    (PendingRelation.NONE, True, False): ChoiceRow("noop", "keep", False),
-    (PendingRelation.NONE, True, True): ChoiceRow("noop", "keep", False),
-    # Idle: a real change is appended at once.
-    (PendingRelation.NONE, False, False): ChoiceRow("committed", "drop", True),
-    (PendingRelation.OPPOSITE, False, False): ChoiceRow("committed", "drop", True),
-    # Idle, an opposite choice was pending and the record already matches.
-    (PendingRelation.OPPOSITE, True, False): ChoiceRow("cancelled", "drop", False),
-    # Turn open: the choice waits for the next accepted pre-step...
-    (PendingRelation.NONE, False, True): ChoiceRow("queued", "set", False),
-    (PendingRelation.OPPOSITE, False, True): ChoiceRow("queued", "set", False),
-    # ...unless it nets out against the record, which the flush would skip.
-    (PendingRelation.OPPOSITE, True, True): ChoiceRow("cancelled", "drop", False),
+    (PendingRelation.NONE, True): (_NOOP, _NOOP),
+    # A real change: appended at once when idle; in a turn it waits for the
+    # next accepted pre-step.
+    (PendingRelation.NONE, False): (_COMMIT, _QUEUE),
+    (PendingRelation.OPPOSITE, False): (_COMMIT, _QUEUE),
+    # An opposite choice was pending and the record already matches: it nets
+    # out (in a turn, the flush would skip it).
+    (PendingRelation.OPPOSITE, True): (_CANCEL, _CANCEL),
+}
+
+#: (pending relation, target == folded, turn open) -> row: ``_CHOICES``
+#: with the turn's state as the key's third part.
+CHOICE_TABLE: Mapping[tuple[PendingRelation, bool, bool], ChoiceRow] = {
+    (relation, matches, turn_open): row
+    for (relation, matches), rows in _CHOICES.items()
+    for turn_open, row in zip((False, True), rows, strict=True)
 }
 
 

@@ -12,14 +12,18 @@ from pathlib import Path
 
 import pytest
 
+import planfold.adapters
 from planfold.adapters.runtime.goal_service import GoalService
 from planfold.adapters.store.base import AppendRequest
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.opener import open_store
 from planfold.adapters.store.session_log import SessionLog
 from planfold.kernel.log import Event, turn_start, user_message
-from tests.adapters.scripted_turn import ROOT, scripted_runtime, turn_in_a_fresh_interpreter
+from tests.adapters.scripted_turn import scripted_runtime, turn_in_a_fresh_interpreter
 from tests.runtime_helpers import call, say
+
+#: the adapters as imported (the checkout's, or a copy of the package)
+ADAPTERS = Path(planfold.adapters.__file__).parent
 
 
 def _messages(caplog: pytest.LogCaptureFixture, name: str, level: int) -> list[str]:
@@ -28,7 +32,7 @@ def _messages(caplog: pytest.LogCaptureFixture, name: str, level: int) -> list[s
 
 def test_every_module_that_logs_logs_on_its_own_name() -> None:
     uses = []
-    for path in sorted((ROOT / "adapters").rglob("*.py")):
+    for path in sorted(ADAPTERS.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         uses += [(path.name, name) for name in re.findall(r"\blogger\(([^)]*)\)", text)]
         assert "logging.getLogger(" not in text or path.name in ("loggers.py", "main.py", "command.py"), path

@@ -1,0 +1,279 @@
+"""The turn reducer's answer to one input at a time: the refusals name the
+stages that take the input, an append failure the process did not ask for
+is refused, a failed flush goes on as a step of the recorded state, a model
+failure leaves the step's spent retries in the process, a dispatched call
+returns what the log tells the model, and the log a transition reads while
+it appends is the log followed by its events."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from planfold.adapters.runtime.review import keep_planning
+from planfold.adapters.runtime.toolset import default_registry
+from planfold.kernel import step
+from planfold.kernel.log import (
+    PLAN_ARTIFACT,
+    REQUEST_HEADER,
+    TOOL_RESULT,
+    USER_MESSAGE,
+    Event,
+    number_drafts,
+    read_message,
+    turn_start,
+    user_message,
+)
+from planfold.kernel.payload import JSON
+from planfold.kernel.plan.context import ViewRequest
+from planfold.kernel.plan.mode import PendingChoice
+from planfold.kernel.plan.payload import read_plan_action
+from planfold.kernel.plan.scope import Effect
+from planfold.kernel.session import SessionState, fold_session
+from planfold.kernel.tools.events import read_tool_notice, read_tool_result
+from planfold.kernel.tools.spec import ToolCall
+from planfold.kernel.turn import Reply
+from tests.runtime_helpers import SPEC, SUMMARY
+
+CONFIG = step.TurnConfig(default_registry(), max_steps=4, max_tool_calls=4, step_retries=1)
+
+#: Ten events of two turns, to split into a log and what a transition appends.
+EVENTS: tuple[Event, ...] = number_drafts(
+    [d for turn in (1, 2) for d in (turn_start(turn), *(user_message(f"{turn}.{i}") for i in range(4)))], 0, 5
+)
+
+
+def _open_turn_log() -> step.Log:
+    """A log whose turn 1 a process that stopped left open."""
+    events = number_drafts([turn_start(1), user_message("go")], 0, 10)
+    return step.Log(fold_session(events), events)
+
+
+def test_an_input_that_two_stages_take_is_refused_elsewhere_with_both_named() -> None:
+    log = step.Log(SessionState(), ())
+    process = step.Process.opened(CONFIG, log)
+    with pytest.raises(step.StageError) as refused:
+        step.advance(process, log, step.EndTurn(1))
+    assert refused.value.message == "turn/end needs the session at turn or step, but it is at idle"
+    assert (refused.value.code, refused.value.stage) == ("out-of-order", "idle")
+
+
+@pytest.mark.parametrize(
+    ("purpose", "detail"),
+    [
+        ("resolve", ()),
+        ("other", (step.BeginStep(1, "accepted", 2),)),
+        ("flush", ()),
+        ("flush", ("not a step",)),
+        ("flush", (step.BeginStep(1, "accepted", 2), step.BeginStep(2, "accepted", 2))),
+    ],
+)
+def test_an_append_failure_the_process_did_not_ask_for_is_refused(purpose: str, detail: tuple[object, ...]) -> None:
+    log = _open_turn_log()
+    process = step.Process.opened(CONFIG, log)
+    with pytest.raises(step.StageError) as refused:
+        step.advance(process, log, step.AppendFailed(purpose, 20, detail))
+    assert refused.value.message == f"no append of {purpose!r} can fail here"
+    assert (refused.value.code, refused.value.stage) == ("out-of-order", "turn")
+
+
+def test_a_failed_flush_in_a_turn_a_stopped_process_left_open_goes_on_without_a_tally() -> None:
+    log = _open_turn_log()
+    process = step.Process.opened(CONFIG, log)
+    assert process.tally is None and step.stage_of(process, log) == "turn"
+    # The step said it had flushed; the flush failed, so the step reports none.
+    failed = step.BeginStep(1, "accepted", 20, flushed=True)
+    moved = step.advance(process, log, step.AppendFailed("flush", 20, (failed,)))
+    assert moved.process.tally is None and moved.process.step_open
+    header, result = moved.actions
+    assert isinstance(header, step.Append) and [e.kind for e in header.events] == [REQUEST_HEADER]
+    assert result == step.Result(step.StepBegun(True, False, False, header.events[0].seq))
+
+
+def test_a_failed_flush_counts_in_the_tally_of_the_turn_this_process_opened() -> None:
+    log = step.Log(SessionState(), ())
+    process = step.Process.opened(CONFIG, log)
+    opened = step.advance(process, log, step.StartTurn("go", None, ViewRequest(), 1))
+    (append, _) = opened.actions
+    assert isinstance(append, step.Append)
+    log = step.Log(append.state, append.events)
+    moved = step.advance(opened.process, log, step.AppendFailed("flush", 2, (step.BeginStep(1, "accepted", 2),)))
+    assert moved.process.tally is not None and moved.process.tally.flush_failures == 1
+    assert moved.process.tally.steps == 0
+
+
+@given(st.integers(0, len(EVENTS)), st.data())
+def test_the_log_a_transition_reads_is_the_log_then_its_events(split: int, data: st.DataObject) -> None:
+    whole = EVENTS
+    joined = step._Joined(whole[:split], whole[split:])
+    assert len(joined) == len(whole)
+    assert list(joined) == list(whole)
+    index = data.draw(st.integers(-len(whole) - 2, len(whole) + 2))
+    if -len(whole) <= index < len(whole):
+        assert joined[index] == whole[index]
+    else:
+        with pytest.raises(IndexError):
+            joined[index]
+    part = data.draw(st.slices(len(whole)))
+    assert joined[part] == whole[part]
+
+
+def _in_step(log: step.Log) -> step.Process:
+    """A process at the step stage of the turn ``log`` holds open."""
+    process = step.Process.opened(CONFIG, log)
+    begun = step.advance(process, log, step.BeginStep(1, "accepted", 20, flushed=False))
+    (header, _) = begun.actions
+    assert isinstance(header, step.Append)
+    return begun.process
+
+
+def test_a_model_failure_that_ends_the_turn_keeps_the_retries_the_step_spent() -> None:
+    log = _open_turn_log()
+    process = _in_step(log)
+    failed = step.advance(process, log, step.ModelFailed("model-timeout", "slow", None, retries_used=1))
+    assert failed.actions == (step.Result(False),)
+    assert failed.process.retries_used == 1 and failed.process.follow == "end"
+
+
+def test_a_retried_model_failure_in_a_turn_a_stopped_process_left_open_has_no_tally_to_count_in() -> None:
+    log = _open_turn_log()
+    process = _in_step(log)
+    assert process.tally is None
+    failed = step.advance(process, log, step.ModelFailed("model-timeout", "slow", None))
+    assert failed.actions == (step.Result(True),)
+    assert failed.process.tally is None
+    assert (failed.process.attempt, failed.process.retries_used, failed.process.requests) == (1, 1, 1)
+
+
+def test_an_abandoned_process_keeps_its_deployment_the_pending_choice_and_the_request_count() -> None:
+    log = _open_turn_log()
+    process = step.Process.opened(CONFIG, log)
+    assert process.resumed
+    process = step.advance(process, log, step.Choose(True, 20)).process
+    process = step.advance(process, log, step.BeginStep(1, "accepted", 21, flushed=False)).process
+    process = step.advance(process, log, step.Asked()).process
+    assert step.stage_of(process, log) == "step" and process.requests == 1
+    abandoned = process.abandoned()
+    assert abandoned.config is CONFIG and abandoned.resumed is True
+    assert abandoned.pending == PendingChoice(True) and abandoned.requests == 1
+    assert step.stage_of(abandoned, log) == "turn" and not abandoned.turn_mine and not abandoned.asked
+
+
+class _Driver:
+    """Feeds the reducer as a driver does whose appends all succeed."""
+
+    def __init__(self) -> None:
+        self.log = step.Log(SessionState(), ())
+        self.process = step.Process.opened(CONFIG, self.log)
+
+    def feed(self, event: step.Input) -> list[step.Action]:
+        moved = step.advance(self.process, self.log, event)
+        self.process = moved.process
+        left: list[step.Action] = []
+        for action in moved.actions:
+            if isinstance(action, step.Append):
+                self.log = step.Log(action.state, (*self.log.events, *action.events))
+            elif isinstance(action, step.Then):
+                left += self.feed(action.event)
+            else:
+                left.append(action)
+        return left
+
+
+def test_a_dispatched_call_returns_what_the_log_tells_the_model() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    plan: dict[str, JSON] = {"plan_spec": dict(SPEC), "summary_candidate": dict(SUMMARY)}
+    write: dict[str, JSON] = {"path": "b", "content": "x"}
+    calls = (ToolCall("c1", "write_file", "{}", write), ToolCall("c2", "bootstrap_plan", "{}", plan))
+    driver.feed(step.ReplyIn(Reply(None, calls, "tool_calls"), 3))
+    # The gate refused write_file (not offered before a plan): the model is
+    # told the refusal's code, reason, hint and phase.
+    (refused,) = driver.feed(step.Dispatch("c1", 4))
+    notice = read_tool_notice(driver.log.events[-1].payload)
+    assert notice.hint is not None
+    assert isinstance(refused, step.Result) and isinstance(refused.value, step.DispatchResult)
+    answer = refused.value
+    assert (answer.call, answer.action, answer.ok, answer.review) == (calls[0], "refused", False, None)
+    error = {"code": notice.code, "message": notice.reason, "hint": notice.hint, "phase": notice.phase, "refused": True}
+    assert answer.output is not None and json.loads(answer.output) == {"error": error}
+    # The runtime answered bootstrap_plan itself: its tool/result is the answer.
+    (done,) = driver.feed(step.Dispatch("c2", 5))
+    result = read_tool_result(driver.log.events[-1].payload)
+    assert result.ok
+    assert done == step.Result(step.DispatchResult(calls[1], "done", True, result.output))
+    # The plan it made is named after the seq of the event that made it.
+    (made,) = [event for event in driver.log.events if event.kind == PLAN_ARTIFACT]
+    assert json.loads(result.output)["plan_id"] == f"plan-{made.seq}"
+
+
+def test_a_review_answer_keeps_a_choice_made_meanwhile_and_then_owes_the_notices_after_the_calls() -> None:
+    driver = _Driver()
+    driver.process = step.Process.opened(step.TurnConfig(default_registry(), max_tool_calls=1), driver.log)
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.Choose(True, 2))
+    driver.feed(step.BeginStep(1, "accepted", 3))  # the flush records plan mode
+    assert driver.log.state.plan_mode
+    driver.feed(step.Choose(False, 4))  # waits for the next pre-step
+    plan: dict[str, JSON] = {"plan_spec": dict(SPEC), "summary_candidate": dict(SUMMARY)}
+    calls = (ToolCall("c1", "exit_plan_mode", "{}", plan), ToolCall("c2", "read_file", "{}", {"path": "a"}))
+    driver.feed(step.ReplyIn(Reply(None, calls, "tool_calls"), 5))  # only the first call is taken
+    (review,) = driver.feed(step.Dispatch("c1", 6))
+    assert isinstance(review, step.Result) and isinstance(review.value, step.DispatchResult)
+    assert review.value.action == "review"
+    answered = len(driver.log.events)
+    driver.feed(step.ReviewAnswered("c1", keep_planning("more detail"), 7))
+    assert driver.process.pending == PendingChoice(False)
+    assert driver.process.review is None and driver.process.current is None
+    kinds = [event.kind for event in driver.log.events[answered:]]
+    assert kinds[-2:] == [TOOL_RESULT, USER_MESSAGE]
+    assert "only the first 1 were taken" in read_message(driver.log.events[-1].payload).text
+
+
+def test_a_call_whose_effects_land_outside_the_plans_scope_runs_nothing_and_is_answered() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    spec: dict[str, JSON] = {**SPEC, "scope": {"paths": ["hello.txt"], "effects": ["write"]}}
+    plan: dict[str, JSON] = {"plan_spec": spec, "summary_candidate": dict(SUMMARY)}
+    driver.feed(step.ReplyIn(Reply(None, (ToolCall("c1", "bootstrap_plan", "{}", plan),), "tool_calls"), 3))
+    driver.feed(step.Dispatch("c1", 4))
+    driver.feed(step.BeginStep(2, "accepted", 5))  # the plan executes
+    write = ToolCall("c2", "write_file", "{}", {"path": "other.txt", "content": "x"})
+    driver.feed(step.ReplyIn(Reply(None, (write,), "tool_calls"), 6))
+    assert driver.feed(step.Dispatch("c2", 7)) == [step.ResolvePaths(write)]
+    (answered,) = driver.feed(step.Resolved("c2", (Effect("write", "other.txt"),), 8))
+    result = read_tool_result(driver.log.events[-1].payload)
+    assert not result.ok and json.loads(result.output)["error"]["code"] == "outside-plan-scope"
+    assert answered == step.Result(step.DispatchResult(write, "done", False, result.output))
+    assert driver.process.current is None and step.stage_of(driver.process, driver.log) == "turn"
+
+
+def test_a_plan_an_earlier_call_of_the_reply_made_starts_before_the_next_call_runs() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    plan: dict[str, JSON] = {"plan_spec": dict(SPEC), "summary_candidate": dict(SUMMARY)}
+    read = ToolCall("c2", "read_file", "{}", {"path": "hello.txt"})
+    driver.feed(step.ReplyIn(Reply(None, (ToolCall("c1", "bootstrap_plan", "{}", plan), read), "tool_calls"), 3))
+    driver.feed(step.Dispatch("c1", 4))
+    before = len(driver.log.events)
+    assert driver.feed(step.Dispatch("c2", 5)) == [step.ResolvePaths(read)]
+    (start,) = driver.log.events[before:]
+    assert start.kind == PLAN_ARTIFACT and read_plan_action(start.payload).action == "start"
+
+
+def test_answering_a_call_other_than_the_next_is_refused_and_names_the_next() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    read = ToolCall("c1", "read_file", "{}", {"path": "hello.txt"})
+    driver.feed(step.ReplyIn(Reply(None, (read,), "tool_calls"), 3))
+    with pytest.raises(step.StageError) as refused:
+        driver.feed(step.Dispatch("c9", 4))
+    assert refused.value.message == "call 'c1' is answered next, not 'c9'"
+    assert (refused.value.code, refused.value.stage) == ("unexpected-call", "calls")
