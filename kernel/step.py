@@ -627,9 +627,6 @@ class _Work:
         self.events.extend(batch)
         return batch
 
-    def mark(self) -> int:
-        return len(self.events)
-
     def log(self, log: Log) -> Log:
         """``log`` with this transition's events (a view for decisions that read events)."""
         if not self.events:
@@ -914,14 +911,10 @@ def _runtime_call(p: Process, log: Log, work: _Work, entry: CallEntry, review_av
     makes_plan = call.name in ("exit_plan_mode", "bootstrap_plan")
     new_plan_id = f"plan-{work.state.last_seq + 1}" if makes_plan else ""
     decision = decide_tool_call(work.state, call, new_plan_id=new_plan_id, review_available=review_available)
-    mark, state = work.mark(), work.state
-    try:
-        work.append(decision.drafts)
-    except PlanfoldError as exc:  # the log refuses the decision: the call fails with that error
-        if work.mark() != mark or work.state is not state:
-            raise
-        output = tool_error_text(exc.code, exc.message)
-        work.append((_result_draft(call, ok=False, output=output),))
+    # Decided on this very state by the fold's own rules (decide_tool_call folds
+    # its drafts first and answers a refusal as the call's failed result), at a
+    # time _Work never lets go backwards: the log takes them.
+    work.append(decision.drafts)
     if decision.review is None:
         return _answered(p, work, call, "done")
     p = replace(p, current=entry, awaiting="review", review=decision.review)

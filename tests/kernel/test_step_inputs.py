@@ -277,3 +277,28 @@ def test_answering_a_call_other_than_the_next_is_refused_and_names_the_next() ->
         driver.feed(step.Dispatch("c9", 4))
     assert refused.value.message == "call 'c1' is answered next, not 'c9'"
     assert (refused.value.code, refused.value.stage) == ("unexpected-call", "calls")
+
+
+def test_a_reply_after_a_retry_starts_the_next_step_at_its_first_attempt_with_its_whole_retry_budget() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    assert driver.feed(step.ModelFailed("model-timeout", "slow", None, retries_used=0)) == [step.Result(True)]
+    assert (driver.process.attempt, driver.process.retries_used) == (1, 1)
+    # the retried attempt: the reducer asks to propose it as attempt 1 of step 1
+    (again,) = driver.feed(step.Next(3))
+    assert isinstance(again, step.ProposeStep) and (again.step.step, again.step.attempt) == (1, 1)
+    driver.feed(step.StepVerdictIn("accepted", 4))
+    read = ToolCall("c1", "read_file", '{"path": "a"}', {"path": "a"})
+    driver.feed(step.ReplyIn(Reply(None, (read,), "tool_calls"), 5))
+    driver.feed(step.Dispatch("c1", 6))
+    driver.feed(step.Resolved("c1", (), 7))
+    driver.feed(step.ToolDone("c1", True, "text", 8))
+    # the next step is proposed as attempt 0 and asks the model with no retry spent
+    (proposed,) = driver.feed(step.Next(9))
+    assert isinstance(proposed, step.ProposeStep) and (proposed.step.step, proposed.step.attempt) == (2, 0)
+    driver.feed(step.StepVerdictIn("accepted", 10))
+    (ask,) = driver.feed(step.Next(11))
+    assert isinstance(ask, step.AskModel) and (ask.step, ask.attempt, ask.retries_used) == (2, 0, 0)
+    # so the new step's own failure is retried within its budget
+    assert driver.feed(step.ModelFailed("model-timeout", "slow", None, retries_used=0)) == [step.Result(True)]
