@@ -236,7 +236,10 @@ def test_writers_killed_and_server_crashes_never_lose_or_duplicate_an_acknowledg
     assert crash_rounds(own_cluster, url, ROUNDS, 20240612), "no append was ever acknowledged"
 
 
-GROUP_ROUNDS = 15
+#: The group writer commits its threads' appends on one connection, so a crash
+#: reaches it as at most one error (none when the connection was idle and the
+#: pool replaced it): six crashes make the assertion that one was seen hold.
+GROUP_ROUNDS = 30
 GROUP_SESSIONS = (*(f"thread-{n}" for n in range(4)), "shared")
 
 
