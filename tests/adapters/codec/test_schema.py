@@ -85,8 +85,9 @@ def _at(value: Any, where: str) -> Any:
 def documented(problem: Problem, payload: JSON) -> bool:
     """Whether the schema can accept what the kernel refused here because
     the schema only says it in words: an integer written with a fraction
-    (JSON Schema's integer takes 1.0) or a JSON value nested too deep."""
-    if problem.message == "must be an integer":
+    (JSON Schema's integer takes 1.0, and its enum and const compare numbers
+    by value, so 1.0 is the version 1) or a JSON value nested too deep."""
+    if problem.message == "must be an integer" or problem.message.startswith("must be one of "):
         value = _at(payload, problem.where)
         return isinstance(value, float) and value.is_integer()
     return problem.message == "must be a JSON value"
