@@ -158,15 +158,9 @@ class OutOfOrderError(AdapterError):
 # Actions and reports
 
 
-@dataclass(frozen=True, slots=True)
-class ProposedStep:
-    """A step the machine is about to request: ``attempt`` is 0 for the first
-    proposal and counts same-step retries."""
-
-    turn: int
-    step: int
-    attempt: int
-
+#: A step the machine is about to request (the kernel's value): ``attempt``
+#: is 0 for the first proposal and counts same-step retries.
+ProposedStep = step.ProposedStep
 
 StepListener = Callable[[ProposedStep], StepVerdict]
 
@@ -595,11 +589,10 @@ class DriverCore:
             config=self.prompt, messages=self._conversation,
         )
 
-    def _verdict(self, proposed: step.ProposedStep) -> StepVerdict:
+    def _verdict(self, proposed: ProposedStep) -> StepVerdict:
         verdict: StepVerdict = "accepted"
-        shown = ProposedStep(proposed.turn, proposed.step, proposed.attempt)
         for listener in self.step_listeners:
-            verdict = listener(shown)
+            verdict = listener(proposed)
             if verdict != "accepted":
                 break
         return verdict
