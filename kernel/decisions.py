@@ -90,7 +90,7 @@ from .plan_events import (
     verification_event,
 )
 from .session import SessionState
-from .tools.events import ToolResult, tool_result_payload
+from .tools.events import ToolResult, read_tool_notice, read_tool_result, tool_result_payload
 from .tools.spec import ToolCall
 
 __all__ = [
@@ -109,6 +109,7 @@ __all__ = [
     "decide_scope",
     "decide_tool_call",
     "tool_error_text",
+    "tool_message_text",
     "tool_ok_text",
 ]
 
@@ -119,6 +120,15 @@ def tool_error_text(code: str, message: str, **extra: JSON) -> str:
     import json  # noqa: PLC0415 (json is imported on first use, not with the kernel)
 
     return json.dumps({"error": body}, ensure_ascii=False, sort_keys=True)
+
+
+def tool_message_text(event: Event) -> str:
+    """What the model was told about a recorded call: the output of its
+    ``tool/result``, or the error text of its ``tool/refused`` notice."""
+    if event.kind == TOOL_RESULT:
+        return read_tool_result(event.payload).output
+    notice = read_tool_notice(event.payload)
+    return tool_error_text(notice.code, notice.reason, hint=notice.hint, phase=notice.phase, refused=True)
 
 
 def tool_ok_text(body: dict[str, JSON]) -> str:

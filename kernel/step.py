@@ -65,7 +65,7 @@ from .decisions import (
     decide_request_header,
     decide_review_answer,
     decide_tool_call,
-    tool_error_text,
+    tool_message_text,
 )
 from .errors import KernelError, PlanfoldError
 from .log import TOOL_RESULT, Draft, Event, MessageSource, number_drafts, turn_start, user_message
@@ -886,18 +886,9 @@ def _answered(p: Process, work: _Work, call: ToolCall, action: Literal["refused"
     last = work.events[-1] if work.events else None
     assert last is not None
     ok = False if action == "refused" else read_tool_result(last.payload).ok
-    output = _message_text(last)
+    output = tool_message_text(last)
     p = _settle(p, work)
     return Transition(p, (*work.action(), Result(DispatchResult(call, action, ok, output))))
-
-
-def _message_text(event: Event) -> str:
-    from .tools.events import read_tool_notice  # noqa: PLC0415 (one reader per kind)
-
-    if event.kind == TOOL_RESULT:
-        return read_tool_result(event.payload).output
-    notice = read_tool_notice(event.payload)
-    return tool_error_text(notice.code, notice.reason, hint=notice.hint, phase=notice.phase, refused=True)
 
 
 def _runtime_call(p: Process, log: Log, work: _Work, entry: CallEntry, review_available: bool) -> Transition:

@@ -28,7 +28,7 @@ goes to the ``planfold.adapters.runtime.tool_runner`` logger at WARNING.
 Every executor's run is a DEBUG record there (the call, how it ended, how
 long it took).
 
-``tool_message_text`` is the text the model sees for a recorded answer, so
+``tool_message_text`` (the kernel's) is the text the model sees for a recorded answer, so
 the conversation rebuilt from the log is what the model was told.
 """
 
@@ -41,12 +41,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
-from ...kernel.decisions import tool_error_text
+from ...kernel.decisions import tool_error_text, tool_message_text
 from ...kernel.errors import PlanfoldError
-from ...kernel.log import TOOL_REFUSED, TOOL_RESULT, USAGE_VERSION, Draft, Event, ModelUsage
+from ...kernel.log import TOOL_RESULT, USAGE_VERSION, Draft, Event, ModelUsage
 from ...kernel.payload import JSON, MAX_SAFE_INTEGER
 from ...kernel.phase import RuntimePhase
-from ...kernel.tools.events import read_tool_notice, read_tool_result, tool_result_payload
+from ...kernel.tools.events import read_tool_result, tool_result_payload
 from ...kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
 from ...kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolCall, ToolRegistry, ToolSpec, ToolSpecError
 from ...kernel.turn import Reply
@@ -116,21 +116,6 @@ def error_output(code: str, message: str, **extra: JSON) -> str:
 def result_draft(call_id: str, tool: str, *, ok: bool, output: str) -> Draft:
     """The ``tool/result`` of a call, for the log to number and append."""
     return Draft(TOOL_RESULT, tool_result_payload(call_id, tool, ok=ok, output=output))
-
-
-def tool_message_text(event: Event) -> str:
-    """What the model was told about a call: the output of a ``tool/result``,
-    or the structured error of a ``tool/refused``."""
-    if event.kind == TOOL_REFUSED:
-        notice = read_tool_notice(event.payload)
-        return error_output(
-            notice.code,
-            notice.reason,
-            hint=notice.hint,
-            phase=notice.phase,
-            refused=True,
-        )
-    return read_tool_result(event.payload).output
 
 
 def _names_only() -> Resolver:

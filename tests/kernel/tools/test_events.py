@@ -5,6 +5,7 @@ say exactly what is wrong."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from planfold.kernel.decisions import tool_message_text
 from planfold.kernel.errors import PayloadError, ReplayError
 from planfold.kernel.log import TOOL_CALL, TOOL_REFUSED, TOOL_RESULT, TOOL_WARNING, TURN_END, TURN_START, Event
 from planfold.kernel.payload import JSON, JSONObject
@@ -79,6 +81,19 @@ def test_a_refusal_round_trips_through_its_payload(call_id: str, refused: Refuse
     assert notice == ToolNotice(
         call_id, refused.tool, refused.code, refused.reason, refused.phase, refused.hint or None
     )
+
+
+@given(call_id=call_ids, refused=refusals, output=st.text(max_size=20))
+def test_the_model_reads_a_results_output_and_a_refusal_as_an_error_naming_its_code_reason_hint_and_phase(
+    call_id: str, refused: Refused, output: str
+) -> None:
+    result = Event(1, TOOL_RESULT, 0, tool_result_payload(call_id, refused.tool, ok=False, output=output))
+    assert tool_message_text(result) == output
+    notice = Event(2, TOOL_REFUSED, 0, tool_notice_payload(call_id, refused, TOOL_REFUSED))
+    error = json.loads(tool_message_text(notice))["error"]
+    assert error["code"] == refused.code and error["message"] == refused.reason
+    assert error["phase"] == refused.phase and error["refused"] is True
+    assert error.get("hint") == (refused.hint or None)
 
 
 GOOD_CALL: dict[str, JSON] = {"call_id": "c1", "tool": "write_file", "arguments": {"path": "a"}}
