@@ -847,7 +847,7 @@ def _settle(p: Process, work: _Work) -> Process:
 
 
 def _dispatch(p: Process, log: Log, e: Dispatch, stage: Stage) -> Transition:
-    entry = _expect(p, stage, e.call_id, "calls")
+    entry = _expect(p, stage, e.call_id)
     p = replace(p, calls=p.calls[1:])
     work = _Work(log, e.at)
     work.append(entry.notices)
@@ -870,7 +870,7 @@ def _dispatch(p: Process, log: Log, e: Dispatch, stage: Stage) -> Transition:
 
 
 def _resolved(p: Process, log: Log, e: Resolved, stage: Stage) -> Transition:
-    entry = _expect(p, stage, e.call_id, "resolve")
+    entry = _expect(p, stage, e.call_id)
     call = entry.call
     refusal = scope_refusal(log.state, call, e.effects)
     if refusal is None:
@@ -912,7 +912,7 @@ def _result_draft(call: ToolCall, *, ok: bool, output: str) -> Draft:
 
 
 def _tool_done(p: Process, log: Log, e: ToolDone, stage: Stage) -> Transition:
-    entry = _expect(p, stage, e.call_id, "execute")
+    entry = _expect(p, stage, e.call_id)
     work = _Work(log, e.at)
     (written,) = work.append((_result_draft(entry.call, ok=e.ok, output=e.output),))
     p = _settle(replace(p, current=None, awaiting=None), work)
@@ -920,7 +920,7 @@ def _tool_done(p: Process, log: Log, e: ToolDone, stage: Stage) -> Transition:
 
 
 def _review_answer(p: Process, log: Log, e: ReviewAnswered, stage: Stage) -> Transition:
-    _expect(p, stage, e.call_id, "review")
+    _expect(p, stage, e.call_id)
     assert p.review is not None
     reviewed: ReviewDecision = decide_review_answer(log.state, p.review, e.answer)
     work = _Work(log, e.at)
@@ -930,8 +930,10 @@ def _review_answer(p: Process, log: Log, e: ReviewAnswered, stage: Stage) -> Tra
     return Transition(p, (*work.action(), Result((reviewed, written[-1].seq))))
 
 
-def _expect(p: Process, stage: Stage, call_id: str, wanted: Stage) -> CallEntry:
-    head = p.current if wanted != "calls" else p.calls[0]
+def _expect(p: Process, stage: Stage, call_id: str) -> CallEntry:
+    """The call the input at ``stage`` answers: the next one to dispatch, or
+    the one being resolved, run or reviewed."""
+    head = p.calls[0] if stage == "calls" else p.current
     assert head is not None
     if head.call.id != call_id:
         raise StageError(

@@ -267,16 +267,38 @@ def test_a_plan_an_earlier_call_of_the_reply_made_starts_before_the_next_call_ru
     assert start.kind == PLAN_ARTIFACT and read_plan_action(start.payload).action == "start"
 
 
-def test_answering_a_call_other_than_the_next_is_refused_and_names_the_next() -> None:
+def _refused_as_unexpected(driver: _Driver, event: step.Input, stage: step.Stage) -> None:
+    before = (driver.process, driver.log)
+    with pytest.raises(step.StageError) as refused:
+        driver.feed(event)
+    assert refused.value.message == f"call 'c1' is answered next, not {event.call_id!r}"  # type: ignore[union-attr]
+    assert (refused.value.code, refused.value.stage) == ("unexpected-call", stage)
+    assert (driver.process, driver.log) == before
+
+
+def test_answering_a_call_other_than_the_next_is_refused_at_every_stage_and_names_the_next() -> None:
     driver = _Driver()
     driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
     driver.feed(step.BeginStep(1, "accepted", 2))
     read = ToolCall("c1", "read_file", "{}", {"path": "hello.txt"})
     driver.feed(step.ReplyIn(Reply(None, (read,), "tool_calls"), 3))
-    with pytest.raises(step.StageError) as refused:
-        driver.feed(step.Dispatch("c9", 4))
-    assert refused.value.message == "call 'c1' is answered next, not 'c9'"
-    assert (refused.value.code, refused.value.stage) == ("unexpected-call", "calls")
+    _refused_as_unexpected(driver, step.Dispatch("c9", 4), "calls")
+    driver.feed(step.Dispatch("c1", 4))
+    _refused_as_unexpected(driver, step.Resolved("c9", (), 5), "resolve")
+    driver.feed(step.Resolved("c1", (Effect("read", "hello.txt"),), 5))
+    assert step.stage_of(driver.process, driver.log) == "execute"
+    _refused_as_unexpected(driver, step.ToolDone("c9", True, "x", 6), "execute")
+
+
+def test_a_review_answer_for_another_call_is_refused_at_the_review_and_names_the_call_under_review() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.Choose(True, 2))
+    driver.feed(step.BeginStep(1, "accepted", 3))
+    plan: dict[str, JSON] = {"plan_spec": dict(SPEC), "summary_candidate": dict(SUMMARY)}
+    driver.feed(step.ReplyIn(Reply(None, (ToolCall("c1", "exit_plan_mode", "{}", plan),), "tool_calls"), 4))
+    driver.feed(step.Dispatch("c1", 5))
+    _refused_as_unexpected(driver, step.ReviewAnswered("c9", keep_planning("no"), 6), "review")
 
 
 def test_a_reply_after_a_retry_starts_the_next_step_at_its_first_attempt_with_its_whole_retry_budget() -> None:
