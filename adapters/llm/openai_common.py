@@ -146,9 +146,9 @@ class Settings:
 
 
 class _Call:
-    """The clock and budget of one call, and what each attempt ends with:
-    logged (``openai_policy.log_attempt``: the attempt's number is the
-    client's budget's retries so far plus one), then answered or retried."""
+    """The clock, budget and attempts of one call, and what each attempt ends
+    with: logged (``openai_policy.log_attempt``, numbered within this call,
+    whatever else spent from ``budget`` before it), then answered or retried."""
 
     def __init__(self, s: Settings, budget: RetryBudget, monotonic: Callable[[], float]) -> None:
         self._s = s
@@ -156,12 +156,15 @@ class _Call:
         self._monotonic = monotonic
         self._called = monotonic()
         self._tried = self._called
+        self._attempts = 0
 
     def begin(self) -> None:
+        """Start the call's next attempt."""
+        self._attempts += 1
         self._tried = self._monotonic()
 
     def _log(self, outcome: ChatResponse | ModelError) -> None:
-        log_attempt(self._s.where, self._s.retry_budget.used + 1, self._monotonic() - self._tried, outcome)
+        log_attempt(self._s.where, self._attempts, self._monotonic() - self._tried, outcome)
 
     def answered(self, response: ChatResponse) -> ChatResponse:
         """``response`` with the call's latency (every attempt and wait)."""

@@ -33,6 +33,7 @@ from planfold.adapters.llm.model import (
     ModelRetriesExhaustedError,
     ModelTimeoutError,
     ModelUnreachableError,
+    RetryBudget,
     SystemMessage,
     ToolCall,
     ToolDefinition,
@@ -679,22 +680,44 @@ def test_each_retry_is_logged_with_its_status_and_delay_and_never_the_key(
     assert all("sk-test" not in r.getMessage() for r in caplog.records)
 
 
+def _attempt_records(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The messages of the DEBUG records of model-call attempts."""
+    return [
+        r.getMessage() for r in caplog.records
+        if r.name == "planfold.adapters.llm.openai_policy" and r.levelno == logging.DEBUG
+    ]  # fmt: skip
+
+
 def test_each_attempt_is_a_debug_record_with_its_number_outcome_and_latency(
     server: ChatServer, make: Make, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.plan(Answer(429, b"slow down", {"Retry-After": "2"}), Answer(503, b"busy"), Answer())
     with caplog.at_level(logging.DEBUG, logger="planfold"):
         client_for(make, server, []).complete(REQUEST)
-    attempts = [
-        r.getMessage() for r in caplog.records
-        if r.name == "planfold.adapters.llm.openai_policy" and r.levelno == logging.DEBUG
-    ]  # fmt: skip
+    attempts = _attempt_records(caplog)
     assert len(attempts) == 3
     assert all(text.startswith(f"model call to {server.base_url}/chat/completions: attempt") for text in attempts)
     assert "attempt 1 failed (model-rate-limited HTTP 429) in " in attempts[0]
     assert "attempt 2 failed (model-http-error HTTP 503) in " in attempts[1]
     assert "attempt 3 answered (stop, 0 tool call(s)) in " in attempts[2]
     assert all(text.endswith(" ms") for text in attempts)
+
+
+def test_attempts_are_numbered_within_their_call_when_they_spend_from_a_session_budget(
+    server: ChatServer, make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.plan(Answer(503, b"busy"), Answer(429, b"slow down", {"Retry-After": "1"}), Answer())
+    session = RetryBudget(4)
+    client = client_for(make, server, [])
+    with caplog.at_level(logging.DEBUG, logger="planfold"), session.step():
+        assert session.take()  # a retry of the same step made before this call
+        client.complete(REQUEST, session=session)
+    attempts = _attempt_records(caplog)
+    assert len(attempts) == 3
+    assert "attempt 1 failed (model-http-error HTTP 503) in " in attempts[0]
+    assert "attempt 2 failed (model-rate-limited HTTP 429) in " in attempts[1]
+    assert "attempt 3 answered (stop, 0 tool call(s)) in " in attempts[2]
+    assert (session.used, client.retry_budget.used) == (3, 0)
 
 
 def test_no_attempt_is_recorded_unless_debug_is_on(
