@@ -278,6 +278,21 @@ def test_retry_after_longer_than_allowed_is_raised_at_once(server: ChatServer, m
     assert sleeps == [] and len(server.received) == 1
 
 
+@pytest.mark.parametrize("retries", [0, 2])
+def test_a_retry_after_longer_than_allowed_spends_nothing_of_the_budget_and_raises_the_rate_limit(
+    server: ChatServer, make: Make, retries: int
+) -> None:
+    server.plan(Answer(429, b"come back tomorrow", {"Retry-After": "86400"}))
+    sleeps: list[float] = []
+    client = client_for(make, server, sleeps, policy=RetryPolicy(max_retries=retries))
+    with pytest.raises(ModelRateLimitedError) as caught:
+        client.complete(REQUEST)
+    err = caught.value
+    assert (err.code, err.retry_after, err.retryable) == ("model-rate-limited", 86400.0, False)
+    assert client.retry_budget.used == 0
+    assert sleeps == [] and len(server.received) == 1
+
+
 def test_client_errors_are_not_retried(server: ChatServer, make: Make) -> None:
     server.plan(Answer(400, b'{"error": {"message": "tools[0].function.name is invalid"}}'))
     with pytest.raises(ModelHTTPError) as caught:
