@@ -23,6 +23,7 @@ in how an attempt moves bytes and waits. Everything else is here, once:
 
 from __future__ import annotations
 
+import math
 import random as _random
 import time
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
@@ -33,6 +34,7 @@ from ..delegation import Delegated
 from .model import (
     ChatRequest,
     ChatResponse,
+    ModelBadRequestError,
     ModelBadResponseError,
     ModelError,
     ModelTimeoutError,
@@ -68,16 +70,24 @@ class CallOptions(TypedDict, total=False):
     on_retry: Callable[[int, ModelError, float], None] | None
 
 
+def _seconds(timeout_s: object) -> float:
+    """``timeout_s`` as a float; raises ``ModelBadRequestError`` unless it is
+    a positive, finite number (a bool is not one)."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s < math.inf:
+        raise ModelBadRequestError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    return float(timeout_s)
+
+
 class Settings:
-    """What every client keeps of its options (checked by the client):
-    ``where`` is the chat-completions URL as logs and errors show it, without
-    a password."""
+    """What every client keeps of its options (``timeout_s`` is checked
+    here, the others by the client): ``where`` is the chat-completions URL as
+    logs and errors show it, without a password."""
 
     def __init__(self, model: str, timeout_s: float, where: str, options: CallOptions) -> None:
         retry = options.get("retry")
         budget = options.get("retry_budget")
         self.model = model
-        self.timeout_s = timeout_s
+        self.timeout_s = _seconds(timeout_s)
         self.retry = retry if retry is not None else RetryPolicy()
         #: The retries of one unit of work (one call, or a runtime's step).
         self.retry_budget = budget if budget is not None else RetryBudget(self.retry.max_retries)

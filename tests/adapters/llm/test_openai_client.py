@@ -408,9 +408,6 @@ def test_nobody_listening_exhausts_retries_as_unreachable(make: Make) -> None:
         ("127.0.0.1:8000/v1", {}),
         ("ftp://example.invalid/v1", {}),
         ("http:///v1", {}),
-        ("http://127.0.0.1:8000/v1", {"timeout_s": 0}),
-        ("http://127.0.0.1:8000/v1", {"timeout_s": float("nan")}),
-        ("http://127.0.0.1:8000/v1", {"timeout_s": float("inf")}),
         ("http://127.0.0.1:99999/v1", {}),
     ],
 )
@@ -418,6 +415,18 @@ def test_bad_client_configuration_is_refused(base_url: str, options: dict[str, A
     with pytest.raises(ModelBadRequestError) as caught:
         make_httpx(base_url, "m", **options)
     assert caught.value.code == "model-bad-request"
+
+
+@pytest.mark.parametrize(
+    "timeout_s", [0, -1.5, float("nan"), float("inf"), -float("inf"), True, False, "5", None, [5]], ids=repr
+)
+def test_every_client_refuses_a_timeout_that_is_not_a_positive_finite_number_of_seconds(
+    timeout_s: object, make: Make
+) -> None:
+    with pytest.raises(ModelBadRequestError) as caught:
+        make("http://127.0.0.1:9/v1", "m", timeout_s=timeout_s)
+    assert caught.value.code == "model-bad-request"
+    assert str(caught.value) == f"timeout_s must be a positive number of seconds, got {timeout_s!r}"
 
 
 def test_every_error_code_is_kebab_case_and_a_model_error() -> None:
