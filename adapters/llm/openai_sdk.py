@@ -194,8 +194,9 @@ class OpenAISDKClient(_Adapter[openai.OpenAI, Callable[[float], None]]):
     ``openai.OpenAI`` ``client`` (see the module docstring for the deadline).
 
     Raises ``ModelBadRequestError`` for a client that is not an
-    ``openai.OpenAI``, an empty model name, an unknown option or a
-    ``timeout_s`` that is not a positive, finite number of seconds.
+    ``openai.OpenAI``, an empty model name or a ``timeout_s`` that is not a
+    positive, finite number of seconds, and ``TypeError`` for an unknown
+    option.
     """
 
     _pair = ("OpenAISDKClient", openai.OpenAI, "AsyncOpenAISDKClient", openai.AsyncOpenAI)
