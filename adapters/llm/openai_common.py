@@ -96,7 +96,7 @@ class Settings:
         self.wall_clock = options.get("wall_clock", time.time)
         self.where = where
         random = options.get("random", _random.random)
-        self.retrier = Retrier(self.retry, self.retry_budget, random, where, options.get("on_retry"))
+        self.retrier = Retrier(self.retry, random, where, options.get("on_retry"))
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body of ``request`` (``openai_wire.build_request_body``)."""

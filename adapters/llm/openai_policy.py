@@ -138,17 +138,17 @@ class Retrier:
     ``on_retry(retry, error, delay)`` is called before each wait."""
 
     policy: RetryPolicy
-    budget: RetryBudget
     random: Callable[[], float]
     where: str
     on_retry: Callable[[int, ModelError, float], None] | None = None
 
-    def after(self, err: ModelError, budget: RetryBudget | None = None) -> float:
+    def after(self, err: ModelError, budget: RetryBudget) -> float:
         """The wait before the next attempt after the failed one that raised
-        ``err``. Raises ``err`` when it is not retried (or the server asked
-        for a longer wait than the policy allows), spending nothing of the
-        budget, and ``ModelRetriesExhaustedError`` when the budget is spent."""
-        budget = self.budget if budget is None else budget
+        ``err``, a retry taken from ``budget`` (the call's: the client's own
+        or the one a runtime bound). Raises ``err`` when it is not retried (or
+        the server asked for a longer wait than the policy allows), spending
+        nothing of ``budget``, and ``ModelRetriesExhaustedError`` when
+        ``budget`` is spent."""
         err.retryable = False
         if not is_retryable(err, self.policy):
             raise err
