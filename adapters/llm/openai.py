@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import time
 import urllib.parse
@@ -121,8 +120,6 @@ class _Settings(Settings):
             valid = False
         if not valid:
             raise ModelBadRequestError(f"base_url must be an http(s) URL with a host: {redact_url(base_url)!r}")
-        if not 0 < timeout_s < math.inf:
-            raise ModelBadRequestError(f"timeout_s must be a positive number of seconds, got {timeout_s}")
         self.base_url = base_url
         path = parts.path.rstrip("/") + "/chat/completions"
         #: The full chat-completions URL the client posts to.
@@ -200,8 +197,9 @@ class OpenAIClient(_Client[httpx.Client, Callable[[float], None]]):
     """A ``ModelClient`` for an OpenAI-compatible chat-completions server.
 
     The constructor raises ``ModelBadRequestError`` for a ``base_url`` that is
-    not an http(s) URL with a host, a non-positive ``timeout_s``, or a proxy
-    in the environment that httpx cannot speak. ``on_retry(retry, error,
+    not an http(s) URL with a host, a ``timeout_s`` that is not a positive,
+    finite number of seconds, or a proxy in the environment that httpx cannot
+    speak. ``on_retry(retry, error,
     delay)`` is called before each wait; ``resolve`` looks host names up
     (``socket.getaddrinfo``'s signature). Threads and sessions that share a client keep
     each attempt's own deadline and, when a runtime drives them, each turn's

@@ -23,6 +23,7 @@ in how an attempt moves bytes and waits. Everything else is here, once:
 
 from __future__ import annotations
 
+import math
 import random as _random
 import time
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
@@ -33,6 +34,7 @@ from ..delegation import Delegated
 from .model import (
     ChatRequest,
     ChatResponse,
+    ModelBadRequestError,
     ModelBadResponseError,
     ModelError,
     ModelTimeoutError,
@@ -68,16 +70,24 @@ class CallOptions(TypedDict, total=False):
     on_retry: Callable[[int, ModelError, float], None] | None
 
 
+def _seconds(timeout_s: object) -> float:
+    """``timeout_s`` as a float; raises ``ModelBadRequestError`` unless it is
+    a positive, finite number (a bool is not one)."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s < math.inf:
+        raise ModelBadRequestError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    return float(timeout_s)
+
+
 class Settings:
-    """What every client keeps of its options (checked by the client):
-    ``where`` is the chat-completions URL as logs and errors show it, without
-    a password."""
+    """What every client keeps of its options (``timeout_s`` is checked
+    here, the others by the client): ``where`` is the chat-completions URL as
+    logs and errors show it, without a password."""
 
     def __init__(self, model: str, timeout_s: float, where: str, options: CallOptions) -> None:
         retry = options.get("retry")
         budget = options.get("retry_budget")
         self.model = model
-        self.timeout_s = timeout_s
+        self.timeout_s = _seconds(timeout_s)
         self.retry = retry if retry is not None else RetryPolicy()
         #: The retries of one unit of work (one call, or a runtime's step).
         self.retry_budget = budget if budget is not None else RetryBudget(self.retry.max_retries)
@@ -86,7 +96,7 @@ class Settings:
         self.wall_clock = options.get("wall_clock", time.time)
         self.where = where
         random = options.get("random", _random.random)
-        self.retrier = Retrier(self.retry, self.retry_budget, random, where, options.get("on_retry"))
+        self.retrier = Retrier(self.retry, random, where, options.get("on_retry"))
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body of ``request`` (``openai_wire.build_request_body``)."""
@@ -146,9 +156,9 @@ class Settings:
 
 
 class _Call:
-    """The clock and budget of one call, and what each attempt ends with:
-    logged (``openai_policy.log_attempt``: the attempt's number is the
-    client's budget's retries so far plus one), then answered or retried."""
+    """The clock, budget and attempts of one call, and what each attempt ends
+    with: logged (``openai_policy.log_attempt``, numbered within this call,
+    whatever else spent from ``budget`` before it), then answered or retried."""
 
     def __init__(self, s: Settings, budget: RetryBudget, monotonic: Callable[[], float]) -> None:
         self._s = s
@@ -156,12 +166,15 @@ class _Call:
         self._monotonic = monotonic
         self._called = monotonic()
         self._tried = self._called
+        self._attempts = 0
 
     def begin(self) -> None:
+        """Start the call's next attempt."""
+        self._attempts += 1
         self._tried = self._monotonic()
 
     def _log(self, outcome: ChatResponse | ModelError) -> None:
-        log_attempt(self._s.where, self._s.retry_budget.used + 1, self._monotonic() - self._tried, outcome)
+        log_attempt(self._s.where, self._attempts, self._monotonic() - self._tried, outcome)
 
     def answered(self, response: ChatResponse) -> ChatResponse:
         """``response`` with the call's latency (every attempt and wait)."""

@@ -24,8 +24,9 @@ A retried outcome waits before the next attempt: exactly the server's
 ``Retry-After`` (or ``retry-after-ms``) when it sent one, else exponential
 backoff with jitter (``RetryPolicy.backoff``). A ``Retry-After`` longer than
 ``RetryPolicy.max_retry_after`` is honoured by not retrying: the error is
-raised at once. A bad response is never retried: a server that does not
-speak the protocol will not start speaking it on the second try.
+raised at once, and no retry is spent for it. A bad response is never
+retried: a server that does not speak the protocol will not start speaking
+it on the second try.
 
 Retries come out of one budget (``RetryBudget``, ``RetryPolicy.max_retries``
 retries per unit of work). Used alone, the unit is one ``complete`` call; a
@@ -137,32 +138,29 @@ class Retrier:
     ``on_retry(retry, error, delay)`` is called before each wait."""
 
     policy: RetryPolicy
-    budget: RetryBudget
     random: Callable[[], float]
     where: str
     on_retry: Callable[[int, ModelError, float], None] | None = None
 
-    def after(self, err: ModelError, budget: RetryBudget | None = None) -> float:
+    def after(self, err: ModelError, budget: RetryBudget) -> float:
         """The wait before the next attempt after the failed one that raised
-        ``err``. Raises ``err`` when it is not retried (or the server asked
-        for a longer wait than the policy allows), and
-        ``ModelRetriesExhaustedError`` when the budget is spent."""
-        budget = self.budget if budget is None else budget
+        ``err``, a retry taken from ``budget`` (the call's: the client's own
+        or the one a runtime bound). Raises ``err`` when it is not retried (or
+        the server asked for a longer wait than the policy allows), spending
+        nothing of ``budget``, and ``ModelRetriesExhaustedError`` when
+        ``budget`` is spent."""
         err.retryable = False
         if not is_retryable(err, self.policy):
+            raise err
+        asked = err.retry_after if isinstance(err, ModelHTTPError) else None
+        if asked is not None and asked > self.policy.max_retry_after:
             raise err
         if not budget.take():
             exhausted = ModelRetriesExhaustedError(budget.used + 1, err)
             exhausted.retryable = True
             raise exhausted from err
         retry = budget.used
-        asked = err.retry_after if isinstance(err, ModelHTTPError) else None
-        if asked is None:
-            delay = self.policy.backoff(retry, self.random())
-        elif asked > self.policy.max_retry_after:
-            raise err
-        else:
-            delay = asked
+        delay = self.policy.backoff(retry, self.random()) if asked is None else asked
         status = f" HTTP {err.status}" if isinstance(err, ModelHTTPError) else ""
         _log.warning(
             "model server %s failed (%s%s); retry %d of %d in %.3fs",

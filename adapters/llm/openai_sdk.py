@@ -52,7 +52,6 @@ planfold's own clients. The adapters never close the user's client.
 from __future__ import annotations
 
 import asyncio
-import math
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -94,13 +93,10 @@ class _Settings(Settings):
 
     def __init__(self, client: openai.OpenAI | openai.AsyncOpenAI, model: str, where: str, options: SDKOptions) -> None:
         refuse_unknown(options, SDKOptions.__annotations__, where)
-        timeout_s = options.get("timeout_s", 60.0)
-        if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s < math.inf:
-            raise ModelBadRequestError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
         if not isinstance(model, str) or not model:
             raise ModelBadRequestError(f"{where}: the model must be a non-empty name, got {model!r}")
         shown = redact_url(str(client.base_url).rstrip("/") + "/chat/completions")
-        super().__init__(model, float(timeout_s), shown, options)
+        super().__init__(model, options.get("timeout_s", 60.0), shown, options)
 
     def reply(self, http: Any, body: bytes) -> ChatResponse:
         """The chat completion of the reply ``http`` whose body is ``body``,
@@ -198,8 +194,9 @@ class OpenAISDKClient(_Adapter[openai.OpenAI, Callable[[float], None]]):
     ``openai.OpenAI`` ``client`` (see the module docstring for the deadline).
 
     Raises ``ModelBadRequestError`` for a client that is not an
-    ``openai.OpenAI``, an empty model name, an unknown option or a
-    non-positive ``timeout_s``.
+    ``openai.OpenAI``, an empty model name or a ``timeout_s`` that is not a
+    positive, finite number of seconds, and ``TypeError`` for an unknown
+    option.
     """
 
     _pair = ("OpenAISDKClient", openai.OpenAI, "AsyncOpenAISDKClient", openai.AsyncOpenAI)

@@ -11,8 +11,9 @@ option goes to planfold's adapter."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Literal, Protocol, TypeVar
 
 import openai
 
@@ -31,6 +32,16 @@ WHOLE_DEADLINE_KINDS: tuple[Kind, ...] = ("sync", "async", "openai-async")
 
 AnyClient = OpenAIClient | AsyncOpenAIClient | OpenAISDKClient | AsyncOpenAISDKClient
 _ASYNC = (AsyncOpenAIClient, AsyncOpenAISDKClient)
+T = TypeVar("T")
+
+
+def _spending(session: RetryBudget | None) -> AbstractContextManager[object]:
+    return nullcontext() if session is None else session.spending()
+
+
+async def _spending_async(session: RetryBudget | None, call: Awaitable[T]) -> T:
+    with _spending(session):
+        return await call
 
 
 class Blocking:
@@ -40,10 +51,13 @@ class Blocking:
         self.client = client
         self._runner = runner
 
-    def complete(self, request: ChatRequest) -> ChatResponse:
+    def complete(self, request: ChatRequest, *, session: RetryBudget | None = None) -> ChatResponse:
+        """The client's reply to ``request``; a ``session`` budget is bound
+        (``RetryBudget.spending``) around the call, as a runtime binds its own."""
         if isinstance(self.client, _ASYNC):
-            return self._runner.run(self.client.complete(request))
-        return self.client.complete(request)
+            return self._runner.run(_spending_async(session, self.client.complete(request)))
+        with _spending(session):
+            return self.client.complete(request)
 
     @property
     def retry_budget(self) -> RetryBudget:

@@ -33,6 +33,7 @@ from planfold.adapters.llm.model import (
     ModelRetriesExhaustedError,
     ModelTimeoutError,
     ModelUnreachableError,
+    RetryBudget,
     SystemMessage,
     ToolCall,
     ToolDefinition,
@@ -277,6 +278,21 @@ def test_retry_after_longer_than_allowed_is_raised_at_once(server: ChatServer, m
     assert sleeps == [] and len(server.received) == 1
 
 
+@pytest.mark.parametrize("retries", [0, 2])
+def test_a_retry_after_longer_than_allowed_spends_nothing_of_the_budget_and_raises_the_rate_limit(
+    server: ChatServer, make: Make, retries: int
+) -> None:
+    server.plan(Answer(429, b"come back tomorrow", {"Retry-After": "86400"}))
+    sleeps: list[float] = []
+    client = client_for(make, server, sleeps, policy=RetryPolicy(max_retries=retries))
+    with pytest.raises(ModelRateLimitedError) as caught:
+        client.complete(REQUEST)
+    err = caught.value
+    assert (err.code, err.retry_after, err.retryable) == ("model-rate-limited", 86400.0, False)
+    assert client.retry_budget.used == 0
+    assert sleeps == [] and len(server.received) == 1
+
+
 def test_client_errors_are_not_retried(server: ChatServer, make: Make) -> None:
     server.plan(Answer(400, b'{"error": {"message": "tools[0].function.name is invalid"}}'))
     with pytest.raises(ModelHTTPError) as caught:
@@ -392,9 +408,6 @@ def test_nobody_listening_exhausts_retries_as_unreachable(make: Make) -> None:
         ("127.0.0.1:8000/v1", {}),
         ("ftp://example.invalid/v1", {}),
         ("http:///v1", {}),
-        ("http://127.0.0.1:8000/v1", {"timeout_s": 0}),
-        ("http://127.0.0.1:8000/v1", {"timeout_s": float("nan")}),
-        ("http://127.0.0.1:8000/v1", {"timeout_s": float("inf")}),
         ("http://127.0.0.1:99999/v1", {}),
     ],
 )
@@ -402,6 +415,18 @@ def test_bad_client_configuration_is_refused(base_url: str, options: dict[str, A
     with pytest.raises(ModelBadRequestError) as caught:
         make_httpx(base_url, "m", **options)
     assert caught.value.code == "model-bad-request"
+
+
+@pytest.mark.parametrize(
+    "timeout_s", [0, -1.5, float("nan"), float("inf"), -float("inf"), True, False, "5", None, [5]], ids=repr
+)
+def test_every_client_refuses_a_timeout_that_is_not_a_positive_finite_number_of_seconds(
+    timeout_s: object, make: Make
+) -> None:
+    with pytest.raises(ModelBadRequestError) as caught:
+        make("http://127.0.0.1:9/v1", "m", timeout_s=timeout_s)
+    assert caught.value.code == "model-bad-request"
+    assert str(caught.value) == f"timeout_s must be a positive number of seconds, got {timeout_s!r}"
 
 
 def test_every_error_code_is_kebab_case_and_a_model_error() -> None:
@@ -679,22 +704,44 @@ def test_each_retry_is_logged_with_its_status_and_delay_and_never_the_key(
     assert all("sk-test" not in r.getMessage() for r in caplog.records)
 
 
+def _attempt_records(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The messages of the DEBUG records of model-call attempts."""
+    return [
+        r.getMessage() for r in caplog.records
+        if r.name == "planfold.adapters.llm.openai_policy" and r.levelno == logging.DEBUG
+    ]  # fmt: skip
+
+
 def test_each_attempt_is_a_debug_record_with_its_number_outcome_and_latency(
     server: ChatServer, make: Make, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.plan(Answer(429, b"slow down", {"Retry-After": "2"}), Answer(503, b"busy"), Answer())
     with caplog.at_level(logging.DEBUG, logger="planfold"):
         client_for(make, server, []).complete(REQUEST)
-    attempts = [
-        r.getMessage() for r in caplog.records
-        if r.name == "planfold.adapters.llm.openai_policy" and r.levelno == logging.DEBUG
-    ]  # fmt: skip
+    attempts = _attempt_records(caplog)
     assert len(attempts) == 3
     assert all(text.startswith(f"model call to {server.base_url}/chat/completions: attempt") for text in attempts)
     assert "attempt 1 failed (model-rate-limited HTTP 429) in " in attempts[0]
     assert "attempt 2 failed (model-http-error HTTP 503) in " in attempts[1]
     assert "attempt 3 answered (stop, 0 tool call(s)) in " in attempts[2]
     assert all(text.endswith(" ms") for text in attempts)
+
+
+def test_attempts_are_numbered_within_their_call_when_they_spend_from_a_session_budget(
+    server: ChatServer, make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.plan(Answer(503, b"busy"), Answer(429, b"slow down", {"Retry-After": "1"}), Answer())
+    session = RetryBudget(4)
+    client = client_for(make, server, [])
+    with caplog.at_level(logging.DEBUG, logger="planfold"), session.step():
+        assert session.take()  # a retry of the same step made before this call
+        client.complete(REQUEST, session=session)
+    attempts = _attempt_records(caplog)
+    assert len(attempts) == 3
+    assert "attempt 1 failed (model-http-error HTTP 503) in " in attempts[0]
+    assert "attempt 2 failed (model-rate-limited HTTP 429) in " in attempts[1]
+    assert "attempt 3 answered (stop, 0 tool call(s)) in " in attempts[2]
+    assert (session.used, client.retry_budget.used) == (3, 0)
 
 
 def test_no_attempt_is_recorded_unless_debug_is_on(

@@ -127,11 +127,11 @@ class RetryMachine(RuleBasedStateMachine):
                 return ("ok", f"answer {planned.marker}"), attempt, waits
             if not retried:
                 return (code,), attempt, waits
+            if planned.retry_after is not None and planned.retry_after > MAX_RETRY_AFTER:
+                return (code,), attempt, waits
             if attempt > self.policy.max_retries:
                 return ("exhausted", attempt, code), attempt, waits
             if planned.retry_after is not None:
-                if planned.retry_after > MAX_RETRY_AFTER:
-                    return (code,), attempt, waits
                 waits.append(float(planned.retry_after))
             else:
                 rand = RANDS[rand_calls % len(RANDS)]
