@@ -20,6 +20,7 @@ from planfold.kernel.log import (
     PLAN_ARTIFACT,
     REQUEST_HEADER,
     TOOL_RESULT,
+    TURN_END,
     USER_MESSAGE,
     Event,
     number_drafts,
@@ -324,3 +325,15 @@ def test_a_reply_after_a_retry_starts_the_next_step_at_its_first_attempt_with_it
     assert isinstance(ask, step.AskModel) and (ask.step, ask.attempt, ask.retries_used) == (2, 0, 0)
     # so the new step's own failure is retried within its budget
     assert driver.feed(step.ModelFailed("model-timeout", "slow", None, retries_used=0)) == [step.Result(True)]
+
+
+def test_a_finished_turns_tally_ends_at_the_seq_of_its_turn_end() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    driver.feed(step.ReplyIn(Reply("done", (), "stop"), 3))
+    (over,) = driver.feed(step.Next(4))
+    assert isinstance(over, step.TurnOver)
+    assert driver.log.events[-1].kind == TURN_END
+    assert over.tally.last_seq == driver.log.events[-1].seq == driver.log.state.last_seq
+    assert (over.tally.first_seq, over.tally.reply, over.tally.ended_by) == (1, "done", "reply")
