@@ -371,16 +371,16 @@ class AsyncRuntime(DriverCore):
         try:
             await self._advance(start)
         except asyncio.CancelledError:  # the turn may be open in the log: the next one closes it
-            self._p = self._p.abandoned()
+            self.abandon()
             raise
         self._requests = []
         try:
             return await self._drive()
         except asyncio.CancelledError:
-            self._p = self._p.abandoned()
+            self.abandon()
             raise
         except Exception:
-            self._p = self._p.abandoned()
+            self.abandon()
             if self.stage == "turn":
                 with contextlib.suppress(Exception):  # the original error is the one to report
                     await self._advance(step.EndTurn(0))
@@ -421,10 +421,6 @@ class AsyncRuntime(DriverCore):
         except ModelError as exc:
             return step.ModelFailed(exc.code, exc.message, exc.retryable, budget.used)
         return step.ReplyIn(reply_of(response), 0, budget.used)
-
-    def abandon(self) -> None:
-        """Forget the open turn's process state (the next turn closes it)."""
-        self._p = self._p.abandoned()
 
     @property
     def sealed_by(self) -> str | None:

@@ -548,6 +548,16 @@ class DriverCore:
         self._p = after
         return True
 
+    def abandon(self) -> None:
+        """Forget the process state of the open turn, as a process that stops
+        does (the log keeps the turn open; the next turn closes it). An append
+        still in doubt is abandoned with it: when the store turns out to hold
+        it, the value after it is taken without the turn."""
+        self._p = self._p.abandoned()
+        if self._behind is not None:
+            append, after = self._behind
+            self._behind = (append, after.abandoned())
+
     @property
     def resumed(self) -> bool:
         return self._p.resumed
@@ -921,7 +931,6 @@ class StepMachine(DriverCore):
         return store.fork(self.session_id, at, new_session)
 
     def abandon(self) -> None:
-        """Forget the process state of the open turn, as a process that stops
-        does (the log keeps the turn open; the next turn closes it)."""
-        self._p = self._p.abandoned()
+        """``DriverCore.abandon``, and the open step's request with it."""
+        super().abandon()
         self._prepared = None
