@@ -335,6 +335,19 @@ def test_a_cancelled_asyncio_turn_leaves_a_log_the_next_turn_closes_as_a_killed_
     assert report.closed_turn == 1 and [e.kind for e in store.read(S)[len(left):]][:1] == ["turn/end"]
 
 
+def test_a_synchronous_turn_interrupted_by_the_user_is_left_open_and_the_next_turn_closes_it() -> None:
+    store = MemoryStore()
+
+    def interrupt() -> None:
+        raise KeyboardInterrupt
+
+    interrupted, report = _two_turns("sync", store, _Once(interrupt), lambda: None)
+    assert isinstance(interrupted, KeyboardInterrupt)
+    assert isinstance(report, TurnReport), report
+    assert report.closed_turn == 1 and report.ended_by == "reply"
+    assert [e.kind for e in store.read(S)].count("turn/end") == 2 and store.audit(S).ok
+
+
 # --------------------------------------------------------------------------
 # Crashes and cancellations, in lockstep with a machine rebuilt from the log
 
