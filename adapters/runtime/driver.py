@@ -2,9 +2,12 @@
 executors and a review port, and how a human's input becomes a plan-mode
 choice and a turn.
 
-``Runtime`` (synchronous) and ``AsyncRuntime`` (asyncio) are both a
-``Driver``: they differ only in how they carry out the machine's actions
-(``adapters.runtime.loop``, ``adapters.runtime.aio``).
+``Runtime`` (synchronous, ``adapters.runtime.loop``) is a ``Driver``: a
+``StepMachine`` whose actions it carries out. ``AsyncRuntime`` (asyncio,
+``adapters.runtime.aio``) drives the reducer itself (a ``DriverCore``, as
+``StepMachine`` is) and shares the rest of this module with it: how a
+human's input is read, the turn's view, the options and the step's retry
+budget.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@ of the model, the tools or the human.
 
 Theory of operation
 -------------------
-Every loop that runs planfold turns (the synchronous ``Runtime``, the
-asyncio ``AsyncRuntime`` and ``planfold serve``'s host sessions) drives one
-``StepMachine``. The machine holds the session log and the process state a
+The synchronous ``Runtime`` and ``planfold serve``'s host sessions each
+drive one ``StepMachine``; the asyncio ``AsyncRuntime`` drives the same
+reducer itself, through what every driver shares here (``DriverCore``,
+``decide``), with its I/O awaited. The machine holds the session log and the process state a
 turn needs (the pending plan-mode choice, the turn's plan-view request, the
 reply's calls still to answer, the review waiting for a human) and answers
 one question, "what next?" (``next_action``), with one of four actions:
@@ -43,21 +44,28 @@ runs; the log is sealed meanwhile), ``review`` (a plan waits for a human).
 
 Failed appends
 --------------
-Each operation is atomic: its appends are held (``UnitStore``) and written in
-one compare-and-set append when it returns. When anything in it fails
-(a refusal, a conflict with another writer, a storage fault), the log's
-in-memory state and the process state are put back exactly as they were
-before the operation, without asking the store again, and the operation's
-own error propagates (with its outcome: ``not-applied`` or ``unknown``):
-the machine never runs ahead of the store, whether or not the store can be
-reached afterwards. After an append whose outcome is unknown, or a conflict
-(the store is ahead), the machine reads the session again and finds out
-whether the append is in the log: it then takes the reducer's value after
-it, or keeps the one before (a failure the reducer handles, such as a
-flush's, goes on as that). While the store does not answer, the next
-operation asks it first. Only the pre-step flush of a
-pending plan-mode choice is its own unit: when it fails the choice stays
-pending and the step goes on as a request of the recorded state.
+One append per transition: each transition of the reducer asks for at most
+one append, and the machine writes it (one compare-and-set append) before it
+takes the process value after it. An operation that runs several
+transitions (``next_action`` answering a reply's refused calls one by one,
+say) writes one append for each, in order, and stops at the first that
+fails: the appends before it stand (the store and the machine both have
+them), the failed one's value is not taken, and the append's own error
+propagates (with its outcome: ``not-applied`` or ``unknown``), so the
+machine never runs ahead of the store, whether or not the store can be
+reached afterwards. The reducer takes some failures itself: a failed
+pre-step flush of a pending plan-mode choice keeps the choice pending, and
+the step goes on as a request of the recorded state. After an append whose
+outcome is unknown, or a conflict (the store is ahead), the machine reads
+the session again and finds out whether the append is in the log: it then
+takes the reducer's value after it, or keeps the one before. While the
+store does not answer, the next operation asks it first; a turn abandoned
+meanwhile (``abandon``) stays abandoned whichever the answer is.
+
+Only ``atomic`` (a goal operation of ``planfold serve``) is one unit: its
+appends are held (``UnitStore``) and written in one compare-and-set append
+when it returns; when anything in it fails, the log's in-memory state is put
+back as it was before (and read again when the store may be ahead).
 
 The log is the only durable state: a machine built from a session's log at
 any point (after a crash, a kill, a cancelled task) knows everything the log
@@ -244,7 +252,8 @@ ANSWERS: Mapping[type[Action], tuple[str, ...]] = {
     TurnOver: (),
 }
 
-#: The loops that drive a step machine: module, class, and how it runs.
+#: The loops that drive the kernel's turn reducer: module, class, and how it
+#: runs (``AsyncRuntime`` drives it itself, the others through a ``StepMachine``).
 DRIVERS: tuple[tuple[str, str, str], ...] = (
     ("adapters.runtime.loop", "Runtime", "synchronous"),
     ("adapters.runtime.aio", "AsyncRuntime", "asyncio"),
