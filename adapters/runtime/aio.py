@@ -65,7 +65,7 @@ from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome
 from ...kernel.plan.review import PlanCommand
 from ...kernel.session import SessionState, fold_more
-from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget
+from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError
 from ..store.aio import AsyncStore
 from ..store.aio_threaded import ThreadedStore
 from ..store.base import AppendRequest, Folded, Lease, Store
@@ -76,13 +76,14 @@ from .machine import (
     DriverCore,
     StepListener,
     TurnReport,
+    attempt_budget,
     recoverable,
     report_of,
     resume,
     store_may_be_ahead,
 )
 from .prompt import Conversation, PreparedRequest, PromptConfig
-from .review import AsyncReviewPort, ReviewPort, ask_async
+from .review import AsyncReviewPort, ReviewPort, ask_async, reachable
 from .tool_runner import ToolRunner, reply_of
 
 __all__ = ["AsyncRuntime", "InThread"]
@@ -280,9 +281,6 @@ class AsyncRuntime(DriverCore):
     def _now(self) -> int:
         return self._log.now()
 
-    def _review_available(self) -> bool:
-        return self.review is not None and bool(getattr(self.review, "available", False))
-
     # -- carrying out the reducer's actions -------------------------------------
 
     async def _write(self, append: step.Append) -> None:
@@ -406,10 +404,10 @@ class AsyncRuntime(DriverCore):
             raise
 
     async def _drive(self) -> TurnReport:
-        event: step.Input = step.Next(0, self._review_available())
+        event: step.Input = step.Next(0, reachable(self.review))
         while True:
             actions = await self._advance(event)
-            event = step.Next(0, self._review_available())
+            event = step.Next(0, reachable(self.review))
             for action in actions:
                 if isinstance(action, step.TurnOver):
                     return report_of(action.tally, self._requests)
@@ -431,9 +429,7 @@ class AsyncRuntime(DriverCore):
         prepared = self._derive(action.basis)
         await self._advance(step.Asked())
         self._requests.append(prepared)
-        budget = RetryBudget(self.retry_budget.retries)
-        budget.open()
-        budget.used = action.retries_used
+        budget = attempt_budget(self.retry_budget, action.retries_used)
         try:
             with budget.spending():
                 response = await self.model.complete(prepared.request)

@@ -131,6 +131,7 @@ __all__ = [
     "TurnOver",
     "TurnReport",
     "UnitStore",
+    "attempt_budget",
     "decide",
     "failed",
     "recoverable",
@@ -208,14 +209,20 @@ class AskModel:
     retries_used: int = 0
 
     def budget(self, size: model.RetryBudget) -> model.RetryBudget:
-        """A budget of ``size``'s retries for this attempt, ``retries_used``
-        of them spent: bind it (``RetryBudget.spending``) around the model
-        call, so that a client shared by many sessions spends this turn's
-        retries, then hand its ``used`` back with the answer."""
-        budget = model.RetryBudget(size.retries)
-        budget.open()
-        budget.used = self.retries_used
-        return budget
+        """This attempt's budget (``attempt_budget``), ``retries_used`` of
+        ``size``'s retries spent."""
+        return attempt_budget(size, self.retries_used)
+
+
+def attempt_budget(size: model.RetryBudget, used: int) -> model.RetryBudget:
+    """A model call's budget: ``size``'s retries, ``used`` of them spent by
+    the step already. Bind it (``RetryBudget.spending``) around the call, so
+    that a client shared by many sessions spends this turn's retries, then
+    hand its ``used`` back with the answer."""
+    budget = model.RetryBudget(size.retries)
+    budget.open()
+    budget.used = used
+    return budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,28 +268,15 @@ DRIVERS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class StepBegun:
-    """A pre-step's outcome: whether the step was accepted, whether a pending
-    choice was recorded, whether a plan started, and the header's seq."""
+#: A pre-step's outcome (the kernel's value): whether the step was accepted,
+#: whether a pending choice was recorded, whether a plan started, and the
+#: header's seq.
+StepBegun = step.StepBegun
 
-    accepted: bool
-    flushed: bool
-    started: bool
-    header_seq: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class Dispatched:
-    """How a call was answered up to where a driver takes over: ``refused``
-    or ``done`` (its answer is in the log: ``ok``, ``output``), ``execute``
-    (run it) or ``review`` (ask a human: ``review``)."""
-
-    call: model.ToolCall
-    action: Literal["refused", "done", "execute", "review"]
-    ok: bool | None = None
-    output: str | None = None
-    review: ReviewRequest | None = None
+#: How a call was answered up to where a driver takes over (the kernel's
+#: value): ``refused`` or ``done`` (its answer is in the log: ``ok``,
+#: ``output``), ``execute`` (run it) or ``review`` (ask a human: ``review``).
+Dispatched = step.DispatchResult
 
 
 # --------------------------------------------------------------------------
@@ -405,10 +399,6 @@ def report_of(tally: step.Tally, requests: Sequence[PreparedRequest]) -> TurnRep
         tally.turn, tally.first_seq, tally.last_seq, tally.steps, tally.retries, tally.reply, tally.error,
         tally.ended_by, tally.flush_failures, list(requests), tally.closed_turn,
     )
-
-
-def _dispatched(result: step.DispatchResult) -> Dispatched:
-    return Dispatched(result.call, result.action, result.ok, result.output, result.review)
 
 
 class Stamp:
@@ -671,9 +661,6 @@ class StepMachine(DriverCore):
     def _now(self) -> int:
         return self.log.now()
 
-    def new_plan_id(self) -> str:
-        return f"plan-{self.log.last_seq + 1}"
-
     # -- carrying out the reducer's actions -----------------------------------
 
     def _advance(self, event: step.Input) -> list[step.Action]:
@@ -837,9 +824,9 @@ class StepMachine(DriverCore):
         failed flush keeps it pending and the step goes on); then, for an
         accepted step, an approved plan starts and the header is recorded."""
         begun = self._result(step.BeginStep(number, verdict, 0))
-        assert isinstance(begun, step.StepBegun)
+        assert isinstance(begun, StepBegun)
         self._prepared = None
-        return StepBegun(begun.accepted, begun.flushed, begun.started, begun.header_seq)
+        return begun
 
     def request(self) -> PreparedRequest:
         """The open step's request, derived once from the recorded state."""
@@ -880,10 +867,10 @@ class StepMachine(DriverCore):
         execute, or to review."""
         available = self.review_available() if review_available is None else review_available
         result = self._result(step.Dispatch(call_id, 0, available))
-        assert isinstance(result, step.DispatchResult)
+        assert isinstance(result, Dispatched)
         if result.review is not None:
             self.shown.append(result.review.plan)
-        return _dispatched(result)
+        return result
 
     def tool_result(self, call_id: str, ok: bool, output: str) -> Event:
         """Record what the executor returned for the call being run."""
