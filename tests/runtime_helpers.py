@@ -3,6 +3,7 @@ store with the scripted model, and small script and log helpers."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +14,8 @@ from planfold.adapters.llm.scripted import ScriptedClient
 from planfold.adapters.runtime.review import ScriptedReviewer, approve
 from planfold.adapters.runtime.toolset import Session, open_runtime
 from planfold.adapters.runtime.workspace import Executor, Workspace
+from planfold.adapters.store.aio_memory import AsyncMemoryStore
+from planfold.adapters.store.base import AppendRequest, AppendResult
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSON
@@ -102,6 +105,37 @@ class HookedModel:
 def ticking() -> Callable[[], int]:
     counter = itertools.count()
     return lambda: 1_000 + 10 * next(counter)
+
+
+class HeldAppend(AsyncMemoryStore):
+    """An async memory store that holds the next append whose first event is
+    of kind ``hold`` until ``release``: before writing it, or (``landed``)
+    after, so that the append is in the log and its answer late. ``held`` is
+    set while it waits."""
+
+    def __init__(self, hold: str, *, landed: bool = False) -> None:
+        super().__init__(clock=ticking())
+        self.hold: str | None = hold
+        self.landed = landed
+        self.held = asyncio.Event()
+        self._go = asyncio.Event()
+
+    def release(self) -> None:
+        self._go.set()
+
+    async def _pause(self, holding: bool) -> None:
+        if holding:
+            self.held.set()
+            await self._go.wait()
+
+    async def _append(self, request: AppendRequest) -> AppendResult:
+        holding = request.events[0].kind == self.hold
+        if holding:
+            self.hold = None
+        await self._pause(holding and not self.landed)
+        result = await super()._append(request)
+        await self._pause(holding and self.landed)
+        return result
 
 
 def make_session(

@@ -38,7 +38,12 @@ as ``call-interrupted``). Any other failure closes the turn first, as
 
 The runtime asks the reducer through the drivers' shared helpers
 (``machine.DriverCore``, ``machine.decide``), so it refuses what
-``StepMachine`` refuses with the same typed errors. While a tool runs the
+``StepMachine`` refuses with the same typed errors. The session log has one
+writer at a time: the runtime's transitions hold it from the reducer's
+decision until its appends have answered, and so does a goal operation
+through ``goal_log``; a plan-mode choice or a goal operation from another
+task meanwhile waits for them and decides on what they wrote (it never
+waits for a model call, a tool or a review). While a tool runs the
 session log is sealed: an append through ``goal_log`` raises
 ``LogSealedError``, and so does a turn started from inside the running
 turn's own task (it is refused, not left waiting for itself).
@@ -60,7 +65,7 @@ from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome
 from ...kernel.plan.review import PlanCommand
 from ...kernel.session import SessionState, fold_more
-from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError, RetryBudget
+from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError
 from ..store.aio import AsyncStore
 from ..store.aio_threaded import ThreadedStore
 from ..store.base import AppendRequest, Folded, Lease, Store
@@ -71,13 +76,14 @@ from .machine import (
     DriverCore,
     StepListener,
     TurnReport,
+    attempt_budget,
     recoverable,
     report_of,
     resume,
     store_may_be_ahead,
 )
 from .prompt import Conversation, PreparedRequest, PromptConfig
-from .review import AsyncReviewPort, ReviewPort, ask_async
+from .review import AsyncReviewPort, ReviewPort, ask_async, reachable
 from .tool_runner import ToolRunner, reply_of
 
 __all__ = ["AsyncRuntime", "InThread"]
@@ -85,7 +91,14 @@ __all__ = ["AsyncRuntime", "InThread"]
 
 @dataclass
 class _AsyncLog:
-    """A session's fold and events in memory, appended through an ``AsyncStore``."""
+    """A session's fold and events in memory, appended through an ``AsyncStore``.
+
+    One writer at a time: whoever decides on the fold and appends what it
+    decided holds ``writing`` from the decision until the append has
+    answered (the runtime's transitions, a goal operation), so that no
+    append is decided on a fold another writer is changing meanwhile.
+    ``append`` and ``reload`` are for a caller that holds it;
+    ``append_decided`` takes it itself."""
 
     store: AsyncStore
     session_id: str
@@ -98,6 +111,7 @@ class _AsyncLog:
     def __post_init__(self) -> None:
         #: the lease every append carries while a goal driver holds one
         self.lease: Callable[[], Lease | None] = lambda: None
+        self.writing = asyncio.Lock()
 
     @contextmanager
     def sealed(self, holder: str) -> Iterator[None]:
@@ -139,23 +153,25 @@ class _AsyncLog:
         """``SessionLog.append_decided`` awaited: append what
         ``decide(state, at)`` returns, stamped ``at``, deciding again on the
         store's state after a conflict (at most ``attempts`` times); with
-        ``lease()``'s lease when there is one (a goal driver's fence)."""
-        for attempt in range(1, attempts + 1):
-            at = self.now()
-            drafts = decide(self._state, at)
-            if not drafts:
-                return ()
-            before = self._state
-            events = number_drafts(drafts, before.last_seq, at)
-            state = fold_more(before, events)
-            try:
-                await self._append_events(before, events, state)
-            except ConflictError:
-                if attempt == attempts:
-                    raise
-                await self.reload()
-                continue
-            return events
+        ``lease()``'s lease when there is one (a goal driver's fence). It
+        waits for the writer before it (``writing``)."""
+        async with self.writing:
+            for attempt in range(1, attempts + 1):
+                at = self.now()
+                drafts = decide(self._state, at)
+                if not drafts:
+                    return ()
+                before = self._state
+                events = number_drafts(drafts, before.last_seq, at)
+                state = fold_more(before, events)
+                try:
+                    await self._append_events(before, events, state)
+                except ConflictError:
+                    if attempt == attempts:
+                        raise
+                    await self.reload()
+                    continue
+                return events
         raise AssertionError("unreachable")
 
     async def _append_events(self, before: SessionState, events: Sequence[Event], state: SessionState) -> None:
@@ -265,9 +281,6 @@ class AsyncRuntime(DriverCore):
     def _now(self) -> int:
         return self._log.now()
 
-    def _review_available(self) -> bool:
-        return self.review is not None and bool(getattr(self.review, "available", False))
-
     # -- carrying out the reducer's actions -------------------------------------
 
     async def _write(self, append: step.Append) -> None:
@@ -275,14 +288,18 @@ class AsyncRuntime(DriverCore):
 
     async def _advance(self, event: step.Input) -> list[step.Action]:
         """``StepMachine._advance`` awaited: run the reducer's transitions for
-        ``event``, awaiting their appends; the actions left."""
-        if self._behind is not None:
-            await self._catch_up()
-        run = self._transitions(event)
-        found = resume(run, None)
-        while isinstance(found, tuple):
-            found = resume(run, await self._written(*found))
-        return found
+        ``event``, awaiting their appends; the actions left. The runtime is
+        the log's writer meanwhile (``_AsyncLog.writing``): another task's
+        operation (a plan-mode choice, a goal operation) waits for these
+        appends to answer, then decides on the value after them."""
+        async with self._log.writing:
+            if self._behind is not None:
+                await self._catch_up()
+            run = self._transitions(event)
+            found = resume(run, None)
+            while isinstance(found, tuple):
+                found = resume(run, await self._written(*found))
+            return found
 
     async def _written(self, append: step.Append, after: step.Process) -> bool:
         """Write ``append`` (``StepMachine._written``). A task cancelled
@@ -371,26 +388,26 @@ class AsyncRuntime(DriverCore):
         try:
             await self._advance(start)
         except asyncio.CancelledError:  # the turn may be open in the log: the next one closes it
-            self._p = self._p.abandoned()
+            self.abandon()
             raise
         self._requests = []
         try:
             return await self._drive()
         except asyncio.CancelledError:
-            self._p = self._p.abandoned()
+            self.abandon()
             raise
         except Exception:
-            self._p = self._p.abandoned()
+            self.abandon()
             if self.stage == "turn":
                 with contextlib.suppress(Exception):  # the original error is the one to report
                     await self._advance(step.EndTurn(0))
             raise
 
     async def _drive(self) -> TurnReport:
-        event: step.Input = step.Next(0, self._review_available())
+        event: step.Input = step.Next(0, reachable(self.review))
         while True:
             actions = await self._advance(event)
-            event = step.Next(0, self._review_available())
+            event = step.Next(0, reachable(self.review))
             for action in actions:
                 if isinstance(action, step.TurnOver):
                     return report_of(action.tally, self._requests)
@@ -412,19 +429,13 @@ class AsyncRuntime(DriverCore):
         prepared = self._derive(action.basis)
         await self._advance(step.Asked())
         self._requests.append(prepared)
-        budget = RetryBudget(self.retry_budget.retries)
-        budget.open()
-        budget.used = action.retries_used
+        budget = attempt_budget(self.retry_budget, action.retries_used)
         try:
             with budget.spending():
                 response = await self.model.complete(prepared.request)
         except ModelError as exc:
             return step.ModelFailed(exc.code, exc.message, exc.retryable, budget.used)
         return step.ReplyIn(reply_of(response), 0, budget.used)
-
-    def abandon(self) -> None:
-        """Forget the open turn's process state (the next turn closes it)."""
-        self._p = self._p.abandoned()
 
     @property
     def sealed_by(self) -> str | None:

@@ -2,9 +2,12 @@
 executors and a review port, and how a human's input becomes a plan-mode
 choice and a turn.
 
-``Runtime`` (synchronous) and ``AsyncRuntime`` (asyncio) are both a
-``Driver``: they differ only in how they carry out the machine's actions
-(``adapters.runtime.loop``, ``adapters.runtime.aio``).
+``Runtime`` (synchronous, ``adapters.runtime.loop``) is a ``Driver``: a
+``StepMachine`` whose actions it carries out. ``AsyncRuntime`` (asyncio,
+``adapters.runtime.aio``) drives the reducer itself (a ``DriverCore``, as
+``StepMachine`` is) and shares the rest of this module with it: how a
+human's input is read, the turn's view, the options and the step's retry
+budget.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from ..store.base import Store
 from ..store.session_log import Clock, SessionLog, system_clock
 from .machine import StepListener, StepMachine
 from .prompt import PromptConfig
+from .review import reachable
 from .tool_runner import ToolRunner
 
 __all__ = ["Driver", "DriverOptions", "HumanInput", "human_input", "step_budget", "with_attachments"]
@@ -115,11 +119,8 @@ class Driver(Generic[M, R]):
         self.machine = StepMachine(
             store, session_id, tools, clock=options.get("clock", system_clock), prompt=options.get("prompt"),
             max_steps=options.get("max_steps", 16), max_tool_calls=options.get("max_tool_calls", 32),
-            retry_budget=step_budget(model, options), review_available=self._review_available,
+            retry_budget=step_budget(model, options), review_available=lambda: reachable(self.review),
         )
-
-    def _review_available(self) -> bool:
-        return self.review is not None and bool(getattr(self.review, "available", False))
 
     log = Delegated[SessionLog]("machine")
     tools = Delegated[ToolRunner]("machine")

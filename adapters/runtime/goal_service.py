@@ -30,10 +30,11 @@ the three things that exist only in a running process:
 Two faces share every decision (``_Goals``: identity, activation,
 notifications, the kernel's decisions and the round plan) and differ only
 in how the append is made: ``GoalService`` over a synchronous
-``SessionLog``; ``AsyncGoalService`` over an asyncio runtime's log on an
-``AsyncStore`` (``AsyncRuntime.goal_log``), whose appends and rounds are
-awaited on the loop with no thread (``goal_lease_aio`` drives it under the
-session's lease).
+``SessionLog``; ``AsyncGoalService`` over an asyncio runtime's log
+(``AsyncRuntime.goal_log``), whose appends and rounds are awaited on the
+loop: with no thread over a native ``AsyncStore``, one thread hop per store
+call over a synchronous store the runtime adapts (``ThreadedStore``)
+(``goal_lease_aio`` drives it under the session's lease).
 
 The service is bound to one live agent. Every call names the agent handle it
 was given; a handle from a replaced agent raises ``StaleAgentError`` so an
@@ -459,9 +460,10 @@ class GoalService(_Goals[SessionLog, GoalChanged]):
 
 
 class AsyncGoalService(_Goals[AsyncGoalLog, Awaitable[GoalChanged]]):
-    """``GoalService`` for the asyncio runtime over an ``AsyncStore``: the
-    same decisions, each append awaited on the loop through ``log`` (an
-    ``AsyncRuntime``'s ``goal_log``), with no thread."""
+    """``GoalService`` for the asyncio runtime: the same decisions, each
+    append awaited on the loop through ``log`` (an ``AsyncRuntime``'s
+    ``goal_log``; with no thread over a native ``AsyncStore``, one thread
+    hop per store call over a synchronous store it adapts)."""
 
     async def apply(self, agent: AgentHandle, request: GoalRequest) -> GoalChanged:
         """``GoalService.apply``, its append awaited."""

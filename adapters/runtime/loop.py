@@ -15,7 +15,10 @@ When something other than the model fails mid-turn (the store, a step
 listener, a bug), the runtime tries to close the turn (``end_turn``: the
 calls it left unanswered are answered as ``call-interrupted``) and lets the
 error propagate; if even that fails, the next turn closes it, as it closes
-the turn of a process that was killed.
+the turn of a process that was killed. An interruption that is not an
+error (``KeyboardInterrupt``, ``SystemExit``) appends nothing more: the
+runtime forgets the turn and re-raises, and the next turn closes it, as
+``AsyncRuntime`` does with a cancelled task.
 
 ``/plan`` and the user's choice of plan mode go through the same machine:
 recorded at once between turns, queued for the next accepted pre-step
@@ -87,8 +90,10 @@ class Runtime(Driver[ModelClient, ReviewPort]):
                 if isinstance(action, TurnOver):
                     return action.report
                 self._carry_out(action)
-        except Exception:
-            _close_quietly(machine)
+        except BaseException as exc:
+            machine.abandon()
+            if isinstance(exc, Exception):
+                _close_quietly(machine)
             raise
 
     def _carry_out(self, action: AskModel | RunTool | Review) -> None:
@@ -113,10 +118,9 @@ class Runtime(Driver[ModelClient, ReviewPort]):
 
 
 def _close_quietly(machine: StepMachine) -> None:
-    """Close the machine's open turn after a failure (its unanswered calls
-    answered as interrupted); when that fails too, the next turn closes it,
-    as a stopped process's."""
-    machine.abandon()
+    """Close the open turn the machine abandoned after a failure (its
+    unanswered calls answered as interrupted); when that fails too, the next
+    turn closes it, as a stopped process's."""
     if machine.stage == "turn":
         with contextlib.suppress(Exception):  # the original error is the one to report
             machine.end_turn()

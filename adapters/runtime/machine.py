@@ -3,9 +3,10 @@ of the model, the tools or the human.
 
 Theory of operation
 -------------------
-Every loop that runs planfold turns (the synchronous ``Runtime``, the
-asyncio ``AsyncRuntime`` and ``planfold serve``'s host sessions) drives one
-``StepMachine``. The machine holds the session log and the process state a
+The synchronous ``Runtime`` and ``planfold serve``'s host sessions each
+drive one ``StepMachine``; the asyncio ``AsyncRuntime`` drives the same
+reducer itself, through what every driver shares here (``DriverCore``,
+``decide``), with its I/O awaited. The machine holds the session log and the process state a
 turn needs (the pending plan-mode choice, the turn's plan-view request, the
 reply's calls still to answer, the review waiting for a human) and answers
 one question, "what next?" (``next_action``), with one of four actions:
@@ -43,21 +44,28 @@ runs; the log is sealed meanwhile), ``review`` (a plan waits for a human).
 
 Failed appends
 --------------
-Each operation is atomic: its appends are held (``UnitStore``) and written in
-one compare-and-set append when it returns. When anything in it fails
-(a refusal, a conflict with another writer, a storage fault), the log's
-in-memory state and the process state are put back exactly as they were
-before the operation, without asking the store again, and the operation's
-own error propagates (with its outcome: ``not-applied`` or ``unknown``):
-the machine never runs ahead of the store, whether or not the store can be
-reached afterwards. After an append whose outcome is unknown, or a conflict
-(the store is ahead), the machine reads the session again and finds out
-whether the append is in the log: it then takes the reducer's value after
-it, or keeps the one before (a failure the reducer handles, such as a
-flush's, goes on as that). While the store does not answer, the next
-operation asks it first. Only the pre-step flush of a
-pending plan-mode choice is its own unit: when it fails the choice stays
-pending and the step goes on as a request of the recorded state.
+One append per transition: each transition of the reducer asks for at most
+one append, and the machine writes it (one compare-and-set append) before it
+takes the process value after it. An operation that runs several
+transitions (``next_action`` answering a reply's refused calls one by one,
+say) writes one append for each, in order, and stops at the first that
+fails: the appends before it stand (the store and the machine both have
+them), the failed one's value is not taken, and the append's own error
+propagates (with its outcome: ``not-applied`` or ``unknown``), so the
+machine never runs ahead of the store, whether or not the store can be
+reached afterwards. The reducer takes some failures itself: a failed
+pre-step flush of a pending plan-mode choice keeps the choice pending, and
+the step goes on as a request of the recorded state. After an append whose
+outcome is unknown, or a conflict (the store is ahead), the machine reads
+the session again and finds out whether the append is in the log: it then
+takes the reducer's value after it, or keeps the one before. While the
+store does not answer, the next operation asks it first; a turn abandoned
+meanwhile (``abandon``) stays abandoned whichever the answer is.
+
+Only ``atomic`` (a goal operation of ``planfold serve``) is one unit: its
+appends are held (``UnitStore``) and written in one compare-and-set append
+when it returns; when anything in it fails, the log's in-memory state is put
+back as it was before (and read again when the store may be ahead).
 
 The log is the only durable state: a machine built from a session's log at
 any point (after a crash, a kill, a cancelled task) knows everything the log
@@ -123,6 +131,7 @@ __all__ = [
     "TurnOver",
     "TurnReport",
     "UnitStore",
+    "attempt_budget",
     "decide",
     "failed",
     "recoverable",
@@ -200,14 +209,20 @@ class AskModel:
     retries_used: int = 0
 
     def budget(self, size: model.RetryBudget) -> model.RetryBudget:
-        """A budget of ``size``'s retries for this attempt, ``retries_used``
-        of them spent: bind it (``RetryBudget.spending``) around the model
-        call, so that a client shared by many sessions spends this turn's
-        retries, then hand its ``used`` back with the answer."""
-        budget = model.RetryBudget(size.retries)
-        budget.open()
-        budget.used = self.retries_used
-        return budget
+        """This attempt's budget (``attempt_budget``), ``retries_used`` of
+        ``size``'s retries spent."""
+        return attempt_budget(size, self.retries_used)
+
+
+def attempt_budget(size: model.RetryBudget, used: int) -> model.RetryBudget:
+    """A model call's budget: ``size``'s retries, ``used`` of them spent by
+    the step already. Bind it (``RetryBudget.spending``) around the call, so
+    that a client shared by many sessions spends this turn's retries, then
+    hand its ``used`` back with the answer."""
+    budget = model.RetryBudget(size.retries)
+    budget.open()
+    budget.used = used
+    return budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +259,8 @@ ANSWERS: Mapping[type[Action], tuple[str, ...]] = {
     TurnOver: (),
 }
 
-#: The loops that drive a step machine: module, class, and how it runs.
+#: The loops that drive the kernel's turn reducer: module, class, and how it
+#: runs (``AsyncRuntime`` drives it itself, the others through a ``StepMachine``).
 DRIVERS: tuple[tuple[str, str, str], ...] = (
     ("adapters.runtime.loop", "Runtime", "synchronous"),
     ("adapters.runtime.aio", "AsyncRuntime", "asyncio"),
@@ -252,28 +268,15 @@ DRIVERS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class StepBegun:
-    """A pre-step's outcome: whether the step was accepted, whether a pending
-    choice was recorded, whether a plan started, and the header's seq."""
+#: A pre-step's outcome (the kernel's value): whether the step was accepted,
+#: whether a pending choice was recorded, whether a plan started, and the
+#: header's seq.
+StepBegun = step.StepBegun
 
-    accepted: bool
-    flushed: bool
-    started: bool
-    header_seq: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class Dispatched:
-    """How a call was answered up to where a driver takes over: ``refused``
-    or ``done`` (its answer is in the log: ``ok``, ``output``), ``execute``
-    (run it) or ``review`` (ask a human: ``review``)."""
-
-    call: model.ToolCall
-    action: Literal["refused", "done", "execute", "review"]
-    ok: bool | None = None
-    output: str | None = None
-    review: ReviewRequest | None = None
+#: How a call was answered up to where a driver takes over (the kernel's
+#: value): ``refused`` or ``done`` (its answer is in the log: ``ok``,
+#: ``output``), ``execute`` (run it) or ``review`` (ask a human: ``review``).
+Dispatched = step.DispatchResult
 
 
 # --------------------------------------------------------------------------
@@ -396,10 +399,6 @@ def report_of(tally: step.Tally, requests: Sequence[PreparedRequest]) -> TurnRep
         tally.turn, tally.first_seq, tally.last_seq, tally.steps, tally.retries, tally.reply, tally.error,
         tally.ended_by, tally.flush_failures, list(requests), tally.closed_turn,
     )
-
-
-def _dispatched(result: step.DispatchResult) -> Dispatched:
-    return Dispatched(result.call, result.action, result.ok, result.output, result.review)
 
 
 class Stamp:
@@ -548,6 +547,16 @@ class DriverCore:
         self._p = after
         return True
 
+    def abandon(self) -> None:
+        """Forget the process state of the open turn, as a process that stops
+        does (the log keeps the turn open; the next turn closes it). An append
+        still in doubt is abandoned with it: when the store turns out to hold
+        it, the value after it is taken without the turn."""
+        self._p = self._p.abandoned()
+        if self._behind is not None:
+            append, after = self._behind
+            self._behind = (append, after.abandoned())
+
     @property
     def resumed(self) -> bool:
         return self._p.resumed
@@ -651,9 +660,6 @@ class StepMachine(DriverCore):
 
     def _now(self) -> int:
         return self.log.now()
-
-    def new_plan_id(self) -> str:
-        return f"plan-{self.log.last_seq + 1}"
 
     # -- carrying out the reducer's actions -----------------------------------
 
@@ -818,9 +824,9 @@ class StepMachine(DriverCore):
         failed flush keeps it pending and the step goes on); then, for an
         accepted step, an approved plan starts and the header is recorded."""
         begun = self._result(step.BeginStep(number, verdict, 0))
-        assert isinstance(begun, step.StepBegun)
+        assert isinstance(begun, StepBegun)
         self._prepared = None
-        return StepBegun(begun.accepted, begun.flushed, begun.started, begun.header_seq)
+        return begun
 
     def request(self) -> PreparedRequest:
         """The open step's request, derived once from the recorded state."""
@@ -861,10 +867,10 @@ class StepMachine(DriverCore):
         execute, or to review."""
         available = self.review_available() if review_available is None else review_available
         result = self._result(step.Dispatch(call_id, 0, available))
-        assert isinstance(result, step.DispatchResult)
+        assert isinstance(result, Dispatched)
         if result.review is not None:
             self.shown.append(result.review.plan)
-        return _dispatched(result)
+        return result
 
     def tool_result(self, call_id: str, ok: bool, output: str) -> Event:
         """Record what the executor returned for the call being run."""
@@ -921,7 +927,6 @@ class StepMachine(DriverCore):
         return store.fork(self.session_id, at, new_session)
 
     def abandon(self) -> None:
-        """Forget the process state of the open turn, as a process that stops
-        does (the log keeps the turn open; the next turn closes it)."""
-        self._p = self._p.abandoned()
+        """``DriverCore.abandon``, and the open step's request with it."""
+        super().abandon()
         self._prepared = None

@@ -49,6 +49,7 @@ __all__ = [
     "ask_async",
     "checked_answer",
     "keep_planning",
+    "reachable",
 ]
 
 
@@ -114,6 +115,12 @@ class ScriptedReviewer:
         if not self.answers:
             return ChannelLost()
         return self.answers.pop(0)
+
+
+def reachable(port: object | None) -> bool:
+    """Whether a human can be asked through ``port`` now: its ``available``
+    (no port, or one that does not say: no)."""
+    return port is not None and bool(getattr(port, "available", False))
 
 
 def ask(port: ReviewPort | None, request: ReviewRequest) -> ReviewAnswer:

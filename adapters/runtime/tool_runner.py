@@ -43,11 +43,10 @@ from dataclasses import dataclass, field
 
 from ...kernel.decisions import tool_error_text, tool_message_text
 from ...kernel.errors import PlanfoldError
-from ...kernel.log import TOOL_RESULT, USAGE_VERSION, Draft, Event, ModelUsage
+from ...kernel.log import USAGE_VERSION, ModelUsage
 from ...kernel.payload import JSON, MAX_SAFE_INTEGER
 from ...kernel.phase import RuntimePhase
-from ...kernel.tools.events import read_tool_result, tool_result_payload
-from ...kernel.tools.gate import GatePolicy, Verdict, check_call, list_available_specs
+from ...kernel.tools.gate import GatePolicy, list_available_specs
 from ...kernel.tools.spec import RUNTIME_OWNED_TOOLS, ToolCall, ToolRegistry, ToolSpec, ToolSpecError
 from ...kernel.turn import Reply
 from ..llm import model
@@ -60,10 +59,8 @@ _log = logger(__name__)
 __all__ = [
     "AsyncExecutor",
     "ToolRunner",
-    "answer_of",
     "error_output",
     "reply_of",
-    "result_draft",
     "tool_message_text",
     "usage_of",
 ]
@@ -99,23 +96,11 @@ def usage_of(response: model.ChatResponse) -> ModelUsage | None:
     return ModelUsage(USAGE_VERSION, *counts)
 
 
-def answer_of(event: Event | None, *, refused: bool) -> tuple[bool, str]:
-    """Whether the answer ``event`` recorded for a call succeeded, and the
-    text the model is told (a refusal never succeeded)."""
-    assert event is not None
-    return (False if refused else read_tool_result(event.payload).ok), tool_message_text(event)
-
-
 def error_output(code: str, message: str, **extra: JSON) -> str:
     """The output text of a failed call: ``{"error": {code, message, …}}``
     (the kernel's ``tool_error_text``, so every error the model reads has one
     form)."""
     return tool_error_text(code, message, **extra)
-
-
-def result_draft(call_id: str, tool: str, *, ok: bool, output: str) -> Draft:
-    """The ``tool/result`` of a call, for the log to number and append."""
-    return Draft(TOOL_RESULT, tool_result_payload(call_id, tool, ok=ok, output=output))
 
 
 def _names_only() -> Resolver:
@@ -150,11 +135,6 @@ class ToolRunner:
     def offered(self, phase: RuntimePhase) -> tuple[ToolSpec, ...]:
         """The specs shown to the model in ``phase`` (the gate's catalog)."""
         return list_available_specs(self.registry, phase, self.policy)
-
-    def check(self, call: ToolCall, phase: RuntimePhase, offered: tuple[str, ...]) -> Verdict:
-        """The gate's verdict on ``call`` made against a request that offered
-        ``offered``."""
-        return check_call(self.registry, phase, self.policy, call, offered)
 
     def execute(self, call: ToolCall) -> tuple[bool, str]:
         """Run an allowed call's executor: ``(ok, output)``. A typed failure

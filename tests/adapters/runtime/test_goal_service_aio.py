@@ -25,7 +25,7 @@ from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.goal.ops import GoalError
 from planfold.kernel.log import MessageSource
 from planfold.kernel.session import fold_session
-from tests.runtime_helpers import FILES, say, ticking
+from tests.runtime_helpers import FILES, HeldAppend, say, ticking
 
 S = "s1"
 
@@ -101,6 +101,26 @@ def test_a_goal_is_driven_to_its_budget_on_the_loop_without_a_thread_and_the_log
         rounds = [e.payload["source"] for e in events if e.kind == "user/message"]
         assert [r["round"] for r in rounds if isinstance(r, dict)] == [1, 2]
         await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_goal_created_while_a_turns_append_awaits_its_answer_follows_it_in_the_log_and_the_turn_goes_on() -> None:
+    store = HeldAppend("request/header", landed=True)
+
+    async def scenario() -> None:
+        runtime, goals = await _goal_service(store)
+        turn = asyncio.create_task(runtime.run_turn("go"))
+        await store.held.wait()  # the header is in the store, its answer late
+        creating = asyncio.ensure_future(goals.create(goals.agent, "Ship it"))
+        await asyncio.sleep(0)
+        store.release()
+        created, report = await creating, await turn
+        events = await store.read(S)
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+        assert events[created.seq - 1].kind.startswith("goal/") and events[created.seq - 2].kind == "request/header"
+        assert report.ended_by == "reply" and runtime.state == fold_session(events)
+        assert runtime.state.goal.current is not None and goals.get(goals.agent) is not None
 
     asyncio.run(scenario())
 

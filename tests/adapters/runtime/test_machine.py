@@ -4,6 +4,7 @@ stands after a failed write, a crash or a cancelled task."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import get_args
 
@@ -14,7 +15,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from benchmarks.workloads import session_events
 from planfold.adapters.llm.model import ChatRequest, ChatResponse, ModelTimeoutError
-from planfold.adapters.runtime.aio import AsyncRuntime
+from planfold.adapters.runtime.aio import AsyncRuntime, InThread
+from planfold.adapters.runtime.loop import Runtime
 from planfold.adapters.runtime.machine import (
     Action,
     AskModel,
@@ -23,6 +25,7 @@ from planfold.adapters.runtime.machine import (
     RunTool,
     StepMachine,
     TurnOver,
+    TurnReport,
     UnitStore,
 )
 from planfold.adapters.runtime.review import approve
@@ -56,18 +59,24 @@ S = "s1"
 
 class Outage(ForwardingStore):
     """A store that can be taken down: appends fail with an ``unknown``
-    outcome, loads and reads fail as well."""
+    outcome, loads and reads fail as well. With ``falls`` set, the next
+    append is written and then the store goes down before it answers."""
 
     def __init__(self, inner: Store) -> None:
         super().__init__(inner)
         self.down = False
+        self.falls = False
         self.appends = 0
 
     def append(self, request: AppendRequest) -> AppendResult:
         if self.down:
             raise StorageError("append", "the server went away", outcome="unknown")
         self.appends += 1
-        return self.inner.append(request)
+        result = self.inner.append(request)
+        if self.falls:
+            self.falls, self.down = False, True
+            raise StorageError("append", "the server went away before it answered", outcome="unknown")
+        return result
 
     def load(self, session_id: str, *, incremental: bool = False) -> SessionState:
         if self.down:
@@ -185,6 +194,65 @@ def test_a_failed_write_leaves_the_machine_where_the_store_is_and_raises_the_wri
     assert machine.state == fold_session(store.read(S))
 
 
+class _Once:
+    """A model that does ``first`` at its first request, then says "done"."""
+
+    def __init__(self, first: Callable[[], object] = lambda: None) -> None:
+        self.first: Callable[[], object] | None = first
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        first, self.first = self.first, None
+        if first is not None:
+            first()
+        return say("done")
+
+
+def _two_turns(driver: str, store: Store, model: _Once, between: Callable[[], object]) -> list[object]:
+    """Two turns on one runtime of ``driver`` (``sync`` or ``asyncio``), with
+    ``between`` done between them: each turn's report, or what it raised."""
+    outcomes: list[object] = []
+    if driver == "sync":
+        runtime = Runtime(store, S, model, _tools(), clock=ticking())
+        for n in range(2):
+            try:
+                outcomes.append(runtime.run_turn(f"turn {n}"))
+            except BaseException as exc:
+                outcomes.append(exc)
+            between()
+        return outcomes
+
+    async def turns() -> None:
+        runtime = AsyncRuntime(store, S, InThread(model), _tools(), clock=ticking())
+        for n in range(2):
+            try:
+                outcomes.append(await runtime.run_turn(f"turn {n}"))
+            except BaseException as exc:
+                outcomes.append(exc)
+            between()
+
+    asyncio.run(turns())
+    return outcomes
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_a_turn_abandoned_while_its_append_is_in_doubt_does_not_stop_the_next_turn_once_the_store_is_back(
+    driver: str,
+) -> None:
+    store = Outage(MemoryStore())
+
+    def fall() -> None:
+        store.falls = True  # the reply's append is written, then the store goes down
+
+    def back() -> None:
+        store.down = False
+
+    failed, report = _two_turns(driver, store, _Once(fall), back)
+    assert isinstance(failed, StorageError) and failed.outcome == "unknown"
+    assert isinstance(report, TurnReport), report
+    assert report.closed_turn == 1 and report.ended_by == "reply"
+    assert store.load(S) == fold_session(store.read(S)) and store.audit(S).ok
+
+
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])
 def test_a_machines_appends_reach_the_store_with_their_fold_so_the_store_folds_none_of_them_again(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -265,6 +333,19 @@ def test_a_cancelled_asyncio_turn_leaves_a_log_the_next_turn_closes_as_a_killed_
     machine = _machine(store)
     report = machine.start_turn("again")
     assert report.closed_turn == 1 and [e.kind for e in store.read(S)[len(left):]][:1] == ["turn/end"]
+
+
+def test_a_synchronous_turn_interrupted_by_the_user_is_left_open_and_the_next_turn_closes_it() -> None:
+    store = MemoryStore()
+
+    def interrupt() -> None:
+        raise KeyboardInterrupt
+
+    interrupted, report = _two_turns("sync", store, _Once(interrupt), lambda: None)
+    assert isinstance(interrupted, KeyboardInterrupt)
+    assert isinstance(report, TurnReport), report
+    assert report.closed_turn == 1 and report.ended_by == "reply"
+    assert [e.kind for e in store.read(S)].count("turn/end") == 2 and store.audit(S).ok
 
 
 # --------------------------------------------------------------------------

@@ -3,6 +3,7 @@ loop with the scripted model."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -10,11 +11,14 @@ from typing import Any
 
 import pytest
 
-from planfold.adapters.llm.model import AssistantMessage, ModelTimeoutError, ToolMessage
+from planfold.adapters.llm.model import AssistantMessage, ChatRequest, ChatResponse, ModelTimeoutError, ToolMessage
+from planfold.adapters.runtime.aio import AsyncRuntime
 from planfold.adapters.runtime.machine import ProposedStep, TurnReport
 from planfold.adapters.runtime.prompt import Conversation, conversation
 from planfold.adapters.runtime.review import approve, keep_planning
-from planfold.adapters.runtime.toolset import Session
+from planfold.adapters.runtime.tool_runner import ToolRunner
+from planfold.adapters.runtime.toolset import Session, default_registry
+from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.store.base import AppendRequest, AppendResult, StorageError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.views import Prefix
@@ -26,9 +30,11 @@ from planfold.kernel.session import fold_session
 from planfold.kernel.tools.gate import CatalogMode, GatePolicy
 from planfold.kernel.turn import CALL_INTERRUPTED, abandoned_turn
 from tests.runtime_helpers import (
+    FILES,
     FULL_MARK,
     SPEC,
     SUMMARY_MARK,
+    HeldAppend,
     batch,
     call,
     exit_plan,
@@ -36,6 +42,7 @@ from tests.runtime_helpers import (
     make_session,
     plan_actions,
     say,
+    ticking,
     todo,
     verified,
 )
@@ -227,6 +234,31 @@ def test_a_users_toggle_while_a_tool_runs_is_queued_for_the_next_pre_step() -> N
     assert kinds(events)[at - 1] == "tool/result"  # recorded by the runtime, after the tool ran
     assert "[plan:policy]" in model.inner.requests[1].system_text
     assert session.runtime.plan_mode == PlanModeView(True, None)
+
+
+def test_an_asyncio_users_toggle_while_the_turns_append_is_in_flight_is_kept_for_the_next_pre_step() -> None:
+    store = HeldAppend("tool/result")
+    replies = [call("read_file", {"path": "README.md"}), say("ok")]
+
+    class Model:
+        async def complete(self, request: ChatRequest) -> ChatResponse:
+            return replies.pop(0)
+
+    async def scenario() -> tuple[str, TurnReport, AsyncRuntime, Sequence[Event]]:
+        tools = ToolRunner(default_registry(), executors=Workspace(dict(FILES)).executors())
+        runtime = await AsyncRuntime.open(store, "s1", Model(), tools, clock=ticking())
+        turn = asyncio.create_task(runtime.run_turn("Look"))
+        await store.held.wait()  # the tool's result is on its way to the store
+        choosing = asyncio.create_task(runtime.choose_plan_mode(True))
+        await asyncio.sleep(0)
+        store.release()
+        return await choosing, await turn, runtime, await store.read("s1")
+
+    outcome, report, runtime, events = asyncio.run(scenario())
+    assert outcome == "queued" and report.ended_by == "reply"
+    assert _headers(events) == [(1, 1, False), (1, 2, True)]
+    assert kinds(events)[kinds(events).index("plan/mode") - 1] == "tool/result"
+    assert runtime.plan_mode == PlanModeView(True, None)
 
 
 def test_a_forged_write_in_plan_mode_is_refused_and_returned_as_a_structured_error() -> None:
