@@ -18,7 +18,9 @@ number).
 An ``assistant/message`` may carry what the model call behind it cost
 (``usage``, a ``ModelUsage``): its latency, as the runtime's model adapter
 measured it around the call, and the tokens the server reported (prompt,
-completion, cached). The kernel reads no clock; these are inputs like ``at``.
+completion, cached). The kernel has no clock of its own; these are inputs like
+``at`` (which the turn reducer takes as a number or as the driver's clock,
+read once when a transition appends: ``step.At``).
 The usage record is versioned (``version`` 1, ``USAGE_VERSION``; any other
 is refused as ``unknown-version``) and optional, so a log written before it
 existed reads as it always did: an assistant message without the key has
