@@ -337,3 +337,56 @@ def test_a_finished_turns_tally_ends_at_the_seq_of_its_turn_end() -> None:
     assert driver.log.events[-1].kind == TURN_END
     assert over.tally.last_seq == driver.log.events[-1].seq == driver.log.state.last_seq
     assert (over.tally.first_seq, over.tally.reply, over.tally.ended_by) == (1, "done", "reply")
+
+
+def test_asking_what_comes_next_before_any_turn_is_refused_as_no_turn_started() -> None:
+    driver = _Driver()
+    with pytest.raises(step.StageError) as refused:
+        driver.feed(step.Next(1))
+    assert (refused.value.message, refused.value.stage) == ("no turn was started", "idle")
+
+
+def test_asking_what_comes_next_in_a_turn_a_stopped_process_left_open_says_to_start_a_turn() -> None:
+    log = _open_turn_log()
+    with pytest.raises(step.StageError) as refused:
+        step.advance(step.Process.opened(CONFIG, log), log, step.Next(20))
+    message = "the open turn was left by a process that stopped; start a turn"
+    assert (refused.value.message, refused.value.stage) == (message, "turn")
+
+
+def test_a_model_that_keeps_calling_tools_gets_exactly_max_steps_steps_and_the_turn_ends_by_max_steps() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    asked = 0
+    over: step.Tally | None = None
+    for at in range(2, 100):
+        for action in driver.feed(step.Next(at)):
+            if isinstance(action, step.ProposeStep):
+                driver.feed(step.StepVerdictIn("accepted", at))
+            elif isinstance(action, step.AskModel):
+                asked += 1
+                call = ToolCall(f"c{asked}", "no_such_tool", "{}", {})  # refused by the gate: nothing runs
+                driver.feed(step.ReplyIn(Reply(None, (call,), "tool_calls"), at))
+            elif isinstance(action, step.TurnOver):
+                over = action.tally
+        if over is not None:
+            break
+    assert over is not None and asked == CONFIG.max_steps == 4
+    assert (over.steps, over.ended_by) == (4, "max-steps")
+
+
+def test_a_turn_ended_mid_step_leaves_a_process_that_owns_no_turn_and_reports_the_tally_up_to_the_turn_end() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    driver.feed(step.Next(3))
+    driver.feed(step.Asked())  # the request was handed to the model
+    assert step.stage_of(driver.process, driver.log) == "step" and driver.process.asked
+    (result,) = driver.feed(step.EndTurn(4))
+    ended = driver.process
+    assert driver.log.events[-1].kind == TURN_END
+    assert isinstance(result, step.Result) and isinstance(result.value, step.Tally)
+    assert result.value.last_seq == driver.log.state.last_seq and result.value.steps == 1
+    assert ended.over == result.value and ended.tally is None
+    assert ended.step_open is False and ended.asked is False and ended.turn_mine is False
+    assert step.stage_of(ended, driver.log) == "idle"
