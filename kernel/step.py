@@ -627,11 +627,9 @@ class _Work:
         self.events.extend(batch)
         return batch
 
-    def log(self, log: Log) -> Log:
-        """``log`` with this transition's events (a view for decisions that read events)."""
-        if not self.events:
-            return log
-        return Log(self.state, _Joined(log.events, tuple(self.events)))
+    def joined(self, log: Log) -> Sequence[Event]:
+        """``log``'s events, then this transition's (a view for decisions that read events)."""
+        return _Joined(log.events, tuple(self.events))
 
     def action(self, on_failure: str | None = None, detail: tuple[object, ...] = ()) -> tuple[Action, ...]:
         if not self.events:
@@ -742,7 +740,7 @@ def _begin_step(p: Process, log: Log, e: BeginStep, stage: Stage) -> Transition:
         work = _Work(log, e.at)
         try:
             work.append(interrupted_calls(log.state, log.events))
-            decided = decide_pre_step(work.state, work.log(log).events, p.pending, e.verdict)
+            decided = decide_pre_step(work.state, work.joined(log), p.pending, e.verdict)
             work.append(decided.drafts)
         except PlanfoldError:
             return _append_failed(p, log, AppendFailed("flush", e.at, (e,)), stage)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from planfold.adapters.runtime.review import keep_planning
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.kernel import step
+from planfold.kernel.errors import ReplayError
 from planfold.kernel.log import (
     PLAN_ARTIFACT,
     REQUEST_HEADER,
@@ -28,7 +29,7 @@ from planfold.kernel.log import (
     turn_start,
     user_message,
 )
-from planfold.kernel.payload import JSON
+from planfold.kernel.payload import JSON, MAX_SAFE_INTEGER
 from planfold.kernel.plan.context import ViewRequest
 from planfold.kernel.plan.mode import PendingChoice
 from planfold.kernel.plan.payload import read_plan_action
@@ -390,3 +391,50 @@ def test_a_turn_ended_mid_step_leaves_a_process_that_owns_no_turn_and_reports_th
     assert ended.over == result.value and ended.tally is None
     assert ended.step_open is False and ended.asked is False and ended.turn_mine is False
     assert step.stage_of(ended, driver.log) == "idle"
+
+
+def _pending_in_turn() -> _Driver:
+    """A driver in an open turn with a plan-mode choice waiting for the next pre-step."""
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 100))
+    driver.feed(step.Choose(True, 101))
+    assert driver.process.pending == PendingChoice(True)
+    return driver
+
+
+def test_a_step_whose_request_header_the_log_would_refuse_is_refused_before_its_flush_is_written() -> None:
+    driver = _pending_in_turn()
+    with pytest.raises(ReplayError) as refused:
+        step.advance(driver.process, driver.log, step.BeginStep(5, "accepted", 102))
+    assert (refused.value.rule, refused.value.position) == ("transition-not-allowed", 3)
+
+
+def test_a_step_at_a_time_the_log_cannot_hold_is_refused_as_malformed_and_nothing_is_written() -> None:
+    driver = _pending_in_turn()
+    before = (driver.process, driver.log)
+    with pytest.raises(ReplayError) as refused:
+        driver.feed(step.BeginStep(1, "accepted", MAX_SAFE_INTEGER + 1))
+    assert refused.value.rule == "malformed-payload" and "largest safe integer" in refused.value.detail
+    assert (driver.process, driver.log) == before
+
+
+def test_a_request_handed_out_twice_is_counted_once() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    driver.feed(step.Next(3))
+    assert driver.feed(step.Asked()) == []
+    once = driver.process
+    assert driver.feed(step.Asked()) == [] and driver.process == once
+    assert once.requests == 1 and once.tally is not None and once.tally.steps == 1
+
+
+def test_the_request_is_derived_from_the_state_its_header_describes_with_the_phase_and_tools_on_offer() -> None:
+    driver = _pending_in_turn()
+    driver.feed(step.BeginStep(1, "accepted", 102))
+    (ask,) = driver.feed(step.Next(103))
+    assert isinstance(ask, step.AskModel)
+    header = driver.log.events[-1]
+    assert header.kind == REQUEST_HEADER and ask.basis.state.last_seq == header.seq - 1
+    assert ask.basis.state.plan_mode and ask.basis.phase == "plan"
+    assert "exit_plan_mode" in ask.basis.offered and "write_file" not in ask.basis.offered
