@@ -79,6 +79,7 @@ from .base import (
     AppendRejectedError,
     AppendRequest,
     AppendResult,
+    Folded,
     ForkSeqMissingError,
     ForkSourceMissingError,
     IdempotencyMismatchError,
@@ -277,6 +278,8 @@ BAD_REQUEST_IDS = [
     "fork-at-not-int",
     "fork-at-bool",
     "provenance-empty-id",
+    "folded-not-a-fold",
+    "folded-of-other-values",
 ]
 BAD_REQUESTS: list[tuple[type[PlanfoldError], Callable[[Store], object]]] = [
     (InvalidRequestError, lambda s: s.append(AppendRequest("", 0, batch_after(0, 1)))),
@@ -315,6 +318,11 @@ BAD_REQUESTS: list[tuple[type[PlanfoldError], Callable[[Store], object]]] = [
     (InvalidRequestError, lambda s: s.fork("s", "1", "new")),  # type: ignore[arg-type]
     (InvalidRequestError, lambda s: s.fork("s", True, "new")),
     (InvalidRequestError, lambda s: s.provenance("")),
+    (InvalidRequestError, lambda s: s.append(AppendRequest("s", 1, batch_after(1, 1), folded="x"))),  # type: ignore[arg-type]
+    (
+        InvalidRequestError,
+        lambda s: s.append(AppendRequest("s", 1, batch_after(1, 1), folded=Folded("a", "b"))),  # type: ignore[arg-type]
+    ),
 ]
 
 #: Changes of an append that make a reused key a different request.

@@ -588,14 +588,21 @@ class LogStore:
 
     def prepared_append(self, request: AppendRequest) -> tuple[PreparedAppend, Folded | None]:
         """``request`` checked (its errors are ``append``'s; anything but an
-        ``AppendRequest`` is ``InvalidRequestError``), and the caller's fold
-        when it counts (see ``Folded``)."""
+        ``AppendRequest``, and a ``lease`` or ``folded`` of another type, is
+        ``InvalidRequestError``), and the caller's fold when it counts (see
+        ``Folded``)."""
         if not isinstance(request, AppendRequest):
             raise InvalidRequestError(f"an append takes an AppendRequest, got {request!r}")
         session_id, events, lease, folded = request.session_id, request.events, request.lease, request.folded
         prepared = prepare_append(session_id, request.expected_seq, events, request.idempotency_key)
         if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
             raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
+        if folded is not None and not (
+            isinstance(folded, Folded)
+            and isinstance(folded.before, SessionState)
+            and isinstance(folded.after, SessionState)
+        ):
+            raise InvalidRequestError(f"folded must be None or a Folded of two SessionStates, got {folded!r}")
         if folded is not None and prepared.events != tuple(events):
             folded = None  # the caller folded other values than the stored ones
         return prepared, folded
