@@ -17,8 +17,11 @@ from planfold.adapters.store.aio import AsyncLogStore, AsyncSharedStore, open_as
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_postgres import AsyncPostgresStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
+from planfold.adapters.store.aio_threaded import ThreadedStore
 from planfold.adapters.store.base import AppendRequest, InvalidRequestError, SchemaTooNewError, StoreClosedError
 from planfold.adapters.store.contract_logs import batch_after
+from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_conn import connect_sqlite
 from planfold.adapters.store.sqlite_schema import Connection
 
@@ -110,6 +113,67 @@ def test_a_follower_on_the_loop_sees_what_another_task_appends(opener: Opener, t
             assert [e async for e in store.follow("s", 4, timeout=0.01)] == []
 
     asyncio.run(scenario())
+
+
+def _cancel_a_follower(
+    open_store: Callable[[], Awaitable[AsyncSharedStore]], release: Callable[[], None] | None = None
+) -> tuple[BaseException | None, bool]:
+    """Run a loop whose task follows session ``s`` with no timeout and is
+    then cancelled: what the task ended with, and whether the loop shut down
+    (within a generous bound: a thread still waiting for an event keeps it
+    from ever shutting down). The loop closes the store, unless ``release``
+    is given: then ``release()`` closes it once the bound has passed or the
+    loop is down, so that closing cannot end such a wait first."""
+    ended: list[BaseException | None] = []
+
+    async def scenario() -> None:
+        store = await open_store()
+
+        async def consume() -> None:
+            async for _ in store.follow("s", 0, timeout=None):
+                pass
+
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0.05)  # the follower is waiting for an event
+        task.cancel()
+        try:
+            await asyncio.wait_for(task, 30)
+            ended.append(None)
+        except BaseException as exc:  # what the follower ended with, reported to the test
+            ended.append(exc)
+        if release is None:
+            await store.close()
+
+    run = threading.Thread(target=asyncio.run, args=(scenario(),), daemon=True)
+    run.start()
+    run.join(60)
+    shut_down = not run.is_alive()
+    if release is not None:
+        release()  # ends a wait still running, so the process can end
+        run.join(60)
+    return ended[0], shut_down
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_cancelled_follower_of_a_threaded_store_ends_with_cancelled_error_and_its_loop_shuts_down(
+    kind: str, tmp_path: Path
+) -> None:
+    inner = MemoryStore() if kind == "memory" else SqliteStore(tmp_path / "s.db", poll_interval=0.02)
+
+    async def open_store() -> AsyncSharedStore:
+        return ThreadedStore(inner)
+
+    ended, shut_down = _cancel_a_follower(open_store, inner.close)
+    assert isinstance(ended, asyncio.CancelledError)
+    assert shut_down
+
+
+def test_a_cancelled_follower_of_an_async_store_ends_with_cancelled_error_and_its_loop_shuts_down(
+    opener: Opener, tmp_path: Path
+) -> None:
+    ended, shut_down = _cancel_a_follower(lambda: opener(tmp_path / "store.db"))
+    assert isinstance(ended, asyncio.CancelledError)
+    assert shut_down
 
 
 def test_a_closed_async_store_refuses_with_store_closed(opener: Opener, tmp_path: Path) -> None:
