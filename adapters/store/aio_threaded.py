@@ -13,12 +13,14 @@ the store's I/O never blocks the loop. That is exactly one thread hop per
 store call; the runtime above it never hops.
 
 An append hands its request on whole (``base.AppendRequest``: the caller's
-fold and any lease travel in it); leases and ``follow`` need a
-``SharedStore`` and raise
-``TypeError`` for any other store (a programming error: the caller chose the
-store). A cancelled task does not stop a call already running in its thread:
-it finishes there, so an append is in the log or not, and the caller finds
-out which from the store (the asyncio runtime waits for it: see that module).
+fold and any lease travel in it, so a wrapper of a shared store fences
+too); leases and ``follow`` need a ``SharedStore`` and are
+``InvalidRequestError`` for any other store, as they are for
+``otel.TracedAsyncStore`` (which takes a ``ThreadedStore`` for an
+``AsyncSharedStore`` whatever it wraps, and hands them on). A cancelled
+task does not stop a call already running in its thread: it finishes
+there, so an append is in the log or not, and the caller finds out which
+from the store (the asyncio runtime waits for it: see that module).
 
 ``follow`` polls, as the async SQLite store does: it reads the session, and
 while nothing is new asks for its head at an interval that starts at a few
@@ -43,6 +45,7 @@ from .base import (
     AppendRequest,
     AppendResult,
     AuditReport,
+    InvalidRequestError,
     Lease,
     SharedStore,
     Store,
@@ -68,10 +71,10 @@ class ThreadedStore:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def _shared(self) -> SharedStore:
+    def _shared(self, what: str) -> SharedStore:
         store = self.store
         if not isinstance(store, SharedStore):
-            raise TypeError(f"leases and follow need a SharedStore, not {type(store).__name__}")
+            raise InvalidRequestError(f"{what} needs a shared store; {type(store).__name__} is not one")
         return store
 
     async def _call(self, call: Callable[[], T]) -> T:
@@ -120,21 +123,21 @@ class ThreadedStore:
         await self._call(self.store.close)
 
     async def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease:
-        shared = self._shared()
+        shared = self._shared("a goal lease")
         return await self._call(lambda: shared.acquire_lease(session_id, holder, ttl_ms))
 
     async def release_lease(self, lease: Lease) -> bool:
-        shared = self._shared()
+        shared = self._shared("a goal lease")
         return await self._call(lambda: shared.release_lease(lease))
 
     async def lease(self, session_id: str) -> Lease | None:
-        shared = self._shared()
+        shared = self._shared("a goal lease")
         return await self._call(lambda: shared.lease(session_id))
 
     def follow(self, session_id: str, after_seq: int = 0, *, timeout: float | None = None) -> AsyncIterator[Event]:
         """``SharedStore.follow``, by polling (see the module docstring). The
         request is checked at the call, as the synchronous one is."""
-        self._shared()
+        self._shared("following a session")
         check_session_id(session_id)
         position = check_after(after_seq)
         return following(
