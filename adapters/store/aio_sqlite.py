@@ -61,7 +61,7 @@ from typing import Any, TypeVar
 from ...kernel.session import SessionState, fold_rows
 from .aio import AsyncLogStore, outlast, poll_head
 from .base import AppendRequest, AppendResult, InvalidRequestError
-from .engine import LogStore, Transaction
+from .engine import LogStore, Transaction, noted_append
 from .group import Pending
 from .session_log import system_clock
 from .sqlite import SqliteStore, Synchronous
@@ -320,7 +320,7 @@ class AsyncSqliteStore(AsyncLogStore):
             return await self._write(lambda store: store.append(request))
         body = writer.append_transaction(request)
         result: AppendResult = await self._submit(self._workers.writes, _Job(None, body), settle=True)
-        return result
+        return noted_append(request, result)
 
     async def _wait(self, session_id: str, position: int, timeout: float | None) -> None:
         head = lambda: self._run(lambda store: store.head(session_id))  # noqa: E731

@@ -200,6 +200,7 @@ __all__ = [
     "created_goal_ids",
     "knowing_goal_ids",
     "log_appended",
+    "noted_append",
     "starts_a_round",
 ]
 
@@ -480,6 +481,15 @@ def log_appended(session_id: str, events: Sequence[Event]) -> None:
             continue
 
 
+def noted_append(request: AppendRequest, result: AppendResult) -> AppendResult:
+    """``result``, once ``log_appended`` has logged what ``request`` did (an
+    idempotent retry wrote nothing, so it logs nothing): what every store's
+    accepted append logs, whichever way it ran."""
+    if not result.replayed:
+        log_appended(request.session_id, request.events)
+    return result
+
+
 def _log_event(session_id: str, event: Event) -> None:
     kind = event.kind
     if kind == USER_MESSAGE:
@@ -551,14 +561,9 @@ class LogStore:
         ``Folded``). Each append is a DEBUG record (session, seq range,
         duration)."""
         if not _log.isEnabledFor(logging.DEBUG):
-            result = self._append_request(request)
-            if not result.replayed:
-                log_appended(request.session_id, request.events)
-            return result
+            return noted_append(request, self._append_request(request))
         started = time.perf_counter()
-        result = self._append_request(request)
-        if not result.replayed:
-            log_appended(request.session_id, request.events)
+        result = noted_append(request, self._append_request(request))
         _log.debug(
             "session %r: appended seq %d..%d (%d event(s))%s%s in %.2f ms",
             result.session_id, result.first_seq, result.last_seq, result.last_seq - result.first_seq + 1,

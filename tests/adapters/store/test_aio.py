@@ -5,6 +5,7 @@ opening by address, and running on the loop without threads."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from planfold.adapters.runtime.goal_service import GoalService
 from planfold.adapters.store.aio import AsyncLogStore, AsyncSharedStore, open_async_store
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_postgres import AsyncPostgresStore
@@ -24,6 +26,9 @@ from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_conn import connect_sqlite
 from planfold.adapters.store.sqlite_schema import Connection
+from planfold.kernel.log import Event
+from tests.adapters.scripted_turn import scripted_runtime
+from tests.runtime_helpers import call, say
 
 Opener = Callable[[Path], Awaitable[AsyncLogStore]]
 
@@ -174,6 +179,46 @@ def test_a_cancelled_follower_of_an_async_store_ends_with_cancelled_error_and_it
     ended, shut_down = _cancel_a_follower(lambda: opener(tmp_path / "store.db"))
     assert isinstance(ended, asyncio.CancelledError)
     assert shut_down
+
+
+def _noted_log() -> tuple[Event, ...]:
+    """A session whose appends log lines: a call the gate refused, then a
+    goal created and one round driven to its budget."""
+    store = MemoryStore()
+    runtime = scripted_runtime(store, call("write_file", {"path": "b", "content": ""}, "w1"), say("no"), say("round"))
+    runtime.submit("write b")
+    goals = GoalService(runtime.log, "agent-1", lambda: "goal-1")
+    goals.create(goals.agent, "Say hello once", max_rounds=1)
+    goals.drive(goals.agent, runtime)
+    return store.read("s")
+
+
+def _store_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "planfold.adapters.store.engine"]
+
+
+def test_an_async_store_logs_goal_rounds_and_refused_calls_as_the_synchronous_store_does(
+    opener: Opener, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    events = _noted_log()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="planfold"):
+        MemoryStore().append(AppendRequest("s", 0, events))
+    expected = _store_lines(caplog)
+    assert {level for level, _ in expected} == {logging.INFO, logging.WARNING}
+    assert any(" round 1 started at seq " in line for _, line in expected)
+    caplog.clear()
+
+    async def scenario() -> None:
+        store = await opener(tmp_path / "store.db")
+        async with store:
+            with caplog.at_level(logging.INFO, logger="planfold"):
+                await store.append(AppendRequest("s", 0, events[:1], "k"))
+                await store.append(AppendRequest("s", 0, events[:1], "k"))  # a retry: nothing written, nothing logged
+                await store.append(AppendRequest("s", 1, events[1:]))
+                assert _store_lines(caplog) == expected
+
+    asyncio.run(scenario())
 
 
 def test_a_closed_async_store_refuses_with_store_closed(opener: Opener, tmp_path: Path) -> None:
