@@ -535,6 +535,13 @@ MAX_SEQ = 2**63 - 1
 MAX_LEASE_MS = 86_400_000
 
 
+def stored_int(value: object) -> int:
+    """An integer a database handed back; -1 for anything else (only ever
+    in a hand-edited database: it never matches a fold, so an audit reports
+    it, and no reader crashes on it)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
 def _text(value: object, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidRequestError(f"{what} must be a non-empty string")

@@ -144,6 +144,7 @@ from ..codec import decode_payload, decode_rows
 from ..loggers import logger
 from ..provenance import ForkProvenance, prefix_digest
 from .base import (
+    MAX_SEQ,
     AppendRejectedError,
     AppendRequest,
     AppendResult,
@@ -168,6 +169,7 @@ from .base import (
     check_timeout,
     fold_new_events,
     prepare_append,
+    stored_int,
 )
 from .projection import (
     Projection,
@@ -761,9 +763,9 @@ class LogStore:
         # is not viewed, which would lock it: its head is the prefix's last
         # seq, or past ``at`` when the prefix does not end there. (Stored
         # seqs are 64-bit integers: a larger ``at`` reads as their largest.)
-        bound = min(at, _SEQ_MAX)
+        bound = min(at, MAX_SEQ)
         rows = list(tx.rows(source, 0, bound))
-        head = _seq(rows[-1][0]) if rows else 0
+        head = stored_int(rows[-1][0]) if rows else 0
         if head != at:
             head = max(head, _last_seq(tx.rows(source, bound)))
         if head == 0:
@@ -1100,21 +1102,11 @@ def _page(session_id: str, after: int, page: int, tx: Transaction) -> tuple[Even
     return _events(itertools.islice(tx.rows(session_id, after), page))
 
 
-#: The largest seq a store keeps (a signed 64-bit integer).
-_SEQ_MAX = 2**63 - 1
-
-
-def _seq(value: object) -> int:
-    """A stored seq; -1 stands for anything else than an integer (a
-    hand-edited database), which never matches a fold."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else -1
-
-
 def _last_seq(rows: Iterable[StoredEvent]) -> int:
     """The seq of the last of ``rows`` (read whole), 0 for none."""
     last = 0
     for row in rows:
-        last = _seq(row[0])
+        last = stored_int(row[0])
     return last
 
 
