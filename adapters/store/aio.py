@@ -82,7 +82,6 @@ __all__ = [
     "AsyncStore",
     "BlockingStore",
     "open_async_store",
-    "outlast",
 ]
 
 T = TypeVar("T")
