@@ -82,7 +82,6 @@ __all__ = [
     "AsyncStore",
     "BlockingStore",
     "open_async_store",
-    "outlast",
 ]
 
 T = TypeVar("T")
@@ -267,19 +266,58 @@ class AsyncLogStore:
         The request is checked at the call, as the synchronous one is."""
         check_session_id(session_id)
         position = check_after(after_seq)
-        return self._follow(session_id, position, check_timeout(timeout))
+        return following(
+            lambda at: self.read(session_id, at),
+            lambda at, left: self._wait(session_id, at, left),
+            position,
+            check_timeout(timeout),
+        )
 
-    async def _follow(self, session_id: str, position: int, timeout: float | None) -> AsyncIterator[Event]:
-        quiet = QuietTimer(timeout)
-        while True:
-            events = await self.read(session_id, position)
-            for event in events:
-                position = event.seq
-                yield event
-            left = quiet.wait(bool(events))
-            if left is not None and left <= 0:
-                return
-            await self._wait(session_id, position, left)
+
+async def following(
+    read: Callable[[int], Awaitable[tuple[Event, ...]]],
+    wait: Callable[[int, float | None], Awaitable[None]],
+    position: int,
+    timeout: float | None,
+) -> AsyncIterator[Event]:
+    """The loop of an async ``follow``: the events ``read(position)`` gives,
+    then, each time ``wait(position, left)`` returns (once there may be more,
+    or ``left`` seconds passed), the next ones; it ends once ``timeout``
+    seconds pass without a new event (``QuietTimer``; never when ``None``)."""
+    quiet = QuietTimer(timeout)
+    while True:
+        events = await read(position)
+        for event in events:
+            position = event.seq
+            yield event
+        left = quiet.wait(bool(events))
+        if left is not None and left <= 0:
+            return
+        await wait(position, left)
+
+
+async def poll_head(
+    head: Callable[[], Awaitable[int]],
+    position: int,
+    timeout: float | None,
+    interval: float,
+    stopped: Callable[[], bool] = lambda: False,
+) -> None:
+    """Return once ``head()`` is past ``position``, ``timeout`` seconds have
+    passed or ``stopped()``: it asks at an interval that starts at a few
+    milliseconds and doubles while nothing happens, up to ``interval``. Only
+    the loop waits meanwhile, so a cancelled follower ends at once."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    pause = min(0.005, interval)
+    while not stopped():
+        if await head() > position:
+            return
+        left = None if deadline is None else deadline - loop.time()
+        if left is not None and left <= 0:
+            return
+        await asyncio.sleep(pause if left is None else min(pause, left))
+        pause = min(pause * 2, interval)
 
 
 # --------------------------------------------------------------------------

@@ -62,7 +62,7 @@ import psycopg_pool
 
 from .aio import AsyncLogStore, outlast
 from .base import AppendRequest, AppendResult, InvalidRequestError, StoreClosedError, StoreUnavailableError
-from .engine import DecidedAppend, LogStore, SessionView, Transaction, Watch
+from .engine import DecidedAppend, LogStore, SessionView, Transaction, Watch, noted_append
 from .postgres import (
     Answers,
     AppendArgs,
@@ -361,9 +361,10 @@ class AsyncPostgresStore(AsyncLogStore):
             view = await self._one_step(decision.append)
             answer = store.decided_answer(decision, view)
             if answer is not None:
-                return answer
+                return noted_append(request, answer)
         body = store.append_transaction(request)
-        return await _settled(self._task(self._transact("append", True, lambda s: s.backend.run("append", True, body))))
+        written = self._transact("append", True, lambda s: s.backend.run("append", True, body))
+        return noted_append(request, await _settled(self._task(written)))
 
     async def _one_step(self, append: DecidedAppend) -> SessionView | None:
         """``planfold_append`` of ``append``, alone or with the appends that

@@ -59,9 +59,9 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from ...kernel.session import SessionState, fold_rows
-from .aio import AsyncLogStore, outlast
+from .aio import AsyncLogStore, outlast, poll_head
 from .base import AppendRequest, AppendResult, InvalidRequestError
-from .engine import LogStore, Transaction
+from .engine import LogStore, Transaction, noted_append
 from .group import Pending
 from .session_log import system_clock
 from .sqlite import SqliteStore, Synchronous
@@ -320,20 +320,11 @@ class AsyncSqliteStore(AsyncLogStore):
             return await self._write(lambda store: store.append(request))
         body = writer.append_transaction(request)
         result: AppendResult = await self._submit(self._workers.writes, _Job(None, body), settle=True)
-        return result
+        return noted_append(request, result)
 
     async def _wait(self, session_id: str, position: int, timeout: float | None) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        pause = min(0.005, self.poll_interval)
-        while not self._closed:
-            if await self._run(lambda store: store.head(session_id)) > position:
-                return
-            left = None if deadline is None else deadline - loop.time()
-            if left is not None and left <= 0:
-                return
-            await asyncio.sleep(pause if left is None else min(pause, left))
-            pause = min(pause * 2, self.poll_interval)
+        head = lambda: self._run(lambda store: store.head(session_id))  # noqa: E731
+        await poll_head(head, position, timeout, self.poll_interval, lambda: self._closed)
 
     async def _close(self) -> None:
         _release(self._workers)

@@ -13,29 +13,54 @@ the store's I/O never blocks the loop. That is exactly one thread hop per
 store call; the runtime above it never hops.
 
 An append hands its request on whole (``base.AppendRequest``: the caller's
-fold and any lease travel in it); leases and ``follow`` need a
-``SharedStore`` and raise
-``TypeError`` for any other store (a programming error: the caller chose the
-store). A cancelled task does not stop a call already running in its thread:
-it finishes there, so an append is in the log or not, and the caller finds
-out which from the store (the asyncio runtime waits for it: see that module).
+fold and any lease travel in it, so a wrapper of a shared store fences
+too); leases and ``follow`` need a ``SharedStore`` and are
+``InvalidRequestError`` for any other store, as they are for
+``otel.TracedAsyncStore`` (which takes a ``ThreadedStore`` for an
+``AsyncSharedStore`` whatever it wraps, and hands them on). A cancelled
+task does not stop a call already running in its thread: it finishes
+there, so an append is in the log or not, and the caller finds out which
+from the store (the asyncio runtime waits for it: see that module).
+
+``follow`` polls, as the async SQLite store does: it reads the session, and
+while nothing is new asks for its head at an interval that starts at a few
+milliseconds and doubles up to ``POLL_INTERVAL``, each call a hop of its
+own. The waiting is done on the loop, never in a thread, so a follower
+cancelled at any point ends with ``CancelledError`` and leaves no thread
+behind (a thread blocked in the synchronous store's own ``follow`` would
+keep the loop from ever shutting down).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TypeVar
 
 from ...kernel.log import Event
 from ...kernel.session import SessionState
 from ..provenance import ForkProvenance
-from .base import AppendRequest, AppendResult, AuditReport, Lease, SharedStore, Store
+from .aio import following, poll_head
+from .base import (
+    AppendRequest,
+    AppendResult,
+    AuditReport,
+    InvalidRequestError,
+    Lease,
+    SharedStore,
+    Store,
+    check_after,
+    check_session_id,
+    check_timeout,
+)
 from .projection import Projection
 
 __all__ = ["ThreadedStore"]
 
 T = TypeVar("T")
+
+#: The longest pause of a follow between two looks at the session's head, in seconds.
+POLL_INTERVAL = 0.25
 
 
 class ThreadedStore:
@@ -46,10 +71,10 @@ class ThreadedStore:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def _shared(self) -> SharedStore:
+    def _shared(self, what: str) -> SharedStore:
         store = self.store
         if not isinstance(store, SharedStore):
-            raise TypeError(f"leases and follow need a SharedStore, not {type(store).__name__}")
+            raise InvalidRequestError(f"{what} needs a shared store; {type(store).__name__} is not one")
         return store
 
     async def _call(self, call: Callable[[], T]) -> T:
@@ -98,29 +123,26 @@ class ThreadedStore:
         await self._call(self.store.close)
 
     async def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease:
-        shared = self._shared()
+        shared = self._shared("a goal lease")
         return await self._call(lambda: shared.acquire_lease(session_id, holder, ttl_ms))
 
     async def release_lease(self, lease: Lease) -> bool:
-        shared = self._shared()
+        shared = self._shared("a goal lease")
         return await self._call(lambda: shared.release_lease(lease))
 
     async def lease(self, session_id: str) -> Lease | None:
-        shared = self._shared()
+        shared = self._shared("a goal lease")
         return await self._call(lambda: shared.lease(session_id))
 
     def follow(self, session_id: str, after_seq: int = 0, *, timeout: float | None = None) -> AsyncIterator[Event]:
-        """``SharedStore.follow``, each wait for the next event in a worker thread."""
-        return self._follow(self._shared().follow(session_id, after_seq, timeout=timeout))
-
-    async def _follow(self, events: Iterator[Event]) -> AsyncIterator[Event]:
-        try:
-            while True:
-                event = await self._call(lambda: next(events, None))
-                if event is None:
-                    return
-                yield event
-        finally:
-            close = getattr(events, "close", None)
-            if close is not None:
-                await self._call(close)
+        """``SharedStore.follow``, by polling (see the module docstring). The
+        request is checked at the call, as the synchronous one is."""
+        self._shared("following a session")
+        check_session_id(session_id)
+        position = check_after(after_seq)
+        return following(
+            lambda at: self.read(session_id, at),
+            lambda at, left: poll_head(lambda: self.head(session_id), at, left, POLL_INTERVAL),
+            position,
+            check_timeout(timeout),
+        )

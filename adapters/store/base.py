@@ -69,6 +69,8 @@ provenance against its own first ``seq`` events.
 from __future__ import annotations
 
 import hashlib
+import math
+import threading
 import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, fields
@@ -533,6 +535,13 @@ MAX_SEQ = 2**63 - 1
 MAX_LEASE_MS = 86_400_000
 
 
+def stored_int(value: object) -> int:
+    """An integer a database handed back; -1 for anything else (only ever
+    in a hand-edited database: it never matches a fold, so an audit reports
+    it, and no reader crashes on it)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
 def _text(value: object, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidRequestError(f"{what} must be a non-empty string")
@@ -559,10 +568,23 @@ def check_after(after: object) -> int:
 
 
 def check_timeout(timeout: object) -> float | None:
-    """A ``follow`` timeout: ``None`` (follow forever) or a non-negative number of seconds."""
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
-        raise InvalidRequestError(f"timeout must be a non-negative number of seconds or None, got {timeout!r}")
-    return None if timeout is None else float(timeout)
+    """A ``follow`` timeout: ``None`` (follow forever) or a finite, non-negative number of seconds."""
+    if timeout is None:
+        return None
+    if not isinstance(timeout, bool) and isinstance(timeout, int | float):
+        try:
+            seconds = float(timeout)
+        except OverflowError:  # an integer past every float
+            seconds = math.inf
+        if 0 <= seconds < math.inf:  # not NaN either
+            return seconds
+    raise InvalidRequestError(f"timeout must be a finite, non-negative number of seconds or None, got {timeout!r}")
+
+
+#: The longest single wait of a ``follow``: a day, within every primitive a
+#: store waits on (``threading.TIMEOUT_MAX``; a selector's milliseconds in a
+#: C int); a longer quiet time is waited for in turns.
+MAX_WAIT = min(86_400.0, threading.TIMEOUT_MAX)
 
 
 class QuietTimer:
@@ -575,14 +597,14 @@ class QuietTimer:
         self.deadline = None if timeout is None else time.monotonic() + timeout
 
     def wait(self, got_events: bool) -> float | None:
-        """The seconds to wait for more after a read (``None``: with no end;
-        ``0.0`` or less: the follow is over)."""
+        """The seconds to wait for more after a read, at most ``MAX_WAIT``
+        (``None``: with no end; ``0.0`` or less: the follow is over)."""
         if self.deadline is None or self.timeout is None:
             return None
         now = time.monotonic()
         if got_events:
             self.deadline = now + self.timeout
-        return self.deadline - now
+        return min(self.deadline - now, MAX_WAIT)
 
 
 def check_lease_request(session_id: object, holder: object, ttl_ms: object) -> None:

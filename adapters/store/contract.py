@@ -58,6 +58,7 @@ independently; the state machine forks too.
 from __future__ import annotations
 
 import copy
+import math
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ from .base import (
     AppendRejectedError,
     AppendRequest,
     AppendResult,
+    Folded,
     ForkSeqMissingError,
     ForkSourceMissingError,
     IdempotencyMismatchError,
@@ -228,6 +230,12 @@ def _assert_matches_fold(store: Store, sid: str, events: list[Event]) -> None:
     assert report.last_seq == len(events)
 
 
+def _follow(store: Store, timeout: float) -> object:
+    """A follow of session ``s`` with ``timeout``, asked of a store that must share."""
+    assert isinstance(store, SharedStore)
+    return store.follow("s", 0, timeout=timeout)
+
+
 def _too_deep() -> list[Any]:
     value: list[Any] = []
     for _ in range(MAX_DEPTH + 1):
@@ -277,6 +285,12 @@ BAD_REQUEST_IDS = [
     "fork-at-not-int",
     "fork-at-bool",
     "provenance-empty-id",
+    "folded-not-a-fold",
+    "folded-of-other-values",
+    "follow-timeout-nan",
+    "follow-timeout-inf",
+    "follow-timeout-minus-inf",
+    "follow-timeout-past-every-float",
 ]
 BAD_REQUESTS: list[tuple[type[PlanfoldError], Callable[[Store], object]]] = [
     (InvalidRequestError, lambda s: s.append(AppendRequest("", 0, batch_after(0, 1)))),
@@ -315,6 +329,15 @@ BAD_REQUESTS: list[tuple[type[PlanfoldError], Callable[[Store], object]]] = [
     (InvalidRequestError, lambda s: s.fork("s", "1", "new")),  # type: ignore[arg-type]
     (InvalidRequestError, lambda s: s.fork("s", True, "new")),
     (InvalidRequestError, lambda s: s.provenance("")),
+    (InvalidRequestError, lambda s: s.append(AppendRequest("s", 1, batch_after(1, 1), folded="x"))),  # type: ignore[arg-type]
+    (
+        InvalidRequestError,
+        lambda s: s.append(AppendRequest("s", 1, batch_after(1, 1), folded=Folded("a", "b"))),  # type: ignore[arg-type]
+    ),
+    (InvalidRequestError, lambda s: _follow(s, math.nan)),
+    (InvalidRequestError, lambda s: _follow(s, math.inf)),
+    (InvalidRequestError, lambda s: _follow(s, -math.inf)),
+    (InvalidRequestError, lambda s: _follow(s, 10**400)),
 ]
 
 #: Changes of an append that make a reused key a different request.
@@ -851,6 +874,33 @@ class StoreContract:
         thread.join(30)
         assert failures == []
         assert tuple(seen) == tuple(batch_after(0, 6))
+
+    def test_follow_with_a_timeout_longer_than_any_single_wait_yields_a_later_append(self, kit: StoreKit) -> None:
+        kit.store.append(AppendRequest("s", 0, batch_after(0, 1)))
+        follower = kit.store.follow("s", 0, timeout=1e10)
+        seen: list[Event] = []
+        failures: list[BaseException] = []
+        first = threading.Event()
+
+        def follow() -> None:
+            try:
+                for event in follower:
+                    seen.append(event)
+                    first.set()
+                    if len(seen) == 2:
+                        return
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+                first.set()
+
+        thread = threading.Thread(target=follow, daemon=True)
+        thread.start()
+        assert first.wait(30)
+        kit.another().append(AppendRequest("s", 1, batch_after(1, 1)))  # while the follower waits, or about to
+        thread.join(30)
+        assert failures == []
+        assert tuple(seen) == tuple(batch_after(0, 2))
+        follower.close()
 
     @pytest.mark.parametrize("bad", [-1.0, "1", True], ids=["negative", "text", "bool"])
     def test_follow_refuses_a_timeout_that_is_not_seconds(self, kit: StoreKit, bad: object) -> None:

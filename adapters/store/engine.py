@@ -144,6 +144,7 @@ from ..codec import decode_payload, decode_rows
 from ..loggers import logger
 from ..provenance import ForkProvenance, prefix_digest
 from .base import (
+    MAX_SEQ,
     AppendRejectedError,
     AppendRequest,
     AppendResult,
@@ -168,6 +169,7 @@ from .base import (
     check_timeout,
     fold_new_events,
     prepare_append,
+    stored_int,
 )
 from .projection import (
     Projection,
@@ -200,6 +202,7 @@ __all__ = [
     "created_goal_ids",
     "knowing_goal_ids",
     "log_appended",
+    "noted_append",
     "starts_a_round",
 ]
 
@@ -480,6 +483,15 @@ def log_appended(session_id: str, events: Sequence[Event]) -> None:
             continue
 
 
+def noted_append(request: AppendRequest, result: AppendResult) -> AppendResult:
+    """``result``, once ``log_appended`` has logged what ``request`` did (an
+    idempotent retry wrote nothing, so it logs nothing): what every store's
+    accepted append logs, whichever way it ran."""
+    if not result.replayed:
+        log_appended(request.session_id, request.events)
+    return result
+
+
 def _log_event(session_id: str, event: Event) -> None:
     kind = event.kind
     if kind == USER_MESSAGE:
@@ -551,14 +563,9 @@ class LogStore:
         ``Folded``). Each append is a DEBUG record (session, seq range,
         duration)."""
         if not _log.isEnabledFor(logging.DEBUG):
-            result = self._append_request(request)
-            if not result.replayed:
-                log_appended(request.session_id, request.events)
-            return result
+            return noted_append(request, self._append_request(request))
         started = time.perf_counter()
-        result = self._append_request(request)
-        if not result.replayed:
-            log_appended(request.session_id, request.events)
+        result = noted_append(request, self._append_request(request))
         _log.debug(
             "session %r: appended seq %d..%d (%d event(s))%s%s in %.2f ms",
             result.session_id, result.first_seq, result.last_seq, result.last_seq - result.first_seq + 1,
@@ -588,14 +595,21 @@ class LogStore:
 
     def prepared_append(self, request: AppendRequest) -> tuple[PreparedAppend, Folded | None]:
         """``request`` checked (its errors are ``append``'s; anything but an
-        ``AppendRequest`` is ``InvalidRequestError``), and the caller's fold
-        when it counts (see ``Folded``)."""
+        ``AppendRequest``, and a ``lease`` or ``folded`` of another type, is
+        ``InvalidRequestError``), and the caller's fold when it counts (see
+        ``Folded``)."""
         if not isinstance(request, AppendRequest):
             raise InvalidRequestError(f"an append takes an AppendRequest, got {request!r}")
         session_id, events, lease, folded = request.session_id, request.events, request.lease, request.folded
         prepared = prepare_append(session_id, request.expected_seq, events, request.idempotency_key)
         if lease is not None and (not isinstance(lease, Lease) or lease.session_id != session_id):
             raise InvalidRequestError(f"lease must be a Lease of session {session_id!r}, got {lease!r}")
+        if folded is not None and not (
+            isinstance(folded, Folded)
+            and isinstance(folded.before, SessionState)
+            and isinstance(folded.after, SessionState)
+        ):
+            raise InvalidRequestError(f"folded must be None or a Folded of two SessionStates, got {folded!r}")
         if folded is not None and prepared.events != tuple(events):
             folded = None  # the caller folded other values than the stored ones
         return prepared, folded
@@ -749,9 +763,9 @@ class LogStore:
         # is not viewed, which would lock it: its head is the prefix's last
         # seq, or past ``at`` when the prefix does not end there. (Stored
         # seqs are 64-bit integers: a larger ``at`` reads as their largest.)
-        bound = min(at, _SEQ_MAX)
+        bound = min(at, MAX_SEQ)
         rows = list(tx.rows(source, 0, bound))
-        head = _seq(rows[-1][0]) if rows else 0
+        head = stored_int(rows[-1][0]) if rows else 0
         if head != at:
             head = max(head, _last_seq(tx.rows(source, bound)))
         if head == 0:
@@ -1088,21 +1102,11 @@ def _page(session_id: str, after: int, page: int, tx: Transaction) -> tuple[Even
     return _events(itertools.islice(tx.rows(session_id, after), page))
 
 
-#: The largest seq a store keeps (a signed 64-bit integer).
-_SEQ_MAX = 2**63 - 1
-
-
-def _seq(value: object) -> int:
-    """A stored seq; -1 stands for anything else than an integer (a
-    hand-edited database), which never matches a fold."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else -1
-
-
 def _last_seq(rows: Iterable[StoredEvent]) -> int:
     """The seq of the last of ``rows`` (read whole), 0 for none."""
     last = 0
     for row in rows:
-        last = _seq(row[0])
+        last = stored_int(row[0])
     return last
 
 

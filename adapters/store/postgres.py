@@ -142,16 +142,12 @@ from .stored import stored_int, stored_key, stored_lease, stored_provenance, sto
 
 __all__ = [
     "GroupAnswer",
-    "Opening",
     "PostgresBackend",
     "PostgresStore",
     "append_args",
     "call_append",
     "call_appends",
     "decided_view",
-    "read_view",
-    "view_statements",
-    "write_statements",
 ]
 
 T = TypeVar("T")

@@ -114,7 +114,7 @@ from .sqlite_sql import (
 from .sqlite_turns import WriteTurns
 from .stored import stored_int, stored_key, stored_lease, stored_provenance, stored_row
 
-__all__ = ["SqliteBackend", "SqliteStore", "Synchronous", "connect_sqlite", "has_table"]
+__all__ = ["SqliteBackend", "SqliteStore", "Synchronous", "connect_sqlite"]
 
 T = TypeVar("T")
 Synchronous = Literal["full", "normal"]

@@ -16,16 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..provenance import ForkProvenance
-from .base import Lease
+from .base import Lease, stored_int
 from .engine import KnownKey, SessionRow
 from .projection import Projection
 
 __all__ = ["stored_int", "stored_key", "stored_lease", "stored_provenance", "stored_row"]
-
-
-def stored_int(value: object) -> int:
-    """A stored integer; -1 for anything else (see the module docstring)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
 def stored_lease(session_id: str, holder: object, token: object, expires_at: object, ttl_ms: object) -> Lease | None:

@@ -13,7 +13,7 @@ import logging
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -44,7 +44,8 @@ from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
-from planfold.adapters.store.base import AppendRequest, ForwardingStore, InvalidRequestError
+from planfold.adapters.store.aio_threaded import ThreadedStore
+from planfold.adapters.store.base import AppendRequest, ForwardingStore, InvalidRequestError, Lease
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.errors import ConflictError
 from planfold.kernel.log import Event, turn_start, user_message
@@ -487,6 +488,31 @@ def test_shared_store_operations_pass_through_or_are_refused(traces: Traces) -> 
     shared = instrument(MemoryStore(), model, runner, tracer_provider=traces.provider).store
     lease = shared.acquire_lease("s", "me", 60_000)
     assert shared.lease("s") == lease and shared.release_lease(lease)
+
+
+def test_shared_store_operations_of_an_async_store_over_a_plain_one_are_refused_and_change_nothing(
+    traces: Traces,
+) -> None:
+    inner = MemoryStore()
+    plain = TracedAsyncStore(ThreadedStore(ForwardingStore(inner)), SessionTracer(traces.provider.get_tracer("t")))
+    lease = Lease("s", "me", 1, 60_000, 60_000)
+
+    async def refusals() -> list[str]:
+        calls: list[Callable[[], Awaitable[object]]] = [
+            lambda: plain.acquire_lease("s", "me", 1000),
+            lambda: plain.release_lease(lease),
+            lambda: plain.lease("s"),
+            lambda: anext(plain.follow("s", 0, timeout=0)),
+        ]
+        refused = []
+        for refusal in calls:
+            with pytest.raises(InvalidRequestError, match="needs a shared store") as info:
+                await refusal()
+            refused.append(info.value.code)
+        return refused
+
+    assert asyncio.run(refusals()) == ["invalid-request"] * 4
+    assert inner.head("s") == 0 and inner.lease("s") is None
 
 
 def test_a_leased_goal_drive_through_the_traced_store_traces_its_rounds(traces: Traces) -> None:

@@ -37,6 +37,14 @@ def test_the_top_level_and_the_package_names_are_the_same_objects() -> None:
     assert planfold.Runtime is runtime.Runtime and planfold.open_store is store.open_store
 
 
+def test_the_store_package_keeps_the_helpers_its_modules_share_to_themselves() -> None:
+    from planfold.adapters import store  # noqa: PLC0415
+
+    shared_inside = {"Opening", "read_view", "view_statements", "write_statements", "outlast", "has_table"}
+    assert shared_inside.isdisjoint(store.__all__)
+    assert shared_inside.isdisjoint(dir(store))
+
+
 def test_importing_one_module_of_a_package_imports_none_of_its_siblings() -> None:
     probe = (
         "import sys, planfold.adapters.runtime.machine as m;"

@@ -5,6 +5,7 @@ opening by address, and running on the loop without threads."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -13,14 +14,21 @@ from typing import Any
 
 import pytest
 
+from planfold.adapters.runtime.goal_service import GoalService
 from planfold.adapters.store.aio import AsyncLogStore, AsyncSharedStore, open_async_store
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_postgres import AsyncPostgresStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
+from planfold.adapters.store.aio_threaded import ThreadedStore
 from planfold.adapters.store.base import AppendRequest, InvalidRequestError, SchemaTooNewError, StoreClosedError
 from planfold.adapters.store.contract_logs import batch_after
+from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_conn import connect_sqlite
 from planfold.adapters.store.sqlite_schema import Connection
+from planfold.kernel.log import Event
+from tests.adapters.scripted_turn import scripted_runtime
+from tests.runtime_helpers import call, say
 
 Opener = Callable[[Path], Awaitable[AsyncLogStore]]
 
@@ -108,6 +116,107 @@ def test_a_follower_on_the_loop_sees_what_another_task_appends(opener: Opener, t
             await writer
             assert tuple(seen) == tuple(batch_after(0, 4))
             assert [e async for e in store.follow("s", 4, timeout=0.01)] == []
+
+    asyncio.run(scenario())
+
+
+def _cancel_a_follower(
+    open_store: Callable[[], Awaitable[AsyncSharedStore]], release: Callable[[], None] | None = None
+) -> tuple[BaseException | None, bool]:
+    """Run a loop whose task follows session ``s`` with no timeout and is
+    then cancelled: what the task ended with, and whether the loop shut down
+    (within a generous bound: a thread still waiting for an event keeps it
+    from ever shutting down). The loop closes the store, unless ``release``
+    is given: then ``release()`` closes it once the bound has passed or the
+    loop is down, so that closing cannot end such a wait first."""
+    ended: list[BaseException | None] = []
+
+    async def scenario() -> None:
+        store = await open_store()
+
+        async def consume() -> None:
+            async for _ in store.follow("s", 0, timeout=None):
+                pass
+
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0.05)  # the follower is waiting for an event
+        task.cancel()
+        try:
+            await asyncio.wait_for(task, 30)
+            ended.append(None)
+        except BaseException as exc:  # what the follower ended with, reported to the test
+            ended.append(exc)
+        if release is None:
+            await store.close()
+
+    run = threading.Thread(target=asyncio.run, args=(scenario(),), daemon=True)
+    run.start()
+    run.join(60)
+    shut_down = not run.is_alive()
+    if release is not None:
+        release()  # ends a wait still running, so the process can end
+        run.join(60)
+    return ended[0], shut_down
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_cancelled_follower_of_a_threaded_store_ends_with_cancelled_error_and_its_loop_shuts_down(
+    kind: str, tmp_path: Path
+) -> None:
+    inner = MemoryStore() if kind == "memory" else SqliteStore(tmp_path / "s.db", poll_interval=0.02)
+
+    async def open_store() -> AsyncSharedStore:
+        return ThreadedStore(inner)
+
+    ended, shut_down = _cancel_a_follower(open_store, inner.close)
+    assert isinstance(ended, asyncio.CancelledError)
+    assert shut_down
+
+
+def test_a_cancelled_follower_of_an_async_store_ends_with_cancelled_error_and_its_loop_shuts_down(
+    opener: Opener, tmp_path: Path
+) -> None:
+    ended, shut_down = _cancel_a_follower(lambda: opener(tmp_path / "store.db"))
+    assert isinstance(ended, asyncio.CancelledError)
+    assert shut_down
+
+
+def _noted_log() -> tuple[Event, ...]:
+    """A session whose appends log lines: a call the gate refused, then a
+    goal created and one round driven to its budget."""
+    store = MemoryStore()
+    runtime = scripted_runtime(store, call("write_file", {"path": "b", "content": ""}, "w1"), say("no"), say("round"))
+    runtime.submit("write b")
+    goals = GoalService(runtime.log, "agent-1", lambda: "goal-1")
+    goals.create(goals.agent, "Say hello once", max_rounds=1)
+    goals.drive(goals.agent, runtime)
+    return store.read("s")
+
+
+def _store_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "planfold.adapters.store.engine"]
+
+
+def test_an_async_store_logs_goal_rounds_and_refused_calls_as_the_synchronous_store_does(
+    opener: Opener, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    events = _noted_log()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="planfold"):
+        MemoryStore().append(AppendRequest("s", 0, events))
+    expected = _store_lines(caplog)
+    assert {level for level, _ in expected} == {logging.INFO, logging.WARNING}
+    assert any(" round 1 started at seq " in line for _, line in expected)
+    caplog.clear()
+
+    async def scenario() -> None:
+        store = await opener(tmp_path / "store.db")
+        async with store:
+            with caplog.at_level(logging.INFO, logger="planfold"):
+                await store.append(AppendRequest("s", 0, events[:1], "k"))
+                await store.append(AppendRequest("s", 0, events[:1], "k"))  # a retry: nothing written, nothing logged
+                await store.append(AppendRequest("s", 1, events[1:]))
+                assert _store_lines(caplog) == expected
 
     asyncio.run(scenario())
 
