@@ -745,7 +745,7 @@ def _begin_step(p: Process, log: Log, e: BeginStep, stage: Stage) -> Transition:
         except PlanfoldError:
             return _append_failed(p, log, AppendFailed("flush", e.at, (e,)), stage)
         if not work.events:
-            return _begun(p, log, replace(e, flushed=False))
+            return _begun(p, log, e)  # nothing flushed
         after = replace(p, pending=decided.pending_after_success)
         flushed = replace(e, flushed=bool(decided.drafts))
         return Transition(after, (*work.action("flush", (e,)), Then(flushed)))

@@ -8,6 +8,7 @@ it appends is the log followed by its events."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -31,7 +32,7 @@ from planfold.kernel.log import (
 )
 from planfold.kernel.payload import JSON, MAX_SAFE_INTEGER
 from planfold.kernel.plan.context import ViewRequest
-from planfold.kernel.plan.mode import PendingChoice
+from planfold.kernel.plan.mode import PendingChoice, StepVerdict
 from planfold.kernel.plan.payload import read_plan_action
 from planfold.kernel.plan.scope import Effect
 from planfold.kernel.session import SessionState, fold_session
@@ -438,3 +439,58 @@ def test_the_request_is_derived_from_the_state_its_header_describes_with_the_pha
     assert header.kind == REQUEST_HEADER and ask.basis.state.last_seq == header.seq - 1
     assert ask.basis.state.plan_mode and ask.basis.phase == "plan"
     assert "exit_plan_mode" in ask.basis.offered and "write_file" not in ask.basis.offered
+
+
+def test_a_step_a_host_begins_reports_whether_the_pending_choice_was_recorded_and_the_headers_seq() -> None:
+    driver = _pending_in_turn()
+    (begun,) = driver.feed(step.BeginStep(1, "accepted", 102))
+    kinds = [event.kind for event in driver.log.events[2:]]
+    assert kinds[0] == "plan/mode" and kinds[-1] == REQUEST_HEADER
+    assert begun == step.Result(step.StepBegun(True, True, False, driver.log.events[-1].seq))
+    assert driver.process.pending is None and driver.process.step_open
+
+
+def test_a_step_a_host_rejects_writes_nothing_keeps_the_choice_and_closes_the_step_it_had_begun() -> None:
+    driver = _pending_in_turn()
+    driver.process = replace(driver.process, pending=None)
+    driver.feed(step.BeginStep(1, "accepted", 102))
+    driver.feed(step.Next(103))
+    driver.feed(step.Asked())
+    driver.process = replace(driver.process, pending=PendingChoice(True))
+    written = len(driver.log.events)
+    (rejected,) = driver.feed(step.BeginStep(2, "rejected", 104))
+    assert rejected == step.Result(step.StepBegun(False, False, False, None))
+    assert len(driver.log.events) == written and driver.process.pending == PendingChoice(True)
+    assert driver.process.step_open is False and driver.process.asked is False
+
+
+def _resumed_with_a_call_left_unanswered() -> _Driver:
+    """A driver built from a log whose turn a stopped process left open at a
+    recorded call nobody answered."""
+    first = _Driver()
+    first.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    first.feed(step.BeginStep(1, "accepted", 2))
+    read = ToolCall("c1", "read_file", "{}", {"path": "hello.txt"})
+    first.feed(step.ReplyIn(Reply(None, (read,), "tool_calls"), 3))
+    resumed = _Driver()
+    resumed.log = first.log
+    resumed.process = step.Process.opened(CONFIG, first.log)
+    return resumed
+
+
+@pytest.mark.parametrize("verdict", ["accepted", "rejected"])
+def test_the_pre_step_of_a_resumed_turn_answers_the_call_left_unanswered_and_keeps_a_choice_only_a_rejection_leaves(
+    verdict: StepVerdict,
+) -> None:
+    driver = _resumed_with_a_call_left_unanswered()
+    driver.process = replace(driver.process, pending=PendingChoice(True))
+    written = len(driver.log.events)
+    (begun,) = driver.feed(step.BeginStep(2, verdict, 10))
+    flushed = driver.log.events[written:]
+    assert flushed[0].kind == TOOL_RESULT and read_tool_result(flushed[0].payload).call_id == "c1"
+    assert not read_tool_result(flushed[0].payload).ok
+    accepted = verdict == "accepted"
+    assert isinstance(begun, step.Result) and isinstance(begun.value, step.StepBegun)
+    assert (begun.value.accepted, begun.value.flushed) == (accepted, accepted)
+    assert driver.process.pending == (None if accepted else PendingChoice(True))
+    assert driver.log.state.plan_mode is accepted
