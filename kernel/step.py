@@ -743,7 +743,7 @@ def _begin_step(p: Process, log: Log, e: BeginStep, stage: Stage) -> Transition:
             decided = decide_pre_step(work.state, work.joined(log), p.pending, e.verdict)
             work.append(decided.drafts)
         except PlanfoldError:
-            return _append_failed(p, log, AppendFailed("flush", e.at, (e,)), stage)
+            return _flush_failed(p, log, e)
         if not work.events:
             return _begun(p, log, e)  # nothing flushed
         after = replace(p, pending=decided.pending_after_success)
@@ -776,6 +776,12 @@ def _append_failed(p: Process, log: Log, e: AppendFailed, stage: Stage) -> Trans
     begin = e.detail[0] if e.purpose == "flush" and len(e.detail) == 1 else None
     if not isinstance(begin, BeginStep):
         raise StageError(f"no append of {e.purpose!r} can fail here", stage)
+    return _flush_failed(p, log, begin)
+
+
+def _flush_failed(p: Process, log: Log, begin: BeginStep) -> Transition:
+    """The pre-step's flush failed: the choice stays pending (counted in the
+    tally) and the step goes on as a request of the recorded state."""
     tally = p.tally if p.tally is None else replace(p.tally, flush_failures=p.tally.flush_failures + 1)
     return _begun(replace(p, tally=tally), log, replace(begin, flushed=False))
 
@@ -967,8 +973,6 @@ def _next(p: Process, log: Log, e: Next, stage: Stage) -> Transition:
         ended = _end_turn(p, log, EndTurn(e.at), stage)
         actions = tuple(a for a in ended.actions if not isinstance(a, Result))
         return Transition(ended.process, (*actions, Then(e)))
-    if p.attempt == 0:
-        p = replace(p, retries_used=0)
     assert p.tally is not None
     return Transition(p, (ProposeStep(ProposedStep(p.tally.turn, p.step, p.attempt)),))
 

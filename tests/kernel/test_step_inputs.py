@@ -494,3 +494,48 @@ def test_the_pre_step_of_a_resumed_turn_answers_the_call_left_unanswered_and_kee
     assert (begun.value.accepted, begun.value.flushed) == (accepted, accepted)
     assert driver.process.pending == (None if accepted else PendingChoice(True))
     assert driver.log.state.plan_mode is accepted
+
+
+def test_a_step_the_listeners_reject_ends_the_turn_as_step_rejected_with_nothing_asked() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    (proposed,) = driver.feed(step.Next(2))
+    assert isinstance(proposed, step.ProposeStep) and proposed.step == step.ProposedStep(1, 1, 0)
+    (over,) = driver.feed(step.StepVerdictIn("rejected", 3))
+    assert isinstance(over, step.TurnOver)
+    assert (over.tally.steps, over.tally.ended_by) == (0, "step-rejected")
+    assert [event.kind for event in driver.log.events[2:]] == [TURN_END]
+    assert driver.log.events[-1].at == 3
+
+
+def test_a_step_verdict_for_a_turn_this_process_does_not_own_is_refused_as_left_by_a_stopped_process() -> None:
+    log = _open_turn_log()
+    process = step.Process.opened(CONFIG, log)
+    moved = step.advance(process, log, step.StepVerdictIn("rejected", 20))
+    assert moved.process.tally is None and moved.process.follow == "end"
+    (then,) = moved.actions
+    assert isinstance(then, step.Then)
+    with pytest.raises(step.StageError, match="left by a process that stopped"):
+        step.advance(moved.process, log, then.event)
+
+
+def test_a_step_begun_again_before_the_model_answered_counts_its_own_request() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    driver.feed(step.Next(3))
+    driver.feed(step.Asked())
+    driver.feed(step.BeginStep(2, "accepted", 4))
+    assert driver.process.asked is False and driver.process.step_open is True
+    driver.feed(step.Next(5))
+    driver.feed(step.Asked())
+    assert driver.process.requests == 2 and driver.process.tally is not None and driver.process.tally.steps == 2
+
+
+def test_starting_a_turn_while_this_process_owns_one_is_refused_naming_the_stage() -> None:
+    driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    with pytest.raises(step.StageError) as refused:
+        driver.feed(step.StartTurn("again", None, ViewRequest(), 2))
+    assert refused.value.message == "turn/start needs the session at idle, but it is at turn"
+    assert refused.value.stage == "turn"
