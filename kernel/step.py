@@ -709,7 +709,7 @@ def _start_turn(p: Process, log: Log, e: StartTurn, stage: Stage) -> Transition:
     if p.turn_mine:
         raise _refuse("turn/start", stage, "idle")
     state = log.state
-    closing = abandoned_turn(state, log.events) if state.turns.open else ()
+    closing = abandoned_turn(state, log.events)  # nothing when no turn is open
     number = state.turns.turn + 1
     work = _Work(log, e.at)
     opened = work.append((*closing, turn_start(number), user_message(e.text, e.source)))
