@@ -1,13 +1,16 @@
 """``python -m tests.mutation``: run mutmut on ``kernel/`` and print the score.
 
-    python -m tests.mutation run [--jobs N] [--module kernel/plan/mode.py ...] [--retry] [--fresh]
+    python -m tests.mutation run [--jobs N] [--module kernel/plan/mode.py ...] [--mutants PATTERN ...]
+                                 [--retry] [--fresh]
     python -m tests.mutation recheck [--jobs N] [--module kernel/plan/mode.py ...] [--retry]
     python -m tests.mutation score [--survivors] [--fail-under PERCENT]
     python -m tests.mutation equivalent NAME... --reason WHY
 
 ``run`` runs mutmut (configured under ``[tool.mutmut]`` in pyproject.toml;
 results are cached in ``mutants/`` and a mutant is re-run when its function
-changes; ``--module`` re-runs every mutant of those files, ``--retry`` only
+changes; ``--module`` re-runs every mutant of those files, ``--mutants`` the
+mutants whose names match (``planfold.kernel.step.x__next__mutmut_*``: one
+function's, after it changed), ``--retry`` only
 the ones not killed yet, ``--fresh`` starts from nothing), re-tests the
 surviving mutants of functions that run before any test (at import, or while
 the tests are collected) in fresh interpreters (see ``import_time``;
@@ -82,10 +85,13 @@ def module_patterns(file: str) -> list[str]:
     return [f"{module_of(file)}.{prefix}*" for prefix in ("x_", "x" + SEPARATOR)]
 
 
-def run_mutmut(root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, retry: bool, examples: int) -> int:
+def run_mutmut(
+    root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, retry: bool, examples: int,
+    mutants: Sequence[str] = (),
+) -> int:
     if fresh:
         shutil.rmtree(root / "mutants", ignore_errors=True)
-    patterns = [pattern for module in modules for pattern in module_patterns(module)]
+    patterns = [pattern for module in modules for pattern in module_patterns(module)] + list(mutants)
     if retry:
         # Only the mutants not killed yet (of the given modules, or of all).
         patterns = [
@@ -187,6 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "recheck", help="re-test mutants of functions that run before any test, then print the score"
     )
     run.add_argument("--fresh", action="store_true", help="discard cached results first")
+    run.add_argument(
+        "--mutants", nargs="+", default=[], metavar="PATTERN",
+        help="re-test the mutants whose mutmut names match (planfold.kernel.step.x__next__mutmut_*)",
+    )
     for sub in (run, again):
         sub.add_argument(
             "--module", action="append", default=[], help="re-test every mutant of this file (kernel/plan/mode.py)"
@@ -208,20 +218,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return add_equivalents(args.root, args.names, args.reason)
     if args.command == "run":
         code = run_mutmut(
-            args.root, args.jobs, args.module, fresh=args.fresh, retry=args.retry, examples=args.examples
+            args.root, args.jobs, args.module, fresh=args.fresh, retry=args.retry, examples=args.examples,
+            mutants=args.mutants,
         )
         if code != 0:
             print(f"mutmut exited with {code}", file=sys.stderr)
             return code
     equivalents = load_equivalents(EQUIVALENTS)
     if args.command in ("run", "recheck"):
+        mutants = load_mutants(args.root)
+        # Named mutants confine the recheck to their files, as --module does.
+        chosen = getattr(args, "mutants", [])
+        named = {m.file for m in mutants if any(fnmatch.fnmatchcase(m.name, p) for p in chosen)}
         recheck(
             args.root,
-            load_mutants(args.root),
+            mutants,
             jobs=args.jobs,
             examples=args.examples,
             retry=args.retry,
-            modules=args.module,
+            modules=[*args.module, *sorted(named)],
             equivalent={entry.key() for entry in equivalents},
         )
     result = score(with_rechecks(args.root, load_mutants(args.root)), equivalents)
