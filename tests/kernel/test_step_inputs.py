@@ -64,6 +64,13 @@ def test_an_input_that_two_stages_take_is_refused_elsewhere_with_both_named() ->
     assert (refused.value.code, refused.value.stage) == ("out-of-order", "idle")
 
 
+def test_an_answer_to_a_call_out_of_its_stage_is_refused_naming_the_call() -> None:
+    log = step.Log(SessionState(), ())
+    with pytest.raises(step.StageError) as refused:
+        step.advance(step.Process.opened(CONFIG, log), log, step.ToolDone("c7", True, "x", 1))
+    assert refused.value.message == "answering call 'c7' needs the session at execute, but it is at idle"
+
+
 @pytest.mark.parametrize(
     ("purpose", "detail"),
     [
