@@ -550,10 +550,16 @@ def test_starting_a_turn_while_this_process_owns_one_is_refused_naming_the_stage
 
 def test_a_started_turn_leaves_a_process_that_owns_it_at_its_first_step_with_nothing_open_or_owed() -> None:
     driver = _Driver()
+    driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    driver.feed(step.BeginStep(1, "accepted", 2))
+    driver.feed(step.ReplyIn(Reply("done", (), "stop"), 3))
+    (over,) = driver.feed(step.Next(4))
+    assert isinstance(over, step.TurnOver) and driver.process.over == over.tally
     driver.process = replace(driver.process, step=3, attempt=1, retries_used=1, follow="end")
-    (result,) = driver.feed(step.StartTurn("go", None, ViewRequest(), 1))
+    first = driver.log.state.last_seq + 1
+    (result,) = driver.feed(step.StartTurn("again", None, ViewRequest(), 5))
     started = driver.process
-    assert isinstance(result, step.Result) and result.value == started.tally == step.Tally(1, 1)
+    assert isinstance(result, step.Result) and result.value == started.tally == step.Tally(2, first)
     assert (started.turn_mine, started.step, started.attempt, started.retries_used) == (True, 1, 0, 0)
     assert started.step_open is False and started.asked is False and started.follow == "continue"
     assert started.calls == () and started.trailing == () and started.over is None
