@@ -71,6 +71,20 @@ def test_an_answer_to_a_call_out_of_its_stage_is_refused_naming_the_call() -> No
     assert refused.value.message == "answering call 'c7' needs the session at execute, but it is at idle"
 
 
+def test_an_input_with_no_name_of_its_own_in_refusals_is_refused_under_its_input_name() -> None:
+    log = step.Log(SessionState(), ())
+    with pytest.raises(step.StageError) as refused:
+        step.advance(step.Process.opened(CONFIG, log), log, step.StepVerdictIn("accepted", 1))
+    assert refused.value.message == "step-verdict needs the session at turn, but it is at idle"
+
+
+def test_a_process_opened_on_a_log_with_any_event_is_resumed_and_on_an_empty_one_is_not() -> None:
+    empty = step.Log(SessionState(), ())
+    assert step.Process.opened(CONFIG, empty).resumed is False
+    events = number_drafts([turn_start(1)], 0, 1)
+    assert step.Process.opened(CONFIG, step.Log(fold_session(events), events)).resumed is True
+
+
 @pytest.mark.parametrize(
     ("purpose", "detail"),
     [
