@@ -14,14 +14,14 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.docs_blocks import DOCS, ROOT, page_blocks, runs_apart
 from tests.pg_cluster import bindir
-from tests.system_programs import postgres
+from tests.system_programs import go, postgres
 
 README = ROOT / "README.md"
 COMMAND_PAGES = [
@@ -144,12 +144,34 @@ def test_every_command_in_the_readme_runs_as_written(tmp_path: Path) -> None:
     assert done.returncode == 0 and "demo-1: ok" in done.stdout
 
 
-def test_the_pages_with_commands_include_the_command_line_report_and_storage() -> None:
-    assert {"command-line.md", "report-and-fork.md", "storage.md"} <= {page.name for page in COMMAND_PAGES}
+def test_the_pages_with_commands_include_the_command_line_report_serve_and_storage() -> None:
+    assert {"command-line.md", "report-and-fork.md", "serve.md", "storage.md"} <= {page.name for page in COMMAND_PAGES}
+
+
+def _the_command_line_page_ran(ran: list[str], clone: Path) -> None:
+    assert any(command.startswith(".venv/bin/planfold replay --db bad.jsonl") for command in ran)
+    assert len(ran) >= 12 and any(command.startswith(".venv/bin/planfold import - ") for command in ran)
+    assert (clone / "copy.sqlite").is_file() and (clone / "stdin.sqlite").is_file()
+
+
+def _the_go_host_ran_its_session(ran: list[str], clone: Path) -> None:
+    assert ran[-1] == ".venv/bin/planfold audit --db go-host.sqlite --session go-1"
+    assert _sh(ran[-1], clone).stdout.startswith("go-1: ok, 35 events, 1 turns, mode build")
+
+
+#: What a page's run must also have done, beyond every line succeeding, and
+#: the programs it needs (checked first, so a missing one is named).
+PAGE_CHECKS: dict[str, tuple[Callable[[list[str], Path], None], Callable[[], str] | None]] = {
+    "command-line.md": (_the_command_line_page_ran, None),
+    "serve.md": (_the_go_host_ran_its_session, go),
+}
 
 
 @pytest.mark.parametrize("page", COMMAND_PAGES, ids=lambda page: page.name)
 def test_every_command_of_each_page_runs_as_written_after_make_demo(page: Path, tmp_path: Path) -> None:
+    check, needs = PAGE_CHECKS.get(page.name, (None, None))
+    if needs is not None:
+        needs()
     clone = _clone(tmp_path)
     _demo(clone)
     if page.name in SERVER_PAGES:
@@ -158,9 +180,8 @@ def test_every_command_of_each_page_runs_as_written_after_make_demo(page: Path, 
     else:
         ran, _ = _run_blocks(page, clone)
     assert ran
-    if page.name == "command-line.md":
-        assert any(command.startswith(".venv/bin/planfold replay --db bad.jsonl") for command in ran)
-        assert len(ran) >= 8
+    if check is not None:
+        check(ran, clone)
 
 
 @contextlib.contextmanager
