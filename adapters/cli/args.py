@@ -1,6 +1,5 @@
-"""Argument types shared by the command lines (``planfold`` and
-``python -m planfold.adapters.specgen.vectors``): each turns a bad value into
-argparse's usage error instead of a traceback.
+"""Argument types shared by the ``planfold`` subcommands: each turns a bad
+value into argparse's usage error instead of a traceback.
 
 A number is checked against what it will be used for, not only against its
 type: a timeout becomes a socket's or a thread's wait, which overflow far

@@ -96,7 +96,6 @@ from ..report.events import AROUND, BUDGET, LIMIT
 from ..report.html import render_coverage, render_report
 from ..report.model import Audited, Coverage, Report, build_report, with_audit, with_fork_record
 from ..report.usage import CostTable, load_costs
-from ..serve.command import add_serve_arguments, run_serve
 from ..store.base import Store, check_session_id
 from ..store.engine import LogStore
 from ..store.fork import check_fork, turn_start_seq
@@ -111,6 +110,7 @@ from .describe import goal_text, plan_text, shown, summarize
 from .entry import EXIT_STATUS, ParserExit, global_options_joined, main, top_parser
 from .inputs import CliError, Source, open_database, read_source, require_database_file, same_file
 from .progress import Progress
+from .serve import add_serve_arguments, run_serve
 
 __all__ = ["EXIT_STATUS", "main", "run"]
 

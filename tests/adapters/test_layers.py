@@ -16,8 +16,7 @@ from planfold import adapters, kernel
 #: The layers, lowest first: each names the modules and packages in it (a
 #: module belongs to the longest prefix that names it). Helpers every layer
 #: shares sit just above the kernel; the stores share their layer with the
-#: other ports they are built beside (the model clients, the fork record);
-#: ``serve.command`` is the command line of ``planfold serve``.
+#: other ports they are built beside (the model clients, the fork record).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("kernel", ("planfold.kernel",)),
     (
@@ -40,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "serve, report, specgen, otel",
         ("planfold.adapters.serve", "planfold.adapters.report", "planfold.adapters.specgen", "planfold.adapters.otel"),
     ),
-    ("cli", ("planfold.adapters.cli", "planfold.adapters.serve.command")),
+    ("cli", ("planfold.adapters.cli",)),
 )
 
 #: Packages that only name their modules (``planfold`` re-exports the
@@ -156,6 +155,6 @@ def test_the_check_finds_an_upward_import_and_resolves_relative_ones(tmp_path: P
     ]
     own = layer_of("planfold.adapters.codec.probe")
     assert [t for _, t in found if layer_of(t) > own] == ["planfold.adapters.store.base", "planfold.adapters.cli.main"]
-    assert layer_of("planfold.adapters.serve.command") > layer_of("planfold.adapters.serve.server")
+    assert layer_of("planfold.adapters.cli.serve") > layer_of("planfold.adapters.serve.server")
     with pytest.raises(LookupError, match=r"planfold\.adapters\.nowhere is in no layer"):
         layer_of("planfold.adapters.nowhere")

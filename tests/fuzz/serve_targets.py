@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 from hypothesis import strategies as st
 
-from planfold.adapters.serve.command import ticks
+from planfold.adapters.cli.serve import ticks
 from planfold.adapters.serve.server import Server
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.errors import ReplayError, is_kebab_case

@@ -125,8 +125,8 @@ def test_a_runtime_rewinds_to_a_turn_into_a_new_session_that_goes_on_from_before
 
 
 def test_serve_forks_a_session_at_a_seq_or_a_turn_and_refuses_both_or_neither() -> None:
+    from planfold.adapters.cli.serve import ticks  # noqa: PLC0415
     from planfold.adapters.serve.client import RemoteError  # noqa: PLC0415
-    from planfold.adapters.serve.command import ticks  # noqa: PLC0415
     from planfold.adapters.serve.server import Server  # noqa: PLC0415
     from tests.serve_host import WORKSPACE_TOOLS, InProcess  # noqa: PLC0415
 

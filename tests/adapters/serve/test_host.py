@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from planfold.adapters.cli.serve import ticks
 from planfold.adapters.serve.client import RemoteError
-from planfold.adapters.serve.command import ticks
 from planfold.adapters.serve.server import Server
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.session import fold_session

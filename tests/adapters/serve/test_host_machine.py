@@ -17,8 +17,8 @@ from hypothesis import note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from planfold.adapters.cli.serve import ticks
 from planfold.adapters.serve.client import RemoteError
-from planfold.adapters.serve.command import ticks
 from planfold.adapters.serve.server import Server
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.session import fold_session

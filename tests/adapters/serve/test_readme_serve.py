@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from planfold.adapters.serve.command import ticks
+from planfold.adapters.cli.serve import ticks
 from planfold.adapters.serve.protocol import METHODS
 from planfold.adapters.serve.server import Server
 from planfold.adapters.store.memory import MemoryStore

@@ -14,9 +14,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from planfold.adapters.cli.serve import ticks
 from planfold.adapters.serve import server as server_module
 from planfold.adapters.serve.client import RemoteError, ServeClient
-from planfold.adapters.serve.command import ticks
 from planfold.adapters.serve.openrpc import openrpc_document
 from planfold.adapters.serve.protocol import METHODS
 from planfold.adapters.serve.server import Server
@@ -247,7 +247,7 @@ def test_session_read_gives_the_step_a_host_goes_on_with() -> None:
 def test_serve_takes_a_store_timeout_and_refuses_one_that_is_not_a_positive_number_of_seconds() -> None:
     import argparse  # noqa: PLC0415
 
-    from planfold.adapters.serve.command import add_serve_arguments  # noqa: PLC0415
+    from planfold.adapters.cli.serve import add_serve_arguments  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(exit_on_error=False)
     add_serve_arguments(parser)

@@ -26,14 +26,14 @@ import itertools
 import sys
 from collections.abc import Callable
 
-from ..cli.args import positive_seconds
 from ..loggers import logger
 from ..redact import redact_url
+from ..serve.server import Server
 from ..store.base import Store
 from ..store.memory import MemoryStore
 from ..store.opener import DEFAULT_CONNECT_TIMEOUT, DEFAULT_STORE_TIMEOUT, open_store
 from ..store.session_log import Clock, system_clock
-from .server import Server
+from .args import positive_seconds
 
 __all__ = ["MEMORY", "add_serve_arguments", "parse_ticks", "run_serve", "store_for", "ticks"]
 
@@ -75,15 +75,23 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--db", required=True, help=f"the store: a SQLite file, a postgresql:// URL, or {MEMORY} (kept in memory)"
     )
     parser.add_argument(
-        "--ticks", type=parse_ticks, metavar="START[:STEP]",
+        "--ticks",
+        type=parse_ticks,
+        metavar="START[:STEP]",
         help="a deterministic clock (milliseconds) instead of the wall clock, for reproducible runs",
     )
     parser.add_argument(
-        "--connect-timeout", type=positive_seconds, default=DEFAULT_CONNECT_TIMEOUT, metavar="S",
+        "--connect-timeout",
+        type=positive_seconds,
+        default=DEFAULT_CONNECT_TIMEOUT,
+        metavar="S",
         help=f"seconds the first connection to a PostgreSQL server may take (default {DEFAULT_CONNECT_TIMEOUT:g})",
     )
     parser.add_argument(
-        "--store-timeout", type=positive_seconds, default=DEFAULT_STORE_TIMEOUT, metavar="S",
+        "--store-timeout",
+        type=positive_seconds,
+        default=DEFAULT_STORE_TIMEOUT,
+        metavar="S",
         help="seconds one request waits for a PostgreSQL connection, so during an outage each fails"
         f" after about that long (default {DEFAULT_STORE_TIMEOUT:g})",
     )
