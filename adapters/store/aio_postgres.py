@@ -62,7 +62,7 @@ import psycopg_pool
 
 from .aio import AsyncLogStore, outlast
 from .base import AppendRequest, AppendResult, InvalidRequestError, StoreClosedError, StoreUnavailableError
-from .engine import DecidedAppend, LogStore, SessionView, Transaction, Watch, noted_append
+from .engine import DecidedAppend, LogStore, SessionView, Transaction, Watch, append_started, noted_append
 from .postgres import (
     Answers,
     AppendArgs,
@@ -354,17 +354,17 @@ class AsyncPostgresStore(AsyncLogStore):
     # Appends
 
     async def _append(self, request: AppendRequest) -> AppendResult:
-        store = self.store
+        store, started = self.store, append_started()
         prepared, folded = store.prepared_append(request)
         decision = store.decide_append(prepared, request.lease, folded)
         if decision is not None:
             view = await self._one_step(decision.append)
             answer = store.decided_answer(decision, view)
             if answer is not None:
-                return noted_append(request, answer)
+                return noted_append(request, answer, started)
         body = store.append_transaction(request)
         written = self._transact("append", True, lambda s: s.backend.run("append", True, body))
-        return noted_append(request, await _settled(self._task(written)))
+        return noted_append(request, await _settled(self._task(written)), started)
 
     async def _one_step(self, append: DecidedAppend) -> SessionView | None:
         """``planfold_append`` of ``append``, alone or with the appends that

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,7 +21,13 @@ from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_postgres import AsyncPostgresStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
 from planfold.adapters.store.aio_threaded import ThreadedStore
-from planfold.adapters.store.base import AppendRequest, InvalidRequestError, SchemaTooNewError, StoreClosedError
+from planfold.adapters.store.base import (
+    AppendRequest,
+    InvalidRequestError,
+    Lease,
+    SchemaTooNewError,
+    StoreClosedError,
+)
 from planfold.adapters.store.contract_logs import batch_after
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.sqlite import SqliteStore
@@ -219,6 +226,46 @@ def test_an_async_store_logs_goal_rounds_and_refused_calls_as_the_synchronous_st
                 assert _store_lines(caplog) == expected
 
     asyncio.run(scenario())
+
+
+def test_an_async_store_writes_each_appends_debug_record_as_the_synchronous_store_does(
+    opener: Opener, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def debug_lines() -> list[str]:
+        lines = [line for level, line in _store_lines(caplog) if level == logging.DEBUG and ": appended seq " in line]
+        return [re.sub(r" in \d+\.\d\d ms$", " in _ ms", line) for line in lines]
+
+    lease_at = 60_000
+    with caplog.at_level(logging.DEBUG, logger="planfold.adapters.store.engine"):
+        store = MemoryStore()
+        lease = store.acquire_lease("s", "me", lease_at)
+        for request in _logged_appends(lease):
+            store.append(request)
+        expected = debug_lines()
+    assert len(expected) == 4 and all(line.endswith(" in _ ms") for line in expected)
+    caplog.clear()
+
+    async def scenario() -> None:
+        store = await opener(tmp_path / "store.db")
+        async with store:
+            with caplog.at_level(logging.DEBUG, logger="planfold.adapters.store.engine"):
+                lease = await store.acquire_lease("s", "me", lease_at)
+                for request in _logged_appends(lease):
+                    await store.append(request)
+                assert debug_lines() == expected
+
+    asyncio.run(scenario())
+
+
+def _logged_appends(lease: Lease) -> list[AppendRequest]:
+    """Appends whose DEBUG records differ: a plain one, its idempotent retry,
+    a fenced one and one of a new session."""
+    return [
+        AppendRequest("s", 0, batch_after(0, 2), "k"),
+        AppendRequest("s", 0, batch_after(0, 2), "k"),
+        AppendRequest("s", 2, batch_after(2, 1), lease=lease),
+        AppendRequest("t", 0, batch_after(0, 1)),
+    ]
 
 
 def test_a_closed_async_store_refuses_with_store_closed(opener: Opener, tmp_path: Path) -> None:
