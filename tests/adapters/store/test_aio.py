@@ -268,6 +268,27 @@ def _logged_appends(lease: Lease) -> list[AppendRequest]:
     ]
 
 
+def test_the_async_memory_store_serves_one_event_loop_after_another() -> None:
+    store = AsyncMemoryStore()
+
+    async def follow_and_append(head: int) -> tuple[Event, ...]:
+        """Session ``s``'s events after ``head`` as a follower sees them,
+        while another task appends one more."""
+
+        async def follow() -> tuple[Event, ...]:
+            return tuple([event async for event in store.follow("s", head, timeout=0.5)])
+
+        follower = asyncio.create_task(follow())
+        await asyncio.sleep(0.05)  # the follower waits for a write
+        await store.append(AppendRequest("s", head, batch_after(head, 1)))
+        return await asyncio.wait_for(follower, 30)
+
+    assert asyncio.run(follow_and_append(0)) == tuple(batch_after(0, 1))
+    assert asyncio.run(follow_and_append(1)) == tuple(batch_after(1, 1))
+    assert asyncio.run(store.read("s")) == tuple(batch_after(0, 2))
+    asyncio.run(store.close())
+
+
 def test_a_closed_async_store_refuses_with_store_closed(opener: Opener, tmp_path: Path) -> None:
     async def scenario() -> None:
         store = await opener(tmp_path / "store.db")
