@@ -418,7 +418,12 @@ def test_bad_client_configuration_is_refused(base_url: str, options: dict[str, A
 
 
 @pytest.mark.parametrize(
-    "timeout_s", [0, -1.5, float("nan"), float("inf"), -float("inf"), True, False, "5", None, [5]], ids=repr
+    "timeout_s",
+    [
+        *(0, -1.5, float("nan"), float("inf"), -float("inf"), True, False, "5", None, [5]),
+        pytest.param(10**400, id="an-integer-past-every-float"),
+    ],
+    ids=repr,
 )
 def test_every_client_refuses_a_timeout_that_is_not_a_positive_finite_number_of_seconds(
     timeout_s: object, make: Make
