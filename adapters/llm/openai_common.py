@@ -190,7 +190,7 @@ class _Call:
     def failed(self, err: ModelError) -> float:
         """The wait before the next attempt; raises what ends the call."""
         self._log(err)
-        return self._s.retrier.after(err, self._budget)
+        return self._s.retrier.after(err, self._budget, self._attempts)
 
 
 class Body:
