@@ -23,6 +23,8 @@ from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
 from planfold.adapters.store.aio_threaded import ThreadedStore
 from planfold.adapters.store.base import (
     AppendRequest,
+    AppendResult,
+    ForwardingStore,
     InvalidRequestError,
     Lease,
     SchemaTooNewError,
@@ -178,6 +180,42 @@ def test_a_cancelled_follower_of_a_threaded_store_ends_with_cancelled_error_and_
     ended, shut_down = _cancel_a_follower(open_store, inner.close)
     assert isinstance(ended, asyncio.CancelledError)
     assert shut_down
+
+
+class _GatedStore(ForwardingStore):
+    """A store whose appends wait until ``gate`` is set."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        super().__init__(inner)
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def append(self, request: AppendRequest) -> AppendResult:
+        self.entered.set()
+        assert self.gate.wait(30)
+        return super().append(request)
+
+
+def test_a_cancelled_append_of_a_threaded_store_is_over_before_its_cancelled_error_goes_on() -> None:
+    inner = MemoryStore()
+    gated = _GatedStore(inner)
+    store = ThreadedStore(gated)
+
+    async def scenario() -> int:
+        task = asyncio.create_task(store.append(AppendRequest("s", 0, batch_after(0, 2), "k")))
+        while not gated.entered.is_set():  # the append runs in its thread
+            await asyncio.sleep(0.01)
+        task.cancel()
+        opens = threading.Timer(0.2, gated.gate.set)
+        opens.start()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        head = inner.head("s")  # what the cancelled caller reads next
+        opens.join()
+        return head
+
+    assert asyncio.run(scenario()) == 2
+    assert inner.head("s") == 2
 
 
 def test_a_cancelled_follower_of_an_async_store_ends_with_cancelled_error_and_its_loop_shuts_down(
