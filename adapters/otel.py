@@ -523,9 +523,11 @@ def _error_code(output: str) -> str | None:
 
 class TracedStore(ForwardingStore):
     """``inner`` with every accepted append shown to ``tracer`` (an
-    idempotent retry that wrote nothing is not shown again). Shared-store
-    operations (``follow``, goal leases, fenced appends) pass through when
-    ``inner`` is a ``SharedStore``; otherwise they raise
+    idempotent retry that wrote nothing is not shown again). An append is
+    handed on whole, its ``lease`` too, as every wrapper hands it
+    (``base.AppendRequest``): the store below fences it, so a traced wrapper
+    of a shared store fences too. ``follow`` and the goal lease operations
+    pass through when ``inner`` is a ``SharedStore``; otherwise they raise
     ``InvalidRequestError``."""
 
     def __init__(self, inner: Store, tracer: SessionTracer) -> None:
@@ -533,9 +535,8 @@ class TracedStore(ForwardingStore):
         self.tracer = tracer
 
     def append(self, request: AppendRequest) -> AppendResult:
-        """The request handed on whole (a fenced one only to a shared store)."""
-        inner = self.inner if request.lease is None else self._shared("a fenced append")
-        result = inner.append(request)
+        """The request handed on whole (a fenced one too: the store below fences it)."""
+        result = self.inner.append(request)
         if not result.replayed:
             self.tracer.observe(request.session_id, request.events)
         return result
@@ -563,17 +564,18 @@ class TracedStore(ForwardingStore):
 class TracedAsyncStore:
     """``TracedStore`` for an ``AsyncStore`` (``AsyncRuntime.open``): every
     accepted append is shown to ``tracer``; everything else is the inner
-    store's, awaited. Shared-store operations pass through when ``inner``
-    is an ``AsyncSharedStore``; otherwise they raise ``InvalidRequestError``."""
+    store's, awaited. An append is handed on whole, its ``lease`` too (the
+    store below fences it); ``follow`` and the goal lease operations pass
+    through when ``inner`` is an ``AsyncSharedStore``; otherwise they raise
+    ``InvalidRequestError``."""
 
     def __init__(self, inner: AsyncStore, tracer: SessionTracer) -> None:
         self.inner = inner
         self.tracer = tracer
 
     async def append(self, request: AppendRequest) -> AppendResult:
-        """The request handed on whole (a fenced one only to a shared store)."""
-        inner = self.inner if request.lease is None else self._shared("a fenced append")
-        result = await inner.append(request)
+        """The request handed on whole (a fenced one too: the store below fences it)."""
+        result = await self.inner.append(request)
         if not result.replayed:
             self.tracer.observe(request.session_id, request.events)
         return result

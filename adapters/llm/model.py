@@ -199,8 +199,10 @@ class ModelBadResponseError(ModelError):
 
 
 class ModelRetriesExhaustedError(ModelError):
-    """Every allowed attempt failed with a retryable error; ``attempts``
-    counts them all (the retry budget's and the first); ``last`` is the final one."""
+    """Every allowed attempt of a call failed with a retryable error;
+    ``attempts`` counts the call's own (its first and its retries: fewer
+    when earlier calls of the same unit of work spent part of its retry
+    budget); ``last`` is the final one."""
 
     code = "model-retries-exhausted"
 

@@ -73,9 +73,15 @@ class CallOptions(TypedDict, total=False):
 def _seconds(timeout_s: object) -> float:
     """``timeout_s`` as a float; raises ``ModelBadRequestError`` unless it is
     a positive, finite number (a bool is not one)."""
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s < math.inf:
+    seconds = math.nan
+    if not isinstance(timeout_s, bool) and isinstance(timeout_s, int | float):
+        try:
+            seconds = float(timeout_s)
+        except OverflowError:  # an integer past every float: not finite either
+            seconds = math.inf
+    if not 0 < seconds < math.inf:  # NaN too
         raise ModelBadRequestError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
-    return float(timeout_s)
+    return seconds
 
 
 class Settings:
@@ -184,7 +190,7 @@ class _Call:
     def failed(self, err: ModelError) -> float:
         """The wait before the next attempt; raises what ends the call."""
         self._log(err)
-        return self._s.retrier.after(err, self._budget)
+        return self._s.retrier.after(err, self._budget, self._attempts)
 
 
 class Body:

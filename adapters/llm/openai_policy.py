@@ -142,12 +142,13 @@ class Retrier:
     where: str
     on_retry: Callable[[int, ModelError, float], None] | None = None
 
-    def after(self, err: ModelError, budget: RetryBudget) -> float:
+    def after(self, err: ModelError, budget: RetryBudget, attempts: int) -> float:
         """The wait before the next attempt after the failed one that raised
-        ``err``, a retry taken from ``budget`` (the call's: the client's own
-        or the one a runtime bound). Raises ``err`` when it is not retried (or
-        the server asked for a longer wait than the policy allows), spending
-        nothing of ``budget``, and ``ModelRetriesExhaustedError`` when
+        ``err``, the call's ``attempts``-th, a retry taken from ``budget``
+        (the call's: the client's own or the one a runtime bound). Raises
+        ``err`` when it is not retried (or the server asked for a longer wait
+        than the policy allows), spending nothing of ``budget``, and
+        ``ModelRetriesExhaustedError`` (after the call's ``attempts``) when
         ``budget`` is spent."""
         err.retryable = False
         if not is_retryable(err, self.policy):
@@ -156,7 +157,7 @@ class Retrier:
         if asked is not None and asked > self.policy.max_retry_after:
             raise err
         if not budget.take():
-            exhausted = ModelRetriesExhaustedError(budget.used + 1, err)
+            exhausted = ModelRetriesExhaustedError(attempts, err)
             exhausted.retryable = True
             raise exhausted from err
         retry = budget.used

@@ -412,6 +412,18 @@ async def outlast(wait: Callable[[], Awaitable[object]], done: Callable[[], bool
             return
 
 
+async def settled(task: asyncio.Task[T]) -> T:
+    """``task``'s result (a write run apart from its caller); a caller
+    cancelled meanwhile waits until the task is over before its
+    ``CancelledError`` goes on (``outlast``), so its next read tells whether
+    the write landed."""
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await outlast(lambda: asyncio.shield(task), task.done)
+        raise
+
+
 class BlockingStore:
     """A synchronous ``SharedStore`` over an ``AsyncSharedStore`` (see the
     module docstring): each call runs the async store's coroutine on a

@@ -11,7 +11,11 @@ a task cancelled while it awaits one either ran it whole or not at all.
 
 Followers wait on an ``asyncio.Event`` of the store, which every commit that
 wrote something sets (and replaces), so a follower wakes on the next write
-and looks again. The store belongs to the event loop it is first used on.
+and looks again. An ``asyncio.Event`` belongs to the loop that first waits
+on it, so the store keeps the loop its event was made on and makes a new one
+when a follower waits on another loop: the store serves any event loop, one
+at a time (one ``asyncio.run`` after another), as it runs only on the loop's
+thread.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class _SignallingBackend(MemoryBackend):
     def __init__(self, clock: Callable[[], int]) -> None:
         super().__init__(clock)
         self.written: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def run(self, operation: str, write: bool, body: Callable[[Transaction], T]) -> T:
         result = super().run(operation, write, body)
@@ -52,9 +57,11 @@ class _SignallingBackend(MemoryBackend):
             self.written = None
 
     def signal(self) -> asyncio.Event:
-        """The event the next write sets."""
-        if self.written is None:
-            self.written = asyncio.Event()
+        """The event the next write sets, of the running loop (a loop that
+        used the store before has ended: nobody waits on its event)."""
+        loop = asyncio.get_running_loop()
+        if self.written is None or self._loop is not loop:
+            self.written, self._loop = asyncio.Event(), loop
         return self.written
 
 

@@ -60,9 +60,9 @@ from typing import Any, TypeVar, cast
 import psycopg
 import psycopg_pool
 
-from .aio import AsyncLogStore, outlast
+from .aio import AsyncLogStore, outlast, settled
 from .base import AppendRequest, AppendResult, InvalidRequestError, StoreClosedError, StoreUnavailableError
-from .engine import DecidedAppend, LogStore, SessionView, Transaction, Watch, noted_append
+from .engine import DecidedAppend, LogStore, SessionView, Transaction, Watch, append_started, noted_append
 from .postgres import (
     Answers,
     AppendArgs,
@@ -189,16 +189,6 @@ async def _abort(conn: AsyncConnection) -> None:
             await conn.execute("ROLLBACK")
     except psycopg.Error:
         await conn.close()
-
-
-async def _settled(task: asyncio.Task[T]) -> T:
-    """``task``'s result; a cancelled caller waits until the task is over
-    before its ``CancelledError`` goes on (see the module docstring)."""
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await outlast(lambda: asyncio.shield(task), task.done)
-        raise
 
 
 class _Waiting:
@@ -348,23 +338,23 @@ class AsyncPostgresStore(AsyncLogStore):
         return await asyncio.shield(self._task(self._transact("read", False, call)))
 
     async def _write(self, call: Callable[[LogStore], T]) -> T:
-        return await _settled(self._task(self._transact("write", True, call)))
+        return await settled(self._task(self._transact("write", True, call)))
 
     # ----------------------------------------------------------------------
     # Appends
 
     async def _append(self, request: AppendRequest) -> AppendResult:
-        store = self.store
+        store, started = self.store, append_started()
         prepared, folded = store.prepared_append(request)
         decision = store.decide_append(prepared, request.lease, folded)
         if decision is not None:
             view = await self._one_step(decision.append)
             answer = store.decided_answer(decision, view)
             if answer is not None:
-                return noted_append(request, answer)
+                return noted_append(request, answer, started)
         body = store.append_transaction(request)
         written = self._transact("append", True, lambda s: s.backend.run("append", True, body))
-        return noted_append(request, await _settled(self._task(written)))
+        return noted_append(request, await settled(self._task(written)), started)
 
     async def _one_step(self, append: DecidedAppend) -> SessionView | None:
         """``planfold_append`` of ``append``, alone or with the appends that

@@ -61,7 +61,7 @@ from typing import Any, TypeVar
 from ...kernel.session import SessionState, fold_rows
 from .aio import AsyncLogStore, outlast, poll_head
 from .base import AppendRequest, AppendResult, InvalidRequestError
-from .engine import LogStore, Transaction, noted_append
+from .engine import LogStore, Transaction, append_started, noted_append
 from .group import Pending
 from .session_log import system_clock
 from .sqlite import SqliteStore, Synchronous
@@ -318,9 +318,10 @@ class AsyncSqliteStore(AsyncLogStore):
         writer = self._workers.writer
         if writer is None:  # not opened (another opener failed): the writer answers why
             return await self._write(lambda store: store.append(request))
+        started = append_started()
         body = writer.append_transaction(request)
         result: AppendResult = await self._submit(self._workers.writes, _Job(None, body), settle=True)
-        return noted_append(request, result)
+        return noted_append(request, result, started)
 
     async def _wait(self, session_id: str, position: int, timeout: float | None) -> None:
         head = lambda: self._run(lambda store: store.head(session_id))  # noqa: E731

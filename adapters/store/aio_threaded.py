@@ -19,8 +19,11 @@ too); leases and ``follow`` need a ``SharedStore`` and are
 ``otel.TracedAsyncStore`` (which takes a ``ThreadedStore`` for an
 ``AsyncSharedStore`` whatever it wraps, and hands them on). A cancelled
 task does not stop a call already running in its thread: it finishes
-there, so an append is in the log or not, and the caller finds out which
-from the store (the asyncio runtime waits for it: see that module).
+there. A task cancelled while it awaits a write (an append, an import, a
+fork, a lease's grant or release) waits until the write's thread is done
+with it before the ``CancelledError`` goes on, as with every async store
+(``aio.settled``): the write is in the log or not, and the next read tells
+which.
 
 ``follow`` polls, as the async SQLite store does: it reads the session, and
 while nothing is new asks for its head at an interval that starts at a few
@@ -40,7 +43,7 @@ from typing import TypeVar
 from ...kernel.log import Event
 from ...kernel.session import SessionState
 from ..provenance import ForkProvenance
-from .aio import following, poll_head
+from .aio import following, poll_head, settled
 from .base import (
     AppendRequest,
     AppendResult,
@@ -80,6 +83,10 @@ class ThreadedStore:
     async def _call(self, call: Callable[[], T]) -> T:
         return await asyncio.to_thread(call)
 
+    async def _write(self, call: Callable[[], T]) -> T:
+        """``_call`` of a write: a cancelled caller waits for its end (see the module docstring)."""
+        return await settled(asyncio.get_running_loop().create_task(self._call(call)))
+
     async def __aenter__(self) -> ThreadedStore:
         return self
 
@@ -88,7 +95,7 @@ class ThreadedStore:
 
     async def append(self, request: AppendRequest) -> AppendResult:
         """``Store.append`` of ``request``, handed on whole, in a worker thread."""
-        return await self._call(lambda: self.store.append(request))
+        return await self._write(lambda: self.store.append(request))
 
     async def head(self, session_id: str) -> int:
         return await self._call(lambda: self.store.head(session_id))
@@ -109,7 +116,7 @@ class ThreadedStore:
         return await self._call(self.store.session_ids)
 
     async def fork(self, source_session: str, at: int, new_session: str) -> ForkProvenance:
-        return await self._call(lambda: self.store.fork(source_session, at, new_session))
+        return await self._write(lambda: self.store.fork(source_session, at, new_session))
 
     async def provenance(self, session_id: str) -> ForkProvenance | None:
         return await self._call(lambda: self.store.provenance(session_id))
@@ -117,18 +124,18 @@ class ThreadedStore:
     async def import_fork(
         self, session_id: str, events: Sequence[Event], provenance: ForkProvenance, idempotency_key: str | None = None
     ) -> AppendResult:
-        return await self._call(lambda: self.store.import_fork(session_id, events, provenance, idempotency_key))
+        return await self._write(lambda: self.store.import_fork(session_id, events, provenance, idempotency_key))
 
     async def close(self) -> None:
         await self._call(self.store.close)
 
     async def acquire_lease(self, session_id: str, holder: str, ttl_ms: int) -> Lease:
         shared = self._shared("a goal lease")
-        return await self._call(lambda: shared.acquire_lease(session_id, holder, ttl_ms))
+        return await self._write(lambda: shared.acquire_lease(session_id, holder, ttl_ms))
 
     async def release_lease(self, lease: Lease) -> bool:
         shared = self._shared("a goal lease")
-        return await self._call(lambda: shared.release_lease(lease))
+        return await self._write(lambda: shared.release_lease(lease))
 
     async def lease(self, session_id: str) -> Lease | None:
         shared = self._shared("a goal lease")

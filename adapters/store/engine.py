@@ -199,6 +199,7 @@ __all__ = [
     "StoredEvent",
     "Transaction",
     "Watch",
+    "append_started",
     "created_goal_ids",
     "knowing_goal_ids",
     "log_appended",
@@ -483,12 +484,28 @@ def log_appended(session_id: str, events: Sequence[Event]) -> None:
             continue
 
 
-def noted_append(request: AppendRequest, result: AppendResult) -> AppendResult:
-    """``result``, once ``log_appended`` has logged what ``request`` did (an
-    idempotent retry wrote nothing, so it logs nothing): what every store's
-    accepted append logs, whichever way it ran."""
+def append_started() -> float | None:
+    """When an append starts, for its DEBUG record (``noted_append``);
+    ``None`` when DEBUG is off, so an append costs no clock read then."""
+    return time.perf_counter() if _log.isEnabledFor(logging.DEBUG) else None
+
+
+def noted_append(request: AppendRequest, result: AppendResult, started: float | None) -> AppendResult:
+    """``result``, once what ``request`` did is logged: its INFO and WARNING
+    records (``log_appended``; an idempotent retry wrote nothing, so it logs
+    none) and, unless ``started`` (``append_started``) is ``None``, the
+    append's DEBUG record (session, seq range, duration since ``started``).
+    What every store's accepted append logs, whichever way it ran."""
     if not result.replayed:
         log_appended(request.session_id, request.events)
+    if started is not None:
+        _log.debug(
+            "session %r: appended seq %d..%d (%d event(s))%s%s in %.2f ms",
+            result.session_id, result.first_seq, result.last_seq, result.last_seq - result.first_seq + 1,
+            " fenced" if request.lease is not None else "",
+            " (an idempotent retry: nothing written)" if result.replayed else "",
+            (time.perf_counter() - started) * 1000,
+        )  # fmt: skip
     return result
 
 
@@ -562,18 +579,8 @@ class LogStore:
         with its ``folded``, the caller's own strict fold of its events (see
         ``Folded``). Each append is a DEBUG record (session, seq range,
         duration)."""
-        if not _log.isEnabledFor(logging.DEBUG):
-            return noted_append(request, self._append_request(request))
-        started = time.perf_counter()
-        result = noted_append(request, self._append_request(request))
-        _log.debug(
-            "session %r: appended seq %d..%d (%d event(s))%s%s in %.2f ms",
-            result.session_id, result.first_seq, result.last_seq, result.last_seq - result.first_seq + 1,
-            " fenced" if request.lease is not None else "",
-            " (an idempotent retry: nothing written)" if result.replayed else "",
-            (time.perf_counter() - started) * 1000,
-        )  # fmt: skip
-        return result
+        started = append_started()
+        return noted_append(request, self._append_request(request), started)
 
     def _append_request(self, request: AppendRequest) -> AppendResult:
         prepared, folded = self.prepared_append(request)

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from opentelemetry import trace
@@ -43,9 +45,10 @@ from planfold.adapters.runtime.review import ScriptedReviewer, approve
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import Workspace
+from planfold.adapters.store.aio import AsyncStore
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_threaded import ThreadedStore
-from planfold.adapters.store.base import AppendRequest, ForwardingStore, InvalidRequestError, Lease
+from planfold.adapters.store.base import AppendRequest, ForwardingStore, InvalidRequestError, Lease, LeaseLostError
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.errors import ConflictError
 from planfold.kernel.log import Event, turn_start, user_message
@@ -513,6 +516,31 @@ def test_shared_store_operations_of_an_async_store_over_a_plain_one_are_refused_
 
     assert asyncio.run(refusals()) == ["invalid-request"] * 4
     assert inner.head("s") == 0 and inner.lease("s") is None
+
+
+def test_a_fenced_append_through_a_traced_wrapper_of_a_shared_store_is_fenced_by_the_store_below(
+    traces: Traces,
+) -> None:
+    inner = MemoryStore()
+    tracer = SessionTracer(traces.provider.get_tracer("t"))
+    lease = inner.acquire_lease("s", "me", 60_000)
+    lost = Lease("s", "me", lease.token + 1, lease.expires_at, lease.ttl_ms)
+    only_append = SimpleNamespace(append=ThreadedStore(inner).append)  # an async store that is not a shared one
+    traced_async = TracedAsyncStore(cast("AsyncStore", only_append), tracer)
+    traced = TracedStore(ForwardingStore(inner), tracer)
+
+    def said(seq: int, text: str, held: Lease) -> AppendRequest:
+        return AppendRequest("s", seq - 1, (Event(seq, "user/message", 5, user_message(text).payload),), lease=held)
+
+    traced.append(AppendRequest("s", 0, (Event(1, "turn/start", 5, turn_start(1).payload),), lease=lease))
+    with pytest.raises(LeaseLostError):
+        traced.append(said(2, "a", lost))
+    asyncio.run(traced_async.append(said(2, "b", lease)))
+    with pytest.raises(LeaseLostError):
+        asyncio.run(traced_async.append(said(3, "c", lost)))
+    assert [event.payload.get("text") for event in inner.read("s")] == [None, "b"]
+    live = inner.lease("s")
+    assert live is not None and (live.holder, live.token) == ("me", lease.token)
 
 
 def test_a_leased_goal_drive_through_the_traced_store_traces_its_rounds(traces: Traces) -> None:

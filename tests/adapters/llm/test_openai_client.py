@@ -418,7 +418,12 @@ def test_bad_client_configuration_is_refused(base_url: str, options: dict[str, A
 
 
 @pytest.mark.parametrize(
-    "timeout_s", [0, -1.5, float("nan"), float("inf"), -float("inf"), True, False, "5", None, [5]], ids=repr
+    "timeout_s",
+    [
+        *(0, -1.5, float("nan"), float("inf"), -float("inf"), True, False, "5", None, [5]),
+        pytest.param(10**400, id="an-integer-past-every-float"),
+    ],
+    ids=repr,
 )
 def test_every_client_refuses_a_timeout_that_is_not_a_positive_finite_number_of_seconds(
     timeout_s: object, make: Make
@@ -742,6 +747,22 @@ def test_attempts_are_numbered_within_their_call_when_they_spend_from_a_session_
     assert "attempt 2 failed (model-rate-limited HTTP 429) in " in attempts[1]
     assert "attempt 3 answered (stop, 0 tool call(s)) in " in attempts[2]
     assert (session.used, client.retry_budget.used) == (3, 0)
+
+
+def test_a_call_that_spends_the_last_of_a_session_budget_gives_up_counting_its_own_attempts(
+    server: ChatServer, make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.plan(Answer(503, b"busy"), Answer(503, b"busy"), Answer())
+    session = RetryBudget(2)
+    client = client_for(make, server, [])
+    with caplog.at_level(logging.DEBUG, logger="planfold"), session.step():
+        assert session.take()  # a retry of the same step made before this call
+        with pytest.raises(ModelRetriesExhaustedError) as caught:
+            client.complete(REQUEST, session=session)
+    assert len(server.received) == 2 and len(_attempt_records(caplog)) == 2
+    assert caught.value.attempts == 2
+    assert str(caught.value).startswith("gave up after 2 attempt(s); ")
+    assert (session.used, client.retry_budget.used) == (2, 0)
 
 
 def test_no_attempt_is_recorded_unless_debug_is_on(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,7 +21,15 @@ from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_postgres import AsyncPostgresStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
 from planfold.adapters.store.aio_threaded import ThreadedStore
-from planfold.adapters.store.base import AppendRequest, InvalidRequestError, SchemaTooNewError, StoreClosedError
+from planfold.adapters.store.base import (
+    AppendRequest,
+    AppendResult,
+    ForwardingStore,
+    InvalidRequestError,
+    Lease,
+    SchemaTooNewError,
+    StoreClosedError,
+)
 from planfold.adapters.store.contract_logs import batch_after
 from planfold.adapters.store.memory import MemoryStore
 from planfold.adapters.store.sqlite import SqliteStore
@@ -173,6 +182,42 @@ def test_a_cancelled_follower_of_a_threaded_store_ends_with_cancelled_error_and_
     assert shut_down
 
 
+class _GatedStore(ForwardingStore):
+    """A store whose appends wait until ``gate`` is set."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        super().__init__(inner)
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def append(self, request: AppendRequest) -> AppendResult:
+        self.entered.set()
+        assert self.gate.wait(30)
+        return super().append(request)
+
+
+def test_a_cancelled_append_of_a_threaded_store_is_over_before_its_cancelled_error_goes_on() -> None:
+    inner = MemoryStore()
+    gated = _GatedStore(inner)
+    store = ThreadedStore(gated)
+
+    async def scenario() -> int:
+        task = asyncio.create_task(store.append(AppendRequest("s", 0, batch_after(0, 2), "k")))
+        while not gated.entered.is_set():  # the append runs in its thread
+            await asyncio.sleep(0.01)
+        task.cancel()
+        opens = threading.Timer(0.2, gated.gate.set)
+        opens.start()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        head = inner.head("s")  # what the cancelled caller reads next
+        opens.join()
+        return head
+
+    assert asyncio.run(scenario()) == 2
+    assert inner.head("s") == 2
+
+
 def test_a_cancelled_follower_of_an_async_store_ends_with_cancelled_error_and_its_loop_shuts_down(
     opener: Opener, tmp_path: Path
 ) -> None:
@@ -219,6 +264,67 @@ def test_an_async_store_logs_goal_rounds_and_refused_calls_as_the_synchronous_st
                 assert _store_lines(caplog) == expected
 
     asyncio.run(scenario())
+
+
+def test_an_async_store_writes_each_appends_debug_record_as_the_synchronous_store_does(
+    opener: Opener, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def debug_lines() -> list[str]:
+        lines = [line for level, line in _store_lines(caplog) if level == logging.DEBUG and ": appended seq " in line]
+        return [re.sub(r" in \d+\.\d\d ms$", " in _ ms", line) for line in lines]
+
+    lease_at = 60_000
+    with caplog.at_level(logging.DEBUG, logger="planfold.adapters.store.engine"):
+        store = MemoryStore()
+        lease = store.acquire_lease("s", "me", lease_at)
+        for request in _logged_appends(lease):
+            store.append(request)
+        expected = debug_lines()
+    assert len(expected) == 4 and all(line.endswith(" in _ ms") for line in expected)
+    caplog.clear()
+
+    async def scenario() -> None:
+        store = await opener(tmp_path / "store.db")
+        async with store:
+            with caplog.at_level(logging.DEBUG, logger="planfold.adapters.store.engine"):
+                lease = await store.acquire_lease("s", "me", lease_at)
+                for request in _logged_appends(lease):
+                    await store.append(request)
+                assert debug_lines() == expected
+
+    asyncio.run(scenario())
+
+
+def _logged_appends(lease: Lease) -> list[AppendRequest]:
+    """Appends whose DEBUG records differ: a plain one, its idempotent retry,
+    a fenced one and one of a new session."""
+    return [
+        AppendRequest("s", 0, batch_after(0, 2), "k"),
+        AppendRequest("s", 0, batch_after(0, 2), "k"),
+        AppendRequest("s", 2, batch_after(2, 1), lease=lease),
+        AppendRequest("t", 0, batch_after(0, 1)),
+    ]
+
+
+def test_the_async_memory_store_serves_one_event_loop_after_another() -> None:
+    store = AsyncMemoryStore()
+
+    async def follow_and_append(head: int) -> tuple[Event, ...]:
+        """Session ``s``'s events after ``head`` as a follower sees them,
+        while another task appends one more."""
+
+        async def follow() -> tuple[Event, ...]:
+            return tuple([event async for event in store.follow("s", head, timeout=0.5)])
+
+        follower = asyncio.create_task(follow())
+        await asyncio.sleep(0.05)  # the follower waits for a write
+        await store.append(AppendRequest("s", head, batch_after(head, 1)))
+        return await asyncio.wait_for(follower, 30)
+
+    assert asyncio.run(follow_and_append(0)) == tuple(batch_after(0, 1))
+    assert asyncio.run(follow_and_append(1)) == tuple(batch_after(1, 1))
+    assert asyncio.run(store.read("s")) == tuple(batch_after(0, 2))
+    asyncio.run(store.close())
 
 
 def test_a_closed_async_store_refuses_with_store_closed(opener: Opener, tmp_path: Path) -> None:
