@@ -38,9 +38,8 @@ or rolled back before the ``CancelledError`` goes on, so the next
 ``head``/``read`` (or a retry with the same idempotency key, answered
 ``replayed``) tells which.
 
-``open_async_store(target)`` opens an async store from the same ``--db``
-address the synchronous opener takes (a ``postgresql://`` URL or a SQLite
-file, ``adapters.store.opener``); ``":memory:"`` gives the memory store.
+``open_async_store`` (``adapters.store.opener``) opens one by its ``--db``
+address.
 
 ``BlockingStore`` is the other way round: a synchronous ``SharedStore`` over
 an async one, running its coroutines on a private event loop in a thread of
@@ -51,7 +50,6 @@ against every async store through it, so one suite pins both faces.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -81,7 +79,6 @@ __all__ = [
     "AsyncSharedStore",
     "AsyncStore",
     "BlockingStore",
-    "open_async_store",
 ]
 
 T = TypeVar("T")
@@ -318,41 +315,6 @@ async def poll_head(
             return
         await asyncio.sleep(pause if left is None else min(pause, left))
         pause = min(pause * 2, interval)
-
-
-# --------------------------------------------------------------------------
-# Opening
-
-
-async def open_async_store(
-    target: str | os.PathLike[str],
-    *,
-    connect_timeout: float | None = None,
-    timeout: float | None = None,
-) -> AsyncLogStore:
-    """The async store at ``target``: ``":memory:"`` gives an
-    ``AsyncMemoryStore``, a ``postgresql://`` URL an ``AsyncPostgresStore``
-    (``connect_timeout`` and ``timeout`` as ``open_store`` takes them),
-    anything else the ``AsyncSqliteStore`` of that file. Opening does not
-    block the loop."""
-    # Each backend is imported only when asked for (psycopg is optional).
-    from .opener import DEFAULT_CONNECT_TIMEOUT, DEFAULT_STORE_TIMEOUT, is_postgres_url, postgres_extra  # noqa: PLC0415
-
-    if target == ":memory:":
-        from .aio_memory import AsyncMemoryStore  # noqa: PLC0415
-
-        return AsyncMemoryStore()
-    if is_postgres_url(target):
-        with postgres_extra():
-            from .aio_postgres import AsyncPostgresStore  # noqa: PLC0415
-        return await AsyncPostgresStore.open(
-            os.fspath(target),
-            connect_timeout=DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout,
-            timeout=DEFAULT_STORE_TIMEOUT if timeout is None else timeout,
-        )
-    from .aio_sqlite import AsyncSqliteStore  # noqa: PLC0415
-
-    return await AsyncSqliteStore.open(target)
 
 
 # --------------------------------------------------------------------------

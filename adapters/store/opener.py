@@ -15,6 +15,11 @@ schema version.
 connection to a PostgreSQL server: a wrong host, port, database or password
 fails within it as ``StoreUnreachableError`` with the driver's message.
 
+``open_async_store(target)`` is the same for asyncio programs: an
+``AsyncPostgresStore`` for a URL, an ``AsyncSqliteStore`` for a file, and
+an ``AsyncMemoryStore`` for ``":memory:"``; each backend is imported only
+when it is asked for.
+
 A URL given when psycopg is not installed is ``InvalidRequestError`` saying
 which extra to install.
 """
@@ -31,11 +36,16 @@ from .base import InvalidRequestError
 from .engine import LogStore
 from .sqlite import SqliteStore
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .aio import AsyncLogStore
+
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_STORE_TIMEOUT",
     "POSTGRES_SCHEMES",
     "is_postgres_url",
+    "open_async_store",
     "open_store",
     "postgres_extra",
 ]
@@ -92,3 +102,32 @@ def open_store(
         store = SqliteStore(target)
     _log.info("store %s opened: %s", type(store).__name__, redact_url(os.fspath(target)))
     return store
+
+
+async def open_async_store(
+    target: str | os.PathLike[str],
+    *,
+    connect_timeout: float | None = None,
+    timeout: float | None = None,
+) -> AsyncLogStore:
+    """The async store at ``target``: ``":memory:"`` gives an
+    ``AsyncMemoryStore``, a ``postgresql://`` URL an ``AsyncPostgresStore``
+    (``connect_timeout`` and ``timeout`` as ``open_store`` takes them),
+    anything else the ``AsyncSqliteStore`` of that file. Opening does not
+    block the loop."""
+    # Each backend is imported only when asked for (psycopg is optional).
+    if target == ":memory:":
+        from .aio_memory import AsyncMemoryStore  # noqa: PLC0415
+
+        return AsyncMemoryStore()
+    if is_postgres_url(target):
+        with postgres_extra():
+            from .aio_postgres import AsyncPostgresStore  # noqa: PLC0415
+        return await AsyncPostgresStore.open(
+            os.fspath(target),
+            connect_timeout=DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout,
+            timeout=DEFAULT_STORE_TIMEOUT if timeout is None else timeout,
+        )
+    from .aio_sqlite import AsyncSqliteStore  # noqa: PLC0415
+
+    return await AsyncSqliteStore.open(target)

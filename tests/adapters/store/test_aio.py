@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from planfold.adapters.runtime.goal_service import GoalService
-from planfold.adapters.store.aio import AsyncLogStore, AsyncSharedStore, open_async_store
+from planfold.adapters.store.aio import AsyncLogStore, AsyncSharedStore
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_postgres import AsyncPostgresStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
@@ -32,6 +32,7 @@ from planfold.adapters.store.base import (
 )
 from planfold.adapters.store.contract_logs import batch_after
 from planfold.adapters.store.memory import MemoryStore
+from planfold.adapters.store.opener import open_async_store
 from planfold.adapters.store.sqlite import SqliteStore
 from planfold.adapters.store.sqlite_conn import connect_sqlite
 from planfold.adapters.store.sqlite_schema import Connection
