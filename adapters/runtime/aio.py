@@ -390,6 +390,10 @@ class AsyncRuntime(DriverCore):
         except asyncio.CancelledError:  # the turn may be open in the log: the next one closes it
             self.abandon()
             raise
+        except Exception:
+            if self.in_doubt:  # the same: its start's append may be in the store
+                self.abandon()
+            raise
         self._requests = []
         try:
             return await self._drive()

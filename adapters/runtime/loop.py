@@ -83,7 +83,12 @@ class Runtime(Driver[ModelClient, ReviewPort]):
         human). Model failures end the turn cleanly; the report says how it
         ended. A turn an earlier process left open is closed first."""
         machine = self.machine
-        machine.start_turn(text, source, view)
+        try:
+            machine.start_turn(text, source, view)
+        except BaseException as exc:  # not a refusal: the turn may be open in the log, the next one closes it
+            if machine.in_doubt or not isinstance(exc, Exception):
+                machine.abandon()
+            raise
         try:
             while True:
                 action = machine.next_action()

@@ -502,3 +502,43 @@ def test_the_tables_the_readme_picture_is_drawn_from_name_real_operations_and_dr
 
         module_of = importlib.import_module(f"planfold.{module}")
         assert getattr(module_of, "step", None) is step or "machine" in driver.__init__.__code__.co_names
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_a_turn_whose_start_is_in_doubt_does_not_stop_the_next_turn_once_the_store_is_back(driver: str) -> None:
+    store = Outage(MemoryStore())
+    store.falls = True  # the turn's start is written, then the store goes down before it answers
+
+    def back() -> None:
+        store.down = False
+
+    failed, report = _two_turns(driver, store, _Once(), back)
+    assert isinstance(failed, StorageError) and failed.outcome == "unknown"
+    assert isinstance(report, TurnReport), report
+    assert report.turn == 2 and report.closed_turn == 1 and report.ended_by == "reply"
+    assert store.load(S) == fold_session(store.read(S)) and store.audit(S).ok
+
+
+class _Interrupted(ForwardingStore):
+    """A store that writes the first append, then the user presses Ctrl-C
+    before it answers."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.interrupt = True
+
+    def append(self, request: AppendRequest) -> AppendResult:
+        result = self.inner.append(request)
+        if self.interrupt:
+            self.interrupt = False
+            raise KeyboardInterrupt
+        return result
+
+
+def test_a_ctrl_c_while_a_turn_starts_leaves_the_next_turn_to_close_it() -> None:
+    store = _Interrupted(MemoryStore())
+    failed, report = _two_turns("sync", store, _Once(), lambda: None)
+    assert isinstance(failed, KeyboardInterrupt)
+    assert isinstance(report, TurnReport), report
+    assert report.turn == 2 and report.closed_turn == 1 and report.ended_by == "reply"
+    assert store.load(S) == fold_session(store.read(S)) and store.audit(S).ok
