@@ -89,6 +89,7 @@ from ...kernel.log import Event, MessageSource
 from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
 from ...kernel.plan.review import ReviewAnswer, ReviewRequest
+from ...kernel.plan.scope import Effect
 from ...kernel.session import SessionState
 from ...kernel.turn import RecordedReply
 from ..delegation import Delegated
@@ -107,7 +108,7 @@ from ..store.base import (
 from ..store.fork import fork_at_turn
 from ..store.session_log import Clock, LogSealedError, SessionLog, system_clock
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
-from .resolve import resolved_effects
+from .resolve import ResolverError, resolved_effects
 from .tool_runner import ToolRunner, reply_of
 
 __all__ = [
@@ -586,9 +587,20 @@ class DriverCore:
                 queue.append(action.event)
             elif isinstance(action, step.ResolvePaths):
                 call = action.call
-                queue.append(step.Resolved(call.id, tuple(resolved_effects(self.tools, call)), 0))
+                queue.append(step.Resolved(call.id, self._resolved(call), 0))
             else:
                 left.append(action)
+
+    def _resolved(self, call: model.ToolCall) -> tuple[Effect, ...]:
+        """Where ``call``'s effects land. A resolver that raises (its port
+        forbids it) is its supplier's fault: the turn is abandoned, so that
+        the driver can close it, and ``ResolverError`` is raised; the call
+        never runs."""
+        try:
+            return resolved_effects(self.tools, call)
+        except Exception as exc:
+            self.abandon()
+            raise ResolverError(call, exc) from exc
 
     def _derive(self, basis: step.RequestBasis) -> PreparedRequest:
         """The request of a step, derived from ``basis`` (the conversation's

@@ -15,8 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from benchmarks.workloads import session_events
 from planfold.adapters.llm.model import ChatRequest, ChatResponse, ModelTimeoutError
-from planfold.adapters.runtime.aio import AsyncRuntime, InThread
-from planfold.adapters.runtime.loop import Runtime
+from planfold.adapters.runtime.aio import AsyncRuntime
 from planfold.adapters.runtime.machine import (
     Action,
     AskModel,
@@ -51,7 +50,7 @@ from planfold.kernel.session import SessionState, fold_more, fold_session
 from planfold.kernel.turn import CALL_INTERRUPTED
 from tests.adapters.serve.test_host import Host
 from tests.adapters.serve.test_host import S as HOST_SESSION
-from tests.runtime_helpers import batch, call, exit_plan, say, ticking
+from tests.runtime_helpers import batch, call, exit_plan, run_turns, say, ticking
 from tests.storage_helpers import CountingFold
 
 S = "s1"
@@ -208,30 +207,8 @@ class _Once:
 
 
 def _two_turns(driver: str, store: Store, model: _Once, between: Callable[[], object]) -> list[object]:
-    """Two turns on one runtime of ``driver`` (``sync`` or ``asyncio``), with
-    ``between`` done between them: each turn's report, or what it raised."""
-    outcomes: list[object] = []
-    if driver == "sync":
-        runtime = Runtime(store, S, model, _tools(), clock=ticking())
-        for n in range(2):
-            try:
-                outcomes.append(runtime.run_turn(f"turn {n}"))
-            except BaseException as exc:
-                outcomes.append(exc)
-            between()
-        return outcomes
-
-    async def turns() -> None:
-        runtime = AsyncRuntime(store, S, InThread(model), _tools(), clock=ticking())
-        for n in range(2):
-            try:
-                outcomes.append(await runtime.run_turn(f"turn {n}"))
-            except BaseException as exc:
-                outcomes.append(exc)
-            between()
-
-    asyncio.run(turns())
-    return outcomes
+    """Two turns on one runtime of ``driver`` (``run_turns``)."""
+    return run_turns(driver, store, model, _tools(), ("turn 0", "turn 1"), between=between)
 
 
 @pytest.mark.parametrize("driver", ["sync", "asyncio"])

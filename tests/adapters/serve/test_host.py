@@ -14,6 +14,9 @@ from planfold.adapters.serve.command import ticks
 from planfold.adapters.serve.server import Server
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.session import fold_session
+from planfold.kernel.tools.events import read_tool_result
+from planfold.kernel.turn import CALL_INTERRUPTED
+from tests.runtime_helpers import SPEC, SUMMARY, BrokenResolver
 from tests.serve_host import WORKSPACE_TOOLS, InProcess
 
 S = "s"
@@ -247,3 +250,25 @@ def test_events_append_records_facts_and_refuses_what_planfold_decides() -> None
     with pytest.raises(RemoteError) as decided:
         host("events/append", events=[{"kind": "plan/mode", "payload": {"active": True}}])
     assert decided.value.rpc_code == -32602
+
+
+def test_a_resolver_that_raises_leaves_the_session_at_turn_so_the_host_can_end_it_and_start_the_next() -> None:
+    store = MemoryStore()
+    server = Server(store, ticks(1_000))
+    host = Host(server)
+    server.sessions[S].machine.tools.resolver = BrokenResolver()
+    host("turn/start", text="Write new.txt")
+    host("step/begin", step=1)
+    host.reply(("b1", "bootstrap_plan", {"plan_spec": SPEC, "summary_candidate": SUMMARY}))
+    assert host("tool/dispatch", call_id="b1")["ok"]
+    assert host("step/begin", step=2)["phase"] == "build_execute"
+    host.reply(("w1", "write_file", {"path": "new.txt", "content": "x"}))
+    with pytest.raises(RemoteError) as failed:
+        host("tool/dispatch", call_id="w1")
+    assert failed.value.remote_code == "resolver-failed" and "new.txt went away" in failed.value.message
+    assert host("session/read")["stage"] == "turn"
+    assert host("turn/end")["turn"] == 1
+    answers = [read_tool_result(e.payload) for e in store.read(S) if e.kind == "tool/result"][1:]
+    assert [(a.call_id, a.ok, CALL_INTERRUPTED in a.output) for a in answers] == [("w1", False, True)]
+    assert host("turn/start", text="Again")["turn"] == 2
+    assert store.audit(S).ok and fold_session(store.read(S)) == store.load(S)
