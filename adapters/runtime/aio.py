@@ -191,8 +191,12 @@ class _AsyncLog:
         return log
 
     async def reload(self) -> None:
-        self._state = await self.store.load(self.session_id, incremental=True)
-        self._events = list((await self.store.read(self.session_id))[: self._state.last_seq])
+        """Read the session again: the fold and its events are taken together
+        once both are read (a read that fails or is cancelled keeps both as
+        they were)."""
+        state = await self.store.load(self.session_id, incremental=True)
+        events = list((await self.store.read(self.session_id))[: state.last_seq])
+        self._state, self._events = state, events
 
 
 class AsyncRuntime(DriverCore):

@@ -20,10 +20,11 @@ from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.store.aio import AsyncSharedStore
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
-from planfold.adapters.store.base import AppendRequest, AppendResult, LeaseHeldError
+from planfold.adapters.store.base import AppendRequest, AppendResult, LeaseHeldError, StorageError
 from planfold.adapters.store.memory import MemoryStore
+from planfold.kernel.errors import ConflictError
 from planfold.kernel.goal.ops import GoalError
-from planfold.kernel.log import MessageSource
+from planfold.kernel.log import Event, MessageSource
 from planfold.kernel.session import fold_session
 from tests.runtime_helpers import FILES, HeldAppend, say, ticking
 
@@ -245,5 +246,38 @@ def test_a_round_whose_lease_was_taken_over_stops_the_drive_and_disarms_this_pro
         assert (await store.audit(S)).ok
         lease = await store.lease(S)
         assert lease is not None and lease.holder == "someone else"
+
+    asyncio.run(scenario())
+
+
+class _ReadFails(AsyncMemoryStore):
+    """An async memory store whose event reads fail while ``failing`` is set
+    (its loads answer)."""
+
+    failing = False
+
+    async def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
+        if self.failing:
+            raise StorageError("read", "the server went away")
+        return await super().read(session_id, after)
+
+
+def test_a_goal_operation_whose_read_again_fails_leaves_the_runtimes_log_as_it_was_fold_and_events_alike() -> None:
+    async def scenario() -> None:
+        store = _ReadFails(clock=ticking())
+        runtime, goals = await _goal_service(store)
+        other = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
+        await other.run_turn("another writer first")
+        store.failing = True  # the goal's append conflicts; the session's fold is read again, its events not
+        with pytest.raises(StorageError):
+            await goals.create(goals.agent, "Keep the docs true")
+        assert len(runtime.goal_log.events) == runtime.state.last_seq == 0  # the fold and the events agree
+        store.failing = False
+        with pytest.raises(ConflictError):  # the other writer's turn, found by the next append
+            await runtime.run_turn("mine")
+        report = await runtime.run_turn("mine")
+        events = await store.read(S)
+        assert report.turn == 2 and runtime.state == await store.load(S) == fold_session(events)
+        assert list(runtime.goal_log.events) == list(events)
 
     asyncio.run(scenario())
