@@ -12,6 +12,7 @@ import pytest
 from planfold.adapters.serve.client import RemoteError
 from planfold.adapters.serve.command import ticks
 from planfold.adapters.serve.server import Server
+from planfold.adapters.store.base import AppendRequest, AppendResult, ForwardingStore, StorageError, Store
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.session import fold_session
 from planfold.kernel.tools.events import read_tool_result
@@ -272,3 +273,36 @@ def test_a_resolver_that_raises_leaves_the_session_at_turn_so_the_host_can_end_i
     assert [(a.call_id, a.ok, CALL_INTERRUPTED in a.output) for a in answers] == [("w1", False, True)]
     assert host("turn/start", text="Again")["turn"] == 2
     assert store.audit(S).ok and fold_session(store.read(S)) == store.load(S)
+
+
+class _FailsAfter(ForwardingStore):
+    """A store whose appends after the first ``good`` ones fail unwritten."""
+
+    def __init__(self, inner: Store, good: int) -> None:
+        super().__init__(inner)
+        self.good = good
+
+    def append(self, request: AppendRequest) -> AppendResult:
+        if self.good == 0:
+            raise StorageError("append", "the disk is full", outcome="not-applied")
+        self.good -= 1
+        return self.inner.append(request)
+
+
+def test_a_step_begin_whose_header_fails_keeps_the_queued_choice_it_recorded_in_its_own_append() -> None:
+    inner = MemoryStore()
+    store = _FailsAfter(inner, 10)
+    host = Host(Server(store, ticks(1_000)))
+    host("turn/start", text="Plan first")
+    assert host("user/choose", active=True)["outcome"] == "queued"
+    store.good = 1  # the flush is written, the request header is not
+    with pytest.raises(RemoteError) as failed:
+        host("step/begin", step=1)
+    assert failed.value.remote_code == "storage-failure"
+    kinds = [e.kind for e in inner.read(S)]
+    assert kinds[-1] != "request/header" and fold_session(inner.read(S)).plan_mode  # the choice stands
+    info = host("session/read")
+    assert info["stage"] == "turn" and info["pending"] is None and info["mode"] == "plan"
+    store.good = 10
+    begun = host("step/begin", step=1)
+    assert not begun["flushed"] and begun["header_seq"] == inner.head(S)
