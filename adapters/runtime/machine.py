@@ -62,10 +62,11 @@ takes the reducer's value after it, or keeps the one before. While the
 store does not answer, the next operation asks it first; a turn abandoned
 meanwhile (``abandon``) stays abandoned whichever the answer is.
 
-Only ``atomic`` (a goal operation of ``planfold serve``) is one unit: its
-appends are held (``UnitStore``) and written in one compare-and-set append
-when it returns; when anything in it fails, the log's in-memory state is put
-back as it was before (and read again when the store may be ahead).
+Only ``atomic`` (``planfold serve``'s goal operations, typed commands and
+recorded facts) is one unit: its appends are held (``UnitStore``) and
+written in one compare-and-set append when it returns; when anything in it
+fails, the log's in-memory state is put back as it was before (and read
+again when the store may be ahead).
 
 The log is the only durable state: a machine built from a session's log at
 any point (after a crash, a kill, a cancelled task) knows everything the log
@@ -728,9 +729,10 @@ class StepMachine(DriverCore):
         return None
 
     def atomic(self, operation: Callable[[], T], *extra: object) -> T:
-        """Run ``operation`` (a goal operation of ``planfold serve``) as one
-        unit of appends; ``extra`` objects with a ``__dict__`` are put back
-        when it fails, and so is the in-memory log."""
+        """Run ``operation`` (``planfold serve``'s goal operation, typed
+        command or recorded facts) as one unit of appends; ``extra`` objects
+        with a ``__dict__`` are put back when it fails, and so is the
+        in-memory log."""
         kept = [(obj, dict(vars(obj))) for obj in extra]
         mark = self.log.mark()
         self.unit.begin()
