@@ -154,7 +154,9 @@ class _AsyncLog:
         ``decide(state, at)`` returns, stamped ``at``, deciding again on the
         store's state after a conflict (at most ``attempts`` times); with
         ``lease()``'s lease when there is one (a goal driver's fence). It
-        waits for the writer before it (``writing``)."""
+        waits for the writer before it (``writing``) and, cancelled while its
+        append is in flight, holds it until the append answers (its events
+        taken when written), then re-raises."""
         async with self.writing:
             for attempt in range(1, attempts + 1):
                 at = self.now()
@@ -165,7 +167,7 @@ class _AsyncLog:
                 events = number_drafts(drafts, before.last_seq, at)
                 state = fold_more(before, events)
                 try:
-                    await self._append_events(before, events, state)
+                    await _settled(asyncio.ensure_future(self._append_events(before, events, state)))
                 except ConflictError:
                     if attempt == attempts:
                         raise

@@ -126,6 +126,28 @@ def test_a_goal_created_while_a_turns_append_awaits_its_answer_follows_it_in_the
     asyncio.run(scenario())
 
 
+def test_a_goal_operation_cancelled_while_its_append_awaits_its_answer_keeps_the_writer_until_it_answers() -> None:
+    store = HeldAppend("goal/change", landed=True)
+
+    async def scenario() -> None:
+        runtime, goals = await _goal_service(store)
+        creating = asyncio.ensure_future(goals.create(goals.agent, "Ship it"))
+        await store.held.wait()  # the goal is in the store, its answer late
+        turn = asyncio.ensure_future(runtime.run_turn("go"))  # waits for the writer
+        await asyncio.sleep(0)
+        creating.cancel()
+        await asyncio.sleep(0)
+        store.release()
+        with pytest.raises(asyncio.CancelledError):
+            await creating
+        report = await turn
+        events = await store.read(S)
+        assert events[0].kind == "goal/change" and report.ended_by == "reply"
+        assert runtime.state == fold_session(events) and runtime.state.goal.current is not None
+
+    asyncio.run(scenario())
+
+
 def test_a_refused_operation_and_a_stale_agent_append_nothing() -> None:
     async def scenario() -> None:
         store = AsyncMemoryStore(clock=ticking())
