@@ -108,6 +108,7 @@ __all__ = [
     "decide_review_answer",
     "decide_scope",
     "decide_tool_call",
+    "result_draft",
     "tool_error_text",
     "tool_message_text",
     "tool_ok_text",
@@ -202,7 +203,8 @@ class PreStep:
 # Helpers
 
 
-def _result_draft(result: ToolResult) -> Draft:
+def result_draft(result: ToolResult) -> Draft:
+    """The ``tool/result`` that records ``result``, for the log to number."""
     return Draft(TOOL_RESULT, tool_result_payload(result.call_id, result.tool, ok=result.ok, output=result.output))
 
 
@@ -223,7 +225,7 @@ def _arguments(call: ToolCall) -> object:
 
 def _answer(call: ToolCall, drafts: Sequence[Draft], ok: bool, output: str) -> ToolDecision:
     result = ToolResult(call.id, call.name, ok, output)
-    return ToolDecision((*drafts, _result_draft(result)), result)
+    return ToolDecision((*drafts, result_draft(result)), result)
 
 
 def _summary_refreshed(before: SummaryView, after: SessionState) -> bool:
@@ -260,7 +262,7 @@ def decide_tool_call(
         result = ToolResult(call.id, call.name, False, output)
     except PlanfoldError as exc:
         result = _failure(call.id, call.name, exc)
-    return ToolDecision((_result_draft(result),), result)
+    return ToolDecision((result_draft(result),), result)
 
 
 def _exit(state: SessionState, call: ToolCall, new_plan_id: str, review_available: bool) -> ToolDecision:
@@ -337,8 +339,8 @@ def decide_review_answer(state: SessionState, review: PendingReview, answer: Rev
             result = ToolResult(review.call_id, review.tool, False, tool_error_text(outcome.status, outcome.message))
     except PlanfoldError as exc:
         failed = _failure(review.call_id, review.tool, exc)
-        return ReviewDecision((_result_draft(failed),), failed, outcome)
-    drafts = (*drafts, _result_draft(result))
+        return ReviewDecision((result_draft(failed),), failed, outcome)
+    drafts = (*drafts, result_draft(result))
     return ReviewDecision(drafts, result, outcome, outcome.pending)  # only an approval has a pending exit
 
 

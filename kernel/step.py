@@ -65,10 +65,11 @@ from .decisions import (
     decide_request_header,
     decide_review_answer,
     decide_tool_call,
+    result_draft,
     tool_message_text,
 )
 from .errors import KernelError, PlanfoldError
-from .log import TOOL_RESULT, Draft, Event, MessageSource, number_drafts, turn_start, user_message
+from .log import Draft, Event, MessageSource, number_drafts, turn_start, user_message
 from .phase import RuntimePhase
 from .plan.context import ViewRequest, plan_to_start, runtime_phase
 from .plan.mode import PendingChoice, StepVerdict
@@ -76,7 +77,7 @@ from .plan.review import ReviewAnswer, ReviewRequest
 from .plan.scope import Effect
 from .plan_events import fold_drafts
 from .session import SessionState, fold_more
-from .tools.events import read_tool_result, tool_result_payload, verdict_events
+from .tools.events import ToolResult, read_tool_result, verdict_events
 from .tools.gate import Allowed, GatePolicy, Refused, Verdict, check_call, list_available_specs
 from .tools.spec import ToolCall, ToolRegistry
 from .turn import RecordedReply, Reply, abandoned_turn, interrupted_calls, record_reply, scope_refusal
@@ -911,14 +912,11 @@ def _runtime_call(p: Process, log: Log, work: _Work, entry: CallEntry, review_av
     return Transition(p, (*work.action(), Result(result)))
 
 
-def _result_draft(call: ToolCall, *, ok: bool, output: str) -> Draft:
-    return Draft(TOOL_RESULT, tool_result_payload(call.id, call.name, ok=ok, output=output))
-
-
 def _tool_done(p: Process, log: Log, e: ToolDone, stage: Stage) -> Transition:
     entry = _expect(p, stage, e.call_id)
     work = _Work(log, e.at)
-    (written,) = work.append((_result_draft(entry.call, ok=e.ok, output=e.output),))
+    call = entry.call
+    (written,) = work.append((result_draft(ToolResult(call.id, call.name, e.ok, e.output)),))
     p = _settle(replace(p, current=None, awaiting=None), work)
     return Transition(p, (*work.action(), Result(written)))
 

@@ -8,18 +8,22 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from planfold.adapters.llm.model import ChatRequest, ChatResponse, ModelError, ToolCall
+from planfold.adapters.llm.model import ChatRequest, ChatResponse, ModelClient, ModelError, ToolCall
 from planfold.adapters.llm.script_format import Expectation, ScriptStep
 from planfold.adapters.llm.scripted import ScriptedClient
+from planfold.adapters.runtime.aio import AsyncRuntime, InThread
+from planfold.adapters.runtime.loop import Runtime
 from planfold.adapters.runtime.review import ScriptedReviewer, approve
+from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import Session, open_runtime
 from planfold.adapters.runtime.workspace import Executor, Workspace
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
-from planfold.adapters.store.base import AppendRequest, AppendResult
+from planfold.adapters.store.base import AppendRequest, AppendResult, Store
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.log import Event
 from planfold.kernel.payload import JSON
 from planfold.kernel.plan.review import ReviewAnswer
+from planfold.kernel.plan.scope import ResolvedTarget
 from planfold.kernel.tools.gate import GatePolicy
 from planfold.kernel.tools.spec import ToolSpec
 
@@ -64,6 +68,11 @@ def exit_plan(spec: Mapping[str, JSON] = SPEC, summary: Mapping[str, JSON] | Non
     return call("exit_plan_mode", arguments)
 
 
+def bootstrap(spec: Mapping[str, JSON] = SPEC, summary: Mapping[str, JSON] = SUMMARY) -> ChatResponse:
+    """A reply recording the plan of build mode's bootstrap phase."""
+    return call("bootstrap_plan", {"plan_spec": dict(spec), "summary_candidate": dict(summary)})
+
+
 def batch(*replies: ChatResponse) -> ChatResponse:
     """One reply making the tool calls of ``replies``, in order."""
     return ChatResponse(None, tuple(c for r in replies for c in r.tool_calls), "tool_calls")
@@ -100,6 +109,49 @@ class HookedModel:
         if hook is not None:
             hook()
         return self.inner.complete(request)
+
+
+class BrokenResolver:
+    """A resolver that raises, which its port forbids."""
+
+    def resolve(self, path: str) -> tuple[ResolvedTarget, ...]:
+        raise OSError(f"the disk under {path} went away")
+
+
+def run_turns(
+    driver: str,
+    store: Store,
+    model: ModelClient,
+    tools: ToolRunner,
+    texts: Sequence[str],
+    *,
+    between: Callable[[], object] = lambda: None,
+) -> list[object]:
+    """A turn for each of ``texts`` on one runtime of ``driver`` (``sync`` or
+    ``asyncio``, the model then run in a thread), ``between`` done after
+    each: each turn's report, or what it raised."""
+    outcomes: list[object] = []
+    if driver == "sync":
+        runtime = Runtime(store, "s1", model, tools, clock=ticking())
+        for text in texts:
+            try:
+                outcomes.append(runtime.run_turn(text))
+            except BaseException as exc:
+                outcomes.append(exc)
+            between()
+        return outcomes
+
+    async def turns() -> None:
+        runtime = AsyncRuntime(store, "s1", InThread(model), tools, clock=ticking())
+        for text in texts:
+            try:
+                outcomes.append(await runtime.run_turn(text))
+            except BaseException as exc:
+                outcomes.append(exc)
+            between()
+
+    asyncio.run(turns())
+    return outcomes
 
 
 def ticking() -> Callable[[], int]:

@@ -154,7 +154,9 @@ class _AsyncLog:
         ``decide(state, at)`` returns, stamped ``at``, deciding again on the
         store's state after a conflict (at most ``attempts`` times); with
         ``lease()``'s lease when there is one (a goal driver's fence). It
-        waits for the writer before it (``writing``)."""
+        waits for the writer before it (``writing``) and, cancelled while its
+        append is in flight, holds it until the append answers (its events
+        taken when written), then re-raises."""
         async with self.writing:
             for attempt in range(1, attempts + 1):
                 at = self.now()
@@ -165,7 +167,7 @@ class _AsyncLog:
                 events = number_drafts(drafts, before.last_seq, at)
                 state = fold_more(before, events)
                 try:
-                    await self._append_events(before, events, state)
+                    await _settled(asyncio.ensure_future(self._append_events(before, events, state)))
                 except ConflictError:
                     if attempt == attempts:
                         raise
@@ -191,8 +193,12 @@ class _AsyncLog:
         return log
 
     async def reload(self) -> None:
-        self._state = await self.store.load(self.session_id, incremental=True)
-        self._events = list((await self.store.read(self.session_id))[: self._state.last_seq])
+        """Read the session again: the fold and its events are taken together
+        once both are read (a read that fails or is cancelled keeps both as
+        they were)."""
+        state = await self.store.load(self.session_id, incremental=True)
+        events = list((await self.store.read(self.session_id))[: state.last_seq])
+        self._state, self._events = state, events
 
 
 class AsyncRuntime(DriverCore):
@@ -389,6 +395,10 @@ class AsyncRuntime(DriverCore):
             await self._advance(start)
         except asyncio.CancelledError:  # the turn may be open in the log: the next one closes it
             self.abandon()
+            raise
+        except Exception:
+            if self.in_doubt:  # the same: its start's append may be in the store
+                self.abandon()
             raise
         self._requests = []
         try:

@@ -12,7 +12,7 @@ puts ``Review`` requests to the review port (fail closed: no port, or one
 that raises, is a lost channel). ``TurnOver`` ends the turn.
 
 When something other than the model fails mid-turn (the store, a step
-listener, a bug), the runtime tries to close the turn (``end_turn``: the
+listener, a resolver that raises: ``ResolverError``, a bug), the runtime tries to close the turn (``end_turn``: the
 calls it left unanswered are answered as ``call-interrupted``) and lets the
 error propagate; if even that fails, the next turn closes it, as it closes
 the turn of a process that was killed. An interruption that is not an
@@ -83,7 +83,12 @@ class Runtime(Driver[ModelClient, ReviewPort]):
         human). Model failures end the turn cleanly; the report says how it
         ended. A turn an earlier process left open is closed first."""
         machine = self.machine
-        machine.start_turn(text, source, view)
+        try:
+            machine.start_turn(text, source, view)
+        except BaseException as exc:  # not a refusal: the turn may be open in the log, the next one closes it
+            if machine.in_doubt or not isinstance(exc, Exception):
+                machine.abandon()
+            raise
         try:
             while True:
                 action = machine.next_action()

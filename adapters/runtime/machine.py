@@ -62,10 +62,11 @@ takes the reducer's value after it, or keeps the one before. While the
 store does not answer, the next operation asks it first; a turn abandoned
 meanwhile (``abandon``) stays abandoned whichever the answer is.
 
-Only ``atomic`` (a goal operation of ``planfold serve``) is one unit: its
-appends are held (``UnitStore``) and written in one compare-and-set append
-when it returns; when anything in it fails, the log's in-memory state is put
-back as it was before (and read again when the store may be ahead).
+Only ``atomic`` (``planfold serve``'s goal operations, typed commands and
+recorded facts) is one unit: its appends are held (``UnitStore``) and
+written in one compare-and-set append when it returns; when anything in it
+fails, the log's in-memory state is put back as it was before (and read
+again when the store may be ahead).
 
 The log is the only durable state: a machine built from a session's log at
 any point (after a crash, a kill, a cancelled task) knows everything the log
@@ -89,6 +90,7 @@ from ...kernel.log import Event, MessageSource
 from ...kernel.plan.context import ViewRequest
 from ...kernel.plan.mode import ChoiceOutcome, PendingChoice, PlanModeView, StepVerdict
 from ...kernel.plan.review import ReviewAnswer, ReviewRequest
+from ...kernel.plan.scope import Effect
 from ...kernel.session import SessionState
 from ...kernel.turn import RecordedReply
 from ..delegation import Delegated
@@ -107,7 +109,7 @@ from ..store.base import (
 from ..store.fork import fork_at_turn
 from ..store.session_log import Clock, LogSealedError, SessionLog, system_clock
 from .prompt import Conversation, PreparedRequest, PromptConfig, prepare_request
-from .resolve import resolved_effects
+from .resolve import ResolverError, resolved_effects
 from .tool_runner import ToolRunner, reply_of
 
 __all__ = [
@@ -586,9 +588,20 @@ class DriverCore:
                 queue.append(action.event)
             elif isinstance(action, step.ResolvePaths):
                 call = action.call
-                queue.append(step.Resolved(call.id, tuple(resolved_effects(self.tools, call)), 0))
+                queue.append(step.Resolved(call.id, self._resolved(call), 0))
             else:
                 left.append(action)
+
+    def _resolved(self, call: model.ToolCall) -> tuple[Effect, ...]:
+        """Where ``call``'s effects land. A resolver that raises (its port
+        forbids it) is its supplier's fault: the turn is abandoned, so that
+        the driver can close it, and ``ResolverError`` is raised; the call
+        never runs."""
+        try:
+            return resolved_effects(self.tools, call)
+        except Exception as exc:
+            self.abandon()
+            raise ResolverError(call, exc) from exc
 
     def _derive(self, basis: step.RequestBasis) -> PreparedRequest:
         """The request of a step, derived from ``basis`` (the conversation's
@@ -716,9 +729,10 @@ class StepMachine(DriverCore):
         return None
 
     def atomic(self, operation: Callable[[], T], *extra: object) -> T:
-        """Run ``operation`` (a goal operation of ``planfold serve``) as one
-        unit of appends; ``extra`` objects with a ``__dict__`` are put back
-        when it fails, and so is the in-memory log."""
+        """Run ``operation`` (``planfold serve``'s goal operation, typed
+        command or recorded facts) as one unit of appends; ``extra`` objects
+        with a ``__dict__`` are put back when it fails, and so is the
+        in-memory log."""
         kept = [(obj, dict(vars(obj))) for obj in extra]
         mark = self.log.mark()
         self.unit.begin()

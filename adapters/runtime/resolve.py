@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from ...kernel.plan.scope import Effect, ResolvedTarget
 from ...kernel.plan.tools import execution_effects
 from ...kernel.tools.spec import ToolCall
+from ..errors import AdapterError
 
 if TYPE_CHECKING:
     from .tool_runner import ToolRunner
@@ -76,6 +77,7 @@ __all__ = [
     "Entry",
     "EntryKind",
     "Resolver",
+    "ResolverError",
     "Tree",
     "TreeResolver",
     "directory_resolver",
@@ -127,6 +129,25 @@ class Resolver(Protocol):
     def resolve(self, path: str) -> tuple[ResolvedTarget, ...]:
         """Never raises; an unresolvable path is a ``ResolvedTarget(None, why)``."""
         ...
+
+
+class ResolverError(AdapterError):
+    """A resolver raised instead of answering, which its port forbids: the
+    fault of whoever supplied the resolver, not of the call or the model.
+    The call was not run; the driver abandoned its turn (the runtimes close
+    it at once, its calls answered as interrupted; ``planfold serve``'s host
+    closes it with ``turn/end`` or its next ``turn/start``)."""
+
+    code = "resolver-failed"
+
+    def __init__(self, call: ToolCall, cause: Exception) -> None:
+        super().__init__(
+            f"the resolver raised {cause!r} finding where call {call.id!r} ({call.name}) would write; a resolver "
+            "answers an unresolvable path instead of raising, so its supplier is at fault: the call was not run "
+            "and its turn was abandoned"
+        )
+        self.call_id = call.id
+        self.tool = call.name
 
 
 class _Unresolvable(Exception):
@@ -301,7 +322,8 @@ def resolve_effect(resolver: Resolver, effect: Effect) -> Effect:
 def resolved_effects(tools: ToolRunner, call: ToolCall) -> tuple[Effect, ...]:
     """The effects ``call`` would have (``execution_effects``), each path
     resolved by ``tools.resolver``: what the runtime hands the kernel's scope
-    check. Never raises."""
+    check. Raises only what a resolver that breaks its port raises (the
+    drivers answer that with ``ResolverError``)."""
     spec = tools.registry.get(call.name)
     if spec is None:
         return ()

@@ -18,10 +18,14 @@ goal (``adapters.serve.goals``: ``goal/*``, ``/goal`` and a goal round's
 ``turn/start``) and the facts it records (``events/append``: what
 ``kernel.turn.unrecordable`` allows).
 
-Every operation is atomic (a unit of the machine, which puts the goal
-activation back too): a refusal, a conflict with another writer or a storage
-failure leaves the log and the process state as they were, and the error is
-the failed append's own.
+Each operation writes what the machine decides, one append per transition
+(``step/begin`` records a queued plan-mode choice in its own append before
+the request header): a refusal changes nothing, and when an append fails
+(a conflict with another writer, a storage failure) the ones before it
+stand, the process state is the one after them, and the error is the failed
+append's own. ``user/command``, ``events/append`` and the goal operations
+are units of the machine (``StepMachine.atomic``): all their events in one
+append or none, the goal activation put back too.
 """
 
 from __future__ import annotations

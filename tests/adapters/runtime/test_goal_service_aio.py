@@ -20,10 +20,11 @@ from planfold.adapters.runtime.workspace import Workspace
 from planfold.adapters.store.aio import AsyncSharedStore
 from planfold.adapters.store.aio_memory import AsyncMemoryStore
 from planfold.adapters.store.aio_sqlite import AsyncSqliteStore
-from planfold.adapters.store.base import AppendRequest, AppendResult, LeaseHeldError
+from planfold.adapters.store.base import AppendRequest, AppendResult, LeaseHeldError, StorageError
 from planfold.adapters.store.memory import MemoryStore
+from planfold.kernel.errors import ConflictError
 from planfold.kernel.goal.ops import GoalError
-from planfold.kernel.log import MessageSource
+from planfold.kernel.log import Event, MessageSource
 from planfold.kernel.session import fold_session
 from tests.runtime_helpers import FILES, HeldAppend, say, ticking
 
@@ -121,6 +122,28 @@ def test_a_goal_created_while_a_turns_append_awaits_its_answer_follows_it_in_the
         assert events[created.seq - 1].kind.startswith("goal/") and events[created.seq - 2].kind == "request/header"
         assert report.ended_by == "reply" and runtime.state == fold_session(events)
         assert runtime.state.goal.current is not None and goals.get(goals.agent) is not None
+
+    asyncio.run(scenario())
+
+
+def test_a_goal_operation_cancelled_while_its_append_awaits_its_answer_keeps_the_writer_until_it_answers() -> None:
+    store = HeldAppend("goal/change", landed=True)
+
+    async def scenario() -> None:
+        runtime, goals = await _goal_service(store)
+        creating = asyncio.ensure_future(goals.create(goals.agent, "Ship it"))
+        await store.held.wait()  # the goal is in the store, its answer late
+        turn = asyncio.ensure_future(runtime.run_turn("go"))  # waits for the writer
+        await asyncio.sleep(0)
+        creating.cancel()
+        await asyncio.sleep(0)
+        store.release()
+        with pytest.raises(asyncio.CancelledError):
+            await creating
+        report = await turn
+        events = await store.read(S)
+        assert events[0].kind == "goal/change" and report.ended_by == "reply"
+        assert runtime.state == fold_session(events) and runtime.state.goal.current is not None
 
     asyncio.run(scenario())
 
@@ -245,5 +268,51 @@ def test_a_round_whose_lease_was_taken_over_stops_the_drive_and_disarms_this_pro
         assert (await store.audit(S)).ok
         lease = await store.lease(S)
         assert lease is not None and lease.holder == "someone else"
+
+    asyncio.run(scenario())
+
+
+class _ReadFails(AsyncMemoryStore):
+    """An async memory store whose event reads fail while ``failing`` is set
+    (its loads answer)."""
+
+    failing = False
+
+    async def read(self, session_id: str, after: int = 0) -> tuple[Event, ...]:
+        if self.failing:
+            raise StorageError("read", "the server went away")
+        return await super().read(session_id, after)
+
+
+class _Reader(Model):
+    """``Model`` that keeps what each request's messages said."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[list[str | None]] = []
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        self.read.append([m.content for m in request.messages])
+        return await super().complete(request)
+
+
+def test_a_goal_operation_whose_read_again_fails_leaves_the_runtimes_log_as_it_was_fold_and_events_alike() -> None:
+    async def scenario() -> None:
+        store, model = _ReadFails(clock=ticking()), _Reader()
+        runtime = await AsyncRuntime.open(store, S, model, _tools(), clock=ticking())
+        goals = AsyncGoalService(runtime.goal_log, "agent-1", lambda: "g1")
+        other = await AsyncRuntime.open(store, S, Model(), _tools(), clock=ticking())
+        await other.run_turn("another writer first")
+        store.failing = True  # the goal's append conflicts; the session's fold is read again, its events not
+        with pytest.raises(StorageError):
+            await goals.create(goals.agent, "Keep the docs true")
+        assert runtime.state.last_seq == 0  # the fold as it was, as the events are
+        store.failing = False
+        with pytest.raises(ConflictError):  # the other writer's turn, found by the next append
+            await runtime.run_turn("mine")
+        report = await runtime.run_turn("mine")
+        events = await store.read(S)
+        assert report.turn == 2 and runtime.state == await store.load(S) == fold_session(events)
+        assert "another writer first" in model.read[-1] and "mine" in model.read[-1]
 
     asyncio.run(scenario())

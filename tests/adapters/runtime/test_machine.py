@@ -15,8 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from benchmarks.workloads import session_events
 from planfold.adapters.llm.model import ChatRequest, ChatResponse, ModelTimeoutError
-from planfold.adapters.runtime.aio import AsyncRuntime, InThread
-from planfold.adapters.runtime.loop import Runtime
+from planfold.adapters.runtime.aio import AsyncRuntime
 from planfold.adapters.runtime.machine import (
     Action,
     AskModel,
@@ -51,7 +50,7 @@ from planfold.kernel.session import SessionState, fold_more, fold_session
 from planfold.kernel.turn import CALL_INTERRUPTED
 from tests.adapters.serve.test_host import Host
 from tests.adapters.serve.test_host import S as HOST_SESSION
-from tests.runtime_helpers import batch, call, exit_plan, say, ticking
+from tests.runtime_helpers import batch, call, exit_plan, run_turns, say, ticking
 from tests.storage_helpers import CountingFold
 
 S = "s1"
@@ -208,30 +207,8 @@ class _Once:
 
 
 def _two_turns(driver: str, store: Store, model: _Once, between: Callable[[], object]) -> list[object]:
-    """Two turns on one runtime of ``driver`` (``sync`` or ``asyncio``), with
-    ``between`` done between them: each turn's report, or what it raised."""
-    outcomes: list[object] = []
-    if driver == "sync":
-        runtime = Runtime(store, S, model, _tools(), clock=ticking())
-        for n in range(2):
-            try:
-                outcomes.append(runtime.run_turn(f"turn {n}"))
-            except BaseException as exc:
-                outcomes.append(exc)
-            between()
-        return outcomes
-
-    async def turns() -> None:
-        runtime = AsyncRuntime(store, S, InThread(model), _tools(), clock=ticking())
-        for n in range(2):
-            try:
-                outcomes.append(await runtime.run_turn(f"turn {n}"))
-            except BaseException as exc:
-                outcomes.append(exc)
-            between()
-
-    asyncio.run(turns())
-    return outcomes
+    """Two turns on one runtime of ``driver`` (``run_turns``)."""
+    return run_turns(driver, store, model, _tools(), ("turn 0", "turn 1"), between=between)
 
 
 @pytest.mark.parametrize("driver", ["sync", "asyncio"])
@@ -502,3 +479,43 @@ def test_the_tables_the_readme_picture_is_drawn_from_name_real_operations_and_dr
 
         module_of = importlib.import_module(f"planfold.{module}")
         assert getattr(module_of, "step", None) is step or "machine" in driver.__init__.__code__.co_names
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_a_turn_whose_start_is_in_doubt_does_not_stop_the_next_turn_once_the_store_is_back(driver: str) -> None:
+    store = Outage(MemoryStore())
+    store.falls = True  # the turn's start is written, then the store goes down before it answers
+
+    def back() -> None:
+        store.down = False
+
+    failed, report = _two_turns(driver, store, _Once(), back)
+    assert isinstance(failed, StorageError) and failed.outcome == "unknown"
+    assert isinstance(report, TurnReport), report
+    assert report.turn == 2 and report.closed_turn == 1 and report.ended_by == "reply"
+    assert store.load(S) == fold_session(store.read(S)) and store.audit(S).ok
+
+
+class _Interrupted(ForwardingStore):
+    """A store that writes the first append, then the user presses Ctrl-C
+    before it answers."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.interrupt = True
+
+    def append(self, request: AppendRequest) -> AppendResult:
+        result = self.inner.append(request)
+        if self.interrupt:
+            self.interrupt = False
+            raise KeyboardInterrupt
+        return result
+
+
+def test_a_ctrl_c_while_a_turn_starts_leaves_the_next_turn_to_close_it() -> None:
+    store = _Interrupted(MemoryStore())
+    failed, report = _two_turns("sync", store, _Once(), lambda: None)
+    assert isinstance(failed, KeyboardInterrupt)
+    assert isinstance(report, TurnReport), report
+    assert report.turn == 2 and report.closed_turn == 1 and report.ended_by == "reply"
+    assert store.load(S) == fold_session(store.read(S)) and store.audit(S).ok

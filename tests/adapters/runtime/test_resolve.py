@@ -1,6 +1,7 @@
 """Resolving where a write lands: through symbolic links, chains, loops, links
 out of the workspace, hard links and the directories a write reaches, on a
-real directory and on the in-memory workspace alike."""
+real directory and on the in-memory workspace alike; and what the runtimes
+do with a resolver that raises."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from planfold.adapters.llm.model import ToolCall
+from planfold.adapters.llm.model import ChatRequest, ChatResponse, ToolCall
+from planfold.adapters.runtime.machine import TurnReport
 from planfold.adapters.runtime.resolve import (
     DirectoryTree,
+    ResolverError,
     TreeResolver,
     directory_resolver,
     resolve_effect,
@@ -20,8 +23,13 @@ from planfold.adapters.runtime.resolve import (
 from planfold.adapters.runtime.tool_runner import ToolRunner
 from planfold.adapters.runtime.toolset import default_registry
 from planfold.adapters.runtime.workspace import ToolFailure, Workspace
+from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.plan.scope import Effect, ResolvedTarget
+from planfold.kernel.session import fold_session
+from planfold.kernel.tools.events import read_tool_result
 from planfold.kernel.tools.spec import ToolSpec
+from planfold.kernel.turn import CALL_INTERRUPTED
+from tests.runtime_helpers import BrokenResolver, bootstrap, call, run_turns, say
 
 
 def _places(resolved: tuple[ResolvedTarget, ...]) -> list[str | None]:
@@ -220,3 +228,36 @@ def test_the_default_resolver_knows_no_links() -> None:
     runner = ToolRunner(default_registry())
     call = ToolCall.of("c1", "write_file", {"path": "src/a.py", "content": ""})
     assert resolved_effects(runner, call) == (Effect("write", "src/a.py", resolved=(ResolvedTarget("src/a.py"),)),)
+
+
+# --------------------------------------------------------------------------
+# A resolver that breaks its port
+
+
+class _Replies:
+    """A model that records a plan, writes a file once, then only says it is done."""
+
+    def __init__(self) -> None:
+        self.replies = [bootstrap(), call("write_file", {"path": "new.txt", "content": "x"}, "w1")]
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        return self.replies.pop(0) if self.replies else say("done")
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_a_resolver_that_raises_ends_the_turn_with_a_typed_error_runs_nothing_and_the_next_turn_runs(
+    driver: str,
+) -> None:
+    store, workspace = MemoryStore(), Workspace()
+    tools = ToolRunner(default_registry(), executors=workspace.executors(), resolver=BrokenResolver())
+    failed, report = run_turns(driver, store, _Replies(), tools, ("write it", "again"))
+    assert isinstance(failed, ResolverError) and failed.code == "resolver-failed"
+    assert "'w1'" in failed.message and "the disk under new.txt went away" in failed.message
+    assert isinstance(failed.__cause__, OSError)
+    assert "new.txt" not in workspace.files and workspace.writes == 0
+    events = store.read("s1")
+    answers = [read_tool_result(e.payload) for e in events if e.kind == "tool/result"][1:]
+    assert [(a.call_id, a.ok, CALL_INTERRUPTED in a.output) for a in answers] == [("w1", False, True)]
+    assert isinstance(report, TurnReport) and report.turn == 2 and report.ended_by == "reply"
+    assert report.closed_turn is None  # the failed turn was closed at once
+    assert fold_session(events) == store.load("s1") and store.audit("s1").ok

@@ -12,8 +12,12 @@ import pytest
 from planfold.adapters.cli.serve import ticks
 from planfold.adapters.serve.client import RemoteError
 from planfold.adapters.serve.server import Server
+from planfold.adapters.store.base import AppendRequest, AppendResult, ForwardingStore, StorageError, Store
 from planfold.adapters.store.memory import MemoryStore
 from planfold.kernel.session import fold_session
+from planfold.kernel.tools.events import read_tool_result
+from planfold.kernel.turn import CALL_INTERRUPTED
+from tests.runtime_helpers import SPEC, SUMMARY, BrokenResolver
 from tests.serve_host import WORKSPACE_TOOLS, InProcess
 
 S = "s"
@@ -247,3 +251,58 @@ def test_events_append_records_facts_and_refuses_what_planfold_decides() -> None
     with pytest.raises(RemoteError) as decided:
         host("events/append", events=[{"kind": "plan/mode", "payload": {"active": True}}])
     assert decided.value.rpc_code == -32602
+
+
+def test_a_resolver_that_raises_leaves_the_session_at_turn_so_the_host_can_end_it_and_start_the_next() -> None:
+    store = MemoryStore()
+    server = Server(store, ticks(1_000))
+    host = Host(server)
+    server.sessions[S].machine.tools.resolver = BrokenResolver()
+    host("turn/start", text="Write new.txt")
+    host("step/begin", step=1)
+    host.reply(("b1", "bootstrap_plan", {"plan_spec": SPEC, "summary_candidate": SUMMARY}))
+    assert host("tool/dispatch", call_id="b1")["ok"]
+    assert host("step/begin", step=2)["phase"] == "build_execute"
+    host.reply(("w1", "write_file", {"path": "new.txt", "content": "x"}))
+    with pytest.raises(RemoteError) as failed:
+        host("tool/dispatch", call_id="w1")
+    assert failed.value.remote_code == "resolver-failed" and "new.txt went away" in failed.value.message
+    assert host("session/read")["stage"] == "turn"
+    assert host("turn/end")["turn"] == 1
+    answers = [read_tool_result(e.payload) for e in store.read(S) if e.kind == "tool/result"][1:]
+    assert [(a.call_id, a.ok, CALL_INTERRUPTED in a.output) for a in answers] == [("w1", False, True)]
+    assert host("turn/start", text="Again")["turn"] == 2
+    assert store.audit(S).ok and fold_session(store.read(S)) == store.load(S)
+
+
+class _FailsAfter(ForwardingStore):
+    """A store whose appends after the first ``good`` ones fail unwritten."""
+
+    def __init__(self, inner: Store, good: int) -> None:
+        super().__init__(inner)
+        self.good = good
+
+    def append(self, request: AppendRequest) -> AppendResult:
+        if self.good == 0:
+            raise StorageError("append", "the disk is full", outcome="not-applied")
+        self.good -= 1
+        return self.inner.append(request)
+
+
+def test_a_step_begin_whose_header_fails_keeps_the_queued_choice_it_recorded_in_its_own_append() -> None:
+    inner = MemoryStore()
+    store = _FailsAfter(inner, 10)
+    host = Host(Server(store, ticks(1_000)))
+    host("turn/start", text="Plan first")
+    assert host("user/choose", active=True)["outcome"] == "queued"
+    store.good = 1  # the flush is written, the request header is not
+    with pytest.raises(RemoteError) as failed:
+        host("step/begin", step=1)
+    assert failed.value.remote_code == "storage-failure"
+    kinds = [e.kind for e in inner.read(S)]
+    assert kinds[-1] != "request/header" and fold_session(inner.read(S)).plan_mode  # the choice stands
+    info = host("session/read")
+    assert info["stage"] == "turn" and info["pending"] is None and info["mode"] == "plan"
+    store.good = 10
+    begun = host("step/begin", step=1)
+    assert not begun["flushed"] and begun["header_seq"] == inner.head(S)
