@@ -598,7 +598,7 @@ class DriverCore:
         the driver can close it, and ``ResolverError`` is raised; the call
         never runs."""
         try:
-            return resolved_effects(self.tools, call)
+            return resolved_effects(self.tools.registry, self.tools.resolver, call)
         except Exception as exc:
             self.abandon()
             raise ResolverError(call, exc) from exc

@@ -60,15 +60,12 @@ import posixpath
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from ...kernel.plan.scope import Effect, ResolvedTarget
 from ...kernel.plan.tools import execution_effects
-from ...kernel.tools.spec import ToolCall
+from ...kernel.tools.spec import ToolCall, ToolRegistry
 from ..errors import AdapterError
-
-if TYPE_CHECKING:
-    from .tool_runner import ToolRunner
 
 __all__ = [
     "MAX_ENTRIES",
@@ -319,13 +316,14 @@ def resolve_effect(resolver: Resolver, effect: Effect) -> Effect:
     return replace(effect, resolved=resolver.resolve(path))
 
 
-def resolved_effects(tools: ToolRunner, call: ToolCall) -> tuple[Effect, ...]:
-    """The effects ``call`` would have (``execution_effects``), each path
-    resolved by ``tools.resolver``: what the runtime hands the kernel's scope
-    check. Raises only what a resolver that breaks its port raises (the
-    drivers answer that with ``ResolverError``)."""
-    spec = tools.registry.get(call.name)
+def resolved_effects(registry: ToolRegistry, resolver: Resolver, call: ToolCall) -> tuple[Effect, ...]:
+    """The effects ``call`` would have (``execution_effects`` of its tool in
+    ``registry``; none for a tool it does not hold), each path resolved by
+    ``resolver``: what the runtime hands the kernel's scope check. Raises only
+    what a resolver that breaks its port raises (the drivers answer that
+    with ``ResolverError``)."""
+    spec = registry.get(call.name)
     if spec is None:
         return ()
     effects = execution_effects(spec, call.arguments or {})
-    return tuple(resolve_effect(tools.resolver, effect) for effect in effects)
+    return tuple(resolve_effect(resolver, effect) for effect in effects)

@@ -74,9 +74,7 @@ def tree(tmp_path: Path) -> Path:
         ("src/new/../a.py", ["src/a.py"]),
     ],
 )
-def test_a_path_resolves_to_where_its_name_lives_and_where_it_leads(
-    tree: Path, path: str, places: list[str]
-) -> None:
+def test_a_path_resolves_to_where_its_name_lives_and_where_it_leads(tree: Path, path: str, places: list[str]) -> None:
     assert _places(directory_resolver(tree).resolve(path)) == places
 
 
@@ -216,18 +214,22 @@ def test_only_effects_with_a_path_inside_the_workspace_by_name_are_resolved() ->
 def test_a_calls_effects_are_resolved_by_the_runners_resolver() -> None:
     bash = ToolSpec("bash", "Run a command.", {"type": "object"}, "unknown", "shell")
     runner = ToolRunner(default_registry((bash,)), resolver=_memory().resolver())
-    effects = resolved_effects(runner, ToolCall.of("c1", "bash", {"command": "touch src/d/x docs/y"}))
+    effects = resolved_effects(
+        runner.registry, runner.resolver, ToolCall.of("c1", "bash", {"command": "touch src/d/x docs/y"})
+    )
     assert [(e.path, _places(e.resolved or ())) for e in effects] == [
         ("src/d/x", ["docs/x"]),
         ("docs/y", ["docs/y"]),
     ]
-    assert resolved_effects(runner, ToolCall.of("c2", "nope", {})) == ()
+    assert resolved_effects(runner.registry, runner.resolver, ToolCall.of("c2", "nope", {})) == ()
 
 
 def test_the_default_resolver_knows_no_links() -> None:
     runner = ToolRunner(default_registry())
     call = ToolCall.of("c1", "write_file", {"path": "src/a.py", "content": ""})
-    assert resolved_effects(runner, call) == (Effect("write", "src/a.py", resolved=(ResolvedTarget("src/a.py"),)),)
+    assert resolved_effects(runner.registry, runner.resolver, call) == (
+        Effect("write", "src/a.py", resolved=(ResolvedTarget("src/a.py"),)),
+    )
 
 
 # --------------------------------------------------------------------------
