@@ -80,7 +80,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Literal, TypeVar
 
 from ...kernel import step
@@ -176,26 +176,17 @@ ProposedStep = step.ProposedStep
 StepListener = Callable[[ProposedStep], StepVerdict]
 
 
-@dataclass
-class TurnReport:
-    """What one turn did: its first and last seq, the steps it requested,
-    the same-step retries, the assistant's last text, how it ended
-    (``reply``, ``step-rejected``, ``model-error``, ``max-steps``,
-    ``content-filter``, ``refused``), the error that ended it early, the
-    flushes whose append failed, and the turn an earlier process had left
-    open, closed just before this one (``None`` when there was none)."""
+@dataclass(frozen=True, slots=True)
+class TurnReport(step.Tally):
+    """What one turn did: the machine's tally (its first and last seq, the
+    steps it requested, the same-step retries, the assistant's last text,
+    how it ended: ``reply``, ``step-rejected``, ``model-error``,
+    ``max-steps``, ``content-filter``, ``refused``; the error that ended it
+    early, the flushes whose append failed, and the turn an earlier process
+    had left open, closed just before this one, ``None`` when there was
+    none) and the requests the driver derived for it."""
 
-    turn: int
-    first_seq: int
-    last_seq: int = 0
-    steps: int = 0
-    retries: int = 0
-    reply: str | None = None
-    error: str | None = None
-    ended_by: str = "reply"
-    flush_failures: int = 0
     requests: list[PreparedRequest] = field(default_factory=list)
-    closed_turn: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,10 +388,8 @@ class _LazyEvents(Sequence[Event]):
 
 def report_of(tally: step.Tally, requests: Sequence[PreparedRequest]) -> TurnReport:
     """A driver's report of a turn: the machine's ``tally`` and the requests it derived."""
-    return TurnReport(
-        tally.turn, tally.first_seq, tally.last_seq, tally.steps, tally.retries, tally.reply, tally.error,
-        tally.ended_by, tally.flush_failures, list(requests), tally.closed_turn,
-    )
+    carried = {f.name: getattr(tally, f.name) for f in fields(tally)}
+    return TurnReport(**carried, requests=list(requests))
 
 
 class Stamp:
