@@ -466,7 +466,7 @@ class ToolCall:
     @classmethod
     def of(cls, id: str, name: str, arguments: Mapping[str, JSON]) -> ToolCall:
         """A call from an already decoded object (scripts, tests)."""
-        return cls(id, name, _json_text(arguments), arguments, None)
+        return cls(id, name, _json_text(arguments), arguments)
 
     @classmethod
     def recorded(cls, id: str, name: str, arguments: JSON) -> ToolCall:
