@@ -34,6 +34,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -85,12 +86,32 @@ def module_patterns(file: str) -> list[str]:
     return [f"{module_of(file)}.{prefix}*" for prefix in ("x_", "x" + SEPARATOR)]
 
 
+def prune_copies(root: Path) -> list[str]:
+    """Remove the files of ``mutants/`` copied from the checkout (its tests
+    and ``[tool.mutmut] also_copy``) whose original is gone; their paths,
+    relative to ``mutants/``. mutmut copies those trees again on every run
+    but never deletes, so a module, test or page removed since would still
+    run in the copy (and a test of the layering, say, would fail there)."""
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mutmut"]
+    copies = root / "mutants"
+    removed: list[str] = []
+    for entry in ("tests/", *config.get("also_copy", [])):
+        tree = copies / entry
+        for path in sorted(tree.rglob("*")) if tree.is_dir() else []:
+            relative = path.relative_to(copies)
+            if path.is_file() and "__pycache__" not in relative.parts and not (root / relative).exists():
+                path.unlink()
+                removed.append(relative.as_posix())
+    return removed
+
+
 def run_mutmut(
     root: Path, jobs: int, modules: Sequence[str], *, fresh: bool, retry: bool, examples: int,
     mutants: Sequence[str] = (),
 ) -> int:
     if fresh:
         shutil.rmtree(root / "mutants", ignore_errors=True)
+    prune_copies(root)
     patterns = [pattern for module in modules for pattern in module_patterns(module)] + list(mutants)
     if retry:
         # Only the mutants not killed yet (of the given modules, or of all).

@@ -23,7 +23,7 @@ from tests.mutation import __main__ as cli
 from tests.mutation.import_time import mutated_path
 from tests.mutation.score import load_mutants
 
-TINY = '''\
+TINY = """\
 def _floors():
     return {"high": 10}
 
@@ -63,7 +63,7 @@ def span_of(name):
     if name not in _SPANS:
         _SPANS[name] = _span(name)
     return _SPANS[name]
-'''
+"""
 
 TEST_TINY = """\
 import subprocess
@@ -193,3 +193,26 @@ def test_a_planted_kernel_mutant_is_killed_under_the_namespace_not_tested_agains
     assert _tiny_tests(project, flipped.name, mutated_path(project, dict(os.environ))) == 1
     assert _tiny_tests(project, "", mutated_path(project, dict(os.environ))) == 0
     assert _tiny_tests(project, flipped.name, dict(os.environ)) == 0
+
+
+def test_a_run_first_removes_the_copies_of_files_the_checkout_no_longer_has(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_kept.py").write_text("")
+    (root / "docs").mkdir()
+    (root / "docs" / "kept.md").write_text("")
+    (root / "pyproject.toml").write_text('[tool.mutmut]\nalso_copy = ["docs/", "README.md"]\n')
+    copies = root / "mutants"
+    for name in (
+        "tests/test_kept.py",
+        "tests/test_gone.py",
+        "tests/__pycache__/x.pyc",
+        "docs/kept.md",
+        "docs/gone.md",
+        "kernel/tiny.py.meta",  # mutmut's own results, beside the mutated sources: never a copy
+    ):
+        (copies / name).parent.mkdir(parents=True, exist_ok=True)
+        (copies / name).write_text("")
+    assert sorted(cli.prune_copies(root)) == ["docs/gone.md", "tests/test_gone.py"]
+    left = sorted(p.relative_to(copies).as_posix() for p in copies.rglob("*") if p.is_file())
+    assert left == ["docs/kept.md", "kernel/tiny.py.meta", "tests/__pycache__/x.pyc", "tests/test_kept.py"]
