@@ -89,6 +89,25 @@ from .tool_runner import ToolRunner, reply_of
 __all__ = ["AsyncRuntime", "InThread"]
 
 
+class _LoopLock:
+    """An ``asyncio.Lock`` of the running loop. A lock binds to the first loop
+    that makes a task wait on it, so a new one is made when the runtime runs
+    under another loop: one ``asyncio.run`` after another, each loop done
+    before the next (nothing waits on the old lock by then)."""
+
+    __slots__ = ("_lock", "_loop")
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = asyncio.Lock()
+
+    def __call__(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop, self._lock = loop, asyncio.Lock()
+        return self._lock
+
+
 @dataclass
 class _AsyncLog:
     """A session's fold and events in memory, appended through an ``AsyncStore``.
@@ -111,7 +130,8 @@ class _AsyncLog:
     def __post_init__(self) -> None:
         #: the lease every append carries while a goal driver holds one
         self.lease: Callable[[], Lease | None] = lambda: None
-        self.writing = asyncio.Lock()
+        #: the writer's lock (``writing()``: the running loop's)
+        self.writing = _LoopLock()
 
     @contextmanager
     def sealed(self, holder: str) -> Iterator[None]:
@@ -157,7 +177,7 @@ class _AsyncLog:
         waits for the writer before it (``writing``) and, cancelled while its
         append is in flight, holds it until the append answers (its events
         taken when written), then re-raises."""
-        async with self.writing:
+        async with self.writing():
             for attempt in range(1, attempts + 1):
                 at = self.now()
                 drafts = decide(self._state, at)
@@ -242,7 +262,7 @@ class AsyncRuntime(DriverCore):
         self._p = step.Process.opened(self._config(), self._view())
         self._conversation = Conversation()
         self._requests: list[PreparedRequest] = []
-        self._lock: asyncio.Lock | None = None
+        self._lock = _LoopLock()
         #: the task whose turn runs now
         self._turn_task: asyncio.Task[Any] | None = None
         #: an append in doubt and the value after it (see ``_lost_track``)
@@ -298,7 +318,7 @@ class AsyncRuntime(DriverCore):
         the log's writer meanwhile (``_AsyncLog.writing``): another task's
         operation (a plan-mode choice, a goal operation) waits for these
         appends to answer, then decides on the value after them."""
-        async with self._log.writing:
+        async with self._log.writing():
             if self._behind is not None:
                 await self._catch_up()
             run = self._transitions(event)
@@ -375,15 +395,13 @@ class AsyncRuntime(DriverCore):
         self, text: str, source: MessageSource | None = None, view: ViewRequest | None = None
     ) -> TurnReport:
         """Run one whole turn (``Runtime.run_turn``), one at a time."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
         start = step.StartTurn(text, source, view or ViewRequest(), 0)
         if self._turn_task is not None and self._turn_task is asyncio.current_task():
             # a turn started from inside this task's own turn (a tool's code):
             # the reducer refuses it as it refuses the synchronous runtime's
             # (``LogSealedError`` while the tool runs), instead of waiting for itself
             await self._advance(start)
-        async with self._lock:
+        async with self._lock():
             self._turn_task = asyncio.current_task()
             try:
                 return await self._turn(start)

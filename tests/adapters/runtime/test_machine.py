@@ -519,3 +519,26 @@ def test_a_ctrl_c_while_a_turn_starts_leaves_the_next_turn_to_close_it() -> None
     assert isinstance(report, TurnReport), report
     assert report.turn == 2 and report.closed_turn == 1 and report.ended_by == "reply"
     assert store.load(S) == fold_session(store.read(S)) and store.audit(S).ok
+
+
+class _Replying:
+    """An async model that lets other tasks run before it answers ``ok``."""
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        await asyncio.sleep(0)
+        return ChatResponse("ok", (), "stop")
+
+
+def test_an_asyncio_runtime_runs_contending_turns_under_one_event_loop_after_another() -> None:
+    store = MemoryStore()
+    runtime = AsyncRuntime(store, S, _Replying(), _tools(), clock=ticking())
+
+    async def two_turns() -> list[str | None]:
+        # the second turn waits for the first: the runtime's locks are waited on under this loop
+        reports = await asyncio.gather(runtime.run_turn("one"), runtime.run_turn("two"))
+        return [report.reply for report in reports]
+
+    assert asyncio.run(two_turns()) == ["ok", "ok"]
+    assert asyncio.run(two_turns()) == ["ok", "ok"]
+    state = fold_session(store.read(S))
+    assert state.turns.turn == 4 and not state.turns.open
