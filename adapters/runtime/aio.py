@@ -66,7 +66,7 @@ from ...kernel.plan.mode import ChoiceOutcome
 from ...kernel.plan.review import PlanCommand
 from ...kernel.session import SessionState, fold_more
 from ..llm.model import AsyncModelClient, ChatRequest, ChatResponse, ModelClient, ModelError
-from ..store.aio import AsyncStore
+from ..store.aio import AsyncStore, settled
 from ..store.aio_threaded import ThreadedStore
 from ..store.base import AppendRequest, Folded, Lease, Store
 from ..store.session_log import Clock, LogSealedError, system_clock
@@ -187,7 +187,7 @@ class _AsyncLog:
                 events = number_drafts(drafts, before.last_seq, at)
                 state = fold_more(before, events)
                 try:
-                    await _settled(asyncio.ensure_future(self._append_events(before, events, state)))
+                    await settled(asyncio.ensure_future(self._append_events(before, events, state)))
                 except ConflictError:
                     if attempt == attempts:
                         raise
@@ -333,7 +333,7 @@ class AsyncRuntime(DriverCore):
         holds (or leaves the doubt to the next operation) and re-raises."""
         write = asyncio.ensure_future(self._write(append))
         try:
-            await _settled(write)
+            await settled(write)
         except asyncio.CancelledError:
             failure = None if write.cancelled() else write.exception()
             if failure is not None and store_may_be_ahead(failure):
@@ -469,28 +469,6 @@ class AsyncRuntime(DriverCore):
     def sealed_by(self) -> str | None:
         """What holds the session log sealed right now (a running tool), or ``None``."""
         return self._log.sealed_by
-
-
-async def _settled(write: asyncio.Future[None]) -> None:
-    """Await ``write`` to its end even when the awaiting task is cancelled
-    meanwhile, so that an append is in the log or not and never left running
-    on its own; then raise the cancellation (its error retrieved), or the
-    write's own error."""
-    cancelled = False
-    while not write.done():
-        try:
-            await asyncio.shield(write)
-        except asyncio.CancelledError:
-            if write.cancelled():  # the write itself was cancelled: raised below
-                break
-            cancelled = True  # this task was: wait for the write, then raise it
-        except BaseException:  # the write's own error: raised below
-            break
-    if cancelled:
-        if not write.cancelled():
-            write.exception()
-        raise asyncio.CancelledError
-    write.result()
 
 
 class InThread:
